@@ -1,0 +1,149 @@
+"""The quantization-method hierarchy every format plugs into.
+
+A format is one ``QuantizationConfig`` (parsed from a checkpoint's ``quantization_config``)
+that hands each linear layer a ``QuantizeMethodBase``. The layer never asks *which* method it
+has: it calls the four verbs below and consults the capability hooks
+(``supports_block_quantization()``, ``weight_block_size``, ``output_alignment()``) instead of
+``isinstance`` checks, so ``qlinear.layers`` depends on this module only.
+"""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Sequence
+
+import torch
+
+if TYPE_CHECKING:  # layer types only for annotations: layers import us, not the other way
+    from qlinear.layers.linear import LinearBase
+
+__all__ = ["QuantizeMethodBase", "QuantizationConfig", "match_module_name", "config_error"]
+
+
+class QuantizeMethodBase(ABC):
+    """How one linear layer stores, finishes and applies its weight.
+
+    Lifecycle: ``create_weights`` registers parameters (each a ``QParameter`` with its
+    ``weight_loader``) on the layer; the loader fills them shard by shard;
+    ``process_weights_after_loading`` turns checkpoint tensors into the kernel's layout;
+    ``apply`` computes ``y = x @ W^T + bias`` for ``x [..., K]`` -> ``y [..., N]``.
+    """
+
+    #: short name shown in reports, e.g. "unquantized", "fp8-block", "gptq-w4a16"
+    name: ClassVar[str] = "base"
+
+    @abstractmethod
+    def create_weights(
+        self,
+        layer: "LinearBase",
+        input_size: int,
+        output_partition_sizes: Sequence[int],
+        params_dtype: torch.dtype,
+    ) -> None:
+        """Register this format's parameters on ``layer`` for a ``[sum(output_partition_sizes),
+        input_size]`` logical weight (the part this process holds; ``layer.shard_plan`` has the
+        checkpoint-side sizes)."""
+
+    @abstractmethod
+    def apply(self, layer: "LinearBase", x: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+        """``x [..., K]`` -> ``x @ W^T + bias``, shape ``[..., N]``, in ``x``'s dtype."""
+
+    def process_weights_after_loading(self, layer: "LinearBase") -> None:
+        """Finish the layer once every shard is loaded (reconcile scales, repack). Default: nothing."""
+
+    # -- capability hooks the layers consult -------------------------------------------------
+    @property
+    def weight_block_size(self) -> tuple[int, int] | None:
+        """``(block_n, block_k)`` of block-wise weight scales, or None."""
+        return None
+
+    def supports_block_quantization(self) -> bool:
+        return self.weight_block_size is not None
+
+    def output_alignment(self) -> int:
+        """Rows every output shard but the last must be a multiple of (a pack factor along N,
+        or ``block_n``). Parameters enforce it too; the layer checks it first for a clear message."""
+        block = self.weight_block_size
+        return block[0] if block is not None else 1
+
+    def input_alignment(self) -> int:
+        """Columns the layer's input size must be a multiple of (pack factor or group along K)."""
+        return 1
+
+    def backend(self, layer: "LinearBase", x: torch.Tensor | None = None) -> str:
+        """Name of the path ``apply`` takes for ``x`` (or for a typical input), for reports."""
+        return "torch"
+
+
+class QuantizationConfig(ABC):
+    """A checkpoint's ``quantization_config``, parsed and checked.
+
+    ``packed_modules_mapping`` maps a fused module's name to the checkpoint modules it holds
+    (``{"fused_qkv_a_proj": ["q_a_proj", "kv_a_proj_with_mqa"]}``), so that per-module settings
+    such as ignore lists can be resolved for fused layers.
+    """
+
+    #: the ``quant_method`` value this class parses
+    quant_method: ClassVar[str] = ""
+
+    def __init__(self) -> None:
+        self.packed_modules_mapping: dict[str, list[str]] = {}
+
+    @classmethod
+    @abstractmethod
+    def from_config(cls, config: dict[str, Any]) -> "QuantizationConfig":
+        """Parse a ``quantization_config`` dict; raise ``ValueError`` on unsupported settings."""
+
+    @abstractmethod
+    def get_quant_method(self, layer: "LinearBase", prefix: str) -> QuantizeMethodBase:
+        """The method for the layer at module path ``prefix``."""
+
+    # -- helpers for subclasses ---------------------------------------------------------------
+    def checkpoint_prefixes(self, layer: "LinearBase", prefix: str) -> list[str]:
+        """Checkpoint module paths a layer stands for: its own, or its shards' for a fused layer.
+
+        The shard names come from the layer (``layer.shard_names``) or from
+        ``packed_modules_mapping`` keyed by the last component of ``prefix``.
+        """
+        parent, _, leaf = prefix.rpartition(".")
+        names = getattr(layer, "shard_names", None) or self.packed_modules_mapping.get(leaf)
+        if not names:
+            return [prefix]
+        return [f"{parent}.{n}" if parent else n for n in names]
+
+    def all_or_none(self, layer: "LinearBase", prefix: str, predicate, what: str) -> bool:
+        """True when ``predicate`` holds for every checkpoint module of the layer, False when for
+        none; a fused layer whose shards disagree cannot be built and raises ``ValueError``."""
+        prefixes = self.checkpoint_prefixes(layer, prefix)
+        hits = [bool(predicate(p)) for p in prefixes]
+        if all(hits):
+            return True
+        if not any(hits):
+            return False
+        raise ValueError(
+            f"{prefix}: the modules fused into this layer disagree on {what}: "
+            + ", ".join(f"{p}={'yes' if h else 'no'}" for p, h in zip(prefixes, hits))
+        )
+
+
+def match_module_name(name: str, patterns: Iterable[str] | None) -> bool:
+    """Does module path ``name`` match one of ``patterns``?
+
+    A pattern ``"re:<regex>"`` matches when the regex matches the whole path (``re.fullmatch``,
+    as compressed-tensors does); a plain pattern matches the whole path or its trailing
+    components (``"lm_head"`` matches ``"model.lm_head"``, ``"q_a_proj"`` matches
+    ``"model.layers.0.self_attn.q_a_proj"``).
+    """
+    for pattern in patterns or ():
+        if pattern.startswith("re:"):
+            if re.fullmatch(pattern[3:], name):
+                return True
+        elif name == pattern or name.endswith("." + pattern):
+            return True
+    return False
+
+
+def config_error(method: str, key: str, value: Any, supported: Any) -> ValueError:
+    """The one error shape for unsupported settings: what, where, and what would work."""
+    return ValueError(f"quantization_config ({method}): unsupported {key}={value!r}; supported: {supported}")

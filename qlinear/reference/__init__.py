@@ -1,0 +1,5 @@
+"""fp32 PyTorch references for every op and every dequantization (CPU-runnable).
+
+Tests, benchmarks and the CPU fallback path share these functions, so a kernel is always
+compared with the code that also serves users without a GPU.
+"""
