@@ -37,9 +37,9 @@ ALLOWED: list[tuple[str, tuple[str, ...]]] = [
                     "qlinear.ops", "qlinear.reference", "qlinear.kernels") + CONCRETE_FORMATS)
       for fmt in CONCRETE_FORMATS],
     ("qlinear.layers", _LOW + ("qlinear.parameter", "qlinear.quantization.base",
-                               "qlinear.quantization.unquantized", "qlinear.ops", "qlinear.layers")),
-    ("qlinear.distributed", _LOW + ("qlinear.parameter", "qlinear.layers", "qlinear.quantization.base",
-                                    "qlinear.distributed")),
+                               "qlinear.quantization.unquantized", "qlinear.ops", "qlinear.layers",
+                               "qlinear.distributed")),
+    ("qlinear.distributed", _LOW + ("qlinear.distributed",)),
     ("qlinear.loading", _LOW + ("qlinear.parameter", "qlinear.layers", "qlinear.quantization",
                                 "qlinear.loading")),
     ("qlinear.testing", _LOW + ("qlinear.reference", "qlinear.parameter", "qlinear.testing")),

@@ -1,0 +1,198 @@
+// RMSNorm device code: y = x / sqrt(mean(x^2) + eps) * w, accumulated in fp32.
+//
+// Device code only (no torch headers): kernels take raw pointers and row strides so that strided
+// views (e.g. the q / kv slices of a fused projection output with row stride 2112) are read in
+// place. Rows are addressed as a [n_outer, n_inner, H] view: row r starts at
+//   ptr + (r / n_inner) * s0 + (r % n_inner) * s1      (strides in elements, the last stride is 1)
+// which covers 2-D views (n_inner = n_rows) and 3-D views whose leading dims do not collapse.
+//
+// Two kernels:
+//  * rms_norm_vec_kernel: 16-byte accesses, the whole row kept in registers (load once, reduce,
+//    write), several rows per block when rows are short. Needs 16-byte aligned pointers and row
+//    strides and H a multiple of the vector width (8 for 16-bit types, 4 for fp32).
+//  * rms_norm_generic_kernel: element accesses, any H / alignment, reads the row twice (the second
+//    read mostly hits L1/L2). The fallback for odd sizes and for rows too long for registers.
+//
+// Fused add (FUSED=true): residual <- x + residual (rounded to T), x <- rmsnorm(residual) * w.
+// The norm is taken of the *rounded* residual, i.e. of exactly the values stored, so that the
+// result equals rms_norm(residual_after) as the reference computes it.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+namespace qlinear {
+namespace norm {
+
+// One operand: base pointer and the two leading strides (elements).
+struct Rows {
+  void* ptr;
+  int64_t s0;
+  int64_t s1;
+};
+
+template <typename T>
+struct Conv;
+
+template <>
+struct Conv<float> {
+  static __device__ __forceinline__ float to_f(float v) { return v; }
+  static __device__ __forceinline__ float from_f(float v) { return v; }
+};
+
+template <>
+struct Conv<__half> {
+  static __device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
+  static __device__ __forceinline__ __half from_f(float v) { return __float2half_rn(v); }
+};
+
+template <>
+struct Conv<__nv_bfloat16> {
+  static __device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
+  static __device__ __forceinline__ __nv_bfloat16 from_f(float v) { return __float2bfloat16_rn(v); }
+};
+
+// 16 bytes viewed either as one 128-bit word (for the load / store instruction) or as elements.
+template <typename T>
+union Pack {
+  static constexpr int N = 16 / sizeof(T);
+  uint4 raw;
+  T e[N];
+};
+
+template <typename T>
+__device__ __forceinline__ T* row_ptr(const Rows& r, uint32_t row, uint32_t n_inner) {
+  const uint32_t o = row / n_inner;
+  const uint32_t i = row - o * n_inner;
+  return static_cast<T*>(r.ptr) + static_cast<int64_t>(o) * r.s0 + static_cast<int64_t>(i) * r.s1;
+}
+
+// Sum over a group of 2^tpr_log2 consecutive threads (a row's threads). Every thread of the block
+// must call it (shuffles use the full mask, and groups wider than a warp meet in shared memory).
+__device__ __forceinline__ float group_sum(float v, int tpr_log2) {
+  const int in_warp = tpr_log2 < 5 ? tpr_log2 : 5;
+  for (int off = (1 << in_warp) >> 1; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+  if (tpr_log2 > 5) {
+    __shared__ float part[32];
+    const int warp = threadIdx.x >> 5;
+    const int lane = threadIdx.x & 31;
+    if (lane == 0) part[warp] = v;
+    __syncthreads();
+    const int warps_per_row = 1 << (tpr_log2 - 5);
+    const int first = warp & ~(warps_per_row - 1);
+    v = lane < warps_per_row ? part[first + lane] : 0.f;
+    for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+  }
+  return v;
+}
+
+// blockDim.x = rows_per_block << tpr_log2. Thread `lane` of a row owns vectors lane, lane + tpr,
+// lane + 2 tpr, ... (NV of them), so each load instruction of a row group covers tpr * 16
+// contiguous bytes.
+template <typename T, int NV, bool FUSED>
+__global__ void __launch_bounds__(1024)
+    rms_norm_vec_kernel(Rows dst, Rows src, Rows res, const T* __restrict__ weight, uint32_t n_rows,
+                        uint32_t n_inner, int hidden, int tpr_log2, float eps) {
+  using C = Conv<T>;
+  constexpr int VW = Pack<T>::N;
+  const int tpr = 1 << tpr_log2;
+  const int lane = threadIdx.x & (tpr - 1);
+  const uint32_t row = blockIdx.x * (blockDim.x >> tpr_log2) + (threadIdx.x >> tpr_log2);
+  const bool active = row < n_rows;
+  const int nvec = hidden / VW;
+
+  Pack<T> v[NV];
+  float ss = 0.f;
+  if (active) {
+    T* s = row_ptr<T>(src, row, n_inner);
+    T* r = FUSED ? row_ptr<T>(res, row, n_inner) : nullptr;
+#pragma unroll
+    for (int k = 0; k < NV; ++k) {
+      const int j = k * tpr + lane;
+      if (j < nvec) v[k].raw = reinterpret_cast<const uint4*>(s)[j];
+    }
+    if (FUSED) {
+#pragma unroll
+      for (int k = 0; k < NV; ++k) {
+        const int j = k * tpr + lane;
+        if (j < nvec) {
+          Pack<T> rv;
+          rv.raw = reinterpret_cast<const uint4*>(r)[j];
+#pragma unroll
+          for (int e = 0; e < VW; ++e) v[k].e[e] = C::from_f(C::to_f(v[k].e[e]) + C::to_f(rv.e[e]));
+          reinterpret_cast<uint4*>(r)[j] = v[k].raw;
+        }
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < NV; ++k) {
+      const int j = k * tpr + lane;
+      if (j < nvec) {
+#pragma unroll
+        for (int e = 0; e < VW; ++e) {
+          const float f = C::to_f(v[k].e[e]);
+          ss += f * f;
+        }
+      }
+    }
+  }
+  ss = group_sum(ss, tpr_log2);
+  const float inv = rsqrtf(ss / static_cast<float>(hidden) + eps);
+  if (active) {
+    T* d = row_ptr<T>(dst, row, n_inner);
+#pragma unroll
+    for (int k = 0; k < NV; ++k) {
+      const int j = k * tpr + lane;
+      if (j < nvec) {
+        Pack<T> wv;
+        wv.raw = __ldg(reinterpret_cast<const uint4*>(weight) + j);
+#pragma unroll
+        for (int e = 0; e < VW; ++e) v[k].e[e] = C::from_f(C::to_f(v[k].e[e]) * inv * C::to_f(wv.e[e]));
+        reinterpret_cast<uint4*>(d)[j] = v[k].raw;
+      }
+    }
+  }
+}
+
+// Any H, any alignment. In place is safe: each element is read before the same thread writes it.
+template <typename T, bool FUSED>
+__global__ void __launch_bounds__(1024)
+    rms_norm_generic_kernel(Rows dst, Rows src, Rows res, const T* __restrict__ weight,
+                            uint32_t n_rows, uint32_t n_inner, int hidden, int tpr_log2, float eps) {
+  using C = Conv<T>;
+  const int tpr = 1 << tpr_log2;
+  const int lane = threadIdx.x & (tpr - 1);
+  const uint32_t row = blockIdx.x * (blockDim.x >> tpr_log2) + (threadIdx.x >> tpr_log2);
+  const bool active = row < n_rows;
+
+  float ss = 0.f;
+  T* s = nullptr;
+  T* r = nullptr;
+  if (active) {
+    s = row_ptr<T>(src, row, n_inner);
+    if (FUSED) r = row_ptr<T>(res, row, n_inner);
+#pragma unroll 4
+    for (int j = lane; j < hidden; j += tpr) {
+      float f = C::to_f(s[j]);
+      if (FUSED) {
+        const T sum = C::from_f(f + C::to_f(r[j]));
+        r[j] = sum;
+        f = C::to_f(sum);
+      }
+      ss += f * f;
+    }
+  }
+  ss = group_sum(ss, tpr_log2);
+  const float inv = rsqrtf(ss / static_cast<float>(hidden) + eps);
+  if (active) {
+    T* d = row_ptr<T>(dst, row, n_inner);
+    const T* in = FUSED ? r : s;  // fused: normalize the stored (rounded) residual
+#pragma unroll 4
+    for (int j = lane; j < hidden; j += tpr) d[j] = C::from_f(C::to_f(in[j]) * inv * C::to_f(weight[j]));
+  }
+}
+
+}  // namespace norm
+}  // namespace qlinear

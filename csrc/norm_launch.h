@@ -1,0 +1,45 @@
+// Host launchers for the RMSNorm kernels in norm.cuh. Raw pointers, strides in elements, a
+// cudaStream_t; no torch headers, so this compiles with nvcc alone.
+//
+// Operands are [n_outer, n_inner, hidden] views (n_rows = n_outer * n_inner, last stride 1):
+// row r starts at ptr + (r / n_inner) * s0 + (r % n_inner) * s1. A 2-D [n_rows, H] view with row
+// stride s is {ptr, 0, s} with n_inner = n_rows.
+#pragma once
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+namespace qlinear {
+
+enum class NormDType : int { kFloat16 = 0, kBFloat16 = 1, kFloat32 = 2 };
+
+struct NormOperand {
+  void* ptr;
+  int64_t s0;  // stride between outer indices (elements)
+  int64_t s1;  // stride between inner indices (elements)
+};
+
+// Kernel choice. Zeros mean "pick automatically" (the usual case); benchmarks set them to sweep.
+//   vecs_per_thread: 1, 2, 4 or 8 selects the 16-byte register kernel with that many vectors per
+//                    thread (ignored, falling back to the generic kernel, when alignment forbids);
+//                    -1 forces the generic element-wise kernel.
+//   threads_per_row: power of two in [1, 1024]; must cover the row for the register kernel.
+//   rows_per_block:  power of two; threads per block = rows_per_block * threads_per_row <= 1024.
+struct NormConfig {
+  int vecs_per_thread = 0;
+  int threads_per_row = 0;
+  int rows_per_block = 0;
+};
+
+// out <- x / sqrt(mean(x^2) + eps) * weight. `out` may equal `x` (in place).
+cudaError_t rms_norm_launch(NormOperand out, NormOperand x, const void* weight, int64_t n_rows,
+                            int64_t n_inner, int64_t hidden, float eps, NormDType dtype,
+                            cudaStream_t stream, NormConfig config = NormConfig());
+
+// residual <- x + residual; x <- residual / sqrt(mean(residual^2) + eps) * weight (in place).
+cudaError_t fused_add_rms_norm_launch(NormOperand x, NormOperand residual, const void* weight,
+                                      int64_t n_rows, int64_t n_inner, int64_t hidden, float eps,
+                                      NormDType dtype, cudaStream_t stream,
+                                      NormConfig config = NormConfig());
+
+}  // namespace qlinear

@@ -1,0 +1,556 @@
+"""Triton kernels for FP8 (e4m3) activation quantization, block-scaled FP8 GEMM and the fused
+RMSNorm -> FP8 quantization, with their launchers.
+
+Numerics follow ``qlinear.reference.fp8`` exactly: group scales are ``max(amax, eps) / 448`` and
+codes ``e4m3(clamp(x / scale, -448, 448))`` with IEEE (round-to-nearest) divisions, so the
+quantizer is bit-identical to the reference. Importing this module imports triton; it compiles
+nothing until a launcher runs.
+
+Under ``TRITON_INTERPRET=1`` (CPU tests) the fp32 -> e4m3 cast is done with integer arithmetic:
+the interpreter's own cast truncates the carry of a rounded mantissa and rounds ties away from
+zero, while GPUs use the hardware RNE cast (``cvt.rn.satfinite.e4m3x2.f32``).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass
+
+import torch
+import triton
+import triton.language as tl
+
+from qlinear._utils import FP8_E4M3, cdiv
+
+__all__ = [
+    "GemmConfig",
+    "default_gemm_config",
+    "per_token_group_quant_fp8",
+    "fp8_block_gemm",
+    "rms_norm_quant_fp8",
+]
+
+_FP8_MAX = 448.0
+
+
+def _interpret() -> bool:
+    # Read at launch, not import: a test process may set it before its first launch.
+    return os.environ.get("TRITON_INTERPRET", "0") == "1"
+
+
+# --------------------------------------------------------------------------------------------
+# device helpers
+# --------------------------------------------------------------------------------------------
+
+
+@triton.jit
+def _f32_to_e4m3(y, INTERPRET: tl.constexpr):
+    """``y`` fp32, already clamped to [-448, 448] -> float8e4nv with round-to-nearest-even."""
+    if INTERPRET:
+        bits = y.to(tl.uint32, bitcast=True)
+        sign = (bits >> 31).to(tl.uint8) << 7
+        mag = bits & 0x7FFFFFFF
+        a = mag.to(tl.float32, bitcast=True)
+        # Normal e4m3 (|y| >= 2^-6): keep 3 of fp32's 23 mantissa bits with RNE; the integer add
+        # carries into the exponent field, and the e4m3 exponent is the fp32 one minus 120.
+        lsb = (mag >> 20) & 1
+        normal = ((mag + 0x7FFFF + lsb) >> 20) - (120 << 3)
+        # Subnormal e4m3: multiples of 2^-9; adding 2^23 makes fp32 round |y| * 512 RNE to an int.
+        sub = ((a * 512.0 + 8388608.0) - 8388608.0).to(tl.uint32)
+        code = tl.where(a < 0.015625, sub, normal)
+        q = (code.to(tl.uint8) | sign).to(tl.float8e4nv, bitcast=True)
+    else:
+        q = y.to(tl.float8e4nv)
+    return q
+
+
+@triton.jit
+def _f32_to(y, DST: tl.constexpr, INTERPRET: tl.constexpr):
+    """fp32 -> ``DST`` (fp32 / bf16 / fp16) with round-to-nearest-even. The interpreter's casts
+    lose the carry of a rounded-up mantissa, so under it the rounding is done on the bits."""
+    if INTERPRET and DST == tl.bfloat16:
+        bits = y.to(tl.uint32, bitcast=True)
+        r = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+        out = r.to(tl.uint16).to(tl.bfloat16, bitcast=True)
+    elif INTERPRET and DST == tl.float16:
+        bits = y.to(tl.uint32, bitcast=True)
+        sign = (bits >> 16) & 0x8000
+        mag = bits & 0x7FFFFFFF
+        a = mag.to(tl.float32, bitcast=True)
+        normal = ((mag + 0xFFF + ((mag >> 13) & 1)) >> 13) - (112 << 10)
+        # fp16 subnormals are multiples of 2^-24; + 2^23 makes fp32 round a * 2^24 to an integer.
+        sub = ((a * 16777216.0 + 8388608.0) - 8388608.0).to(tl.uint32)
+        code = tl.where(a < 6.103515625e-05, sub, normal) | sign
+        out = code.to(tl.uint16).to(tl.float16, bitcast=True)
+    else:
+        out = y.to(DST)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# per-token-group quantization
+# --------------------------------------------------------------------------------------------
+
+
+@triton.jit
+def _per_token_group_quant_fp8_kernel(
+    Q_ptr,
+    S_ptr,
+    X_ptr,
+    M,
+    K,
+    G,
+    X_row_stride,
+    Q_row_stride,
+    S_row_stride,
+    S_col_stride,
+    scale_eps,
+    GROUP: tl.constexpr,
+    GROUPS_PER_PROG: tl.constexpr,
+    INTERPRET: tl.constexpr,
+):
+    # One program: one row, GROUPS_PER_PROG consecutive groups. Rows >= M (padding requested by
+    # the caller) read as zeros, so they get code 0 and a tiny finite scale.
+    row = tl.program_id(0)
+    gi = tl.program_id(1) * GROUPS_PER_PROG + tl.arange(0, GROUPS_PER_PROG)
+    cols = gi[:, None] * GROUP + tl.arange(0, GROUP)[None, :]
+    col_ok = cols < K
+    k_valid = tl.where(row < M, K, 0)
+    row64 = row.to(tl.int64)
+    x = tl.load(X_ptr + row64 * X_row_stride + cols, mask=cols < k_valid, other=0.0).to(tl.float32)
+    amax = tl.max(tl.abs(x), axis=1)
+    scale = tl.math.div_rn(tl.maximum(amax, scale_eps), _FP8_MAX)
+    y = tl.clamp(tl.math.div_rn(x, scale[:, None]), -_FP8_MAX, _FP8_MAX)
+    tl.store(Q_ptr + row64 * Q_row_stride + cols, _f32_to_e4m3(y, INTERPRET), mask=col_ok)
+    tl.store(S_ptr + row64 * S_row_stride + gi * S_col_stride, scale, mask=gi < G)
+
+
+def _groups_per_prog(G: int, group: int) -> int:
+    # Largest power of two <= 16 (and <= 4096 elements per program) dividing G, so no program
+    # holds a masked-off tail of groups; G itself (rounded up) when it is small.
+    cap = max(1, min(16, 4096 // group))
+    if G <= cap:
+        return triton.next_power_of_2(G)
+    p = cap
+    while p > 1 and G % p:
+        p //= 2
+    return p if p >= 4 else cap
+
+
+def per_token_group_quant_fp8(
+    x: torch.Tensor,
+    group_size: int = 128,
+    *,
+    column_major_scales: bool = False,
+    pad_rows_to: int = 1,
+    scale_eps: float = 1e-10,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Quantize ``x`` [M, K] (fp16/bf16/fp32, ``stride(1) == 1``, any row stride) to e4m3 per
+    ``group_size`` columns of each row.
+
+    Returns ``q`` [M_pad, K] e4m3 (contiguous) and fp32 ``scales`` [M_pad, cdiv(K, group_size)]
+    where ``M_pad = round_up(M, pad_rows_to)`` (rows past M are zeros with tiny scales: the shape
+    cuBLAS wants). With ``column_major_scales`` the scales are the transpose of a contiguous
+    [G, M_pad] tensor (strides ``(1, M_pad)``).
+    """
+    M, K = x.shape
+    G = cdiv(K, group_size)
+    M_pad = cdiv(M, pad_rows_to) * pad_rows_to
+    q = torch.empty((M_pad, K), dtype=FP8_E4M3, device=x.device)
+    if column_major_scales:
+        s = torch.empty((G, M_pad), dtype=torch.float32, device=x.device).t()
+    else:
+        s = torch.empty((M_pad, G), dtype=torch.float32, device=x.device)
+    if M_pad == 0 or K == 0:
+        return q, s
+    gpp = _groups_per_prog(G, group_size)
+    grid = (M_pad, cdiv(G, gpp))
+    _per_token_group_quant_fp8_kernel[grid](
+        q,
+        s,
+        x,
+        M,
+        K,
+        G,
+        x.stride(0),
+        q.stride(0),
+        s.stride(0),
+        s.stride(1),
+        scale_eps,
+        GROUP=group_size,
+        GROUPS_PER_PROG=gpp,
+        INTERPRET=_interpret(),
+        num_warps=4 if gpp * group_size >= 1024 else 2,
+    )
+    return q, s
+
+
+# --------------------------------------------------------------------------------------------
+# block-scaled FP8 GEMM with optional split-K
+# --------------------------------------------------------------------------------------------
+
+
+@triton.jit
+def _fp8_block_gemm_kernel(
+    C_ptr,
+    A_ptr,
+    B_ptr,
+    As_ptr,
+    Bs_ptr,
+    Bias_ptr,
+    M,
+    N,
+    K,
+    stride_am,
+    stride_bn,
+    stride_cm,
+    stride_c_split,
+    stride_as_m,
+    stride_as_k,
+    stride_bs_n,
+    stride_bs_k,
+    k_blocks_per_split,
+    SCALE_BLOCK_N: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+    SPLIT_K: tl.constexpr,
+    EVEN_K: tl.constexpr,
+    HAS_BIAS: tl.constexpr,
+    FP8_DOT: tl.constexpr,
+    INTERPRET: tl.constexpr,
+):
+    # C[m, n] = sum_kb As[m, kb] * Bs[n // SCALE_BLOCK_N, kb] * sum_{k in kb} A[m, k] * B[n, k]
+    # BLOCK_K equals the K extent of a scale block, so each K step has one scale per row of A
+    # and one per row of B (gathered per column: BLOCK_N need not divide SCALE_BLOCK_N).
+    pid = tl.program_id(0)
+    pid_k = tl.program_id(1)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    # Grouped tile order: GROUP_M row-tiles walk the N tiles together so B stays in L2.
+    width = GROUP_M * num_pid_n
+    first_m = (pid // width) * GROUP_M
+    group_m = tl.minimum(num_pid_m - first_m, GROUP_M)
+    pid_m = first_m + (pid % width) % group_m
+    pid_n = (pid % width) // group_m
+
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    m_ok = offs_m < M
+    n_ok = offs_n < N
+    a_ptrs = A_ptr + offs_m[:, None].to(tl.int64) * stride_am + offs_k[None, :]
+    b_ptrs = B_ptr + offs_n[:, None].to(tl.int64) * stride_bn + offs_k[None, :]
+    as_ptrs = As_ptr + offs_m * stride_as_m
+    bs_ptrs = Bs_ptr + (offs_n // SCALE_BLOCK_N) * stride_bs_n
+
+    kb_begin = pid_k * k_blocks_per_split
+    kb_end = tl.minimum(kb_begin + k_blocks_per_split, tl.cdiv(K, BLOCK_K))
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for kb in range(kb_begin, kb_end):
+        k0 = kb * BLOCK_K
+        if EVEN_K:
+            a = tl.load(a_ptrs + k0, mask=m_ok[:, None], other=0.0)
+            b = tl.load(b_ptrs + k0, mask=n_ok[:, None], other=0.0)
+        else:
+            k_ok = (k0 + offs_k) < K
+            a = tl.load(a_ptrs + k0, mask=m_ok[:, None] & k_ok[None, :], other=0.0)
+            b = tl.load(b_ptrs + k0, mask=n_ok[:, None] & k_ok[None, :], other=0.0)
+        a_s = tl.load(as_ptrs + kb * stride_as_k, mask=m_ok, other=0.0)
+        b_s = tl.load(bs_ptrs + kb * stride_bs_k, mask=n_ok, other=0.0)
+        if FP8_DOT:
+            part = tl.dot(a, tl.trans(b))
+        else:
+            # GPUs without fp8 tensor cores: e4m3 -> fp16 is exact (subnormals included).
+            part = tl.dot(a.to(tl.float16), tl.trans(b.to(tl.float16)))
+        acc += part * a_s[:, None] * b_s[None, :]
+
+    c_ptrs = offs_m[:, None].to(tl.int64) * stride_cm + offs_n[None, :]
+    c_ok = m_ok[:, None] & n_ok[None, :]
+    if SPLIT_K == 1:
+        if HAS_BIAS:
+            acc += tl.load(Bias_ptr + offs_n, mask=n_ok, other=0.0).to(tl.float32)[None, :]
+        tl.store(C_ptr + c_ptrs, _f32_to(acc, C_ptr.dtype.element_ty, INTERPRET), mask=c_ok)
+    else:
+        # fp32 partial sums; _splitk_reduce_kernel adds them in a fixed order (deterministic).
+        tl.store(C_ptr + pid_k.to(tl.int64) * stride_c_split + c_ptrs, acc, mask=c_ok)
+
+
+@triton.jit
+def _splitk_reduce_kernel(
+    C_ptr,
+    WS_ptr,
+    Bias_ptr,
+    total,
+    N,
+    stride_cm,
+    SPLIT_K: tl.constexpr,
+    HAS_BIAS: tl.constexpr,
+    BLOCK: tl.constexpr,
+    INTERPRET: tl.constexpr,
+):
+    # total = M * N elements of the contiguous [SPLIT_K, M, N] workspace slice.
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    ok = offs < total
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for s in tl.static_range(SPLIT_K):
+        acc += tl.load(WS_ptr + s * total + offs, mask=ok, other=0.0)
+    m = offs // N
+    n = offs % N
+    if HAS_BIAS:
+        acc += tl.load(Bias_ptr + n, mask=ok, other=0.0).to(tl.float32)
+    tl.store(C_ptr + m * stride_cm + n, _f32_to(acc, C_ptr.dtype.element_ty, INTERPRET), mask=ok)
+
+
+@dataclass(frozen=True)
+class GemmConfig:
+    """Tile configuration of the block-scaled GEMM. ``split_k`` = number of K slices (1: none)."""
+
+    block_m: int
+    block_n: int
+    split_k: int = 1
+    num_warps: int = 4
+    num_stages: int = 4
+    group_m: int = 8
+
+
+@functools.lru_cache(maxsize=None)
+def _num_sms(device_index: int) -> int:
+    return torch.cuda.get_device_properties(device_index).multi_processor_count
+
+
+@functools.lru_cache(maxsize=None)
+def _fp8_dot_supported(device_index: int) -> bool:
+    # fp8 tensor-core MMA exists from sm_89 (Ada) on.
+    return torch.cuda.get_device_capability(device_index) >= (8, 9)
+
+
+def _sm_count(device: torch.device) -> int:
+    if device.type != "cuda":
+        return 132
+    return _num_sms(device.index if device.index is not None else torch.cuda.current_device())
+
+
+def default_gemm_config(M: int, N: int, K: int, block_k: int = 128, num_sms: int = 132) -> GemmConfig:
+    """Heuristic tile choice by M bucket; split-K when the (M, N) tiles alone cannot fill
+    ``num_sms`` SMs twice over (each K slice keeps >= 4 K blocks)."""
+    if M <= 16:
+        bm, bn, warps, stages = 16, 64, 4, 5
+    elif M <= 32:
+        bm, bn, warps, stages = 32, 64, 4, 5
+    elif M <= 64:
+        bm, bn, warps, stages = 64, 64, 4, 4
+    elif M <= 128:
+        bm, bn, warps, stages = 64, 128, 4, 4
+    else:
+        bm, bn, warps, stages = 128, 128, 8, 3
+    tiles = cdiv(M, bm) * cdiv(N, bn)
+    k_blocks = cdiv(K, block_k)
+    split = 1
+    if tiles < 2 * num_sms:
+        split = max(1, min(cdiv(2 * num_sms, tiles), k_blocks // 4))
+    return GemmConfig(bm, bn, split, warps, stages)
+
+
+def fp8_block_gemm(
+    a: torch.Tensor,
+    a_scale: torch.Tensor,
+    b: torch.Tensor,
+    b_scale: torch.Tensor,
+    block_size: tuple[int, int] = (128, 128),
+    out_dtype: torch.dtype = torch.bfloat16,
+    bias: torch.Tensor | None = None,
+    *,
+    out: torch.Tensor | None = None,
+    config: GemmConfig | None = None,
+) -> torch.Tensor:
+    """``out[M, N] = (A * As) @ (B * Bs).T (+ bias)`` with fp32 accumulation.
+
+    ``a`` e4m3 [M, K] (``stride(1) == 1``), ``a_scale`` fp32 [M, cdiv(K, bk)] (any strides; the
+    column-major layout from :func:`per_token_group_quant_fp8` coalesces best), ``b`` e4m3 [N, K]
+    (``stride(1) == 1``), ``b_scale`` fp32 [cdiv(N, bn), cdiv(K, bk)] (any strides),
+    ``block_size = (bn, bk)`` with ``bk`` a power of two >= 16. ``out`` may be given ([M, N],
+    ``stride(1) == 1``). Ragged M, N and K edges are masked. With ``config.split_k > 1`` the
+    partial sums go through an fp32 workspace from the caching allocator and a second small
+    kernel; nothing synchronizes with the host, so the pair is CUDA-graph capturable.
+    """
+    M, K = a.shape
+    N = b.shape[0]
+    bn, bk = block_size
+    if out is None:
+        out = torch.empty((M, N), dtype=out_dtype, device=a.device)
+    if M == 0 or N == 0:
+        return out
+    if config is None:
+        config = default_gemm_config(M, N, K, bk, _sm_count(a.device))
+    k_blocks = cdiv(K, bk)
+    split = max(1, min(config.split_k, k_blocks))
+    per_split = cdiv(k_blocks, split)
+    split = cdiv(k_blocks, per_split)  # no empty slices
+    has_bias = bias is not None
+    grid = (cdiv(M, config.block_m) * cdiv(N, config.block_n), split)
+    fp8_dot = True if a.device.type != "cuda" else _fp8_dot_supported(a.device.index or 0)
+    target = out if split == 1 else torch.empty((split, M, N), dtype=torch.float32, device=a.device)
+    _fp8_block_gemm_kernel[grid](
+        target,
+        a,
+        b,
+        a_scale,
+        b_scale,
+        bias if has_bias else out,
+        M,
+        N,
+        K,
+        a.stride(0),
+        b.stride(0),
+        out.stride(0) if split == 1 else N,
+        M * N,
+        a_scale.stride(0),
+        a_scale.stride(1),
+        b_scale.stride(0),
+        b_scale.stride(1),
+        per_split,
+        SCALE_BLOCK_N=bn,
+        BLOCK_M=config.block_m,
+        BLOCK_N=config.block_n,
+        BLOCK_K=bk,
+        GROUP_M=config.group_m,
+        SPLIT_K=split,
+        EVEN_K=(K % bk == 0),
+        HAS_BIAS=has_bias,
+        FP8_DOT=fp8_dot,
+        INTERPRET=_interpret(),
+        num_warps=config.num_warps,
+        num_stages=config.num_stages,
+    )
+    if split > 1:
+        block = 1024
+        _splitk_reduce_kernel[(cdiv(M * N, block),)](
+            out,
+            target,
+            bias if has_bias else out,
+            M * N,
+            N,
+            out.stride(0),
+            SPLIT_K=split,
+            HAS_BIAS=has_bias,
+            BLOCK=block,
+            INTERPRET=_interpret(),
+            num_warps=4,
+        )
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# fused RMSNorm -> FP8 per-token-group quantization
+# --------------------------------------------------------------------------------------------
+
+
+@triton.jit
+def _rms_norm_quant_fp8_kernel(
+    Q_ptr,
+    S_ptr,
+    X_ptr,
+    R_ptr,
+    W_ptr,
+    K,
+    k_float,
+    G,
+    X_row_stride,
+    R_row_stride,
+    Q_row_stride,
+    S_row_stride,
+    S_col_stride,
+    eps,
+    scale_eps,
+    GROUP: tl.constexpr,
+    NUM_GROUPS: tl.constexpr,
+    HAS_RESIDUAL: tl.constexpr,
+    INTERPRET: tl.constexpr,
+):
+    # One program per row; the row is held as a [NUM_GROUPS, GROUP] tile so the group maxima are
+    # row reductions of that tile.
+    row = tl.program_id(0).to(tl.int64)
+    gi = tl.arange(0, NUM_GROUPS)
+    cols = gi[:, None] * GROUP + tl.arange(0, GROUP)[None, :]
+    ok = cols < K
+    h = tl.load(X_ptr + row * X_row_stride + cols, mask=ok, other=0.0).to(tl.float32)
+    if HAS_RESIDUAL:
+        r = tl.load(R_ptr + row * R_row_stride + cols, mask=ok, other=0.0).to(tl.float32)
+        # Round the sum to the residual dtype first: that is what the next layer reads, and
+        # normalizing the same rounded values keeps fused == unfused.
+        hr = _f32_to(h + r, R_ptr.dtype.element_ty, INTERPRET)
+        tl.store(R_ptr + row * R_row_stride + cols, hr, mask=ok)
+        h = hr.to(tl.float32)
+    mean_sq = tl.math.div_rn(tl.sum(tl.sum(h * h, axis=1), axis=0), k_float)
+    rstd = tl.math.div_rn(1.0, tl.sqrt_rn(mean_sq + eps))
+    w = tl.load(W_ptr + cols, mask=ok, other=0.0).to(tl.float32)
+    y = h * rstd * w
+    amax = tl.max(tl.abs(y), axis=1)
+    scale = tl.math.div_rn(tl.maximum(amax, scale_eps), _FP8_MAX)
+    yq = tl.clamp(tl.math.div_rn(y, scale[:, None]), -_FP8_MAX, _FP8_MAX)
+    tl.store(Q_ptr + row * Q_row_stride + cols, _f32_to_e4m3(yq, INTERPRET), mask=ok)
+    tl.store(S_ptr + row * S_row_stride + gi * S_col_stride, scale, mask=gi < G)
+
+
+def rms_norm_quant_fp8(
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    eps: float = 1e-6,
+    group_size: int = 128,
+    *,
+    residual: torch.Tensor | None = None,
+    column_major_scales: bool = False,
+    scale_eps: float = 1e-10,
+    num_warps: int | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """RMSNorm of the rows of ``x`` [M, K] (``stride(1) == 1``, any row stride) written as e4m3
+    [M, K] plus fp32 group scales [M, cdiv(K, group_size)] (column-major on request). With
+    ``residual`` (same shape/dtype, ``stride(1) == 1``): ``residual <- dtype(x + residual)`` in
+    place, and the new residual is normalized. Formula: ``qlinear.reference.fp8.rms_norm_quant_fp8_ref``.
+    """
+    M, K = x.shape
+    G = cdiv(K, group_size)
+    q = torch.empty((M, K), dtype=FP8_E4M3, device=x.device)
+    if column_major_scales:
+        s = torch.empty((G, M), dtype=torch.float32, device=x.device).t()
+    else:
+        s = torch.empty((M, G), dtype=torch.float32, device=x.device)
+    if M == 0 or K == 0:
+        return q, s
+    num_groups = triton.next_power_of_2(G)
+    if num_warps is None:
+        num_warps = min(16, max(1, num_groups * group_size // 256))
+    has_res = residual is not None
+    _rms_norm_quant_fp8_kernel[(M,)](
+        q,
+        s,
+        x,
+        residual if has_res else x,
+        weight,
+        K,
+        float(K),
+        G,
+        x.stride(0),
+        residual.stride(0) if has_res else 0,
+        q.stride(0),
+        s.stride(0),
+        s.stride(1),
+        eps,
+        scale_eps,
+        GROUP=group_size,
+        NUM_GROUPS=num_groups,
+        HAS_RESIDUAL=has_res,
+        INTERPRET=_interpret(),
+        num_warps=num_warps,
+    )
+    return q, s
+
+
+def check_group_size(group_size: int) -> None:
+    """Triton tiles need a power-of-two group of at least 16 elements."""
+    if group_size < 16 or group_size & (group_size - 1):
+        raise ValueError(f"group_size: the Triton kernels need a power of two >= 16, got {group_size}")
+
