@@ -26,12 +26,13 @@ from qlinear._utils import FP8_E4M3, cdiv
 __all__ = [
     "GemmConfig",
     "default_gemm_config",
+    "auto_split_k",
     "per_token_group_quant_fp8",
     "fp8_block_gemm",
     "rms_norm_quant_fp8",
 ]
 
-_FP8_MAX = 448.0
+_FP8_MAX = tl.constexpr(448.0)  # a global read inside @triton.jit must be a constexpr
 
 
 def _interpret() -> bool:
@@ -80,7 +81,7 @@ def _f32_to(y, DST: tl.constexpr, INTERPRET: tl.constexpr):
         a = mag.to(tl.float32, bitcast=True)
         normal = ((mag + 0xFFF + ((mag >> 13) & 1)) >> 13) - (112 << 10)
         # fp16 subnormals are multiples of 2^-24; + 2^23 makes fp32 round a * 2^24 to an integer.
-        sub = ((a * 16777216.0 + 8388608.0) - 8388608.0).to(tl.uint32)
+        sub = ((tl.minimum(a, 6.103515625e-05) * 16777216.0 + 8388608.0) - 8388608.0).to(tl.uint32)
         code = tl.where(a < 6.103515625e-05, sub, normal) | sign
         out = code.to(tl.uint16).to(tl.float16, bitcast=True)
     else:
@@ -126,6 +127,15 @@ def _per_token_group_quant_fp8_kernel(
     tl.store(S_ptr + row64 * S_row_stride + gi * S_col_stride, scale, mask=gi < G)
 
 
+def _group_tile(group_size: int, K: int) -> int:
+    """Tile width of one group: the group itself (a power of two >= 16), or, when one group
+    spans the whole row (per-token quantization), the row rounded up to a power of two."""
+    if group_size >= K:
+        return max(16, triton.next_power_of_2(K))
+    check_group_size(group_size)
+    return group_size
+
+
 def _groups_per_prog(G: int, group: int) -> int:
     # Largest power of two <= 16 (and <= 4096 elements per program) dividing G, so no program
     # holds a masked-off tail of groups; G itself (rounded up) when it is small.
@@ -164,7 +174,8 @@ def per_token_group_quant_fp8(
         s = torch.empty((M_pad, G), dtype=torch.float32, device=x.device)
     if M_pad == 0 or K == 0:
         return q, s
-    gpp = _groups_per_prog(G, group_size)
+    tile = _group_tile(group_size, K)
+    gpp = _groups_per_prog(G, tile)
     grid = (M_pad, cdiv(G, gpp))
     _per_token_group_quant_fp8_kernel[grid](
         q,
@@ -178,10 +189,10 @@ def per_token_group_quant_fp8(
         s.stride(0),
         s.stride(1),
         scale_eps,
-        GROUP=group_size,
+        GROUP=tile,
         GROUPS_PER_PROG=gpp,
         INTERPRET=_interpret(),
-        num_warps=4 if gpp * group_size >= 1024 else 2,
+        num_warps=min(16, max(2, gpp * tile // 512)),
     )
     return q, s
 
@@ -242,7 +253,9 @@ def _fp8_block_gemm_kernel(
     m_ok = offs_m < M
     n_ok = offs_n < N
     a_ptrs = A_ptr + offs_m[:, None].to(tl.int64) * stride_am + offs_k[None, :]
-    b_ptrs = B_ptr + offs_n[:, None].to(tl.int64) * stride_bn + offs_k[None, :]
+    # B is read as a [BLOCK_K, BLOCK_N] tile whose K axis is contiguous (the K-major operand
+    # layout the fp8 MMA wants), so no transpose is needed before tl.dot.
+    b_ptrs = B_ptr + offs_n[None, :].to(tl.int64) * stride_bn + offs_k[:, None]
     as_ptrs = As_ptr + offs_m * stride_as_m
     bs_ptrs = Bs_ptr + (offs_n // SCALE_BLOCK_N) * stride_bs_n
 
@@ -253,18 +266,18 @@ def _fp8_block_gemm_kernel(
         k0 = kb * BLOCK_K
         if EVEN_K:
             a = tl.load(a_ptrs + k0, mask=m_ok[:, None], other=0.0)
-            b = tl.load(b_ptrs + k0, mask=n_ok[:, None], other=0.0)
+            b = tl.load(b_ptrs + k0, mask=n_ok[None, :], other=0.0)
         else:
             k_ok = (k0 + offs_k) < K
             a = tl.load(a_ptrs + k0, mask=m_ok[:, None] & k_ok[None, :], other=0.0)
-            b = tl.load(b_ptrs + k0, mask=n_ok[:, None] & k_ok[None, :], other=0.0)
+            b = tl.load(b_ptrs + k0, mask=k_ok[:, None] & n_ok[None, :], other=0.0)
         a_s = tl.load(as_ptrs + kb * stride_as_k, mask=m_ok, other=0.0)
         b_s = tl.load(bs_ptrs + kb * stride_bs_k, mask=n_ok, other=0.0)
         if FP8_DOT:
-            part = tl.dot(a, tl.trans(b))
+            part = tl.dot(a, b)
         else:
             # GPUs without fp8 tensor cores: e4m3 -> fp16 is exact (subnormals included).
-            part = tl.dot(a.to(tl.float16), tl.trans(b.to(tl.float16)))
+            part = tl.dot(a.to(tl.float16), b.to(tl.float16))
         acc += part * a_s[:, None] * b_s[None, :]
 
     c_ptrs = offs_m[:, None].to(tl.int64) * stride_cm + offs_n[None, :]
@@ -306,7 +319,8 @@ def _splitk_reduce_kernel(
 
 @dataclass(frozen=True)
 class GemmConfig:
-    """Tile configuration of the block-scaled GEMM. ``split_k`` = number of K slices (1: none)."""
+    """Tile configuration of the block-scaled GEMM. ``split_k`` = number of K slices (1: none,
+    0: chosen by :func:`auto_split_k` for the problem)."""
 
     block_m: int
     block_n: int
@@ -346,12 +360,16 @@ def default_gemm_config(M: int, N: int, K: int, block_k: int = 128, num_sms: int
         bm, bn, warps, stages = 64, 128, 4, 4
     else:
         bm, bn, warps, stages = 128, 128, 8, 3
-    tiles = cdiv(M, bm) * cdiv(N, bn)
-    k_blocks = cdiv(K, block_k)
-    split = 1
-    if tiles < 2 * num_sms:
-        split = max(1, min(cdiv(2 * num_sms, tiles), k_blocks // 4))
-    return GemmConfig(bm, bn, split, warps, stages)
+    return GemmConfig(bm, bn, auto_split_k(M, N, K, bm, bn, block_k, num_sms), warps, stages)
+
+
+def auto_split_k(M: int, N: int, K: int, block_m: int, block_n: int, block_k: int = 128, num_sms: int = 132) -> int:
+    """K slices so that tiles x slices reaches about two programs per SM, each slice keeping at
+    least 4 K blocks (below that the fp32 workspace round trip costs more than it saves)."""
+    tiles = cdiv(M, block_m) * cdiv(N, block_n)
+    if tiles >= 2 * num_sms:
+        return 1
+    return max(1, min(cdiv(2 * num_sms, tiles), cdiv(K, block_k) // 4))
 
 
 def fp8_block_gemm(
@@ -386,7 +404,10 @@ def fp8_block_gemm(
     if config is None:
         config = default_gemm_config(M, N, K, bk, _sm_count(a.device))
     k_blocks = cdiv(K, bk)
-    split = max(1, min(config.split_k, k_blocks))
+    split = config.split_k
+    if split == 0:
+        split = auto_split_k(M, N, K, config.block_m, config.block_n, bk, _sm_count(a.device))
+    split = max(1, min(split, k_blocks))
     per_split = cdiv(k_blocks, split)
     split = cdiv(k_blocks, per_split)  # no empty slices
     has_bias = bias is not None
@@ -520,9 +541,10 @@ def rms_norm_quant_fp8(
         s = torch.empty((M, G), dtype=torch.float32, device=x.device)
     if M == 0 or K == 0:
         return q, s
+    tile = _group_tile(group_size, K)
     num_groups = triton.next_power_of_2(G)
     if num_warps is None:
-        num_warps = min(16, max(1, num_groups * group_size // 256))
+        num_warps = min(16, max(1, num_groups * tile // 256))
     has_res = residual is not None
     _rms_norm_quant_fp8_kernel[(M,)](
         q,
@@ -540,7 +562,7 @@ def rms_norm_quant_fp8(
         s.stride(1),
         eps,
         scale_eps,
-        GROUP=group_size,
+        GROUP=tile,
         NUM_GROUPS=num_groups,
         HAS_RESIDUAL=has_res,
         INTERPRET=_interpret(),

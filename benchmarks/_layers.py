@@ -1,0 +1,60 @@
+"""Build a quantized layer with random but valid checkpoint tensors, for benchmarks.
+
+The layer is filled through its own ``weight_loader``s (so the benchmark exercises the same
+placement and ``process_weights_after_loading`` path as a real checkpoint), with values drawn
+per tensor kind: fp8 weights from N(0, 1) cast to e4m3, scales in [0.5, 1.5] * 2^-7, packed
+integers uniformly random, ``g_idx`` the trivial group map, ``weight_shape`` the true shape.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from qlinear.layers import LinearBase, MergedReplicatedLinear
+from qlinear.parameter import QParameter, ShardedParameter
+from qlinear.quantization import get_quantization_config
+
+# quantization_config dicts for the benchmarked formats
+CONFIGS = {
+    "bf16": None,
+    "fp8-block": {"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic",
+                  "weight_block_size": [128, 128]},
+    "w4a16": {"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": False, "sym": True},
+}
+
+
+def _random_like(param: QParameter, shard: int, layer: LinearBase, gen: torch.Generator) -> torch.Tensor:
+    shape = param.checkpoint_shape(shard)
+    name = param.qualname.rsplit(".", 1)[-1]
+    dev = param.device
+    if param.dtype == torch.float8_e4m3fn:
+        return torch.randn(shape, generator=gen, device="cpu").clamp_(-448, 448).to(torch.float8_e4m3fn).to(dev)
+    if name == "g_idx":
+        k = shape[-1]
+        group = layer.quant_method.group_size if hasattr(layer.quant_method, "group_size") else 128
+        return (torch.arange(k, dtype=torch.int32) // group).to(dev)
+    if name == "weight_shape":
+        return torch.tensor([layer.output_sizes[shard], layer.input_size], dtype=torch.int64, device=dev)
+    if not param.dtype.is_floating_point:
+        info = torch.iinfo(param.dtype)
+        return torch.randint(info.min, info.max, shape, dtype=param.dtype, generator=gen).to(dev)
+    if "scale" in name:
+        return ((torch.rand(shape, generator=gen) + 0.5) * 2.0**-7).to(param.dtype).to(dev)
+    return (torch.randn(shape, generator=gen) * 0.05).to(param.dtype).to(dev)
+
+
+def build_layer(fmt: str, input_size: int, output_sizes: list[int], *, dtype=torch.bfloat16,
+                device="cuda", seed: int = 0) -> LinearBase:
+    """A finished ``MergedReplicatedLinear`` of format ``fmt`` with random valid weights on ``device``."""
+    gen = torch.Generator().manual_seed(seed)
+    quant_config = get_quantization_config(CONFIGS[fmt])
+    with torch.device(device):
+        layer = MergedReplicatedLinear(input_size, output_sizes, params_dtype=dtype, quant_config=quant_config,
+                                       prefix=f"bench.{fmt}")
+    for param in list(layer.parameters()):
+        if not isinstance(param, QParameter):
+            continue
+        for shard in range(len(output_sizes)):
+            param.weight_loader(param, _random_like(param, shard, layer, gen), shard)
+    layer.process_weights_after_loading()
+    return layer

@@ -1,0 +1,208 @@
+"""Shared benchmark helpers: CUDA-graph timing with quantiles, a device copy ceiling measured in
+the same run, environment info, and JSON + PNG result files.
+
+    bench_graph(fn, n_buffers=1)  -> {"median_us", "p20_us", "p80_us", "method"}
+    buffers_to_defeat_l2(bytes_per_call) -> how many input sets to rotate through
+    copy_ceiling_gbps()           -> device-to-device copy rate, read + write bytes counted
+    env_info()                    -> GPU, torch, triton, CUDA, git commit
+    write_results(name, rows, meta, out_dir) -> (json path, png path or None)
+
+Timing: ``fn(i)`` runs one call on input set ``i % n_buffers``. A CUDA graph captures
+``inner`` consecutive calls cycling through the input sets (so data that would fit in L2 comes
+from HBM when the caller provides enough sets); every replay is timed with CUDA events and
+divided by ``inner``. Falls back to ``triton.testing.do_bench`` when capture fails.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+__all__ = ["bench_graph", "buffers_to_defeat_l2", "copy_ceiling_gbps", "env_info", "write_results", "l2_bytes"]
+
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+
+
+def l2_bytes() -> int:
+    """L2 cache size of the current GPU (50 MiB when unknown, an H100/H200's size)."""
+    try:
+        return int(torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size)
+    except (AttributeError, RuntimeError):
+        return 50 * 2**20
+
+
+def buffers_to_defeat_l2(bytes_per_call: int, max_buffers: int = 512) -> int:
+    """Input sets to rotate through so that consecutive calls touch >= 3x the L2 size."""
+    if bytes_per_call <= 0:
+        return 1
+    need = -(-3 * l2_bytes() // bytes_per_call)
+    return max(1, min(max_buffers, need))
+
+
+def _quantiles(samples_us: list[float]) -> dict[str, float]:
+    s = sorted(samples_us)
+    q = statistics.quantiles(s, n=10, method="inclusive") if len(s) > 1 else [s[0]] * 9
+    return {"median_us": statistics.median(s), "p20_us": q[1], "p80_us": q[7]}
+
+
+def bench_graph(
+    fn: Callable[[int], object],
+    n_buffers: int = 1,
+    inner: int | None = None,
+    reps: int = 30,
+    warmup: int = 2,
+    target_replay_us: float = 2000.0,
+) -> dict[str, float | str]:
+    """Median / p20 / p80 microseconds per call of ``fn(i)`` (see the module docstring).
+
+    ``inner`` calls per graph replay default to enough for ~``target_replay_us`` per replay, at
+    least ``n_buffers`` (every input set used) and at least 4.
+    """
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for i in range(max(warmup, 1) * max(1, min(n_buffers, 4))):
+            fn(i % n_buffers)
+    torch.cuda.current_stream().wait_stream(stream)
+    torch.cuda.synchronize()
+    # a rough per-call time to size the graph
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for i in range(4):
+        fn(i % n_buffers)
+    end.record()
+    torch.cuda.synchronize()
+    rough_us = max(start.elapsed_time(end) * 1000.0 / 4, 0.5)
+    if inner is None:
+        inner = int(min(2000, max(4, n_buffers, target_replay_us // rough_us)))
+        inner = -(-inner // n_buffers) * n_buffers
+    try:
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for i in range(inner):
+                fn(i % n_buffers)
+        graph.replay()
+        torch.cuda.synchronize()
+        samples = []
+        for _ in range(reps):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            graph.replay()
+            end.record()
+            end.synchronize()
+            samples.append(start.elapsed_time(end) * 1000.0 / inner)
+        del graph
+        out: dict[str, float | str] = dict(_quantiles(samples))
+        out["method"] = f"cuda_graph(inner={inner})"
+        return out
+    except Exception as exc:  # capture not possible (e.g. a sync inside fn): time eagerly
+        torch.cuda.synchronize()
+        import triton.testing
+
+        counter = [0]
+
+        def call():
+            fn(counter[0] % n_buffers)
+            counter[0] += 1
+
+        med, p20, p80 = triton.testing.do_bench(call, quantiles=[0.5, 0.2, 0.8])
+        return {"median_us": med * 1000, "p20_us": p20 * 1000, "p80_us": p80 * 1000,
+                "method": f"do_bench (graph capture failed: {type(exc).__name__})"}
+
+
+def copy_ceiling_gbps(nbytes: int = 1 << 30) -> float:
+    """GB/s of a large device-to-device copy (read + write bytes counted, 1 GB = 1e9 bytes)."""
+    src = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    src.random_(0, 255)
+    t = bench_graph(lambda i: dst.copy_(src), inner=8, reps=15)
+    del src, dst
+    torch.cuda.empty_cache()
+    return 2 * nbytes / (t["median_us"] * 1e-6) / 1e9
+
+
+def _git_commit() -> str:
+    if os.environ.get("QLINEAR_GIT_COMMIT"):
+        return os.environ["QLINEAR_GIT_COMMIT"]
+    try:
+        root = Path(__file__).resolve().parents[1]
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
+        if out.returncode == 0:
+            dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                                   capture_output=True, text=True, timeout=10).stdout.strip()
+            return out.stdout.strip() + ("-dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return "unknown"
+
+
+def env_info() -> dict[str, str]:
+    """GPU name, torch / triton / CUDA / Python versions and the git commit."""
+    info = {
+        "gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else "none",
+        "torch": torch.__version__,
+        "cuda": str(torch.version.cuda),
+        "python": platform.python_version(),
+        "git_commit": _git_commit(),
+    }
+    try:
+        import triton
+
+        info["triton"] = triton.__version__
+    except ImportError:
+        info["triton"] = "not installed"
+    if torch.cuda.is_available():
+        p = torch.cuda.get_device_properties(torch.cuda.current_device())
+        info["sm_count"] = str(p.multi_processor_count)
+        info["capability"] = f"{p.major}.{p.minor}"
+    return info
+
+
+def write_results(name: str, rows: list[dict], meta: dict, out_dir: str | os.PathLike | None = None,
+                  metric: str = "gbps", label: str = "impl", group: str = "case") -> tuple[Path, Path | None]:
+    """Write ``{meta, rows}`` to ``<out_dir>/<name>.json`` and a grouped bar chart of
+    ``row[metric]`` per ``row[group]`` / ``row[label]`` to ``<name>.png`` (skipped, returning
+    None, when matplotlib is missing)."""
+    out = Path(out_dir) if out_dir else RESULTS_DIR
+    out.mkdir(parents=True, exist_ok=True)
+    json_path = out / f"{name}.json"
+    json_path.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1, default=str))
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib not installed: no PNG written", file=sys.stderr)
+        return json_path, None
+    groups = list(dict.fromkeys(r[group] for r in rows if r.get(metric) is not None))
+    labels = list(dict.fromkeys(r[label] for r in rows if r.get(metric) is not None))
+    if not groups:
+        return json_path, None
+    values = {(r[group], r[label]): r[metric] for r in rows if r.get(metric) is not None}
+    fig, ax = plt.subplots(figsize=(max(8, 1.2 * len(groups) * max(1, len(labels)) / 3), 6))
+    width = 0.8 / max(1, len(labels))
+    for k, lab in enumerate(labels):
+        xs = [g + k * width for g in range(len(groups))]
+        ys = [values.get((grp, lab), 0.0) for grp in groups]
+        ax.bar(xs, ys, width=width, label=lab)
+    ax.set_xticks([g + 0.4 - width / 2 for g in range(len(groups))])
+    ax.set_xticklabels(groups, rotation=30, ha="right", fontsize=8)
+    ax.set_ylabel(metric)
+    if "copy_ceiling_gbps" in meta and metric == "gbps":
+        ax.axhline(meta["copy_ceiling_gbps"], color="k", linestyle="--", linewidth=1, label="copy ceiling")
+    ax.set_title(f"{name} — {meta.get('gpu', '')}")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    png_path = out / f"{name}.png"
+    fig.savefig(png_path, dpi=110)
+    plt.close(fig)
+    return json_path, png_path

@@ -1,0 +1,162 @@
+"""Triton RMSNorm kernels and their launchers.
+
+y = x / sqrt(mean(x^2) + eps) * w, accumulated in fp32. Operands are 3-D views
+``[n_outer, n_inner, H]`` with ``stride(2) == 1`` and any other strides (``qlinear.ops.norm``
+collapses ``[..., H]`` views into that form without copying); row r starts at
+``ptr + (r // n_inner) * s0 + (r % n_inner) * s1``.
+
+Short rows are processed ROWS at a time per program (a 2-D ``[ROWS, BLOCK_H]`` tile) so a
+program moves enough bytes; rows up to ``_MAX_SINGLE_PASS`` elements are read once and kept in
+registers; longer rows are read twice in BLOCK_H chunks. Masks cover any H (odd sizes) and any
+pointer alignment (Triton only vectorizes what it can prove aligned).
+
+Importing this module imports triton; ``qlinear.ops`` imports it lazily on first use.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+__all__ = ["rms_norm_triton", "fused_add_rms_norm_triton"]
+
+# Longest row (elements) kept in registers by one program; longer rows loop over chunks.
+_MAX_SINGLE_PASS = 16384
+_CHUNK = 4096
+
+
+@triton.jit
+def _rms_norm_kernel(
+    Y_ptr, Y_s0, Y_s1,
+    X_ptr, X_s0, X_s1,
+    R_ptr, R_s0, R_s1,
+    W_ptr,
+    n_rows, n_inner, H, eps,
+    FUSED: tl.constexpr,
+    ROWS: tl.constexpr,
+    BLOCK_H: tl.constexpr,
+    N_CHUNKS: tl.constexpr,
+):
+    # FUSED: R <- X + R (rounded to R's dtype), then Y <- rmsnorm(R) (Y is X for the in-place op).
+    pid = tl.program_id(0)
+    rows = pid * ROWS + tl.arange(0, ROWS)
+    row_mask = rows < n_rows
+    outer = (rows // n_inner).to(tl.int64)
+    inner = (rows % n_inner).to(tl.int64)
+    x_row = (outer * X_s0 + inner * X_s1)[:, None]
+    y_row = (outer * Y_s0 + inner * Y_s1)[:, None]
+    r_row = (outer * R_s0 + inner * R_s1)[:, None]
+    cols = tl.arange(0, BLOCK_H)[None, :]
+
+    if N_CHUNKS == 1:
+        mask = row_mask[:, None] & (cols < H)
+        v = tl.load(X_ptr + x_row + cols, mask=mask, other=0.0)
+        if FUSED:
+            r = tl.load(R_ptr + r_row + cols, mask=mask, other=0.0)
+            v = (v.to(tl.float32) + r.to(tl.float32)).to(R_ptr.dtype.element_ty)
+            tl.store(R_ptr + r_row + cols, v, mask=mask)
+        vf = v.to(tl.float32)
+        inv = tl.rsqrt(tl.sum(vf * vf, axis=1) / H + eps)
+        w = tl.load(W_ptr + cols, mask=cols < H, other=0.0).to(tl.float32)
+        y = vf * inv[:, None] * w
+        tl.store(Y_ptr + y_row + cols, y.to(Y_ptr.dtype.element_ty), mask=mask)
+    else:
+        acc = tl.zeros((ROWS, BLOCK_H), dtype=tl.float32)
+        for c in range(N_CHUNKS):
+            cc = c * BLOCK_H + cols
+            mask = row_mask[:, None] & (cc < H)
+            v = tl.load(X_ptr + x_row + cc, mask=mask, other=0.0)
+            if FUSED:
+                r = tl.load(R_ptr + r_row + cc, mask=mask, other=0.0)
+                v = (v.to(tl.float32) + r.to(tl.float32)).to(R_ptr.dtype.element_ty)
+                tl.store(R_ptr + r_row + cc, v, mask=mask)
+            vf = v.to(tl.float32)
+            acc += vf * vf
+        inv = tl.rsqrt(tl.sum(acc, axis=1) / H + eps)
+        for c in range(N_CHUNKS):
+            cc = c * BLOCK_H + cols
+            mask = row_mask[:, None] & (cc < H)
+            # fused: re-read the stored residual (this program wrote it above)
+            if FUSED:
+                vf = tl.load(R_ptr + r_row + cc, mask=mask, other=0.0).to(tl.float32)
+            else:
+                vf = tl.load(X_ptr + x_row + cc, mask=mask, other=0.0).to(tl.float32)
+            w = tl.load(W_ptr + cc, mask=cc < H, other=0.0).to(tl.float32)
+            y = vf * inv[:, None] * w
+            tl.store(Y_ptr + y_row + cc, y.to(Y_ptr.dtype.element_ty), mask=mask)
+
+
+def _launch_params(n_rows: int, hidden: int, elem_size: int) -> tuple[int, int, int, int]:
+    """(ROWS, BLOCK_H, N_CHUNKS, num_warps) for a problem size."""
+    if hidden <= _MAX_SINGLE_PASS:
+        block_h, n_chunks = triton.next_power_of_2(hidden), 1
+    else:
+        block_h, n_chunks = _CHUNK, triton.cdiv(hidden, _CHUNK)
+    # several short rows per program: aim for a tile of >= 4096 elements, but keep programs
+    # plentiful (>= ~2 per SM on a large GPU) when there are few rows
+    rows = max(1, min(64, 4096 // block_h))
+    while rows > 1 and triton.cdiv(n_rows, rows) < 264:
+        rows //= 2
+    # about 32 bytes per thread per tile
+    per_thread = max(1, 32 // elem_size)
+    num_warps = max(1, min(16, triton.next_power_of_2(rows * block_h // (32 * per_thread))))
+    return rows, block_h, n_chunks, num_warps
+
+
+def _check_views(name: str, t: torch.Tensor, like: torch.Tensor) -> None:
+    if t.dim() != 3 or t.shape != like.shape or (t.shape[2] > 1 and t.stride(2) != 1):
+        raise ValueError(
+            f"{name}: expected a 3-D view of shape {tuple(like.shape)} with stride(-1) == 1, "
+            f"got shape={tuple(t.shape)} stride={tuple(t.stride())}"
+        )
+
+
+def rms_norm_triton(out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, eps: float) -> None:
+    """out <- x / sqrt(mean(x^2) + eps) * weight for 3-D views ``[n_outer, n_inner, H]``.
+
+    ``out`` may be ``x`` (in place). Dtypes: fp16 / bf16 / fp32, all three tensors alike (the
+    caller checks); ``weight`` is a contiguous ``[H]`` vector.
+    """
+    _check_views("x", x, x)
+    _check_views("out", out, x)
+    n_outer, n_inner, hidden = x.shape
+    n_rows = n_outer * n_inner
+    if n_rows == 0 or hidden == 0:
+        return
+    rows, block_h, n_chunks, num_warps = _launch_params(n_rows, hidden, x.element_size())
+    grid = (triton.cdiv(n_rows, rows),)
+    _rms_norm_kernel[grid](
+        out, out.stride(0), out.stride(1),
+        x, x.stride(0), x.stride(1),
+        x, 0, 0,  # no residual
+        weight,
+        n_rows, n_inner, hidden, eps,
+        FUSED=False, ROWS=rows, BLOCK_H=block_h, N_CHUNKS=n_chunks, num_warps=num_warps,
+    )
+
+
+def fused_add_rms_norm_triton(
+    x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float
+) -> None:
+    """In place: residual <- x + residual; x <- residual / sqrt(mean(residual^2) + eps) * weight.
+
+    3-D views ``[n_outer, n_inner, H]`` of one shape and dtype (fp16 / bf16 / fp32), which must
+    not overlap each other (the caller checks).
+    """
+    _check_views("x", x, x)
+    _check_views("residual", residual, x)
+    n_outer, n_inner, hidden = x.shape
+    n_rows = n_outer * n_inner
+    if n_rows == 0 or hidden == 0:
+        return
+    rows, block_h, n_chunks, num_warps = _launch_params(n_rows, hidden, x.element_size())
+    grid = (triton.cdiv(n_rows, rows),)
+    _rms_norm_kernel[grid](
+        x, x.stride(0), x.stride(1),
+        x, x.stride(0), x.stride(1),
+        residual, residual.stride(0), residual.stride(1),
+        weight,
+        n_rows, n_inner, hidden, eps,
+        FUSED=True, ROWS=rows, BLOCK_H=block_h, N_CHUNKS=n_chunks, num_warps=num_warps,
+    )

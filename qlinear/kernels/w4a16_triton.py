@@ -1,0 +1,480 @@
+"""Triton kernels for weight-only integer GEMMs (W4A16 / W8A16) on qlinear's packed layout.
+
+Layout (see ``qlinear.reference.w4a16``): int32 words in 16-word superblocks per row; bit-field i
+of the 16 words is 16 contiguous columns (a "plane"). A kernel loads ``[BLOCK_N, 16]`` words of
+a superblock with 16-byte vector loads and turns them into 32 // bits planes with one shift and
+one mask each; every plane lines up with a contiguous 16-element slice of ``x``, so there is no
+interleave / reshape / layout shuffle between the load and the math.
+
+Integer -> float: ``(q | 0x4B000000)`` read as fp32 is exactly ``2^23 + q`` (q < 2^23 sits in
+the mantissa), so ``bitcast(q | MAGIC) - (2^23 + zero)`` is the exact ``q - zero`` for one
+LOP3 + one FADD, instead of a quarter-rate I2F conversion per element.
+
+Kernels:
+* ``_w4a16_gemv_kernel``: CUDA cores, one row of ``x`` per program (rows on grid axis 0 so the
+  programs that share a weight tile run together and the repeats come from L2); per plane group
+  ``sum((q - z) * x)`` then one multiply by the group's scale. For M = 1 (and tried at M <= 4).
+* ``_w4a16_mma_kernel``: tensor cores, computed transposed (``acc[BLOCK_N, BLOCK_M] =
+  Wdeq @ x^T``) so the dequantized tile is the register operand (Hopper wgmma takes only its
+  left operand from registers) and ``x`` streams through shared memory; grouped tile order for
+  L2 reuse at large M.
+* ``_w4a16_dequant_kernel``: writes the dequantized weight (packed column order) in x's dtype
+  for the dequantize + cuBLAS path.
+
+Split-K without extra launches: each split stores its fp32 partial tile to a workspace, then
+bumps a per-tile counter (acq_rel); the split that sees ``SPLIT_K - 1`` sums the partials in a
+fixed order (deterministic), adds bias, stores, and resets the counter to 0. The counters live in
+a per-(device, stream) buffer zeroed once, so the launch is CUDA-graph capturable (no host sync,
+no memset). Act-order: ``x`` is gathered once through the per-shard permutations (``[M, S*K]``);
+N-tiles are laid out shard by shard (a tile never straddles a shard) and each reads its slice.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass, replace
+
+import torch
+import triton
+import triton.language as tl
+
+from qlinear._utils import cdiv, describe
+
+__all__ = [
+    "W4A16Config",
+    "default_config",
+    "w4a16_gemm",
+    "w4a16_dequantize",
+    "w4a16_dequant_gemm",
+    "with_split",
+]
+
+_MAGIC = 0x4B000000  # fp32 bits of 2^23
+_MAGIC_F = 8388608.0
+_SB_WORDS = 16
+
+
+@dataclass(frozen=True)
+class W4A16Config:
+    """Launch parameters. ``kernel`` "gemv" (block_m must be 1) or "mma" (block_m >= 16).
+
+    ``sb_per_iter`` superblocks (16 words per row each) per loop iteration; ``split_k`` 0 = auto
+    (enough programs for ~2 waves over the SMs).
+    """
+
+    kernel: str
+    block_n: int
+    block_m: int = 1
+    sb_per_iter: int = 1
+    split_k: int = 0
+    num_warps: int = 4
+    num_stages: int = 2
+    group_m: int = 8
+
+
+# Per-M defaults: the first row whose bound is >= M wins. PROVISIONAL: chosen by reasoning about
+# bytes in flight per SM (not measured yet); benchmarks/bench_w4a16.py sweeps and records the
+# H200 winners to replace them.
+_DEFAULT_CONFIGS: tuple[tuple[int, W4A16Config], ...] = (
+    (1, W4A16Config("gemv", block_n=32, sb_per_iter=2, split_k=0, num_warps=4, num_stages=1)),
+    (16, W4A16Config("mma", block_n=64, block_m=16, sb_per_iter=1, split_k=0, num_warps=4, num_stages=3)),
+    (64, W4A16Config("mma", block_n=64, block_m=64, sb_per_iter=1, split_k=0, num_warps=4, num_stages=3)),
+    (256, W4A16Config("mma", block_n=128, block_m=64, sb_per_iter=1, split_k=1, num_warps=8, num_stages=3)),
+    (1 << 62, W4A16Config("mma", block_n=128, block_m=128, sb_per_iter=1, split_k=1, num_warps=8, num_stages=3)),
+)
+
+
+def default_config(m: int) -> W4A16Config:
+    for bound, cfg in _DEFAULT_CONFIGS:
+        if m <= bound:
+            return cfg
+    return _DEFAULT_CONFIGS[-1][1]
+
+
+@functools.lru_cache(maxsize=None)
+def _sm_count(device_index: int) -> int:
+    return torch.cuda.get_device_properties(device_index).multi_processor_count
+
+
+def _num_sms(device: torch.device) -> int:
+    if device.type != "cuda":
+        return 4  # TRITON_INTERPRET on CPU: small, so tests exercise split-K
+    return _sm_count(device.index if device.index is not None else torch.cuda.current_device())
+
+
+_LOCK_SLOTS = 1 << 16
+_LOCKS: dict[tuple[str, int, int], torch.Tensor] = {}
+
+
+def _locks(device: torch.device) -> torch.Tensor:
+    """Zeroed int32 split-K counters for the current stream of ``device`` (kernels reset them)."""
+    if device.type == "cuda":
+        key = ("cuda", device.index or 0, torch.cuda.current_stream(device).cuda_stream)
+    else:
+        key = (device.type, 0, 0)
+    buf = _LOCKS.get(key)
+    if buf is None:
+        buf = torch.zeros(_LOCK_SLOTS, dtype=torch.int32, device=device)
+        _LOCKS[key] = buf
+    return buf
+
+
+# --------------------------------------------------------------------------------------------
+# device helpers
+# --------------------------------------------------------------------------------------------
+
+
+@triton.jit
+def _tile_rows(pid_n, Bounds_ptr, N, BLOCK_N: tl.constexpr, NUM_SHARDS: tl.constexpr):
+    """First row, row end and shard of N-tile ``pid_n``; tiles are laid out shard by shard."""
+    if NUM_SHARDS == 1:
+        row0 = pid_n * BLOCK_N
+        row_end = N
+        sid = 0
+    else:
+        row0 = pid_n * 0
+        row_end = pid_n * 0
+        sid = pid_n * 0
+        first = pid_n * 0
+        for s in tl.static_range(NUM_SHARDS):
+            lo = tl.load(Bounds_ptr + s)
+            hi = tl.load(Bounds_ptr + s + 1)
+            ntiles = tl.cdiv(hi - lo, BLOCK_N)
+            inside = (pid_n >= first) & (pid_n < first + ntiles)
+            row0 = tl.where(inside, lo + (pid_n - first) * BLOCK_N, row0)
+            row_end = tl.where(inside, hi, row_end)
+            sid = tl.where(inside, s, sid)
+            first += ntiles
+    return row0, row_end, sid
+
+
+@triton.jit
+def _group_params(S_ptr, Z_ptr, kg, offs_n, n_mask, N, G,
+                  BITS: tl.constexpr, GROUP_SIZE: tl.constexpr, HAS_ZEROS: tl.constexpr):
+    """fp32 scale ``[BLOCK_N]`` and ``2^23 + zero`` for the group holding packed column ``kg``."""
+    if GROUP_SIZE == 0:
+        grp = kg * 0
+    else:
+        # min(): columns of the padded tail map to the last group (their x is 0 anyway).
+        grp = tl.minimum(kg // GROUP_SIZE, G - 1)
+    s = tl.load(S_ptr + grp * N + offs_n, mask=n_mask, other=0.0).to(tl.float32)
+    if HAS_ZEROS:
+        c = tl.load(Z_ptr + grp * N + offs_n, mask=n_mask, other=0).to(tl.float32) + 8388608.0
+    else:
+        c = tl.full(s.shape, 8388608.0 + (1 << (BITS - 1)), tl.float32)
+    return s, c
+
+
+@triton.jit
+def _plane(w, i: tl.constexpr, BITS: tl.constexpr):
+    """fp32 ``2^23 + q`` of bit-field ``i`` of the words ``w`` (exact)."""
+    q = (w >> (i * BITS)) & ((1 << BITS) - 1)
+    return (q | 0x4B000000).to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def _split_bounds(num_sb, pid_k, SB_PER_ITER: tl.constexpr, SPLIT_K: tl.constexpr):
+    iters = tl.cdiv(num_sb, SB_PER_ITER)
+    per_split = tl.cdiv(iters, SPLIT_K)
+    it0 = pid_k * per_split
+    it1 = tl.minimum(it0 + per_split, iters)
+    return it0, it1
+
+
+@triton.jit
+def _finish_tile(acc, offs_n, n_mask, offs_m, m_mask, tile_id, pid_k, M, N,
+                 Out_ptr, Out_row_stride, Bias_ptr, WS_ptr, Lock_ptr,
+                 HAS_BIAS: tl.constexpr, SPLIT_K: tl.constexpr):
+    """Store ``acc[BLOCK_N, BLOCK_M]`` (+ bias) as ``Out[m, n]``, reducing split-K partials first."""
+    mask = n_mask[:, None] & m_mask[None, :]
+    out_ptrs = Out_ptr + offs_m[None, :].to(tl.int64) * Out_row_stride + offs_n[:, None]
+    if SPLIT_K == 1:
+        if HAS_BIAS:
+            acc += tl.load(Bias_ptr + offs_n, mask=n_mask, other=0.0).to(tl.float32)[:, None]
+        tl.store(out_ptrs, acc.to(Out_ptr.dtype.element_ty), mask=mask)
+    else:
+        ws_rows = offs_m[None, :].to(tl.int64) * N + offs_n[:, None]
+        tl.store(WS_ptr + pid_k.to(tl.int64) * M * N + ws_rows, acc, mask=mask)
+        # Every thread's partial must be issued before the (single-thread) release below.
+        tl.debug_barrier()
+        arrived = tl.atomic_add(Lock_ptr + tile_id, 1, sem="acq_rel", scope="gpu")
+        if arrived == SPLIT_K - 1:
+            total = tl.zeros_like(acc)
+            for s in tl.static_range(SPLIT_K):
+                # .cg: read L2, never a stale L1 line of another SM's partial.
+                total += tl.load(WS_ptr + s * M * N + ws_rows, mask=mask, other=0.0, cache_modifier=".cg")
+            if HAS_BIAS:
+                total += tl.load(Bias_ptr + offs_n, mask=n_mask, other=0.0).to(tl.float32)[:, None]
+            tl.store(out_ptrs, total.to(Out_ptr.dtype.element_ty), mask=mask)
+            tl.store(Lock_ptr + tile_id, 0)  # all SPLIT_K arrived: ready for the next launch
+
+
+# --------------------------------------------------------------------------------------------
+# kernels
+# --------------------------------------------------------------------------------------------
+
+
+@triton.jit
+def _w4a16_gemv_kernel(
+    Out_ptr, X_ptr, QW_ptr, S_ptr, Z_ptr, Bias_ptr, WS_ptr, Lock_ptr, Bounds_ptr,
+    M, N, K, G, num_sb,
+    X_row_stride, X_shard_stride, Out_row_stride, QW_row_stride,
+    BITS: tl.constexpr, GROUP_SIZE: tl.constexpr, PPG: tl.constexpr,
+    HAS_ZEROS: tl.constexpr, HAS_BIAS: tl.constexpr, NUM_SHARDS: tl.constexpr,
+    BLOCK_N: tl.constexpr, SB_PER_ITER: tl.constexpr, SPLIT_K: tl.constexpr,
+):
+    """``Out[m, n] = sum_k x[m, k] * W[n, k]`` for one row m per program, CUDA-core FMA.
+
+    Grid (M, n_tiles, SPLIT_K). ``PPG`` planes share one group (gcd(g, superblock) / 16).
+    """
+    FIELDS: tl.constexpr = 32 // BITS
+    SB: tl.constexpr = 16 * FIELDS
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    pid_k = tl.program_id(2)
+    row0, row_end, sid = _tile_rows(pid_n, Bounds_ptr, N, BLOCK_N, NUM_SHARDS)
+    offs_n = row0 + tl.arange(0, BLOCK_N)
+    n_mask = offs_n < row_end
+    offs_j = tl.arange(0, 16)
+    qw_rows = QW_ptr + offs_n[:, None].to(tl.int64) * QW_row_stride + offs_j[None, :]
+    x_row = X_ptr + pid_m.to(tl.int64) * X_row_stride + sid * X_shard_stride
+    it0, it1 = _split_bounds(num_sb, pid_k, SB_PER_ITER, SPLIT_K)
+
+    acc = tl.zeros([BLOCK_N, 16], dtype=tl.float32)
+    for it in range(it0, it1):
+        for u in tl.static_range(SB_PER_ITER):
+            sb = it * SB_PER_ITER + u
+            w = tl.load(qw_rows + sb * 16, mask=n_mask[:, None] & (sb * 16 + offs_j < num_sb * 16)[None, :], other=0)
+            for pg in tl.static_range(FIELDS // PPG):
+                kg = sb * SB + pg * PPG * 16
+                s, c = _group_params(S_ptr, Z_ptr, kg, offs_n, n_mask, N, G, BITS, GROUP_SIZE, HAS_ZEROS)
+                part = tl.zeros([BLOCK_N, 16], dtype=tl.float32)
+                for pi in tl.static_range(PPG):
+                    kk = kg + pi * 16 + offs_j
+                    xv = tl.load(x_row + kk, mask=kk < K, other=0.0).to(tl.float32)
+                    part += (_plane(w, pg * PPG + pi, BITS) - c[:, None]) * xv[None, :]
+                acc += part * s[:, None]
+
+    row = tl.sum(acc, axis=1)
+    offs_m = pid_m + tl.arange(0, 1)
+    tile_id = pid_m * tl.num_programs(1) + pid_n
+    _finish_tile(row[:, None], offs_n, n_mask, offs_m, offs_m < M, tile_id, pid_k, M, N,
+                 Out_ptr, Out_row_stride, Bias_ptr, WS_ptr, Lock_ptr, HAS_BIAS, SPLIT_K)
+
+
+@triton.jit
+def _w4a16_mma_kernel(
+    Out_ptr, X_ptr, QW_ptr, S_ptr, Z_ptr, Bias_ptr, WS_ptr, Lock_ptr, Bounds_ptr,
+    M, N, K, G, num_sb, n_tiles,
+    X_row_stride, X_shard_stride, Out_row_stride, QW_row_stride,
+    BITS: tl.constexpr, GROUP_SIZE: tl.constexpr, PPG: tl.constexpr,
+    HAS_ZEROS: tl.constexpr, HAS_BIAS: tl.constexpr, NUM_SHARDS: tl.constexpr,
+    BLOCK_N: tl.constexpr, BLOCK_M: tl.constexpr, SB_PER_ITER: tl.constexpr,
+    SPLIT_K: tl.constexpr, GROUP_M: tl.constexpr,
+):
+    """``Out^T[n, m] = sum_k Wdeq[n, k] * x[m, k]`` on tensor cores; grid (m_tiles * n_tiles, SPLIT_K).
+
+    Each plane (16 columns) is dequantized to x's dtype as ``(q - z) * s`` and fed to a K=16
+    ``tl.dot`` accumulating in fp32.
+    """
+    FIELDS: tl.constexpr = 32 // BITS
+    SB: tl.constexpr = 16 * FIELDS
+    pid = tl.program_id(0)
+    pid_k = tl.program_id(1)
+    m_tiles = tl.cdiv(M, BLOCK_M)
+    # Grouped order: GROUP_M m-tiles run back to back on one weight tile (L2 reuse at large M).
+    width = GROUP_M * n_tiles
+    first_m = (pid // width) * GROUP_M
+    gsize = tl.minimum(m_tiles - first_m, GROUP_M)
+    pid_m = first_m + (pid % width) % gsize
+    pid_n = (pid % width) // gsize
+
+    row0, row_end, sid = _tile_rows(pid_n, Bounds_ptr, N, BLOCK_N, NUM_SHARDS)
+    offs_n = row0 + tl.arange(0, BLOCK_N)
+    n_mask = offs_n < row_end
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    m_mask = offs_m < M
+    offs_j = tl.arange(0, 16)
+    qw_rows = QW_ptr + offs_n[:, None].to(tl.int64) * QW_row_stride + offs_j[None, :]
+    x_cols = X_ptr + offs_m[None, :].to(tl.int64) * X_row_stride + sid * X_shard_stride  # [1, BLOCK_M]
+    it0, it1 = _split_bounds(num_sb, pid_k, SB_PER_ITER, SPLIT_K)
+    x_dtype = X_ptr.dtype.element_ty
+
+    acc = tl.zeros([BLOCK_N, BLOCK_M], dtype=tl.float32)
+    for it in range(it0, it1):
+        for u in tl.static_range(SB_PER_ITER):
+            sb = it * SB_PER_ITER + u
+            w = tl.load(qw_rows + sb * 16, mask=n_mask[:, None] & (sb * 16 + offs_j < num_sb * 16)[None, :], other=0)
+            for pg in tl.static_range(FIELDS // PPG):
+                kg = sb * SB + pg * PPG * 16
+                s, c = _group_params(S_ptr, Z_ptr, kg, offs_n, n_mask, N, G, BITS, GROUP_SIZE, HAS_ZEROS)
+                for pi in tl.static_range(PPG):
+                    kk = kg + pi * 16 + offs_j
+                    xt = tl.load(x_cols + kk[:, None], mask=(kk < K)[:, None] & m_mask[None, :], other=0.0)
+                    a = ((_plane(w, pg * PPG + pi, BITS) - c[:, None]) * s[:, None]).to(x_dtype)
+                    acc = tl.dot(a, xt, acc)
+
+    tile_id = pid_m * n_tiles + pid_n
+    _finish_tile(acc, offs_n, n_mask, offs_m, m_mask, tile_id, pid_k, M, N,
+                 Out_ptr, Out_row_stride, Bias_ptr, WS_ptr, Lock_ptr, HAS_BIAS, SPLIT_K)
+
+
+@triton.jit
+def _w4a16_dequant_kernel(
+    W_ptr, QW_ptr, S_ptr, Z_ptr, N, K, G, num_sb, W_row_stride, QW_row_stride,
+    BITS: tl.constexpr, GROUP_SIZE: tl.constexpr, PPG: tl.constexpr, HAS_ZEROS: tl.constexpr,
+    BLOCK_N: tl.constexpr, SB_PER_PROG: tl.constexpr,
+):
+    """``W[n, k] = (q - z) * s`` in W's dtype, packed column order; grid (n_tiles, sb_tiles)."""
+    FIELDS: tl.constexpr = 32 // BITS
+    SB: tl.constexpr = 16 * FIELDS
+    offs_n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    n_mask = offs_n < N
+    offs_j = tl.arange(0, 16)
+    qw_rows = QW_ptr + offs_n[:, None].to(tl.int64) * QW_row_stride + offs_j[None, :]
+    w_rows = W_ptr + offs_n[:, None].to(tl.int64) * W_row_stride + offs_j[None, :]
+    for u in tl.static_range(SB_PER_PROG):
+        sb = tl.program_id(1) * SB_PER_PROG + u
+        w = tl.load(qw_rows + sb * 16, mask=n_mask[:, None] & (sb * 16 + offs_j < num_sb * 16)[None, :], other=0)
+        for pg in tl.static_range(FIELDS // PPG):
+            kg = sb * SB + pg * PPG * 16
+            s, c = _group_params(S_ptr, Z_ptr, kg, offs_n, n_mask, N, G, BITS, GROUP_SIZE, HAS_ZEROS)
+            for pi in tl.static_range(PPG):
+                kk = kg + pi * 16 + offs_j
+                val = (_plane(w, pg * PPG + pi, BITS) - c[:, None]) * s[:, None]
+                tl.store(w_rows + kk[None, :], val.to(W_ptr.dtype.element_ty), mask=n_mask[:, None] & (kk < K)[None, :])
+
+
+# --------------------------------------------------------------------------------------------
+# launchers
+# --------------------------------------------------------------------------------------------
+
+
+def _layout_constexprs(packed) -> tuple[int, int]:
+    """(GROUP_SIZE constexpr: 0 = per channel, PPG = planes per group)."""
+    fields = 32 // packed.bits
+    if packed.num_groups == 1:
+        return 0, fields
+    g = packed.group_size
+    if g % 16:
+        raise ValueError(f"packed.group_size: Triton kernels need a multiple of 16, got {g}")
+    return g, min(fields, math.gcd(g, 16 * fields) // 16)
+
+
+def _gathered_x(x: torch.Tensor, packed) -> tuple[torch.Tensor, int]:
+    """x in packed column order: itself, or ``[M, S*K]`` through the act-order permutations."""
+    if packed.perm is None:
+        return x, 0
+    # One gather for every shard; kernels read shard s at column offset s*K.
+    return x.index_select(1, packed.perm.view(-1)), packed.k
+
+
+def _n_tiles(packed, block_n: int) -> int:
+    rows = packed.shard_rows
+    return sum(cdiv(rows[s + 1] - rows[s], block_n) for s in range(len(rows) - 1))
+
+
+def _auto_split(tiles: int, iters: int, sms: int) -> int:
+    split = 1
+    while tiles * split < 2 * sms and cdiv(iters, split * 2) >= 2 and split < 32:
+        split *= 2
+    return split
+
+
+def w4a16_gemm(
+    x: torch.Tensor, packed, bias: torch.Tensor | None = None, config: W4A16Config | None = None
+) -> torch.Tensor:
+    """``x [M, K] (fp16/bf16, stride(1) == 1) @ W.T + bias -> [M, N]`` in x's dtype, one launch
+    (plus the act-order gather of x). ``config`` None picks :func:`default_config` by M."""
+    if x.dim() != 2 or x.shape[1] != packed.k or x.stride(1) != 1:
+        raise ValueError(f"x: expected [M, {packed.k}] with stride(1) == 1, got {describe(x)}")
+    if x.dtype not in (torch.float16, torch.bfloat16):
+        raise TypeError(f"x: expected float16 / bfloat16, got {describe(x)}")
+    m, n, k = x.shape[0], packed.n, packed.k
+    out = torch.empty((m, n), dtype=x.dtype, device=x.device)
+    if m == 0:
+        return out
+    cfg = config or default_config(m)
+    group_size, ppg = _layout_constexprs(packed)
+    xg, shard_stride = _gathered_x(x, packed)
+    num_sb = packed.qweight.shape[1] // _SB_WORDS
+    n_tiles = _n_tiles(packed, cfg.block_n)
+    iters = cdiv(num_sb, cfg.sb_per_iter)
+    m_tiles = m if cfg.kernel == "gemv" else cdiv(m, cfg.block_m)
+    split = cfg.split_k or _auto_split(n_tiles * m_tiles, iters, _num_sms(x.device))
+    split = max(1, min(split, iters))
+    if split > 1 and n_tiles * m_tiles > _LOCK_SLOTS:
+        split = 1  # more tiles than counters: the grid is large enough without split-K
+    locks = _locks(x.device)
+    ws = torch.empty((split, m, n), dtype=torch.float32, device=x.device) if split > 1 else out
+    dummy = packed.qweight
+    common = dict(
+        BITS=packed.bits, GROUP_SIZE=group_size, PPG=ppg,
+        HAS_ZEROS=packed.zeros is not None, HAS_BIAS=bias is not None,
+        NUM_SHARDS=packed.num_shards, BLOCK_N=cfg.block_n, SB_PER_ITER=cfg.sb_per_iter,
+        SPLIT_K=split, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+    )
+    ptrs = (out, xg, packed.qweight, packed.scales,
+            packed.zeros if packed.zeros is not None else dummy,
+            bias if bias is not None else dummy, ws, locks, packed.row_bounds)
+    if cfg.kernel == "gemv":
+        if cfg.block_m != 1:
+            raise ValueError(f"config.block_m: the gemv kernel takes 1, got {cfg.block_m}")
+        _w4a16_gemv_kernel[(m, n_tiles, split)](
+            *ptrs, m, n, k, packed.num_groups, num_sb,
+            xg.stride(0), shard_stride, out.stride(0), packed.qweight.stride(0), **common,
+        )
+    elif cfg.kernel == "mma":
+        _w4a16_mma_kernel[(m_tiles * n_tiles, split)](
+            *ptrs, m, n, k, packed.num_groups, num_sb, n_tiles,
+            xg.stride(0), shard_stride, out.stride(0), packed.qweight.stride(0),
+            BLOCK_M=cfg.block_m, GROUP_M=cfg.group_m, **common,
+        )
+    else:
+        raise ValueError(f"config.kernel: expected 'gemv' or 'mma', got {cfg.kernel!r}")
+    return out
+
+
+def w4a16_dequantize(packed, dtype: torch.dtype, *, block_n: int = 64, sb_per_prog: int = 2,
+                     num_warps: int = 4) -> torch.Tensor:
+    """Dequantized weight ``[N, K]`` in ``dtype``, columns in packed (per-shard sorted) order."""
+    n, k = packed.n, packed.k
+    w = torch.empty((n, k), dtype=dtype, device=packed.qweight.device)
+    group_size, ppg = _layout_constexprs(packed)
+    num_sb = packed.qweight.shape[1] // _SB_WORDS
+    zeros = packed.zeros if packed.zeros is not None else packed.qweight
+    _w4a16_dequant_kernel[(cdiv(n, block_n), cdiv(num_sb, sb_per_prog))](
+        w, packed.qweight, packed.scales, zeros, n, k, packed.num_groups, num_sb,
+        w.stride(0), packed.qweight.stride(0),
+        BITS=packed.bits, GROUP_SIZE=group_size, PPG=ppg, HAS_ZEROS=packed.zeros is not None,
+        BLOCK_N=block_n, SB_PER_PROG=sb_per_prog, num_warps=num_warps,
+    )
+    return w
+
+
+def w4a16_dequant_gemm(x: torch.Tensor, packed, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """Large-M path: dequantize into a fresh (allocator-cached) buffer of x's dtype, then cuBLAS.
+
+    Act-order layers run one GEMM per shard on the gathered x (S <= a few; launch cost is noise
+    at the M where this path is chosen).
+    """
+    if x.dim() != 2 or x.shape[1] != packed.k or x.stride(1) != 1:
+        raise ValueError(f"x: expected [M, {packed.k}] with stride(1) == 1, got {describe(x)}")
+    w = w4a16_dequantize(packed, x.dtype)
+    b = None if bias is None else bias.to(x.dtype)
+    if packed.perm is None:
+        return torch.nn.functional.linear(x, w, b)
+    xg, k = _gathered_x(x, packed)
+    rows = packed.shard_rows
+    parts = [
+        torch.nn.functional.linear(xg[:, s * k:(s + 1) * k], w[rows[s]:rows[s + 1]])
+        for s in range(len(rows) - 1)
+    ]
+    y = torch.cat(parts, dim=1)
+    return y if b is None else y + b
+
+
+def with_split(cfg: W4A16Config, split_k: int) -> W4A16Config:
+    """``cfg`` with another split-K (benchmark sweeps)."""
+    return replace(cfg, split_k=split_k)

@@ -1,0 +1,543 @@
+"""FP8 (e4m3) ops: activation quantization, block-scaled / per-channel / per-tensor FP8 linear, and
+the fused RMSNorm -> FP8 quantization.
+
+Backend choice, for every op: the ``backend=`` argument, then the op's environment variable
+(``QLINEAR_FP8_QUANT_BACKEND``, ``QLINEAR_FP8_BLOCK_BACKEND``, ``QLINEAR_FP8_SCALED_BACKEND``,
+``QLINEAR_RMS_NORM_QUANT_BACKEND``; ``auto`` or unset = capability), then the device: CPU tensors
+use the fp32 references of ``qlinear.reference.fp8``, CUDA tensors the Triton kernels of
+``qlinear.kernels.fp8_triton`` or ``torch._scaled_mm`` (cuBLAS / CUTLASS).
+
+The device-facing work runs inside ``torch.library`` custom ops (namespace ``qlinear``) with fake
+implementations, so ``torch.compile`` traces through them and CUDA graphs capture them; the
+backend is resolved before the op is entered and passed to it as a string.
+
+``torch._scaled_mm`` facts this module relies on (torch 2.9 - 2.11, CUDA >= 12.9):
+
+* Blockwise "DeepSeek" recipe = ``(BlockWise1x128, BlockWise128x128)``, recognized from the scale
+  shapes/strides by ``aten/src/ATen/native/cuda/ScaledBlas.cpp`` (``is_blockwise_1x128_scaling``,
+  ``is_blockwise_128x128_scaling``): ``mat1`` e4m3 [M, K] row-major, ``mat2`` = ``weight.t()`` (a
+  column-major [K, N] view of the [N, K] weight), ``scale_a`` fp32 [M, cdiv(K, 128)] **outer-dim-
+  major** (strides ``(1, M)``), ``scale_b`` fp32 [cdiv(K, 128), cdiv(N, 128)] = ``weight_scale_inv.t()``
+  of a contiguous [cdiv(N, 128), cdiv(K, 128)] tensor. ``use_fast_accum`` must be False
+  (``CUDABlas.cpp``), output bf16 / fp16 / fp32, Hopper (sm_90) only, K and N multiples of 16.
+* cuBLAS (docs, "128-element 1D and 128x128 2D Block Scaling For FP8 Data Types", "Scaling factors
+  layouts") further requires M and N to be multiples of 4 — why M = 1 failed with
+  ``CUBLAS_STATUS_NOT_SUPPORTED`` — and the column stride of a 128x128 scale to be a multiple of 4
+  (``cdiv(K, 128) % 4 == 0`` here: the v1 API cannot pass a padded stride). So M is padded to a
+  multiple of 4 by the quantization kernel itself (zero rows, cut off after the GEMM).
+* Row-wise recipe: ``scale_a`` fp32 [M, 1] and ``scale_b`` fp32 [1, N], both contiguous; tensor-wise:
+  both scales one fp32 element. A bias must have the output dtype (bf16 / fp16).
+"""
+
+import sys
+from dataclasses import dataclass
+from typing import Optional
+
+import torch
+
+from qlinear._utils import FP8_E4M3, FP8_E4M3_MAX, cdiv, cuda_capability, describe, env_backend
+from qlinear.reference import fp8 as _ref
+
+__all__ = [
+    "per_token_group_quant_fp8",
+    "per_token_quant_fp8",
+    "fp8_block_linear",
+    "fp8_block_backend",
+    "fp8_scaled_linear",
+    "fp8_scaled_backend",
+    "rms_norm_quant_fp8",
+    "FP8_BLOCK_DISPATCH",
+]
+
+_QUANT_BACKENDS = ("triton", "reference")
+_BLOCK_BACKENDS = ("scaled_mm", "triton", "reference")
+_SCALED_BACKENDS = ("scaled_mm", "reference")
+_NORM_BACKENDS = ("triton", "reference")
+_ACT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
+
+
+def _kernels():
+    # The one allowed function-local import: it keeps triton off the import path of qlinear.ops.
+    from qlinear.kernels import fp8_triton
+
+    return fp8_triton
+
+
+# --------------------------------------------------------------------------------------------
+# dispatch table of the block-scaled GEMM
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Rule:
+    max_m: int  # the rule applies for M <= max_m
+    backend: str
+
+
+# Keyed by the weight's (N, K); None holds every other shape. The first rule with M <= max_m wins.
+# Numbers behind it — the issue #4 table (H200, bf16 out, µs per GEMM, activation quantization
+# excluded), measured with vLLM's Triton kernel at its default config, not qlinear's kernel:
+#   2112x7168 : M=1 bf16 17.9, vLLM-Triton 70.2, scaled_mm failed (M not a multiple of 4; now padded)
+#               M=16 bf16 18.7, vLLM-Triton 71.8, scaled_mm 21.4 · M=4096 158 / 303 / 122
+#   24576x1536: M=1 30.5 / 47.5 / failed · M=16 29.9 / 26.5 / 24.0 · M=4096 449 / 648 / 277
+#   7168x16384: M=1 73.4 / 170 / failed · M=16 73.5 / 156 / 52.4 · M=4096 1244 / 2026 / 744
+# scaled_mm wins every row it could run; qlinear's split-K Triton kernel is built for the small-M
+# rows (issue target <= 8 / 14 / 36 µs at M <= 16), so until the H200 sweep of
+# benchmarks/bench_fp8.py replaces these rules: Triton for M <= 16, scaled_mm above. (Issue's
+# numbers; not yet measured for qlinear's kernel.)
+FP8_BLOCK_DISPATCH: dict = {
+    None: (_Rule(16, "triton"), _Rule(sys.maxsize, "scaled_mm")),
+}
+
+
+def _scaled_mm_cuda_ok() -> bool:
+    version = torch.version.cuda
+    if not version:
+        return False
+    major, minor = (int(v) for v in version.split(".")[:2])
+    return (major, minor) >= (12, 9)
+
+
+def _scaled_mm_block_ok(x: torch.Tensor, weight: torch.Tensor, block_size, weight_scale_inv) -> bool:
+    """Whether the cuBLAS blockwise recipe accepts these operands (see the module docstring)."""
+    if x.device.type != "cuda" or tuple(block_size) != (128, 128):
+        return False
+    cap = cuda_capability(x.device.index or 0)
+    if cap is None or cap[0] != 9 or not _scaled_mm_cuda_ok():
+        return False
+    N, K = weight.shape
+    if N % 16 or K % 16 or cdiv(K, 128) % 4:
+        return False
+    return weight_scale_inv is None or weight_scale_inv.is_contiguous()
+
+
+def fp8_block_backend(
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    block_size: tuple[int, int] = (128, 128),
+    weight_scale_inv: Optional[torch.Tensor] = None,
+) -> str:
+    """Backend that ``fp8_block_linear(x, weight, ...)`` picks when ``backend`` is None:
+    ``QLINEAR_FP8_BLOCK_BACKEND`` if set, else "reference" off CUDA, else the dispatch table
+    (:data:`FP8_BLOCK_DISPATCH`) where cuBLAS blockwise applies (Hopper, CUDA >= 12.9, shapes
+    above), else "triton"."""
+    env = env_backend("QLINEAR_FP8_BLOCK_BACKEND", _BLOCK_BACKENDS)
+    if env is not None:
+        return env
+    if x.device.type != "cuda":
+        return "reference"
+    if not _scaled_mm_block_ok(x, weight, block_size, weight_scale_inv):
+        return "triton"
+    N, K = weight.shape
+    return _table_backend(x.numel() // max(K, 1), N, K)
+
+
+def _table_backend(M: int, N: int, K: int) -> str:
+    """The :data:`FP8_BLOCK_DISPATCH` entry for an M x N x K GEMM."""
+    rules = FP8_BLOCK_DISPATCH.get((N, K), FP8_BLOCK_DISPATCH[None])
+    for rule in rules:
+        if M <= rule.max_m:
+            return rule.backend
+    return rules[-1].backend
+
+
+def _resolve(backend: Optional[str], var: str, choices: tuple, device: torch.device, gpu_default: str) -> str:
+    if backend is None:
+        backend = env_backend(var, choices)
+    if backend is None:
+        backend = gpu_default if device.type == "cuda" else "reference"
+    if backend not in choices:
+        raise ValueError(f"backend: expected one of {choices} or None, got {backend!r}")
+    return backend
+
+
+# --------------------------------------------------------------------------------------------
+# argument checks (shared by the public wrappers)
+# --------------------------------------------------------------------------------------------
+
+
+def _check_act(name: str, x: torch.Tensor) -> None:
+    if x.dtype not in _ACT_DTYPES:
+        raise TypeError(f"{name}: expected one of {_ACT_DTYPES}, got {describe(x)}")
+    if x.dim() < 1 or x.shape[-1] == 0:
+        raise ValueError(f"{name}: expected [..., K] with K > 0, got {describe(x)}")
+    if x.stride(-1) != 1:
+        raise ValueError(f"{name}: expected stride(-1) == 1, got {describe(x)}")
+
+
+def _check_group(group_size: int, backend: str, K: int) -> None:
+    if group_size <= 0:
+        raise ValueError(f"group_size: expected a positive integer, got {group_size}")
+    if backend == "triton" and group_size < K and (group_size < 16 or group_size & (group_size - 1)):
+        raise ValueError(f"group_size: the Triton kernels need a power of two >= 16, got {group_size}")
+
+
+def _flat(x: torch.Tensor) -> torch.Tensor:
+    # A view whenever the leading dimensions allow it (2-D input with any row stride: always).
+    return x if x.dim() == 2 else x.reshape(-1, x.shape[-1])
+
+
+def _check_fp8_weight(weight: torch.Tensor, K: int) -> None:
+    if weight.dtype != FP8_E4M3:
+        raise TypeError(f"weight: expected dtype {FP8_E4M3}, got {describe(weight)}")
+    if weight.dim() != 2 or weight.shape[1] != K:
+        raise ValueError(f"weight: expected [N, {K}], got {describe(weight)}")
+    if weight.stride(1) != 1:
+        raise ValueError(f"weight: expected stride(1) == 1, got {describe(weight)}")
+
+
+def _check_bias(bias: Optional[torch.Tensor], N: int, dtype: torch.dtype) -> None:
+    if bias is None:
+        return
+    if bias.shape != (N,) or bias.dtype != dtype:
+        raise ValueError(f"bias: expected shape ({N},) dtype {dtype}, got {describe(bias)}")
+
+
+# --------------------------------------------------------------------------------------------
+# custom ops
+# --------------------------------------------------------------------------------------------
+
+
+def _scales_like(M: int, G: int, column_major: bool, device) -> torch.Tensor:
+    if column_major:
+        return torch.empty((G, M), dtype=torch.float32, device=device).t()
+    return torch.empty((M, G), dtype=torch.float32, device=device)
+
+
+def _as_layout(s: torch.Tensor, column_major: bool) -> torch.Tensor:
+    # Same allocation as the kernels and the fakes: strides match even for size-1 dimensions.
+    out = _scales_like(s.shape[0], s.shape[1], column_major, s.device)
+    out.copy_(s)
+    return out
+
+
+@torch.library.custom_op("qlinear::per_token_group_quant_fp8", mutates_args=())
+def _quant_op(
+    x: torch.Tensor, group_size: int, column_major_scales: bool, backend: str
+) -> tuple[torch.Tensor, torch.Tensor]:
+    if backend == "reference":
+        q, s = _ref.per_token_group_quant_fp8_ref(x, group_size)
+        return q, _as_layout(s, column_major_scales)
+    return _kernels().per_token_group_quant_fp8(
+        x, group_size, column_major_scales=column_major_scales, scale_eps=_ref.FP8_SCALE_EPS
+    )
+
+
+@_quant_op.register_fake
+def _(x, group_size, column_major_scales, backend):
+    M, K = x.shape
+    q = torch.empty((M, K), dtype=FP8_E4M3, device=x.device)
+    return q, _scales_like(M, cdiv(K, group_size), column_major_scales, x.device)
+
+
+def per_token_group_quant_fp8(
+    x: torch.Tensor,
+    group_size: int = 128,
+    *,
+    column_major_scales: bool = False,
+    backend: Optional[str] = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Dynamic e4m3 quantization of ``x`` [..., K] per group of ``group_size`` columns of each row.
+
+    ``scale = max(max|x_g|, 1e-10) / 448`` (fp32), ``q = e4m3(clamp(x_g / scale, -448, 448))``; the
+    last group of a row may be short. ``x``: bf16 / fp16 / fp32, ``stride(-1) == 1`` (rows may be
+    strided). Returns ``q`` e4m3 [..., K] (contiguous) and fp32 ``scales`` [..., cdiv(K, g)]; with
+    ``column_major_scales`` (2-D result only) the scales have strides ``(1, M)`` (transpose of a
+    contiguous [G, M]), the layout the GEMMs read coalesced. Backends: "triton", "reference".
+    """
+    _check_act("x", x)
+    be = _resolve(backend, "QLINEAR_FP8_QUANT_BACKEND", _QUANT_BACKENDS, x.device, "triton")
+    K = x.shape[-1]
+    _check_group(group_size, be, K)
+    if column_major_scales and x.dim() != 2:
+        raise ValueError(f"column_major_scales: needs a 2-D x, got {describe(x)}")
+    q, s = torch.ops.qlinear.per_token_group_quant_fp8(_flat(x), group_size, column_major_scales, be)
+    if x.dim() != 2:
+        q = q.reshape(x.shape)
+        s = s.reshape(*x.shape[:-1], s.shape[-1])
+    return q, s
+
+
+def per_token_quant_fp8(x: torch.Tensor, backend: Optional[str] = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Dynamic per-token e4m3 quantization: one group per row of ``x`` [M, K] (formula of
+    :func:`per_token_group_quant_fp8` with ``group_size = K``). Returns ``(q [M, K], scales [M, 1])``."""
+    _check_act("x", x)
+    if x.dim() != 2:
+        raise ValueError(f"x: expected [M, K], got {describe(x)}")
+    return per_token_group_quant_fp8(x, x.shape[-1], backend=backend)
+
+
+@torch.library.custom_op("qlinear::fp8_block_linear", mutates_args=())
+def _block_linear_op(
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    weight_scale_inv: torch.Tensor,
+    block_n: int,
+    block_k: int,
+    bias: Optional[torch.Tensor],
+    backend: str,
+) -> torch.Tensor:
+    block = (block_n, block_k)
+    if backend == "reference":
+        return _ref.fp8_block_linear_ref(x, weight, weight_scale_inv, block, bias)
+    k = _kernels()
+    M = x.shape[0]
+    if backend == "triton":
+        q, s = k.per_token_group_quant_fp8(x, block_k, column_major_scales=True, scale_eps=_ref.FP8_SCALE_EPS)
+        return k.fp8_block_gemm(q, s, weight, weight_scale_inv, block, x.dtype, bias)
+    # scaled_mm: cuBLAS needs M % 4 == 0; the quantizer writes the zero pad rows itself.
+    q, s = k.per_token_group_quant_fp8(
+        x, block_k, column_major_scales=True, pad_rows_to=4, scale_eps=_ref.FP8_SCALE_EPS
+    )
+    out = torch._scaled_mm(
+        q, weight.t(), scale_a=s, scale_b=weight_scale_inv.t(), out_dtype=x.dtype, use_fast_accum=False
+    )
+    if out.shape[0] != M:
+        out = out[:M]
+    if bias is not None:
+        # Added outside cuBLAS: its bias epilogue is not documented for the blockwise recipe.
+        out = out + bias
+    return out
+
+
+@_block_linear_op.register_fake
+def _(x, weight, weight_scale_inv, block_n, block_k, bias, backend):
+    return torch.empty((x.shape[0], weight.shape[0]), dtype=x.dtype, device=x.device)
+
+
+def fp8_block_linear(
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    weight_scale_inv: torch.Tensor,
+    block_size: tuple[int, int] = (128, 128),
+    bias: Optional[torch.Tensor] = None,
+    *,
+    backend: Optional[str] = None,
+) -> torch.Tensor:
+    """``y = x @ W.T + bias`` with a block-scaled e4m3 weight and dynamic per-token-group FP8
+    activations (the DeepSeek-V3 / compressed-tensors FP8_BLOCK recipe).
+
+    ``x`` [..., K] bf16 / fp16 / fp32, ``stride(-1) == 1`` (2-D rows may be strided); ``weight``
+    e4m3 [N, K] with ``stride(1) == 1``; ``weight_scale_inv`` fp32 [cdiv(N, bn), cdiv(K, bk)], a
+    multiplier: ``W[n, k] = weight[n, k] * weight_scale_inv[n // bn, k // bk]``; ``block_size =
+    (bn, bk)``; ``bias`` [N] in ``x.dtype``. ``x`` is quantized per row in groups of ``bk``
+    (:func:`per_token_group_quant_fp8`), the GEMM accumulates in fp32. Returns ``x.dtype`` [..., N].
+    Backends: "scaled_mm" (cuBLAS blockwise, Hopper), "triton", "reference";
+    :func:`fp8_block_backend` tells which one None picks.
+    """
+    _check_act("x", x)
+    K = x.shape[-1]
+    _check_fp8_weight(weight, K)
+    N = weight.shape[0]
+    if len(block_size) != 2 or min(block_size) <= 0:
+        raise ValueError(f"block_size: expected two positive ints (bn, bk), got {block_size}")
+    bn, bk = (int(b) for b in block_size)
+    expected = (cdiv(N, bn), cdiv(K, bk))
+    if weight_scale_inv.dtype != torch.float32 or tuple(weight_scale_inv.shape) != expected:
+        raise ValueError(f"weight_scale_inv: expected float32 {expected}, got {describe(weight_scale_inv)}")
+    _check_bias(bias, N, x.dtype)
+    be = backend if backend is not None else fp8_block_backend(x, weight, (bn, bk), weight_scale_inv)
+    if be not in _BLOCK_BACKENDS:
+        raise ValueError(f"backend: expected one of {_BLOCK_BACKENDS} or None, got {be!r}")
+    if be == "triton" and (bk < 16 or bk & (bk - 1)):
+        raise ValueError(f"block_size: the Triton kernel needs bk a power of two >= 16, got {block_size}")
+    if be == "scaled_mm":
+        if (bn, bk) != (128, 128) or N % 16 or K % 16 or cdiv(K, 128) % 4:
+            raise ValueError(
+                "backend 'scaled_mm' needs block_size (128, 128), N and K multiples of 16 and "
+                f"cdiv(K, 128) % 4 == 0; got block_size={block_size}, weight {describe(weight)}"
+            )
+        if not weight_scale_inv.is_contiguous():
+            raise ValueError(f"weight_scale_inv: backend 'scaled_mm' needs it contiguous, got {describe(weight_scale_inv)}")
+    out = torch.ops.qlinear.fp8_block_linear(_flat(x), weight, weight_scale_inv, bn, bk, bias, be)
+    return out if x.dim() == 2 else out.reshape(*x.shape[:-1], N)
+
+
+# --------------------------------------------------------------------------------------------
+# per-tensor / per-channel FP8 weights
+# --------------------------------------------------------------------------------------------
+
+
+def fp8_scaled_backend(x: torch.Tensor, weight: torch.Tensor) -> str:
+    """Backend ``fp8_scaled_linear`` picks when ``backend`` is None: ``QLINEAR_FP8_SCALED_BACKEND``
+    if set, else "scaled_mm" on CUDA GPUs with fp8 tensor cores (sm_89+) when N and K are
+    multiples of 16, else "reference"."""
+    env = env_backend("QLINEAR_FP8_SCALED_BACKEND", _SCALED_BACKENDS)
+    if env is not None:
+        return env
+    if x.device.type != "cuda":
+        return "reference"
+    cap = cuda_capability(x.device.index or 0)
+    N, K = weight.shape
+    if cap is None or cap < (8, 9) or N % 16 or K % 16:
+        return "reference"
+    return "scaled_mm"
+
+
+@torch.library.custom_op("qlinear::fp8_scaled_linear", mutates_args=())
+def _scaled_linear_op(
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    weight_scale: torch.Tensor,
+    input_scale: Optional[torch.Tensor],
+    bias: Optional[torch.Tensor],
+    backend: str,
+) -> torch.Tensor:
+    if backend == "reference":
+        return _ref.fp8_scaled_linear_ref(x, weight, weight_scale, input_scale, bias)
+    M = x.shape[0]
+    N = weight.shape[0]
+    per_tensor_w = weight_scale.numel() == 1
+    if input_scale is not None:
+        # Static per-tensor activation scale: a few elementwise kernels, no reduction needed.
+        q = torch.clamp(x.float() / input_scale.reshape(()), -FP8_E4M3_MAX, FP8_E4M3_MAX).to(FP8_E4M3)
+        if per_tensor_w:
+            scale_a, scale_b = input_scale.reshape(()), weight_scale.reshape(())
+        else:
+            scale_a = input_scale.reshape(1, 1).expand(M, 1).contiguous()
+            scale_b = weight_scale.reshape(1, N)
+    else:
+        q, scale_a = _kernels().per_token_group_quant_fp8(x, x.shape[1], scale_eps=_ref.FP8_SCALE_EPS)
+        scale_b = weight_scale.reshape(1, 1).expand(1, N).contiguous() if per_tensor_w else weight_scale.reshape(1, N)
+    fp32_out = x.dtype == torch.float32
+    out = torch._scaled_mm(
+        q, weight.t(), scale_a=scale_a, scale_b=scale_b, bias=None if fp32_out else bias, out_dtype=x.dtype
+    )
+    if fp32_out and bias is not None:
+        out = out + bias  # _scaled_mm rejects a bias with fp32 output
+    return out
+
+
+@_scaled_linear_op.register_fake
+def _(x, weight, weight_scale, input_scale, bias, backend):
+    return torch.empty((x.shape[0], weight.shape[0]), dtype=x.dtype, device=x.device)
+
+
+def fp8_scaled_linear(
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    weight_scale: torch.Tensor,
+    input_scale: Optional[torch.Tensor] = None,
+    bias: Optional[torch.Tensor] = None,
+    *,
+    backend: Optional[str] = None,
+) -> torch.Tensor:
+    """``y = x @ W.T + bias`` with an e4m3 ``weight`` [N, K] (``stride(1) == 1``) scaled per tensor
+    (``weight_scale`` fp32, one element) or per output channel (fp32 [N] or [N, 1], contiguous):
+    ``W[n, k] = weight[n, k] * weight_scale[n]``.
+
+    Activations: static per-tensor when ``input_scale`` (fp32, one element) is given,
+    ``q = e4m3(clamp(x / input_scale))``; otherwise dynamic per token (:func:`per_token_quant_fp8`).
+    ``x`` [..., K] bf16 / fp16 / fp32 with ``stride(-1) == 1``; ``bias`` [N] in ``x.dtype``.
+    Returns ``x.dtype`` [..., N]. Backends: "scaled_mm" (tensor-wise or row-wise
+    ``torch._scaled_mm``), "reference"; :func:`fp8_scaled_backend` tells which one None picks.
+    A merged layer whose shards have different per-tensor scales passes them as per-channel
+    scales (exact).
+    """
+    _check_act("x", x)
+    K = x.shape[-1]
+    _check_fp8_weight(weight, K)
+    N = weight.shape[0]
+    if weight_scale.dtype != torch.float32 or weight_scale.numel() not in (1, N) or not weight_scale.is_contiguous():
+        raise ValueError(f"weight_scale: expected contiguous float32 with 1 or {N} elements, got {describe(weight_scale)}")
+    if input_scale is not None and (input_scale.dtype != torch.float32 or input_scale.numel() != 1):
+        raise ValueError(f"input_scale: expected one float32 element, got {describe(input_scale)}")
+    _check_bias(bias, N, x.dtype)
+    be = backend if backend is not None else fp8_scaled_backend(x, weight)
+    if be not in _SCALED_BACKENDS:
+        raise ValueError(f"backend: expected one of {_SCALED_BACKENDS} or None, got {be!r}")
+    out = torch.ops.qlinear.fp8_scaled_linear(_flat(x), weight, weight_scale, input_scale, bias, be)
+    return out if x.dim() == 2 else out.reshape(*x.shape[:-1], N)
+
+
+# --------------------------------------------------------------------------------------------
+# fused RMSNorm -> FP8 quantization
+# --------------------------------------------------------------------------------------------
+
+
+@torch.library.custom_op("qlinear::rms_norm_quant_fp8", mutates_args=())
+def _norm_quant_op(
+    x: torch.Tensor, weight: torch.Tensor, eps: float, group_size: int, column_major_scales: bool, backend: str
+) -> tuple[torch.Tensor, torch.Tensor]:
+    if backend == "reference":
+        q, s = _ref.rms_norm_quant_fp8_ref(x, weight, eps, group_size)
+        return q, _as_layout(s, column_major_scales)
+    return _kernels().rms_norm_quant_fp8(
+        x, weight, eps, group_size, column_major_scales=column_major_scales, scale_eps=_ref.FP8_SCALE_EPS
+    )
+
+
+@_norm_quant_op.register_fake
+def _(x, weight, eps, group_size, column_major_scales, backend):
+    M, K = x.shape
+    q = torch.empty((M, K), dtype=FP8_E4M3, device=x.device)
+    return q, _scales_like(M, cdiv(K, group_size), column_major_scales, x.device)
+
+
+@torch.library.custom_op("qlinear::fused_add_rms_norm_quant_fp8", mutates_args=("residual",))
+def _add_norm_quant_op(
+    x: torch.Tensor,
+    residual: torch.Tensor,
+    weight: torch.Tensor,
+    eps: float,
+    group_size: int,
+    column_major_scales: bool,
+    backend: str,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    if backend == "reference":
+        q, s = _ref.rms_norm_quant_fp8_ref(x, weight, eps, group_size, residual=residual)
+        return q, _as_layout(s, column_major_scales)
+    return _kernels().rms_norm_quant_fp8(
+        x,
+        weight,
+        eps,
+        group_size,
+        residual=residual,
+        column_major_scales=column_major_scales,
+        scale_eps=_ref.FP8_SCALE_EPS,
+    )
+
+
+@_add_norm_quant_op.register_fake
+def _(x, residual, weight, eps, group_size, column_major_scales, backend):
+    M, K = x.shape
+    q = torch.empty((M, K), dtype=FP8_E4M3, device=x.device)
+    return q, _scales_like(M, cdiv(K, group_size), column_major_scales, x.device)
+
+
+def rms_norm_quant_fp8(
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    eps: float = 1e-6,
+    group_size: int = 128,
+    *,
+    residual: Optional[torch.Tensor] = None,
+    column_major_scales: bool = False,
+    backend: Optional[str] = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """RMSNorm of each row written directly as e4m3 with per-token-group scales.
+
+    ``x`` [M, K] bf16 / fp16 / fp32 with ``stride(1) == 1`` (row stride free: e.g. a column slice
+    of a fused projection output); ``weight`` [K]. With ``residual`` (same shape and dtype,
+    ``stride(1) == 1``): ``residual <- dtype(x + residual)`` in place and the new residual is
+    normalized. In fp32: ``y = h * rsqrt(mean(h^2) + eps) * weight``, then the quantization of
+    :func:`per_token_group_quant_fp8` applied to ``y`` (no rounding to ``x.dtype`` in between).
+    Returns ``q`` e4m3 [M, K] and fp32 ``scales`` [M, cdiv(K, group_size)] (strides ``(1, M)``
+    with ``column_major_scales``). Backends: "triton", "reference".
+    """
+    _check_act("x", x)
+    if x.dim() != 2:
+        raise ValueError(f"x: expected [M, K], got {describe(x)}")
+    M, K = x.shape
+    if weight.shape != (K,) or not weight.is_floating_point() or weight.stride(0) != 1:
+        raise ValueError(f"weight: expected a floating-point [{K}] with stride 1, got {describe(weight)}")
+    be = _resolve(backend, "QLINEAR_RMS_NORM_QUANT_BACKEND", _NORM_BACKENDS, x.device, "triton")
+    _check_group(group_size, be, K)
+    if residual is None:
+        return torch.ops.qlinear.rms_norm_quant_fp8(x, weight, float(eps), group_size, column_major_scales, be)
+    if residual.shape != x.shape or residual.dtype != x.dtype or residual.stride(1) != 1:
+        raise ValueError(f"residual: expected shape {tuple(x.shape)} dtype {x.dtype} with stride(1) == 1, got {describe(residual)}")
+    return torch.ops.qlinear.fused_add_rms_norm_quant_fp8(
+        x, residual, weight, float(eps), group_size, column_major_scales, be
+    )
+

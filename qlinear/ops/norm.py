@@ -1,0 +1,341 @@
+"""RMSNorm and fused-add RMSNorm on strided rows.
+
+    rms_norm(x, w):            y = x / sqrt(mean(x^2, -1) + eps) * w
+    fused_add_rms_norm(x, r, w): r <- x + r;  x <- r / sqrt(mean(r^2, -1) + eps) * w   (in place)
+
+Accumulation is fp32 on every backend. Backends: ``"cuda"`` (csrc/ kernels, built on first use),
+``"triton"`` and ``"reference"`` (fp32 PyTorch, the CPU path). The choice: the ``backend``
+argument, else the environment variable ``QLINEAR_NORM_BACKEND`` (cuda | triton | reference |
+auto), else by device: CUDA tensors use the CUDA extension when it builds (otherwise Triton),
+CPU tensors the reference.
+
+Both ops are registered as torch custom ops (``torch.ops.qlinear.rms_norm``,
+``torch.ops.qlinear.fused_add_rms_norm``) with fake implementations and declared mutations, so
+``torch.compile`` and CUDA-graph capture see them as single opaque nodes.
+"""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+from collections.abc import Iterator
+
+import torch
+
+from qlinear._utils import FLOAT_DTYPES, describe, env_backend
+from qlinear.reference.norm import fused_add_rms_norm_ref, rms_norm_ref
+
+__all__ = ["rms_norm", "fused_add_rms_norm", "NORM_BACKENDS", "resolve_norm_backend"]
+
+NORM_BACKENDS = ("cuda", "triton", "reference")
+_ENV_VAR = "QLINEAR_NORM_BACKEND"
+_cuda_ext_failure_warned = False
+
+
+def resolve_norm_backend(backend: str | None, x: torch.Tensor) -> str:
+    """Backend for a call: ``backend`` argument > ``$QLINEAR_NORM_BACKEND`` > device capability.
+
+    Raises ValueError for an unknown name or a CPU tensor sent to ``"cuda"`` / ``"triton"``.
+    """
+    global _cuda_ext_failure_warned
+    if backend is not None and backend != "auto":
+        if backend not in NORM_BACKENDS:
+            raise ValueError(f"backend: expected one of {NORM_BACKENDS} or None, got {backend!r}")
+        chosen = backend
+    else:
+        chosen = env_backend(_ENV_VAR, NORM_BACKENDS)
+    if chosen is None:
+        if x.device.type != "cuda":
+            return "reference"
+        # Function-local import (the one allowed kind): keeps the extension loader, and with it
+        # torch.utils.cpp_extension, off the `import qlinear.ops` path.
+        from qlinear.kernels import cuda_ext
+
+        if cuda_ext.is_available():
+            return "cuda"
+        if not _cuda_ext_failure_warned:
+            _cuda_ext_failure_warned = True
+            warnings.warn(
+                f"qlinear: CUDA norm extension unavailable ({cuda_ext.failure_reason()}); "
+                "using the Triton RMSNorm kernels",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+        return "triton"
+    if chosen in ("cuda", "triton") and x.device.type != "cuda":
+        raise ValueError(
+            f"backend {chosen!r} needs CUDA tensors, got x on {x.device}; "
+            "use backend='reference' for CPU tensors"
+        )
+    return chosen
+
+
+# ----------------------------------------------------------------------------- argument checks
+
+
+def _check_tensor(name: str, t: object) -> torch.Tensor:
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{name}: expected a torch.Tensor, got {type(t).__name__}")
+    return t
+
+
+def _check_x(x: torch.Tensor) -> None:
+    _check_tensor("x", x)
+    if x.dim() < 1:
+        raise ValueError(f"x: expected at least 1 dimension [..., H], got {describe(x)}")
+    if x.dtype not in FLOAT_DTYPES:
+        raise TypeError(f"x: expected dtype float16, bfloat16 or float32, got {x.dtype}")
+    if x.shape[-1] > 1 and x.stride(-1) != 1:
+        raise ValueError(f"x: expected stride(-1) == 1, got {describe(x)}")
+
+
+def _check_like(name: str, t: torch.Tensor, x: torch.Tensor) -> None:
+    _check_tensor(name, t)
+    if t.dtype != x.dtype:
+        raise TypeError(f"{name}: expected dtype {x.dtype} (x's dtype), got {t.dtype}")
+    if t.shape != x.shape:
+        raise ValueError(f"{name}: expected shape {tuple(x.shape)} (x's shape), got {tuple(t.shape)}")
+    if t.device != x.device:
+        raise ValueError(f"{name}: expected device {x.device} (x's device), got {t.device}")
+    if t.shape[-1] > 1 and t.stride(-1) != 1:
+        raise ValueError(f"{name}: expected stride(-1) == 1, got {describe(t)}")
+
+
+def _check_weight(weight: torch.Tensor, x: torch.Tensor) -> None:
+    _check_tensor("weight", weight)
+    hidden = x.shape[-1]
+    if weight.dim() != 1 or weight.shape[0] != hidden:
+        raise ValueError(f"weight: expected shape ({hidden},) to match x's last dim, got {describe(weight)}")
+    if weight.dtype != x.dtype:
+        raise TypeError(
+            f"weight: expected dtype {x.dtype} (x's dtype), got {weight.dtype}; "
+            "convert the weight once at load time (RMSNorm's weight_loader does)"
+        )
+    if weight.device != x.device:
+        raise ValueError(f"weight: expected device {x.device} (x's device), got {weight.device}")
+    if hidden > 1 and weight.stride(0) != 1:
+        raise ValueError(f"weight: expected a contiguous vector, got {describe(weight)}")
+
+
+def _byte_span(t: torch.Tensor) -> tuple[int, int]:
+    """[first, last+1) byte offsets of t's elements inside its storage."""
+    es = t.element_size()
+    start = t.storage_offset() * es
+    extent = sum((s - 1) * st for s, st in zip(t.shape, t.stride()))
+    return start, start + (extent + 1) * es
+
+
+def _rows_2d(t: torch.Tensor) -> tuple[int, int] | None:
+    """(n_rows, row_stride) when t's leading dims collapse into one row stride, else None."""
+    if t.dim() == 1:
+        return 1, 0
+    views = list(_collapse_leading((t,)))
+    if len(views) != 1 or views[0][0].shape[0] != 1:
+        return None
+    v = views[0][0]
+    return v.shape[1], v.stride(1)
+
+
+def _may_overlap(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """True unless a and b provably share no element (same-storage byte ranges are refined for
+    the common case of two [rows, H] views with one row stride, e.g. slices of one buffer)."""
+    if a.numel() == 0 or b.numel() == 0:
+        return False
+    if a.untyped_storage().data_ptr() != b.untyped_storage().data_ptr():
+        return False
+    (a0, a1), (b0, b1) = _byte_span(a), _byte_span(b)
+    if a1 <= b0 or b1 <= a0:
+        return False
+    ra, rb = _rows_2d(a), _rows_2d(b)
+    if ra is None or rb is None or a.element_size() != b.element_size():
+        return True
+    (na, sa), (nb, sb) = ra, rb
+    hidden = a.shape[-1]
+    if na == 1 and nb == 1:
+        sa = sb = max(hidden, 1)
+    elif na == 1:
+        sa = sb
+    elif nb == 1:
+        sb = sa
+    if sa != sb or sa < hidden:
+        return True
+    # element offsets a0 + i*s + c and b0 + j*s + c'; shared iff d = (i-j)*s + (c-c') is solvable
+    d = (b0 - a0) // a.element_size()
+    if (b0 - a0) % a.element_size():
+        return True
+    for k in (d // sa, d // sa + 1):
+        if -nb < k < na and abs(d - k * sa) < hidden:
+            # (i - j) = k must be reachable with 0 <= i < na, 0 <= j < nb
+            return True
+    return False
+
+
+def _check_written(name: str, t: torch.Tensor) -> None:
+    # 1 = definitely overlapping (e.g. an expanded dim with stride 0): writes would race
+    if torch._debug_has_internal_overlap(t) == 1:
+        raise ValueError(f"{name}: written in place but has internally overlapping memory ({describe(t)})")
+
+
+# ----------------------------------------------------------------------------- row layout
+
+
+def _collapse_leading(ts: tuple[torch.Tensor, ...]) -> Iterator[list[torch.Tensor]]:
+    """Views of ``ts`` (one shape ``[..., H]``) as 3-D ``[n_outer, n_inner, H]``, no copy.
+
+    Leading dims are merged where every tensor's strides allow (stride[i] == stride[i+1] *
+    size[i+1]); at most two merged dims go to one launch, further outer dims are iterated.
+    """
+    shape = ts[0].shape
+    hidden = shape[-1]
+    dims: list[tuple[int, list[int]]] = []
+    for i in range(len(shape) - 1):
+        if shape[i] == 1:
+            continue
+        strides = [t.stride(i) for t in ts]
+        if dims and all(ps == s * shape[i] for ps, s in zip(dims[-1][1], strides)):
+            dims[-1] = (dims[-1][0] * shape[i], strides)
+        else:
+            dims.append((shape[i], strides))
+    while len(dims) < 2:
+        dims.insert(0, (1, [0] * len(ts)))
+    head, (n0, s0), (n1, s1) = dims[:-2], dims[-2], dims[-1]
+    for idx in itertools.product(*(range(n) for n, _ in head)):
+        views = []
+        for k, t in enumerate(ts):
+            offset = t.storage_offset() + sum(i * st[k] for i, (_, st) in zip(idx, head))
+            views.append(t.as_strided((n0, n1, hidden), (s0[k], s1[k], 1), offset))
+        yield views
+
+
+def _run_rms_norm(out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, eps: float, backend: str) -> None:
+    if backend == "reference":
+        out.copy_(rms_norm_ref(x, weight, eps))
+        return
+    if x.numel() == 0:
+        return
+    # Function-local imports (the one allowed kind): triton / the CUDA build load on first use only.
+    if backend == "cuda":
+        from qlinear.kernels import cuda_ext
+
+        ops = cuda_ext.load()
+        for o3, x3 in _collapse_leading((out, x)):
+            ops.rms_norm(o3, x3, weight, eps)
+    else:
+        from qlinear.kernels import norm_triton
+
+        for o3, x3 in _collapse_leading((out, x)):
+            norm_triton.rms_norm_triton(o3, x3, weight, eps)
+
+
+def _run_fused(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float, backend: str) -> None:
+    if backend == "reference":
+        out, new_residual = fused_add_rms_norm_ref(x, residual, weight, eps)
+        residual.copy_(new_residual)
+        x.copy_(out)
+        return
+    if x.numel() == 0:
+        return
+    if backend == "cuda":
+        from qlinear.kernels import cuda_ext
+
+        ops = cuda_ext.load()
+        for x3, r3 in _collapse_leading((x, residual)):
+            ops.fused_add_rms_norm(x3, r3, weight, eps)
+    else:
+        from qlinear.kernels import norm_triton
+
+        for x3, r3 in _collapse_leading((x, residual)):
+            norm_triton.fused_add_rms_norm_triton(x3, r3, weight, eps)
+
+
+# ----------------------------------------------------------------------------- custom ops
+
+
+@torch.library.custom_op("qlinear::rms_norm", mutates_args=("out",))
+def _rms_norm_op(out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, eps: float, backend: str) -> None:
+    # overlap checks need real storages, so they live here rather than in the traced wrapper
+    _check_written("out", out)
+    same = out.data_ptr() == x.data_ptr() and out.stride() == x.stride()
+    if not same and _may_overlap(out, x):
+        raise ValueError(
+            f"out: overlaps x without being x itself (out {describe(out)}, x {describe(x)}); "
+            "pass out=x for in place or a disjoint buffer"
+        )
+    _run_rms_norm(out, x, weight, eps, backend)
+
+
+@_rms_norm_op.register_fake
+def _rms_norm_fake(out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, eps: float, backend: str) -> None:
+    return None
+
+
+@torch.library.custom_op("qlinear::fused_add_rms_norm", mutates_args=("x", "residual"))
+def _fused_add_rms_norm_op(
+    x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float, backend: str
+) -> None:
+    _check_written("x", x)
+    _check_written("residual", residual)
+    if _may_overlap(x, residual):
+        raise ValueError(
+            f"x and residual overlap in memory (x {describe(x)}, residual {describe(residual)}); "
+            "both are written in place and must be disjoint"
+        )
+    _run_fused(x, residual, weight, eps, backend)
+
+
+@_fused_add_rms_norm_op.register_fake
+def _fused_add_rms_norm_fake(
+    x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float, backend: str
+) -> None:
+    return None
+
+
+# ----------------------------------------------------------------------------- public API
+
+
+def rms_norm(
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    eps: float = 1e-6,
+    out: torch.Tensor | None = None,
+    backend: str | None = None,
+) -> torch.Tensor:
+    """y = x / sqrt(mean(x^2, -1) + eps) * weight, accumulated in fp32; returns y (= ``out``).
+
+    x: ``[..., H]`` with ``stride(-1) == 1`` and any other strides (e.g. ``buf[:, 1536:2048]`` of a
+    ``[T, 2112]`` buffer, or non-collapsible 3-D / 4-D views); never copied.
+    weight: ``[H]``, contiguous, same dtype and device as x (fp16, bf16 or fp32). Other weight
+    dtypes (e.g. fp32 weight with bf16 x) are not accepted: convert once at load time.
+    out: optional ``[..., H]`` of x's shape / dtype / device, ``stride(-1) == 1``, any other
+    strides; may be ``x`` itself (in place) but must not partially overlap it. When omitted a new
+    contiguous tensor is returned.
+    backend: ``"cuda"``, ``"triton"``, ``"reference"`` or None (see the module docstring).
+    """
+    _check_x(x)
+    _check_weight(weight, x)
+    if out is None:
+        out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    else:
+        _check_like("out", out, x)
+    _rms_norm_op(out, x, weight, float(eps), resolve_norm_backend(backend, x))
+    return out
+
+
+def fused_add_rms_norm(
+    x: torch.Tensor,
+    residual: torch.Tensor,
+    weight: torch.Tensor,
+    eps: float = 1e-6,
+    backend: str | None = None,
+) -> None:
+    """In place: residual <- x + residual; x <- residual / sqrt(mean(residual^2, -1) + eps) * weight.
+
+    The sum is computed in fp32 and rounded to the dtype; the norm is taken of the stored
+    (rounded) residual. x, residual: ``[..., H]`` of one shape, dtype (fp16, bf16, fp32) and
+    device, ``stride(-1) == 1``, any other strides (both may be strided views), and disjoint in
+    memory. weight: ``[H]``, contiguous, x's dtype. Returns None.
+    """
+    _check_x(x)
+    _check_like("residual", residual, x)
+    _check_weight(weight, x)
+    _fused_add_rms_norm_op(x, residual, weight, float(eps), resolve_norm_backend(backend, x))

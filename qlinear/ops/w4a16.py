@@ -1,0 +1,391 @@
+"""Weight-only integer linear (W4A16 / W8A16): the packed layout, its packer and the GEMM op.
+
+Format code (GPTQ, AWQ, compressed-tensors pack-quantized) decodes a checkpoint into the
+*canonical* form and calls :func:`pack_w4a16`; layers then call :func:`w4a16_linear`.
+
+Canonical form, for a logical weight ``W [N, K]``::
+
+    W[n, k] = (q[n, k] - zeros[n, grp(n, k)]) * scales[n, grp(n, k)]
+
+* ``q`` integer ``[N, K]`` (uint8 / int16 / int32 / int64), unsigned values ``0 .. 2**bits - 1``;
+* ``zeros`` integer ``[N, G]`` in the same domain, or None (symmetric: ``2**(bits - 1)``);
+* ``scales`` float ``[N, G]`` (any float dtype; its values are kept exactly);
+* ``group_size`` g with K = G * g, or -1 / K for per-channel (G = 1);
+* ``g_idx`` None (``grp = k // g``) or act-order: a list of ``(row_start, row_end, g_idx[K])``
+  covering rows 0..N in order; each range (one shard of a merged layer) has its own ``g_idx``,
+  and every group must hold exactly g columns.
+
+The packed layout (``W4A16Weights``) is documented in ``qlinear.reference.w4a16``, whose
+``dequantize_w4a16`` is its reference decoder. In short: int32 words packed along K in 16-word
+superblocks whose bit-field i is 16 contiguous columns (so a kernel turns one 16-byte load into
+fields that meet contiguous activations), ``scales`` / ``zeros`` transposed to ``[G, N]`` so a
+tile of rows reads them coalesced, and for act-order one column permutation per row range
+(columns sorted by group, so groups become contiguous). The GEMM gathers ``x`` through the
+permutations once (``x[:, perm]``, one small kernel, ``[M, S*K]``) and a single launch then serves
+the whole merged layer: its N-tiles never straddle a shard and each tile reads its shard's slice.
+
+Backends: ``"triton"`` (``qlinear.kernels.w4a16_triton``: a CUDA-core GEMV for M = 1 and a
+tensor-core split-K kernel for small and medium M), ``"dequant_cublas"`` (fused dequantize into
+a bf16/fp16 buffer, then cuBLAS; for large M) and ``"reference"`` (fp32, any device). Choice:
+``backend=`` argument, then ``QLINEAR_W4A16_BACKEND``, then :data:`_M_THRESHOLDS`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import torch
+import torch.nn.functional as F
+
+from qlinear._utils import describe, env_backend, round_up
+from qlinear.reference.w4a16 import SUPERBLOCK_WORDS, superblock_cols, w4a16_linear_ref
+
+__all__ = [
+    "W4A16Weights",
+    "pack_w4a16",
+    "w4a16_linear",
+    "w4a16_backend",
+    "W4A16_BACKENDS",
+]
+
+W4A16_BACKENDS = ("triton", "dequant_cublas", "reference")
+_ENV_VAR = "QLINEAR_W4A16_BACKEND"
+
+# Auto dispatch by M (rows of x) on CUDA: the first row whose bound is >= M wins.
+# PROVISIONAL (issue 5 numbers, no H200 sweep of these kernels yet): tinygemm collapses past
+# M = 16 while a dequantize (~70 us for 7168x16384 at copy speed) is paid once for the whole
+# batch, so dequant + cuBLAS only pays off once the GEMM itself is hundreds of us (bf16
+# 7168x16384: 330 us at M = 1024). Replace with the winners of benchmarks/bench_w4a16.py.
+_M_THRESHOLDS: tuple[tuple[int, str], ...] = (
+    (512, "triton"),  # decode .. prefill chunks: weights read once, dequantized in registers
+    (1 << 62, "dequant_cublas"),  # large M: cuBLAS at full tensor-core speed, +1 dequantize pass
+)
+
+_SCALE_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
+
+
+@dataclass
+class W4A16Weights:
+    """qlinear's packed weight-only layer (see the module docstring and ``qlinear.reference.w4a16``).
+
+    Tensors (all on one device):
+      qweight   int32 ``[N, Kp * bits // 32]`` superblock-packed fields, Kp = K rounded up to
+                ``superblock_cols(bits)``.
+      scales    ``[G, N]`` bf16 / fp16 / fp32 (exact copy of the canonical scales).
+      zeros     uint8 ``[G, N]`` or None (symmetric).
+      perm      int32 ``[S, K]`` per-shard column order (act-order) or None.
+      row_bounds int32 ``[S + 1]``: shard s owns rows ``row_bounds[s]:row_bounds[s+1]``.
+    Ints: ``bits`` (4 or 8), ``group_size`` (g; K for per-channel), ``n``, ``k``; ``shard_rows`` is
+    ``row_bounds`` as a host tuple (kernels need it to size the grid without a device sync).
+    """
+
+    qweight: torch.Tensor
+    scales: torch.Tensor
+    zeros: Optional[torch.Tensor]
+    perm: Optional[torch.Tensor]
+    row_bounds: torch.Tensor
+    bits: int
+    group_size: int
+    n: int
+    k: int
+    shard_rows: tuple[int, ...]
+
+    @property
+    def num_groups(self) -> int:
+        return self.scales.shape[0]
+
+    @property
+    def num_shards(self) -> int:
+        return len(self.shard_rows) - 1
+
+    @property
+    def device(self) -> torch.device:
+        return self.qweight.device
+
+    def tensors(self) -> dict[str, torch.Tensor]:
+        """Every tensor (plus an int64 ``meta`` = [bits, group_size, n, k]) for buffer registration."""
+        out = {"qweight": self.qweight, "scales": self.scales, "row_bounds": self.row_bounds}
+        if self.zeros is not None:
+            out["zeros"] = self.zeros
+        if self.perm is not None:
+            out["perm"] = self.perm
+        out["meta"] = torch.tensor(
+            [self.bits, self.group_size, self.n, self.k], dtype=torch.int64, device=self.qweight.device
+        )
+        return out
+
+    @classmethod
+    def from_tensors(cls, tensors: dict[str, torch.Tensor]) -> "W4A16Weights":
+        """Inverse of :meth:`tensors` (reads ``meta`` and ``row_bounds`` to the host once)."""
+        bits, group_size, n, k = (int(v) for v in tensors["meta"].tolist())
+        bounds = tuple(int(v) for v in tensors["row_bounds"].tolist())
+        return cls(
+            qweight=tensors["qweight"],
+            scales=tensors["scales"],
+            zeros=tensors.get("zeros"),
+            perm=tensors.get("perm"),
+            row_bounds=tensors["row_bounds"],
+            bits=bits,
+            group_size=group_size,
+            n=n,
+            k=k,
+            shard_rows=bounds,
+        )
+
+
+def _check_int(name: str, t: torch.Tensor, shape: tuple[int, ...], bits: int) -> None:
+    if t.dtype.is_floating_point or t.dtype == torch.bool or t.is_complex():
+        raise TypeError(f"{name}: expected an integer tensor, got {describe(t)}")
+    if tuple(t.shape) != shape:
+        raise ValueError(f"{name}: expected shape {shape}, got {describe(t)}")
+    if t.numel() and (int(t.min()) < 0 or int(t.max()) > (1 << bits) - 1):
+        raise ValueError(
+            f"{name}: values must lie in [0, {(1 << bits) - 1}] for bits={bits}, "
+            f"got [{int(t.min())}, {int(t.max())}]"
+        )
+
+
+def _narrow_scales(scales: torch.Tensor, scale_dtype: torch.dtype | None) -> torch.Tensor:
+    """Scales in the narrowest float dtype holding every value exactly (or ``scale_dtype``)."""
+    if scale_dtype is not None:
+        back = scales.to(scale_dtype).to(scales.dtype)
+        if not torch.equal(back, scales):
+            raise ValueError(f"scale_dtype={scale_dtype} cannot hold the scales exactly ({describe(scales)})")
+        return scales.to(scale_dtype)
+    if scales.dtype in (torch.bfloat16, torch.float16):
+        return scales
+    for dt in (torch.bfloat16, torch.float16):
+        narrow = scales.to(dt)
+        if torch.equal(narrow.to(scales.dtype), scales):
+            return narrow
+    return scales.to(torch.float32)
+
+
+def _act_order_perms(
+    g_idx: Sequence[tuple[int, int, torch.Tensor]], n: int, k: int, num_groups: int, group_size: int
+) -> tuple[list[int], list[torch.Tensor]] | None:
+    """Row bounds and per-shard permutations, or None when every range is the identity order."""
+    bounds = [0]
+    perms: list[torch.Tensor] = []
+    for i, rng in enumerate(g_idx):
+        r0, r1, gi = rng
+        if r0 != bounds[-1] or r1 <= r0:
+            raise ValueError(f"g_idx[{i}]: row range ({r0}, {r1}) must start at {bounds[-1]} and be non-empty")
+        if tuple(gi.shape) != (k,) or gi.dtype.is_floating_point:
+            raise ValueError(f"g_idx[{i}]: expected an integer tensor of shape ({k},), got {describe(gi)}")
+        gi = gi.to(torch.int64)
+        counts = torch.bincount(gi.clamp(0, num_groups - 1), minlength=num_groups)
+        if int(gi.min()) < 0 or int(gi.max()) >= num_groups or not bool((counts == group_size).all()):
+            raise ValueError(
+                f"g_idx[{i}]: every group in [0, {num_groups}) must hold exactly group_size={group_size} "
+                f"columns (got values in [{int(gi.min())}, {int(gi.max())}], counts {counts.tolist()[:8]}...)"
+            )
+        # Stable sort keeps the original column order inside a group (GPTQ's quantization order
+        # does not matter: any order that makes groups contiguous is exact).
+        perm = torch.sort(gi, stable=True).indices
+        if perms and torch.equal(perm, perms[-1]):
+            bounds[-1] = r1  # same order as the previous shard: merge, fewer shards per launch
+        else:
+            perms.append(perm)
+            bounds.append(r1)
+    if bounds[-1] != n:
+        raise ValueError(f"g_idx: row ranges end at {bounds[-1]}, expected N={n}")
+    identity = torch.arange(k, device=perms[0].device)
+    if all(torch.equal(p, identity) for p in perms):
+        return None
+    return bounds, perms
+
+
+def pack_w4a16(
+    q: torch.Tensor,
+    zeros: torch.Tensor | None,
+    scales: torch.Tensor,
+    group_size: int,
+    *,
+    bits: int = 4,
+    g_idx: Sequence[tuple[int, int, torch.Tensor]] | None = None,
+    device: torch.device | str | None = None,
+    scale_dtype: torch.dtype | None = None,
+) -> W4A16Weights:
+    """Repack the canonical form (module docstring) into :class:`W4A16Weights` on ``device``.
+
+    ``bits`` is 4 or 8. Scales keep their values exactly: fp32 scales that fit bf16 or fp16
+    losslessly are stored narrow (fewer bytes per decode step); ``scale_dtype`` forces a dtype and
+    raises if that would round. Host syncs happen here (range checks), never in the GEMM.
+    """
+    if bits not in (4, 8):
+        raise ValueError(f"bits: expected 4 or 8, got {bits}")
+    if q.dim() != 2:
+        raise ValueError(f"q: expected [N, K], got {describe(q)}")
+    n, k = q.shape
+    if group_size in (-1, k):
+        group_size, num_groups = k, 1
+    elif group_size <= 0 or k % group_size:
+        raise ValueError(f"group_size: expected -1, K={k} or a divisor of K, got {group_size}")
+    else:
+        num_groups = k // group_size
+    if not scales.dtype.is_floating_point or tuple(scales.shape) != (n, num_groups):
+        raise ValueError(f"scales: expected float [{n}, {num_groups}], got {describe(scales)}")
+    _check_int("q", q, (n, k), bits)
+    if zeros is not None:
+        _check_int("zeros", zeros, (n, num_groups), bits)
+    device = torch.device(device) if device is not None else q.device
+
+    q = q.to(device=device, dtype=torch.int64)
+    bounds, perms = [0, n], None
+    if g_idx is not None:
+        found = _act_order_perms(
+            [(r0, r1, gi.to(device)) for r0, r1, gi in g_idx], n, k, num_groups, group_size
+        )
+        if found is not None:
+            bounds, perms = found
+            q = torch.cat([q[r0:r1, perms[s]] for s, (r0, r1) in enumerate(zip(bounds[:-1], bounds[1:]))])
+
+    # Superblock packing: field i of word j of superblock sb <- column sb*SB + i*16 + j.
+    fields = 32 // bits
+    sb_cols = superblock_cols(bits)
+    kp = round_up(k, sb_cols)
+    q = F.pad(q, (0, kp - k))
+    q = q.view(n, kp // sb_cols, fields, SUPERBLOCK_WORDS)
+    shifts = (torch.arange(fields, device=device) * bits).view(1, 1, fields, 1)
+    words = (q << shifts).sum(dim=2)  # disjoint bit fields: the sum is a bitwise or
+    words = torch.where(words >= (1 << 31), words - (1 << 32), words).to(torch.int32)
+    qweight = words.reshape(n, kp // fields).contiguous()
+
+    scales_t = _narrow_scales(scales.to(device), scale_dtype).t().contiguous()
+    zeros_t = None if zeros is None else zeros.to(device=device, dtype=torch.uint8).t().contiguous()
+    perm_t = None if perms is None else torch.stack(perms).to(torch.int32).contiguous()
+    return W4A16Weights(
+        qweight=qweight,
+        scales=scales_t,
+        zeros=zeros_t,
+        perm=perm_t,
+        row_bounds=torch.tensor(bounds, dtype=torch.int32, device=device),
+        bits=bits,
+        group_size=group_size,
+        n=n,
+        k=k,
+        shard_rows=tuple(bounds),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# backend choice
+# --------------------------------------------------------------------------------------------
+
+
+def triton_supported(packed: W4A16Weights) -> bool:
+    """Layouts the Triton / dequant kernels take: group size a multiple of 16 (planes of 16 columns)."""
+    return packed.num_groups == 1 or packed.group_size % 16 == 0
+
+
+def w4a16_backend(x: torch.Tensor, packed: W4A16Weights) -> str:
+    """Backend that :func:`w4a16_linear` would choose for ``x`` with ``backend=None``."""
+    forced = env_backend(_ENV_VAR, W4A16_BACKENDS)
+    if forced is not None:
+        return forced
+    if x.device.type != "cuda" or x.dtype not in (torch.float16, torch.bfloat16) or not triton_supported(packed):
+        return "reference"
+    m = x.numel() // max(x.shape[-1], 1)
+    for bound, name in _M_THRESHOLDS:
+        if m <= bound:
+            return name
+    return _M_THRESHOLDS[-1][1]
+
+
+def _check_x(x: torch.Tensor, packed: W4A16Weights, bias: torch.Tensor | None, backend: str) -> torch.Tensor:
+    if x.dim() < 1 or x.shape[-1] != packed.k:
+        raise ValueError(f"x: expected [..., K={packed.k}], got {describe(x)}")
+    if not x.dtype.is_floating_point:
+        raise TypeError(f"x: expected a float tensor, got {describe(x)}")
+    if backend != "reference" and x.dtype not in (torch.float16, torch.bfloat16):
+        raise TypeError(f"x: backend {backend!r} takes float16 / bfloat16, got {describe(x)}")
+    if x.numel() and x.stride(-1) != 1:
+        raise ValueError(f"x: expected stride(-1) == 1, got {describe(x)}")
+    if bias is not None and (tuple(bias.shape) != (packed.n,) or not bias.dtype.is_floating_point):
+        raise ValueError(f"bias: expected float [{packed.n}], got {describe(bias)}")
+    try:
+        x2 = x.view(-1, packed.k)
+    except RuntimeError as err:
+        raise ValueError(f"x: leading dims must flatten without a copy, got {describe(x)}") from err
+    if x2.shape[0] > 1 and x2.stride(0) < packed.k and backend != "reference":
+        raise ValueError(f"x: rows overlap, got {describe(x)}")
+    return x2
+
+
+def w4a16_linear(
+    x: torch.Tensor,
+    packed: W4A16Weights,
+    bias: torch.Tensor | None = None,
+    *,
+    backend: str | None = None,
+) -> torch.Tensor:
+    """``y = x @ W.T + bias`` with W the dequantized packed weight; fp32 accumulation.
+
+    ``x`` ``[..., K]`` bf16 / fp16 (fp32 on the reference backend), ``stride(-1) == 1`` and
+    leading dims that flatten to ``[M, K]`` without a copy (any row stride). ``bias`` ``[N]`` or
+    None. Returns a new ``[..., N]`` tensor of ``x.dtype``. ``backend`` in :data:`W4A16_BACKENDS`
+    or None (auto, see :func:`w4a16_backend`).
+    """
+    if backend is None:
+        backend = w4a16_backend(x, packed)
+    elif backend not in W4A16_BACKENDS:
+        raise ValueError(f"backend: expected one of {W4A16_BACKENDS} or None, got {backend!r}")
+    x2 = _check_x(x, packed, bias, backend)
+    y = torch.ops.qlinear.w4a16_mm(
+        x2,
+        packed.qweight,
+        packed.scales,
+        packed.zeros,
+        packed.perm,
+        packed.row_bounds,
+        bias,
+        packed.bits,
+        packed.group_size,
+        packed.n,
+        packed.k,
+        list(packed.shard_rows),
+        backend,
+    )
+    return y.view(*x.shape[:-1], packed.n)
+
+
+# --------------------------------------------------------------------------------------------
+# custom op (one op, every backend: torch.compile sees an opaque node with a fake)
+# --------------------------------------------------------------------------------------------
+
+
+@torch.library.custom_op("qlinear::w4a16_mm", mutates_args=())
+def _w4a16_mm(
+    x: torch.Tensor,
+    qweight: torch.Tensor,
+    scales: torch.Tensor,
+    zeros: Optional[torch.Tensor],
+    perm: Optional[torch.Tensor],
+    row_bounds: torch.Tensor,
+    bias: Optional[torch.Tensor],
+    bits: int,
+    group_size: int,
+    n: int,
+    k: int,
+    shard_rows: list[int],
+    backend: str,
+) -> torch.Tensor:
+    """``[M, K] x packed [N, K] -> [M, N]`` in ``x.dtype``; see :func:`w4a16_linear`."""
+    packed = W4A16Weights(qweight, scales, zeros, perm, row_bounds, bits, group_size, n, k, tuple(shard_rows))
+    if backend == "reference":
+        return w4a16_linear_ref(x, packed, bias)
+    # Function-local import (the one allowed kind): keeps triton off `import qlinear.ops`.
+    from qlinear.kernels import w4a16_triton
+
+    if backend == "triton":
+        return w4a16_triton.w4a16_gemm(x, packed, bias)
+    if backend == "dequant_cublas":
+        return w4a16_triton.w4a16_dequant_gemm(x, packed, bias)
+    raise ValueError(f"backend: expected one of {W4A16_BACKENDS}, got {backend!r}")
+
+
+@_w4a16_mm.register_fake
+def _w4a16_mm_fake(x, qweight, scales, zeros, perm, row_bounds, bias, bits, group_size, n, k, shard_rows, backend):
+    return x.new_empty((x.shape[0], n))

@@ -1,0 +1,41 @@
+"""Optional install-time build of the CUDA RMSNorm extension (``qlinear/_norm_C*.so``).
+
+Metadata lives in pyproject.toml. The extension is built only when torch with CUDA and nvcc are
+importable / on PATH in the build environment, i.e. with ``pip install --no-build-isolation .``
+on a CUDA machine; everywhere else (a CPU machine, pip's isolated build environment without
+torch, ``QLINEAR_NO_CUDA_BUILD=1``) this installs pure Python and the extension is built on first
+use instead (qlinear/kernels/cuda_ext.py).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+from setuptools import setup
+
+
+def _cuda_extension() -> tuple[list, dict]:
+    if os.environ.get("QLINEAR_NO_CUDA_BUILD") == "1":
+        return [], {}
+    try:
+        import torch
+        from torch.utils.cpp_extension import CUDA_HOME, BuildExtension, CUDAExtension
+    except ImportError:  # no torch in the build environment: pure-Python install
+        return [], {}
+    if torch.version.cuda is None or CUDA_HOME is None or shutil.which("nvcc") is None:
+        return [], {}
+    ext = CUDAExtension(
+        name="qlinear._norm_C",
+        sources=["csrc/binding.cpp", "csrc/norm_launch.cu"],
+        include_dirs=[os.path.abspath("csrc")],
+        extra_compile_args={
+            "cxx": ["-O3"],
+            "nvcc": ["-O3", "-gencode=arch=compute_90,code=sm_90", "-gencode=arch=compute_80,code=compute_80"],
+        },
+    )
+    return [ext], {"build_ext": BuildExtension}
+
+
+_ext_modules, _cmdclass = _cuda_extension()
+setup(ext_modules=_ext_modules, cmdclass=_cmdclass)

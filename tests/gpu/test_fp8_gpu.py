@@ -1,0 +1,188 @@
+"""FP8 ops on a CUDA GPU (H200 target): every M in {1, 2, 4, 16, 64, 128, 1024, 4096} x the
+DeepSeek-V3 MLA/MLP shapes x bf16 / fp16 output x the Triton and cuBLAS-blockwise backends, against
+the fp32 GEMM of the same quantized operands; ragged edges; CUDA-graph capture and torch.compile;
+per-tensor / per-channel FP8 through ``torch._scaled_mm``; the fused RMSNorm -> FP8 quantization.
+"""
+
+import pytest
+import torch
+
+from qlinear._utils import FP8_E4M3, cdiv
+from qlinear.ops import fp8 as ops
+from qlinear.reference import fp8 as ref
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
+]
+
+MS = [1, 2, 4, 16, 64, 128, 1024, 4096]
+SHAPES = [(2112, 7168), (24576, 1536), (7168, 16384)]  # (N, K)
+RAGGED = [(576, 1472), (1000, 1000), (200, 320)]  # ragged N and/or K blocks
+OUT_DTYPES = [torch.bfloat16, torch.float16]
+BACKENDS = ["triton", "scaled_mm"]
+DEV = "cuda"
+
+_WEIGHTS: dict = {}
+
+
+def _weight(N: int, K: int):
+    """Random e4m3 weight + fp32 block scales, cached per shape (the big ones cost seconds)."""
+    if (N, K) not in _WEIGHTS:
+        g = torch.Generator(device=DEV).manual_seed(N * 31 + K)
+        w = (torch.randn(N, K, device=DEV, generator=g) * 60).to(FP8_E4M3)
+        s = torch.rand(cdiv(N, 128), cdiv(K, 128), device=DEV, generator=g) * 1e-3 + 1e-4
+        _WEIGHTS[(N, K)] = (w, s)
+    return _WEIGHTS[(N, K)]
+
+
+def _x(M: int, K: int, dtype: torch.dtype, seed: int = 0, row_stride: int | None = None) -> torch.Tensor:
+    g = torch.Generator(device=DEV).manual_seed(seed)
+    width = row_stride or K
+    base = torch.randn(M, width, device=DEV, generator=g).to(dtype)
+    x = base[:, :K]
+    assert (x.stride(0) != K) == (row_stride is not None and row_stride != K)
+    return x
+
+
+def _rel(out: torch.Tensor, want: torch.Tensor) -> float:
+    return ((out.float() - want.float()).norm() / want.float().norm().clamp_min(1e-30)).item()
+
+
+def _skip_scaled_mm(x, w, s):
+    if not ops._scaled_mm_block_ok(x, w, (128, 128), s):
+        pytest.skip("cuBLAS blockwise FP8 needs sm_90, CUDA >= 12.9 and these shapes")
+
+
+@pytest.mark.parametrize("column_major", [False, True])
+@pytest.mark.parametrize("K", [7168, 1536, 1472, 200])
+@pytest.mark.parametrize("M", [1, 3, 4096])
+def test_quant_bit_exact(M, K, column_major):
+    x = _x(M, K, torch.bfloat16, seed=K, row_stride=K + 64)
+    q, s = ops.per_token_group_quant_fp8(x, 128, column_major_scales=column_major, backend="triton")
+    qr, sr = ref.per_token_group_quant_fp8_ref(x, 128)
+    assert torch.equal(q.view(torch.uint8), qr.view(torch.uint8))
+    assert torch.equal(s, sr)
+    qt, st = ops.per_token_quant_fp8(x, backend="triton")
+    qtr, str_ = ref.per_token_quant_fp8_ref(x)
+    assert torch.equal(qt.view(torch.uint8), qtr.view(torch.uint8)) and torch.equal(st, str_)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", OUT_DTYPES)
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("M", MS)
+def test_block_linear(M, shape, dtype, backend):
+    N, K = shape
+    w, s = _weight(N, K)
+    x = _x(M, K, dtype, seed=M)
+    if backend == "scaled_mm":
+        _skip_scaled_mm(x, w, s)
+    out = ops.fp8_block_linear(x, w, s, backend=backend)
+    q, sa = ref.per_token_group_quant_fp8_ref(x, 128)
+    want = ref.fp8_block_gemm_ref(q, sa, w, s, (128, 128), torch.float32)
+    assert out.shape == (M, N) and out.dtype == dtype
+    assert _rel(out, want) <= 1e-2
+
+
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("shape", RAGGED, ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("M", [1, 3, 37, 300])
+def test_block_linear_ragged(M, shape, backend, bias):
+    N, K = shape
+    w, s = _weight(N, K)
+    x = _x(M, K, torch.bfloat16, seed=N, row_stride=K + 16)
+    if backend == "scaled_mm":
+        _skip_scaled_mm(x, w, s)
+    b = torch.randn(N, device=DEV).to(torch.bfloat16) if bias else None
+    out = ops.fp8_block_linear(x, w, s, bias=b, backend=backend)
+    want = ref.fp8_block_linear_ref(x.float(), w, s, (128, 128), b)
+    assert _rel(out, want) <= 1e-2
+
+
+def test_auto_backend_and_leading_dims():
+    w, s = _weight(2112, 7168)
+    x = _x(6, 7168, torch.bfloat16).reshape(2, 3, 7168)
+    be = ops.fp8_block_backend(x, w, weight_scale_inv=s)
+    assert be in ("triton", "scaled_mm")
+    out = ops.fp8_block_linear(x, w, s)
+    assert out.shape == (2, 3, 2112)
+    want = ops.fp8_block_linear(x, w, s, backend="reference")
+    assert _rel(out, want) <= 1e-2
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("M", [1, 3, 64])
+def test_block_linear_cuda_graph(M, backend):
+    w, s = _weight(2112, 7168)
+    x = _x(M, 7168, torch.bfloat16, seed=5)
+    if backend == "scaled_mm":
+        _skip_scaled_mm(x, w, s)
+    static_x = x.clone()
+    ops.fp8_block_linear(static_x, w, s, backend=backend)  # compile / heuristics outside capture
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        static_out = ops.fp8_block_linear(static_x, w, s, backend=backend)
+    fresh = _x(M, 7168, torch.bfloat16, seed=6)
+    static_x.copy_(fresh)
+    graph.replay()
+    torch.cuda.synchronize()
+    # Same kernels on the same data; cuBLAS may pick another algorithm when capturing.
+    assert _rel(static_out, ops.fp8_block_linear(fresh, w, s, backend=backend)) <= 1e-3
+
+
+def test_block_linear_torch_compile():
+    w, s = _weight(2112, 7168)
+    x = _x(16, 7168, torch.bfloat16, seed=9)
+
+    def f(t):
+        return ops.fp8_block_linear(t, w, s, backend="triton") * 2
+
+    compiled = torch.compile(f, fullgraph=True)
+    assert torch.equal(compiled(x), f(x))
+
+
+@pytest.mark.parametrize("kind", ["tensor_static", "tensor_dynamic", "channel_dynamic", "channel_static"])
+@pytest.mark.parametrize("M", [1, 16, 128, 1024])
+def test_scaled_linear(M, kind):
+    cap = torch.cuda.get_device_capability()
+    if cap < (8, 9):
+        pytest.skip("torch._scaled_mm needs sm_89+")
+    N, K = 2112, 7168
+    g = torch.Generator(device=DEV).manual_seed(M)
+    w = (torch.randn(N, K, device=DEV, generator=g) * 60).to(FP8_E4M3)
+    if kind.startswith("tensor"):
+        ws = torch.tensor([3e-4], device=DEV)
+    else:
+        ws = torch.rand(N, 1, device=DEV, generator=g) * 1e-3 + 1e-4
+    x = _x(M, K, torch.bfloat16, seed=M)
+    iscale = (x.float().abs().amax() / 448).reshape(1) if kind.endswith("static") else None
+    b = torch.randn(N, device=DEV).to(torch.bfloat16)
+    out = ops.fp8_scaled_linear(x, w, ws, iscale, b, backend="scaled_mm")
+    want = ref.fp8_scaled_linear_ref(x, w, ws, iscale, b)
+    assert _rel(out, want) <= 1e-2
+
+
+@pytest.mark.parametrize("column_major", [False, True])
+@pytest.mark.parametrize("residual", [False, True])
+@pytest.mark.parametrize("width_offset", [(1536, 0), (512, 1536)], ids=["q_a", "kv_a"])
+@pytest.mark.parametrize("M", [1, 7, 4096])
+def test_rms_norm_quant(M, width_offset, residual, column_major):
+    width, offset = width_offset
+    g = torch.Generator(device=DEV).manual_seed(M + width)
+    fused = torch.randn(M, 2112, device=DEV, generator=g).to(torch.bfloat16)
+    x = fused[:, offset : offset + width]
+    assert x.stride(0) == 2112
+    w = (torch.rand(width, device=DEV, generator=g) + 0.5).to(torch.bfloat16)
+    res = torch.randn(M, width, device=DEV, generator=g).to(torch.bfloat16) if residual else None
+    res_ref = res.clone() if residual else None
+    q, s = ops.rms_norm_quant_fp8(x, w, 1e-6, 128, residual=res, column_major_scales=column_major, backend="triton")
+    qr, sr = ops.rms_norm_quant_fp8(x, w, 1e-6, 128, residual=res_ref, column_major_scales=column_major, backend="reference")
+    if residual:
+        assert torch.equal(res, res_ref)
+    assert s.stride() == sr.stride()
+    assert torch.allclose(s, sr, rtol=1e-5, atol=0)
+    diff = (q.view(torch.uint8).int() - qr.view(torch.uint8).int()).abs()
+    assert diff.max().item() <= 1 and (diff > 0).float().mean().item() < 1e-3

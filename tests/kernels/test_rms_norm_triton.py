@@ -1,0 +1,226 @@
+"""The Triton RMSNorm kernels under the Triton interpreter (CPU), against the fp32 reference.
+
+``TRITON_INTERPRET=1`` must be set before triton is first imported (``triton.jit`` and triton's
+own library functions pick the interpreter at definition time). So:
+
+* if triton is not imported yet and no GPU is present, this module sets the variable before
+  importing triton and leaves it set: on a CPU-only machine the interpreter is the only way any
+  Triton kernel can run, so later test modules lose nothing;
+* if the variable is already set, the tests run here as they are;
+* otherwise (triton already imported compiled-mode, or a GPU machine, where interpreting would
+  slow down or break the GPU tests in the same process) the in-process tests are skipped and one
+  test runs this file in a subprocess with ``TRITON_INTERPRET=1``.
+
+Note: the interpreter converts fp32 -> bf16 by truncation (the GPU rounds to nearest), so bf16
+results may differ from the reference by one bf16 ulp; the tolerances allow it.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+import torch
+
+if "triton" not in sys.modules and not torch.cuda.is_available():
+    os.environ["TRITON_INTERPRET"] = "1"
+IN_PROCESS = os.environ.get("TRITON_INTERPRET") == "1"
+
+triton = pytest.importorskip("triton")
+
+from qlinear.ops.norm import _collapse_leading  # noqa: E402
+from qlinear.reference.norm import fused_add_rms_norm_ref, rms_norm_ref  # noqa: E402
+
+DTYPES = [torch.float16, torch.bfloat16, torch.float32]
+HIDDEN = [1, 7, 64, 129]
+TOKENS = [1, 5]
+EPS = 1e-6
+TOL = {torch.float16: (2e-3, 2e-3), torch.bfloat16: (2e-2, 2e-2), torch.float32: (1e-5, 1e-5)}
+
+
+@pytest.fixture(scope="module")
+def nt():
+    if not IN_PROCESS:
+        pytest.skip("triton was imported without TRITON_INTERPRET=1; covered by test_interpreted_in_subprocess")
+    from qlinear.kernels import norm_triton
+
+    assert type(norm_triton._rms_norm_kernel).__name__ == "InterpretedFunction"
+    return norm_triton
+
+
+@pytest.mark.skipif(IN_PROCESS, reason="the tests run in this process")
+def test_interpreted_in_subprocess():
+    env = dict(os.environ, TRITON_INTERPRET="1", CUDA_VISIBLE_DEVICES="")
+    root = pathlib.Path(__file__).resolve().parents[2]
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(pathlib.Path(__file__).resolve())],
+        cwd=root, env=env, capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
+    assert " passed" in proc.stdout
+
+
+def _gen(seed):
+    return torch.Generator().manual_seed(seed)
+
+
+def _close(actual, expected, dtype):
+    rtol, atol = TOL[dtype]
+    torch.testing.assert_close(actual.float(), expected.float(), rtol=rtol, atol=atol, equal_nan=True)
+
+
+def _run(nt, out, x, w):
+    for o3, x3 in _collapse_leading((out, x)):
+        nt.rms_norm_triton(o3, x3, w, EPS)
+
+
+def _run_fused(nt, x, r, w):
+    for x3, r3 in _collapse_leading((x, r)):
+        nt.fused_add_rms_norm_triton(x3, r3, w, EPS)
+
+
+def _weight(H, dtype):
+    return (1 + 0.5 * torch.randn(H, generator=_gen(11))).to(dtype)
+
+
+@pytest.mark.parametrize("strided", [False, True])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("H", HIDDEN)
+@pytest.mark.parametrize("T", TOKENS)
+def test_rms_norm(nt, T, H, dtype, strided):
+    base = (torch.randn(T, H + 11 if strided else H, generator=_gen(T * H)) * 2).to(dtype)
+    x = base[:, 3 : 3 + H] if strided else base
+    if T > 1 and H > 1:
+        assert x.is_contiguous() != strided
+    w = _weight(H, dtype)
+    base0 = base.clone()
+    out = torch.full((T, H), 7.0, dtype=dtype)
+    _run(nt, out, x, w)
+    _close(out, rms_norm_ref(x, w, EPS), dtype)
+    assert torch.equal(base, base0)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("H", HIDDEN)
+def test_fused_add_strided(nt, H, dtype):
+    T = 5
+    buf = (torch.randn(T, 2 * H + 9, generator=_gen(H)) * 2).to(dtype)
+    x, r = buf[:, 2 : 2 + H], buf[:, H + 5 : 2 * H + 5]
+    w = _weight(H, dtype)
+    buf0 = buf.clone()
+    out_ref, r_ref = fused_add_rms_norm_ref(x, r, w, EPS)
+    _run_fused(nt, x, r, w)
+    _close(r, r_ref, dtype)
+    _close(x, out_ref, dtype)
+    keep = torch.ones_like(buf, dtype=torch.bool)
+    keep[:, 2 : 2 + H] = False
+    keep[:, H + 5 : 2 * H + 5] = False
+    assert torch.equal(buf[keep], buf0[keep]), "bytes around the strided views were written"
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+def test_deepseek_slices_small(nt, dtype):
+    # [T, 2112] fused projection output, scaled by 1/8: q_c = [:, :192], kv_c = [:, 192:256]
+    T, W = 6, 264
+    buf = (torch.randn(T, W, generator=_gen(5)) * 3).to(dtype)
+    buf0 = buf.clone()
+    for lo, hi in ((0, 192), (192, 256)):
+        view = buf[:, lo:hi]
+        w = _weight(hi - lo, dtype)
+        expected = rms_norm_ref(view, w, EPS)
+        _run(nt, view, view, w)  # in place, as the model does
+        _close(view, expected, dtype)
+    assert torch.equal(buf[:, 256:], buf0[:, 256:])
+    # fused add on the q slice with a contiguous residual
+    x = buf[:, :192]
+    r = torch.randn(T, 192, generator=_gen(6)).to(dtype)
+    w = _weight(192, dtype)
+    out_ref, r_ref = fused_add_rms_norm_ref(x, r, w, EPS)
+    _run_fused(nt, x, r, w)
+    _close(r, r_ref, dtype)
+    _close(x, out_ref, dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_misaligned_pointer(nt, dtype):
+    H = 64
+    flat = torch.randn(4 * H + 1, generator=_gen(9)).to(dtype)
+    x = flat[1:].view(4, H)  # storage offset of one element
+    assert x.storage_offset() == 1
+    w = _weight(H, dtype)
+    out = torch.empty(4 * H + 1, dtype=dtype)[1:].view(4, H)
+    _run(nt, out, x, w)
+    _close(out, rms_norm_ref(x, w, EPS), dtype)
+    r = torch.randn(4 * H + 3, generator=_gen(10)).to(dtype)[3:].view(4, H)
+    out_ref, r_ref = fused_add_rms_norm_ref(x, r, w, EPS)
+    _run_fused(nt, x, r, w)
+    _close(r, r_ref, dtype)
+    _close(x, out_ref, dtype)
+
+
+def test_views_3d_4d(nt):
+    w = _weight(40, torch.float32)
+    for x in (
+        torch.randn(3, 6, 48)[:, :4, 4:44],
+        torch.randn(2, 4, 3, 48)[:, :3, :2, 3:43],
+        torch.randn(5, 3, 40).transpose(0, 1),
+    ):
+        out = torch.empty(x.shape)
+        _run(nt, out, x, w)
+        _close(out, rms_norm_ref(x, w, EPS), torch.float32)
+        r = torch.randn(x.shape)
+        out_ref, r_ref = fused_add_rms_norm_ref(x, r, w, EPS)
+        _run_fused(nt, x, r, w)
+        _close(r, r_ref, torch.float32)
+        _close(x, out_ref, torch.float32)
+
+
+@pytest.mark.parametrize("H", [37, 64])
+def test_multi_chunk_path(nt, monkeypatch, H):
+    # rows longer than _MAX_SINGLE_PASS loop over chunks (two reads); force it at small H
+    monkeypatch.setattr(nt, "_MAX_SINGLE_PASS", 16)
+    monkeypatch.setattr(nt, "_CHUNK", 8)
+    assert nt._launch_params(3, H, 4)[2] == -(-H // 8)
+    x = torch.randn(3, H + 5)[:, 2 : 2 + H]
+    w = _weight(H, torch.float32)
+    out = torch.empty(3, H)
+    _run(nt, out, x, w)
+    _close(out, rms_norm_ref(x, w, EPS), torch.float32)
+    r = torch.randn(3, H)
+    out_ref, r_ref = fused_add_rms_norm_ref(x, r, w, EPS)
+    _run_fused(nt, x, r, w)
+    _close(r, r_ref, torch.float32)
+    _close(x, out_ref, torch.float32)
+
+
+def test_many_rows_per_program(nt):
+    # enough rows that several go to one program (ROWS > 1)
+    T, H = 600, 16
+    assert nt._launch_params(T, H, 4)[0] > 1
+    x = torch.randn(T, H + 4)[:, :H]
+    w = _weight(H, torch.float32)
+    out = torch.empty(T, H)
+    _run(nt, out, x, w)
+    _close(out, rms_norm_ref(x, w, EPS), torch.float32)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32])
+def test_nan_inf_like_reference(nt, dtype):
+    x = torch.randn(4, 33, generator=_gen(12)).to(dtype)
+    x[0, 3] = float("nan")
+    x[1, 5] = float("inf")
+    x[2, 0] = float("-inf")
+    w = _weight(33, dtype)
+    out = torch.empty_like(x)
+    _run(nt, out, x, w)
+    expected = rms_norm_ref(x, w, EPS)
+    assert torch.equal(torch.isnan(out), torch.isnan(expected))
+    _close(out, expected, dtype)
+    r = torch.randn(4, 33).to(dtype)
+    out_ref, r_ref = fused_add_rms_norm_ref(x, r, w, EPS)
+    _run_fused(nt, x, r, w)
+    _close(r, r_ref, dtype)
+    _close(x, out_ref, dtype)

@@ -1,0 +1,198 @@
+"""CPU tests of the W4A16 / W8A16 packed layout and op (reference backend).
+
+The packer's output, decoded by ``dequantize_w4a16``, must equal ``dequantize_canonical`` (the
+formula on the unpacked integers) bit for bit, and both must equal an explicit per-group loop
+written here; the op is checked against float64 products and through ``torch.library.opcheck``.
+"""
+
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from qlinear.ops import w4a16 as ops
+from qlinear.reference import w4a16 as ref
+
+BITS = [4, 8]
+SYM = [True, False]
+GROUPS = [32, 64, 128, -1]
+# (N, K): odd N (576, 1536 + 576) and a K that is not a multiple of the 128-column superblock.
+SHAPES = [(576, 384), (2112, 128), (40, 320)]
+ACT_GROUPS = [32, 128]
+
+
+def random_canonical(n, k, group, bits, sym, seed, act_order_bounds=None, scale_dtype=torch.float32):
+    """Fresh canonical data: q, zeros, scales, g_idx (act-order: a random permutation of the
+    group labels per row range, so every shard has its own order)."""
+    gen = torch.Generator().manual_seed(seed)
+    g = k if group == -1 else group
+    num_groups = k // g
+    q = torch.randint(0, 1 << bits, (n, k), generator=gen, dtype=torch.int32).to(torch.uint8)
+    zeros = None if sym else torch.randint(0, 1 << bits, (n, num_groups), generator=gen, dtype=torch.int32)
+    scales = (torch.rand(n, num_groups, generator=gen) * 0.02 + 1e-3).to(scale_dtype)
+    g_idx = None
+    if act_order_bounds is not None:
+        g_idx = []
+        for r0, r1 in zip(act_order_bounds[:-1], act_order_bounds[1:]):
+            labels = torch.arange(k) // g
+            g_idx.append((r0, r1, labels[torch.randperm(k, generator=gen)].to(torch.int32)))
+    return q, zeros, scales, group, g_idx
+
+
+def _loop_dequant(q, zeros, scales, group, g_idx, bits):
+    """Independent of both modules: explicit loops over row ranges and groups."""
+    n, k = q.shape
+    out = torch.empty(n, k, dtype=torch.float64)
+    ranges = g_idx if g_idx is not None else [(0, n, None)]
+    g = k if group == -1 else group
+    for r0, r1, gi in ranges:
+        labels = (torch.arange(k) // g) if gi is None else gi.long()
+        for grp in range(scales.shape[1]):
+            cols = (labels == grp).nonzero().flatten()
+            z = 2 ** (bits - 1) if zeros is None else zeros[r0:r1, grp : grp + 1].double()
+            out[r0:r1, cols] = (q[r0:r1, cols].double() - z) * scales[r0:r1, grp : grp + 1].double()
+    return out
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("group", GROUPS)
+@pytest.mark.parametrize("sym", SYM)
+@pytest.mark.parametrize("bits", BITS)
+def test_pack_round_trip(bits, sym, group, shape):
+    n, k = shape
+    if group != -1 and k % group:
+        pytest.skip("group does not divide K")
+    q, z, s, g, g_idx = random_canonical(n, k, group, bits, sym, seed=n + k + group + bits)
+    packed = ops.pack_w4a16(q, z, s, g, bits=bits)
+    assert packed.qweight.dtype == torch.int32 and packed.qweight.shape == (n, -(-k // (128 if bits == 4 else 64)) * 16)
+    canon = ref.dequantize_canonical(q, z, s, g, bits=bits)
+    assert torch.equal(ref.dequantize_w4a16(packed), canon)
+    assert torch.equal(canon, _loop_dequant(q, z, s, g, None, bits).float())  # exact product, rounded once
+
+
+@pytest.mark.parametrize("group", ACT_GROUPS)
+@pytest.mark.parametrize("sym", SYM)
+@pytest.mark.parametrize("bits", BITS)
+def test_pack_act_order_two_shards(bits, sym, group):
+    n, k = 1536 + 576, 256
+    bounds = [0, 1536, n]
+    q, z, s, g, g_idx = random_canonical(n, k, group, bits, sym, seed=7 * bits + group, act_order_bounds=bounds)
+    assert not torch.equal(g_idx[0][2], g_idx[1][2])
+    packed = ops.pack_w4a16(q, z, s, g, bits=bits, g_idx=g_idx)
+    assert packed.perm is not None and packed.perm.shape == (2, k) and packed.shard_rows == tuple(bounds)
+    canon = ref.dequantize_canonical(q, z, s, g, g_idx, bits=bits)
+    assert torch.equal(ref.dequantize_w4a16(packed), canon)
+    assert torch.equal(canon, _loop_dequant(q, z, s, g, g_idx, bits).float())
+
+
+def test_act_order_identity_and_equal_shards_collapse():
+    n, k, g = 96, 256, 64
+    q, z, s, _, _ = random_canonical(n, k, g, 4, False, seed=3)
+    ident = torch.arange(k) // g
+    packed = ops.pack_w4a16(q, z, s, g, g_idx=[(0, 40, ident), (40, n, ident.clone())])
+    assert packed.perm is None and packed.shard_rows == (0, n)
+    perm = ident[torch.randperm(k, generator=torch.Generator().manual_seed(1))]
+    three = [(0, 30, perm), (30, 60, perm.clone()), (60, n, ident)]
+    packed = ops.pack_w4a16(q, z, s, g, g_idx=three)
+    assert packed.shard_rows == (0, 60, n) and packed.perm.shape == (2, k)
+    assert torch.equal(ref.dequantize_w4a16(packed), ref.dequantize_canonical(q, z, s, g, three))
+
+
+@pytest.mark.parametrize("sym", SYM)
+def test_tensors_round_trip(sym):
+    bounds = [0, 50, 77]
+    q, z, s, g, g_idx = random_canonical(77, 128, 32, 4, sym, seed=11, act_order_bounds=bounds)
+    packed = ops.pack_w4a16(q, z, s, g, g_idx=g_idx)
+    tensors = packed.tensors()
+    assert ("zeros" in tensors) != sym and "perm" in tensors
+    again = ops.W4A16Weights.from_tensors(tensors)
+    assert (again.bits, again.group_size, again.n, again.k, again.shard_rows) == (4, 32, 77, 128, tuple(bounds))
+    assert torch.equal(ref.dequantize_w4a16(again), ref.dequantize_w4a16(packed))
+
+
+def test_scale_dtype_narrowing_is_lossless():
+    q, z, s, g, _ = random_canonical(64, 128, 64, 4, False, seed=5)
+    exact_bf16 = s.to(torch.bfloat16).float()
+    assert ops.pack_w4a16(q, z, exact_bf16, g).scales.dtype == torch.bfloat16
+    assert ops.pack_w4a16(q, z, s, g).scales.dtype == torch.float32  # random fp32: no narrow type fits
+    assert ops.pack_w4a16(q, z, s.half(), g).scales.dtype == torch.float16
+    with pytest.raises(ValueError, match="scale_dtype"):
+        ops.pack_w4a16(q, z, s, g, scale_dtype=torch.bfloat16)
+    assert torch.equal(ops.pack_w4a16(q, z, s, g, scale_dtype=torch.float32).scales, s.t())
+
+
+def test_pack_rejects_bad_input():
+    q, z, s, g, _ = random_canonical(32, 128, 32, 4, False, seed=9)
+    with pytest.raises(ValueError, match="bits"):
+        ops.pack_w4a16(q, z, s, g, bits=3)
+    with pytest.raises(ValueError, match="q: values"):
+        ops.pack_w4a16(q.to(torch.int32) + 16, z, s, g)
+    with pytest.raises(TypeError, match="q:"):
+        ops.pack_w4a16(q.float(), z, s, g)
+    with pytest.raises(ValueError, match="scales"):
+        ops.pack_w4a16(q, z, s[:, :2], g)
+    with pytest.raises(ValueError, match="group_size"):
+        ops.pack_w4a16(q, z, s, 48)
+    bad = (torch.arange(128) // 32).clone()
+    bad[0] = 1  # group 0 has 31 columns, group 1 has 33
+    good = torch.arange(128) // 32
+    with pytest.raises(ValueError, match="exactly group_size"):
+        ops.pack_w4a16(q, z, s, g, g_idx=[(0, 32, bad)])
+    with pytest.raises(ValueError, match="row range"):
+        ops.pack_w4a16(q, z, s, g, g_idx=[(0, 10, good), (12, 32, good)])
+
+
+MS = [1, 5]
+DTYPES = [torch.float32, torch.bfloat16, torch.float16]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("act_order", [False, True])
+@pytest.mark.parametrize("M", MS)
+def test_linear_reference_backend(M, act_order, dtype):
+    n, k, group = 96, 256, 64
+    bounds = [0, 64, n] if act_order else None
+    q, z, s, g, g_idx = random_canonical(n, k, group, 4, False, seed=M, act_order_bounds=bounds)
+    packed = ops.pack_w4a16(q, z, s, g, g_idx=g_idx)
+    gen = torch.Generator().manual_seed(M + 100)
+    x = torch.randn(2, M, k + 8, generator=gen).to(dtype)[..., 3 : 3 + k]  # strided rows
+    bias = torch.randn(n, generator=gen)
+    assert ops.w4a16_backend(x, packed) == "reference"
+    y = ops.w4a16_linear(x, packed, bias)
+    w = _loop_dequant(q, z, s, g, g_idx, 4)
+    want = x.double() @ w.T + bias.double()
+    assert y.shape == (2, M, n) and y.dtype == dtype
+    tol = 1e-5 if dtype == torch.float32 else 1e-2
+    assert ((y.double() - want).norm() / want.norm()).item() < tol
+
+
+def test_linear_rejects_bad_input():
+    q, z, s, g, _ = random_canonical(32, 128, 32, 4, True, seed=2)
+    packed = ops.pack_w4a16(q, z, s, g)
+    with pytest.raises(ValueError, match="x:"):
+        ops.w4a16_linear(torch.randn(3, 64), packed)
+    with pytest.raises(ValueError, match="stride"):
+        ops.w4a16_linear(torch.randn(128, 3).t(), packed)
+    with pytest.raises(ValueError, match="bias"):
+        ops.w4a16_linear(torch.randn(3, 128), packed, torch.randn(31))
+    with pytest.raises(TypeError, match="triton"):
+        ops.w4a16_linear(torch.randn(3, 128), packed, backend="triton")
+    with pytest.raises(ValueError, match="backend"):
+        ops.w4a16_linear(torch.randn(3, 128), packed, backend="cuda")
+
+
+@pytest.mark.parametrize("act_order", [False, True])
+def test_opcheck_reference(act_order):
+    bounds = [0, 40, 72] if act_order else None
+    q, z, s, g, g_idx = random_canonical(72, 128, 32, 4, False, seed=4, act_order_bounds=bounds)
+    p = ops.pack_w4a16(q, z, s, g, g_idx=g_idx)
+    x = torch.randn(3, 128, dtype=torch.bfloat16)
+    args = (x, p.qweight, p.scales, p.zeros, p.perm, p.row_bounds, torch.randn(72), p.bits, p.group_size,
+            p.n, p.k, list(p.shard_rows), "reference")
+    torch.library.opcheck(torch.ops.qlinear.w4a16_mm.default, args)
+
+
+def test_import_does_not_load_triton():
+    code = "import sys, qlinear.ops.w4a16, qlinear.reference.w4a16; assert 'triton' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -1,0 +1,125 @@
+"""The W4A16 / W8A16 Triton kernels under ``TRITON_INTERPRET=1`` on small shapes, against the
+fp32 reference (``dequantize_canonical`` of the canonical data, in float64).
+
+The interpreter must be switched on before triton is imported, and must not leak into other test
+modules, so the normal run executes one driver test that re-runs this file in a subprocess with
+the variable set; the kernel tests themselves only run inside that subprocess.
+"""
+
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
+
+
+@pytest.mark.skipif(INTERPRETED, reason="this is the driver; the subprocess runs the kernel tests")
+def test_interpreted_kernels():
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    root = pathlib.Path(__file__).resolve().parents[2]
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH")]))
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__],
+        env=env, capture_output=True, text=True, cwd=root,
+    )
+    print(proc.stdout[-3000:])
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
+
+
+if INTERPRETED:
+    import torch
+
+    from qlinear.kernels import w4a16_triton as wt
+    from qlinear.ops import w4a16 as ops
+    from qlinear.reference import w4a16 as ref
+
+    def _data(n, k, group, bits, sym, seed, bounds=None):
+        gen = torch.Generator().manual_seed(seed)
+        g = k if group == -1 else group
+        q = torch.randint(0, 1 << bits, (n, k), generator=gen, dtype=torch.int32)
+        z = None if sym else torch.randint(0, 1 << bits, (n, k // g), generator=gen, dtype=torch.int32)
+        s = torch.rand(n, k // g, generator=gen) * 0.02 + 1e-3
+        g_idx = None
+        if bounds is not None:
+            labels = torch.arange(k) // g
+            g_idx = [(r0, r1, labels[torch.randperm(k, generator=gen)]) for r0, r1 in zip(bounds[:-1], bounds[1:])]
+        packed = ops.pack_w4a16(q, z, s, group, bits=bits, g_idx=g_idx)
+        return packed, ref.dequantize_canonical(q, z, s, group, g_idx, bits=bits).double()
+
+    def _x(m, k, dtype, seed, strided=False):
+        gen = torch.Generator().manual_seed(seed)
+        base = torch.randn(m, k + 24 if strided else k, generator=gen).to(dtype)
+        x = base[:, 8 : 8 + k] if strided else base
+        assert (x.stride(0) != k) == strided
+        return x
+
+    def _rel(y, want):
+        return ((y.double() - want).norm() / want.norm()).item()
+
+    # (kernel, block_m): the CUDA-core GEMV and the tensor-core kernel.
+    KERNELS = [("gemv", 1), ("mma", 16)]
+    BITS = [4, 8]
+    SYM = [True, False]
+    GROUPS = [32, 128, -1]
+    SPLITS = [1, 3]
+
+    @pytest.mark.parametrize("split", SPLITS)
+    @pytest.mark.parametrize("group", GROUPS)
+    @pytest.mark.parametrize("sym", SYM)
+    @pytest.mark.parametrize("bits", BITS)
+    @pytest.mark.parametrize("kernel", KERNELS)
+    def test_gemm_matches_reference(kernel, bits, sym, group, split):
+        n, k, m = 72, 384, 3  # N not a multiple of BLOCK_N; 3 superblocks (4-bit) / 6 (8-bit)
+        packed, w = _data(n, k, group, bits, sym, seed=bits * 100 + group + split)
+        x = _x(m, k, torch.float16, seed=split)
+        bias = torch.randn(n, dtype=torch.float16)
+        cfg = wt.W4A16Config(kernel[0], block_n=32, block_m=kernel[1], split_k=split)
+        y = wt.w4a16_gemm(x, packed, bias, cfg)
+        want = x.double() @ w.T + bias.double()
+        assert y.shape == (m, n) and y.dtype == x.dtype
+        assert _rel(y, want) < 2e-3
+        assert int(wt._locks(x.device).abs().sum()) == 0  # the last split reset its counters
+
+    @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+    @pytest.mark.parametrize("kernel", KERNELS)
+    def test_gemm_act_order_two_shards_padded_k(kernel, dtype):
+        n, k = 40 + 56, 320  # K pads to 384; shard rows not multiples of BLOCK_N
+        packed, w = _data(n, k, 64, 4, False, seed=5, bounds=[0, 40, n])
+        assert packed.num_shards == 2
+        x = _x(17, k, dtype, seed=6, strided=True)
+        cfg = wt.W4A16Config(kernel[0], block_n=16, block_m=kernel[1], sb_per_iter=2, split_k=2)
+        y = wt.w4a16_gemm(x, packed, None, cfg)
+        assert _rel(y, x.double() @ w.T) < (2e-3 if dtype == torch.float16 else 1e-2)
+
+    @pytest.mark.parametrize("bits", BITS)
+    def test_mma_multiple_m_tiles_and_auto_split(bits):
+        n, k, m = 48, 256, 40
+        packed, w = _data(n, k, 32, bits, False, seed=9)
+        x = _x(m, k, torch.float16, seed=10)
+        cfg = wt.W4A16Config("mma", block_n=16, block_m=16, split_k=0, group_m=2)
+        y = wt.w4a16_gemm(x, packed, None, cfg)
+        assert _rel(y, x.double() @ w.T) < 2e-3
+
+    @pytest.mark.parametrize("act_order", [False, True])
+    @pytest.mark.parametrize("bits", BITS)
+    def test_dequantize_and_dequant_gemm(bits, act_order):
+        n, k = 56, 256
+        bounds = [0, 24, n] if act_order else None
+        packed, w = _data(n, k, 64, bits, False, seed=bits, bounds=bounds)
+        wd = wt.w4a16_dequantize(packed, torch.float32, block_n=16, sb_per_prog=1)
+        if not act_order:
+            assert torch.equal(wd, ref.dequantize_w4a16(packed))
+        x = _x(5, k, torch.float16, seed=1)
+        bias = torch.randn(n, dtype=torch.float16)
+        y = wt.w4a16_dequant_gemm(x, packed, bias)
+        assert _rel(y, x.double() @ w.T + bias.double()) < 2e-3
+
+    def test_public_op_triton_backend():
+        packed, w = _data(40, 128, 32, 4, True, seed=2)
+        x = _x(2, 128, torch.float16, seed=3).view(1, 2, 128)
+        y = ops.w4a16_linear(x, packed, backend="triton")
+        assert y.shape == (1, 2, 40)
+        assert _rel(y[0], x[0].double() @ w.T) < 2e-3
