@@ -43,18 +43,37 @@ def _random_like(param: QParameter, shard: int, layer: LinearBase, gen: torch.Ge
     return (torch.randn(shape, generator=gen) * 0.05).to(param.dtype).to(dev)
 
 
-def build_layer(fmt: str, input_size: int, output_sizes: list[int], *, dtype=torch.bfloat16,
-                device="cuda", seed: int = 0) -> LinearBase:
-    """A finished ``MergedReplicatedLinear`` of format ``fmt`` with random valid weights on ``device``."""
-    gen = torch.Generator().manual_seed(seed)
-    quant_config = get_quantization_config(CONFIGS[fmt])
+def _new_layer(fmt, input_size, output_sizes, dtype, device, prefix):
     with torch.device(device):
-        layer = MergedReplicatedLinear(input_size, output_sizes, params_dtype=dtype, quant_config=quant_config,
-                                       prefix=f"bench.{fmt}")
-    for param in list(layer.parameters()):
+        return MergedReplicatedLinear(input_size, output_sizes, params_dtype=dtype,
+                                      quant_config=get_quantization_config(CONFIGS[fmt]), prefix=prefix)
+
+
+def build_layer(fmt: str, input_size: int, output_sizes: list[int], *, dtype=torch.bfloat16,
+                device="cuda", seed: int = 0, split: bool = False):
+    """A finished ``MergedReplicatedLinear`` of format ``fmt`` with random valid weights on ``device``.
+
+    With ``split=True`` also returns one single-shard layer per output shard holding exactly the
+    same checkpoint tensors (the unfused layers a merged one replaces): ``(merged, [separate...])``.
+    """
+    gen = torch.Generator().manual_seed(seed)
+    layer = _new_layer(fmt, input_size, output_sizes, dtype, device, f"bench.{fmt}")
+    tensors: dict[tuple[str, int], torch.Tensor] = {}
+    for name, param in list(layer.named_parameters()):
         if not isinstance(param, QParameter):
             continue
         for shard in range(len(output_sizes)):
-            param.weight_loader(param, _random_like(param, shard, layer, gen), shard)
+            tensors[name, shard] = _random_like(param, shard, layer, gen)
+            param.weight_loader(param, tensors[name, shard], shard)
     layer.process_weights_after_loading()
-    return layer
+    if not split:
+        return layer
+    separate = []
+    for shard, size in enumerate(output_sizes):
+        one = _new_layer(fmt, input_size, [size], dtype, device, f"bench.{fmt}.shard{shard}")
+        for name, param in list(one.named_parameters()):
+            if isinstance(param, QParameter):
+                param.weight_loader(param, tensors[name, shard], 0)
+        one.process_weights_after_loading()
+        separate.append(one)
+    return layer, separate

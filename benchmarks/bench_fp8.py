@@ -293,7 +293,7 @@ def bench_norm_quant(log) -> list:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=os.environ.get("OUT", str(ROOT / "benchmarks" / "results")))
-    parser.add_argument("--budget-s", type=float, default=110.0, help="start no config sweep after this many seconds")
+    parser.add_argument("--budget-s", type=float, default=75.0, help="start no config sweep after this many seconds")
     args = parser.parse_args()
     t0 = time.time()
     lines: list[str] = []

@@ -91,7 +91,10 @@ Plan make_plan(bool vec_ok, int64_t n_rows, int64_t hidden, size_t es, const Nor
     // keep at least two blocks per SM when there are enough rows for that
     while (rpb > 1 && (rpb << p.tpr_log2) > 32 && (n_rows + rpb - 1) / rpb < 2 * sms) rpb >>= 1;
   }
+  rpb = 1 << pow2_ceil_log2(rpb < 1 ? 1 : (rpb > 1024 ? 1024 : rpb));
   while (rpb > 1 && (rpb << p.tpr_log2) > 1024) rpb >>= 1;
+  // whole warps only: the reductions shuffle with a full mask
+  while ((rpb << p.tpr_log2) < 32) rpb <<= 1;
   p.rows_per_block = rpb;
   return p;
 }

@@ -154,7 +154,8 @@ class QParameter(nn.Parameter):
         writes = self._plan_writes(loaded, shard_id)  # checks everything before the first write
         with torch.no_grad():
             for dst, src in writes:
-                dst.copy_(src)
+                # cast where the source lives: not every device copy converts every dtype (e8m0)
+                dst.copy_(src.to(dtype=dst.dtype))
         self.loaded_shards.update(shards)
 
     def missing_shards(self) -> list[int]:

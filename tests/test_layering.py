@@ -19,7 +19,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 PKG = ROOT / "qlinear"
 
 CONCRETE_FORMATS = ("qlinear.quantization.fp8", "qlinear.quantization.gptq", "qlinear.quantization.awq",
-                    "qlinear.quantization.compressed_tensors")
+                    "qlinear.quantization.compressed_tensors", "qlinear.quantization._int_weight")
 _LOW = ("qlinear._utils",)
 # module prefix -> prefixes it may import (besides itself / its own package's submodules).
 ALLOWED: list[tuple[str, tuple[str, ...]]] = [
@@ -126,7 +126,7 @@ def test_every_import_follows_the_direction():
                    for a in allowed):
                 continue
             problems.append(f"{path.relative_to(ROOT)}:{line} {mod} -> {target} is against the layering")
-    assert not problems, "\n".join(problems)
+    assert not problems, "\n".join(dict.fromkeys(problems))
 
 
 def test_layers_never_import_a_concrete_format():
@@ -170,19 +170,22 @@ def test_module_level_imports_have_no_cycle():
 
 def test_import_is_light_and_fast():
     """``import qlinear`` and its public modules load no triton, safetensors, compressed-tensors
-    or CUDA build, and take < 2 s including torch."""
+    or CUDA build, add < 0.5 s to torch's own import, and take < 2 s including torch
+    (best of three fresh interpreters, so one cold file cache does not decide)."""
     code = (
-        "import time, sys; t = time.perf_counter();"
+        "import time, sys; t0 = time.perf_counter(); import torch; t = time.perf_counter();"
         "import qlinear, qlinear.layers, qlinear.ops, qlinear.quantization;"
-        "dt = time.perf_counter() - t;"
+        "dt = time.perf_counter() - t; print(time.perf_counter() - t0);"
         "heavy = sorted({m.split('.')[0] for m in sys.modules} & {'triton', 'safetensors', 'compressed_tensors',"
         " 'transformers', 'pydantic'});"
         "print(dt); print(','.join(heavy))"
     )
-    best = None
-    for _ in range(2):  # the first run may pay for a cold file cache
+    best_total = best_own = float("inf")
+    for _ in range(3):
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
-        dt, heavy = out.stdout.splitlines()[0], out.stdout.splitlines()[1:] or [""]
-        best = min(best or 1e9, float(dt))
+        lines = out.stdout.splitlines()
+        total, own, heavy = float(lines[0]), float(lines[1]), lines[2:] or [""]
+        best_total, best_own = min(best_total, total), min(best_own, own)
         assert heavy == [""], f"import qlinear pulled in {heavy}"
-    assert best < 2.0, f"import qlinear took {best:.2f} s"
+    assert best_own < 0.5, f"qlinear's own modules took {best_own:.2f} s to import (on top of torch)"
+    assert best_total < 2.0, f"import torch + qlinear took {best_total:.2f} s"

@@ -41,7 +41,10 @@ def test_failing_row_gives_nonzero_exit(monkeypatch, capsys):
     assert "1/2 formats passed" in text and "FAIL nope: ModuleNotFoundError" in text
 
 
-def test_usage_errors():
-    proc = subprocess.run([sys.executable, "-m", "qlinear"], capture_output=True, text=True, cwd=ROOT, timeout=120)
-    assert proc.returncode == 2 and "selfcheck" in proc.stderr
+def test_usage_errors(capsys):
+    from qlinear.__main__ import main as cli
+
+    assert cli([]) == 2 and "selfcheck" in capsys.readouterr().err
+    assert cli(["bogus"]) == 2 and "unknown command 'bogus'" in capsys.readouterr().err
+    assert cli(["--help"]) == 0 and "selfcheck" in capsys.readouterr().out
     assert format_table([]).splitlines()[-1] == "0/0 formats passed"

@@ -26,7 +26,8 @@ _MAX_SINGLE_PASS = 16384
 _CHUNK = 4096
 
 
-@triton.jit
+# Row counts change with every batch; specializing on them would only multiply compiles.
+@triton.jit(do_not_specialize=["n_rows", "n_inner"])
 def _rms_norm_kernel(
     Y_ptr, Y_s0, Y_s1,
     X_ptr, X_s0, X_s1,

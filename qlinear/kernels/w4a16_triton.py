@@ -44,10 +44,10 @@ from qlinear._utils import cdiv, describe
 __all__ = [
     "W4A16Config",
     "default_config",
+    "resolve_config",
     "w4a16_gemm",
     "w4a16_dequantize",
     "w4a16_dequant_gemm",
-    "with_split",
 ]
 
 _MAGIC = 0x4B000000  # fp32 bits of 2^23
@@ -333,7 +333,7 @@ def _w4a16_dequant_kernel(
     n_mask = offs_n < N
     offs_j = tl.arange(0, 16)
     qw_rows = QW_ptr + offs_n[:, None].to(tl.int64) * QW_row_stride + offs_j[None, :]
-    w_rows = W_ptr + offs_n[:, None].to(tl.int64) * W_row_stride + offs_j[None, :]
+    w_rows = W_ptr + offs_n[:, None].to(tl.int64) * W_row_stride
     for u in tl.static_range(SB_PER_PROG):
         sb = tl.program_id(1) * SB_PER_PROG + u
         w = tl.load(qw_rows + sb * 16, mask=n_mask[:, None] & (sb * 16 + offs_j < num_sb * 16)[None, :], other=0)
@@ -382,6 +382,20 @@ def _auto_split(tiles: int, iters: int, sms: int) -> int:
     return split
 
 
+def resolve_config(m: int, packed, config: W4A16Config | None, device: torch.device) -> W4A16Config:
+    """``config`` (or the default for M) with ``split_k`` resolved to the value launched."""
+    cfg = config or default_config(m)
+    num_sb = packed.qweight.shape[1] // _SB_WORDS
+    n_tiles = _n_tiles(packed, cfg.block_n)
+    iters = cdiv(num_sb, cfg.sb_per_iter)
+    m_tiles = m if cfg.kernel == "gemv" else cdiv(m, cfg.block_m)
+    split = cfg.split_k or _auto_split(n_tiles * m_tiles, iters, _num_sms(device))
+    split = max(1, min(split, iters))
+    if split > 1 and n_tiles * m_tiles > _LOCK_SLOTS:
+        split = 1  # more tiles than counters: the grid is large enough without split-K
+    return replace(cfg, split_k=split)
+
+
 def w4a16_gemm(
     x: torch.Tensor, packed, bias: torch.Tensor | None = None, config: W4A16Config | None = None
 ) -> torch.Tensor:
@@ -395,17 +409,13 @@ def w4a16_gemm(
     out = torch.empty((m, n), dtype=x.dtype, device=x.device)
     if m == 0:
         return out
-    cfg = config or default_config(m)
+    cfg = resolve_config(m, packed, config, x.device)
+    split = cfg.split_k
     group_size, ppg = _layout_constexprs(packed)
     xg, shard_stride = _gathered_x(x, packed)
     num_sb = packed.qweight.shape[1] // _SB_WORDS
     n_tiles = _n_tiles(packed, cfg.block_n)
-    iters = cdiv(num_sb, cfg.sb_per_iter)
     m_tiles = m if cfg.kernel == "gemv" else cdiv(m, cfg.block_m)
-    split = cfg.split_k or _auto_split(n_tiles * m_tiles, iters, _num_sms(x.device))
-    split = max(1, min(split, iters))
-    if split > 1 and n_tiles * m_tiles > _LOCK_SLOTS:
-        split = 1  # more tiles than counters: the grid is large enough without split-K
     locks = _locks(x.device)
     ws = torch.empty((split, m, n), dtype=torch.float32, device=x.device) if split > 1 else out
     dummy = packed.qweight
@@ -474,7 +484,3 @@ def w4a16_dequant_gemm(x: torch.Tensor, packed, bias: torch.Tensor | None = None
     y = torch.cat(parts, dim=1)
     return y if b is None else y + b
 
-
-def with_split(cfg: W4A16Config, split_k: int) -> W4A16Config:
-    """``cfg`` with another split-K (benchmark sweeps)."""
-    return replace(cfg, split_k=split_k)

@@ -128,7 +128,7 @@ def _plan(ckpt, headers, index: ParamIndex, report: LoadReport) -> tuple[list[tu
                 problems.append(f"{ckpt.index.name}: tensor {name!r} is listed in {_short(file, root)}, which does not hold it")
 
     plan: list[tuple[TensorEntry, Target]] = []
-    covered: dict[tuple[int, int | None], str] = {}  # (id(param), shard) -> tensor name
+    covered: dict[int, dict[int | None, str]] = {}  # id(param) -> shard -> tensor name
     for name, entry in chosen.items():
         where = f"{_short(entry.file, root)}: tensor {name!r}"
         target = index.lookup(name)
@@ -136,16 +136,16 @@ def _plan(ckpt, headers, index: ParamIndex, report: LoadReport) -> tuple[list[tu
             report.unexpected.append(name)
             problems.append(f"{where}: unexpected: {target}")
             continue
-        key = (id(target.info.param), target.shard)
-        clash = covered.get(key) or (
-            # a fused-on-disk tensor and a per-shard one for the same parameter overlap too
-            next((n for (pid, s), n in covered.items() if pid == key[0] and (s is None) != (target.shard is None)), None)
+        mine = covered.setdefault(id(target.info.param), {})
+        # the same shard twice, or a fused-on-disk tensor next to a per-shard one
+        clash = mine.get(target.shard) or next(
+            (n for s, n in mine.items() if (s is None) != (target.shard is None)), None
         )
         if clash is not None:
             problems.append(f"{where}: {target.info.label(target.shard)} is also loaded from tensor {clash!r}")
             report.skipped[name] = f"{target.info.label(target.shard)} already comes from {clash!r}"
             continue
-        covered[key] = name
+        mine[target.shard] = name
         bad = check_tensor(target, entry.shape, entry.dtype)
         if bad is not None:
             problems.append(f"{where}: {bad}")
@@ -157,7 +157,7 @@ def _plan(ckpt, headers, index: ParamIndex, report: LoadReport) -> tuple[list[tu
         plan.append((entry, target))
 
     for info in index.params:
-        mine = {s for (pid, s) in covered if pid == id(info.param)}
+        mine = set(covered.get(id(info.param), ()))
         n = info.num_shards
         if n is None or n == 1:
             if not mine and info.required and not info.already_loaded():
@@ -185,7 +185,7 @@ def _progress_bar(total_bytes: int, count: int, progress: bool | None):
         progress = total_bytes >= PROGRESS_MIN_BYTES and sys.stderr.isatty()
     if not progress:
         return None
-    from tqdm.auto import tqdm  # only when a bar is shown: keeps tqdm off `import qlinear`
+    from tqdm import tqdm  # only when a bar is shown: keeps tqdm off `import qlinear`
 
     return tqdm(total=total_bytes, unit="B", unit_scale=True, unit_divisor=1024, desc=f"loading {count} tensors", file=sys.stderr)
 

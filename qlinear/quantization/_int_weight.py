@@ -29,9 +29,12 @@ API (for format modules):
 
 ``GroupIndexParameter(data [S, K] int32, *, plan, num_groups, required)``
     A ``StackedParameter`` for per-shard ``g_idx`` whose loader also rejects values outside
-    ``[0, num_groups)`` before writing anything. ``per_shard_g_idx(layer, param, group_size)``
-    turns a loaded one into ``pack_w4a16``'s ``g_idx`` list (None when absent or every shard is
-    the trivial ``k // g``).
+    ``[0, num_groups)`` before writing anything.
+
+``per_shard_g_idx(layer, param, group_size, num_groups) -> list | None``
+    Turns a loaded ``GroupIndexParameter`` into ``pack_w4a16``'s ``g_idx`` list: None when it was
+    never loaded or every shard holds the trivial ``k // g``; ``ValueError`` naming the tensor and
+    shard for out-of-range values.
 
 ``is_skipped(name, patterns) -> bool``
     The ignore-list rule of AutoAWQ / AutoGPTQ / transformers' ``modules_to_not_convert``: a plain

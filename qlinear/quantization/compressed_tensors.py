@@ -47,12 +47,12 @@ import torch
 
 from qlinear._utils import cdiv
 from qlinear.parameter import DimMap, ShardedParameter, StackedParameter
-from qlinear.quantization._int_weight import CanonicalWeight, WeightOnlyIntMethod, unpack_int32
+from qlinear.quantization._int_weight import CanonicalWeight, WeightOnlyIntMethod, symmetric_or_zeros, unpack_int32
 from qlinear.quantization.base import QuantizationConfig, QuantizeMethodBase, config_error
 from qlinear.quantization.fp8 import Fp8LinearMethod
 from qlinear.quantization.unquantized import UnquantizedLinearMethod
 
-__all__ = ["CompressedTensorsConfig", "CompressedTensorsWNA16Method", "IntWeightScheme", "Fp8Scheme"]
+__all__ = ["CompressedTensorsConfig", "CompressedTensorsWNA16Method", "IntWeightScheme", "Fp8Scheme", "method_for_scheme"]
 
 _METHOD = "compressed-tensors"
 PACKED_FORMAT = "pack-quantized"
@@ -274,22 +274,27 @@ class CompressedTensorsConfig(QuantizationConfig):
         return schemes[0]
 
     def get_quant_method(self, layer, prefix: str) -> QuantizeMethodBase:
-        scheme = self.scheme_for(layer, prefix)
-        if scheme is None:
-            return UnquantizedLinearMethod()
-        if isinstance(scheme, IntWeightScheme):
-            return CompressedTensorsWNA16Method(scheme, zero_points_packed=self.zero_points_packed)
-        return Fp8LinearMethod.for_scheme(
-            scheme.strategy,
-            block_size=scheme.block_size,
-            scale_name="weight_scale",
-            static_input=scheme.static_input,
-            channel_scale_ndim=2,
-        )
+        return method_for_scheme(self.scheme_for(layer, prefix), zero_points_packed=self.zero_points_packed)
 
     def __repr__(self) -> str:
         groups = {name: (None if s is None else s.describe()) for name, s in self.schemes.items()}
         return f"CompressedTensorsConfig(groups={groups}, ignore={self.ignore}, version={self.version})"
+
+
+def method_for_scheme(scheme: Scheme | None, *, zero_points_packed: bool = True) -> QuantizeMethodBase:
+    """The method for one parsed scheme (None: unquantized). Needs no compressed-tensors, so a
+    machine without it can still build layers for a scheme parsed elsewhere."""
+    if scheme is None:
+        return UnquantizedLinearMethod()
+    if isinstance(scheme, IntWeightScheme):
+        return CompressedTensorsWNA16Method(scheme, zero_points_packed=zero_points_packed)
+    return Fp8LinearMethod.for_scheme(
+        scheme.strategy,
+        block_size=scheme.block_size,
+        scale_name="weight_scale",
+        static_input=scheme.static_input,
+        channel_scale_ndim=2,
+    )
 
 
 class CompressedTensorsWNA16Method(WeightOnlyIntMethod):
@@ -379,4 +384,5 @@ class CompressedTensorsWNA16Method(WeightOnlyIntMethod):
                         f"got [{int(signed.min())}, {int(signed.max())}]"
                     )
                 zeros = (signed + (1 << (bits - 1))).to(torch.uint8)
+            zeros = symmetric_or_zeros(zeros, bits)  # all zeros at 2**(bits-1): skip their loads
         return CanonicalWeight(q, zeros, layer.weight_scale.detach(), s.group_size, bits)

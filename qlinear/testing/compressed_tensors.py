@@ -18,6 +18,8 @@ import the module (and gets an ``ImportError`` naming the package on the first c
 from __future__ import annotations
 
 import json
+import os
+import sys
 import tempfile
 from typing import Any, Mapping, NamedTuple
 
@@ -25,7 +27,7 @@ import torch
 
 from qlinear._utils import cdiv
 
-__all__ = ["CT_SCHEMES", "CTCheckpoint", "make_ct_checkpoint", "legacy_zero_point_layout"]
+__all__ = ["CT_SCHEMES", "CTCheckpoint", "make_ct_checkpoint", "legacy_zero_point_layout", "write_ct_fixtures"]
 
 #: compressed-tensors preset schemes qlinear loads (``make_ct_checkpoint``'s ``scheme``)
 CT_SCHEMES = ("W4A16", "W4A16_ASYM", "W8A16", "FP8", "FP8_DYNAMIC", "FP8_BLOCK")
@@ -238,3 +240,37 @@ def legacy_zero_point_layout(ckpt: CTCheckpoint, version: str = "0.9.2") -> CTCh
         (num_bits,) = bits
         state_dict[key] = unpack_from_int32(zp, num_bits, torch.Size((n, groups)), packed_dim=0)
     return CTCheckpoint(state_dict, config, ckpt.dequantized)
+
+
+def write_ct_fixtures(
+    directory: str,
+    *,
+    k: int = 1024,
+    sizes: tuple[int, ...] = (512, 200),
+    block_k: int = 1000,
+    names: tuple[str, ...] = ("model.layers.0.self_attn.q_a_proj", "model.layers.0.self_attn.kv_a_proj_with_mqa"),
+    seed: int = 0,
+) -> list[str]:
+    """Write one ``<scheme>.pt`` per ``CT_SCHEMES`` entry into ``directory`` for machines without
+    compressed-tensors (the GPU image): ``torch.save`` of a dict with ``state_dict``, ``config``,
+    ``dequantized`` (the producer's fp32 weights), ``names``, ``sizes`` and ``k`` (``block_k`` for
+    FP8_BLOCK, so its K ends in a partial block). Returns the paths written."""
+    os.makedirs(directory, exist_ok=True)
+    gen = torch.Generator().manual_seed(seed)
+    paths = []
+    for scheme in CT_SCHEMES:
+        kk = block_k if scheme == "FP8_BLOCK" else k
+        weights = {n: torch.randn(s, kk, generator=gen) * 0.05 for n, s in zip(names, sizes)}
+        ckpt = make_ct_checkpoint(weights, scheme)
+        path = os.path.join(directory, f"{scheme}.pt")
+        torch.save({"scheme": scheme, "state_dict": ckpt.state_dict, "config": ckpt.config,
+                    "dequantized": ckpt.dequantized, "names": list(names), "sizes": list(sizes), "k": kk}, path)
+        paths.append(path)
+    return paths
+
+
+if __name__ == "__main__":  # python -m qlinear.testing.compressed_tensors DIR
+    if len(sys.argv) != 2:
+        raise SystemExit("usage: python -m qlinear.testing.compressed_tensors OUTPUT_DIR")
+    for written in write_ct_fixtures(sys.argv[1]):
+        print(written)

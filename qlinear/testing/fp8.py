@@ -161,10 +161,10 @@ def fake_quant_activations(x: torch.Tensor, mode: str, *, group_size: int = 128,
             raise ValueError("fake_quant_activations(mode='static'): input_scale with one element is required")
         s = input_scale.float().reshape(())
         return _to_e4m3(xf / s).float() * s
-    K = xf.shape[-1]
-    g = K if mode == "token" else int(group_size)
     if mode not in ("token", "group"):
         raise ValueError(f"mode: expected 'group', 'token' or 'static', got {mode!r}")
+    K = xf.shape[-1]
+    g = K if mode == "token" else int(group_size)
     out = torch.empty_like(xf)
     for start in range(0, K, g):  # plain loop over column groups: K / g is small in tests
         part = xf[..., start:start + g]

@@ -116,9 +116,10 @@ def _make(name, kind, fmt, input_size, sizes, gen, *, shards=None, bias=False, *
     return Case(name, kind, input_size, shards, list(sizes), config, tensors, kwargs={"bias": bias, **kwargs})
 
 
-def build_cases(world: int) -> list[Case]:
+def build_cases(world: int, include_ct: bool = True) -> list[Case]:
     """Valid cases sized so that ``world`` ranks hold whole packs / blocks / groups, then the
-    misaligned ones. Odd sizes where the format allows them (K ragged in the last block)."""
+    misaligned ones. Odd sizes where the format allows them (K ragged in the last block).
+    ``benchmarks/gpu_tp.sh`` reuses this with ``include_ct=False``."""
     gen = torch.Generator().manual_seed(1234 + world)
     w = world
     cases = [
@@ -142,13 +143,16 @@ def build_cases(world: int) -> list[Case]:
         _make("gptq-act-order-row", "row", "gptq-act-order", 32 * w, [48], gen, input_is_parallel=False),
         _make("awq-merged", "merged", "awq", 64, [8 * w, 16 * w], gen),
         _make("awq-row", "row", "awq", 32 * w, [24], gen, bias=True, input_is_parallel=False),
-        _make("ct-w4a16-merged", "merged", "ct-w4a16", 64, [8 * w, 16 * w], gen),
-        _make("ct-w4a16-asym-merged", "merged", "ct-w4a16-asym", 64, [8 * w, 16 * w], gen),
-        _make("ct-w4a16-row", "row", "ct-w4a16", 32 * w, [40], gen, input_is_parallel=False),
-        _make("ct-fp8-block-merged", "merged", "ct-fp8-block", 200, [128 * w, 128 * w], gen),
-        _make("ct-fp8-static-qkv", "qkv", "ct-fp8-static", 48, [8 * 8, 2 * 8, 2 * 8], gen,
-              head_size=8, total_num_heads=8, total_num_kv_heads=2),
     ]
+    if include_ct:  # compressed-tensors' own compressor writes these (absent on the GPU image)
+        cases += [
+            _make("ct-w4a16-merged", "merged", "ct-w4a16", 64, [8 * w, 16 * w], gen),
+            _make("ct-w4a16-asym-merged", "merged", "ct-w4a16-asym", 64, [8 * w, 16 * w], gen),
+            _make("ct-w4a16-row", "row", "ct-w4a16", 32 * w, [40], gen, input_is_parallel=False),
+            _make("ct-fp8-block-merged", "merged", "ct-fp8-block", 200, [128 * w, 128 * w], gen),
+            _make("ct-fp8-static-qkv", "qkv", "ct-fp8-static", 48, [8 * 8, 2 * 8, 2 * 8], gen,
+                  head_size=8, total_num_heads=8, total_num_kv_heads=2),
+        ]
     bad = [
         # a rank's slice of 128 // world rows of a 128-row block-scaled matrix
         ("bad-fp8-block-rows", _make("bad-fp8-block-rows", "column", "fp8-block", 256, [128], gen),
@@ -165,7 +169,7 @@ def build_cases(world: int) -> list[Case]:
          rf"rank 0/{w} would hold input columns \[0, 16\) of {16 * w}: .*not whole 32-column units"),
         ("bad-heads", Case("bad-heads", "qkv", 32, ["q_proj", "k_proj", "v_proj"], [(w + 1) * 8, 8, 8], None, {},
                            kwargs={"head_size": 8, "total_num_heads": w + 1, "total_num_kv_heads": 1}),
-         rf"shard 0 'q' \({w + 1} heads\) cannot be split over {w} tensor-parallel ranks"),
+         rf"shard 0 'q_proj' \({w + 1} heads\) cannot be split over {w} tensor-parallel ranks"),
     ]
     for name, case, pattern in bad:
         case.expect_error = pattern
@@ -178,14 +182,19 @@ def build_cases(world: int) -> list[Case]:
     return cases
 
 
-def _replicated_output(case: Case) -> torch.Tensor:
+def _replicated_output(case: Case, device: str = "cpu") -> torch.Tensor:
     """The one-process reference: ``MergedReplicatedLinear`` with the same tensors."""
+    with torch.device(device):
+        return _replicated_here(case, device)
+
+
+def _replicated_here(case: Case, device: str) -> torch.Tensor:
     cfg = get_quantization_config(case.config) if case.config else None
     layer = MergedReplicatedLinear(case.input_size, case.sizes, bias=case.kwargs.get("bias", False),
                                    params_dtype=torch.float32, quant_config=cfg, prefix=case.prefix,
                                    shard_names=case.shards if len(case.shards) > 1 else None)
     _load(layer, case, shard_ids=list(range(len(case.shards))) if len(case.shards) > 1 else [None])
-    return layer(case.x)
+    return layer(case.x.to(device)).cpu()
 
 
 def _load(layer, case: Case, shard_ids) -> None:
@@ -214,21 +223,27 @@ def _build(case: Case):
     return RowParallelLinear(case.input_size, case.sizes[0], **common, **kw)
 
 
-def _agree(ok: bool) -> bool:
+def _agree(ok: bool, device: str) -> bool:
     """True when every rank is ok; a collective every rank reaches, so nobody waits alone."""
-    flag = torch.tensor([0 if ok else 1])
+    flag = torch.tensor([0 if ok else 1], device=device)
     dist.all_reduce(flag)
     return int(flag.item()) == 0
 
 
-def _forward(layer, case: Case, rank: int, world: int) -> torch.Tensor:
-    x = case.x
+def _forward(layer, case: Case, device: str) -> torch.Tensor:
+    x = case.x.to(device)
     if case.kind == "row" and layer.input_is_parallel:
         x = x.narrow(-1, layer.shard_plan.input_start, layer.shard_plan.local_input)
-    return layer(x)
+    return layer(x).cpu()
 
 
-def _run_case(case: Case, rank: int, world: int, ckpt_dir: Path) -> dict[str, Any]:
+def _run_case(case: Case, ckpt_dir: Path, device: str = "cpu") -> dict[str, Any]:
+    """Build, load (both ways) and run one case on this rank; NCCL callers pass ``cuda:<rank>``."""
+    with torch.device(device):  # parameters, plans' buffers and packed weights on this rank's device
+        return _run_case_here(case, ckpt_dir, device)
+
+
+def _run_case_here(case: Case, ckpt_dir: Path, device: str) -> dict[str, Any]:
     from qlinear.loading import load_checkpoint
 
     res: dict[str, Any] = {}
@@ -255,11 +270,11 @@ def _run_case(case: Case, rank: int, world: int, ckpt_dir: Path) -> dict[str, An
             err = None
         except Exception:
             err = traceback.format_exc(limit=4)
-        if not _agree(err is None):
+        if not _agree(err is None, device):
             res[f"error_{via}"] = err or "another rank failed"
             continue
         try:
-            res[via] = _forward(layer, case, rank, world).detach().clone()
+            res[via] = _forward(layer, case, device).detach().clone()
         except Exception:
             res[f"error_{via}"] = traceback.format_exc(limit=4)
     return res
@@ -271,7 +286,7 @@ def _worker(rank: int, world: int, port: int, case_file: str, out_dir: str) -> N
                             timeout=datetime.timedelta(seconds=60))
     try:
         cases = torch.load(case_file, weights_only=False)
-        results = {c.name: _run_case(c, rank, world, Path(out_dir)) for c in cases}
+        results = {c.name: _run_case(c, Path(out_dir)) for c in cases}
         torch.save(results, os.path.join(out_dir, f"rank{rank}.pt"))
         dist.barrier()
     finally:

@@ -63,7 +63,7 @@ if INTERPRETED:
     KERNELS = [("gemv", 1), ("mma", 16)]
     BITS = [4, 8]
     SYM = [True, False]
-    GROUPS = [32, 128, -1]
+    GROUPS = [32, -1]
     SPLITS = [1, 3]
 
     @pytest.mark.parametrize("split", SPLITS)
@@ -72,24 +72,25 @@ if INTERPRETED:
     @pytest.mark.parametrize("bits", BITS)
     @pytest.mark.parametrize("kernel", KERNELS)
     def test_gemm_matches_reference(kernel, bits, sym, group, split):
-        n, k, m = 72, 384, 3  # N not a multiple of BLOCK_N; 3 superblocks (4-bit) / 6 (8-bit)
+        n, k, m = 40, 256, 2  # N not a multiple of BLOCK_N; 2 superblocks (4-bit) / 4 (8-bit)
         packed, w = _data(n, k, group, bits, sym, seed=bits * 100 + group + split)
         x = _x(m, k, torch.float16, seed=split)
         bias = torch.randn(n, dtype=torch.float16)
-        cfg = wt.W4A16Config(kernel[0], block_n=32, block_m=kernel[1], split_k=split)
+        cfg = wt.W4A16Config(kernel[0], block_n=16 if kernel[0] == "gemv" else 32, block_m=kernel[1], split_k=split)
         y = wt.w4a16_gemm(x, packed, bias, cfg)
         want = x.double() @ w.T + bias.double()
         assert y.shape == (m, n) and y.dtype == x.dtype
         assert _rel(y, want) < 2e-3
         assert int(wt._locks(x.device).abs().sum()) == 0  # the last split reset its counters
 
-    @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
-    @pytest.mark.parametrize("kernel", KERNELS)
+    # bf16 only through the GEMV: the interpreter's tl.dot multiplies bf16 operands' raw bits.
+    @pytest.mark.parametrize("kernel, dtype", [(KERNELS[0], torch.bfloat16), (KERNELS[0], torch.float16),
+                                               (KERNELS[1], torch.float16)])
     def test_gemm_act_order_two_shards_padded_k(kernel, dtype):
         n, k = 40 + 56, 320  # K pads to 384; shard rows not multiples of BLOCK_N
         packed, w = _data(n, k, 64, 4, False, seed=5, bounds=[0, 40, n])
         assert packed.num_shards == 2
-        x = _x(17, k, dtype, seed=6, strided=True)
+        x = _x(5 if kernel[0] == "gemv" else 17, k, dtype, seed=6, strided=True)
         cfg = wt.W4A16Config(kernel[0], block_n=16, block_m=kernel[1], sb_per_iter=2, split_k=2)
         y = wt.w4a16_gemm(x, packed, None, cfg)
         assert _rel(y, x.double() @ w.T) < (2e-3 if dtype == torch.float16 else 1e-2)

@@ -258,3 +258,51 @@ def test_layer_moves_with_to():
     layer._buffers["w4a16_qweight"] = layer.w4a16_qweight.clone()  # what a device move does
     assert torch.equal(layer(x), before)
     assert layer.quant_method.packed(layer).qweight is layer.w4a16_qweight
+
+
+# ---------------------------------------------------------------------------------------------
+# GPU: the same layers on CUDA through the real W4A16 kernels (run by the lead on an H200).
+# QLINEAR_GPU_RESULTS=<file.json> makes the module write one row per case (backend, error) there.
+# ---------------------------------------------------------------------------------------------
+
+GPU_CASES = [(128, 7168, [1536, 576]), (64, 7168, [1536, 576]), (-1, 7168, [1536, 576]), (32, 1024, [256, 72])]
+GPU_MS = [1, 16, 128, 1024]
+GPU_DTYPES = [torch.bfloat16, torch.float16]
+_GPU_ROWS: list[dict] = []
+
+
+@pytest.fixture(scope="module")
+def gpu_results():
+    yield _GPU_ROWS
+    path = __import__("os").environ.get("QLINEAR_GPU_RESULTS")
+    if path and _GPU_ROWS:
+        import json
+
+        with open(path, "w") as f:
+            json.dump({"device": torch.cuda.get_device_name(0), "torch": torch.__version__, "rows": _GPU_ROWS}, f, indent=1)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("group, k, sizes", GPU_CASES)
+def test_gpu_layer_forward(group, k, sizes, gpu_results):
+    gen = torch.Generator().manual_seed(group + 7)
+    shards = [quantize_awq(torch.randn(n, k, generator=gen), group) for n in sizes]
+    w = torch.cat([d for _, d in shards]).cuda().double()
+    for dtype in GPU_DTYPES:
+        with torch.device("cuda"):
+            layer = MergedReplicatedLinear(k, sizes, params_dtype=dtype, prefix="gpu.fused",
+                                           quant_config=get_quantization_config(awq_config(group)))
+        for i, (t, _) in enumerate(shards):
+            _load(layer, t, i)
+        layer.process_weights_after_loading()
+        assert layer.w4a16_qweight.is_cuda
+        for m in GPU_MS:
+            x = torch.randn(m, k, device="cuda").to(dtype)
+            y = layer(x)
+            err = _rel(y, x.double() @ w.T)
+            backend = layer.backend(x)
+            gpu_results.append({"format": "awq", "group": group, "K": k, "shards": sizes, "M": m,
+                                "dtype": str(dtype), "backend": backend, "rel_err": err})
+            assert y.dtype == dtype and y.is_cuda
+            assert err <= 1e-2, f"M={m} {dtype} backend={backend}: relative error {err}"

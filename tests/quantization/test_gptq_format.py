@@ -150,7 +150,7 @@ def test_gptq_v2_true_zeros(bits, sym):
 # every setting on the DeepSeek-like pair; three shards on the act-order cases (one g_idx each)
 MERGED = [(SIZES[0], b, g, s, d) for b in BITS for g in GROUPS for s in SYM for d in DESC_ACT] + [
     (SIZES[1], b, g, s, True) for b in BITS for g in (32, -1) for s in SYM
-]
+] + [([128, 76], b, 64, False, True) for b in BITS]  # last shard ends mid-word of qzeros
 
 
 @pytest.mark.parametrize("sizes, bits, group, sym, desc_act", MERGED)
@@ -398,3 +398,60 @@ def test_forward_before_finishing_is_an_error():
     layer = _layer([128, 72])
     with pytest.raises(RuntimeError, match=r"m.fused: call layer.process_weights_after_loading\(\) before forward"):
         layer(torch.randn(1, K))
+
+
+# ---------------------------------------------------------------------------------------------
+# GPU: the same layers on CUDA through the real W4A16 kernels (run by the lead on an H200).
+# QLINEAR_GPU_RESULTS=<file.json> makes the module write one row per case (backend, error) there.
+# ---------------------------------------------------------------------------------------------
+
+GPU_CASES = [  # (bits, group, sym, desc_act, K, shards): DeepSeek MLA q_a_proj + kv_a_proj_with_mqa
+    (4, 128, True, False, 7168, [1536, 576]),
+    (4, 128, False, True, 7168, [1536, 576]),
+    (4, 32, False, False, 7168, [1536, 576]),
+    (4, -1, True, False, 7168, [1536, 576]),
+    (8, 128, True, True, 7168, [1536, 576]),
+    (8, 64, False, False, 1024, [256, 72]),
+]
+GPU_MS = [1, 16, 128, 1024]
+GPU_DTYPES = [torch.bfloat16, torch.float16]
+_GPU_ROWS: list[dict] = []
+
+
+@pytest.fixture(scope="module")
+def gpu_results():
+    yield _GPU_ROWS
+    path = __import__("os").environ.get("QLINEAR_GPU_RESULTS")
+    if path and _GPU_ROWS:
+        import json
+
+        with open(path, "w") as f:
+            json.dump({"device": torch.cuda.get_device_name(0), "torch": torch.__version__, "rows": _GPU_ROWS}, f, indent=1)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("bits, group, sym, desc_act, k, sizes", GPU_CASES)
+def test_gpu_layer_forward(bits, group, sym, desc_act, k, sizes, gpu_results):
+    gen = torch.Generator().manual_seed(bits * 1000 + group)
+    shards = [quantize_gptq(torch.randn(n, k, generator=gen), bits, group, sym, desc_act, seed=i)
+              for i, n in enumerate(sizes)]
+    w = torch.cat([d for _, d in shards]).cuda().double()
+    cfg = get_quantization_config(gptq_config(bits=bits, group_size=group, desc_act=desc_act, sym=sym))
+    for dtype in GPU_DTYPES:
+        with torch.device("cuda"):  # built on the GPU as a framework does; CPU tensors loaded into it
+            layer = MergedReplicatedLinear(k, sizes, params_dtype=dtype, quant_config=cfg, prefix="gpu.fused")
+        for i, (t, _) in enumerate(shards):
+            _load(layer, t, i)
+        layer.process_weights_after_loading()
+        assert layer.w4a16_qweight.is_cuda
+        for m in GPU_MS:
+            x = torch.randn(m, k, device="cuda").to(dtype)
+            y = layer(x)
+            err = _rel(y, x.double() @ w.T)
+            backend = layer.backend(x)
+            gpu_results.append({"format": "gptq", "bits": bits, "group": group, "sym": sym, "desc_act": desc_act,
+                                "K": k, "shards": sizes, "M": m, "dtype": str(dtype), "backend": backend,
+                                "rel_err": err})
+            assert y.dtype == dtype and y.is_cuda
+            assert err <= 1e-2, f"M={m} {dtype} backend={backend}: relative error {err}"

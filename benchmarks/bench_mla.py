@@ -1,0 +1,102 @@
+"""The seed's pipeline end to end: DeepSeek MLA's fused QKV-A projection + strided norms
+(+ the FP8 quantization q_b_proj needs), against the unfused path, per weight format.
+
+    python benchmarks/bench_mla.py [--out DIR] [--formats bf16 fp8-block w4a16]
+
+hidden [M, 7168] ->
+  fused:   qkv = fused_qkv_a_proj(hidden)            one MergedReplicatedLinear, [M, 2112]
+           q_c  = rms_norm(qkv[:, :1536])              strided rows (stride 2112), no copy
+                  (fp8-block: rms_norm_quant_fp8 -> e4m3 + per-token-group scales for q_b_proj)
+           kv_c = rms_norm(qkv[:, 1536:2048])          strided rows
+  unfused: q = q_a_proj(hidden); kv = kv_a_proj_with_mqa(hidden)     two ReplicatedLinear GEMMs
+           q_c = rms_norm(q); kv_c = rms_norm(kv[:, :512].contiguous())
+                  (fp8-block: then per_token_group_quant_fp8(q_c))
+Both paths use the same checkpoint tensors and qlinear's own kernels, so the difference is the
+fusion alone. Times with CUDA graphs for M in {1, 16, 128, 1024, 4096}; checks that the outputs
+agree within the quantization tolerance; writes mla.json + mla.png.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from _layers import build_layer  # noqa: E402
+from _timing import bench_graph, buffers_to_defeat_l2, env_info, write_results  # noqa: E402
+
+from qlinear.ops import per_token_group_quant_fp8, rms_norm, rms_norm_quant_fp8  # noqa: E402
+
+HIDDEN, Q_LORA, KV_LORA, ROPE = 7168, 1536, 512, 64
+MS = [1, 16, 128, 1024, 4096]
+
+
+def pipelines(fmt: str):
+    fused, (q_a, kv_a) = build_layer(fmt, HIDDEN, [Q_LORA, KV_LORA + ROPE], device="cuda", split=True)
+    w_q = (1 + 0.1 * torch.randn(Q_LORA, device="cuda")).to(torch.bfloat16)
+    w_kv = (1 + 0.1 * torch.randn(KV_LORA, device="cuda")).to(torch.bfloat16)
+    fp8 = fmt == "fp8-block"
+
+    def run_fused(h):
+        qkv = fused(h)
+        q = rms_norm_quant_fp8(qkv[:, :Q_LORA], w_q, 1e-6, 128) if fp8 else rms_norm(qkv[:, :Q_LORA], w_q, 1e-6)
+        kv_c = rms_norm(qkv[:, Q_LORA:Q_LORA + KV_LORA], w_kv, 1e-6)
+        return q, kv_c, qkv[:, Q_LORA + KV_LORA:]
+
+    def run_unfused(h):
+        q = q_a(h)
+        kv = kv_a(h)
+        q_c = rms_norm(q, w_q, 1e-6)
+        kv_c = rms_norm(kv[:, :KV_LORA].contiguous(), w_kv, 1e-6)
+        if fp8:
+            q_c = per_token_group_quant_fp8(q_c, 128)
+        return q_c, kv_c, kv[:, KV_LORA:]
+
+    return run_fused, run_unfused
+
+
+def _as_float(q):
+    if isinstance(q, tuple):  # (e4m3 [M, K], scales [M, K/128]) -> dequantized
+        x, s = q
+        return x.float() * s.float().repeat_interleave(128, dim=1)[:, : x.shape[1]]
+    return q.float()
+
+
+def rel(a, b):
+    return ((a - b).norm() / b.norm().clamp_min(1e-30)).item()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--formats", nargs="+", default=["bf16", "fp8-block", "w4a16"])
+    args = ap.parse_args()
+    torch.manual_seed(0)
+    rows = []
+    for fmt in args.formats:
+        fused, unfused = pipelines(fmt)
+        for m in MS:
+            nbuf = buffers_to_defeat_l2(2 * m * HIDDEN, max_buffers=8)
+            hs = [torch.randn(m, HIDDEN, device="cuda", dtype=torch.bfloat16) for _ in range(nbuf)]
+            a, b = fused(hs[0]), unfused(hs[0])
+            errs = [rel(_as_float(x), _as_float(y)) for x, y in zip(a, b)]
+            t_f = bench_graph(lambda i: fused(hs[i]), n_buffers=nbuf)
+            t_u = bench_graph(lambda i: unfused(hs[i]), n_buffers=nbuf)
+            case = f"{fmt} M={m}"
+            speedup = t_u["median_us"] / t_f["median_us"]
+            rows.append(dict(case=case, fmt=fmt, m=m, impl="fused", us=t_f["median_us"], **t_f,
+                             max_rel_err_vs_unfused=max(errs), speedup=speedup))
+            rows.append(dict(case=case, fmt=fmt, m=m, impl="unfused", us=t_u["median_us"], **t_u))
+            print(f"{case:>18}: fused {t_f['median_us']:8.1f} us  unfused {t_u['median_us']:8.1f} us  "
+                  f"speedup {speedup:5.2f}x  max rel err {max(errs):.2e}", flush=True)
+        torch.cuda.empty_cache()
+    write_results("mla", rows, {**env_info(), "timing": "CUDA graph replay, median of 30"}, args.out, metric="us")
+
+
+if __name__ == "__main__":
+    main()

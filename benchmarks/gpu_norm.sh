@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# RMSNorm (issue 3) on the GPU machine, one command:
+#   1. a cold build of the CUDA extension (fresh QLINEAR_BUILD_DIR), timed against the 30 s budget;
+#   2. pytest tests/gpu/test_rms_norm_gpu.py (the issue's grid, both backends);
+#   3. benchmarks/bench_rms_norm.py writing rms_norm.json / .png into "$OUT";
+#   then a short summary. NORM_SWEEP=1 adds a CUDA configuration sweep (rms_norm_sweep.json);
+#   NORM_NO_COMPILE=1 skips the torch.compile anchor (saves its compile time).
+# Usage:  OUT=/some/dir bash benchmarks/gpu_norm.sh      (OUT defaults to benchmarks/results)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT="${OUT:-benchmarks/results}"
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1
+QLINEAR_BUILD_DIR="$(mktemp -d)"
+export QLINEAR_BUILD_DIR
+t_all=$(date +%s)
+
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
+command -v nvcc >/dev/null && nvcc --version | tail -n 1 || echo "nvcc: not on PATH (CUDA_HOME=${CUDA_HOME:-unset})"
+
+echo "== 1. cold build of the CUDA extension"
+t0=$(date +%s.%N)
+python -c "from qlinear.kernels import cuda_ext; cuda_ext.load(verbose=True)" >"$OUT/norm_build.log" 2>&1
+build_rc=$?
+build_s=$(python -c "print(f'{$(date +%s.%N) - $t0:.1f}')")
+echo "first build: rc=$build_rc, ${build_s} s (budget 30 s); log in $OUT/norm_build.log"
+[ "$build_rc" -ne 0 ] && tail -n 30 "$OUT/norm_build.log"
+echo "{\"first_build_s\": $build_s, \"rc\": $build_rc}" >"$OUT/norm_build_time.json"
+
+echo "== 2. GPU tests"
+timeout 240 python -m pytest -q -p no:cacheprovider tests/gpu/test_rms_norm_gpu.py \
+    --junitxml="$OUT/norm_gpu_junit.xml" >"$OUT/norm_gpu_pytest.txt" 2>&1
+test_rc=$?
+tail -n 25 "$OUT/norm_gpu_pytest.txt"
+
+echo "== 3. benchmark"
+bench_args=(--out "$OUT")
+[ "${NORM_NO_COMPILE:-0}" = "1" ] && bench_args+=(--no-compile)
+timeout 240 python benchmarks/bench_rms_norm.py "${bench_args[@]}" 2>&1 | tee "$OUT/norm_bench.txt"
+bench_rc=${PIPESTATUS[0]}
+if [ "${NORM_SWEEP:-0}" = "1" ]; then
+    timeout 240 python benchmarks/bench_rms_norm.py --sweep --quick --no-compile --out "$OUT" \
+        >"$OUT/norm_sweep.txt" 2>&1
+    sed -n '/^best CUDA configuration/,$p' "$OUT/norm_sweep.txt"
+fi
+
+echo
+echo "================ RMSNorm summary ================"
+echo "first build      : ${build_s} s (rc=$build_rc, budget 30 s)"
+echo "gpu tests        : $(grep -E '(passed|failed|error)' "$OUT/norm_gpu_pytest.txt" | tail -n 1) (rc=$test_rc)"
+echo "benchmark        : rc=$bench_rc"
+sed -n '/^case /,/^copy ceiling/p' "$OUT/norm_bench.txt"
+echo "total wall       : $(( $(date +%s) - t_all )) s"
+rm -rf "$QLINEAR_BUILD_DIR"
+[ "$build_rc" -eq 0 ] && [ "$test_rc" -eq 0 ] && [ "$bench_rc" -eq 0 ]

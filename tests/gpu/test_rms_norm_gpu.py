@@ -1,0 +1,319 @@
+"""GPU tests of RMSNorm (CUDA extension and Triton backends) against the fp32 reference.
+
+The issue's grid: tokens x hidden x dtype x strided / contiguous x with / without residual x
+backend, plus the DeepSeek slices, 3-D / 4-D views, misaligned pointers, NaN / inf, in place,
+forced kernel configurations, custom-op checks, torch.compile and CUDA-graph capture. Strided
+views live inside wider buffers whose other bytes are checked to be untouched.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from qlinear.ops.norm import fused_add_rms_norm, resolve_norm_backend, rms_norm
+from qlinear.reference.norm import fused_add_rms_norm_ref, rms_norm_ref
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
+]
+
+TOKENS = [7, 83, 4096]
+HIDDEN = [8, 768, 769, 770, 771, 5120, 5124, 5125, 5126, 8192, 8199]
+DTYPES = [torch.float16, torch.bfloat16, torch.float32]
+STRIDED = [False, True]
+RESIDUAL = [False, True]
+BACKENDS = ["cuda", "triton"]
+EPS = 1e-6
+# one rounding of the result in the dtype (the kernels and the reference may round the same fp32
+# value differently by one ulp after different summation orders / rsqrt approximations)
+TOL = {torch.float16: (2e-3, 2e-3), torch.bfloat16: (1.6e-2, 1.6e-2), torch.float32: (2e-5, 2e-5)}
+
+
+def _close(actual, expected, dtype):
+    rtol, atol = TOL[dtype]
+    torch.testing.assert_close(actual.float(), expected.float(), rtol=rtol, atol=atol, equal_nan=True)
+
+
+def _gen(seed):
+    return torch.Generator(device="cuda").manual_seed(seed)
+
+
+class Strided:
+    """A [T, H] view at column `col` of a random [T, H + pad] buffer (or a contiguous tensor)."""
+
+    def __init__(self, T, H, dtype, strided, seed, col=8, pad=72):
+        width = H + pad if strided else H
+        self.buf = (torch.randn(T, width, device="cuda", generator=_gen(seed)) * 2).to(dtype)
+        self.col = col if strided else 0
+        self.view = self.buf[:, self.col : self.col + H]
+        self.before = self.buf.clone()
+        if T > 1 and H > 1:
+            assert self.view.is_contiguous() != strided
+
+    def assert_outside_untouched(self):
+        keep = torch.ones_like(self.buf, dtype=torch.bool)
+        keep[:, self.col : self.col + self.view.shape[1]] = False
+        assert torch.equal(self.buf[keep], self.before[keep]), "memory around the strided view was written"
+
+
+def _weight(H, dtype, seed=1):
+    return (1 + 0.5 * torch.randn(H, device="cuda", generator=_gen(seed))).to(dtype)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _cuda_ext_built():
+    from qlinear.kernels import cuda_ext
+
+    assert cuda_ext.is_available(), cuda_ext.failure_reason()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("residual", RESIDUAL)
+@pytest.mark.parametrize("strided", STRIDED)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("H", HIDDEN)
+@pytest.mark.parametrize("T", TOKENS)
+def test_grid(T, H, dtype, strided, residual, backend):
+    x = Strided(T, H, dtype, strided, seed=T * 10007 + H)
+    w = _weight(H, dtype)
+    if residual:
+        r = Strided(T, H, dtype, strided, seed=T + H, col=16, pad=40)
+        out_ref, r_ref = fused_add_rms_norm_ref(x.view, r.view, w, EPS)
+        fused_add_rms_norm(x.view, r.view, w, EPS, backend=backend)
+        torch.testing.assert_close(r.view, r_ref, rtol=0, atol=0)  # one fp32 add, one rounding
+        _close(x.view, out_ref, dtype)
+        r.assert_outside_untouched()
+    else:
+        out = Strided(T, H, dtype, strided, seed=T + 2 * H, col=24, pad=48)
+        expected = rms_norm_ref(x.view, w, EPS)
+        y = rms_norm(x.view, w, EPS, out=out.view, backend=backend)
+        assert y is out.view
+        _close(out.view, expected, dtype)
+        assert torch.equal(x.buf, x.before), "x was modified"
+        out.assert_outside_untouched()
+    x.assert_outside_untouched()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("T", [7, 4096])
+def test_deepseek_slices(T, backend):
+    dtype = torch.bfloat16
+    buf = (torch.randn(T, 2112, device="cuda", generator=_gen(3)) * 3).to(dtype)
+    before = buf.clone()
+    w_q, w_kv = _weight(1536, dtype, 4), _weight(512, dtype, 5)
+    q_c, kv_c = buf[:, :1536], buf[:, 1536:2048]
+    q_ref, kv_ref = rms_norm_ref(q_c, w_q, EPS), rms_norm_ref(kv_c, w_kv, EPS)
+    rms_norm(q_c, w_q, EPS, out=q_c, backend=backend)
+    rms_norm(kv_c, w_kv, EPS, out=kv_c, backend=backend)
+    _close(q_c, q_ref, dtype)
+    _close(kv_c, kv_ref, dtype)
+    assert torch.equal(buf[:, 2048:], before[:, 2048:])
+    # fused add on a strided slice with a contiguous residual
+    r = torch.randn(T, 1536, device="cuda", generator=_gen(6)).to(dtype)
+    out_ref, r_ref = fused_add_rms_norm_ref(q_c, r, w_q, EPS)
+    fused_add_rms_norm(q_c, r, w_q, EPS, backend=backend)
+    torch.testing.assert_close(r, r_ref, rtol=0, atol=0)
+    _close(q_c, out_ref, dtype)
+    _close(kv_c, kv_ref, dtype)  # untouched by the q_c op
+
+
+VIEWS = {
+    "3d_contiguous": lambda d: torch.randn(4, 9, 768, device="cuda").to(d),
+    "3d_rows_strided": lambda d: torch.randn(4, 9, 800, device="cuda").to(d)[..., 16:784],
+    "3d_non_collapsible": lambda d: torch.randn(4, 9, 800, device="cuda").to(d)[:, :7, 16:784],
+    "3d_transposed": lambda d: torch.randn(9, 4, 768, device="cuda").to(d).transpose(0, 1),
+    "4d_non_collapsible": lambda d: torch.randn(2, 5, 3, 800, device="cuda").to(d)[:, :4, :2, 8:776],
+}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("view", sorted(VIEWS))
+def test_views(view, dtype, backend):
+    x = VIEWS[view](dtype)
+    w = _weight(768, dtype)
+    _close(rms_norm(x, w, EPS, backend=backend), rms_norm_ref(x, w, EPS), dtype)
+    r = torch.randn(x.shape, device="cuda").to(dtype)
+    out_ref, r_ref = fused_add_rms_norm_ref(x, r, w, EPS)
+    fused_add_rms_norm(x, r, w, EPS, backend=backend)
+    torch.testing.assert_close(r, r_ref, rtol=0, atol=0)
+    _close(x, out_ref, dtype)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("H", [768, 5120, 771])
+def test_misaligned_pointers(H, dtype, backend):
+    T = 33
+    # storage offset of one element: no 16-byte alignment anywhere
+    x = torch.randn(T * H + 1, device="cuda").to(dtype)[1:].view(T, H)
+    out = torch.empty(T * H + 1, device="cuda", dtype=dtype)[1:].view(T, H)
+    assert x.storage_offset() == 1 and out.storage_offset() == 1
+    w = _weight(H, dtype)
+    rms_norm(x, w, EPS, out=out, backend=backend)
+    _close(out, rms_norm_ref(x, w, EPS), dtype)
+    r_store = torch.randn(T * H + 3, device="cuda").to(dtype)
+    r = r_store[3:].view(T, H)
+    out_ref, r_ref = fused_add_rms_norm_ref(x, r, w, EPS)
+    fused_add_rms_norm(x, r, w, EPS, backend=backend)
+    torch.testing.assert_close(r, r_ref, rtol=0, atol=0)
+    _close(x, out_ref, dtype)
+    # misaligned weight
+    w_odd = torch.empty(H + 1, device="cuda", dtype=dtype)[1:]
+    w_odd.copy_(w)
+    _close(rms_norm(x, w_odd, EPS, backend=backend), rms_norm_ref(x, w, EPS), dtype)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("H", [768, 771])
+def test_nan_inf_like_reference(H, dtype, backend):
+    x = torch.randn(6, H, device="cuda").to(dtype)
+    x[0, 3] = float("nan")
+    x[1, 5] = float("inf")
+    x[2, 0] = float("-inf")
+    x[3] = 0  # eps keeps an all-zero row finite
+    w = _weight(H, dtype)
+    y = rms_norm(x, w, EPS, backend=backend)
+    expected = rms_norm_ref(x, w, EPS)
+    assert torch.equal(torch.isnan(y), torch.isnan(expected))
+    _close(y, expected, dtype)
+    r = torch.randn(6, H, device="cuda").to(dtype)
+    out_ref, r_ref = fused_add_rms_norm_ref(x, r, w, EPS)
+    fused_add_rms_norm(x, r, w, EPS, backend=backend)
+    torch.testing.assert_close(r, r_ref, rtol=0, atol=0, equal_nan=True)
+    assert torch.equal(torch.isnan(x), torch.isnan(out_ref))
+    _close(x, out_ref, dtype)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("H", [70000, 65536 + 8])
+def test_rows_longer_than_registers(H, backend):
+    # beyond the register kernels (CUDA: generic two-pass kernel; Triton: chunked loop)
+    dtype = torch.bfloat16
+    x = Strided(3, H, dtype, True, seed=9)
+    w = _weight(H, dtype)
+    _close(rms_norm(x.view, w, EPS, backend=backend), rms_norm_ref(x.view, w, EPS), dtype)
+    r = torch.randn(3, H, device="cuda").to(dtype)
+    out_ref, r_ref = fused_add_rms_norm_ref(x.view, r, w, EPS)
+    fused_add_rms_norm(x.view, r, w, EPS, backend=backend)
+    torch.testing.assert_close(r, r_ref, rtol=0, atol=0)
+    _close(x.view, out_ref, dtype)
+    x.assert_outside_untouched()
+
+
+# (vecs_per_thread, threads_per_row, rows_per_block); -1 = generic kernel. (8, 8, 1) asks for an
+# 8-thread block, which the launcher widens to a full warp.
+CONFIGS = [(1, 64, 1), (1, 64, 4), (2, 32, 8), (4, 16, 16), (4, 32, 2), (8, 8, 32), (8, 8, 1),
+           (2, 128, 2), (4, 256, 1), (1, 512, 2), (1, 1024, 1), (-1, 32, 8), (-1, 256, 1), (-1, 1024, 1)]
+
+
+@pytest.mark.parametrize("fused", [False, True])
+@pytest.mark.parametrize("config", CONFIGS, ids=str)
+@pytest.mark.parametrize("H", [512, 1536])
+def test_forced_cuda_configs(H, config, fused):
+    """Every kernel shape the plan might pick (sub-warp groups, several warps per row, several
+    rows per block, the generic kernel), forced through the launcher's overrides."""
+    from qlinear.kernels import cuda_ext
+
+    ops = cuda_ext.load()
+    nv, tpr, rpb = config
+    dtype = torch.bfloat16
+    T = 1000
+    x = Strided(T, H, dtype, True, seed=H + tpr, col=8, pad=72)
+    w = _weight(H, dtype)
+    if fused:
+        r = torch.randn(T, H, device="cuda").to(dtype)
+        out_ref, r_ref = fused_add_rms_norm_ref(x.view, r, w, EPS)
+        ops.fused_add_rms_norm(x.view[None], r[None], w, EPS, nv, tpr, rpb)
+        torch.testing.assert_close(r, r_ref, rtol=0, atol=0)
+        _close(x.view, out_ref, dtype)
+    else:
+        out = torch.empty(T, H, device="cuda", dtype=dtype)
+        ops.rms_norm(out[None], x.view[None], w, EPS, nv, tpr, rpb)
+        _close(out, rms_norm_ref(x.view, w, EPS), dtype)
+    x.assert_outside_untouched()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_in_place_out_is_x(backend):
+    x = Strided(100, 1536, torch.bfloat16, True, seed=11)
+    w = _weight(1536, torch.bfloat16)
+    expected = rms_norm_ref(x.view, w, EPS)
+    assert rms_norm(x.view, w, EPS, out=x.view, backend=backend) is x.view
+    _close(x.view, expected, torch.bfloat16)
+    x.assert_outside_untouched()
+
+
+def test_default_backend_is_cuda(monkeypatch):
+    monkeypatch.delenv("QLINEAR_NORM_BACKEND", raising=False)
+    x = torch.randn(2, 64, device="cuda")
+    assert resolve_norm_backend(None, x) == "cuda"
+    monkeypatch.setenv("QLINEAR_NORM_BACKEND", "triton")
+    assert resolve_norm_backend(None, x) == "triton"
+    assert resolve_norm_backend("reference", x) == "reference"
+
+
+def test_errors_on_gpu():
+    x = torch.randn(4, 64, device="cuda")
+    with pytest.raises(ValueError, match="weight: expected device"):
+        rms_norm(x, torch.ones(64), backend="cuda")
+    with pytest.raises(ValueError, match="residual: expected device"):
+        fused_add_rms_norm(x, torch.randn(4, 64), torch.ones(64, device="cuda"), backend="cuda")
+    buf = torch.randn(4, 2112, device="cuda")
+    with pytest.raises(ValueError, match="x and residual overlap"):
+        fused_add_rms_norm(buf[:, :512], buf[:, 256:768], torch.ones(512, device="cuda"), backend="cuda")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_opcheck(backend):
+    x = torch.randn(9, 2112, device="cuda", dtype=torch.bfloat16)[:, 1536:2048]
+    w = _weight(512, torch.bfloat16)
+    out = torch.empty(9, 512, device="cuda", dtype=torch.bfloat16)
+    torch.library.opcheck(torch.ops.qlinear.rms_norm.default, (out, x, w, EPS, backend))
+    r = torch.randn(9, 512, device="cuda", dtype=torch.bfloat16)
+    torch.library.opcheck(torch.ops.qlinear.fused_add_rms_norm.default, (x, r, w, EPS, backend))
+
+
+@pytest.mark.parametrize("backend", [*BACKENDS, None])
+def test_torch_compile_and_cuda_graph(backend):
+    dtype = torch.bfloat16
+    w = _weight(1536, dtype)
+
+    def step(buf, r):
+        q = buf[:, :1536]
+        fused_add_rms_norm(q, r, w, EPS, backend=backend)
+        return rms_norm(buf[:, 1536:2048], w[:512], EPS, backend=backend)
+
+    buf = torch.randn(64, 2112, device="cuda").to(dtype)
+    r = torch.randn(64, 1536, device="cuda").to(dtype)
+    buf_e, r_e = buf.clone(), r.clone()
+    y_e = step(buf_e, r_e)
+
+    torch._dynamo.reset()
+    compiled = torch.compile(step, fullgraph=True)
+    buf_c, r_c = buf.clone(), r.clone()
+    y_c = compiled(buf_c, r_c)
+    torch.testing.assert_close(y_c, y_e, rtol=0, atol=0)
+    torch.testing.assert_close(buf_c, buf_e, rtol=0, atol=0)
+    torch.testing.assert_close(r_c, r_e, rtol=0, atol=0)
+
+    # CUDA-graph capture of the eager ops, replayed on fresh inputs copied into the static ones
+    buf_g, r_g = buf.clone(), r.clone()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        step(buf_g.clone(), r_g.clone())  # warm-up (compiles / loads outside the capture)
+    torch.cuda.current_stream().wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        y_g = step(buf_g, r_g)
+    buf_g.copy_(buf)
+    r_g.copy_(r)
+    graph.replay()
+    torch.cuda.synchronize()
+    torch.testing.assert_close(y_g, y_e, rtol=0, atol=0)
+    torch.testing.assert_close(buf_g, buf_e, rtol=0, atol=0)
+    torch.testing.assert_close(r_g, r_e, rtol=0, atol=0)
