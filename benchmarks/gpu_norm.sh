@@ -17,6 +17,7 @@ t_all=$(date +%s)
 
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
 command -v nvcc >/dev/null && nvcc --version | tail -n 1 || echo "nvcc: not on PATH (CUDA_HOME=${CUDA_HOME:-unset})"
+python -c "import torch, triton; from torch.utils.cpp_extension import is_ninja_available as n; print(f'torch {torch.__version__} (cuda {torch.version.cuda}), triton {triton.__version__}, ninja: {n()}')"
 
 echo "== 1. cold build of the CUDA extension"
 t0=$(date +%s.%N)

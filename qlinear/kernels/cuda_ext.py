@@ -1,5 +1,6 @@
 """Loader for the CUDA RMSNorm extension (``csrc/``): prebuilt at install time, else built on
-first use with ``torch.utils.cpp_extension.load`` and cached.
+first use with ``torch.utils.cpp_extension.load`` (or, when ninja is not installed, a plain
+nvcc + c++ build) and cached.
 
 The extension registers ``torch.ops.qlinear_C.rms_norm`` and ``torch.ops.qlinear_C.fused_add_rms_norm``
 (TORCH_LIBRARY, no pybind11); :func:`load` returns the ``torch.ops.qlinear_C`` namespace.
@@ -17,6 +18,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
+import subprocess
+import sysconfig
 import threading
 from pathlib import Path
 
@@ -105,19 +109,85 @@ def load(verbose: bool | None = None):
 
             if verbose is None:
                 verbose = os.environ.get("QLINEAR_BUILD_VERBOSE") == "1"
-            cpp_extension.load(
-                name=EXT_NAME,
-                sources=[str(src / f) for f in _SOURCES],
-                extra_cflags=list(CXX_FLAGS),
-                extra_cuda_cflags=list(CUDA_FLAGS),
-                extra_include_paths=[str(src)],
-                build_directory=str(_build_dir(src)),
-                is_python_module=False,
-                verbose=verbose,
-            )
+            build_dir = _build_dir(src)
+            if cpp_extension.is_ninja_available():
+                cpp_extension.load(
+                    name=EXT_NAME,
+                    sources=[str(src / f) for f in _SOURCES],
+                    extra_cflags=list(CXX_FLAGS),
+                    extra_cuda_cflags=list(CUDA_FLAGS),
+                    extra_include_paths=[str(src)],
+                    build_directory=str(build_dir),
+                    is_python_module=False,
+                    verbose=verbose,
+                )
+            else:
+                torch.ops.load_library(str(_build_without_ninja(src, build_dir, verbose)))
         _loaded = True
         _failure = None
         return torch.ops.qlinear_C
+
+
+def _std_flag() -> str:
+    # the C++ standard torch's own extension builder uses for this torch version
+    from torch.utils import cpp_extension
+
+    text = Path(cpp_extension.__file__).read_text()
+    return "-std=c++20" if "'-std=c++20'" in text else "-std=c++17"
+
+
+def _cuda_home(torch_guess: str | None) -> str:
+    nvcc = shutil.which("nvcc")
+    candidates = [torch_guess, os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda",
+                  str(Path(nvcc).resolve().parents[1]) if nvcc else None]
+    for c in filter(None, candidates):
+        if (Path(c) / "include" / "cuda_runtime.h").is_file():
+            return c
+    raise RuntimeError("CUDA toolkit not found (no include/cuda_runtime.h under CUDA_HOME, /usr/local/cuda or nvcc's prefix)")
+
+
+def build_commands(src: Path, build_dir: Path) -> tuple[list[list[str]], list[str], Path]:
+    """(compile commands, link command, library path) of a plain nvcc + g++ build, used when
+    ninja (which cpp_extension.load needs) is not installed."""
+    from torch.utils import cpp_extension
+
+    cuda_home = _cuda_home(cpp_extension.CUDA_HOME)
+    nvcc = str(Path(cuda_home) / "bin" / "nvcc") if (Path(cuda_home) / "bin" / "nvcc").is_file() else "nvcc"
+    std = _std_flag()
+    abi = f"-D_GLIBCXX_USE_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}"
+    incs = [f"-I{p}" for p in [str(src), *cpp_extension.include_paths(), str(Path(cuda_home) / "include"),
+                               sysconfig.get_paths()["include"]]]
+    lib = build_dir / f"{EXT_NAME}.so"
+    cu_obj, cc_obj = build_dir / "norm_launch.o", build_dir / "binding.o"
+    compiles = [
+        [nvcc, *CUDA_FLAGS, std, abi, "-Xcompiler", "-fPIC", *incs, "-c", str(src / "norm_launch.cu"), "-o", str(cu_obj)],
+        ["c++", *CXX_FLAGS, std, abi, "-fPIC", "-w", *incs, "-c", str(src / "binding.cpp"), "-o", str(cc_obj)],
+    ]
+    torch_lib = str(Path(torch.__file__).parent / "lib")
+    cuda_lib = str(Path(cuda_home) / "lib64")
+    link = ["c++", "-shared", str(cc_obj), str(cu_obj), "-o", str(lib), f"-L{torch_lib}", f"-L{cuda_lib}",
+            "-lc10", "-lc10_cuda", "-ltorch_cpu", "-ltorch_cuda", "-ltorch", "-lcudart", f"-Wl,-rpath,{torch_lib}"]
+    return compiles, link, lib
+
+
+def _build_without_ninja(src: Path, build_dir: Path, verbose: bool) -> Path:
+    compiles, link, lib = build_commands(src, build_dir)
+    if lib.is_file():
+        return lib
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for cmd in compiles]
+    for cmd, proc in zip(compiles, procs):
+        out, _ = proc.communicate()
+        if verbose or proc.returncode:
+            print(" ".join(cmd), out, sep="\n")
+        if proc.returncode:
+            raise RuntimeError(f"compiling {cmd[-3]} failed (exit {proc.returncode}):\n{out[-3000:]}")
+    tmp = lib.with_suffix(f".tmp{os.getpid()}.so")
+    link[link.index(str(lib))] = str(tmp)
+    proc = subprocess.run(link, capture_output=True, text=True)
+    if proc.returncode:
+        raise RuntimeError(f"linking {lib.name} failed:\n{proc.stderr[-3000:]}")
+    os.replace(tmp, lib)  # atomic: a concurrent process sees the whole library or none
+    return lib
 
 
 def is_available() -> bool:

@@ -28,6 +28,7 @@ partially loaded.
 from __future__ import annotations
 
 import copy
+import functools
 import os
 import sys
 import time
@@ -82,6 +83,7 @@ def _restore_state(module: nn.Module, state: dict) -> None:
     module.__dict__.update(state)
 
 
+@functools.lru_cache(maxsize=4096)  # called per tensor; a checkpoint has few files
 def _short(file: Path, root: Path) -> str:
     try:
         return str(file.relative_to(root))
@@ -110,7 +112,9 @@ def _plan(ckpt, headers, index: ParamIndex, report: LoadReport) -> tuple[list[tu
         if len(entries) > 1:
             files = [_short(e.file, root) for e in entries]
             problems.append(f"tensor {name!r} appears in {len(entries)} files: {files}")
-            report.skipped[name] = "duplicated across files"
+            # strict=False reads the copy the index names (else the first): one problem, not two
+            listed = (ckpt.weight_map or {}).get(name)
+            chosen[name] = next((e for e in entries if e.file == listed), pick)
             continue
         if ckpt.weight_map is not None:
             listed = ckpt.weight_map.get(name)
@@ -163,7 +167,7 @@ def _plan(ckpt, headers, index: ParamIndex, report: LoadReport) -> tuple[list[tu
             if not mine and info.required and not info.already_loaded():
                 names = " or ".join(repr(c) for c in info.ckpt_names)
                 report.missing.append(info.display)
-                problems.append(f"{info.name}: missing: no tensor {names} in the checkpoint")
+                problems.append(f"{info.display}: missing: no tensor {names} in the checkpoint")
             continue
         if None in mine:
             continue

@@ -141,7 +141,8 @@ def _scheme_from_group(name: str, scheme: Any, default_format: str) -> Scheme | 
         return None  # the UNQUANTIZED preset
     fmt = _value(scheme.format) or default_format
     if fmt == "mixed-precision":
-        raise config_error(_METHOD, f"{where}.format", None, "each group's own format when the config's format is 'mixed-precision'")
+        raise config_error(_METHOD, f"{where}.format", None,
+                           "each group's own format when the config's format is 'mixed-precision'")
     if fmt not in SUPPORTED_FORMATS:
         raise config_error(_METHOD, f"{where}.format", fmt, list(SUPPORTED_FORMATS))
     if scheme.output_activations is not None:

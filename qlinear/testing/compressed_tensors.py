@@ -63,7 +63,8 @@ def _import_ct():
     )
     from compressed_tensors.quantization.utils import calculate_qparams
 
-    return BaseCompressor, ModelCompressor, QuantizationConfig, apply_quantization_config, preset_name_to_scheme, calculate_qparams
+    return (BaseCompressor, ModelCompressor, QuantizationConfig, apply_quantization_config,
+            preset_name_to_scheme, calculate_qparams)
 
 
 def _build_model(weights: Mapping[str, torch.Tensor], dtype: torch.dtype) -> torch.nn.Module:

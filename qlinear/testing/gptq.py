@@ -88,30 +88,30 @@ def quantize_gptq(
     else:
         g_idx = (torch.arange(k) // g).to(torch.int32)
 
-    scales = torch.empty(groups, n, dtype=torch.float32)
-    zeros = torch.empty(groups, n, dtype=torch.int64)
-    q = torch.empty(k, n, dtype=torch.int64)
+    # Visit the columns group by group (act-order groups are scattered over K): sort by group,
+    # quantize contiguous [N, G, g] blocks, then put the columns back where they were.
+    order = torch.sort(g_idx.to(torch.int64), stable=True).indices
+    blocks = w[:, order].reshape(n, groups, g)
+    xmin = blocks.amin(dim=2).clamp(max=0)
+    xmax = blocks.amax(dim=2).clamp(min=0)
+    if sym:
+        xmax = torch.maximum(xmin.abs(), xmax)
+        xmin = -xmax
+    empty = (xmin == 0) & (xmax == 0)
+    xmin = torch.where(empty, -1.0, xmin)
+    xmax = torch.where(empty, 1.0, xmax)
+    scale = ((xmax - xmin) / maxq).to(scale_dtype).to(torch.float32)  # [N, G]
+    if sym:
+        zero = torch.full((n, groups), (maxq + 1) // 2, dtype=torch.int64)
+    else:
+        zero = torch.round(-xmin / scale).clamp(0, maxq).to(torch.int64)
+    q_sorted = torch.clamp(torch.round(blocks / scale[..., None]) + zero[..., None], 0, maxq).to(torch.int64)
+    deq_sorted = (q_sorted - zero[..., None]).to(torch.float32) * scale[..., None]
+    q = torch.empty(n, k, dtype=torch.int64)
     deq = torch.empty(n, k, dtype=torch.float32)
-    for grp in range(groups):
-        cols = (g_idx == grp).nonzero().flatten()
-        block = w[:, cols]  # [N, g]
-        xmin = block.amin(dim=1).clamp(max=0)
-        xmax = block.amax(dim=1).clamp(min=0)
-        if sym:
-            xmax = torch.maximum(xmin.abs(), xmax)
-            xmin = -xmax
-        empty = (xmin == 0) & (xmax == 0)
-        xmin = torch.where(empty, -1.0, xmin)
-        xmax = torch.where(empty, 1.0, xmax)
-        scale = ((xmax - xmin) / maxq).to(scale_dtype).to(torch.float32)
-        if sym:
-            zero = torch.full((n,), (maxq + 1) // 2, dtype=torch.int64)
-        else:
-            zero = torch.round(-xmin / scale).clamp(0, maxq).to(torch.int64)
-        qg = torch.clamp(torch.round(block / scale[:, None]) + zero[:, None], 0, maxq).to(torch.int64)
-        scales[grp], zeros[grp] = scale, zero
-        q[cols] = qg.T
-        deq[:, cols] = (qg - zero[:, None]).to(torch.float32) * scale[:, None]
+    q[:, order] = q_sorted.reshape(n, k)
+    deq[:, order] = deq_sorted.reshape(n, k)
+    scales, zeros, q = scale.T.contiguous(), zero.T, q.T  # [G, N], [G, N], [K, N]
 
     stored_zeros = (zeros - 1) & maxq if checkpoint_format == "gptq" else zeros
     tensors = {

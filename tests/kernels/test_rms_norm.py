@@ -382,3 +382,20 @@ def test_weight_loader():
         rms_norm_weight_loader(norm.weight, torch.ones(8, dtype=torch.int32))
     with pytest.raises(ValueError, match="hidden_size"):
         RMSNorm(0)
+
+
+# ----------------------------------------------------------------------------- CUDA extension loader
+
+
+def test_cuda_ext_loader_without_cuda(monkeypatch, tmp_path):
+    from qlinear.kernels import cuda_ext
+
+    src = cuda_ext.csrc_dir()
+    assert src is not None and (src / "norm_launch.cu").is_file()
+    monkeypatch.setenv("QLINEAR_BUILD_DIR", str(tmp_path))
+    d = cuda_ext._build_dir(src)
+    assert d.parent == tmp_path and d.name.startswith(cuda_ext.EXT_NAME)
+    assert cuda_ext._build_dir(src) == d  # same sources and flags: same cache folder
+    if torch.version.cuda is None:
+        assert cuda_ext.is_available() is False
+        assert "without CUDA" in cuda_ext.failure_reason()

@@ -325,6 +325,9 @@ def test_duplicated_tensor_across_shards(tmp_path):
     extra[name] = tensors[name]
     save_file(extra, str(tmp_path / other))
     refused(tmp_path, rf"tensor '{name}' appears in 2 files")
+    layer = make_layer()
+    report = load_checkpoint(layer, tmp_path, fused_modules=FUSED, strict=False)
+    assert len(report.problems) == 1 and name in report.loaded and not report.unfinished
 
 
 def test_fused_and_per_shard_tensor_for_the_same_rows(tmp_path):

@@ -10,7 +10,6 @@ producer, not against itself. FP8 activations are quantized the way the ops docu
 from __future__ import annotations
 
 import copy
-import dataclasses
 import importlib.util
 import json
 import os
@@ -361,7 +360,6 @@ def test_wrong_quant_method_to_the_class():
         CompressedTensorsConfig.from_config(_with("quant_method", "gptq"))
 
 
-@needs_ct
 def test_missing_package_names_the_install(monkeypatch):
     from qlinear.quantization.compressed_tensors import CompressedTensorsConfig
 
@@ -370,7 +368,6 @@ def test_missing_package_names_the_install(monkeypatch):
         CompressedTensorsConfig.from_config(FULL_CONFIG)
 
 
-@needs_ct
 def test_import_stays_light():
     code = ("import sys, qlinear.quantization.compressed_tensors, qlinear.testing.compressed_tensors; "
             "assert 'compressed_tensors' not in sys.modules and 'transformers' not in sys.modules, "
@@ -408,7 +405,8 @@ def test_weight_shape_disagreeing_with_packed_tensor(asym_checkpoint):
             tensors["weight_shape"] = torch.tensor([64, 256])
         _load(layer, tensors, i)
     before = _snapshot(layer)
-    with pytest.raises(ValueError, match=r"weight_shape.*expected.*kv_a_proj_with_mqa=\[72, 256\].*got.*kv_a_proj_with_mqa=\[64, 256\]"):
+    expected = r"weight_shape.*expected.*kv_a_proj_with_mqa=\[72, 256\].*got.*kv_a_proj_with_mqa=\[64, 256\]"
+    with pytest.raises(ValueError, match=expected):
         layer.process_weights_after_loading()
     assert not layer.weights_finished and _unchanged(layer, before)
     assert not any(n.startswith("w4a16_") for n, _ in layer.named_buffers())
@@ -479,3 +477,87 @@ def test_legacy_zero_points_out_of_range():
     with pytest.raises(ValueError, match=r"weight_zero_point: int4 zero points must lie in \[-8, 7\], got \[.*, 9\]"):
         layer.process_weights_after_loading()
     assert not layer.weights_finished
+
+
+# ---------------------------------------------------------------------------------------------
+# GPU: the kernels behind the layers, on checkpoints the producer wrote on a CPU machine
+#   python -m qlinear.testing.compressed_tensors build/ct_fixtures      (here, with compressed-tensors)
+#   QLINEAR_CT_FIXTURES=build/ct_fixtures QLINEAR_CT_GPU_JSON=$OUT/ct_gpu.json \
+#       python -m pytest -q -m gpu tests/quantization/test_compressed_tensors_format.py   (GPU)
+# ---------------------------------------------------------------------------------------------
+
+# The schemes the presets parse to (the GPU image cannot run compressed-tensors' parser; the
+# CPU test below checks this table against it).
+PRESET_SCHEMES = {
+    "W4A16": IntWeightScheme(bits=4, symmetric=True, group_size=128),
+    "W4A16_ASYM": IntWeightScheme(bits=4, symmetric=False, group_size=128),
+    "W8A16": IntWeightScheme(bits=8, symmetric=True, group_size=128),
+    "FP8": Fp8Scheme("tensor", None, static_input=True),
+    "FP8_DYNAMIC": Fp8Scheme("channel", None, static_input=False),
+    "FP8_BLOCK": Fp8Scheme("block", (128, 128), static_input=False),
+}
+GPU_M = [1, 16, 300]
+
+
+class _FixedScheme(QuantizationConfig):
+    """Every layer gets the method of one scheme (what CompressedTensorsConfig would pick)."""
+
+    quant_method = "compressed-tensors"
+
+    def __init__(self, scheme):
+        super().__init__()
+        self.scheme = scheme
+
+    @classmethod
+    def from_config(cls, config):
+        raise NotImplementedError
+
+    def get_quant_method(self, layer, prefix):
+        return method_for_scheme(self.scheme)
+
+
+@needs_ct
+@pytest.mark.parametrize("scheme", CT_SCHEMES)
+def test_preset_table_matches_the_parser(scheme):
+    _, config, _ = make_ct_checkpoint({ATTN + NAMES[0]: torch.randn(128, 256)}, scheme)
+    assert get_quantization_config(config).schemes == {"group_0": PRESET_SCHEMES[scheme]}
+
+
+@pytest.fixture(scope="module")
+def gpu_results():
+    rows: list[dict] = []
+    yield rows
+    path = os.environ.get("QLINEAR_CT_GPU_JSON")
+    if path and rows:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        with open(path, "w") as f:
+            json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": rows}, f, indent=1)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("scheme", CT_SCHEMES)
+def test_gpu_backends_match_producer(scheme, gpu_results):
+    path = os.path.join(os.environ.get("QLINEAR_CT_FIXTURES", "build/ct_fixtures"), f"{scheme}.pt")
+    if not os.path.exists(path):
+        pytest.skip(f"no fixture {path}: run `python -m qlinear.testing.compressed_tensors build/ct_fixtures` "
+                    "where compressed-tensors is installed")
+    fx = torch.load(path, weights_only=True)
+    names, sizes, k = fx["names"], fx["sizes"], fx["k"]
+    layer = MergedReplicatedLinear(k, sizes, params_dtype=torch.bfloat16, quant_config=_FixedScheme(PRESET_SCHEMES[scheme]),
+                                   prefix=FUSED, shard_names=[n.rpartition(".")[2] for n in names]).to("cuda")
+    for i, name in enumerate(names):  # CPU checkpoint tensors into CUDA parameters
+        _load(layer, _module_tensors(fx["state_dict"], name), i)
+    layer.process_weights_after_loading()
+    w = torch.cat([fx["dequantized"][n] for n in names]).cuda()
+    scales = [fx["state_dict"][n + ".input_scale"] for n in names if n + ".input_scale" in fx["state_dict"]]
+    input_scale = torch.stack([s.float() for s in scales]).max().cuda() if scales else None
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    for m in GPU_M:
+        x = torch.randn(m, k, device="cuda", generator=gen).to(torch.bfloat16)
+        out = layer(x)
+        torch.cuda.synchronize()
+        err = _rel(out, _reference(scheme, x, w, input_scale))
+        gpu_results.append({"scheme": scheme, "k": k, "sizes": sizes, "m": m, "backend": layer.backend(x),
+                            "method": layer.quant_method.name, "rel_err": err})
+        assert err <= TOL[torch.bfloat16], (scheme, m, layer.backend(x), err)
