@@ -103,7 +103,7 @@ def _num_sms(device: torch.device) -> int:
     return _sm_count(device.index if device.index is not None else torch.cuda.current_device())
 
 
-_LOCK_SLOTS = 1 << 16
+_LOCK_SLOTS = 1 << 14  # 64 KB per (device, stream); split-K grids need far fewer tiles
 _LOCKS: dict[tuple[str, int, int], torch.Tensor] = {}
 
 

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Everything that needs the GPU, in one command on the device machine:
+#   STAGES="norm fp8 w4a16 formats linear mla" bash benchmarks/gpu_all.sh
+# Each stage writes into $R/<stage>/ and a log; at the end everything is packed into
+# $OUT/gpu_results.tgz (the device tool returns at most 8 files) and a summary is printed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export PYTHONUNBUFFERED=1
+R=${R:-/tmp/qlinear_gpu}
+rm -rf "$R"; mkdir -p "$R"
+OUT=${OUT:-benchmarks/results}
+STAGES=${STAGES:-"norm fp8 w4a16 formats linear mla"}
+t_all=$(date +%s)
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader | tee "$R/gpu.txt"
+python -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, 'cuda', torch.version.cuda)" | tee -a "$R/gpu.txt"
+
+stage() {  # stage NAME TIMEOUT CMD...
+    local name=$1 limit=$2; shift 2
+    mkdir -p "$R/$name"
+    local t0=$(date +%s)
+    OUT="$R/$name" timeout "$limit" "$@" >"$R/$name.log" 2>&1
+    local rc=$?
+    echo "== $name: rc=$rc in $(( $(date +%s) - t0 )) s"
+    echo "$name rc=$rc" >>"$R/status.txt"
+}
+
+for s in $STAGES; do
+    case $s in
+        norm)    stage norm 240 bash benchmarks/gpu_norm.sh ;;
+        fp8)     stage fp8 300 bash benchmarks/gpu_fp8.sh ;;
+        w4a16)   stage w4a16 300 bash benchmarks/gpu_w4a16.sh ;;
+        formats) stage formats 240 bash -c '
+            QLINEAR_GPU_RESULTS=$OUT/fp8_format_gpu.json python -m pytest -q -p no:cacheprovider -m gpu tests/quantization/test_fp8_format.py; a=$?
+            QLINEAR_GPU_RESULTS=$OUT/gptq_gpu.json python -m pytest -q -p no:cacheprovider -m gpu tests/quantization/test_gptq_format.py; b=$?
+            QLINEAR_GPU_RESULTS=$OUT/awq_gpu.json python -m pytest -q -p no:cacheprovider -m gpu tests/quantization/test_awq_format.py; c=$?
+            QLINEAR_CT_FIXTURES=build/ct_fixtures QLINEAR_CT_GPU_JSON=$OUT/ct_gpu.json python -m pytest -q -p no:cacheprovider -m gpu tests/quantization/test_compressed_tensors_format.py; d=$?
+            python -m qlinear selfcheck --device cuda; e=$?
+            echo "fp8=$a gptq=$b awq=$c ct=$d selfcheck=$e"; exit $((a|b|c|d|e))' ;;
+        linear)  stage linear 300 bash -c 'python benchmarks/bench_linear.py --format fp8-block --out $OUT; a=$?; python benchmarks/bench_linear.py --format w4a16 --out $OUT; b=$?; exit $((a|b))' ;;
+        mla)     stage mla 240 python benchmarks/bench_mla.py --out "$R/mla" ;;
+        streams) stage streams 120 python -m pytest -q -p no:cacheprovider tests/gpu/test_streams_gpu.py ;;
+        *) echo "unknown stage $s" ;;
+    esac
+done
+tar czf "$OUT/gpu_results.tgz" -C "$R" .
+echo
+echo "================ summary ($(( $(date +%s) - t_all )) s) ================"
+cat "$R/status.txt"
+for s in $STAGES; do
+    echo "---- $s (tail)"
+    grep -vE "^\s*$" "$R/$s.log" | tail -n "${TAIL:-14}" | cut -c1-220
+done
