@@ -26,9 +26,9 @@ stage() {  # stage NAME TIMEOUT CMD...
 
 for s in $STAGES; do
     case $s in
-        norm)    stage norm 240 bash benchmarks/gpu_norm.sh ;;
-        fp8)     stage fp8 300 bash benchmarks/gpu_fp8.sh ;;
-        w4a16)   stage w4a16 300 bash benchmarks/gpu_w4a16.sh ;;
+        norm)    stage norm ${NORM_T:-240} bash benchmarks/gpu_norm.sh ;;
+        fp8)     stage fp8 ${FP8_T:-300} bash benchmarks/gpu_fp8.sh ;;
+        w4a16)   stage w4a16 ${W4A16_T:-300} bash benchmarks/gpu_w4a16.sh ;;
         formats) stage formats 240 bash -c '
             QLINEAR_GPU_RESULTS=$OUT/fp8_format_gpu.json python -m pytest -q -p no:cacheprovider -m gpu tests/quantization/test_fp8_format.py; a=$?
             QLINEAR_GPU_RESULTS=$OUT/gptq_gpu.json python -m pytest -q -p no:cacheprovider -m gpu tests/quantization/test_gptq_format.py; b=$?

@@ -9,7 +9,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > "$OUT/fp8
 python -m pytest tests/gpu/test_fp8_gpu.py -q --maxfail=20 --junitxml="$OUT/fp8_gpu_tests.xml" -p no:cacheprovider \
     2>&1 | tail -n 40 | tee "$OUT/fp8_gpu_tests.txt"
 tests_rc=${PIPESTATUS[0]}
-python benchmarks/bench_fp8.py --out "$OUT" 2>&1 | tee "$OUT/bench_fp8.log" | tail -n 60
+python benchmarks/bench_fp8.py --out "$OUT" ${FP8_BENCH_ARGS:-} 2>&1 | tee "$OUT/bench_fp8.log" | tail -n 60
 bench_rc=${PIPESTATUS[0]}
 echo "tests rc=$tests_rc bench rc=$bench_rc"
 exit $(( tests_rc != 0 || bench_rc != 0 ))

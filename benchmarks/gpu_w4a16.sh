@@ -8,7 +8,7 @@ mkdir -p "$OUT"
 python -m pytest tests/gpu/test_w4a16_gpu.py -q --maxfail=20 --junitxml="$OUT/w4a16_gpu_tests.xml" -p no:cacheprovider \
     2>&1 | tail -n 40 | tee "$OUT/w4a16_gpu_tests.txt"
 tests_rc=${PIPESTATUS[0]}
-python benchmarks/bench_w4a16.py --out "$OUT" 2>&1 | tee "$OUT/bench_w4a16.log" | tail -n 60
+python benchmarks/bench_w4a16.py --out "$OUT" ${W4A16_BENCH_ARGS:-} 2>&1 | tee "$OUT/bench_w4a16.log" | tail -n 60
 bench_rc=${PIPESTATUS[0]}
 echo "tests rc=$tests_rc bench rc=$bench_rc"
 exit $(( tests_rc != 0 || bench_rc != 0 ))
