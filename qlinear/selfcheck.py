@@ -78,6 +78,7 @@ class Row:
     files: int
     ok: bool
     error: str = ""
+    traceback: str = ""
 
 
 def _testing(name: str):
@@ -255,7 +256,7 @@ def _check_one(name, build, *, input_size, output_sizes, dtype, device, tokens, 
     except Exception as e:  # a failing format is a row, not a crash: the table shows them all
         row.error = f"{type(e).__name__}: {e}"
         row.ok = False
-        row.traceback = traceback.format_exc()  # type: ignore[attr-defined]
+        row.traceback = traceback.format_exc()
     return row
 
 
@@ -337,7 +338,7 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"{time.perf_counter() - start:.1f} s")
     if args.verbose:
         for r in rows:
-            if getattr(r, "traceback", None):
+            if r.traceback:
                 print(f"\n--- {r.format} ---\n{r.traceback}", file=sys.stderr)
     if args.json:
         doc = {"device": device, "torch": torch.__version__, "rows": [asdict(r) for r in rows]}

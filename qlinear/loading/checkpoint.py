@@ -203,8 +203,9 @@ def _load_one(target: Target, tensor: torch.Tensor) -> None:
         else:
             loader(param, tensor, target.shard)
         return
-    with torch.no_grad():  # a plain nn.Parameter: shape checked in pass 1, floats cast by copy_
-        param.data.copy_(tensor)
+    with torch.no_grad():  # a plain nn.Parameter: shape and dtype checked in pass 1
+        # cast where the source lives: not every device copy converts every dtype
+        param.data.copy_(tensor.to(dtype=param.dtype))
 
 
 def load_checkpoint(

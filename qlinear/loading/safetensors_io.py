@@ -138,7 +138,14 @@ def _refusal(path: Path) -> str | None:
 
 
 def _sniff_foreign(head: bytes) -> str | None:
-    """Name the format of a file that is not safetensors but has its suffix, from its first bytes."""
+    """Name the format of a file that is not safetensors but has its suffix, from its first bytes.
+
+    ``head`` is the first 9 bytes. A safetensors header is a JSON object, so byte 8 is ``{``;
+    only a file without it is judged by its magic bytes (a real header length such as 640 has
+    the low bytes ``80 02``, which would otherwise look like a pickle's protocol marker).
+    """
+    if head[8:9] == b"{":
+        return None
     if head[:2] in (b"\x80\x02", b"\x80\x03", b"\x80\x04", b"\x80\x05"):
         return "a Python pickle"
     if head[:4] == b"PK\x03\x04":
@@ -171,12 +178,13 @@ def read_header(path: str | os.PathLike) -> FileHeader:
     try:
         header.size = path.stat().st_size
         with open(path, "rb") as f:
-            head = f.read(8)
+            head = f.read(9)
             if len(head) < 8:
                 header.problems.append(f"{path}: file is {len(head)} bytes long, too short for a safetensors header")
                 return header
-            (n,) = struct.unpack("<Q", head)
+            (n,) = struct.unpack("<Q", head[:8])
             foreign = _sniff_foreign(head)
+            f.seek(8)
             if foreign is not None:
                 header.problems.append(f"{path}: refused: this is {foreign}, not safetensors; {_REFUSAL}")
                 return header

@@ -406,3 +406,24 @@ def test_read_header_agrees_with_safetensors(good_file):
             sl = f.get_slice(name)
             assert tuple(sl.get_shape()) == header.tensors[name].shape
             assert f.get_tensor(name).dtype == header.tensors[name].dtype
+
+
+@pytest.mark.parametrize("header_len", [640, 896, 1152, 1408])
+def test_header_length_that_looks_like_a_pickle_marker_is_still_safetensors(tmp_path, header_len):
+    """A header of 640 bytes starts the file with 80 02 00..: the pickle sniff must not fire."""
+    import json
+    import struct
+
+    from qlinear.loading import read_header
+
+    data = torch.randn(4, 4)
+    meta = {"w": {"dtype": "F32", "shape": [4, 4], "data_offsets": [0, 64]}}
+    body = json.dumps({**meta, "__metadata__": {"pad": ""}}, separators=(",", ":"))
+    pad = header_len - len(body)
+    body = json.dumps({**meta, "__metadata__": {"pad": "x" * pad}}, separators=(",", ":"))
+    assert len(body) == header_len
+    path = tmp_path / "model.safetensors"
+    path.write_bytes(struct.pack("<Q", header_len) + body.encode() + data.numpy().tobytes())
+    assert path.read_bytes()[:2] in (b"\x80\x02", b"\x80\x03", b"\x80\x04", b"\x80\x05")
+    header = read_header(path)
+    assert not header.problems, header.problems

@@ -4,7 +4,8 @@ Profile ``qlinear-robustness`` (loaded here, so it applies to every ``@given`` o
 derandomized (examples are a fixed function of each test, so CI is reproducible and a failure
 replays), ``max_examples`` 200 per property (``QLINEAR_HYPOTHESIS_EXAMPLES`` overrides it, e.g.
 for a longer local fuzz run), no deadline (the first Triton-interpreted call of a shape is slow),
-and no example database (nothing written to ``.hypothesis/``).
+and no example database; failing examples are shown in the report, never written to
+``.hypothesis/`` (no database, no patch files).
 
 Every property calls ``_robust_common.tally(name)`` once per example; the session summary prints
 how many examples each one ran, and with ``QLINEAR_ROBUSTNESS_COUNTS=<file>`` writes them as JSON
@@ -16,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 import _robust_common
@@ -32,6 +34,15 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 settings.load_profile("qlinear-robustness")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    # Hypothesis' pytest plugin turns a failing example into a patch file under .hypothesis/;
+    # the failure report already shows the example (and how to replay it), so write nothing.
+    yield
+    if hasattr(item, "_hypothesis_failing_examples"):
+        del item._hypothesis_failing_examples
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):

@@ -241,8 +241,8 @@ def test_per_token_group_quant_triton(case):
     m, k, g, dtype = case["m"], case["k"], case["group"], case["dtype"]
     row = k + case["pad"]
     raw = torch.randn(case["offset"] + m * row, generator=rc.gen(case["seed"])) * case["magnitude"]
-    raw[:: 7] *= 50.0  # outliers: other elements of their groups land in e4m3's subnormal range
-    buf = raw.to(dtype)
+    raw[::7] *= 50.0  # outliers: other elements of their groups land in e4m3's subnormal range
+    buf = raw.clamp(-6e4, 6e4).to(dtype)  # finite in fp16 too
     x = buf.as_strided((m, k), (row, 1), case["offset"])
     if case["zero_row"]:
         x[0].zero_()
