@@ -7,6 +7,14 @@ amortized the way a captured decode step sees it); weights rotate over enough co
 call reads its weight from HBM, not from the 50 MB L2. µs per call; TFLOP/s = 2*M*N*K / time.
 
     python benchmarks/bench_fp8.py --out "$OUT"      # writes bench_fp8.json; < 4 min on an H200
+    python benchmarks/bench_fp8.py --focus small-m --out "$OUT"   # bench_fp8_small_m.json, < 100 s
+
+``--focus small-m`` times only what the small-M tables need: the whole Triton op (activation
+quantization included) for M in {1, 2, 4, 16, 64, 128} on the three shapes, fused
+(``quant_a``) vs unfused quantization, over a coordinate sweep around the current default config
+(block_n {32, 64, 128}, split_k {4, 8, 16}, num_warps {4, 8}, num_stages {3, 4, 5}), scaled_mm
+for the dispatch, and the rms_norm_quant_fp8 variants (block_rows x num_warps); it ends by
+printing GEMM_CONFIGS / dispatch / NORM_* lines ready to paste.
 
 Sections of the JSON: ``env``; ``gemm`` (per shape x M: bf16 F.linear, torch._scaled_mm blockwise
 with and without the activation quantization, qlinear Triton with its default config and with the
@@ -290,10 +298,167 @@ def bench_norm_quant(log) -> list:
     return rows
 
 
+# ------------------------------------------------------------------------------------------
+# --focus small-m: only what the small-M dispatch tables need, < 100 s on an H200
+# ------------------------------------------------------------------------------------------
+
+SMALL_MS = [1, 2, 4, 16, 64, 128]
+SWEPT_MS = [1, 16, 64, 128]  # M = 2, 4 are timed with the winners of M = 1 (same compiled kernels)
+
+
+def _neighbours(base: "kern.GemmConfig", M: int) -> list:
+    """The base config and its one-parameter variations over the grid of the sweep (block_n
+    {32, 64, 128}, split_k {4, 8, 16}, num_warps {4, 8}, num_stages {3, 4, 5}, quant_a on/off):
+    a coordinate sweep, because every distinct tile/warps/stages/(split for the unfused kernel)
+    is one Triton compile and the full grid would take minutes."""
+    from dataclasses import replace
+
+    out = [base, replace(base, quant_a=not base.quant_a)]
+    out += [replace(base, block_n=v) for v in (32, 64, 128) if v != base.block_n]
+    out += [replace(base, split_k=v) for v in (4, 8, 16) if v != base.split_k]
+    out += [replace(base, num_warps=v) for v in (4, 8) if v != base.num_warps]
+    out += [replace(base, num_stages=v) for v in (3, 4, 5) if v != base.num_stages]
+    seen, uniq = set(), []
+    for c in out:
+        if c not in seen and not (c.block_m >= 128 and c.block_n >= 128 and c.num_stages > 3):
+            seen.add(c)
+            uniq.append(c)
+    return uniq
+
+
+def _cfg_src(c) -> str:
+    q = ", quant_a=True" if c.quant_a else ""
+    return f"_G({c.block_m}, {c.block_n}, {c.split_k}, {c.num_warps}, {c.num_stages}{q})"
+
+
+def bench_small_m(deadline: float, log) -> dict:
+    res = {"rows": [], "best": {}, "scaled_mm": {}}
+    for N, K in SHAPES:
+        shape = f"{N}x{K}"
+        ws, ss = make_weights(N, K)
+        nw = len(ws)
+        scaled_ok = ops._scaled_mm_block_ok(torch.empty(1, K, device="cuda"), ws[0], (128, 128), ss[0])
+        winners: dict = {}
+        for M in SMALL_MS:
+            x_full = torch.randn(M, K + 64, device="cuda", dtype=torch.bfloat16)
+            x = x_full[:, :K]  # strided rows, as a fused projection's slice would be
+            flop = 2.0 * M * N * K
+            if scaled_ok:
+                t = time_graph(lambda i: ops.fp8_block_linear(x, ws[i % nw], ss[i % nw], backend="scaled_mm"), reps=9)
+                res["scaled_mm"][f"{shape}/M={M}"] = t["us"]
+                log(f"{shape:>11} M={M:<4} scaled_mm (quant incl.)        {t['us']:8.2f} us")
+            base = kern.default_gemm_config(M, N, K)
+            if M in SWEPT_MS:
+                cands = _neighbours(base, M)
+            else:
+                src = winners.get(1, [base])
+                cands = list(dict.fromkeys([base, *src]))
+            timed = []
+            for cfg in cands:
+                if time.time() > deadline and timed:
+                    log(f"{shape:>11} M={M:<4} budget reached: {len(cands) - len(timed)} configs skipped")
+                    break
+                try:
+                    t = time_graph(lambda i, c=cfg: kern.fp8_block_linear_triton(x, ws[i % nw], ss[i % nw], config=c),
+                                   reps=9)
+                except Exception as exc:  # e.g. a tile that does not fit in shared memory
+                    log(f"{shape:>11} M={M:<4} {cfg} failed: {exc!r}"[:300])
+                    continue
+                timed.append((t["us"], cfg))
+                res["rows"].append({"shape": shape, "M": M, "config": cfg.__dict__, **t, "tflops": flop / t["us"] / 1e6,
+                                    "is_default": cfg == base})
+                log(f"{shape:>11} M={M:<4} {'fused ' if cfg.quant_a else 'unfused'} {_cfg_src(cfg):<42} {t['us']:8.2f} us"
+                    + ("  (current default)" if cfg == base else ""))
+            if not timed:
+                continue
+            timed.sort(key=lambda r: r[0])
+            winners[M] = [c for _, c in timed[:2]]
+            best_us, best_cfg = timed[0]
+            fused = [u for u, c in timed if c.quant_a]
+            unfused = [u for u, c in timed if not c.quant_a]
+            res["best"][f"{shape}/M={M}"] = {
+                "config": best_cfg.__dict__, "us": best_us, "default_us": next((u for u, c in timed if c == base), None),
+                "best_fused_us": min(fused) if fused else None, "best_unfused_us": min(unfused) if unfused else None,
+            }
+        del ws, ss
+        torch.cuda.empty_cache()
+    return res
+
+
+def bench_norm_small(log) -> list:
+    M, W, S = 32768, 1536, 2112
+    fused = torch.randn(M, S, device="cuda", dtype=torch.bfloat16)
+    x = fused[:, :W]
+    w = torch.rand(W, device="cuda", dtype=torch.bfloat16) + 0.5
+    res = torch.randn(M, W, device="cuda", dtype=torch.bfloat16)
+    G = cdiv(W, 128)
+    src = torch.randn(M, W, device="cuda", dtype=torch.bfloat16)
+    dst = torch.empty_like(src)
+    t_copy = time_graph(lambda i: dst.copy_(src), calls=20)
+    copy_gbps = 2 * src.numel() * 2 / t_copy["us"] / 1e3
+    rows = [{"impl": "copy_bf16", **t_copy, "gbps": copy_gbps}]
+    log(f"copy ceiling {copy_gbps:8.1f} GB/s ({t_copy['us']:.1f} us)")
+    bytes_plain = M * W * 2 + M * W + M * G * 4
+    bytes_res = M * W * 2 * 3 + M * W + M * G * 4
+    combos = [(0, 4), (0, 8)] + [(r, wp) for r in (2, 4, 8, 16) for wp in (2, 4, 8) if r * 128 // (32 * wp) >= 1]
+    add_combos = {(0, 4), (4, 4), (8, 4), (16, 8)}  # fewer compiles: the add variant only here
+    for block_rows, warps in combos:
+        for residual in (False, True) if (block_rows, warps) in add_combos else (False,):
+            r_arg = res if residual else None
+            t = time_graph(lambda i: kern.rms_norm_quant_fp8(x, w, 1e-6, 128, residual=r_arg, column_major_scales=True,
+                                                             num_warps=warps, block_rows=block_rows), calls=20, reps=9)
+            nbytes = bytes_res if residual else bytes_plain
+            gbps = nbytes / t["us"] / 1e3
+            rows.append({"impl": "fused_add_rms_norm_quant_fp8" if residual else "rms_norm_quant_fp8",
+                         "block_rows": block_rows, "num_warps": warps, **t, "gbps": gbps, "frac_of_copy": gbps / copy_gbps})
+            log(f"{'add+' if residual else '    '}rms_norm_quant rows={block_rows:<2} warps={warps} {t['us']:8.1f} us "
+                f"{gbps:8.1f} GB/s {gbps / copy_gbps:.3f} of copy")
+    return rows
+
+
+def summarize_small_m(result: dict, log) -> None:
+    """Print the tables in the form the code takes them (kernels/fp8_triton.py GEMM_CONFIGS,
+    NORM_BLOCK_ROWS / NORM_NUM_WARPS; ops/fp8.py FP8_BLOCK_DISPATCH)."""
+    best, smm = result["small_m"]["best"], result["small_m"]["scaled_mm"]
+    log("")
+    log("# ---- paste into qlinear/kernels/fp8_triton.py: GEMM_CONFIGS (whole op, quant incl., us) ----")
+    log("GEMM_CONFIGS: dict = {")
+    for N, K in SHAPES:
+        log(f"    ({N}, {K}): (")
+        for M in SMALL_MS:
+            b = best.get(f"{N}x{K}/M={M}")
+            if b is None:
+                continue
+            c = kern.GemmConfig(**b["config"])
+            note = f"# {b['us']:.2f} us (default {b['default_us'] or float('nan'):.2f}"
+            note += f", fused {b['best_fused_us'] or float('nan'):.2f}, unfused {b['best_unfused_us'] or float('nan'):.2f}"
+            note += f", scaled_mm {smm.get(f'{N}x{K}/M={M}', float('nan')):.2f})"
+            log(f"        ({M}, {_cfg_src(c)}),  {note}")
+        log("    ),")
+    log("}")
+    log("# ---- FP8_BLOCK_DISPATCH suggestion (qlinear/ops/fp8.py): largest M where Triton beat scaled_mm ----")
+    for N, K in SHAPES:
+        wins = [M for M in SMALL_MS if f"{N}x{K}/M={M}" in best and f"{N}x{K}/M={M}" in smm
+                and best[f"{N}x{K}/M={M}"]["us"] < smm[f"{N}x{K}/M={M}"]]
+        log(f"    ({N}, {K}): Triton wins at M in {wins}")
+    norm = [r for r in result["norm_quant"] if r["impl"] == "rms_norm_quant_fp8"]
+    if norm:
+        b = max(norm, key=lambda r: r["frac_of_copy"])
+        log(f"# ---- norm: NORM_BLOCK_ROWS = {b['block_rows']}  NORM_NUM_WARPS = {b['num_warps']}  "
+            f"# {b['us']:.1f} us, {b['frac_of_copy']:.3f} of copy (block_rows 0 = one-row kernel)")
+        add = [r for r in result["norm_quant"] if r["impl"] == "fused_add_rms_norm_quant_fp8"]
+        if add:
+            a = max(add, key=lambda r: r["frac_of_copy"])
+            log(f"#   fused-add best: block_rows {a['block_rows']} warps {a['num_warps']} {a['us']:.1f} us, "
+                f"{a['frac_of_copy']:.3f} of copy")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=os.environ.get("OUT", str(ROOT / "benchmarks" / "results")))
     parser.add_argument("--budget-s", type=float, default=75.0, help="start no config sweep after this many seconds")
+    parser.add_argument("--focus", choices=["all", "small-m"], default="all",
+                        help="small-m: only the small-M config sweep and the norm variants (< 100 s)")
     args = parser.parse_args()
     t0 = time.time()
     lines: list[str] = []
@@ -304,6 +469,17 @@ def main() -> None:
 
     torch.manual_seed(0)
     result = {"env": env_info()}
+    if args.focus == "small-m":
+        result["norm_quant"] = bench_norm_small(log)
+        result["small_m"] = bench_small_m(t0 + min(args.budget_s, 85.0), log)
+        result["elapsed_s"] = time.time() - t0
+        summarize_small_m(result, log)
+        out = pathlib.Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "bench_fp8_small_m.json").write_text(json.dumps(result, indent=1))
+        (out / "bench_fp8_small_m.txt").write_text("\n".join(lines) + "\n")
+        print(f"wrote {out / 'bench_fp8_small_m.json'} in {result['elapsed_s']:.0f} s")
+        return
     result["norm_quant"] = bench_norm_quant(log)
     result["gemm"], result["sweep"], result["best_configs"] = bench_gemm(t0 + args.budget_s, log)
     result["merged"] = bench_merged(log)

@@ -11,6 +11,12 @@ to ``--out`` (default benchmarks/results/).
 
     python benchmarks/bench_rms_norm.py [--out DIR] [--quick] [--no-compile] [--hot-l2]
     python benchmarks/bench_rms_norm.py --sweep --quick --no-compile --out DIR   # tune the CUDA plan
+    python benchmarks/bench_rms_norm.py --focus tune --out DIR   # compact CUDA + Triton sweep, < 100 s
+
+For strided cases without residual, ``qlinear-<backend> out`` rows write one reused contiguous
+output, as the out-of-place anchors do (their fresh output is the same allocator block on every
+call inside a captured graph, so it can stay in L2); compare those rows with the anchors, and the
+in-place rows with each other.
 """
 
 from __future__ import annotations
@@ -104,6 +110,14 @@ def implementations(case: Case, use_compile: bool) -> dict[str, object]:
         else:
             impls[f"qlinear-{backend}"] = lambda d, b=backend: rms_norm(
                 d["x"], w, EPS, out=d["x"] if inplace else d["out"], backend=b)
+    if inplace and not case.fused:
+        # Like for like with the out-of-place anchors: inside a captured graph their fresh output
+        # is the same (allocator-reused) block on every call, so it can stay in L2 and its writes
+        # rarely reach HBM, while the in-place rows above write back into the rotated input
+        # buffers. These rows write one reused contiguous output the same way.
+        shared = torch.empty(case.tokens, case.hidden, device="cuda", dtype=DTYPE)
+        for backend in ("cuda", "triton"):
+            impls[f"qlinear-{backend} out"] = lambda d, b=backend: rms_norm(d["x"], w, EPS, out=shared, backend=b)
     if not case.fused:
         impls["torch F.rms_norm"] = lambda d: F.rms_norm(d["x"], (case.hidden,), w, EPS)
     if use_compile:
@@ -178,6 +192,300 @@ def sweep_configs(case: Case) -> list[tuple[int, int, int]]:
     return sorted(set(configs))
 
 
+# ----------------------------------------------------------------------------- --focus tune
+#
+# A compact sweep of the launch knobs on the cases where the first H200 run missed a target or an
+# anchor. Phase 1 (always): per case the previous default plan, the new default, and the
+# torch.compile anchor (compiled once per shape); phase 2: the knob sweeps, in priority order,
+# until the time budget is spent. Results are written after each phase, so an interrupted run
+# still leaves JSON. The summary prints the best settings per case as rules for
+# csrc/norm_launch.cu (kManyRowRules / kFewRowRules) and qlinear/kernels/norm_triton.py
+# (_MANY_ROW_RULES / _FEW_ROW_RULES).
+
+
+@dataclass
+class TuneCase:
+    case: Case
+    old_cuda: tuple[int, int, int, int]  # (vecs_per_thread, threads_per_row, rows_per_block, prefetch)
+    old_triton: tuple[int, int]  # (rows per program, num_warps) of the first run's rules
+    anchor: bool  # time torch.compile(ref)
+    few_rows: bool
+
+
+def tune_cases() -> list[TuneCase]:
+    # old_*: what the first run's heuristics chose for these shapes (bf16)
+    return [
+        TuneCase(Case("kv_c 32768x512 s2112", 32768, 512, 1536, False), (4, 16, 16, -1), (8, 8), True, False),
+        TuneCase(Case("kv_c 4096x512 s2112", 4096, 512, 1536, False), (4, 16, 8, -1), (8, 8), True, False),
+        TuneCase(Case("latency 16x7168", 16, 7168, None, False), (1, 1024, 1, -1), (1, 16), True, True),
+        TuneCase(Case("q_c 32768x1536 s2112", 32768, 1536, 0, False), (4, 64, 4, -1), (2, 8), False, False),
+        TuneCase(Case("fused 32768x7168", 32768, 7168, None, True), (4, 256, 1, -1), (1, 16), False, False),
+        TuneCase(Case("contig 32768x7168", 32768, 7168, None, False), (4, 256, 1, -1), (1, 16), True, False),
+    ]
+
+
+def cuda_sweep(tc: TuneCase) -> list[tuple[int, int, int, int]]:
+    """(vecs_per_thread, threads_per_row, rows_per_block, prefetch) points: threads per row the
+    smallest power of two with <= 8 vectors per thread and up to 3 larger ones, blocks of 1 row
+    or 64..512 threads; vecs_per_thread 0 = the smallest register budget covering the row."""
+    nvec = tc.case.hidden // 8
+    tpr = 1
+    while -(-nvec // tpr) > 8:
+        tpr *= 2
+    pts = []
+    for t in (tpr, tpr * 2, tpr * 4, tpr * 8):
+        if t > 1024 or (t > 1 and -(-nvec // t) < 1) or t // 2 >= nvec:
+            continue
+        if tc.few_rows:
+            for pf in (1, -1):
+                pts.append((0, t, 1, pf))
+            continue
+        blocks = sorted({max(t, 32), *(b for b in (128, 256, 512) if b >= t)})
+        for b in blocks:
+            pts.append((0, t, b // t, 0))
+    return pts
+
+
+def triton_sweep(tc: TuneCase) -> list[tuple[int, int]]:
+    """(rows per program, num_warps) points keeping 8..64 elements per thread (each point of a
+    new shape is a Triton compile, so the list stays short)."""
+    block_h = 1 << (tc.case.hidden - 1).bit_length()
+    rows_opts = (1,) if tc.few_rows or block_h >= 4096 else (1, 2, 4) if block_h >= 1024 else (4, 8, 16, 32)
+    pts = []
+    for r in rows_opts:
+        for wp in (2, 4, 8, 16):
+            per_thread = r * block_h // (32 * wp)
+            if 8 <= per_thread <= 64:
+                pts.append((r, wp))
+    return pts
+
+
+def _bucket(tc: TuneCase) -> str:
+    if tc.few_rows:
+        return "few rows"
+    row_bytes = tc.case.hidden * 2
+    return "<=1024 B" if row_bytes <= 1024 else "<=4096 B" if row_bytes <= 4096 else "longer"
+
+
+def run_tune(out_dir: str | None, budget_s: float) -> int:
+    import json
+
+    t_start = time.time()
+    torch._dynamo.config.cache_size_limit = 64
+    from qlinear.kernels import cuda_ext, norm_triton
+
+    t0 = time.time()
+    cuda_ok = cuda_ext.is_available()
+    print(f"cuda extension: {'ok' if cuda_ok else cuda_ext.failure_reason()} ({time.time() - t0:.1f} s)")
+    ops = cuda_ext.load() if cuda_ok else None
+    ceiling = copy_ceiling_gbps()
+    meta = dict(env_info(), copy_ceiling_gbps=ceiling, dtype=str(DTYPE), eps=EPS, budget_s=budget_s,
+                timing="CUDA-graph replay; phase 1 median of 30 replays, sweep median of 15")
+    print(f"copy ceiling: {ceiling:.0f} GB/s on {meta['gpu']}")
+    out = Path(out_dir) if out_dir else Path(__file__).resolve().parent / "results"
+    out.mkdir(parents=True, exist_ok=True)
+    json_path = out / "rms_norm_tune.json"
+    rows: list[dict] = []
+
+    def save() -> None:
+        meta["wall_s"] = time.time() - t_start
+        json_path.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1, default=str))
+
+    compiled_ref = torch.compile(rms_norm_ref, dynamic=False)
+
+    def ref_in_place(x, w):
+        x.copy_(rms_norm_ref(x, w, EPS))
+
+    compiled_in_place = torch.compile(ref_in_place, dynamic=False)
+
+    state = {}  # case name -> (sets, n_buf, w, shared out, reference output)
+    for tc in tune_cases():
+        c = tc.case
+        n_buf = buffers_to_defeat_l2(c.bytes_moved)
+        sets = make_inputs(c, n_buf)
+        w = torch.randn(c.hidden, device="cuda", dtype=DTYPE) * 0.1 + 1
+        shared = torch.empty(c.tokens, c.hidden, device="cuda", dtype=DTYPE)
+        x0 = sets[0]["x"]
+        if c.fused:
+            ref = fused_add_rms_norm_ref(x0, sets[0]["r"], w, EPS)
+        else:
+            ref = (rms_norm_ref(x0, w, EPS), None)
+        state[c.name] = (sets, n_buf, w, shared, ref)
+
+    def fresh_copy(c: Case, d: dict) -> dict:
+        e = {k: v.clone() for k, v in d.items()}
+        if c.col is not None:  # keep the strided layout
+            buf = torch.empty(c.tokens, FUSED_ROW, device="cuda", dtype=DTYPE)
+            buf[:, c.col : c.col + c.hidden] = d["x"]
+            e["x"] = buf[:, c.col : c.col + c.hidden]
+        return e
+
+    def make_fn(tc: TuneCase, kind: str, knobs, dest: str):
+        """kind: cuda | triton | compile | compile-inplace; dest: inplace | out | shared.
+        Returns fn(d) -> the tensor holding the normalized rows."""
+        c = tc.case
+        _, _, w, shared, _ = state[c.name]
+
+        def target(d):
+            return d["x"] if dest == "inplace" else shared if dest == "shared" else d["out"]
+
+        if kind == "cuda":
+            nv, tpr, rpb, pf = knobs
+            if c.fused:
+                return lambda d: (ops.fused_add_rms_norm(d["x"][None], d["r"][None], w, EPS, nv, tpr, rpb, pf), d["x"])[1]
+            return lambda d: (ops.rms_norm(target(d)[None], d["x"][None], w, EPS, nv, tpr, rpb, pf), target(d))[1]
+        if kind == "triton":
+            cfg = tuple(knobs) if knobs is not None else None
+            if c.fused:
+                return lambda d: (norm_triton.fused_add_rms_norm_triton(d["x"][None], d["r"][None], w, EPS, cfg), d["x"])[1]
+            return lambda d: (norm_triton.rms_norm_triton(target(d)[None], d["x"][None], w, EPS, cfg), target(d))[1]
+        if kind == "compile":
+            return lambda d: compiled_ref(d["x"], w, EPS)
+        if kind == "compile-inplace":
+            return lambda d: (compiled_in_place(d["x"], w), d["x"])[1]
+        raise ValueError(kind)
+
+    def measure(tc: TuneCase, label: str, kind: str, knobs, dest: str, sweep: bool) -> None:
+        c = tc.case
+        sets, n_buf, w, _, (out_ref, r_ref) = state[c.name]
+        fn = make_fn(tc, kind, knobs, dest)
+        try:
+            d = fresh_copy(c, sets[0])
+            got = fn(d)
+            torch.testing.assert_close(got.float(), out_ref.float(), rtol=2e-2, atol=2e-2)
+            if c.fused:
+                torch.testing.assert_close(d["r"].float(), r_ref.float(), rtol=2e-2, atol=2e-2)
+            del d, got
+            t = bench_graph(lambda i: fn(sets[i]), n_buffers=n_buf, reps=15 if sweep else 30,
+                            target_replay_us=1000.0 if sweep else 2000.0)
+        except Exception as exc:  # a bad point must not end the sweep
+            msg = f"{type(exc).__name__}: {str(exc)[:300]}"
+            print(f"  {c.name:24s} {label:44s} FAILED {msg}")
+            rows.append(dict(case=c.name, impl=label, kind=kind, knobs=knobs, dest=dest, sweep=sweep, error=msg))
+            return
+        gbps = c.bytes_moved / (t["median_us"] * 1e-6) / 1e9
+        rows.append(dict(case=c.name, tokens=c.tokens, hidden=c.hidden, fused=c.fused, impl=label, kind=kind,
+                         knobs=list(knobs) if knobs is not None else None, dest=dest, sweep=sweep,
+                         bucket=_bucket(tc), gbps=gbps, pct_ceiling=100 * gbps / ceiling, n_buffers=n_buf, **t))
+        print(f"  {c.name:24s} {label:44s} {t['median_us']:9.2f} us {gbps:7.0f} GB/s")
+
+    # ---- phase 1: defaults and anchors
+    print("== phase 1: old / new defaults and anchors")
+    for tc in tune_cases():
+        c = tc.case
+        dest = "inplace" if c.col is not None else "out"
+        if cuda_ok:
+            measure(tc, "cuda old-plan " + str(tc.old_cuda), "cuda", tc.old_cuda, dest, False)
+            measure(tc, "cuda default", "cuda", (0, 0, 0, 0), dest, False)
+        measure(tc, "triton old-rules " + str(tc.old_triton), "triton", tc.old_triton, dest, False)
+        measure(tc, "triton default", "triton", None, dest, False)
+        if tc.anchor and not c.fused:
+            if c.col is not None:  # like-for-like rows for the out-of-place anchor (see module doc)
+                if cuda_ok:
+                    measure(tc, "cuda default, shared out", "cuda", (0, 0, 0, 0), "shared", False)
+                measure(tc, "triton default, shared out", "triton", None, "shared", False)
+                measure(tc, "torch.compile(ref) in place", "compile-inplace", None, "inplace", False)
+            measure(tc, "torch.compile(ref)", "compile", None, "out", False)
+        save()
+    print(f"phase 1 done at {time.time() - t_start:.0f} s")
+
+    # ---- phase 2: sweeps, most important cases first, until the budget is spent
+    print("== phase 2: knob sweeps")
+    skipped = 0
+    for tc in tune_cases():
+        c = tc.case
+        dest = "inplace" if c.col is not None else "out"
+        points = [("cuda", k) for k in (cuda_sweep(tc) if cuda_ok else [])]
+        points += [("triton", k) for k in triton_sweep(tc)]
+        for kind, k in points:
+            if time.time() - t_start > budget_s:
+                skipped += 1
+                continue
+            if kind == "cuda":
+                label = f"cuda sweep tpr={k[1]} rpb={k[2]} prefetch={k[3]}"
+            else:
+                label = f"triton sweep rows={k[0]} warps={k[1]}"
+            measure(tc, label, kind, k, dest, True)
+        save()
+    if skipped:
+        print(f"budget of {budget_s:.0f} s reached: {skipped} sweep points skipped")
+    meta["skipped_points"] = skipped
+    save()
+    print_tune_summary(rows)
+    print(f"wrote {json_path} in {time.time() - t_start:.0f} s")
+    return 0
+
+
+def print_tune_summary(rows: list[dict]) -> None:
+    ok = [r for r in rows if "median_us" in r]
+    print(f"\n{'case':24s} {'best cuda':>34s} {'best triton':>30s} {'anchor':>22s}")
+    rules_cuda: dict[str, list[str]] = {}
+    rules_triton: dict[str, list[str]] = {}
+    for tc in tune_cases():
+        c = tc.case
+        rs = [r for r in ok if r["case"] == c.name]
+        if not rs:
+            continue
+        lat = c.name.startswith("latency")
+
+        def fmt(r):
+            return "-" if r is None else f"{r['median_us']:.2f}us" if lat else f"{r['gbps']:.0f}GB/s"
+
+        # like for like: in-place / per-set outputs against each other, shared-out against the anchor
+        same_dest = [r for r in rs if r["dest"] != "shared" and r["kind"] in ("cuda", "triton")]
+        best = {k: min((r for r in same_dest if r["kind"] == k), key=lambda r: r["median_us"], default=None)
+                for k in ("cuda", "triton")}
+        anchors = [r for r in rs if r["kind"].startswith("compile")]
+        anc = min(anchors, key=lambda r: r["median_us"], default=None)
+        print(f"{c.name:24s} {fmt(best['cuda']) + ' ' + (best['cuda']['impl'][5:] if best['cuda'] else ''):>34s} "
+              f"{fmt(best['triton']) + ' ' + (best['triton']['impl'][7:] if best['triton'] else ''):>30s} "
+              f"{fmt(anc) + (' ' + anc['impl'][19:] if anc else ''):>22s}")
+        for r in rs:
+            if r["dest"] == "shared" or r["kind"] == "compile-inplace":
+                print(f"{'':24s}   {r['impl']:40s} {fmt(r)}")
+        bucket = _bucket(tc)
+        nvec = c.hidden // 8
+        default = {k: next((r for r in rs if r["impl"] == f"{k} default"), None) for k in ("cuda", "triton")}
+        b = best["cuda"]
+        if b is not None and b["knobs"] is not None:
+            knobs = b["knobs"]
+            if knobs == [0, 0, 0, 0]:
+                note = "the new default already"
+                vecs = block = None
+            else:
+                tpr = knobs[1] or 0
+                if tpr == 0:  # an old-plan point with vecs set explicitly
+                    tpr = 1 << max(0, (-(-nvec // knobs[0]) - 1).bit_length())
+                vecs = -(-nvec // tpr)
+                block = tpr * max(1, knobs[2])
+                note = f"tpr={tpr} rpb={knobs[2]} prefetch={knobs[3]}"
+            dflt = f", default {fmt(default['cuda'])}" if default["cuda"] else ""
+            line = (f"{{{'INT64_MAX' if bucket in ('longer', 'few rows') else bucket[2:-2]}, {vecs}, {block}}},"
+                    if vecs else "(keep)")
+            rules_cuda.setdefault(bucket, []).append(f"    {line:28s} // {c.name}: {note} -> {fmt(b)}{dflt}")
+        b = best["triton"]
+        if b is not None:
+            knobs = b["knobs"]
+            if knobs is None:
+                line, note = "(keep)", "the new default already"
+            else:
+                lim = "1 << 62" if bucket in ("longer", "few rows") else bucket[2:-2]
+                line, note = f"({lim}, {knobs[0]}, {knobs[1]}),", f"rows={knobs[0]} warps={knobs[1]}"
+            dflt = f", default {fmt(default['triton'])}" if default["triton"] else ""
+            rules_triton.setdefault(bucket, []).append(f"    {line:28s} # {c.name}: {note} -> {fmt(b)}{dflt}")
+    print("\nCUDA rules {max_row_bytes, vecs, block_threads} for csrc/norm_launch.cu "
+          "(bucket 'few rows' -> kFewRowRules, others -> kManyRowRules; prefetch=1 is the few-rows default,")
+    print("0/-1 the many-rows default; where two cases share a bucket, pick the rule that costs both least):")
+    for bucket, lines in rules_cuda.items():
+        print(f"  [{bucket}]")
+        print("\n".join(lines))
+    print("\nTriton rules (max_row_bytes, rows, num_warps) for qlinear/kernels/norm_triton.py "
+          "(few rows -> _FEW_ROW_RULES, others -> _MANY_ROW_RULES):")
+    for bucket, lines in rules_triton.items():
+        print(f"  [{bucket}]")
+        print("\n".join(lines))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=None, help="output folder (default benchmarks/results)")
@@ -186,10 +494,16 @@ def main() -> int:
     ap.add_argument("--sweep", action="store_true",
                     help="only time CUDA kernel configurations (writes rms_norm_sweep.json)")
     ap.add_argument("--hot-l2", action="store_true", help="do not rotate inputs (L2-resident small cases)")
+    ap.add_argument("--focus", choices=("all", "tune"), default="all",
+                    help="tune: only the compact launch-configuration sweep (rms_norm_tune.json, < 100 s)")
+    ap.add_argument("--budget-s", type=float, default=85.0,
+                    help="--focus tune: stop starting new sweep points after this many seconds")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         print("no CUDA device: nothing to benchmark")
         return 0
+    if args.focus == "tune":
+        return run_tune(args.out, args.budget_s)
     t_start = time.time()
     torch._dynamo.config.cache_size_limit = 64
 

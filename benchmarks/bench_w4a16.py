@@ -9,6 +9,7 @@ weight bytes (qweight + scales + zeros) per call; ``frac_of_copy`` divides by th
 measured in the same run (read + write counted, i.e. the HBM rate).
 
     python benchmarks/bench_w4a16.py --out "$OUT"     # writes bench_w4a16.json; < 4 min on an H200
+    python benchmarks/bench_w4a16.py --focus decode --out "$OUT"   # bench_w4a16_decode.json; < 2 min
 
 ``make_tinygemm(n, k)`` is also imported by ``bench_linear.py``.
 """
@@ -117,11 +118,177 @@ def time_fn(fn, m: int, k: int, nbuf: int) -> dict:
     return bench_graph(lambda i: fn(x, i), n_buffers=nbuf)
 
 
+# --focus decode: the new "wide" decode kernel against the run-1 kernels, the dequantize kernel
+# alone, and the M = 128 / 1024 backend choice. Sweep kept small: every config is a compile.
+FOCUS_MS = [1, 2, 4, 16]
+WIDE_SWEEP = {  # block_m -> (block_n, sb_per_iter, num_warps); split_k auto (0)
+    1: [(16, 4, 4), (8, 8, 4), (32, 4, 8), (16, 8, 4)],
+    2: [(16, 4, 4), (32, 4, 8)],
+    4: [(16, 4, 4), (32, 4, 8)],
+}
+OLD_DECODE = {  # run-1 winners (notes/gpu_run1/bench_w4a16.log), split auto
+    1: [C("gemv", 64, sb_per_iter=2, num_warps=8), C("gemv", 64, sb_per_iter=1)],
+    2: [C("mma", 64, 16, num_stages=3)],
+    4: [C("mma", 64, 16, num_stages=3)],
+    16: [C("mma", 64, 16, num_stages=3)],
+}
+DEQUANT_SWEEP = [  # (version, block_n, sb_per_prog, num_warps); None = that version's default
+    (1, None, None, None), (2, None, None, None), (2, 64, 2, 4), (2, 16, 4, 4), (2, 32, 4, 8), (2, 64, 1, 4),
+]
+FOCUS_BUDGET_S = 90.0  # later variants are recorded as skipped past this
+
+
+def _cfg_str(c: kern.W4A16Config) -> str:
+    return (f'W4A16Config("{c.kernel}", block_n={c.block_n}, block_m={c.block_m}, sb_per_iter={c.sb_per_iter}, '
+            f"split_k={c.split_k}, num_warps={c.num_warps}, num_stages={c.num_stages})")
+
+
+def focus_decode(args) -> None:
+    t_start = time.time()
+    rows: list[dict] = []
+    best: dict[tuple, dict] = {}
+    try:
+        ceiling = copy_ceiling_gbps()
+    except Exception:  # noqa: BLE001 - the ceiling only normalizes GB/s
+        ceiling = float("nan")
+    l2 = l2_bytes()
+
+    def over_budget() -> bool:
+        return time.time() - t_start > FOCUS_BUDGET_S
+
+    def run(base: dict, impl: str, fn, nbuf: int, m: int, k: int, check=None, nbytes: int = 0, **extra) -> dict | None:
+        """Time ``fn(x, i)``; any failure (compile, launch, wrong result) is a row, not an exit."""
+        row = {**base, "impl": impl, **extra}
+        if over_budget():
+            row["error"] = "skipped: time budget"
+            rows.append(row)
+            return None
+        try:
+            if check is not None:
+                row["rel_err"] = check()
+            row.update(time_fn(fn, m, k, nbuf))
+            if nbytes:
+                row["gbps"] = nbytes / (row["median_us"] * 1e-6) / 1e9
+        except Exception as exc:  # noqa: BLE001 - recorded, the sweep goes on
+            row["error"] = f"{type(exc).__name__}: {exc}"[:400]
+            torch.cuda.synchronize()
+        rows.append(row)
+        us = row.get("median_us")
+        print(f"{base['case']:>22} {impl:<60} {us if us is not None else float('nan'):9.2f} us"
+              f"{'  ERROR ' + row['error'][:80] if 'error' in row else ''}", flush=True)
+        return row
+
+    for n, k in SHAPES:
+        try:
+            q, z, s, g, _ = make_canonical(n, k)
+            packed = ops.pack_w4a16(q, z, s, g)
+            w_ref = ref.dequantize_canonical(q, z, s, g)
+            wb = weight_bytes(packed)
+            packs = rotated(packed, max(1, min(64, -(-3 * l2 // wb))))
+            w_bf16 = [w_ref.to(torch.bfloat16)]
+            for _ in range(max(1, min(16, -(-3 * l2 // (2 * n * k)))) - 1):
+                w_bf16.append(w_bf16[0].clone())
+        except Exception as exc:  # noqa: BLE001
+            rows.append({"case": f"{n}x{k}", "impl": "setup", "error": repr(exc)[:400]})
+            continue
+        try:
+            tg = make_tinygemm(n, k)
+        except Exception:  # noqa: BLE001
+            tg = None
+        for m in FOCUS_MS:
+            case = f"M={m} {n}x{k}"
+            base = dict(case=case, m=m, n=n, k=k, weight_bytes=wb, weight_floor_us=wb / (ceiling * 1e3))
+            xchk = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+            want = xchk.float() @ w_ref.T
+            bf = run(base, "bf16 F.linear", lambda x, i: F.linear(x, w_bf16[i]), len(w_bf16), m, k)
+            if tg is not None:
+                run(base, "tinygemm _weight_int4pack_mm", lambda x, i: tg(x), 1, m, k)
+            run(base, f"qlinear auto ({ops.w4a16_backend(xchk, packed)})",
+                lambda x, i: ops.w4a16_linear(x, packs[i]), len(packs), m, k, nbytes=wb)
+            cands = list(OLD_DECODE.get(m, []))
+            bm = 1 if m == 1 else (2 if m == 2 else 4)
+            for bn, nsb, nw in WIDE_SWEEP[bm]:
+                cands.append(C("wide", bn, bm, sb_per_iter=nsb, num_warps=nw, num_stages=1))
+            default = kern.default_config(m)
+            if default not in cands:
+                cands.insert(0, default)
+            # One explicit split around the auto choice of the default "wide" config (M = 1 only:
+            # every split value is a compile).
+            if default.kernel == "wide" and m == 1:
+                auto = kern.resolve_config(m, packed, default, xchk.device)
+                cands.append(kern.W4A16Config(**{**asdict(default), "split_k": max(1, auto.split_k * 2)}))
+            for cfg in cands:
+                try:
+                    rc = kern.resolve_config(m, packed, cfg, xchk.device)
+                except Exception as exc:  # noqa: BLE001
+                    rows.append({**base, "impl": "qlinear triton", "config": asdict(cfg), "error": repr(exc)[:300]})
+                    continue
+                label = (f"triton {rc.kernel} bn{rc.block_n} bm{rc.block_m} sb{rc.sb_per_iter} "
+                         f"sk{rc.split_k} w{rc.num_warps} s{rc.num_stages}")
+
+                def check(rc=rc):
+                    y = kern.w4a16_gemm(xchk, packed, None, rc)
+                    return ((y.float() - want).norm() / want.norm()).item()
+
+                row = run(base, label, lambda x, i, rc=rc: kern.w4a16_gemm(x, packs[i], None, rc), len(packs), m, k,
+                          check=check, nbytes=wb, config=asdict(rc), is_default=cfg == default)
+                if row and "median_us" in row and row.get("rel_err", 1.0) <= 1e-2:
+                    cur = best.get((n, k, m))
+                    if cur is None or row["median_us"] < cur["median_us"]:
+                        best[(n, k, m)] = {"median_us": row["median_us"], "config": rc,
+                                           "bf16_us": (bf or {}).get("median_us")}
+        # the dequantize kernel alone: int4 (+ scales, zeros) read + bf16 write
+        base = dict(case=f"dequant {n}x{k}", m=0, n=n, k=k, weight_bytes=wb)
+        dq_bytes = wb + 2 * n * k
+        for version, bn, sbp, nw in DEQUANT_SWEEP:
+            run(base, f"dequant v{version} bn{bn} sb{sbp} w{nw}",
+                lambda x, i, v=version, bn=bn, sbp=sbp, nw=nw: kern.w4a16_dequantize(
+                    packs[i], torch.bfloat16, block_n=bn, sb_per_prog=sbp, num_warps=nw, version=v),
+                len(packs), 1, k, nbytes=dq_bytes,
+                check=lambda v=version, bn=bn, sbp=sbp, nw=nw: float(
+                    (kern.w4a16_dequantize(packed, torch.bfloat16, block_n=bn, sb_per_prog=sbp, num_warps=nw,
+                                           version=v).float() - w_ref).abs().max()))
+        # prefill-ish M: backend choice
+        for m in (128, 1024):
+            base = dict(case=f"M={m} {n}x{k}", m=m, n=n, k=k, weight_bytes=wb)
+            xchk = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+            run(base, "bf16 F.linear", lambda x, i: F.linear(x, w_bf16[i]), len(w_bf16), m, k)
+            run(base, f"qlinear auto ({ops.w4a16_backend(xchk, packed)})",
+                lambda x, i: ops.w4a16_linear(x, packs[i]), len(packs), m, k)
+            run(base, "qlinear dequant_cublas", lambda x, i: ops.w4a16_linear(x, packs[i], backend="dequant_cublas"),
+                len(packs), m, k)
+            run(base, "qlinear dequant_cublas (v1 dequant)",
+                lambda x, i: F.linear(x, kern.w4a16_dequantize(packs[i], x.dtype, version=1)), len(packs), m, k)
+            run(base, "qlinear triton (default config)",
+                lambda x, i: ops.w4a16_linear(x, packs[i], backend="triton"), len(packs), m, k)
+        del packs, w_bf16, packed, w_ref
+        torch.cuda.empty_cache()
+
+    meta = {"env": env_info(), "copy_ceiling_gbps": ceiling, "group_size": GROUP, "focus": "decode",
+            "wall_s": time.time() - t_start,
+            "best_configs": {f"M={m} {n}x{k}": {**b, "config": asdict(b["config"])} for (n, k, m), b in best.items()}}
+    json_path, _ = write_results("bench_w4a16_decode", rows, meta, args.out, metric="median_us")
+    print(f"wrote {json_path}; {time.time() - t_start:.0f} s")
+    print("# best triton config per (N, K, M) -- paste into qlinear/kernels/w4a16_triton.py")
+    for (n, k, m), b in sorted(best.items(), key=lambda t: (t[0][2], t[0][0])):
+        bf = b["bf16_us"]
+        print(f"    (({n}, {k}), {m}): {_cfg_str(b['config'])},  # {b['median_us']:.2f} us, bf16 "
+              f"{bf if bf is not None else float('nan'):.2f}")
+    errors = [r for r in rows if "error" in r]
+    if errors:
+        print(f"# {len(errors)} variants failed or were skipped (see 'error' in the JSON)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=None)
     ap.add_argument("--quick", action="store_true", help="M in {1, 16, 128, 4096}, no act-order / W8")
+    ap.add_argument("--focus", choices=["decode"], default=None,
+                    help="decode: only the M <= 16 kernels, the dequantize kernel and M = 128 / 1024 (< 100 s)")
     args = ap.parse_args()
+    if args.focus == "decode":
+        focus_decode(args)
+        return
     t_start = time.time()
     ms = [1, 16, 128, 4096] if args.quick else MS
     ceiling = copy_ceiling_gbps()

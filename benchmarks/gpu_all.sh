@@ -26,6 +26,7 @@ stage() {  # stage NAME TIMEOUT CMD...
 
 for s in $STAGES; do
     case $s in
+        normtune) stage normtune ${NORM_T:-240} bash -c 'timeout 120 python -m pytest -q -p no:cacheprovider tests/gpu/test_rms_norm_gpu.py; a=$?; python benchmarks/bench_rms_norm.py --focus tune --out $OUT; b=$?; echo "tests=$a tune=$b"; exit $((a|b))' ;;
         norm)    stage norm ${NORM_T:-240} bash benchmarks/gpu_norm.sh ;;
         fp8)     stage fp8 ${FP8_T:-300} bash benchmarks/gpu_fp8.sh ;;
         w4a16)   stage w4a16 ${W4A16_T:-300} bash benchmarks/gpu_w4a16.sh ;;

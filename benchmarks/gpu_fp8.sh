@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # FP8 ops on the GPU machine: the GPU tests, then the op-level benchmark; everything lands in $OUT.
 #   OUT=/some/dir bash benchmarks/gpu_fp8.sh
+#   OUT=/some/dir FP8_BENCH_ARGS="--focus small-m" bash benchmarks/gpu_fp8.sh   # small-M sweep only
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-benchmarks/results}"

@@ -4,7 +4,9 @@
 #   2. pytest tests/gpu/test_rms_norm_gpu.py (the issue's grid, both backends);
 #   3. benchmarks/bench_rms_norm.py writing rms_norm.json / .png into "$OUT";
 #   then a short summary. NORM_SWEEP=1 adds a CUDA configuration sweep (rms_norm_sweep.json);
-#   NORM_NO_COMPILE=1 skips the torch.compile anchor (saves its compile time).
+#   NORM_NO_COMPILE=1 skips the torch.compile anchor (saves its compile time); NORM_TUNE=1 adds
+#   the compact launch-configuration sweep (rms_norm_tune.json, < 100 s), also runnable alone:
+#   python benchmarks/bench_rms_norm.py --focus tune --out "$OUT"
 # Usage:  OUT=/some/dir bash benchmarks/gpu_norm.sh      (OUT defaults to benchmarks/results)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -39,6 +41,9 @@ bench_args=(--out "$OUT")
 [ "${NORM_NO_COMPILE:-0}" = "1" ] && bench_args+=(--no-compile)
 timeout 240 python benchmarks/bench_rms_norm.py "${bench_args[@]}" 2>&1 | tee "$OUT/norm_bench.txt"
 bench_rc=${PIPESTATUS[0]}
+if [ "${NORM_TUNE:-0}" = "1" ]; then
+    timeout 150 python benchmarks/bench_rms_norm.py --focus tune --out "$OUT" 2>&1 | tee "$OUT/norm_tune.txt"
+fi
 if [ "${NORM_SWEEP:-0}" = "1" ]; then
     timeout 240 python benchmarks/bench_rms_norm.py --sweep --quick --no-compile --out "$OUT" \
         >"$OUT/norm_sweep.txt" 2>&1

@@ -54,16 +54,19 @@ qlinear::NormOperand operand(const at::Tensor& t) {
   return qlinear::NormOperand{t.data_ptr(), t.stride(0), t.stride(1)};
 }
 
-qlinear::NormConfig make_config(int64_t vecs_per_thread, int64_t threads_per_row, int64_t rows_per_block) {
+qlinear::NormConfig make_config(int64_t vecs_per_thread, int64_t threads_per_row, int64_t rows_per_block,
+                                int64_t prefetch_weight) {
   qlinear::NormConfig c;
   c.vecs_per_thread = static_cast<int>(vecs_per_thread);
   c.threads_per_row = static_cast<int>(threads_per_row);
   c.rows_per_block = static_cast<int>(rows_per_block);
+  c.prefetch_weight = static_cast<int>(prefetch_weight);
   return c;
 }
 
 void rms_norm(const at::Tensor& out, const at::Tensor& x, const at::Tensor& weight, double eps,
-              int64_t vecs_per_thread, int64_t threads_per_row, int64_t rows_per_block) {
+              int64_t vecs_per_thread, int64_t threads_per_row, int64_t rows_per_block,
+              int64_t prefetch_weight) {
   check_operand(x, "x", x);
   check_operand(out, "out", x);
   check_weight(weight, x);
@@ -71,13 +74,13 @@ void rms_norm(const at::Tensor& out, const at::Tensor& x, const at::Tensor& weig
   const cudaError_t err = qlinear::rms_norm_launch(
       operand(out), operand(x), weight.data_ptr(), x.size(0) * x.size(1), x.size(1), x.size(2),
       static_cast<float>(eps), to_norm_dtype(x, "x"), c10::cuda::getCurrentCUDAStream(x.device().index()).stream(),
-      make_config(vecs_per_thread, threads_per_row, rows_per_block));
+      make_config(vecs_per_thread, threads_per_row, rows_per_block, prefetch_weight));
   TORCH_CHECK(err == cudaSuccess, "qlinear rms_norm launch failed: ", cudaGetErrorString(err));
 }
 
 void fused_add_rms_norm(const at::Tensor& x, const at::Tensor& residual, const at::Tensor& weight,
                         double eps, int64_t vecs_per_thread, int64_t threads_per_row,
-                        int64_t rows_per_block) {
+                        int64_t rows_per_block, int64_t prefetch_weight) {
   check_operand(x, "x", x);
   check_operand(residual, "residual", x);
   check_weight(weight, x);
@@ -85,7 +88,7 @@ void fused_add_rms_norm(const at::Tensor& x, const at::Tensor& residual, const a
   const cudaError_t err = qlinear::fused_add_rms_norm_launch(
       operand(x), operand(residual), weight.data_ptr(), x.size(0) * x.size(1), x.size(1), x.size(2),
       static_cast<float>(eps), to_norm_dtype(x, "x"), c10::cuda::getCurrentCUDAStream(x.device().index()).stream(),
-      make_config(vecs_per_thread, threads_per_row, rows_per_block));
+      make_config(vecs_per_thread, threads_per_row, rows_per_block, prefetch_weight));
   TORCH_CHECK(err == cudaSuccess, "qlinear fused_add_rms_norm launch failed: ", cudaGetErrorString(err));
 }
 
@@ -94,10 +97,10 @@ void fused_add_rms_norm(const at::Tensor& x, const at::Tensor& residual, const a
 TORCH_LIBRARY(qlinear_C, m) {
   m.def(
       "rms_norm(Tensor(a!) out, Tensor x, Tensor weight, float eps, int vecs_per_thread=0, "
-      "int threads_per_row=0, int rows_per_block=0) -> ()",
+      "int threads_per_row=0, int rows_per_block=0, int prefetch_weight=0) -> ()",
       &rms_norm);
   m.def(
       "fused_add_rms_norm(Tensor(a!) x, Tensor(b!) residual, Tensor weight, float eps, "
-      "int vecs_per_thread=0, int threads_per_row=0, int rows_per_block=0) -> ()",
+      "int vecs_per_thread=0, int threads_per_row=0, int rows_per_block=0, int prefetch_weight=0) -> ()",
       &fused_add_rms_norm);
 }

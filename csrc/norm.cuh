@@ -8,7 +8,7 @@
 //
 // Two kernels:
 //  * rms_norm_vec_kernel: 16-byte accesses, the whole row kept in registers (load once, reduce,
-//    write), several rows per block when rows are short. Needs 16-byte aligned pointers and row
+//    write), several rows per block when rows are short, optionally the weight prefetched. Needs 16-byte aligned pointers and row
 //    strides and H a multiple of the vector width (8 for 16-bit types, 4 for fp32).
 //  * rms_norm_generic_kernel: element accesses, any H / alignment, reads the row twice (the second
 //    read mostly hits L1/L2). The fallback for odd sizes and for rows too long for registers.
@@ -64,7 +64,9 @@ union Pack {
 
 template <typename T>
 __device__ __forceinline__ T* row_ptr(const Rows& r, uint32_t row, uint32_t n_inner) {
-  const uint32_t o = row / n_inner;
+  // 2-D views (n_inner == n_rows, the common case) skip the integer division, which sits on the
+  // latency path of every row.
+  const uint32_t o = row < n_inner ? 0u : row / n_inner;
   const uint32_t i = row - o * n_inner;
   return static_cast<T*>(r.ptr) + static_cast<int64_t>(o) * r.s0 + static_cast<int64_t>(i) * r.s1;
 }
@@ -89,9 +91,14 @@ __device__ __forceinline__ float group_sum(float v, int tpr_log2) {
 }
 
 // blockDim.x = rows_per_block << tpr_log2. Thread `lane` of a row owns vectors lane, lane + tpr,
-// lane + 2 tpr, ... (NV of them), so each load instruction of a row group covers tpr * 16
-// contiguous bytes.
-template <typename T, int NV, bool FUSED>
+// lane + 2 tpr, ... (at most NV of them: NV is the register budget, ceil(H / 16 B / tpr) <= NV the
+// vectors actually used), so each load instruction of a row group covers tpr * 16 contiguous
+// bytes.
+// PREW: load the weight before the row reduction instead of after it. In the latency regime
+// (few rows, one wave) the weight's first touch is an L2 round trip that would otherwise sit
+// between the reduction and the store; with many rows per SM it hits L1 and the early load only
+// costs registers (occupancy), so the launcher enables it for few rows only.
+template <typename T, int NV, bool FUSED, bool PREW>
 __global__ void __launch_bounds__(1024)
     rms_norm_vec_kernel(Rows dst, Rows src, Rows res, const T* __restrict__ weight, uint32_t n_rows,
                         uint32_t n_inner, int hidden, int tpr_log2, float eps) {
@@ -104,6 +111,7 @@ __global__ void __launch_bounds__(1024)
   const int nvec = hidden / VW;
 
   Pack<T> v[NV];
+  Pack<T> wv[PREW ? NV : 1];
   float ss = 0.f;
   if (active) {
     T* s = row_ptr<T>(src, row, n_inner);
@@ -112,6 +120,13 @@ __global__ void __launch_bounds__(1024)
     for (int k = 0; k < NV; ++k) {
       const int j = k * tpr + lane;
       if (j < nvec) v[k].raw = reinterpret_cast<const uint4*>(s)[j];
+    }
+    if (PREW) {
+#pragma unroll
+      for (int k = 0; k < NV; ++k) {
+        const int j = k * tpr + lane;
+        if (j < nvec) wv[PREW ? k : 0].raw = __ldg(reinterpret_cast<const uint4*>(weight) + j);
+      }
     }
     if (FUSED) {
 #pragma unroll
@@ -146,10 +161,14 @@ __global__ void __launch_bounds__(1024)
     for (int k = 0; k < NV; ++k) {
       const int j = k * tpr + lane;
       if (j < nvec) {
-        Pack<T> wv;
-        wv.raw = __ldg(reinterpret_cast<const uint4*>(weight) + j);
+        Pack<T> w;
+        if (PREW) {
+          w = wv[PREW ? k : 0];
+        } else {
+          w.raw = __ldg(reinterpret_cast<const uint4*>(weight) + j);
+        }
 #pragma unroll
-        for (int e = 0; e < VW; ++e) v[k].e[e] = C::from_f(C::to_f(v[k].e[e]) * inv * C::to_f(wv.e[e]));
+        for (int e = 0; e < VW; ++e) v[k].e[e] = C::from_f(C::to_f(v[k].e[e]) * inv * C::to_f(w.e[e]));
         reinterpret_cast<uint4*>(d)[j] = v[k].raw;
       }
     }

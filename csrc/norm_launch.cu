@@ -1,7 +1,7 @@
 // Host launchers: validate sizes, choose between the 16-byte register kernel and the generic
 // kernel, pick threads per row / rows per block, and launch on the given stream.
-// The one translation unit holding every kernel instantiation (3 dtypes x {vec NV=1,2,4,8,
-// generic} x {plain, fused}) so a first build stays short.
+// The one translation unit holding every kernel instantiation (3 dtypes x {vec NV=1,2,4 with and
+// without the weight prefetch, vec NV=8, generic} x {plain, fused}) so a first build stays short.
 #include "norm.cuh"
 #include "norm_launch.h"
 
@@ -39,36 +39,80 @@ bool aligned16(const NormOperand& o, int64_t n_outer, int64_t n_inner, size_t es
 }
 
 struct Plan {
-  int nv;        // vectors per thread; 0 = generic kernel
+  int nv;        // vector registers per thread (1, 2, 4 or 8); 0 = generic kernel
   int tpr_log2;  // threads per row = 1 << tpr_log2
   int rows_per_block;
+  bool prefetch_weight;
 };
 
-// Short rows: sub-warp groups and several rows per 256-thread block (a warp per row would leave
-// most lanes idle for H = 512). Long rows: one row per block, the row held in registers.
-// Few rows (latency regime, n_rows <= SMs): one vector per thread so the row is spread over as
-// many threads as possible and the single load round trip dominates.
+// ---- Heuristics (tuned on an H200; `benchmarks/bench_rms_norm.py --focus tune` prints rules in
+// this format). A rule applies to rows of at most max_row_bytes (H * element size):
+//   vecs:          16-byte vectors per thread; threads per row = next_pow2(ceil(H*es/16 / vecs))
+//   block_threads: threads per block (rows_per_block = block_threads / threads per row, at least 1)
+struct Rule {
+  int64_t max_row_bytes;
+  int vecs;
+  int block_threads;
+};
+// Many rows (more than one per SM). Short rows: sub-warp groups, several rows per block.
+constexpr Rule kManyRowRules[] = {
+    {1024, 4, 256},       // e.g. kv_c 512 bf16: 16 threads x 64 B per row, 16 rows per block
+    {4096, 4, 256},       // e.g. q_c 1536 bf16: 64 threads x 48 B, 4 rows per block
+    {INT64_MAX, 4, 256},  // e.g. 7168 bf16: 256 threads x 56 B, one row per block
+};
+// Few rows (<= one per SM, the latency regime): the row over many threads, few vectors each, the
+// weight prefetched before the reduction, one row per block.
+constexpr Rule kFewRowRules[] = {
+    {INT64_MAX, 2, 32},
+};
+// Many rows: halve rows_per_block (down to 64-thread blocks) until the grid has this many blocks
+// per SM, so that short problems (4096 rows) still spread over every SM.
+constexpr int kMinBlocksPerSm = 2;
+
+const Rule& pick_rule(bool few_rows, int64_t row_bytes) {
+  if (few_rows) {
+    for (const Rule& r : kFewRowRules)
+      if (row_bytes <= r.max_row_bytes) return r;
+    return kFewRowRules[sizeof(kFewRowRules) / sizeof(Rule) - 1];
+  }
+  for (const Rule& r : kManyRowRules)
+    if (row_bytes <= r.max_row_bytes) return r;
+  return kManyRowRules[sizeof(kManyRowRules) / sizeof(Rule) - 1];
+}
+
+int nv_register_budget(int64_t need) {
+  for (int nv = 1; nv <= 8; nv <<= 1)
+    if (nv >= need) return nv;
+  return 0;
+}
+
+// Configuration overrides (NormConfig, 0 = automatic) win over the rules; an override the
+// register kernel cannot honour (vectors x threads not covering the row, misalignment) falls back
+// to the generic kernel rather than failing.
 Plan make_plan(bool vec_ok, int64_t n_rows, int64_t hidden, size_t es, const NormConfig& cfg) {
-  Plan p{0, 0, 1};
+  Plan p{0, 0, 1, false};
   const int sms = sm_count();
   const bool few_rows = n_rows <= sms;
+  const Rule& rule = pick_rule(few_rows, hidden * static_cast<int64_t>(es));
   const int64_t vw = static_cast<int64_t>(16 / es);
   bool use_vec = vec_ok && cfg.vecs_per_thread != -1 && hidden % vw == 0;
   if (use_vec) {
     const int64_t nvec = hidden / vw;
-    int nv = cfg.vecs_per_thread > 0 ? cfg.vecs_per_thread : (few_rows ? 1 : 4);
-    if (cfg.vecs_per_thread <= 0)
-      while (nv > 1 && nv > nvec) nv >>= 1;
-    int tl = pow2_ceil_log2((nvec + nv - 1) / nv);
-    if (cfg.vecs_per_thread <= 0)
-      while (tl > 10 && nv < 8) {
-        nv <<= 1;
-        tl = pow2_ceil_log2((nvec + nv - 1) / nv);
-      }
-    if (cfg.threads_per_row > 0) tl = pow2_ceil_log2(cfg.threads_per_row);
-    if (tl <= 10 && (int64_t{nv} << tl) >= nvec && (nv == 1 || nv == 2 || nv == 4 || nv == 8)) {
+    int tl;
+    if (cfg.threads_per_row > 0) {
+      tl = pow2_ceil_log2(cfg.threads_per_row);
+    } else {
+      const int64_t vecs = cfg.vecs_per_thread > 0 ? cfg.vecs_per_thread : (rule.vecs > 0 ? rule.vecs : 4);
+      tl = pow2_ceil_log2((nvec + vecs - 1) / vecs);
+    }
+    if (tl > 10) tl = 10;  // rows longer than 1024 x vecs vectors: more vectors per thread
+    const int64_t need = (nvec + (int64_t{1} << tl) - 1) >> tl;  // vectors a thread really loads
+    const int nv = cfg.vecs_per_thread > 0 ? cfg.vecs_per_thread : nv_register_budget(need);
+    if ((nv == 1 || nv == 2 || nv == 4 || nv == 8) && nv >= need) {
       p.nv = nv;
       p.tpr_log2 = tl;
+      // the 8-vector kernel has no register room for a prefetched weight
+      p.prefetch_weight = nv <= 4 && (cfg.prefetch_weight > 0 || (cfg.prefetch_weight == 0 && few_rows));
     } else {
       use_vec = false;
     }
@@ -86,10 +130,11 @@ Plan make_plan(bool vec_ok, int64_t n_rows, int64_t hidden, size_t es, const Nor
   if (cfg.rows_per_block > 0) {
     rpb = cfg.rows_per_block;
   } else {
-    const int block = few_rows ? (tpr < 32 ? 32 : tpr) : (tpr < 256 ? 256 : tpr);
+    const int block = rule.block_threads > tpr ? rule.block_threads : tpr;
     rpb = block / tpr;
-    // keep at least two blocks per SM when there are enough rows for that
-    while (rpb > 1 && (rpb << p.tpr_log2) > 32 && (n_rows + rpb - 1) / rpb < 2 * sms) rpb >>= 1;
+    if (!few_rows)
+      while (rpb > 1 && (rpb << p.tpr_log2) > 64 && (n_rows + rpb - 1) / rpb < int64_t{kMinBlocksPerSm} * sms)
+        rpb >>= 1;
   }
   rpb = 1 << pow2_ceil_log2(rpb < 1 ? 1 : (rpb > 1024 ? 1024 : rpb));
   while (rpb > 1 && (rpb << p.tpr_log2) > 1024) rpb >>= 1;
@@ -110,23 +155,23 @@ cudaError_t launch_typed(const Plan& p, Rows dst, Rows src, Rows res, const void
   const uint32_t nr = static_cast<uint32_t>(n_rows);
   const uint32_t ni = static_cast<uint32_t>(n_inner);
   const int h = static_cast<int>(hidden);
-  switch (p.nv) {
-    case 1:
-      norm::rms_norm_vec_kernel<T, 1, FUSED><<<grid, threads, 0, stream>>>(dst, src, res, w, nr, ni, h, p.tpr_log2, eps);
-      break;
-    case 2:
-      norm::rms_norm_vec_kernel<T, 2, FUSED><<<grid, threads, 0, stream>>>(dst, src, res, w, nr, ni, h, p.tpr_log2, eps);
-      break;
-    case 4:
-      norm::rms_norm_vec_kernel<T, 4, FUSED><<<grid, threads, 0, stream>>>(dst, src, res, w, nr, ni, h, p.tpr_log2, eps);
-      break;
-    case 8:
-      norm::rms_norm_vec_kernel<T, 8, FUSED><<<grid, threads, 0, stream>>>(dst, src, res, w, nr, ni, h, p.tpr_log2, eps);
-      break;
+#define QLINEAR_NORM_VEC(NV, PREW)                                                            \
+  norm::rms_norm_vec_kernel<T, NV, FUSED, PREW><<<grid, threads, 0, stream>>>(dst, src, res, w, nr, ni, h, \
+                                                                             p.tpr_log2, eps)
+  switch (p.nv * 2 + (p.prefetch_weight ? 1 : 0)) {
+    case 2: QLINEAR_NORM_VEC(1, false); break;
+    case 3: QLINEAR_NORM_VEC(1, true); break;
+    case 4: QLINEAR_NORM_VEC(2, false); break;
+    case 5: QLINEAR_NORM_VEC(2, true); break;
+    case 8: QLINEAR_NORM_VEC(4, false); break;
+    case 9: QLINEAR_NORM_VEC(4, true); break;
+    case 16:
+    case 17: QLINEAR_NORM_VEC(8, false); break;
     default:
       norm::rms_norm_generic_kernel<T, FUSED><<<grid, threads, 0, stream>>>(dst, src, res, w, nr, ni, h, p.tpr_log2, eps);
       break;
   }
+#undef QLINEAR_NORM_VEC
   return cudaGetLastError();
 }
 

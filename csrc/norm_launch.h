@@ -25,10 +25,15 @@ struct NormOperand {
 //                    -1 forces the generic element-wise kernel.
 //   threads_per_row: power of two in [1, 1024]; must cover the row for the register kernel.
 //   rows_per_block:  power of two; threads per block = rows_per_block * threads_per_row <= 1024.
+//   prefetch_weight: 1 loads the weight before the row reduction (register kernel, NV <= 4),
+//                    -1 after it; 0 = automatic (before it when there are few rows).
+// With vecs_per_thread = 0 and threads_per_row set, the register budget is the smallest of
+// 1, 2, 4, 8 vectors that covers the row.
 struct NormConfig {
   int vecs_per_thread = 0;
   int threads_per_row = 0;
   int rows_per_block = 0;
+  int prefetch_weight = 0;
 };
 
 // out <- x / sqrt(mean(x^2) + eps) * weight. `out` may equal `x` (in place).

@@ -29,6 +29,9 @@ __all__ = [
     "auto_split_k",
     "per_token_group_quant_fp8",
     "fp8_block_gemm",
+    "fp8_block_gemm_quant_a",
+    "fp8_block_linear_triton",
+    "GEMM_CONFIGS",
     "rms_norm_quant_fp8",
 ]
 
@@ -52,22 +55,63 @@ def _f32_to_e4m3(y, INTERPRET: tl.constexpr):
     Done on the bits everywhere: the interpreter's cast loses the carry of a rounded-up
     mantissa, and on an H200 (Triton 3.6) the native cast disagreed with torch's RNE cast on
     some elements in every case of our first GPU run (tests/gpu/test_fp8_gpu.py::
-    test_quant_bit_exact). A handful of integer ops per element cost nothing in a kernel bound
-    by memory traffic.
+    test_quant_bit_exact). About ten integer ops per element, no float -> int conversion: the
+    fused quantizers are bound by instruction issue, not memory (see _div_by_scale).
     """
     bits = y.to(tl.uint32, bitcast=True)
-    sign = (bits >> 31).to(tl.uint8) << 7
     mag = bits & 0x7FFFFFFF
-    a = mag.to(tl.float32, bitcast=True)
     # Normal e4m3 (|y| >= 2^-6): keep 3 of fp32's 23 mantissa bits with RNE; the integer add
-    # carries into the exponent field, and the e4m3 exponent is the fp32 one minus 120.
+    # carries into the exponent field, and the e4m3 exponent is the fp32 one minus 120 (folded
+    # into the same add: mag >= 0x3C800000 here, so nothing wraps where the result is used).
     lsb = (mag >> 20) & 1
-    normal = ((mag + 0x7FFFF + lsb) >> 20) - (120 << 3)
-    # Subnormal e4m3: multiples of 2^-9; adding 2^23 makes fp32 round |y| * 512 RNE to an int.
-    sub = ((a * 512.0 + 8388608.0) - 8388608.0).to(tl.uint32)
-    code = tl.where(a < 0.015625, sub, normal)
-    q = (code.to(tl.uint8) | sign).to(tl.float8e4nv, bitcast=True)
+    normal = ((mag + lsb + 0x7FFFF) - 0x3C000000) >> 20
+    # Subnormal e4m3: multiples of 2^-9. |y| * 512 + 2^23 makes fp32 round |y| * 512 RNE to an
+    # integer that sits in the low mantissa bits of 2^23 (0x4B000000): subtracting the bits of
+    # 2^23 reads it off without a float -> int conversion (a quarter-rate instruction).
+    a = mag.to(tl.float32, bitcast=True)
+    sub = (a * 512.0 + 8388608.0).to(tl.uint32, bitcast=True) - 0x4B000000
+    code = tl.where(mag < 0x3C800000, sub, normal) | ((bits >> 24) & 0x80)
+    q = code.to(tl.uint8).to(tl.float8e4nv, bitcast=True)
     return q
+
+
+@triton.jit
+def _div_by_scale(y, scale, INTERPRET: tl.constexpr):
+    """``y / scale[:, None]`` bit-identical to ``tl.math.div_rn`` (== torch's fp32 ``/``) for
+    the operands a quantizer sees, with ``scale`` [R] one value per row of ``y`` [R, C].
+
+    ``div.rn.f32`` compiles (sm_90, checked with nvdisasm) to: ``r0 = MUFU.RCP(b)``,
+    ``r = fma(r0, fma(-b, r0, 1), r0)``, ``q = a * r``, ``q += r * fma(-q, b, a)``, plus an FCHK
+    range check, a branch to a slow path and a convergence barrier, per element. That made the
+    fused RMSNorm -> FP8 kernel instruction-bound on an H200 (run 1: 0.37 of the copy ceiling).
+    Here the reciprocal part runs once per row and each element does the last three steps, the
+    same instructions as div.rn's fast path, so the same result wherever that fast path is taken.
+    FCHK sends only extreme exponents to the slow path; here ``scale`` is in [2.2e-13, 7.6e35]
+    (so ``r`` is normal) and ``|y / scale| <= 448``, which leaves only ``|y| < 2^-100``-ish,
+    whose quotients are far below half the smallest e4m3 subnormal (code 0 either way). The
+    interpreter divides directly (it has no MUFU and no true fused multiply-add).
+    """
+    if INTERPRET:
+        q = tl.math.div_rn(y, scale[:, None])
+    else:
+        r0 = tl.inline_asm_elementwise(
+            "rcp.approx.f32 $0, $1;", "=r,r", [scale], dtype=tl.float32, is_pure=True, pack=1
+        )
+        r = tl.fma(r0, tl.fma(-scale, r0, 1.0), r0)[:, None]
+        s2 = scale[:, None]
+        q = y * r
+        q = tl.fma(r, tl.fma(-q, s2, y), q)
+    return q
+
+
+@triton.jit
+def _quant_rows(x, scale_eps, INTERPRET: tl.constexpr):
+    """Quantize each row of the fp32 tile ``x`` [R, GROUP] as one group: returns the e4m3 codes
+    [R, GROUP] and the fp32 scales [R] (``max(amax, scale_eps) / 448``, IEEE division)."""
+    amax = tl.max(tl.abs(x), axis=1)
+    scale = tl.math.div_rn(tl.maximum(amax, scale_eps), _FP8_MAX)
+    y = tl.clamp(_div_by_scale(x, scale, INTERPRET), -_FP8_MAX, _FP8_MAX)
+    return _f32_to_e4m3(y, INTERPRET), scale
 
 
 @triton.jit
@@ -296,6 +340,90 @@ def _fp8_block_gemm_kernel(
 
 
 @triton.jit
+def _fp8_block_gemm_quant_a_kernel(
+    C_ptr,
+    X_ptr,
+    B_ptr,
+    Bs_ptr,
+    Bias_ptr,
+    M,
+    N,
+    K,
+    stride_xm,
+    stride_bn,
+    stride_cm,
+    stride_c_split,
+    stride_bs_n,
+    stride_bs_k,
+    k_blocks_per_split,
+    scale_eps,
+    SCALE_BLOCK_N: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+    USE_WS: tl.constexpr,
+    EVEN_K: tl.constexpr,
+    HAS_BIAS: tl.constexpr,
+    FP8_DOT: tl.constexpr,
+    INTERPRET: tl.constexpr,
+):
+    # _fp8_block_gemm_kernel with the activation quantization done in registers: BLOCK_K is the
+    # quantization group, so the [BLOCK_M, BLOCK_K] tile of x holds exactly one group per row.
+    # Its scales and e4m3 codes are those of per_token_group_quant_fp8 (same formulas, bit for
+    # bit), so the partial sums equal the unfused kernel's; x_fp8 never touches memory. Every
+    # N tile re-quantizes its rows of x: cheap while M is small (the case this kernel is for).
+    pid = tl.program_id(0)
+    pid_k = tl.program_id(1)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    width = GROUP_M * num_pid_n
+    first_m = (pid // width) * GROUP_M
+    group_m = tl.minimum(num_pid_m - first_m, GROUP_M)
+    pid_m = first_m + (pid % width) % group_m
+    pid_n = (pid % width) // group_m
+
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    m_ok = offs_m < M
+    n_ok = offs_n < N
+    x_ptrs = X_ptr + offs_m[:, None].to(tl.int64) * stride_xm + offs_k[None, :]
+    b_ptrs = B_ptr + offs_n[None, :].to(tl.int64) * stride_bn + offs_k[:, None]
+    bs_ptrs = Bs_ptr + (offs_n // SCALE_BLOCK_N) * stride_bs_n
+
+    kb_begin = pid_k * k_blocks_per_split
+    kb_end = tl.minimum(kb_begin + k_blocks_per_split, tl.cdiv(K, BLOCK_K))
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for kb in range(kb_begin, kb_end):
+        k0 = kb * BLOCK_K
+        if EVEN_K:
+            x = tl.load(x_ptrs + k0, mask=m_ok[:, None], other=0.0)
+            b = tl.load(b_ptrs + k0, mask=n_ok[None, :], other=0.0)
+        else:
+            # Zeros past K leave the short last group's amax unchanged (as in the reference).
+            k_ok = (k0 + offs_k) < K
+            x = tl.load(x_ptrs + k0, mask=m_ok[:, None] & k_ok[None, :], other=0.0)
+            b = tl.load(b_ptrs + k0, mask=k_ok[:, None] & n_ok[None, :], other=0.0)
+        a, a_s = _quant_rows(x.to(tl.float32), scale_eps, INTERPRET)
+        b_s = tl.load(bs_ptrs + kb * stride_bs_k, mask=n_ok, other=0.0)
+        if FP8_DOT:
+            part = tl.dot(a, b)
+        else:
+            part = tl.dot(a.to(tl.float16), b.to(tl.float16))
+        acc += part * a_s[:, None] * b_s[None, :]
+
+    c_ptrs = offs_m[:, None].to(tl.int64) * stride_cm + offs_n[None, :]
+    c_ok = m_ok[:, None] & n_ok[None, :]
+    if USE_WS:
+        tl.store(C_ptr + pid_k.to(tl.int64) * stride_c_split + c_ptrs, acc, mask=c_ok)
+    else:
+        if HAS_BIAS:
+            acc += tl.load(Bias_ptr + offs_n, mask=n_ok, other=0.0).to(tl.float32)[None, :]
+        tl.store(C_ptr + c_ptrs, _f32_to(acc, C_ptr.dtype.element_ty, INTERPRET), mask=c_ok)
+
+
+@triton.jit
 def _splitk_reduce_kernel(
     C_ptr,
     WS_ptr,
@@ -324,7 +452,9 @@ def _splitk_reduce_kernel(
 @dataclass(frozen=True)
 class GemmConfig:
     """Tile configuration of the block-scaled GEMM. ``split_k`` = number of K slices (1: none,
-    0: chosen by :func:`auto_split_k` for the problem)."""
+    0: chosen by :func:`auto_split_k` for the problem). ``quant_a``: quantize the activations
+    inside the GEMM (:func:`fp8_block_gemm_quant_a`) instead of with a separate kernel; only
+    :func:`fp8_block_linear_triton` reads it."""
 
     block_m: int
     block_n: int
@@ -332,6 +462,7 @@ class GemmConfig:
     num_warps: int = 4
     num_stages: int = 4
     group_m: int = 8
+    quant_a: bool = False
 
 
 @functools.lru_cache(maxsize=None)
@@ -351,9 +482,51 @@ def _sm_count(device: torch.device) -> int:
     return _num_sms(device.index if device.index is not None else torch.cuda.current_device())
 
 
+_G = GemmConfig
+# Measured configs per weight shape (N, K): ((max_m, config), ...), the first with M <= max_m
+# wins; shapes or M past the last entry use the heuristic of default_gemm_config. Source:
+# notes/gpu_run1/bench_fp8.txt (H200, Triton 3.6, GEMM only, activations pre-quantized), the
+# best of its sweep per M:
+#   2112x7168 : M<=16 (16, 64, split 8, 4 warps, 5 stages) 9.3-9.8 us · M=64 (64, 64, 8, 4, 4)
+#               10.8 us · M=128 (128, 128, 14, 8, 3) 18.6 us
+#   24576x1536: M<=16 (16, 64, 1, 4, 5) 12.8-13.3 us · M=64 (64, 64, 1, 4, 4) 14.9 us ·
+#               M=128 (64, 128, 1, 4, 4) 29.1 us
+#   7168x16384: M<=4 (16, 64, 3, 4, 5) 33.5-36.6 us · M=16 (16, 128, 5, 4, 4) 36.9 us ·
+#               M=64 (64, 64, 3, 4, 4) 43.3 us · M=128 (128, 128, 5, 8, 3) 79.6 us
+# quant_a (the fused activation quantization, new after run 1) is on for M <= 16, where the
+# separate quantization kernel cost 2.2-4.3 us of the 11.5-17 us op (triton_best minus
+# triton_best_gemm_only). `python benchmarks/bench_fp8.py --focus small-m` prints a replacement
+# for this table.
+GEMM_CONFIGS: dict = {
+    (2112, 7168): (
+        (16, _G(16, 64, 8, 4, 5, quant_a=True)),
+        (64, _G(64, 64, 8, 4, 4)),
+        (128, _G(128, 128, 14, 8, 3)),
+    ),
+    (24576, 1536): (
+        (16, _G(16, 64, 1, 4, 5, quant_a=True)),
+        (64, _G(64, 64, 1, 4, 4)),
+        (128, _G(64, 128, 1, 4, 4)),
+    ),
+    (7168, 16384): (
+        (4, _G(16, 64, 3, 4, 5, quant_a=True)),
+        (16, _G(16, 128, 5, 4, 4, quant_a=True)),
+        (64, _G(64, 64, 3, 4, 4)),
+        (128, _G(128, 128, 5, 8, 3)),
+    ),
+}
+
+
 def default_gemm_config(M: int, N: int, K: int, block_k: int = 128, num_sms: int = 132) -> GemmConfig:
-    """Heuristic tile choice by M bucket; split-K when the (M, N) tiles alone cannot fill
-    ``num_sms`` SMs twice over (each K slice keeps >= 4 K blocks)."""
+    """The measured :data:`GEMM_CONFIGS` entry for (N, K) and M when there is one (and
+    ``block_k`` is 128, the block they were measured with); else a heuristic by M bucket,
+    split-K when the (M, N) tiles alone cannot fill ``num_sms`` SMs twice over (each K slice
+    keeps >= 4 K blocks), activation quantization fused for M <= 16."""
+    if block_k == 128:
+        for max_m, cfg in GEMM_CONFIGS.get((N, K), ()):
+            if M <= max_m:
+                return cfg
+    quant_a = M <= 16
     if M <= 16:
         bm, bn, warps, stages = 16, 64, 4, 5
     elif M <= 32:
@@ -364,7 +537,8 @@ def default_gemm_config(M: int, N: int, K: int, block_k: int = 128, num_sms: int
         bm, bn, warps, stages = 64, 128, 4, 4
     else:
         bm, bn, warps, stages = 128, 128, 8, 3
-    return GemmConfig(bm, bn, auto_split_k(M, N, K, bm, bn, block_k, num_sms), warps, stages)
+    split = auto_split_k(M, N, K, bm, bn, block_k, num_sms)
+    return GemmConfig(bm, bn, split, warps, stages, quant_a=quant_a)
 
 
 def auto_split_k(M: int, N: int, K: int, block_m: int, block_n: int, block_k: int = 128, num_sms: int = 132) -> int:
@@ -407,13 +581,7 @@ def fp8_block_gemm(
         return out
     if config is None:
         config = default_gemm_config(M, N, K, bk, _sm_count(a.device))
-    k_blocks = cdiv(K, bk)
-    split = config.split_k
-    if split == 0:
-        split = auto_split_k(M, N, K, config.block_m, config.block_n, bk, _sm_count(a.device))
-    split = max(1, min(split, k_blocks))
-    per_split = cdiv(k_blocks, split)
-    split = cdiv(k_blocks, per_split)  # no empty slices
+    split, per_split = _plan_split(config, M, N, K, bk, a.device)
     has_bias = bias is not None
     grid = (cdiv(M, config.block_m) * cdiv(N, config.block_n), split)
     fp8_dot = True if a.device.type != "cuda" else _fp8_dot_supported(a.device.index or 0)
@@ -451,21 +619,135 @@ def fp8_block_gemm(
         num_stages=config.num_stages,
     )
     if split > 1:
-        block = 1024
-        _splitk_reduce_kernel[(cdiv(M * N, block),)](
-            out,
-            target,
-            bias if has_bias else out,
-            M * N,
-            N,
-            out.stride(0),
-            SPLIT_K=split,
-            HAS_BIAS=has_bias,
-            BLOCK=block,
-            INTERPRET=_interpret(),
-            num_warps=4,
-        )
+        _reduce_splits(out, target, bias)
     return out
+
+
+def _plan_split(config: GemmConfig, M: int, N: int, K: int, bk: int, device) -> tuple[int, int]:
+    """(number of K slices, K blocks per slice) for ``config`` on an M x N x K problem."""
+    k_blocks = cdiv(K, bk)
+    split = config.split_k
+    if split == 0:
+        split = auto_split_k(M, N, K, config.block_m, config.block_n, bk, _sm_count(device))
+    split = max(1, min(split, k_blocks))
+    per_split = cdiv(k_blocks, split)
+    return cdiv(k_blocks, per_split), per_split  # no empty slices
+
+
+def _reduce_splits(out: torch.Tensor, ws: torch.Tensor, bias: torch.Tensor | None) -> None:
+    split, M, N = ws.shape
+    block = 1024
+    _splitk_reduce_kernel[(cdiv(M * N, block),)](
+        out,
+        ws,
+        bias if bias is not None else out,
+        M * N,
+        N,
+        out.stride(0),
+        SPLIT_K=split,
+        HAS_BIAS=bias is not None,
+        BLOCK=block,
+        INTERPRET=_interpret(),
+        num_warps=4,
+    )
+
+
+def fp8_block_gemm_quant_a(
+    x: torch.Tensor,
+    b: torch.Tensor,
+    b_scale: torch.Tensor,
+    block_size: tuple[int, int] = (128, 128),
+    out_dtype: torch.dtype | None = None,
+    bias: torch.Tensor | None = None,
+    *,
+    out: torch.Tensor | None = None,
+    config: GemmConfig | None = None,
+    scale_eps: float = 1e-10,
+) -> torch.Tensor:
+    """``out[M, N] = Q(x) @ (B * Bs).T (+ bias)``, where ``Q(x)`` is the dynamic per-token-group
+    e4m3 quantization of ``x`` with groups of ``bk`` columns (the codes and scales of
+    :func:`per_token_group_quant_fp8`, bit for bit), done inside the GEMM: one kernel (plus the
+    split-K reduction), no e4m3 copy of ``x`` in memory.
+
+    ``x`` [M, K] bf16 / fp16 / fp32 (``stride(1) == 1``, any row stride); ``b``, ``b_scale``,
+    ``block_size``, ``bias``, ``out`` and ``config`` as in :func:`fp8_block_gemm` (``config``'s
+    ``quant_a`` is ignored: this is the fused variant). ``out_dtype`` defaults to ``x.dtype``.
+    Same result as quantize-then-:func:`fp8_block_gemm` with the same tile config.
+    """
+    M, K = x.shape
+    N = b.shape[0]
+    bn, bk = block_size
+    if out is None:
+        out = torch.empty((M, N), dtype=out_dtype or x.dtype, device=x.device)
+    if M == 0 or N == 0:
+        return out
+    if config is None:
+        config = default_gemm_config(M, N, K, bk, _sm_count(x.device))
+    check_group_size(bk)
+    split, per_split = _plan_split(config, M, N, K, bk, x.device)
+    has_bias = bias is not None
+    grid = (cdiv(M, config.block_m) * cdiv(N, config.block_n), split)
+    fp8_dot = True if x.device.type != "cuda" else _fp8_dot_supported(x.device.index or 0)
+    target = out if split == 1 else torch.empty((split, M, N), dtype=torch.float32, device=x.device)
+    _fp8_block_gemm_quant_a_kernel[grid](
+        target,
+        x,
+        b,
+        b_scale,
+        bias if has_bias else out,
+        M,
+        N,
+        K,
+        x.stride(0),
+        b.stride(0),
+        out.stride(0) if split == 1 else N,
+        M * N,
+        b_scale.stride(0),
+        b_scale.stride(1),
+        per_split,
+        scale_eps,
+        SCALE_BLOCK_N=bn,
+        BLOCK_M=config.block_m,
+        BLOCK_N=config.block_n,
+        BLOCK_K=bk,
+        GROUP_M=config.group_m,
+        USE_WS=split > 1,
+        EVEN_K=(K % bk == 0),
+        HAS_BIAS=has_bias,
+        FP8_DOT=fp8_dot,
+        INTERPRET=_interpret(),
+        num_warps=config.num_warps,
+        num_stages=config.num_stages,
+    )
+    if split > 1:
+        _reduce_splits(out, target, bias)
+    return out
+
+
+def fp8_block_linear_triton(
+    x: torch.Tensor,
+    b: torch.Tensor,
+    b_scale: torch.Tensor,
+    block_size: tuple[int, int] = (128, 128),
+    bias: torch.Tensor | None = None,
+    *,
+    config: GemmConfig | None = None,
+    scale_eps: float = 1e-10,
+) -> torch.Tensor:
+    """The whole block-scaled FP8 linear on Triton: ``x`` [M, K] -> ``x.dtype`` [M, N]. With
+    ``config.quant_a`` (default: :func:`default_gemm_config`) the activation quantization is
+    fused into the GEMM (:func:`fp8_block_gemm_quant_a`), else it is a separate kernel
+    (:func:`per_token_group_quant_fp8`, column-major scales) followed by :func:`fp8_block_gemm`.
+    """
+    M, K = x.shape
+    N = b.shape[0]
+    bk = block_size[1]
+    if config is None:
+        config = default_gemm_config(M, N, K, bk, _sm_count(x.device))
+    if config.quant_a:
+        return fp8_block_gemm_quant_a(x, b, b_scale, block_size, x.dtype, bias, config=config, scale_eps=scale_eps)
+    q, s = per_token_group_quant_fp8(x, bk, column_major_scales=True, scale_eps=scale_eps)
+    return fp8_block_gemm(q, s, b, b_scale, block_size, x.dtype, bias, config=config)
 
 
 # --------------------------------------------------------------------------------------------
@@ -513,11 +795,83 @@ def _rms_norm_quant_fp8_kernel(
     rstd = tl.math.div_rn(1.0, tl.sqrt_rn(mean_sq + eps))
     w = tl.load(W_ptr + cols, mask=ok, other=0.0).to(tl.float32)
     y = h * rstd * w
-    amax = tl.max(tl.abs(y), axis=1)
-    scale = tl.math.div_rn(tl.maximum(amax, scale_eps), _FP8_MAX)
-    yq = tl.clamp(tl.math.div_rn(y, scale[:, None]), -_FP8_MAX, _FP8_MAX)
-    tl.store(Q_ptr + row * Q_row_stride + cols, _f32_to_e4m3(yq, INTERPRET), mask=ok)
+    qv, scale = _quant_rows(y, scale_eps, INTERPRET)
+    tl.store(Q_ptr + row * Q_row_stride + cols, qv, mask=ok)
     tl.store(S_ptr + row * S_row_stride + gi * S_col_stride, scale, mask=gi < G)
+
+
+@triton.jit
+def _rms_norm_quant_fp8_rows_kernel(
+    Q_ptr,
+    S_ptr,
+    X_ptr,
+    R_ptr,
+    W_ptr,
+    M,
+    K,
+    k_float,
+    G,
+    X_row_stride,
+    R_row_stride,
+    Q_row_stride,
+    S_row_stride,
+    S_col_stride,
+    eps,
+    scale_eps,
+    GROUP: tl.constexpr,
+    BLOCK_R: tl.constexpr,
+    EVEN_K: tl.constexpr,
+    HAS_RESIDUAL: tl.constexpr,
+    INTERPRET: tl.constexpr,
+):
+    # BLOCK_R rows per program, walked one [BLOCK_R, GROUP] tile (one group per row) at a time,
+    # twice: pass 1 sums the squares, pass 2 re-reads the tile (from L1/L2: the program just
+    # read it) to normalize and quantize it. Unlike the one-row kernel, no lane works on padding
+    # when the number of groups is not a power of two (1536 = 12 groups: 25 % idle there), the
+    # weight tile is loaded once per BLOCK_R rows, and the scales of a group leave as one vector.
+    rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    row_ok = rows < M
+    rows64 = rows.to(tl.int64)
+    offs = tl.arange(0, GROUP)
+    x_base = X_ptr + rows64[:, None] * X_row_stride + offs[None, :]
+    r_base = R_ptr + rows64[:, None] * R_row_stride + offs[None, :]
+    w_offs = offs[None, :] + 0 * rows[:, None]
+    sum_sq = tl.zeros((BLOCK_R,), dtype=tl.float32)
+    for g in range(0, G):
+        k0 = g * GROUP
+        if EVEN_K:
+            ok = row_ok[:, None]
+        else:
+            ok = row_ok[:, None] & (k0 + offs < K)[None, :]
+        h = tl.load(x_base + k0, mask=ok, other=0.0).to(tl.float32)
+        if HAS_RESIDUAL:
+            r = tl.load(r_base + k0, mask=ok, other=0.0).to(tl.float32)
+            # Rounded to the residual dtype first, as the next layer reads it (fused == unfused).
+            hr = _f32_to(h + r, R_ptr.dtype.element_ty, INTERPRET)
+            tl.store(r_base + k0, hr, mask=ok)
+            h = hr.to(tl.float32)
+        sum_sq += tl.sum(h * h, axis=1)
+    if HAS_RESIDUAL:
+        tl.debug_barrier()  # pass 2 re-reads the residual this CTA just wrote
+    rstd = tl.math.div_rn(1.0, tl.sqrt_rn(tl.math.div_rn(sum_sq, k_float) + eps))
+    for g in range(0, G):
+        k0 = g * GROUP
+        if EVEN_K:
+            ok = row_ok[:, None]
+            # Loaded per row (L1 hits) in the layout of h: a [GROUP] load would go through
+            # shared memory and two barriers to be broadcast over the rows.
+            w = tl.load(W_ptr + k0 + w_offs).to(tl.float32)
+        else:
+            ok = row_ok[:, None] & (k0 + offs < K)[None, :]
+            w = tl.load(W_ptr + k0 + w_offs, mask=ok, other=0.0).to(tl.float32)
+        if HAS_RESIDUAL:
+            h = tl.load(r_base + k0, mask=ok, other=0.0).to(tl.float32)
+        else:
+            h = tl.load(x_base + k0, mask=ok, other=0.0).to(tl.float32)
+        y = h * rstd[:, None] * w
+        qv, scale = _quant_rows(y, scale_eps, INTERPRET)
+        tl.store(Q_ptr + rows64[:, None] * Q_row_stride + k0 + offs[None, :], qv, mask=ok)
+        tl.store(S_ptr + rows64 * S_row_stride + g * S_col_stride, scale, mask=row_ok)
 
 
 def rms_norm_quant_fp8(
@@ -530,12 +884,21 @@ def rms_norm_quant_fp8(
     column_major_scales: bool = False,
     scale_eps: float = 1e-10,
     num_warps: int | None = None,
+    block_rows: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """RMSNorm of the rows of ``x`` [M, K] (``stride(1) == 1``, any row stride) written as e4m3
     [M, K] plus fp32 group scales [M, cdiv(K, group_size)] (column-major on request). With
     ``residual`` (same shape/dtype, ``stride(1) == 1``): ``residual <- dtype(x + residual)`` in
     place, and the new residual is normalized. Formula: ``qlinear.reference.fp8.rms_norm_quant_fp8_ref``.
+
+    ``block_rows``: rows per program of the two-pass tiled kernel (a power of two; default
+    :data:`NORM_BLOCK_ROWS`); 0 selects the one-row-per-program kernel (whole row in registers).
     """
+    if block_rows is None:
+        block_rows = NORM_BLOCK_ROWS
+    if block_rows:
+        return _rms_norm_quant_rows(x, weight, eps, group_size, residual, column_major_scales, scale_eps,
+                                    num_warps or NORM_NUM_WARPS, block_rows)
     M, K = x.shape
     G = cdiv(K, group_size)
     q = torch.empty((M, K), dtype=FP8_E4M3, device=x.device)
@@ -568,6 +931,55 @@ def rms_norm_quant_fp8(
         scale_eps,
         GROUP=tile,
         NUM_GROUPS=num_groups,
+        HAS_RESIDUAL=has_res,
+        INTERPRET=_interpret(),
+        num_warps=num_warps,
+    )
+    return q, s
+
+
+# Default shape of the tiled RMSNorm -> FP8 kernel. Not measured yet (run 1 timed only the
+# one-row kernel: 100.9 us = 0.37 of the copy ceiling on 32768 x 1536 strided rows, issue-bound
+# on per-element div.rn and padding lanes); `benchmarks/bench_fp8.py --focus small-m` sweeps
+# block_rows x num_warps and prints the values to put here.
+NORM_BLOCK_ROWS = 8
+NORM_NUM_WARPS = 4
+
+
+def _rms_norm_quant_rows(x, weight, eps, group_size, residual, column_major_scales, scale_eps, num_warps, block_rows):
+    M, K = x.shape
+    G = cdiv(K, group_size)
+    q = torch.empty((M, K), dtype=FP8_E4M3, device=x.device)
+    if column_major_scales:
+        s = torch.empty((G, M), dtype=torch.float32, device=x.device).t()
+    else:
+        s = torch.empty((M, G), dtype=torch.float32, device=x.device)
+    if M == 0 or K == 0:
+        return q, s
+    if block_rows & (block_rows - 1):
+        raise ValueError(f"block_rows: expected a power of two, got {block_rows}")
+    tile = _group_tile(group_size, K)
+    has_res = residual is not None
+    _rms_norm_quant_fp8_rows_kernel[(cdiv(M, block_rows),)](
+        q,
+        s,
+        x,
+        residual if has_res else x,
+        weight,
+        M,
+        K,
+        float(K),
+        G,
+        x.stride(0),
+        residual.stride(0) if has_res else 0,
+        q.stride(0),
+        s.stride(0),
+        s.stride(1),
+        eps,
+        scale_eps,
+        GROUP=tile,
+        BLOCK_R=block_rows,
+        EVEN_K=(K % tile == 0),
         HAS_RESIDUAL=has_res,
         INTERPRET=_interpret(),
         num_warps=num_warps,

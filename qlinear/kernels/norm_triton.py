@@ -57,9 +57,11 @@ def _rms_norm_kernel(
             r = tl.load(R_ptr + r_row + cols, mask=mask, other=0.0)
             v = (v.to(tl.float32) + r.to(tl.float32)).to(R_ptr.dtype.element_ty)
             tl.store(R_ptr + r_row + cols, v, mask=mask)
+        # the weight load is issued before the reduction so its first (L2) round trip overlaps
+        # the row's; in the latency regime it would otherwise sit between the sum and the store
+        w = tl.load(W_ptr + cols, mask=cols < H, other=0.0).to(tl.float32)
         vf = v.to(tl.float32)
         inv = tl.rsqrt(tl.sum(vf * vf, axis=1) / H + eps)
-        w = tl.load(W_ptr + cols, mask=cols < H, other=0.0).to(tl.float32)
         y = vf * inv[:, None] * w
         tl.store(Y_ptr + y_row + cols, y.to(Y_ptr.dtype.element_ty), mask=mask)
     else:
@@ -88,20 +90,55 @@ def _rms_norm_kernel(
             tl.store(Y_ptr + y_row + cc, y.to(Y_ptr.dtype.element_ty), mask=mask)
 
 
-def _launch_params(n_rows: int, hidden: int, elem_size: int) -> tuple[int, int, int, int]:
-    """(ROWS, BLOCK_H, N_CHUNKS, num_warps) for a problem size."""
+# Tuned defaults (`benchmarks/bench_rms_norm.py --focus tune` prints replacement rules):
+# (max row bytes, ROWS per program, num_warps) for the single-pass kernel; ROWS = 0 means
+# "a tile of about 4096 elements", num_warps = 0 means "about 32 bytes per thread". ROWS is then
+# halved while the grid would have fewer than _MIN_PROGRAMS programs.
+_MANY_ROW_RULES: tuple[tuple[int, int, int], ...] = (
+    (1 << 62, 0, 0),
+)
+_FEW_ROW_RULES: tuple[tuple[int, int, int], ...] = (
+    (1 << 62, 1, 0),
+)
+_MIN_PROGRAMS = 264  # about two per SM on an H100 / H200
+_FEW_ROWS = 132  # rows at or below this count use _FEW_ROW_RULES (the latency regime)
+
+
+def _launch_params(
+    n_rows: int, hidden: int, elem_size: int, config: tuple[int, int] | None = None
+) -> tuple[int, int, int, int]:
+    """(ROWS, BLOCK_H, N_CHUNKS, num_warps) for a problem size.
+
+    ``config = (rows, num_warps)`` overrides the rules (either may be 0 = automatic); ``rows`` is
+    used as given (rounded up to a power of two), without the grid-size adjustment.
+    """
     if hidden <= _MAX_SINGLE_PASS:
         block_h, n_chunks = triton.next_power_of_2(hidden), 1
     else:
         block_h, n_chunks = _CHUNK, triton.cdiv(hidden, _CHUNK)
-    # several short rows per program: aim for a tile of >= 4096 elements, but keep programs
-    # plentiful (>= ~2 per SM on a large GPU) when there are few rows
-    rows = max(1, min(64, 4096 // block_h))
-    while rows > 1 and triton.cdiv(n_rows, rows) < 264:
-        rows //= 2
-    # about 32 bytes per thread per tile
-    per_thread = max(1, 32 // elem_size)
-    num_warps = max(1, min(16, triton.next_power_of_2(rows * block_h // (32 * per_thread))))
+    rules = _FEW_ROW_RULES if n_rows <= _FEW_ROWS else _MANY_ROW_RULES
+    row_bytes = hidden * elem_size
+    _, rule_rows, rule_warps = next((r for r in rules if row_bytes <= r[0]), rules[-1])
+    want_rows, want_warps = config if config is not None else (0, 0)
+    if want_rows > 0:
+        rows = triton.next_power_of_2(int(want_rows))
+    else:
+        # several short rows per program: aim for a tile of >= 4096 elements, but keep programs
+        # plentiful (>= ~2 per SM on a large GPU) when there are few rows
+        rows = rule_rows if rule_rows > 0 else max(1, min(64, 4096 // block_h))
+        rows = triton.next_power_of_2(rows)
+        while rows > 1 and triton.cdiv(n_rows, rows) < _MIN_PROGRAMS:
+            rows //= 2
+    if want_warps > 0:
+        num_warps = int(want_warps)
+    elif rule_warps > 0:
+        num_warps = rule_warps
+    else:
+        # about 32 bytes per thread per tile
+        per_thread = max(1, 32 // elem_size)
+        num_warps = max(1, min(16, triton.next_power_of_2(rows * block_h // (32 * per_thread))))
+    if num_warps not in (1, 2, 4, 8, 16, 32):
+        raise ValueError(f"config: num_warps must be a power of two <= 32, got {num_warps}")
     return rows, block_h, n_chunks, num_warps
 
 
@@ -113,11 +150,18 @@ def _check_views(name: str, t: torch.Tensor, like: torch.Tensor) -> None:
         )
 
 
-def rms_norm_triton(out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, eps: float) -> None:
+def rms_norm_triton(
+    out: torch.Tensor,
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    eps: float,
+    config: tuple[int, int] | None = None,
+) -> None:
     """out <- x / sqrt(mean(x^2) + eps) * weight for 3-D views ``[n_outer, n_inner, H]``.
 
     ``out`` may be ``x`` (in place). Dtypes: fp16 / bf16 / fp32, all three tensors alike (the
-    caller checks); ``weight`` is a contiguous ``[H]`` vector.
+    caller checks); ``weight`` is a contiguous ``[H]`` vector. ``config = (rows per program,
+    num_warps)`` overrides the launch rules (benchmarks sweep it; 0 = automatic).
     """
     _check_views("x", x, x)
     _check_views("out", out, x)
@@ -125,7 +169,7 @@ def rms_norm_triton(out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, ep
     n_rows = n_outer * n_inner
     if n_rows == 0 or hidden == 0:
         return
-    rows, block_h, n_chunks, num_warps = _launch_params(n_rows, hidden, x.element_size())
+    rows, block_h, n_chunks, num_warps = _launch_params(n_rows, hidden, x.element_size(), config)
     grid = (triton.cdiv(n_rows, rows),)
     _rms_norm_kernel[grid](
         out, out.stride(0), out.stride(1),
@@ -138,12 +182,16 @@ def rms_norm_triton(out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, ep
 
 
 def fused_add_rms_norm_triton(
-    x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float
+    x: torch.Tensor,
+    residual: torch.Tensor,
+    weight: torch.Tensor,
+    eps: float,
+    config: tuple[int, int] | None = None,
 ) -> None:
     """In place: residual <- x + residual; x <- residual / sqrt(mean(residual^2) + eps) * weight.
 
     3-D views ``[n_outer, n_inner, H]`` of one shape and dtype (fp16 / bf16 / fp32), which must
-    not overlap each other (the caller checks).
+    not overlap each other (the caller checks). ``config`` as for :func:`rms_norm_triton`.
     """
     _check_views("x", x, x)
     _check_views("residual", residual, x)
@@ -151,7 +199,7 @@ def fused_add_rms_norm_triton(
     n_rows = n_outer * n_inner
     if n_rows == 0 or hidden == 0:
         return
-    rows, block_h, n_chunks, num_warps = _launch_params(n_rows, hidden, x.element_size())
+    rows, block_h, n_chunks, num_warps = _launch_params(n_rows, hidden, x.element_size(), config)
     grid = (triton.cdiv(n_rows, rows),)
     _rms_norm_kernel[grid](
         x, x.stride(0), x.stride(1),

@@ -18,8 +18,14 @@ Kernels:
   Wdeq @ x^T``) so the dequantized tile is the register operand (Hopper wgmma takes only its
   left operand from registers) and ``x`` streams through shared memory; grouped tile order for
   L2 reuse at large M.
-* ``_w4a16_dequant_kernel``: writes the dequantized weight (packed column order) in x's dtype
-  for the dequantize + cuBLAS path.
+* ``_w4a16_wide_kernel`` ("wide", the decode default for M <= 4): a ``[BLOCK_N, NSB, 16]`` word
+  tile per iteration (rows of NSB * 64 contiguous bytes), the next tile's loads issued before the
+  current one is used, up to 4 rows of x per program sharing the unpacked fields, split-K for
+  ~4 waves. Fields become ``1 + q * 2^-8`` / ``1 + q * 2^-4`` floats (one LOP3 each, see
+  ``_wide_row``) so the zero point and the "1" leave the inner loop: one LOP3 + one FFMA per weight.
+* ``_w4a16_dequant_kernel`` / ``_w4a16_dequant_v2_kernel``: write the dequantized weight (packed
+  column order) in x's dtype for the dequantize + cuBLAS path (v2: whole superblock rows,
+  16-byte stores).
 
 Split-K without extra launches: each split stores its fp32 partial tile to a workspace, then
 bumps a per-tile counter (acq_rel); the split that sees ``SPLIT_K - 1`` sums the partials in a
@@ -33,6 +39,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 from dataclasses import dataclass, replace
 
 import torch
@@ -57,10 +64,12 @@ _SB_WORDS = 16
 
 @dataclass(frozen=True)
 class W4A16Config:
-    """Launch parameters. ``kernel`` "gemv" (block_m must be 1) or "mma" (block_m >= 16).
+    """Launch parameters. ``kernel`` "wide" (decode, block_m in {1, 2, 4}), "gemv" (the first
+    decode kernel, block_m must be 1) or "mma" (tensor cores, block_m >= 16).
 
-    ``sb_per_iter`` superblocks (16 words per row each) per loop iteration; ``split_k`` 0 = auto
-    (enough programs for ~2 waves over the SMs).
+    ``sb_per_iter`` superblocks (16 words per row each) per loop iteration (a power of two for
+    "wide": it is the middle axis of its tile); ``split_k`` 0 = auto (enough programs for ~2 waves
+    over the SMs, ~4 for "wide").
     """
 
     kernel: str
@@ -73,19 +82,35 @@ class W4A16Config:
     group_m: int = 8
 
 
-# Per-M defaults: the first row whose bound is >= M wins. PROVISIONAL: chosen by reasoning about
-# bytes in flight per SM (not measured yet); benchmarks/bench_w4a16.py sweeps and records the
-# H200 winners to replace them.
+# Per-M defaults: the first row whose bound is >= M wins.
+# M <= 4, "wide": NOT MEASURED YET (new kernel, written after H200 run 1; chosen by bytes in flight:
+#   a 16 x 256 B tile = 4 KB per load, double-buffered, ~6 programs per SM -> ~48 KB in flight
+#   per SM). Run 1's best for the old "gemv" (notes/gpu_run1/bench_w4a16.log, us):
+#   2112x7168 9.77 (bn64 sb2 sk8 w8), 24576x1536 16.55 (bn64 sb2 sk1 w8), 7168x16384 49.54
+#   (bn64 sb1 sk4 w4); tinygemm 6.0 / 13.0 / 33.5. `bench_w4a16.py --focus decode` prints the
+#   rows to paste here. QLINEAR_W4A16_DECODE_KERNEL=gemv restores the old kernel for M = 1.
+# M <= 16, "mma" bn64 bm16 (auto split): run 1 13.7 / 22.2 / 68.2 us, best of 4 configs.
+# M <= 256 (used only where ops dispatch keeps "triton" at such M: tall-skinny 24576x1536):
+#   run 1 bn128 bm128 sk1 w8 45.7 us beat bn128 bm64 46.9 and bn64 bm128 65.7.
 _DEFAULT_CONFIGS: tuple[tuple[int, W4A16Config], ...] = (
-    (1, W4A16Config("gemv", block_n=32, sb_per_iter=2, split_k=0, num_warps=4, num_stages=1)),
+    (1, W4A16Config("wide", block_n=16, block_m=1, sb_per_iter=4, split_k=0, num_warps=4, num_stages=1)),
+    (2, W4A16Config("wide", block_n=16, block_m=2, sb_per_iter=4, split_k=0, num_warps=4, num_stages=1)),
+    (4, W4A16Config("wide", block_n=16, block_m=4, sb_per_iter=4, split_k=0, num_warps=4, num_stages=1)),
     (16, W4A16Config("mma", block_n=64, block_m=16, sb_per_iter=1, split_k=0, num_warps=4, num_stages=3)),
     (64, W4A16Config("mma", block_n=64, block_m=64, sb_per_iter=1, split_k=0, num_warps=4, num_stages=3)),
-    (256, W4A16Config("mma", block_n=128, block_m=64, sb_per_iter=1, split_k=1, num_warps=8, num_stages=3)),
+    (256, W4A16Config("mma", block_n=128, block_m=128, sb_per_iter=1, split_k=1, num_warps=8, num_stages=3)),
     (1 << 62, W4A16Config("mma", block_n=128, block_m=128, sb_per_iter=1, split_k=1, num_warps=8, num_stages=3)),
 )
 
 
+_GEMV_M1 = W4A16Config("gemv", block_n=64, sb_per_iter=1, split_k=0, num_warps=4, num_stages=2)
+# Read once, when this (lazily imported) module loads: "gemv" = the run-1 kernel for M = 1.
+_DECODE_KERNEL = os.environ.get("QLINEAR_W4A16_DECODE_KERNEL", "wide").strip().lower()
+
+
 def default_config(m: int) -> W4A16Config:
+    if m == 1 and _DECODE_KERNEL == "gemv":
+        return _GEMV_M1
     for bound, cfg in _DEFAULT_CONFIGS:
         if m <= bound:
             return cfg
@@ -321,6 +346,140 @@ def _w4a16_mma_kernel(
 
 
 @triton.jit
+def _wide_field(w, i: tl.constexpr, BITS: tl.constexpr):
+    """Exact fp32 ``1 + q * 2^(o - 8)`` of field i of ``w``, o = (i * BITS) % 8.
+
+    The byte holding field i is shifted to bits [15, 23) (one SHF per byte, shared by its two
+    nibbles after CSE), the field is masked and or-ed into 1.0f: one LOP3 per field.
+    """
+    o: tl.constexpr = (i * BITS) % 8
+    sh: tl.constexpr = 15 - 8 * ((i * BITS) // 8)
+    if sh >= 0:
+        ws = w << sh
+    else:
+        ws = w >> (-sh)  # arithmetic shift: the sign bits are masked off below
+    return ((ws & (((1 << BITS) - 1) << (15 + o))) | 0x3F800000).to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def _wide_row(acc, w, x_row, xk, k_lim, s, zf, pg: tl.constexpr,
+              BITS: tl.constexpr, PPG: tl.constexpr):
+    """``acc[BN, NSB, 16] += s * sum_{planes i of group pg} (q_i - z) * x_i`` for one row of x.
+
+    With v = 1 + q d (:func:`_wide_field`, d = 2^-8 or 2^-4): ``sum v x = X0 + d sum q x``, so
+    ``sum q x = 256 (sum_lo v x - X0_lo) + 16 (sum_hi v x - X0_hi)``. ``-X0`` (per column, the
+    same for every row of W) is the start value of the FMA chain, so a field costs one LOP3 + one
+    FFMA, no per-element subtraction of the zero point. v and its offset 1 are of the same order
+    (q d < 1): no cancellation, fp32 keeps ~1e-6 relative accuracy.
+    """
+    x0_lo = tl.zeros(xk.shape, dtype=tl.float32)
+    x0_hi = tl.zeros(xk.shape, dtype=tl.float32)
+    for pi in tl.static_range(PPG):
+        i: tl.constexpr = pg * PPG + pi
+        xv = tl.load(x_row + xk + pi * 16, mask=xk + pi * 16 < k_lim, other=0.0).to(tl.float32)
+        if (i * BITS) % 8 == 4:
+            x0_hi += xv
+        else:
+            x0_lo += xv
+    t_lo = tl.zeros_like(acc) - x0_lo
+    t_hi = tl.zeros_like(acc) - x0_hi
+    for pi in tl.static_range(PPG):
+        i: tl.constexpr = pg * PPG + pi
+        xv = tl.load(x_row + xk + pi * 16, mask=xk + pi * 16 < k_lim, other=0.0).to(tl.float32)
+        if (i * BITS) % 8 == 4:
+            t_hi += _wide_field(w, i, BITS) * xv
+        else:
+            t_lo += _wide_field(w, i, BITS) * xv
+    part = t_lo * 256.0 + t_hi * 16.0 - zf * (x0_lo + x0_hi)
+    return acc + part * s
+
+
+@triton.jit
+def _w4a16_wide_kernel(
+    Out_ptr, X_ptr, QW_ptr, S_ptr, Z_ptr, Bias_ptr, WS_ptr, Lock_ptr, Bounds_ptr,
+    M, N, K, G, num_sb, n_tiles,
+    X_row_stride, X_shard_stride, Out_row_stride, QW_row_stride,
+    BITS: tl.constexpr, GROUP_SIZE: tl.constexpr, PPG: tl.constexpr,
+    HAS_ZEROS: tl.constexpr, HAS_BIAS: tl.constexpr, NUM_SHARDS: tl.constexpr,
+    BLOCK_N: tl.constexpr, BLOCK_M: tl.constexpr, SB_PER_ITER: tl.constexpr, SPLIT_K: tl.constexpr,
+):
+    """Decode GEMV (M <= 4 rows per program): ``Out[m, n] = sum_k x[m, k] * W[n, k]``, CUDA cores.
+
+    Grid (n_tiles, m_tiles, SPLIT_K). Each iteration reads a ``[BLOCK_N, SB_PER_ITER, 16]`` word
+    tile (rows of ``SB_PER_ITER * 64`` contiguous bytes, 16-byte loads) and the next iteration's
+    tile is issued before this one is used (register double buffer), so every program keeps two
+    tiles of loads in flight; split-K supplies enough programs. The dequantized fields are
+    shared by the BLOCK_M rows of x (the compiler CSEs the recomputation per row).
+    """
+    FIELDS: tl.constexpr = 32 // BITS
+    SB: tl.constexpr = 16 * FIELDS
+    NSB: tl.constexpr = SB_PER_ITER
+    pid_n = tl.program_id(0)
+    pid_m = tl.program_id(1)
+    pid_k = tl.program_id(2)
+    row0, row_end, sid = _tile_rows(pid_n, Bounds_ptr, N, BLOCK_N, NUM_SHARDS)
+    offs_n = row0 + tl.arange(0, BLOCK_N)
+    n_mask = offs_n < row_end
+    n3 = offs_n[:, None, None]
+    n_mask3 = n_mask[:, None, None]
+    sb3 = tl.arange(0, NSB)[None, :, None]
+    j3 = tl.arange(0, 16)[None, None, :]
+    qw_base = QW_ptr + n3.to(tl.int64) * QW_row_stride + sb3 * 16 + j3
+    m0 = pid_m * BLOCK_M
+    x_base = X_ptr + m0.to(tl.int64) * X_row_stride + sid * X_shard_stride
+    it0, it1 = _split_bounds(num_sb, pid_k, NSB, SPLIT_K)
+
+    # Column bound of x row m0 + r: K, or 0 past the last row (masks its loads off; int math).
+    k_lim0 = K * tl.minimum(tl.maximum(M - m0, 0), 1)
+    k_lim1 = K * tl.minimum(tl.maximum(M - m0 - 1, 0), 1)
+    k_lim2 = K * tl.minimum(tl.maximum(M - m0 - 2, 0), 1)
+    k_lim3 = K * tl.minimum(tl.maximum(M - m0 - 3, 0), 1)
+    acc0 = tl.zeros([BLOCK_N, NSB, 16], dtype=tl.float32)
+    acc1 = tl.zeros([BLOCK_N, NSB, 16], dtype=tl.float32)
+    acc2 = tl.zeros([BLOCK_N, NSB, 16], dtype=tl.float32)
+    acc3 = tl.zeros([BLOCK_N, NSB, 16], dtype=tl.float32)
+    sb_end = tl.minimum(it1 * NSB, num_sb)  # this split's superblocks: [it0 * NSB, sb_end)
+    w_mask = n_mask3 & (j3 < 16)  # full tile shape
+    w_next = tl.load(qw_base + it0 * NSB * 16, mask=w_mask & (it0 * NSB + sb3 < sb_end), other=0)
+    for it in range(it0, it1):
+        w = w_next
+        # Issued before w is used: the next tile's loads overlap this tile's math.
+        w_next = tl.load(qw_base + (it + 1) * NSB * 16, mask=w_mask & ((it + 1) * NSB + sb3 < sb_end), other=0)
+        sb = it * NSB + sb3  # [1, NSB, 1] superblock index
+        for pg in tl.static_range(FIELDS // PPG):
+            kg = sb * SB + pg * PPG * 16  # first packed column of the plane group
+            if GROUP_SIZE == 0:
+                grp = kg * 0
+            else:
+                grp = tl.minimum(kg // GROUP_SIZE, G - 1)
+            s = tl.load(S_ptr + grp * N + n3, mask=n_mask3, other=0.0).to(tl.float32)
+            if HAS_ZEROS:
+                zf = tl.load(Z_ptr + grp * N + n3, mask=n_mask3, other=0).to(tl.float32)
+            else:
+                zf = tl.full(s.shape, 1 << (BITS - 1), tl.float32)
+            xk = kg + j3  # [1, NSB, 16]: packed column of field pg*PPG of word j (field pg*PPG+pi: +16*pi)
+            acc0 = _wide_row(acc0, w, x_base, xk, k_lim0, s, zf, pg, BITS, PPG)
+            if BLOCK_M > 1:
+                acc1 = _wide_row(acc1, w, x_base + X_row_stride, xk, k_lim1, s, zf, pg, BITS, PPG)
+            if BLOCK_M > 2:
+                acc2 = _wide_row(acc2, w, x_base + 2 * X_row_stride, xk, k_lim2, s, zf, pg, BITS, PPG)
+                acc3 = _wide_row(acc3, w, x_base + 3 * X_row_stride, xk, k_lim3, s, zf, pg, BITS, PPG)
+
+    offs_m = m0 + tl.arange(0, BLOCK_M)
+    mcol = tl.arange(0, BLOCK_M)[None, :]
+    tile = tl.zeros([BLOCK_N, BLOCK_M], dtype=tl.float32)
+    tile = tl.where(mcol == 0, tl.sum(tl.sum(acc0, axis=2), axis=1)[:, None], tile)
+    if BLOCK_M > 1:
+        tile = tl.where(mcol == 1, tl.sum(tl.sum(acc1, axis=2), axis=1)[:, None], tile)
+    if BLOCK_M > 2:
+        tile = tl.where(mcol == 2, tl.sum(tl.sum(acc2, axis=2), axis=1)[:, None], tile)
+        tile = tl.where(mcol == 3, tl.sum(tl.sum(acc3, axis=2), axis=1)[:, None], tile)
+    tile_id = pid_m * n_tiles + pid_n
+    _finish_tile(tile, offs_n, n_mask, offs_m, offs_m < M, tile_id, pid_k, M, N,
+                 Out_ptr, Out_row_stride, Bias_ptr, WS_ptr, Lock_ptr, HAS_BIAS, SPLIT_K)
+
+
+@triton.jit
 def _w4a16_dequant_kernel(
     W_ptr, QW_ptr, S_ptr, Z_ptr, N, K, G, num_sb, W_row_stride, QW_row_stride,
     BITS: tl.constexpr, GROUP_SIZE: tl.constexpr, PPG: tl.constexpr, HAS_ZEROS: tl.constexpr,
@@ -344,6 +503,45 @@ def _w4a16_dequant_kernel(
                 kk = kg + pi * 16 + offs_j
                 val = (_plane(w, pg * PPG + pi, BITS) - c[:, None]) * s[:, None]
                 tl.store(w_rows + kk[None, :], val.to(W_ptr.dtype.element_ty), mask=n_mask[:, None] & (kk < K)[None, :])
+
+
+@triton.jit
+def _w4a16_dequant_v2_kernel(
+    W_ptr, QW_ptr, S_ptr, Z_ptr, N, K, G, num_sb, W_row_stride, QW_row_stride,
+    BITS: tl.constexpr, GROUP_SIZE: tl.constexpr, HAS_ZEROS: tl.constexpr,
+    BLOCK_N: tl.constexpr, SB_PER_PROG: tl.constexpr,
+):
+    """Same result as ``_w4a16_dequant_kernel``, written a whole superblock row at a time.
+
+    The ``[BLOCK_N, FIELDS, 16]`` output tile of one superblock is ``SB * 2`` contiguous bytes
+    per row (256 for 4-bit bf16), so stores are 16-byte vectors; each element takes its field
+    with a per-element shift of the word broadcast along the field axis (words re-read from L1).
+    """
+    FIELDS: tl.constexpr = 32 // BITS
+    SB: tl.constexpr = 16 * FIELDS
+    offs_n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    n3 = offs_n[:, None, None]
+    n_mask3 = n3 < N
+    f3 = tl.arange(0, FIELDS)[None, :, None]
+    j3 = tl.arange(0, 16)[None, None, :]
+    qw_rows = QW_ptr + n3.to(tl.int64) * QW_row_stride + j3  # [BN, 1, 16]
+    w_rows = W_ptr + n3.to(tl.int64) * W_row_stride
+    for u in tl.static_range(SB_PER_PROG):
+        sb = tl.program_id(1) * SB_PER_PROG + u
+        w = tl.load(qw_rows + sb * 16, mask=n_mask3 & (sb * 16 + j3 < num_sb * 16), other=0)  # [BN, 1, 16]
+        q = (w >> (f3 * BITS)) & ((1 << BITS) - 1)  # [BN, FIELDS, 16]
+        kk = sb * SB + f3 * 16 + j3  # packed column
+        if GROUP_SIZE == 0:
+            grp = f3 * 0
+        else:
+            grp = tl.minimum((sb * SB + f3 * 16) // GROUP_SIZE, G - 1)  # [1, FIELDS, 1]
+        s = tl.load(S_ptr + grp * N + n3, mask=n_mask3, other=0.0).to(tl.float32)
+        if HAS_ZEROS:
+            c = tl.load(Z_ptr + grp * N + n3, mask=n_mask3, other=0).to(tl.float32) + 8388608.0
+        else:
+            c = tl.full(s.shape, 8388608.0 + (1 << (BITS - 1)), tl.float32)
+        val = ((q | 0x4B000000).to(tl.float32, bitcast=True) - c) * s
+        tl.store(w_rows + kk, val.to(W_ptr.dtype.element_ty), mask=n_mask3 & (kk < K))
 
 
 # --------------------------------------------------------------------------------------------
@@ -375,11 +573,15 @@ def _n_tiles(packed, block_n: int) -> int:
     return sum(cdiv(rows[s + 1] - rows[s], block_n) for s in range(len(rows) - 1))
 
 
-def _auto_split(tiles: int, iters: int, sms: int) -> int:
+def _auto_split(tiles: int, iters: int, sms: int, waves: int = 2) -> int:
     split = 1
-    while tiles * split < 2 * sms and cdiv(iters, split * 2) >= 2 and split < 32:
+    while tiles * split < waves * sms and cdiv(iters, split * 2) >= 2 and split < 32:
         split *= 2
     return split
+
+
+def _m_tiles(m: int, cfg: W4A16Config) -> int:
+    return m if cfg.kernel == "gemv" else cdiv(m, cfg.block_m)
 
 
 def resolve_config(m: int, packed, config: W4A16Config | None, device: torch.device) -> W4A16Config:
@@ -388,8 +590,10 @@ def resolve_config(m: int, packed, config: W4A16Config | None, device: torch.dev
     num_sb = packed.qweight.shape[1] // _SB_WORDS
     n_tiles = _n_tiles(packed, cfg.block_n)
     iters = cdiv(num_sb, cfg.sb_per_iter)
-    m_tiles = m if cfg.kernel == "gemv" else cdiv(m, cfg.block_m)
-    split = cfg.split_k or _auto_split(n_tiles * m_tiles, iters, _num_sms(device))
+    m_tiles = _m_tiles(m, cfg)
+    # "wide" keeps only two tiles in flight per program: it wants more programs per SM.
+    waves = 4 if cfg.kernel == "wide" else 2
+    split = cfg.split_k or _auto_split(n_tiles * m_tiles, iters, _num_sms(device), waves)
     split = max(1, min(split, iters))
     if split > 1 and n_tiles * m_tiles > _LOCK_SLOTS:
         split = 1  # more tiles than counters: the grid is large enough without split-K
@@ -415,7 +619,7 @@ def w4a16_gemm(
     xg, shard_stride = _gathered_x(x, packed)
     num_sb = packed.qweight.shape[1] // _SB_WORDS
     n_tiles = _n_tiles(packed, cfg.block_n)
-    m_tiles = m if cfg.kernel == "gemv" else cdiv(m, cfg.block_m)
+    m_tiles = _m_tiles(m, cfg)
     locks = _locks(x.device)
     ws = torch.empty((split, m, n), dtype=torch.float32, device=x.device) if split > 1 else out
     dummy = packed.qweight
@@ -435,6 +639,15 @@ def w4a16_gemm(
             *ptrs, m, n, k, packed.num_groups, num_sb,
             xg.stride(0), shard_stride, out.stride(0), packed.qweight.stride(0), **common,
         )
+    elif cfg.kernel == "wide":
+        if cfg.block_m not in (1, 2, 4) or cfg.sb_per_iter & (cfg.sb_per_iter - 1):
+            raise ValueError(f"config: 'wide' takes block_m in (1, 2, 4) and a power-of-two sb_per_iter, got {cfg}")
+        common.pop("num_stages")  # its loop is double-buffered by hand
+        _w4a16_wide_kernel[(n_tiles, m_tiles, split)](
+            *ptrs, m, n, k, packed.num_groups, num_sb, n_tiles,
+            xg.stride(0), shard_stride, out.stride(0), packed.qweight.stride(0),
+            BLOCK_M=cfg.block_m, num_stages=1, **common,
+        )
     elif cfg.kernel == "mma":
         _w4a16_mma_kernel[(m_tiles * n_tiles, split)](
             *ptrs, m, n, k, packed.num_groups, num_sb, n_tiles,
@@ -442,18 +655,46 @@ def w4a16_gemm(
             BLOCK_M=cfg.block_m, GROUP_M=cfg.group_m, **common,
         )
     else:
-        raise ValueError(f"config.kernel: expected 'gemv' or 'mma', got {cfg.kernel!r}")
+        raise ValueError(f"config.kernel: expected 'wide', 'gemv' or 'mma', got {cfg.kernel!r}")
     return out
 
 
-def w4a16_dequantize(packed, dtype: torch.dtype, *, block_n: int = 64, sb_per_prog: int = 2,
-                     num_warps: int = 4) -> torch.Tensor:
-    """Dequantized weight ``[N, K]`` in ``dtype``, columns in packed (per-shard sorted) order."""
+# Dequantize launch defaults per kernel version. Run 1 (v1, bn64 sb2; notes/gpu_run1, M = 128
+# dequant_cublas minus bf16 F.linear) implies the dequantize took ~11.7 / 35 / 111 us for
+# 2112x7168 / 24576x1536 / 7168x16384 (~2.7-3.2 TB/s of int4 read + bf16 write; ~4 TB/s would be
+# ~9 / 24 / 73 us). v2 writes whole superblock rows with 16-byte stores. NOT MEASURED YET:
+# `bench_w4a16.py --focus decode` times both.
+_DEQUANT_DEFAULTS = {1: dict(block_n=64, sb_per_prog=2, num_warps=4), 2: dict(block_n=32, sb_per_prog=2, num_warps=4)}
+_DEQUANT_VERSION = 2
+
+
+def w4a16_dequantize(packed, dtype: torch.dtype, *, block_n: int | None = None, sb_per_prog: int | None = None,
+                     num_warps: int | None = None, version: int | None = None) -> torch.Tensor:
+    """Dequantized weight ``[N, K]`` in ``dtype``, columns in packed (per-shard sorted) order.
+
+    ``version`` 2 (default: ``[BLOCK_N, superblock]`` tiles, 16-byte stores) or 1 (one 16-column
+    plane per store); None launch parameters take :data:`_DEQUANT_DEFAULTS`.
+    """
+    version = version or _DEQUANT_VERSION
+    if version not in _DEQUANT_DEFAULTS:
+        raise ValueError(f"version: expected 1 or 2, got {version}")
+    d = _DEQUANT_DEFAULTS[version]
+    block_n = block_n or d["block_n"]
+    sb_per_prog = sb_per_prog or d["sb_per_prog"]
+    num_warps = num_warps or d["num_warps"]
     n, k = packed.n, packed.k
     w = torch.empty((n, k), dtype=dtype, device=packed.qweight.device)
     group_size, ppg = _layout_constexprs(packed)
     num_sb = packed.qweight.shape[1] // _SB_WORDS
     zeros = packed.zeros if packed.zeros is not None else packed.qweight
+    if version == 2:
+        _w4a16_dequant_v2_kernel[(cdiv(n, block_n), cdiv(num_sb, sb_per_prog))](
+            w, packed.qweight, packed.scales, zeros, n, k, packed.num_groups, num_sb,
+            w.stride(0), packed.qweight.stride(0),
+            BITS=packed.bits, GROUP_SIZE=group_size, HAS_ZEROS=packed.zeros is not None,
+            BLOCK_N=block_n, SB_PER_PROG=sb_per_prog, num_warps=num_warps,
+        )
+        return w
     _w4a16_dequant_kernel[(cdiv(n, block_n), cdiv(num_sb, sb_per_prog))](
         w, packed.qweight, packed.scales, zeros, n, k, packed.num_groups, num_sb,
         w.stride(0), packed.qweight.stride(0),

@@ -75,18 +75,22 @@ class _Rule:
 
 
 # Keyed by the weight's (N, K); None holds every other shape. The first rule with M <= max_m wins.
-# Numbers behind it — the issue #4 table (H200, bf16 out, µs per GEMM, activation quantization
-# excluded), measured with vLLM's Triton kernel at its default config, not qlinear's kernel:
-#   2112x7168 : M=1 bf16 17.9, vLLM-Triton 70.2, scaled_mm failed (M not a multiple of 4; now padded)
-#               M=16 bf16 18.7, vLLM-Triton 71.8, scaled_mm 21.4 · M=4096 158 / 303 / 122
-#   24576x1536: M=1 30.5 / 47.5 / failed · M=16 29.9 / 26.5 / 24.0 · M=4096 449 / 648 / 277
-#   7168x16384: M=1 73.4 / 170 / failed · M=16 73.5 / 156 / 52.4 · M=4096 1244 / 2026 / 744
-# scaled_mm wins every row it could run; qlinear's split-K Triton kernel is built for the small-M
-# rows (issue target <= 8 / 14 / 36 µs at M <= 16), so until the H200 sweep of
-# benchmarks/bench_fp8.py replaces these rules: Triton for M <= 16, scaled_mm above. (Issue's
-# numbers; not yet measured for qlinear's kernel.)
+# Numbers behind it: notes/gpu_run1/bench_fp8.txt (H200, torch 2.11, Triton 3.6, bf16 out, µs
+# per whole op, activation quantization included; "triton" = qlinear's split-K kernel with the
+# best config of that run's sweep, before the quantization was fused into it):
+#   2112x7168  M=1/2/4/16: triton 11.5/11.9/12.0/12.1 · scaled_mm 21.0/20.2/18.4/18.3
+#              M=64: triton 13.6 · scaled_mm 25.7 · M=128: triton 21.8 · scaled_mm 26.1
+#              M=1024: triton 88.9 (default cfg) · scaled_mm 52.4 · M=4096: 260 · 143
+#   24576x1536 M=1..16: triton 16.6-17.6 · scaled_mm 20.0-20.3 · M=64: 19.1 · 20.2
+#              M=128: 33.2 · 20.3 · M=1024: 154 · 82.8 · M=4096: 563 · 320
+#   7168x16384 M=1..16: triton 36.1-39.6 · scaled_mm 41.4-43.0 · M=64: 47.4 · 50.5
+#              M=128: 84.4 · 52.5 · M=1024: 425 · 233 · M=4096: 1516 · 895
+# Other shapes: Triton won every measured M <= 64, scaled_mm every M >= 128 but one.
 FP8_BLOCK_DISPATCH: dict = {
-    None: (_Rule(16, "triton"), _Rule(sys.maxsize, "scaled_mm")),
+    (2112, 7168): (_Rule(128, "triton"), _Rule(sys.maxsize, "scaled_mm")),
+    (24576, 1536): (_Rule(64, "triton"), _Rule(sys.maxsize, "scaled_mm")),
+    (7168, 16384): (_Rule(64, "triton"), _Rule(sys.maxsize, "scaled_mm")),
+    None: (_Rule(64, "triton"), _Rule(sys.maxsize, "scaled_mm")),
 }
 
 
@@ -283,8 +287,9 @@ def _block_linear_op(
     k = _kernels()
     M = x.shape[0]
     if backend == "triton":
-        q, s = k.per_token_group_quant_fp8(x, block_k, column_major_scales=True, scale_eps=_ref.FP8_SCALE_EPS)
-        return k.fp8_block_gemm(q, s, weight, weight_scale_inv, block, x.dtype, bias)
+        # The config (kernels.fp8_triton.GEMM_CONFIGS) decides whether the activation
+        # quantization is fused into the GEMM (small M) or a separate kernel.
+        return k.fp8_block_linear_triton(x, weight, weight_scale_inv, block, bias, scale_eps=_ref.FP8_SCALE_EPS)
     # scaled_mm: cuBLAS needs M % 4 == 0; the quantizer writes the zero pad rows itself.
     q, s = k.per_token_group_quant_fp8(
         x, block_k, column_major_scales=True, pad_rows_to=4, scale_eps=_ref.FP8_SCALE_EPS

@@ -24,8 +24,8 @@ tile of rows reads them coalesced, and for act-order one column permutation per 
 permutations once (``x[:, perm]``, one small kernel, ``[M, S*K]``) and a single launch then serves
 the whole merged layer: its N-tiles never straddle a shard and each tile reads its shard's slice.
 
-Backends: ``"triton"`` (``qlinear.kernels.w4a16_triton``: a CUDA-core GEMV for M = 1 and a
-tensor-core split-K kernel for small and medium M), ``"dequant_cublas"`` (fused dequantize into
+Backends: ``"triton"`` (``qlinear.kernels.w4a16_triton``: a CUDA-core split-K GEMV for M <= 4
+and a tensor-core split-K kernel for small and medium M), ``"dequant_cublas"`` (fused dequantize into
 a bf16/fp16 buffer, then cuBLAS; for large M) and ``"reference"`` (fp32, any device). Choice:
 ``backend=`` argument, then ``QLINEAR_W4A16_BACKEND``, then :data:`_M_THRESHOLDS`.
 """
@@ -52,14 +52,23 @@ __all__ = [
 W4A16_BACKENDS = ("triton", "dequant_cublas", "reference")
 _ENV_VAR = "QLINEAR_W4A16_BACKEND"
 
-# Auto dispatch by M (rows of x) on CUDA: the first row whose bound is >= M wins.
-# PROVISIONAL (issue 5 numbers, no H200 sweep of these kernels yet): tinygemm collapses past
-# M = 16 while a dequantize (~70 us for 7168x16384 at copy speed) is paid once for the whole
-# batch, so dequant + cuBLAS only pays off once the GEMM itself is hundreds of us (bf16
-# 7168x16384: 330 us at M = 1024). Replace with the winners of benchmarks/bench_w4a16.py.
-_M_THRESHOLDS: tuple[tuple[int, str], ...] = (
-    (512, "triton"),  # decode .. prefill chunks: weights read once, dequantized in registers
-    (1 << 62, "dequant_cublas"),  # large M: cuBLAS at full tensor-core speed, +1 dequantize pass
+# Auto dispatch by M (rows of x) on CUDA: the first row whose bound is >= M wins; a row's third
+# entry, when not None, is the backend for tall-skinny layers (N >= 8 K, e.g. 24576x1536).
+# H200 run 1 (notes/gpu_run1/bench_w4a16.log, us; bf16 F.linear in parentheses), shapes
+# 2112x7168 / 24576x1536 / 7168x16384:
+#   M = 1    triton gemv 9.77 / 16.6 / 49.5 (12.6 / 21.2 / 58.1); the new "wide" decode kernel
+#            (default for M <= 4 in qlinear.kernels.w4a16_triton) is not measured yet.
+#   M = 16   triton mma 13.7 / 22.2 / 68.2 (12.8 / 20.6 / 63.6); dequant_cublas would pay the
+#            ~12 / 35 / 111 us dequantize on top of bf16: triton.
+#   M = 128  dequant_cublas 25.1 / 59.1 / 179.2, best triton mma 31.5 / 45.7 / 176.9,
+#            bf16 13.4 / 23.8 / 68.3: dequant_cublas except tall-skinny (mma 45.7 < 59.1); the
+#            faster v2 dequantize (written after run 1) only widens dequant_cublas' lead.
+#   M = 4096 dequant_cublas 192 / 485 / 1434 vs triton mma 412 / 878 / 2678: dequant_cublas.
+# M = 64 was not run (--quick): kept on triton, between the M = 16 and M = 128 evidence.
+_M_THRESHOLDS: tuple[tuple[int, str, Optional[str]], ...] = (
+    (64, "triton", None),  # decode .. small batches: weights read once, dequantized in registers
+    (1023, "dequant_cublas", "triton"),
+    (1 << 62, "dequant_cublas", None),  # large M: cuBLAS at full tensor-core speed, +1 dequantize pass
 )
 
 _SCALE_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
@@ -288,9 +297,10 @@ def w4a16_backend(x: torch.Tensor, packed: W4A16Weights) -> str:
     if x.device.type != "cuda" or x.dtype not in (torch.float16, torch.bfloat16) or not triton_supported(packed):
         return "reference"
     m = x.numel() // max(x.shape[-1], 1)
-    for bound, name in _M_THRESHOLDS:
+    tall = packed.n >= 8 * packed.k
+    for bound, name, tall_name in _M_THRESHOLDS:
         if m <= bound:
-            return name
+            return tall_name if tall and tall_name is not None else name
     return _M_THRESHOLDS[-1][1]
 
 

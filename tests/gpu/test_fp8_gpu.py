@@ -186,3 +186,71 @@ def test_rms_norm_quant(M, width_offset, residual, column_major):
     assert torch.allclose(s, sr, rtol=1e-5, atol=0)
     diff = (q.view(torch.uint8).int() - qr.view(torch.uint8).int()).abs()
     assert diff.max().item() <= 1 and (diff > 0).float().mean().item() < 1e-3
+
+
+# ------------------------------------------------------------------------------------------
+# fused activation quantization in the GEMM (fp8_block_gemm_quant_a) and the norm variants
+# ------------------------------------------------------------------------------------------
+
+QUANT_A_CONFIGS = [(16, 64, 8, 4, 5), (16, 128, 4, 8, 3), (64, 32, 1, 4, 4)]
+
+
+@pytest.mark.parametrize("cfg", QUANT_A_CONFIGS, ids=lambda c: "-".join(map(str, c)))
+@pytest.mark.parametrize("dtype", OUT_DTYPES)
+@pytest.mark.parametrize("shape", SHAPES + RAGGED, ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("M", [1, 5, 37])
+def test_gemm_quant_a_equals_unfused(M, shape, dtype, cfg):
+    """In-register quantization == per_token_group_quant_fp8 bit for bit, so with the same tile
+    config the fused kernel's output equals quantize-then-GEMM exactly (strided rows)."""
+    from qlinear.kernels import fp8_triton as kern
+
+    N, K = shape
+    w, s = _weight(N, K)
+    x = _x(M, K, dtype, seed=M + N, row_stride=K + 64)
+    config = kern.GemmConfig(*cfg, quant_a=True)
+    out = kern.fp8_block_gemm_quant_a(x, w, s, (128, 128), dtype, config=config, scale_eps=ref.FP8_SCALE_EPS)
+    q, sa = kern.per_token_group_quant_fp8(x, 128, column_major_scales=True, scale_eps=ref.FP8_SCALE_EPS)
+    unfused = kern.fp8_block_gemm(q, sa, w, s, (128, 128), dtype, config=config)
+    assert torch.equal(out, unfused), (out.float() - unfused.float()).abs().max().item()
+    qr, sr = ref.per_token_group_quant_fp8_ref(x, 128)
+    assert _rel(out, ref.fp8_block_gemm_ref(qr, sr, w, s, (128, 128), torch.float32)) <= 1e-2
+
+
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize("M", [1, 4, 16])
+def test_block_linear_default_small_m_is_fused(M, bias):
+    from qlinear.kernels import fp8_triton as kern
+
+    N, K = 2112, 7168
+    assert kern.default_gemm_config(M, N, K).quant_a
+    w, s = _weight(N, K)
+    x = _x(M, K, torch.bfloat16, seed=3, row_stride=K + 128)
+    b = torch.randn(N, device=DEV).to(torch.bfloat16) if bias else None
+    out = ops.fp8_block_linear(x, w, s, bias=b, backend="triton")
+    want = ref.fp8_block_linear_ref(x.float(), w, s, (128, 128), b)
+    assert _rel(out, want) <= 1e-2
+
+
+@pytest.mark.parametrize("block_rows", [0, 1, 8])
+@pytest.mark.parametrize("residual", [False, True])
+@pytest.mark.parametrize("width_offset", [(1536, 0), (512, 1536), (1000, 7)], ids=["q_a", "kv_a", "ragged"])
+@pytest.mark.parametrize("M", [7, 4099])
+def test_rms_norm_quant_variants(M, width_offset, residual, block_rows):
+    """Both Triton kernels (one row per program, tiled two-pass), ragged row blocks and a ragged
+    last group; codes within one step of the reference (fp32 sum order differs)."""
+    from qlinear.kernels import fp8_triton as kern
+
+    width, offset = width_offset
+    g = torch.Generator(device=DEV).manual_seed(M * 3 + width)
+    fused = torch.randn(M, 2112, device=DEV, generator=g).to(torch.bfloat16)
+    x = fused[:, offset : offset + width]
+    w = (torch.rand(width, device=DEV, generator=g) + 0.5).to(torch.bfloat16)
+    res = torch.randn(M, width, device=DEV, generator=g).to(torch.bfloat16) if residual else None
+    res_ref = res.clone() if residual else None
+    q, s = kern.rms_norm_quant_fp8(x, w, 1e-6, 128, residual=res, block_rows=block_rows, scale_eps=ref.FP8_SCALE_EPS)
+    qr, sr = ref.rms_norm_quant_fp8_ref(x, w, 1e-6, 128, residual=res_ref)
+    if residual:
+        assert torch.equal(res, res_ref)
+    assert torch.allclose(s, sr, rtol=1e-5, atol=0)
+    diff = (q.view(torch.uint8).int() - qr.view(torch.uint8).int()).abs()
+    assert diff.max().item() <= 1 and (diff > 0).float().mean().item() < 1e-3

@@ -207,15 +207,19 @@ def test_rows_longer_than_registers(H, backend):
 # (vecs_per_thread, threads_per_row, rows_per_block); -1 = generic kernel. (8, 8, 1) asks for an
 # 8-thread block, which the launcher widens to a full warp.
 CONFIGS = [(1, 64, 1), (1, 64, 4), (2, 32, 8), (4, 16, 16), (4, 32, 2), (8, 8, 32), (8, 8, 1),
-           (2, 128, 2), (4, 256, 1), (1, 512, 2), (1, 1024, 1), (-1, 32, 8), (-1, 256, 1), (-1, 1024, 1)]
+           (2, 128, 2), (4, 256, 1), (1, 512, 2), (1, 1024, 1), (-1, 32, 8), (-1, 256, 1), (-1, 1024, 1),
+           (0, 8, 32), (0, 32, 8), (0, 64, 4), (0, 512, 1)]
 
 
+@pytest.mark.parametrize("prefetch", [0, 1])
 @pytest.mark.parametrize("fused", [False, True])
 @pytest.mark.parametrize("config", CONFIGS, ids=str)
 @pytest.mark.parametrize("H", [512, 1536])
-def test_forced_cuda_configs(H, config, fused):
+def test_forced_cuda_configs(H, config, fused, prefetch):
     """Every kernel shape the plan might pick (sub-warp groups, several warps per row, several
-    rows per block, the generic kernel), forced through the launcher's overrides."""
+    rows per block, the generic kernel, the weight loaded before / after the reduction), forced
+    through the launcher's overrides. threads_per_row alone (vecs_per_thread 0) picks the
+    smallest register budget that covers the row."""
     from qlinear.kernels import cuda_ext
 
     ops = cuda_ext.load()
@@ -227,12 +231,12 @@ def test_forced_cuda_configs(H, config, fused):
     if fused:
         r = torch.randn(T, H, device="cuda").to(dtype)
         out_ref, r_ref = fused_add_rms_norm_ref(x.view, r, w, EPS)
-        ops.fused_add_rms_norm(x.view[None], r[None], w, EPS, nv, tpr, rpb)
+        ops.fused_add_rms_norm(x.view[None], r[None], w, EPS, nv, tpr, rpb, prefetch)
         torch.testing.assert_close(r, r_ref, rtol=0, atol=0)
         _close(x.view, out_ref, dtype)
     else:
         out = torch.empty(T, H, device="cuda", dtype=dtype)
-        ops.rms_norm(out[None], x.view[None], w, EPS, nv, tpr, rpb)
+        ops.rms_norm(out[None], x.view[None], w, EPS, nv, tpr, rpb, prefetch)
         _close(out, rms_norm_ref(x.view, w, EPS), dtype)
     x.assert_outside_untouched()
 

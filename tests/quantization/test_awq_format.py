@@ -238,7 +238,9 @@ def test_wrong_shapes_and_dtypes_leave_the_layer_untouched():
         with pytest.raises(LoadError, match=pattern):
             param.weight_loader(param, tensor, shard)
         for n, p in layer.named_parameters(recurse=False):
-            assert torch.equal(p.data, snap[n][0]) and p.loaded_shards == snap[n][1], f"{n} changed"
+            # bytes, not values: rows of a shard never loaded are uninitialized and may hold NaN
+            same = torch.equal(p.data.view(torch.uint8), snap[n][0].view(torch.uint8))
+            assert same and p.loaded_shards == snap[n][1], f"{n} changed"
     _load(layer, t1, 1)
     layer.process_weights_after_loading()
     x = torch.randn(2, K)
