@@ -27,18 +27,21 @@ stage() {  # stage NAME TIMEOUT CMD...
 for s in $STAGES; do
     case $s in
         normtune) stage normtune ${NORM_T:-240} bash -c 'timeout 120 python -m pytest -q -p no:cacheprovider tests/gpu/test_rms_norm_gpu.py; a=$?; python benchmarks/bench_rms_norm.py --focus tune --out $OUT; b=$?; echo "tests=$a tune=$b"; exit $((a|b))' ;;
+        fp8tests) stage fp8tests ${FP8T_T:-150} python -m pytest -q -p no:cacheprovider -rA tests/gpu/test_fp8_gpu.py -k "quant_bit_exact or not quant_bit_exact" ;;
+        w4tests) stage w4tests ${W4T_T:-90} python -m pytest -q -p no:cacheprovider tests/gpu/test_w4a16_gpu.py -k "cuda_graph or backend_choice or dequantize_versions or compile" ;;
+        normbench) stage normbench ${NB_T:-120} python benchmarks/bench_rms_norm.py --out "$R/normbench" ;;
         norm)    stage norm ${NORM_T:-240} bash benchmarks/gpu_norm.sh ;;
         fp8)     stage fp8 ${FP8_T:-300} bash benchmarks/gpu_fp8.sh ;;
         w4a16)   stage w4a16 ${W4A16_T:-300} bash benchmarks/gpu_w4a16.sh ;;
-        formats) stage formats 240 bash -c '
+        formats) stage formats ${FMT_T:-240} bash -c '
             QLINEAR_GPU_RESULTS=$OUT/fp8_format_gpu.json python -m pytest -q -p no:cacheprovider -m gpu tests/quantization/test_fp8_format.py; a=$?
             QLINEAR_GPU_RESULTS=$OUT/gptq_gpu.json python -m pytest -q -p no:cacheprovider -m gpu tests/quantization/test_gptq_format.py; b=$?
             QLINEAR_GPU_RESULTS=$OUT/awq_gpu.json python -m pytest -q -p no:cacheprovider -m gpu tests/quantization/test_awq_format.py; c=$?
             QLINEAR_CT_FIXTURES=build/ct_fixtures QLINEAR_CT_GPU_JSON=$OUT/ct_gpu.json python -m pytest -q -p no:cacheprovider -m gpu tests/quantization/test_compressed_tensors_format.py; d=$?
-            python -m qlinear selfcheck --device cuda; e=$?
+            python -m qlinear selfcheck --device cuda --json $OUT/selfcheck_gpu.json; e=$?
             echo "fp8=$a gptq=$b awq=$c ct=$d selfcheck=$e"; exit $((a|b|c|d|e))' ;;
-        linear)  stage linear 300 bash -c 'python benchmarks/bench_linear.py --format fp8-block --out $OUT; a=$?; python benchmarks/bench_linear.py --format w4a16 --out $OUT; b=$?; exit $((a|b))' ;;
-        mla)     stage mla 240 python benchmarks/bench_mla.py --out "$R/mla" ;;
+        linear)  stage linear ${LIN_T:-300} bash -c 'python benchmarks/bench_linear.py --format fp8-block --out $OUT ${LINEAR_ARGS:-}; a=$?; python benchmarks/bench_linear.py --format w4a16 --out $OUT ${LINEAR_ARGS:-}; b=$?; exit $((a|b))' ;;
+        mla)     stage mla ${MLA_T:-240} python benchmarks/bench_mla.py --out "$R/mla" ;;
         streams) stage streams 120 python -m pytest -q -p no:cacheprovider tests/gpu/test_streams_gpu.py ;;
         *) echo "unknown stage $s" ;;
     esac

@@ -8,7 +8,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-benchmarks/results}"
 mkdir -p "$OUT"
-eval python -m pytest tests/gpu/test_w4a16_gpu.py -q --maxfail=20 ${W4A16_TEST_ARGS:-} --junitxml="$OUT/w4a16_gpu_tests.xml" -p no:cacheprovider \
+eval python -m pytest tests/gpu/test_w4a16_gpu.py -q ${W4A16_TEST_ARGS:-} --junitxml="$OUT/w4a16_gpu_tests.xml" -p no:cacheprovider \
     2>&1 | tail -n 40 | tee "$OUT/w4a16_gpu_tests.txt"
 tests_rc=${PIPESTATUS[0]}
 python benchmarks/bench_w4a16.py --out "$OUT" ${W4A16_BENCH_ARGS:-} 2>&1 | tee "$OUT/bench_w4a16.log" | tail -n 60

@@ -493,26 +493,29 @@ _G = GemmConfig
 #               M=128 (64, 128, 1, 4, 4) 29.1 us
 #   7168x16384: M<=4 (16, 64, 3, 4, 5) 33.5-36.6 us · M=16 (16, 128, 5, 4, 4) 36.9 us ·
 #               M=64 (64, 64, 3, 4, 4) 43.3 us · M=128 (128, 128, 5, 8, 3) 79.6 us
-# quant_a (the fused activation quantization, new after run 1) is on for M <= 16, where the
-# separate quantization kernel cost 2.2-4.3 us of the 11.5-17 us op (triton_best minus
-# triton_best_gemm_only). `python benchmarks/bench_fp8.py --focus small-m` prints a replacement
-# for this table.
+# H200 run 2 (notes/gpu_run2/bench_fp8_small_m.txt, whole op with quantization, us) settled the
+# table below; the fused activation quantization (quant_a) LOST everywhere: e.g. 2112x7168 M=1
+# fused 13.27 vs separate-quant 12.14, 7168x16384 M=1 59.3 vs 35.7, M=128 288 vs 72.6, because
+# every N tile re-quantizes its x tile. It stays available (GemmConfig.quant_a) but off.
+#   2112x7168 : M=1 12.14 · 2 12.66 · 4 12.16 · 16 12.26 · 64 12.94 · 128 20.71 (scaled_mm 18.5-25.8)
+#   24576x1536: M=1 16.07 · 2 16.57 · 4 16.56 · 16 17.79 · 64 18.77 · 128 27.76 (scaled_mm 19.8-21.0)
+#   7168x16384: M=1 35.73 · 2 37.34 · 4 39.91 · 16 40.81 · 64 47.17 · 128 72.63 (scaled_mm 43-52.6)
 GEMM_CONFIGS: dict = {
     (2112, 7168): (
-        (16, _G(16, 64, 8, 4, 5, quant_a=True)),
-        (64, _G(64, 64, 8, 4, 4)),
-        (128, _G(128, 128, 14, 8, 3)),
+        (16, _G(16, 64, 8, 4, 5)),
+        (64, _G(64, 64, 8, 4, 3)),
+        (128, _G(128, 128, 4, 8, 3)),
     ),
     (24576, 1536): (
-        (16, _G(16, 64, 1, 4, 5, quant_a=True)),
+        (16, _G(16, 64, 1, 4, 5)),
         (64, _G(64, 64, 1, 4, 4)),
-        (128, _G(64, 128, 1, 4, 4)),
+        (128, _G(64, 128, 1, 8, 4)),
     ),
     (7168, 16384): (
-        (4, _G(16, 64, 3, 4, 5, quant_a=True)),
-        (16, _G(16, 128, 5, 4, 4, quant_a=True)),
-        (64, _G(64, 64, 3, 4, 4)),
-        (128, _G(128, 128, 5, 8, 3)),
+        (4, _G(16, 64, 3, 4, 5)),
+        (16, _G(16, 128, 5, 4, 4)),
+        (64, _G(64, 64, 3, 4, 3)),
+        (128, _G(128, 128, 4, 8, 3)),
     ),
 }
 
@@ -521,12 +524,12 @@ def default_gemm_config(M: int, N: int, K: int, block_k: int = 128, num_sms: int
     """The measured :data:`GEMM_CONFIGS` entry for (N, K) and M when there is one (and
     ``block_k`` is 128, the block they were measured with); else a heuristic by M bucket,
     split-K when the (M, N) tiles alone cannot fill ``num_sms`` SMs twice over (each K slice
-    keeps >= 4 K blocks), activation quantization fused for M <= 16."""
+    keeps >= 4 K blocks); activation quantization as a separate kernel (run 2)."""
     if block_k == 128:
         for max_m, cfg in GEMM_CONFIGS.get((N, K), ()):
             if M <= max_m:
                 return cfg
-    quant_a = M <= 16
+    quant_a = False  # measured slower than quantize-then-GEMM in run 2 (see GEMM_CONFIGS)
     if M <= 16:
         bm, bn, warps, stages = 16, 64, 4, 5
     elif M <= 32:
@@ -942,7 +945,7 @@ def rms_norm_quant_fp8(
 # one-row kernel: 100.9 us = 0.37 of the copy ceiling on 32768 x 1536 strided rows, issue-bound
 # on per-element div.rn and padding lanes); `benchmarks/bench_fp8.py --focus small-m` sweeps
 # block_rows x num_warps and prints the values to put here.
-NORM_BLOCK_ROWS = 8
+NORM_BLOCK_ROWS = 0  # run 2: the one-row kernel 81.6 us (0.46 of copy) beat block_rows 1/8
 NORM_NUM_WARPS = 4
 
 

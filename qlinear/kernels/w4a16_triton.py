@@ -18,7 +18,7 @@ Kernels:
   Wdeq @ x^T``) so the dequantized tile is the register operand (Hopper wgmma takes only its
   left operand from registers) and ``x`` streams through shared memory; grouped tile order for
   L2 reuse at large M.
-* ``_w4a16_wide_kernel`` ("wide", the decode default for M <= 4): a ``[BLOCK_N, NSB, 16]`` word
+* ``_w4a16_wide_kernel`` ("wide", experimental: did not compile under Triton 3.6 on the H200, not a default): a ``[BLOCK_N, NSB, 16]`` word
   tile per iteration (rows of NSB * 64 contiguous bytes), the next tile's loads issued before the
   current one is used, up to 4 rows of x per program sharing the unpacked fields, split-K for
   ~4 waves. Fields become ``1 + q * 2^-8`` / ``1 + q * 2^-4`` floats (one LOP3 each, see
@@ -82,20 +82,18 @@ class W4A16Config:
     group_m: int = 8
 
 
-# Per-M defaults: the first row whose bound is >= M wins.
-# M <= 4, "wide": NOT MEASURED YET (new kernel, written after H200 run 1; chosen by bytes in flight:
-#   a 16 x 256 B tile = 4 KB per load, double-buffered, ~6 programs per SM -> ~48 KB in flight
-#   per SM). Run 1's best for the old "gemv" (notes/gpu_run1/bench_w4a16.log, us):
-#   2112x7168 9.77 (bn64 sb2 sk8 w8), 24576x1536 16.55 (bn64 sb2 sk1 w8), 7168x16384 49.54
-#   (bn64 sb1 sk4 w4); tinygemm 6.0 / 13.0 / 33.5. `bench_w4a16.py --focus decode` prints the
-#   rows to paste here. QLINEAR_W4A16_DECODE_KERNEL=gemv restores the old kernel for M = 1.
-# M <= 16, "mma" bn64 bm16 (auto split): run 1 13.7 / 22.2 / 68.2 us, best of 4 configs.
-# M <= 256 (used only where ops dispatch keeps "triton" at such M: tall-skinny 24576x1536):
+# Per-M defaults: the first row whose bound is >= M wins. From H200 run 2
+# (notes/gpu_run2/bench_w4a16.log, best of the sweep per (N, K, M), us; bf16 cuBLAS in brackets):
+#   M=1  gemv   2112x7168 10.04 [12.26] · 24576x1536 16.58 [21.39] · 7168x16384 50.13 [58.93]
+#   M=2-16 mma  2112x7168 12.9-13.9 [12.3-13.2] · 24576x1536 21.7-22.3 [20.9-21.5] ·
+#               7168x16384 66.6-68.1 [59.6-64.2]
+# The "wide" decode kernel written after run 1 did not compile under Triton 3.6 on the H200
+# (CompilationError at its group-index line), so it is not a default; it stays selectable for
+# the interpreter tests and later work (W4A16Config("wide", ...)).
+# M <= 256 (used where ops dispatch keeps "triton" at such M: tall-skinny 24576x1536):
 #   run 1 bn128 bm128 sk1 w8 45.7 us beat bn128 bm64 46.9 and bn64 bm128 65.7.
 _DEFAULT_CONFIGS: tuple[tuple[int, W4A16Config], ...] = (
-    (1, W4A16Config("wide", block_n=16, block_m=1, sb_per_iter=4, split_k=0, num_warps=4, num_stages=1)),
-    (2, W4A16Config("wide", block_n=16, block_m=2, sb_per_iter=4, split_k=0, num_warps=4, num_stages=1)),
-    (4, W4A16Config("wide", block_n=16, block_m=4, sb_per_iter=4, split_k=0, num_warps=4, num_stages=1)),
+    (1, W4A16Config("gemv", block_n=64, block_m=1, sb_per_iter=2, split_k=0, num_warps=8, num_stages=2)),
     (16, W4A16Config("mma", block_n=64, block_m=16, sb_per_iter=1, split_k=0, num_warps=4, num_stages=3)),
     (64, W4A16Config("mma", block_n=64, block_m=64, sb_per_iter=1, split_k=0, num_warps=4, num_stages=3)),
     (256, W4A16Config("mma", block_n=128, block_m=128, sb_per_iter=1, split_k=1, num_warps=8, num_stages=3)),
@@ -103,14 +101,7 @@ _DEFAULT_CONFIGS: tuple[tuple[int, W4A16Config], ...] = (
 )
 
 
-_GEMV_M1 = W4A16Config("gemv", block_n=64, sb_per_iter=1, split_k=0, num_warps=4, num_stages=2)
-# Read once, when this (lazily imported) module loads: "gemv" = the run-1 kernel for M = 1.
-_DECODE_KERNEL = os.environ.get("QLINEAR_W4A16_DECODE_KERNEL", "wide").strip().lower()
-
-
 def default_config(m: int) -> W4A16Config:
-    if m == 1 and _DECODE_KERNEL == "gemv":
-        return _GEMV_M1
     for bound, cfg in _DEFAULT_CONFIGS:
         if m <= bound:
             return cfg
