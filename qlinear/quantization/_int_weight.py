@@ -60,7 +60,7 @@ import torch
 from qlinear._utils import describe
 from qlinear.ops.w4a16 import W4A16Weights, pack_w4a16, w4a16_backend, w4a16_linear
 from qlinear.parameter import DimMap, LoadError, ShardPlan, StackedParameter
-from qlinear.quantization.base import QuantizeMethodBase, match_module_name
+from qlinear.quantization.base import QuantizeMethodBase, check_scales, match_module_name
 from qlinear.reference.w4a16 import dequantize_canonical
 
 __all__ = [
@@ -191,6 +191,15 @@ def per_shard_g_idx(
             )
         if trivial is not None and not torch.equal(gi.to(torch.int64), trivial):
             all_trivial = False
+            # act-order permutes columns, it never resizes groups: each must keep its column count
+            want = torch.bincount(trivial, minlength=num_groups)
+            got = torch.bincount(gi.to(torch.int64), minlength=num_groups)
+            if not torch.equal(got, want):
+                g = int((got != want).nonzero()[0])
+                raise ValueError(
+                    f"{param.qualname}: shard {i} ({names[i]}): not a group assignment: group {g} has "
+                    f"{int(got[g])} columns, expected {int(want[g])} (group_size={group_size})"
+                )
         out.append((r0, r0 + size, gi))
     if all_trivial:
         return None
@@ -217,6 +226,11 @@ class WeightOnlyIntMethod(QuantizeMethodBase):
 
     def process_weights_after_loading(self, layer) -> None:
         # Decode and pack before touching the layer, so a failure leaves it as loaded.
+        where = layer.prefix or type(layer).__name__
+        for name in self.checkpoint_params:
+            param = layer._parameters.get(name)
+            if param is not None and param.dtype.is_floating_point:
+                check_scales(where, name, param, kind="weight")
         packed = self.canonical(layer).pack()
         for name in self.checkpoint_params:
             if name in layer._parameters:

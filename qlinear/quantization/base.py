@@ -10,6 +10,7 @@ has: it calls the four verbs below and consults the capability hooks
 from __future__ import annotations
 
 import re
+import warnings
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Sequence
 
@@ -18,7 +19,7 @@ import torch
 if TYPE_CHECKING:  # layer types only for annotations: layers import us, not the other way
     from qlinear.layers.linear import LinearBase
 
-__all__ = ["QuantizeMethodBase", "QuantizationConfig", "match_module_name", "config_error"]
+__all__ = ["QuantizeMethodBase", "QuantizationConfig", "match_module_name", "config_error", "check_scales"]
 
 
 class QuantizeMethodBase(ABC):
@@ -147,3 +148,34 @@ def match_module_name(name: str, patterns: Iterable[str] | None) -> bool:
 def config_error(method: str, key: str, value: Any, supported: Any) -> ValueError:
     """The one error shape for unsupported settings: what, where, and what would work."""
     return ValueError(f"quantization_config ({method}): unsupported {key}={value!r}; supported: {supported}")
+
+
+def check_scales(where: str, name: str, scale: torch.Tensor, *, kind: str) -> None:
+    """The scale policy every format applies when it finishes a layer (README "Guarantees").
+
+    ``kind="weight"``: NaN / inf is an error (the weight would be garbage); zero or negative
+    values load with a ``UserWarning`` (no producer writes them, so they hint at a corrupt or
+    hand-edited checkpoint, yet they are representable). ``kind="input"``: activation scales
+    divide, so anything but finite and > 0 is an error. ``where.name`` names the tensor.
+    """
+    values = scale.detach().float()
+    bad = ~torch.isfinite(values)
+    if kind == "input":
+        bad |= values <= 0
+    elif kind != "weight":
+        raise ValueError(f"check_scales: kind must be 'weight' or 'input', got {kind!r}")
+    if bool(bad.any()):
+        first = tuple(int(i) for i in bad.nonzero()[0])
+        raise ValueError(
+            f"{where}.{name}: expected {'finite positive' if kind == 'input' else 'finite'} scales, "
+            f"got {values[first].item()} at index {first} ({int(bad.sum())} bad of {values.numel()})"
+        )
+    if kind == "weight":
+        odd = values <= 0
+        if bool(odd.any()):
+            first = tuple(int(i) for i in odd.nonzero()[0])
+            warnings.warn(
+                f"{where}.{name}: {int(odd.sum())} of {values.numel()} weight scales are zero or negative "
+                f"(first {values[first].item()} at index {first}); no quantizer writes these: is the checkpoint intact?",
+                stacklevel=3,
+            )

@@ -51,7 +51,13 @@ import torch
 from qlinear._utils import FP8_E4M3, cdiv
 from qlinear.ops.fp8 import fp8_block_backend, fp8_block_linear, fp8_scaled_backend, fp8_scaled_linear
 from qlinear.parameter import DimMap, ShardedParameter, StackedParameter
-from qlinear.quantization.base import QuantizationConfig, QuantizeMethodBase, config_error, match_module_name
+from qlinear.quantization.base import (
+    QuantizationConfig,
+    QuantizeMethodBase,
+    check_scales,
+    config_error,
+    match_module_name,
+)
 from qlinear.quantization.unquantized import UnquantizedLinearMethod
 
 __all__ = [
@@ -181,17 +187,9 @@ def _where(layer) -> str:
 
 
 def _check_scale(layer, name: str, scale: torch.Tensor, *, positive: bool) -> None:
-    """Scales must be finite (an e8m0 0xFF byte is NaN); input scales divide, so also > 0."""
-    values = scale.detach().float()
-    bad = ~torch.isfinite(values)
-    if positive:
-        bad |= values <= 0
-    if bool(bad.any()):
-        first = tuple(int(i) for i in bad.nonzero()[0])
-        raise ValueError(
-            f"{_where(layer)}.{name}: expected {'finite positive' if positive else 'finite'} scales, "
-            f"got {values[first].item()} at index {first} ({int(bad.sum())} bad of {values.numel()})"
-        )
+    """Scales must be finite (an e8m0 0xFF byte is NaN); input scales divide, so also > 0; zero or
+    negative weight scales load with a warning (``check_scales``)."""
+    check_scales(_where(layer), name, scale, kind="input" if positive else "weight")
 
 
 class Fp8BlockLinearMethod(Fp8LinearMethod):

@@ -11,9 +11,8 @@ format.
 Scale policy (``SCALE_POLICY`` below, documented in notes/ROBUSTNESS.md): NaN / +-inf in any scale
 is an error; a zero or negative *weight* scale loads (it decodes to a well-defined weight) with a
 warning naming the tensor, since no producer writes one; an input (activation) scale that is
-zero, negative, NaN or inf is an error (activations are divided by it). Where qlinear does not
-implement the policy yet the test is ``xfail(strict=True)`` with the missing check named, so it
-turns into a failure (remove the marker) the day the check lands.
+zero, negative, NaN or inf is an error (activations are divided by it). Every format applies it
+through ``qlinear.quantization.base.check_scales``.
 """
 
 from __future__ import annotations
@@ -262,30 +261,13 @@ BAD_VALUES = {"nan": float("nan"), "inf": float("inf"), "-inf": float("-inf"), "
 SCALE_POLICY = {("weight", v): ("error" if v in ("nan", "inf", "-inf") else "warning") for v in BAD_VALUES}
 SCALE_POLICY.update({("input", v): "error" for v in BAD_VALUES})
 
-MISSING_FINITE_CHECK = (
-    "missing check: weight-only int formats (GPTQ / AWQ / compressed-tensors pack-quantized) do not check that "
-    "scales are finite; belongs in qlinear/quantization/_int_weight.py (WeightOnlyIntMethod."
-    "process_weights_after_loading or CanonicalWeight, before pack_w4a16), like fp8's _check_scale"
-)
-MISSING_WARNING = (
-    "missing check: no format warns about zero / negative weight scales (no producer writes them: a sign of a "
-    "corrupt or hand-edited checkpoint); belongs beside the finiteness checks (qlinear/quantization/fp8.py "
-    "_check_scale, qlinear/quantization/_int_weight.py)"
-)
-
-
 def _scale_cases():
     out = []
     for fmt, entries in SCALE_TENSORS.items():
         for pname, kind in entries:
             for value in BAD_VALUES:
                 policy = SCALE_POLICY[(kind, value)]
-                marks = []
-                if policy == "warning":
-                    marks.append(pytest.mark.xfail(strict=True, reason=MISSING_WARNING))
-                elif fmt in ("gptq", "awq", "ct-int"):
-                    marks.append(pytest.mark.xfail(strict=True, reason=MISSING_FINITE_CHECK))
-                out.append(pytest.param(fmt, pname, value, policy, marks=marks, id=f"{fmt}-{pname}-{value}-{policy}"))
+                out.append(pytest.param(fmt, pname, value, policy, id=f"{fmt}-{pname}-{value}-{policy}"))
     return out
 
 
