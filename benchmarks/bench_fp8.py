@@ -10,11 +10,11 @@ call reads its weight from HBM, not from the 50 MB L2. µs per call; TFLOP/s = 2
     python benchmarks/bench_fp8.py --focus small-m --out "$OUT"   # bench_fp8_small_m.json, < 100 s
 
 ``--focus small-m`` times only what the small-M tables need: the whole Triton op (activation
-quantization included) for M in {1, 2, 4, 16, 64, 128} on the three shapes, fused
-(``quant_a``) vs unfused quantization, over a coordinate sweep around the current default config
-(block_n {32, 64, 128}, split_k {4, 8, 16}, num_warps {4, 8}, num_stages {3, 4, 5}), scaled_mm
-for the dispatch, and the rms_norm_quant_fp8 variants (block_rows x num_warps); it ends by
-printing GEMM_CONFIGS / dispatch / NORM_* lines ready to paste.
+quantization included) for M in {1, 2, 4, 16, 64, 128} on the three shapes, over a coordinate
+sweep around the current default config (block_n {32, 64, 128}, split_k {4, 8, 16}, num_warps
+{4, 8}, num_stages {3, 4, 5}), scaled_mm for the dispatch, and the rms_norm_quant_fp8 variants
+(block_rows x num_warps); it ends by printing GEMM_CONFIGS / dispatch / NORM_* lines ready to
+paste.
 
 Sections of the JSON: ``env``; ``gemm`` (per shape x M: bf16 F.linear, torch._scaled_mm blockwise
 with and without the activation quantization, qlinear Triton with its default config and with the
@@ -308,12 +308,12 @@ SWEPT_MS = [1, 16, 64, 128]  # M = 2, 4 are timed with the winners of M = 1 (sam
 
 def _neighbours(base: "kern.GemmConfig", M: int) -> list:
     """The base config and its one-parameter variations over the grid of the sweep (block_n
-    {32, 64, 128}, split_k {4, 8, 16}, num_warps {4, 8}, num_stages {3, 4, 5}, quant_a on/off):
-    a coordinate sweep, because every distinct tile/warps/stages/(split for the unfused kernel)
-    is one Triton compile and the full grid would take minutes."""
+    {32, 64, 128}, split_k {4, 8, 16}, num_warps {4, 8}, num_stages {3, 4, 5}): a coordinate
+    sweep, because every distinct tile/warps/stages/split is one Triton compile and the full grid
+    would take minutes."""
     from dataclasses import replace
 
-    out = [base, replace(base, quant_a=not base.quant_a)]
+    out = [base]
     out += [replace(base, block_n=v) for v in (32, 64, 128) if v != base.block_n]
     out += [replace(base, split_k=v) for v in (4, 8, 16) if v != base.split_k]
     out += [replace(base, num_warps=v) for v in (4, 8) if v != base.num_warps]
@@ -327,8 +327,7 @@ def _neighbours(base: "kern.GemmConfig", M: int) -> list:
 
 
 def _cfg_src(c) -> str:
-    q = ", quant_a=True" if c.quant_a else ""
-    return f"_G({c.block_m}, {c.block_n}, {c.split_k}, {c.num_warps}, {c.num_stages}{q})"
+    return f"_G({c.block_m}, {c.block_n}, {c.split_k}, {c.num_warps}, {c.num_stages})"
 
 
 def bench_small_m(deadline: float, log) -> dict:
@@ -367,18 +366,15 @@ def bench_small_m(deadline: float, log) -> dict:
                 timed.append((t["us"], cfg))
                 res["rows"].append({"shape": shape, "M": M, "config": cfg.__dict__, **t, "tflops": flop / t["us"] / 1e6,
                                     "is_default": cfg == base})
-                log(f"{shape:>11} M={M:<4} {'fused ' if cfg.quant_a else 'unfused'} {_cfg_src(cfg):<42} {t['us']:8.2f} us"
+                log(f"{shape:>11} M={M:<4} {_cfg_src(cfg):<42} {t['us']:8.2f} us"
                     + ("  (current default)" if cfg == base else ""))
             if not timed:
                 continue
             timed.sort(key=lambda r: r[0])
             winners[M] = [c for _, c in timed[:2]]
             best_us, best_cfg = timed[0]
-            fused = [u for u, c in timed if c.quant_a]
-            unfused = [u for u, c in timed if not c.quant_a]
             res["best"][f"{shape}/M={M}"] = {
                 "config": best_cfg.__dict__, "us": best_us, "default_us": next((u for u, c in timed if c == base), None),
-                "best_fused_us": min(fused) if fused else None, "best_unfused_us": min(unfused) if unfused else None,
             }
         del ws, ss
         torch.cuda.empty_cache()
@@ -431,7 +427,6 @@ def summarize_small_m(result: dict, log) -> None:
                 continue
             c = kern.GemmConfig(**b["config"])
             note = f"# {b['us']:.2f} us (default {b['default_us'] or float('nan'):.2f}"
-            note += f", fused {b['best_fused_us'] or float('nan'):.2f}, unfused {b['best_unfused_us'] or float('nan'):.2f}"
             note += f", scaled_mm {smm.get(f'{N}x{K}/M={M}', float('nan')):.2f})"
             log(f"        ({M}, {_cfg_src(c)}),  {note}")
         log("    ),")

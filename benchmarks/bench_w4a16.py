@@ -118,14 +118,9 @@ def time_fn(fn, m: int, k: int, nbuf: int) -> dict:
     return bench_graph(lambda i: fn(x, i), n_buffers=nbuf)
 
 
-# --focus decode: the new "wide" decode kernel against the run-1 kernels, the dequantize kernel
-# alone, and the M = 128 / 1024 backend choice. Sweep kept small: every config is a compile.
+# --focus decode: the decode kernels (run-1 winners and the current default), the dequantize
+# kernel alone, and the M = 128 / 1024 backend choice. Sweep kept small: every config is a compile.
 FOCUS_MS = [1, 2, 4, 16]
-WIDE_SWEEP = {  # block_m -> (block_n, sb_per_iter, num_warps); split_k auto (0)
-    1: [(16, 4, 4), (8, 8, 4), (32, 4, 8), (16, 8, 4)],
-    2: [(16, 4, 4), (32, 4, 8)],
-    4: [(16, 4, 4), (32, 4, 8)],
-}
 OLD_DECODE = {  # run-1 winners (notes/gpu_run1/bench_w4a16.log), split auto
     1: [C("gemv", 64, sb_per_iter=2, num_warps=8), C("gemv", 64, sb_per_iter=1)],
     2: [C("mma", 64, 16, num_stages=3)],
@@ -206,17 +201,9 @@ def focus_decode(args) -> None:
             run(base, f"qlinear auto ({ops.w4a16_backend(xchk, packed)})",
                 lambda x, i: ops.w4a16_linear(x, packs[i]), len(packs), m, k, nbytes=wb)
             cands = list(OLD_DECODE.get(m, []))
-            bm = 1 if m == 1 else (2 if m == 2 else 4)
-            for bn, nsb, nw in WIDE_SWEEP[bm]:
-                cands.append(C("wide", bn, bm, sb_per_iter=nsb, num_warps=nw, num_stages=1))
             default = kern.default_config(m)
             if default not in cands:
                 cands.insert(0, default)
-            # One explicit split around the auto choice of the default "wide" config (M = 1 only:
-            # every split value is a compile).
-            if default.kernel == "wide" and m == 1:
-                auto = kern.resolve_config(m, packed, default, xchk.device)
-                cands.append(kern.W4A16Config(**{**asdict(default), "split_k": max(1, auto.split_k * 2)}))
             for cfg in cands:
                 try:
                     rc = kern.resolve_config(m, packed, cfg, xchk.device)

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # W4A16 / W8A16 ops on the GPU machine: the GPU tests, then the op-level benchmark; all into $OUT.
 #   OUT=/some/dir bash benchmarks/gpu_w4a16.sh
-# Decode-kernel round (new tests only + the < 100 s focused benchmark, ~3 min in all):
-#   OUT=/some/dir W4A16_TEST_ARGS="-k 'wide or dequantize_versions or backend_choice or cuda_graph'" \
+# Decode round (a few GPU tests + the < 100 s focused benchmark, ~3 min in all):
+#   OUT=/some/dir W4A16_TEST_ARGS="-k 'dequantize_versions or backend_choice or cuda_graph'" \
 #     W4A16_BENCH_ARGS="--focus decode" bash benchmarks/gpu_w4a16.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."

@@ -29,7 +29,6 @@ __all__ = [
     "auto_split_k",
     "per_token_group_quant_fp8",
     "fp8_block_gemm",
-    "fp8_block_gemm_quant_a",
     "fp8_block_linear_triton",
     "GEMM_CONFIGS",
     "rms_norm_quant_fp8",
@@ -340,90 +339,6 @@ def _fp8_block_gemm_kernel(
 
 
 @triton.jit
-def _fp8_block_gemm_quant_a_kernel(
-    C_ptr,
-    X_ptr,
-    B_ptr,
-    Bs_ptr,
-    Bias_ptr,
-    M,
-    N,
-    K,
-    stride_xm,
-    stride_bn,
-    stride_cm,
-    stride_c_split,
-    stride_bs_n,
-    stride_bs_k,
-    k_blocks_per_split,
-    scale_eps,
-    SCALE_BLOCK_N: tl.constexpr,
-    BLOCK_M: tl.constexpr,
-    BLOCK_N: tl.constexpr,
-    BLOCK_K: tl.constexpr,
-    GROUP_M: tl.constexpr,
-    USE_WS: tl.constexpr,
-    EVEN_K: tl.constexpr,
-    HAS_BIAS: tl.constexpr,
-    FP8_DOT: tl.constexpr,
-    INTERPRET: tl.constexpr,
-):
-    # _fp8_block_gemm_kernel with the activation quantization done in registers: BLOCK_K is the
-    # quantization group, so the [BLOCK_M, BLOCK_K] tile of x holds exactly one group per row.
-    # Its scales and e4m3 codes are those of per_token_group_quant_fp8 (same formulas, bit for
-    # bit), so the partial sums equal the unfused kernel's; x_fp8 never touches memory. Every
-    # N tile re-quantizes its rows of x: cheap while M is small (the case this kernel is for).
-    pid = tl.program_id(0)
-    pid_k = tl.program_id(1)
-    num_pid_m = tl.cdiv(M, BLOCK_M)
-    num_pid_n = tl.cdiv(N, BLOCK_N)
-    width = GROUP_M * num_pid_n
-    first_m = (pid // width) * GROUP_M
-    group_m = tl.minimum(num_pid_m - first_m, GROUP_M)
-    pid_m = first_m + (pid % width) % group_m
-    pid_n = (pid % width) // group_m
-
-    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    offs_k = tl.arange(0, BLOCK_K)
-    m_ok = offs_m < M
-    n_ok = offs_n < N
-    x_ptrs = X_ptr + offs_m[:, None].to(tl.int64) * stride_xm + offs_k[None, :]
-    b_ptrs = B_ptr + offs_n[None, :].to(tl.int64) * stride_bn + offs_k[:, None]
-    bs_ptrs = Bs_ptr + (offs_n // SCALE_BLOCK_N) * stride_bs_n
-
-    kb_begin = pid_k * k_blocks_per_split
-    kb_end = tl.minimum(kb_begin + k_blocks_per_split, tl.cdiv(K, BLOCK_K))
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for kb in range(kb_begin, kb_end):
-        k0 = kb * BLOCK_K
-        if EVEN_K:
-            x = tl.load(x_ptrs + k0, mask=m_ok[:, None], other=0.0)
-            b = tl.load(b_ptrs + k0, mask=n_ok[None, :], other=0.0)
-        else:
-            # Zeros past K leave the short last group's amax unchanged (as in the reference).
-            k_ok = (k0 + offs_k) < K
-            x = tl.load(x_ptrs + k0, mask=m_ok[:, None] & k_ok[None, :], other=0.0)
-            b = tl.load(b_ptrs + k0, mask=k_ok[:, None] & n_ok[None, :], other=0.0)
-        a, a_s = _quant_rows(x.to(tl.float32), scale_eps, INTERPRET)
-        b_s = tl.load(bs_ptrs + kb * stride_bs_k, mask=n_ok, other=0.0)
-        if FP8_DOT:
-            part = tl.dot(a, b)
-        else:
-            part = tl.dot(a.to(tl.float16), b.to(tl.float16))
-        acc += part * a_s[:, None] * b_s[None, :]
-
-    c_ptrs = offs_m[:, None].to(tl.int64) * stride_cm + offs_n[None, :]
-    c_ok = m_ok[:, None] & n_ok[None, :]
-    if USE_WS:
-        tl.store(C_ptr + pid_k.to(tl.int64) * stride_c_split + c_ptrs, acc, mask=c_ok)
-    else:
-        if HAS_BIAS:
-            acc += tl.load(Bias_ptr + offs_n, mask=n_ok, other=0.0).to(tl.float32)[None, :]
-        tl.store(C_ptr + c_ptrs, _f32_to(acc, C_ptr.dtype.element_ty, INTERPRET), mask=c_ok)
-
-
-@triton.jit
 def _splitk_reduce_kernel(
     C_ptr,
     WS_ptr,
@@ -452,9 +367,7 @@ def _splitk_reduce_kernel(
 @dataclass(frozen=True)
 class GemmConfig:
     """Tile configuration of the block-scaled GEMM. ``split_k`` = number of K slices (1: none,
-    0: chosen by :func:`auto_split_k` for the problem). ``quant_a``: quantize the activations
-    inside the GEMM (:func:`fp8_block_gemm_quant_a`) instead of with a separate kernel; only
-    :func:`fp8_block_linear_triton` reads it."""
+    0: chosen by :func:`auto_split_k` for the problem)."""
 
     block_m: int
     block_n: int
@@ -462,7 +375,6 @@ class GemmConfig:
     num_warps: int = 4
     num_stages: int = 4
     group_m: int = 8
-    quant_a: bool = False
 
 
 @functools.lru_cache(maxsize=None)
@@ -493,10 +405,9 @@ _G = GemmConfig
 #               M=128 (64, 128, 1, 4, 4) 29.1 us
 #   7168x16384: M<=4 (16, 64, 3, 4, 5) 33.5-36.6 us · M=16 (16, 128, 5, 4, 4) 36.9 us ·
 #               M=64 (64, 64, 3, 4, 4) 43.3 us · M=128 (128, 128, 5, 8, 3) 79.6 us
-# H200 run 2 (notes/gpu_run2/bench_fp8_small_m.txt, whole op with quantization, us) settled the
-# table below; the fused activation quantization (quant_a) LOST everywhere: e.g. 2112x7168 M=1
-# fused 13.27 vs separate-quant 12.14, 7168x16384 M=1 59.3 vs 35.7, M=128 288 vs 72.6, because
-# every N tile re-quantizes its x tile. It stays available (GemmConfig.quant_a) but off.
+# H200 run 2 (benchmarks/results/bench_fp8_small_m.txt, whole op with quantization, us) settled the
+# table below. Activation quantization fused into the GEMM was slower than quantize-then-GEMM at
+# every M and shape (e.g. 7168x16384 M=1 59.3 vs 35.7 us), so it was removed.
 #   2112x7168 : M=1 12.14 · 2 12.66 · 4 12.16 · 16 12.26 · 64 12.94 · 128 20.71 (scaled_mm 18.5-25.8)
 #   24576x1536: M=1 16.07 · 2 16.57 · 4 16.56 · 16 17.79 · 64 18.77 · 128 27.76 (scaled_mm 19.8-21.0)
 #   7168x16384: M=1 35.73 · 2 37.34 · 4 39.91 · 16 40.81 · 64 47.17 · 128 72.63 (scaled_mm 43-52.6)
@@ -524,12 +435,11 @@ def default_gemm_config(M: int, N: int, K: int, block_k: int = 128, num_sms: int
     """The measured :data:`GEMM_CONFIGS` entry for (N, K) and M when there is one (and
     ``block_k`` is 128, the block they were measured with); else a heuristic by M bucket,
     split-K when the (M, N) tiles alone cannot fill ``num_sms`` SMs twice over (each K slice
-    keeps >= 4 K blocks); activation quantization as a separate kernel (run 2)."""
+    keeps >= 4 K blocks)."""
     if block_k == 128:
         for max_m, cfg in GEMM_CONFIGS.get((N, K), ()):
             if M <= max_m:
                 return cfg
-    quant_a = False  # measured slower than quantize-then-GEMM in run 2 (see GEMM_CONFIGS)
     if M <= 16:
         bm, bn, warps, stages = 16, 64, 4, 5
     elif M <= 32:
@@ -541,7 +451,7 @@ def default_gemm_config(M: int, N: int, K: int, block_k: int = 128, num_sms: int
     else:
         bm, bn, warps, stages = 128, 128, 8, 3
     split = auto_split_k(M, N, K, bm, bn, block_k, num_sms)
-    return GemmConfig(bm, bn, split, warps, stages, quant_a=quant_a)
+    return GemmConfig(bm, bn, split, warps, stages)
 
 
 def auto_split_k(M: int, N: int, K: int, block_m: int, block_n: int, block_k: int = 128, num_sms: int = 132) -> int:
@@ -655,78 +565,6 @@ def _reduce_splits(out: torch.Tensor, ws: torch.Tensor, bias: torch.Tensor | Non
     )
 
 
-def fp8_block_gemm_quant_a(
-    x: torch.Tensor,
-    b: torch.Tensor,
-    b_scale: torch.Tensor,
-    block_size: tuple[int, int] = (128, 128),
-    out_dtype: torch.dtype | None = None,
-    bias: torch.Tensor | None = None,
-    *,
-    out: torch.Tensor | None = None,
-    config: GemmConfig | None = None,
-    scale_eps: float = 1e-10,
-) -> torch.Tensor:
-    """``out[M, N] = Q(x) @ (B * Bs).T (+ bias)``, where ``Q(x)`` is the dynamic per-token-group
-    e4m3 quantization of ``x`` with groups of ``bk`` columns (the codes and scales of
-    :func:`per_token_group_quant_fp8`, bit for bit), done inside the GEMM: one kernel (plus the
-    split-K reduction), no e4m3 copy of ``x`` in memory.
-
-    ``x`` [M, K] bf16 / fp16 / fp32 (``stride(1) == 1``, any row stride); ``b``, ``b_scale``,
-    ``block_size``, ``bias``, ``out`` and ``config`` as in :func:`fp8_block_gemm` (``config``'s
-    ``quant_a`` is ignored: this is the fused variant). ``out_dtype`` defaults to ``x.dtype``.
-    Same result as quantize-then-:func:`fp8_block_gemm` with the same tile config.
-    """
-    M, K = x.shape
-    N = b.shape[0]
-    bn, bk = block_size
-    if out is None:
-        out = torch.empty((M, N), dtype=out_dtype or x.dtype, device=x.device)
-    if M == 0 or N == 0:
-        return out
-    if config is None:
-        config = default_gemm_config(M, N, K, bk, _sm_count(x.device))
-    check_group_size(bk)
-    split, per_split = _plan_split(config, M, N, K, bk, x.device)
-    has_bias = bias is not None
-    grid = (cdiv(M, config.block_m) * cdiv(N, config.block_n), split)
-    fp8_dot = True if x.device.type != "cuda" else _fp8_dot_supported(x.device.index or 0)
-    target = out if split == 1 else torch.empty((split, M, N), dtype=torch.float32, device=x.device)
-    _fp8_block_gemm_quant_a_kernel[grid](
-        target,
-        x,
-        b,
-        b_scale,
-        bias if has_bias else out,
-        M,
-        N,
-        K,
-        x.stride(0),
-        b.stride(0),
-        out.stride(0) if split == 1 else N,
-        M * N,
-        b_scale.stride(0),
-        b_scale.stride(1),
-        per_split,
-        scale_eps,
-        SCALE_BLOCK_N=bn,
-        BLOCK_M=config.block_m,
-        BLOCK_N=config.block_n,
-        BLOCK_K=bk,
-        GROUP_M=config.group_m,
-        USE_WS=split > 1,
-        EVEN_K=(K % bk == 0),
-        HAS_BIAS=has_bias,
-        FP8_DOT=fp8_dot,
-        INTERPRET=_interpret(),
-        num_warps=config.num_warps,
-        num_stages=config.num_stages,
-    )
-    if split > 1:
-        _reduce_splits(out, target, bias)
-    return out
-
-
 def fp8_block_linear_triton(
     x: torch.Tensor,
     b: torch.Tensor,
@@ -737,18 +575,11 @@ def fp8_block_linear_triton(
     config: GemmConfig | None = None,
     scale_eps: float = 1e-10,
 ) -> torch.Tensor:
-    """The whole block-scaled FP8 linear on Triton: ``x`` [M, K] -> ``x.dtype`` [M, N]. With
-    ``config.quant_a`` (default: :func:`default_gemm_config`) the activation quantization is
-    fused into the GEMM (:func:`fp8_block_gemm_quant_a`), else it is a separate kernel
-    (:func:`per_token_group_quant_fp8`, column-major scales) followed by :func:`fp8_block_gemm`.
+    """The whole block-scaled FP8 linear on Triton: ``x`` [M, K] -> ``x.dtype`` [M, N]:
+    :func:`per_token_group_quant_fp8` (column-major scales) followed by :func:`fp8_block_gemm`
+    with ``config`` (default: :func:`default_gemm_config`).
     """
-    M, K = x.shape
-    N = b.shape[0]
     bk = block_size[1]
-    if config is None:
-        config = default_gemm_config(M, N, K, bk, _sm_count(x.device))
-    if config.quant_a:
-        return fp8_block_gemm_quant_a(x, b, b_scale, block_size, x.dtype, bias, config=config, scale_eps=scale_eps)
     q, s = per_token_group_quant_fp8(x, bk, column_major_scales=True, scale_eps=scale_eps)
     return fp8_block_gemm(q, s, b, b_scale, block_size, x.dtype, bias, config=config)
 

@@ -18,11 +18,6 @@ Kernels:
   Wdeq @ x^T``) so the dequantized tile is the register operand (Hopper wgmma takes only its
   left operand from registers) and ``x`` streams through shared memory; grouped tile order for
   L2 reuse at large M.
-* ``_w4a16_wide_kernel`` ("wide", experimental: did not compile under Triton 3.6 on the H200, not a default): a ``[BLOCK_N, NSB, 16]`` word
-  tile per iteration (rows of NSB * 64 contiguous bytes), the next tile's loads issued before the
-  current one is used, up to 4 rows of x per program sharing the unpacked fields, split-K for
-  ~4 waves. Fields become ``1 + q * 2^-8`` / ``1 + q * 2^-4`` floats (one LOP3 each, see
-  ``_wide_row``) so the zero point and the "1" leave the inner loop: one LOP3 + one FFMA per weight.
 * ``_w4a16_dequant_kernel`` / ``_w4a16_dequant_v2_kernel``: write the dequantized weight (packed
   column order) in x's dtype for the dequantize + cuBLAS path (v2: whole superblock rows,
   16-byte stores).
@@ -64,12 +59,11 @@ _SB_WORDS = 16
 
 @dataclass(frozen=True)
 class W4A16Config:
-    """Launch parameters. ``kernel`` "wide" (decode, block_m in {1, 2, 4}), "gemv" (the first
-    decode kernel, block_m must be 1) or "mma" (tensor cores, block_m >= 16).
+    """Launch parameters. ``kernel`` "gemv" (decode, block_m must be 1) or "mma" (tensor
+    cores, block_m >= 16).
 
-    ``sb_per_iter`` superblocks (16 words per row each) per loop iteration (a power of two for
-    "wide": it is the middle axis of its tile); ``split_k`` 0 = auto (enough programs for ~2 waves
-    over the SMs, ~4 for "wide").
+    ``sb_per_iter`` superblocks (16 words per row each) per loop iteration; ``split_k`` 0 = auto
+    (enough programs for ~2 waves over the SMs).
     """
 
     kernel: str
@@ -83,13 +77,13 @@ class W4A16Config:
 
 
 # Per-M defaults: the first row whose bound is >= M wins. From H200 run 2
-# (notes/gpu_run2/bench_w4a16.log, best of the sweep per (N, K, M), us; bf16 cuBLAS in brackets):
+# (benchmarks/results/bench_w4a16_decode.json, best of the sweep per (N, K, M), us; bf16 cuBLAS
+# in brackets):
 #   M=1  gemv   2112x7168 10.04 [12.26] · 24576x1536 16.58 [21.39] · 7168x16384 50.13 [58.93]
 #   M=2-16 mma  2112x7168 12.9-13.9 [12.3-13.2] · 24576x1536 21.7-22.3 [20.9-21.5] ·
 #               7168x16384 66.6-68.1 [59.6-64.2]
-# The "wide" decode kernel written after run 1 did not compile under Triton 3.6 on the H200
-# (CompilationError at its group-index line), so it is not a default; it stays selectable for
-# the interpreter tests and later work (W4A16Config("wide", ...)).
+# A "wide" decode kernel tried after run 1 did not compile under Triton 3.6 on the H200
+# (CompilationError), so it was removed.
 # M <= 256 (used where ops dispatch keeps "triton" at such M: tall-skinny 24576x1536):
 #   run 1 bn128 bm128 sk1 w8 45.7 us beat bn128 bm64 46.9 and bn64 bm128 65.7.
 _DEFAULT_CONFIGS: tuple[tuple[int, W4A16Config], ...] = (
@@ -337,140 +331,6 @@ def _w4a16_mma_kernel(
 
 
 @triton.jit
-def _wide_field(w, i: tl.constexpr, BITS: tl.constexpr):
-    """Exact fp32 ``1 + q * 2^(o - 8)`` of field i of ``w``, o = (i * BITS) % 8.
-
-    The byte holding field i is shifted to bits [15, 23) (one SHF per byte, shared by its two
-    nibbles after CSE), the field is masked and or-ed into 1.0f: one LOP3 per field.
-    """
-    o: tl.constexpr = (i * BITS) % 8
-    sh: tl.constexpr = 15 - 8 * ((i * BITS) // 8)
-    if sh >= 0:
-        ws = w << sh
-    else:
-        ws = w >> (-sh)  # arithmetic shift: the sign bits are masked off below
-    return ((ws & (((1 << BITS) - 1) << (15 + o))) | 0x3F800000).to(tl.float32, bitcast=True)
-
-
-@triton.jit
-def _wide_row(acc, w, x_row, xk, k_lim, s, zf, pg: tl.constexpr,
-              BITS: tl.constexpr, PPG: tl.constexpr):
-    """``acc[BN, NSB, 16] += s * sum_{planes i of group pg} (q_i - z) * x_i`` for one row of x.
-
-    With v = 1 + q d (:func:`_wide_field`, d = 2^-8 or 2^-4): ``sum v x = X0 + d sum q x``, so
-    ``sum q x = 256 (sum_lo v x - X0_lo) + 16 (sum_hi v x - X0_hi)``. ``-X0`` (per column, the
-    same for every row of W) is the start value of the FMA chain, so a field costs one LOP3 + one
-    FFMA, no per-element subtraction of the zero point. v and its offset 1 are of the same order
-    (q d < 1): no cancellation, fp32 keeps ~1e-6 relative accuracy.
-    """
-    x0_lo = tl.zeros(xk.shape, dtype=tl.float32)
-    x0_hi = tl.zeros(xk.shape, dtype=tl.float32)
-    for pi in tl.static_range(PPG):
-        i: tl.constexpr = pg * PPG + pi
-        xv = tl.load(x_row + xk + pi * 16, mask=xk + pi * 16 < k_lim, other=0.0).to(tl.float32)
-        if (i * BITS) % 8 == 4:
-            x0_hi += xv
-        else:
-            x0_lo += xv
-    t_lo = tl.zeros_like(acc) - x0_lo
-    t_hi = tl.zeros_like(acc) - x0_hi
-    for pi in tl.static_range(PPG):
-        i: tl.constexpr = pg * PPG + pi
-        xv = tl.load(x_row + xk + pi * 16, mask=xk + pi * 16 < k_lim, other=0.0).to(tl.float32)
-        if (i * BITS) % 8 == 4:
-            t_hi += _wide_field(w, i, BITS) * xv
-        else:
-            t_lo += _wide_field(w, i, BITS) * xv
-    part = t_lo * 256.0 + t_hi * 16.0 - zf * (x0_lo + x0_hi)
-    return acc + part * s
-
-
-@triton.jit
-def _w4a16_wide_kernel(
-    Out_ptr, X_ptr, QW_ptr, S_ptr, Z_ptr, Bias_ptr, WS_ptr, Lock_ptr, Bounds_ptr,
-    M, N, K, G, num_sb, n_tiles,
-    X_row_stride, X_shard_stride, Out_row_stride, QW_row_stride,
-    BITS: tl.constexpr, GROUP_SIZE: tl.constexpr, PPG: tl.constexpr,
-    HAS_ZEROS: tl.constexpr, HAS_BIAS: tl.constexpr, NUM_SHARDS: tl.constexpr,
-    BLOCK_N: tl.constexpr, BLOCK_M: tl.constexpr, SB_PER_ITER: tl.constexpr, SPLIT_K: tl.constexpr,
-):
-    """Decode GEMV (M <= 4 rows per program): ``Out[m, n] = sum_k x[m, k] * W[n, k]``, CUDA cores.
-
-    Grid (n_tiles, m_tiles, SPLIT_K). Each iteration reads a ``[BLOCK_N, SB_PER_ITER, 16]`` word
-    tile (rows of ``SB_PER_ITER * 64`` contiguous bytes, 16-byte loads) and the next iteration's
-    tile is issued before this one is used (register double buffer), so every program keeps two
-    tiles of loads in flight; split-K supplies enough programs. The dequantized fields are
-    shared by the BLOCK_M rows of x (the compiler CSEs the recomputation per row).
-    """
-    FIELDS: tl.constexpr = 32 // BITS
-    SB: tl.constexpr = 16 * FIELDS
-    NSB: tl.constexpr = SB_PER_ITER
-    pid_n = tl.program_id(0)
-    pid_m = tl.program_id(1)
-    pid_k = tl.program_id(2)
-    row0, row_end, sid = _tile_rows(pid_n, Bounds_ptr, N, BLOCK_N, NUM_SHARDS)
-    offs_n = row0 + tl.arange(0, BLOCK_N)
-    n_mask = offs_n < row_end
-    n3 = offs_n[:, None, None]
-    n_mask3 = n_mask[:, None, None]
-    sb3 = tl.arange(0, NSB)[None, :, None]
-    j3 = tl.arange(0, 16)[None, None, :]
-    qw_base = QW_ptr + n3.to(tl.int64) * QW_row_stride + sb3 * 16 + j3
-    m0 = pid_m * BLOCK_M
-    x_base = X_ptr + m0.to(tl.int64) * X_row_stride + sid * X_shard_stride
-    it0, it1 = _split_bounds(num_sb, pid_k, NSB, SPLIT_K)
-
-    # Column bound of x row m0 + r: K, or 0 past the last row (masks its loads off; int math).
-    k_lim0 = K * tl.minimum(tl.maximum(M - m0, 0), 1)
-    k_lim1 = K * tl.minimum(tl.maximum(M - m0 - 1, 0), 1)
-    k_lim2 = K * tl.minimum(tl.maximum(M - m0 - 2, 0), 1)
-    k_lim3 = K * tl.minimum(tl.maximum(M - m0 - 3, 0), 1)
-    acc0 = tl.zeros([BLOCK_N, NSB, 16], dtype=tl.float32)
-    acc1 = tl.zeros([BLOCK_N, NSB, 16], dtype=tl.float32)
-    acc2 = tl.zeros([BLOCK_N, NSB, 16], dtype=tl.float32)
-    acc3 = tl.zeros([BLOCK_N, NSB, 16], dtype=tl.float32)
-    sb_end = tl.minimum(it1 * NSB, num_sb)  # this split's superblocks: [it0 * NSB, sb_end)
-    w_mask = n_mask3 & (j3 < 16)  # full tile shape
-    w_next = tl.load(qw_base + it0 * NSB * 16, mask=w_mask & (it0 * NSB + sb3 < sb_end), other=0)
-    for it in range(it0, it1):
-        w = w_next
-        # Issued before w is used: the next tile's loads overlap this tile's math.
-        w_next = tl.load(qw_base + (it + 1) * NSB * 16, mask=w_mask & ((it + 1) * NSB + sb3 < sb_end), other=0)
-        sb = it * NSB + sb3  # [1, NSB, 1] superblock index
-        for pg in tl.static_range(FIELDS // PPG):
-            kg = sb * SB + pg * PPG * 16  # first packed column of the plane group
-            if GROUP_SIZE == 0:
-                grp = kg * 0
-            else:
-                grp = tl.minimum(kg // GROUP_SIZE, G - 1)
-            s = tl.load(S_ptr + grp * N + n3, mask=n_mask3, other=0.0).to(tl.float32)
-            if HAS_ZEROS:
-                zf = tl.load(Z_ptr + grp * N + n3, mask=n_mask3, other=0).to(tl.float32)
-            else:
-                zf = tl.full(s.shape, 1 << (BITS - 1), tl.float32)
-            xk = kg + j3  # [1, NSB, 16]: packed column of field pg*PPG of word j (field pg*PPG+pi: +16*pi)
-            acc0 = _wide_row(acc0, w, x_base, xk, k_lim0, s, zf, pg, BITS, PPG)
-            if BLOCK_M > 1:
-                acc1 = _wide_row(acc1, w, x_base + X_row_stride, xk, k_lim1, s, zf, pg, BITS, PPG)
-            if BLOCK_M > 2:
-                acc2 = _wide_row(acc2, w, x_base + 2 * X_row_stride, xk, k_lim2, s, zf, pg, BITS, PPG)
-                acc3 = _wide_row(acc3, w, x_base + 3 * X_row_stride, xk, k_lim3, s, zf, pg, BITS, PPG)
-
-    offs_m = m0 + tl.arange(0, BLOCK_M)
-    mcol = tl.arange(0, BLOCK_M)[None, :]
-    tile = tl.zeros([BLOCK_N, BLOCK_M], dtype=tl.float32)
-    tile = tl.where(mcol == 0, tl.sum(tl.sum(acc0, axis=2), axis=1)[:, None], tile)
-    if BLOCK_M > 1:
-        tile = tl.where(mcol == 1, tl.sum(tl.sum(acc1, axis=2), axis=1)[:, None], tile)
-    if BLOCK_M > 2:
-        tile = tl.where(mcol == 2, tl.sum(tl.sum(acc2, axis=2), axis=1)[:, None], tile)
-        tile = tl.where(mcol == 3, tl.sum(tl.sum(acc3, axis=2), axis=1)[:, None], tile)
-    tile_id = pid_m * n_tiles + pid_n
-    _finish_tile(tile, offs_n, n_mask, offs_m, offs_m < M, tile_id, pid_k, M, N,
-                 Out_ptr, Out_row_stride, Bias_ptr, WS_ptr, Lock_ptr, HAS_BIAS, SPLIT_K)
-
-
-@triton.jit
 def _w4a16_dequant_kernel(
     W_ptr, QW_ptr, S_ptr, Z_ptr, N, K, G, num_sb, W_row_stride, QW_row_stride,
     BITS: tl.constexpr, GROUP_SIZE: tl.constexpr, PPG: tl.constexpr, HAS_ZEROS: tl.constexpr,
@@ -564,9 +424,9 @@ def _n_tiles(packed, block_n: int) -> int:
     return sum(cdiv(rows[s + 1] - rows[s], block_n) for s in range(len(rows) - 1))
 
 
-def _auto_split(tiles: int, iters: int, sms: int, waves: int = 2) -> int:
+def _auto_split(tiles: int, iters: int, sms: int) -> int:
     split = 1
-    while tiles * split < waves * sms and cdiv(iters, split * 2) >= 2 and split < 32:
+    while tiles * split < 2 * sms and cdiv(iters, split * 2) >= 2 and split < 32:
         split *= 2
     return split
 
@@ -582,9 +442,7 @@ def resolve_config(m: int, packed, config: W4A16Config | None, device: torch.dev
     n_tiles = _n_tiles(packed, cfg.block_n)
     iters = cdiv(num_sb, cfg.sb_per_iter)
     m_tiles = _m_tiles(m, cfg)
-    # "wide" keeps only two tiles in flight per program: it wants more programs per SM.
-    waves = 4 if cfg.kernel == "wide" else 2
-    split = cfg.split_k or _auto_split(n_tiles * m_tiles, iters, _num_sms(device), waves)
+    split = cfg.split_k or _auto_split(n_tiles * m_tiles, iters, _num_sms(device))
     split = max(1, min(split, iters))
     if split > 1 and n_tiles * m_tiles > _LOCK_SLOTS:
         split = 1  # more tiles than counters: the grid is large enough without split-K
@@ -630,15 +488,6 @@ def w4a16_gemm(
             *ptrs, m, n, k, packed.num_groups, num_sb,
             xg.stride(0), shard_stride, out.stride(0), packed.qweight.stride(0), **common,
         )
-    elif cfg.kernel == "wide":
-        if cfg.block_m not in (1, 2, 4) or cfg.sb_per_iter & (cfg.sb_per_iter - 1):
-            raise ValueError(f"config: 'wide' takes block_m in (1, 2, 4) and a power-of-two sb_per_iter, got {cfg}")
-        common.pop("num_stages")  # its loop is double-buffered by hand
-        _w4a16_wide_kernel[(n_tiles, m_tiles, split)](
-            *ptrs, m, n, k, packed.num_groups, num_sb, n_tiles,
-            xg.stride(0), shard_stride, out.stride(0), packed.qweight.stride(0),
-            BLOCK_M=cfg.block_m, num_stages=1, **common,
-        )
     elif cfg.kernel == "mma":
         _w4a16_mma_kernel[(m_tiles * n_tiles, split)](
             *ptrs, m, n, k, packed.num_groups, num_sb, n_tiles,
@@ -646,7 +495,7 @@ def w4a16_gemm(
             BLOCK_M=cfg.block_m, GROUP_M=cfg.group_m, **common,
         )
     else:
-        raise ValueError(f"config.kernel: expected 'wide', 'gemv' or 'mma', got {cfg.kernel!r}")
+        raise ValueError(f"config.kernel: expected 'gemv' or 'mma', got {cfg.kernel!r}")
     return out
 
 

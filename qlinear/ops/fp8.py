@@ -77,7 +77,7 @@ class _Rule:
 # Keyed by the weight's (N, K); None holds every other shape. The first rule with M <= max_m wins.
 # Numbers behind it: notes/gpu_run1/bench_fp8.txt (H200, torch 2.11, Triton 3.6, bf16 out, µs
 # per whole op, activation quantization included; "triton" = qlinear's split-K kernel with the
-# best config of that run's sweep, before the quantization was fused into it):
+# best config of that run's sweep):
 #   2112x7168  M=1/2/4/16: triton 11.5/11.9/12.0/12.1 · scaled_mm 21.0/20.2/18.4/18.3
 #              M=64: triton 13.6 · scaled_mm 25.7 · M=128: triton 21.8 · scaled_mm 26.1
 #              M=1024: triton 88.9 (default cfg) · scaled_mm 52.4 · M=4096: 260 · 143
@@ -287,8 +287,7 @@ def _block_linear_op(
     k = _kernels()
     M = x.shape[0]
     if backend == "triton":
-        # The config (kernels.fp8_triton.GEMM_CONFIGS) decides whether the activation
-        # quantization is fused into the GEMM (small M) or a separate kernel.
+        # Quantize-then-GEMM, tiles from kernels.fp8_triton.GEMM_CONFIGS (or its heuristic).
         return k.fp8_block_linear_triton(x, weight, weight_scale_inv, block, bias, scale_eps=_ref.FP8_SCALE_EPS)
     # scaled_mm: cuBLAS needs M % 4 == 0; the quantizer writes the zero pad rows itself.
     q, s = k.per_token_group_quant_fp8(

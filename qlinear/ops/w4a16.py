@@ -56,8 +56,7 @@ _ENV_VAR = "QLINEAR_W4A16_BACKEND"
 # entry, when not None, is the backend for tall-skinny layers (N >= 8 K, e.g. 24576x1536).
 # H200 run 1 (notes/gpu_run1/bench_w4a16.log, us; bf16 F.linear in parentheses), shapes
 # 2112x7168 / 24576x1536 / 7168x16384:
-#   M = 1    triton gemv 9.77 / 16.6 / 49.5 (12.6 / 21.2 / 58.1); the new "wide" decode kernel
-#            (default for M <= 4 in qlinear.kernels.w4a16_triton) is not measured yet.
+#   M = 1    triton gemv 9.77 / 16.6 / 49.5 (12.6 / 21.2 / 58.1).
 #   M = 16   triton mma 13.7 / 22.2 / 68.2 (12.8 / 20.6 / 63.6); dequant_cublas would pay the
 #            ~12 / 35 / 111 us dequantize on top of bf16: triton.
 #   M = 128  dequant_cublas 25.1 / 59.1 / 179.2, best triton mma 31.5 / 45.7 / 176.9,

@@ -209,32 +209,8 @@ def test_rms_norm_quant(M, width_offset, residual, column_major):
 
 
 # ------------------------------------------------------------------------------------------
-# fused activation quantization in the GEMM (fp8_block_gemm_quant_a) and the norm variants
+# the measured small-M default and the norm variants
 # ------------------------------------------------------------------------------------------
-
-QUANT_A_CONFIGS = [(16, 64, 8, 4, 5), (16, 128, 4, 8, 3), (64, 32, 1, 4, 4)]
-
-
-@pytest.mark.parametrize("cfg", QUANT_A_CONFIGS, ids=lambda c: "-".join(map(str, c)))
-@pytest.mark.parametrize("dtype", OUT_DTYPES)
-@pytest.mark.parametrize("shape", SHAPES + RAGGED, ids=lambda s: f"{s[0]}x{s[1]}")
-@pytest.mark.parametrize("M", [1, 5, 37])
-def test_gemm_quant_a_equals_unfused(M, shape, dtype, cfg):
-    """In-register quantization == per_token_group_quant_fp8 bit for bit, so with the same tile
-    config the fused kernel's output equals quantize-then-GEMM exactly (strided rows)."""
-    from qlinear.kernels import fp8_triton as kern
-
-    N, K = shape
-    w, s = _weight(N, K)
-    x = _x(M, K, dtype, seed=M + N, row_stride=K + 64)
-    config = kern.GemmConfig(*cfg, quant_a=True)
-    out = kern.fp8_block_gemm_quant_a(x, w, s, (128, 128), dtype, config=config, scale_eps=ref.FP8_SCALE_EPS)
-    q, sa = kern.per_token_group_quant_fp8(x, 128, column_major_scales=True, scale_eps=ref.FP8_SCALE_EPS)
-    unfused = kern.fp8_block_gemm(q, sa, w, s, (128, 128), dtype, config=config)
-    assert torch.equal(out, unfused), (out.float() - unfused.float()).abs().max().item()
-    qr, sr = ref.per_token_group_quant_fp8_ref(x, 128)
-    assert _rel(out, ref.fp8_block_gemm_ref(qr, sr, w, s, (128, 128), torch.float32)) <= 1e-2
-
 
 @pytest.mark.parametrize("bias", [False, True])
 @pytest.mark.parametrize("M", [1, 4, 16])
@@ -242,7 +218,8 @@ def test_block_linear_default_small_m_uses_the_measured_config(M, bias):
     from qlinear.kernels import fp8_triton as kern
 
     N, K = 2112, 7168
-    assert not kern.default_gemm_config(M, N, K).quant_a  # run 2: separate quantization was faster
+    max_m, measured = kern.GEMM_CONFIGS[(N, K)][0]
+    assert M <= max_m and kern.default_gemm_config(M, N, K) == measured
     w, s = _weight(N, K)
     x = _x(M, K, torch.bfloat16, seed=3, row_stride=K + 128)
     b = torch.randn(N, device=DEV).to(torch.bfloat16) if bias else None

@@ -147,50 +147,6 @@ def test_backend_choice_and_3d_input():
     assert _rel(y.view(6, -1), x.view(6, -1).float() @ w.T) <= 1e-2
 
 
-# The experimental "wide" decode kernel under several launch configs: every scheme, odd M
-# (partial m-tiles), W8A16, explicit and auto split-K. On the H200 with Triton 3.6 it did not
-# compile (run 2: CompilationError at its group-index line), so these are expected failures
-# there until the kernel is fixed; strict, so a Triton that compiles it turns them red.
-_WIDE_XFAIL = pytest.mark.xfail(
-    raises=Exception, strict=True, reason="wide kernel does not compile under Triton 3.6 (H200 run 2)"
-)
-WIDE_CONFIGS = [  # (block_n, block_m, sb_per_iter, split_k, num_warps)
-    (16, 1, 4, 0, 4), (8, 1, 8, 3, 4), (32, 2, 4, 0, 8), (16, 4, 4, 0, 4),
-]
-WIDE_MS = [1, 3]
-
-
-@_WIDE_XFAIL
-@pytest.mark.parametrize("cfg", WIDE_CONFIGS)
-@pytest.mark.parametrize("M", WIDE_MS)
-@pytest.mark.parametrize("scheme", SCHEMES)
-@pytest.mark.parametrize("shape", SHAPES)
-def test_wide_kernel(shape, scheme, M, cfg):
-    from qlinear.kernels import w4a16_triton as wt
-
-    n, k = shape
-    packed, w = _layer(n, k, scheme)
-    x = _x(M, k, torch.bfloat16, seed=M + 1)
-    bias = torch.randn(n, device=DEV, dtype=torch.bfloat16)
-    bn, bm, sb, split, warps = cfg
-    c = wt.W4A16Config("wide", block_n=bn, block_m=bm, sb_per_iter=sb, split_k=split, num_warps=warps, num_stages=1)
-    y = wt.w4a16_gemm(x, packed, bias, c)
-    assert _rel(y, x.float() @ w.T + bias.float()) <= 1e-2
-    assert int(wt._locks(x.device).abs().sum()) == 0
-
-
-@_WIDE_XFAIL
-@pytest.mark.parametrize("bits, group", [(8, 128), (8, 32), (4, 32), (4, 64)])
-def test_wide_kernel_w8_and_small_groups(bits, group):
-    from qlinear.kernels import w4a16_triton as wt
-
-    packed, w = _layer(2112, 7168, "asym", bits=bits, group=group)
-    for m in (1, 3):
-        x = _x(m, 7168, torch.float16, seed=m)
-        cfg = wt.W4A16Config("wide", block_n=16, block_m=4 if m > 1 else 1, sb_per_iter=4, num_stages=1)
-        assert _rel(wt.w4a16_gemm(x, packed, None, cfg), x.float() @ w.T) <= 1e-2
-
-
 @pytest.mark.parametrize("version", [1, 2])
 @pytest.mark.parametrize("scheme", SCHEMES)
 def test_dequantize_versions_exact(scheme, version):

@@ -37,14 +37,6 @@ GEMM_CASES = [
     (9, 130, 200, (64, 64), 4, 16, 64, "bfloat16", False),
     (70, 64, 256, (32, 128), 1, 64, 64, "bfloat16", False),  # BLOCK_N wider than a scale block
 ]
-# Fused activation quantization (fp8_block_gemm_quant_a):
-# (M, N, K, (bn, bk), split_k, block_m, block_n, out dtype, bias, x row stride pad)
-QUANT_A_CASES = [
-    (1, 200, 320, (128, 128), 3, 16, 64, "bfloat16", False, 40),
-    (5, 130, 256, (128, 128), 1, 16, 32, "float32", True, 0),
-    (19, 96, 200, (64, 64), 2, 16, 64, "float16", True, 8),
-    (33, 257, 384, (128, 128), 2, 32, 128, "float32", False, 24),
-]
 # (M, N, K, strided, backend-level split check)
 LINEAR_CASES = [
     (3, 200, 320, True),
@@ -111,33 +103,6 @@ def _run_gemm(kern, ref, M, N, K, block, split, bm, bn, out_dtype, bias):
     assert torch.equal(out, out2)
 
 
-def _run_gemm_quant_a(kern, ref, M, N, K, block, split, bm, bn, out_dtype, bias, pad):
-    g = torch.Generator().manual_seed(M * 11 + K)
-    base = torch.randn(M, K + pad, generator=g) * 3
-    base[:, ::17] *= 40
-    x = base.to(torch.bfloat16)[:, pad // 2 : pad // 2 + K] if pad else base.to(torch.bfloat16)
-    assert (x.stride(0) != K) == bool(pad)
-    w = (torch.randn(N, K, generator=g) * 50).to(torch.float8_e4m3fn)
-    ws = torch.rand(-(-N // block[0]), -(-K // block[1]), generator=g) * 1e-2 + 1e-3
-    dt = getattr(torch, out_dtype)
-    b = torch.randn(N, generator=g).to(dt) if bias else None
-    cfg = kern.GemmConfig(block_m=bm, block_n=bn, split_k=split, quant_a=True)
-    out = kern.fp8_block_gemm_quant_a(x, w, ws, block, dt, b, config=cfg)
-    assert out.shape == (M, N) and out.dtype == dt
-    # Same quantized operands, same tiles: equal to quantize-then-GEMM, element for element.
-    q, s = kern.per_token_group_quant_fp8(x, block[1], column_major_scales=True)
-    unfused = kern.fp8_block_gemm(q, s, w, ws, block, dt, b, config=cfg)
-    assert torch.equal(out, unfused), f"fused != unfused: {(out.float() - unfused.float()).abs().max()}"
-    qr, sr = ref.per_token_group_quant_fp8_ref(x, block[1])
-    want = ref.fp8_block_gemm_ref(qr, sr, w, ws, block, torch.float32, b)
-    rel = ((out.float() - want).norm() / want.norm()).item()
-    assert rel < (1e-5 if dt == torch.float32 else 1e-2), f"rel err {rel}"
-    # The linear wrapper takes the fused path when its config says so.
-    lin = kern.fp8_block_linear_triton(x, w, ws, block, b.to(x.dtype) if bias else None, config=cfg)
-    want_lin = kern.fp8_block_gemm_quant_a(x, w, ws, block, x.dtype, b.to(x.dtype) if bias else None, config=cfg)
-    assert torch.equal(lin, want_lin)
-
-
 def _run_linear(ops, ref, M, N, K, strided):
     x = _rows(M, K, "bfloat16", strided, seed=N)
     g = torch.Generator().manual_seed(K)
@@ -197,7 +162,6 @@ def _worker() -> dict:
     jobs = []
     jobs += [(i, lambda c=c: _run_quant(kern, ref, *c)) for i, c in zip(_ids("quant", QUANT_CASES), QUANT_CASES)]
     jobs += [(i, lambda c=c: _run_gemm(kern, ref, *c)) for i, c in zip(_ids("gemm", GEMM_CASES), GEMM_CASES)]
-    jobs += [(i, lambda c=c: _run_gemm_quant_a(kern, ref, *c)) for i, c in zip(_ids("quant_a", QUANT_A_CASES), QUANT_A_CASES)]
     jobs += [(i, lambda c=c: _run_linear(ops, ref, *c)) for i, c in zip(_ids("linear", LINEAR_CASES), LINEAR_CASES)]
     jobs += [(i, lambda c=c: _run_norm(ops, *c)) for i, c in zip(_ids("norm", NORM_CASES), NORM_CASES)]
     report = {}
@@ -228,7 +192,6 @@ def interpreter_report():
 ALL_IDS = (
     _ids("quant", QUANT_CASES)
     + _ids("gemm", GEMM_CASES)
-    + _ids("quant_a", QUANT_A_CASES)
     + _ids("linear", LINEAR_CASES)
     + _ids("norm", NORM_CASES)
 )

@@ -389,7 +389,8 @@ def test_bad_g_idx_written_directly_is_caught_at_finishing():
     # a g_idx in range whose groups are not all of size g cannot be act-order
     layer.g_idx.data[1] = shards[1][0]["g_idx"]
     layer.g_idx.data[1, :10] = 0
-    with pytest.raises(ValueError, match=r"every group .* must hold exactly group_size=64"):
+    with pytest.raises(ValueError, match=r"a.fused.g_idx: shard 1 \(kv_a_proj_with_mqa\): not a group assignment: "
+                                         r"group 0 has \d+ columns, expected 64 \(group_size=64\)"):
         layer.process_weights_after_loading()
     assert hasattr(layer, "qweight") and not layer.weights_finished
 
