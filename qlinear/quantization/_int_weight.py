@@ -203,7 +203,7 @@ def per_shard_g_idx(
         out.append((r0, r0 + size, gi))
     if all_trivial:
         return None
-    if plan.local_input != plan.full_input:
+    if plan.local_input != plan.full_input:  # formats refuse this at construction; keep the guard
         raise ValueError(
             f"{param.qualname}: act-order g_idx with an input-sliced (row-parallel) layer is not supported "
             f"(input columns [{plan.input_start}, {plan.input_start + plan.local_input}) of {plan.full_input})"

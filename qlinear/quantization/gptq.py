@@ -204,6 +204,15 @@ class GPTQLinearMethod(WeightOnlyIntMethod):
 
     def create_weights(self, layer, input_size: int, output_partition_sizes: Sequence[int], params_dtype: torch.dtype) -> None:
         plan, cfg, per = layer.shard_plan, self.config, self.config.pack_factor
+        if cfg.desc_act and plan.local_input != plan.full_input:
+            # act-order scatters every group over all of K: a K slice holds ragged parts of many
+            # groups, which the W4A16 layout (whole groups after one permutation) cannot express
+            raise ValueError(
+                f"{layer.prefix or type(layer).__name__}{plan.where}: GPTQ act-order (desc_act=true) cannot be "
+                f"split along the input: this rank would hold input columns [{plan.input_start}, "
+                f"{plan.input_start + plan.local_input}) of {plan.full_input}; shard this layer along its "
+                f"output (column-parallel) or use a checkpoint without desc_act"
+            )
         n = sum(output_partition_sizes)
         if cfg.group_size == -1:
             groups, group_dim = 1, None  # one group: the group dim does not run along K

@@ -456,3 +456,16 @@ def test_gpu_layer_forward(bits, group, sym, desc_act, k, sizes, gpu_results):
                                 "rel_err": err})
             assert y.dtype == dtype and y.is_cuda
             assert err <= 1e-2, f"M={m} {dtype} backend={backend}: relative error {err}"
+
+
+def test_act_order_refuses_an_input_slice_at_construction():
+    """Row parallelism would give a rank ragged pieces of every act-order group: refused up front."""
+    from qlinear.layers import LinearBase
+    from qlinear.parameter import ShardPlan
+
+    plan = ShardPlan((64,), (64,), (0,), 256, 128, input_start=128, rank=1, world=2)
+    cfg = get_quantization_config(gptq_config(group_size=32, desc_act=True))
+    with pytest.raises(ValueError, match=r"down on rank 1/2: GPTQ act-order .*input columns \[128, 256\) of 256"):
+        LinearBase(256, [64], quant_config=cfg, prefix="down", plan=plan, params_dtype=torch.float32)
+    static = get_quantization_config(gptq_config(group_size=32, desc_act=False))
+    LinearBase(256, [64], quant_config=static, prefix="down", plan=plan, params_dtype=torch.float32)
