@@ -37,7 +37,7 @@ from torch import nn
 
 from qlinear._utils import cdiv, is_lossless_cast
 
-__all__ = ["DimMap", "ShardPlan", "QParameter", "ShardedParameter", "StackedParameter", "LoadError"]
+__all__ = ["DimMap", "ShardPlan", "QParameter", "ShardedParameter", "StackedParameter", "LoadError", "accepts_dtype"]
 
 
 class LoadError(ValueError):
@@ -122,6 +122,20 @@ class ShardPlan:
         return "" if self.world == 1 else f" on rank {self.rank}/{self.world}"
 
 
+def accepts_dtype(want: torch.dtype, got: torch.dtype, *, convertible: bool) -> bool:
+    """The one dtype rule of every loader: may a checkpoint tensor of ``got`` fill a ``want`` slot?
+
+    Equal dtypes always; a float tensor into a ``convertible`` float parameter (cast to the layer's
+    ``params_dtype``, never from an fp8 tensor); otherwise only a lossless widening (fp16 / bf16 /
+    e8m0 -> fp32). Integers and fp8 must match exactly.
+    """
+    if got == want:
+        return True
+    if convertible and got.is_floating_point and want.is_floating_point and got.itemsize > 1:
+        return True
+    return is_lossless_cast(got, want)
+
+
 class QParameter(nn.Parameter):
     """A non-trainable parameter that knows how to place checkpoint tensors into itself.
 
@@ -173,13 +187,9 @@ class QParameter(nn.Parameter):
         return [shard_id]
 
     def _check_dtype(self, loaded: torch.Tensor) -> None:
+        if accepts_dtype(self.dtype, loaded.dtype, convertible=self.convertible):
+            return
         want, got = self.dtype, loaded.dtype
-        if got == want:
-            return
-        if self.convertible and got.is_floating_point and want.is_floating_point and got.itemsize > 1:
-            return  # a float weight may be cast to the layer's params_dtype (never an fp8 one)
-        if is_lossless_cast(got, want):
-            return
         raise LoadError(
             f"{self.qualname}: expected dtype {want}"
             + (" (or a float dtype that widens to it exactly)" if want.is_floating_point else "")

@@ -16,8 +16,8 @@ from typing import Mapping, Sequence
 import torch
 from torch import nn
 
-from qlinear._utils import is_lossless_cast
 from qlinear.layers.linear import LinearBase
+from qlinear.parameter import accepts_dtype
 
 __all__ = ["Target", "ParamInfo", "ParamIndex", "build_index", "dtype_accepted", "check_tensor"]
 
@@ -191,21 +191,10 @@ def build_index(model: nn.Module, fused_modules: Mapping[str, Sequence[str]] | N
 
 
 def dtype_accepted(param: torch.Tensor, dtype: torch.dtype) -> bool:
-    """Would ``param``'s loader take a checkpoint tensor of ``dtype``?
-
-    The rule of ``qlinear.parameter.QParameter``: equal dtypes always; a float tensor into a
-    ``convertible`` float parameter (cast, never from an fp8 tensor); otherwise only a lossless
-    widening (fp16/bf16/e8m0 -> fp32). Integers and fp8 must match exactly. A plain
-    ``nn.Parameter`` (no ``convertible`` attribute) is treated as convertible when it is a float:
-    its default loader casts floats.
-    """
-    want = param.dtype
-    if dtype == want:
-        return True
-    convertible = getattr(param, "convertible", want.is_floating_point)
-    if convertible and dtype.is_floating_point and want.is_floating_point and dtype.itemsize > 1:
-        return True
-    return is_lossless_cast(dtype, want)
+    """Would ``param``'s loader take a checkpoint tensor of ``dtype``? ``accepts_dtype``'s rule; a
+    plain ``nn.Parameter`` (no ``convertible`` attribute) counts as convertible when it is a float:
+    its default loader casts floats."""
+    return accepts_dtype(param.dtype, dtype, convertible=getattr(param, "convertible", param.dtype.is_floating_point))
 
 
 def check_tensor(target: Target, shape: tuple[int, ...], dtype: torch.dtype) -> str | None:
