@@ -12,9 +12,8 @@ call reads its weight from HBM, not from the 50 MB L2. µs per call; TFLOP/s = 2
 ``--focus small-m`` times only what the small-M tables need: the whole Triton op (activation
 quantization included) for M in {1, 2, 4, 16, 64, 128} on the three shapes, over a coordinate
 sweep around the current default config (block_n {32, 64, 128}, split_k {4, 8, 16}, num_warps
-{4, 8}, num_stages {3, 4, 5}), scaled_mm for the dispatch, and the rms_norm_quant_fp8 variants
-(block_rows x num_warps); it ends by printing GEMM_CONFIGS / dispatch / NORM_* lines ready to
-paste.
+{4, 8}, num_stages {3, 4, 5}), scaled_mm for the dispatch, and rms_norm_quant_fp8 at 2-16 warps;
+it ends by printing GEMM_CONFIGS / dispatch / norm warp lines ready to paste.
 
 Sections of the JSON: ``env``; ``gemm`` (per shape x M: bf16 F.linear, torch._scaled_mm blockwise
 with and without the activation quantization, qlinear Triton with its default config and with the
@@ -396,25 +395,23 @@ def bench_norm_small(log) -> list:
     log(f"copy ceiling {copy_gbps:8.1f} GB/s ({t_copy['us']:.1f} us)")
     bytes_plain = M * W * 2 + M * W + M * G * 4
     bytes_res = M * W * 2 * 3 + M * W + M * G * 4
-    combos = [(0, 4), (0, 8)] + [(r, wp) for r in (2, 4, 8, 16) for wp in (2, 4, 8) if r * 128 // (32 * wp) >= 1]
-    add_combos = {(0, 4), (4, 4), (8, 4), (16, 8)}  # fewer compiles: the add variant only here
-    for block_rows, warps in combos:
-        for residual in (False, True) if (block_rows, warps) in add_combos else (False,):
+    for warps in (2, 4, 8, 16):
+        for residual in (False, True):
             r_arg = res if residual else None
             t = time_graph(lambda i: kern.rms_norm_quant_fp8(x, w, 1e-6, 128, residual=r_arg, column_major_scales=True,
-                                                             num_warps=warps, block_rows=block_rows), calls=20, reps=9)
+                                                             num_warps=warps), calls=20, reps=9)
             nbytes = bytes_res if residual else bytes_plain
             gbps = nbytes / t["us"] / 1e3
             rows.append({"impl": "fused_add_rms_norm_quant_fp8" if residual else "rms_norm_quant_fp8",
-                         "block_rows": block_rows, "num_warps": warps, **t, "gbps": gbps, "frac_of_copy": gbps / copy_gbps})
-            log(f"{'add+' if residual else '    '}rms_norm_quant rows={block_rows:<2} warps={warps} {t['us']:8.1f} us "
+                         "num_warps": warps, **t, "gbps": gbps, "frac_of_copy": gbps / copy_gbps})
+            log(f"{'add+' if residual else '    '}rms_norm_quant warps={warps:<2} {t['us']:8.1f} us "
                 f"{gbps:8.1f} GB/s {gbps / copy_gbps:.3f} of copy")
     return rows
 
 
 def summarize_small_m(result: dict, log) -> None:
     """Print the tables in the form the code takes them (kernels/fp8_triton.py GEMM_CONFIGS,
-    NORM_BLOCK_ROWS / NORM_NUM_WARPS; ops/fp8.py FP8_BLOCK_DISPATCH)."""
+    ops/fp8.py FP8_BLOCK_DISPATCH) and the best warp count of rms_norm_quant_fp8."""
     best, smm = result["small_m"]["best"], result["small_m"]["scaled_mm"]
     log("")
     log("# ---- paste into qlinear/kernels/fp8_triton.py: GEMM_CONFIGS (whole op, quant incl., us) ----")
@@ -439,12 +436,12 @@ def summarize_small_m(result: dict, log) -> None:
     norm = [r for r in result["norm_quant"] if r["impl"] == "rms_norm_quant_fp8"]
     if norm:
         b = max(norm, key=lambda r: r["frac_of_copy"])
-        log(f"# ---- norm: NORM_BLOCK_ROWS = {b['block_rows']}  NORM_NUM_WARPS = {b['num_warps']}  "
-            f"# {b['us']:.1f} us, {b['frac_of_copy']:.3f} of copy (block_rows 0 = one-row kernel)")
+        log(f"# ---- rms_norm_quant_fp8 on 1536-wide rows: best num_warps = {b['num_warps']}  "
+            f"# {b['us']:.1f} us, {b['frac_of_copy']:.3f} of copy")
         add = [r for r in result["norm_quant"] if r["impl"] == "fused_add_rms_norm_quant_fp8"]
         if add:
             a = max(add, key=lambda r: r["frac_of_copy"])
-            log(f"#   fused-add best: block_rows {a['block_rows']} warps {a['num_warps']} {a['us']:.1f} us, "
+            log(f"#   fused-add best: warps {a['num_warps']} {a['us']:.1f} us, "
                 f"{a['frac_of_copy']:.3f} of copy")
 
 

@@ -634,80 +634,6 @@ def _rms_norm_quant_fp8_kernel(
     tl.store(S_ptr + row * S_row_stride + gi * S_col_stride, scale, mask=gi < G)
 
 
-@triton.jit
-def _rms_norm_quant_fp8_rows_kernel(
-    Q_ptr,
-    S_ptr,
-    X_ptr,
-    R_ptr,
-    W_ptr,
-    M,
-    K,
-    k_float,
-    G,
-    X_row_stride,
-    R_row_stride,
-    Q_row_stride,
-    S_row_stride,
-    S_col_stride,
-    eps,
-    scale_eps,
-    GROUP: tl.constexpr,
-    BLOCK_R: tl.constexpr,
-    EVEN_K: tl.constexpr,
-    HAS_RESIDUAL: tl.constexpr,
-    INTERPRET: tl.constexpr,
-):
-    # BLOCK_R rows per program, walked one [BLOCK_R, GROUP] tile (one group per row) at a time,
-    # twice: pass 1 sums the squares, pass 2 re-reads the tile (from L1/L2: the program just
-    # read it) to normalize and quantize it. Unlike the one-row kernel, no lane works on padding
-    # when the number of groups is not a power of two (1536 = 12 groups: 25 % idle there), the
-    # weight tile is loaded once per BLOCK_R rows, and the scales of a group leave as one vector.
-    rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
-    row_ok = rows < M
-    rows64 = rows.to(tl.int64)
-    offs = tl.arange(0, GROUP)
-    x_base = X_ptr + rows64[:, None] * X_row_stride + offs[None, :]
-    r_base = R_ptr + rows64[:, None] * R_row_stride + offs[None, :]
-    w_offs = offs[None, :] + 0 * rows[:, None]
-    sum_sq = tl.zeros((BLOCK_R,), dtype=tl.float32)
-    for g in range(0, G):
-        k0 = g * GROUP
-        if EVEN_K:
-            ok = row_ok[:, None]
-        else:
-            ok = row_ok[:, None] & (k0 + offs < K)[None, :]
-        h = tl.load(x_base + k0, mask=ok, other=0.0).to(tl.float32)
-        if HAS_RESIDUAL:
-            r = tl.load(r_base + k0, mask=ok, other=0.0).to(tl.float32)
-            # Rounded to the residual dtype first, as the next layer reads it (fused == unfused).
-            hr = _f32_to(h + r, R_ptr.dtype.element_ty, INTERPRET)
-            tl.store(r_base + k0, hr, mask=ok)
-            h = hr.to(tl.float32)
-        sum_sq += tl.sum(h * h, axis=1)
-    if HAS_RESIDUAL:
-        tl.debug_barrier()  # pass 2 re-reads the residual this CTA just wrote
-    rstd = tl.math.div_rn(1.0, tl.sqrt_rn(tl.math.div_rn(sum_sq, k_float) + eps))
-    for g in range(0, G):
-        k0 = g * GROUP
-        if EVEN_K:
-            ok = row_ok[:, None]
-            # Loaded per row (L1 hits) in the layout of h: a [GROUP] load would go through
-            # shared memory and two barriers to be broadcast over the rows.
-            w = tl.load(W_ptr + k0 + w_offs).to(tl.float32)
-        else:
-            ok = row_ok[:, None] & (k0 + offs < K)[None, :]
-            w = tl.load(W_ptr + k0 + w_offs, mask=ok, other=0.0).to(tl.float32)
-        if HAS_RESIDUAL:
-            h = tl.load(r_base + k0, mask=ok, other=0.0).to(tl.float32)
-        else:
-            h = tl.load(x_base + k0, mask=ok, other=0.0).to(tl.float32)
-        y = h * rstd[:, None] * w
-        qv, scale = _quant_rows(y, scale_eps, INTERPRET)
-        tl.store(Q_ptr + rows64[:, None] * Q_row_stride + k0 + offs[None, :], qv, mask=ok)
-        tl.store(S_ptr + rows64 * S_row_stride + g * S_col_stride, scale, mask=row_ok)
-
-
 def rms_norm_quant_fp8(
     x: torch.Tensor,
     weight: torch.Tensor,
@@ -718,21 +644,13 @@ def rms_norm_quant_fp8(
     column_major_scales: bool = False,
     scale_eps: float = 1e-10,
     num_warps: int | None = None,
-    block_rows: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """RMSNorm of the rows of ``x`` [M, K] (``stride(1) == 1``, any row stride) written as e4m3
     [M, K] plus fp32 group scales [M, cdiv(K, group_size)] (column-major on request). With
     ``residual`` (same shape/dtype, ``stride(1) == 1``): ``residual <- dtype(x + residual)`` in
     place, and the new residual is normalized. Formula: ``qlinear.reference.fp8.rms_norm_quant_fp8_ref``.
-
-    ``block_rows``: rows per program of the two-pass tiled kernel (a power of two; default
-    :data:`NORM_BLOCK_ROWS`); 0 selects the one-row-per-program kernel (whole row in registers).
+    One program per row, the whole row in registers; ``num_warps`` overrides the default.
     """
-    if block_rows is None:
-        block_rows = NORM_BLOCK_ROWS
-    if block_rows:
-        return _rms_norm_quant_rows(x, weight, eps, group_size, residual, column_major_scales, scale_eps,
-                                    num_warps or NORM_NUM_WARPS, block_rows)
     M, K = x.shape
     G = cdiv(K, group_size)
     q = torch.empty((M, K), dtype=FP8_E4M3, device=x.device)
@@ -745,7 +663,10 @@ def rms_norm_quant_fp8(
     tile = _group_tile(group_size, K)
     num_groups = triton.next_power_of_2(G)
     if num_warps is None:
-        num_warps = min(16, max(1, num_groups * tile // 256))
+        # 16 row elements per thread: H200 run 2 on 32768 strided rows of 1536 (benchmarks/results/
+        # bench_fp8_small_m.json) gave 4 warps 81.6 us vs 8 warps 101.9 us; a tiled many-rows-per-
+        # program variant was slower still (fused add 124.5 us vs 96.7) and was removed.
+        num_warps = min(16, max(1, num_groups * tile // 512))
     has_res = residual is not None
     _rms_norm_quant_fp8_kernel[(M,)](
         q,
@@ -765,55 +686,6 @@ def rms_norm_quant_fp8(
         scale_eps,
         GROUP=tile,
         NUM_GROUPS=num_groups,
-        HAS_RESIDUAL=has_res,
-        INTERPRET=_interpret(),
-        num_warps=num_warps,
-    )
-    return q, s
-
-
-# Default shape of the tiled RMSNorm -> FP8 kernel. Not measured yet (run 1 timed only the
-# one-row kernel: 100.9 us = 0.37 of the copy ceiling on 32768 x 1536 strided rows, issue-bound
-# on per-element div.rn and padding lanes); `benchmarks/bench_fp8.py --focus small-m` sweeps
-# block_rows x num_warps and prints the values to put here.
-NORM_BLOCK_ROWS = 0  # run 2: the one-row kernel 81.6 us (0.46 of copy) beat block_rows 1/8
-NORM_NUM_WARPS = 4
-
-
-def _rms_norm_quant_rows(x, weight, eps, group_size, residual, column_major_scales, scale_eps, num_warps, block_rows):
-    M, K = x.shape
-    G = cdiv(K, group_size)
-    q = torch.empty((M, K), dtype=FP8_E4M3, device=x.device)
-    if column_major_scales:
-        s = torch.empty((G, M), dtype=torch.float32, device=x.device).t()
-    else:
-        s = torch.empty((M, G), dtype=torch.float32, device=x.device)
-    if M == 0 or K == 0:
-        return q, s
-    if block_rows & (block_rows - 1):
-        raise ValueError(f"block_rows: expected a power of two, got {block_rows}")
-    tile = _group_tile(group_size, K)
-    has_res = residual is not None
-    _rms_norm_quant_fp8_rows_kernel[(cdiv(M, block_rows),)](
-        q,
-        s,
-        x,
-        residual if has_res else x,
-        weight,
-        M,
-        K,
-        float(K),
-        G,
-        x.stride(0),
-        residual.stride(0) if has_res else 0,
-        q.stride(0),
-        s.stride(0),
-        s.stride(1),
-        eps,
-        scale_eps,
-        GROUP=tile,
-        BLOCK_R=block_rows,
-        EVEN_K=(K % tile == 0),
         HAS_RESIDUAL=has_res,
         INTERPRET=_interpret(),
         num_warps=num_warps,

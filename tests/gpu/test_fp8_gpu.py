@@ -228,13 +228,13 @@ def test_block_linear_default_small_m_uses_the_measured_config(M, bias):
     assert _rel(out, want) <= 1e-2
 
 
-@pytest.mark.parametrize("block_rows", [0, 1, 8])
+@pytest.mark.parametrize("num_warps", [None, 2, 8])
 @pytest.mark.parametrize("residual", [False, True])
 @pytest.mark.parametrize("width_offset", [(1536, 0), (512, 1536), (1000, 7)], ids=["q_a", "kv_a", "ragged"])
 @pytest.mark.parametrize("M", [7, 4099])
-def test_rms_norm_quant_variants(M, width_offset, residual, block_rows):
-    """Both Triton kernels (one row per program, tiled two-pass), ragged row blocks and a ragged
-    last group; codes within one step of the reference (fp32 sum order differs)."""
+def test_rms_norm_quant_variants(M, width_offset, residual, num_warps):
+    """The Triton kernel at the default and other warp counts, with a ragged last group; codes
+    within one step of the reference (fp32 sum order differs)."""
     from qlinear.kernels import fp8_triton as kern
 
     width, offset = width_offset
@@ -244,7 +244,7 @@ def test_rms_norm_quant_variants(M, width_offset, residual, block_rows):
     w = (torch.rand(width, device=DEV, generator=g) + 0.5).to(torch.bfloat16)
     res = torch.randn(M, width, device=DEV, generator=g).to(torch.bfloat16) if residual else None
     res_ref = res.clone() if residual else None
-    q, s = kern.rms_norm_quant_fp8(x, w, 1e-6, 128, residual=res, block_rows=block_rows, scale_eps=ref.FP8_SCALE_EPS)
+    q, s = kern.rms_norm_quant_fp8(x, w, 1e-6, 128, residual=res, num_warps=num_warps, scale_eps=ref.FP8_SCALE_EPS)
     qr, sr = ref.rms_norm_quant_fp8_ref(x, w, 1e-6, 128, residual=res_ref)
     if residual:
         assert torch.equal(res, res_ref)

@@ -119,21 +119,6 @@ def _run_linear(ops, ref, M, N, K, strided):
 
 def _run_norm(ops, M, K, group, dtype, residual, column_major, strided):
     _check_norm(ops.rms_norm_quant_fp8, M, K, group, dtype, residual, column_major, strided)
-    # Both Triton variants directly: the one-row kernel (0) and the tiled one with ragged row blocks.
-    from qlinear.kernels import fp8_triton as kern
-
-    for rows in (0, 4):
-
-        def run(x, w, eps, group, residual=None, column_major_scales=False, backend=None, rows=rows):
-            if backend == "reference":
-                return ops.rms_norm_quant_fp8(
-                    x, w, eps, group, residual=residual, column_major_scales=column_major_scales, backend="reference"
-                )
-            return kern.rms_norm_quant_fp8(
-                x, w, eps, group, residual=residual, column_major_scales=column_major_scales, block_rows=rows
-            )
-
-        _check_norm(run, M, K, group, dtype, residual, column_major, strided)
 
 
 def _check_norm(op, M, K, group, dtype, residual, column_major, strided):
