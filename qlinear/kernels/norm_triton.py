@@ -150,6 +150,25 @@ def _check_views(name: str, t: torch.Tensor, like: torch.Tensor) -> None:
         )
 
 
+def _launch(out, x, residual, weight, eps, config) -> None:
+    """One launch of ``_rms_norm_kernel`` over 3-D views; ``residual`` None = plain norm."""
+    n_outer, n_inner, hidden = x.shape
+    n_rows = n_outer * n_inner
+    if n_rows == 0 or hidden == 0:
+        return
+    rows, block_h, n_chunks, num_warps = _launch_params(n_rows, hidden, x.element_size(), config)
+    fused = residual is not None
+    res = residual if fused else x  # unused when not fused: any valid pointer, strides 0
+    _rms_norm_kernel[(triton.cdiv(n_rows, rows),)](
+        out, out.stride(0), out.stride(1),
+        x, x.stride(0), x.stride(1),
+        res, res.stride(0) if fused else 0, res.stride(1) if fused else 0,
+        weight,
+        n_rows, n_inner, hidden, eps,
+        FUSED=fused, ROWS=rows, BLOCK_H=block_h, N_CHUNKS=n_chunks, num_warps=num_warps,
+    )
+
+
 def rms_norm_triton(
     out: torch.Tensor,
     x: torch.Tensor,
@@ -165,20 +184,7 @@ def rms_norm_triton(
     """
     _check_views("x", x, x)
     _check_views("out", out, x)
-    n_outer, n_inner, hidden = x.shape
-    n_rows = n_outer * n_inner
-    if n_rows == 0 or hidden == 0:
-        return
-    rows, block_h, n_chunks, num_warps = _launch_params(n_rows, hidden, x.element_size(), config)
-    grid = (triton.cdiv(n_rows, rows),)
-    _rms_norm_kernel[grid](
-        out, out.stride(0), out.stride(1),
-        x, x.stride(0), x.stride(1),
-        x, 0, 0,  # no residual
-        weight,
-        n_rows, n_inner, hidden, eps,
-        FUSED=False, ROWS=rows, BLOCK_H=block_h, N_CHUNKS=n_chunks, num_warps=num_warps,
-    )
+    _launch(out, x, None, weight, eps, config)
 
 
 def fused_add_rms_norm_triton(
@@ -195,17 +201,4 @@ def fused_add_rms_norm_triton(
     """
     _check_views("x", x, x)
     _check_views("residual", residual, x)
-    n_outer, n_inner, hidden = x.shape
-    n_rows = n_outer * n_inner
-    if n_rows == 0 or hidden == 0:
-        return
-    rows, block_h, n_chunks, num_warps = _launch_params(n_rows, hidden, x.element_size(), config)
-    grid = (triton.cdiv(n_rows, rows),)
-    _rms_norm_kernel[grid](
-        x, x.stride(0), x.stride(1),
-        x, x.stride(0), x.stride(1),
-        residual, residual.stride(0), residual.stride(1),
-        weight,
-        n_rows, n_inner, hidden, eps,
-        FUSED=True, ROWS=rows, BLOCK_H=block_h, N_CHUNKS=n_chunks, num_warps=num_warps,
-    )
+    _launch(x, x, residual, weight, eps, config)
