@@ -3,7 +3,8 @@
 The layer is filled through its own ``weight_loader``s (so the benchmark exercises the same
 placement and ``process_weights_after_loading`` path as a real checkpoint), with values drawn
 per tensor kind: fp8 weights from N(0, 1) cast to e4m3, scales in [0.5, 1.5] * 2^-7, packed
-integers uniformly random, ``g_idx`` the trivial group map, ``weight_shape`` the true shape.
+integers uniformly random, ``weight_shape`` the true shape; optional tensors (``g_idx`` without
+act-order) are left out, as checkpoints may do.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import torch
 
 from qlinear.layers import LinearBase, MergedReplicatedLinear
-from qlinear.parameter import QParameter, ShardedParameter
+from qlinear.parameter import QParameter
 from qlinear.quantization import get_quantization_config
 
 # quantization_config dicts for the benchmarked formats
@@ -29,10 +30,6 @@ def _random_like(param: QParameter, shard: int, layer: LinearBase, gen: torch.Ge
     dev = param.device
     if param.dtype == torch.float8_e4m3fn:
         return torch.randn(shape, generator=gen, device="cpu").clamp_(-448, 448).to(torch.float8_e4m3fn).to(dev)
-    if name == "g_idx":
-        k = shape[-1]
-        group = layer.quant_method.group_size if hasattr(layer.quant_method, "group_size") else 128
-        return (torch.arange(k, dtype=torch.int32) // group).to(dev)
     if name == "weight_shape":
         return torch.tensor([layer.output_sizes[shard], layer.input_size], dtype=torch.int64, device=dev)
     if not param.dtype.is_floating_point:
@@ -60,7 +57,7 @@ def build_layer(fmt: str, input_size: int, output_sizes: list[int], *, dtype=tor
     layer = _new_layer(fmt, input_size, output_sizes, dtype, device, f"bench.{fmt}")
     tensors: dict[tuple[str, int], torch.Tensor] = {}
     for name, param in list(layer.named_parameters()):
-        if not isinstance(param, QParameter):
+        if not isinstance(param, QParameter) or not param.required:
             continue
         for shard in range(len(output_sizes)):
             tensors[name, shard] = _random_like(param, shard, layer, gen)
@@ -72,7 +69,7 @@ def build_layer(fmt: str, input_size: int, output_sizes: list[int], *, dtype=tor
     for shard, size in enumerate(output_sizes):
         one = _new_layer(fmt, input_size, [size], dtype, device, f"bench.{fmt}.shard{shard}")
         for name, param in list(one.named_parameters()):
-            if isinstance(param, QParameter):
+            if isinstance(param, QParameter) and param.required:
                 param.weight_loader(param, tensors[name, shard], 0)
         one.process_weights_after_loading()
         separate.append(one)
