@@ -37,7 +37,7 @@ for s in $STAGES; do
             QLINEAR_GPU_RESULTS=$OUT/fp8_format_gpu.json python -m pytest -q -p no:cacheprovider -m gpu tests/quantization/test_fp8_format.py; a=$?
             QLINEAR_GPU_RESULTS=$OUT/gptq_gpu.json python -m pytest -q -p no:cacheprovider -m gpu tests/quantization/test_gptq_format.py; b=$?
             QLINEAR_GPU_RESULTS=$OUT/awq_gpu.json python -m pytest -q -p no:cacheprovider -m gpu tests/quantization/test_awq_format.py; c=$?
-            QLINEAR_CT_FIXTURES=build/ct_fixtures QLINEAR_CT_GPU_JSON=$OUT/ct_gpu.json python -m pytest -q -p no:cacheprovider -m gpu tests/quantization/test_compressed_tensors_format.py; d=$?
+            QLINEAR_CT_FIXTURES=build/ct_fixtures QLINEAR_GPU_RESULTS=$OUT/ct_gpu.json python -m pytest -q -p no:cacheprovider -m gpu tests/quantization/test_compressed_tensors_format.py; d=$?
             python -m qlinear selfcheck --device cuda --json $OUT/selfcheck_gpu.json; e=$?
             echo "fp8=$a gptq=$b awq=$c ct=$d selfcheck=$e"; exit $((a|b|c|d|e))' ;;
         linear)  stage linear ${LIN_T:-300} bash -c 'python benchmarks/bench_linear.py --format fp8-block --out $OUT ${LINEAR_ARGS:-}; a=$?; python benchmarks/bench_linear.py --format w4a16 --out $OUT ${LINEAR_ARGS:-}; b=$?; exit $((a|b))' ;;

@@ -270,18 +270,6 @@ def test_layer_moves_with_to():
 GPU_CASES = [(128, 7168, [1536, 576]), (64, 7168, [1536, 576]), (-1, 7168, [1536, 576]), (32, 1024, [256, 72])]
 GPU_MS = [1, 16, 128, 1024]
 GPU_DTYPES = [torch.bfloat16, torch.float16]
-_GPU_ROWS: list[dict] = []
-
-
-@pytest.fixture(scope="module")
-def gpu_results():
-    yield _GPU_ROWS
-    path = __import__("os").environ.get("QLINEAR_GPU_RESULTS")
-    if path and _GPU_ROWS:
-        import json
-
-        with open(path, "w") as f:
-            json.dump({"device": torch.cuda.get_device_name(0), "torch": torch.__version__, "rows": _GPU_ROWS}, f, indent=1)
 
 
 @pytest.mark.gpu

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import copy
 import importlib.util
-import json
 import os
 import subprocess
 import sys
@@ -482,7 +481,7 @@ def test_legacy_zero_points_out_of_range():
 # ---------------------------------------------------------------------------------------------
 # GPU: the kernels behind the layers, on checkpoints the producer wrote on a CPU machine
 #   python -m qlinear.testing.compressed_tensors build/ct_fixtures      (here, with compressed-tensors)
-#   QLINEAR_CT_FIXTURES=build/ct_fixtures QLINEAR_CT_GPU_JSON=$OUT/ct_gpu.json \
+#   QLINEAR_CT_FIXTURES=build/ct_fixtures QLINEAR_GPU_RESULTS=$OUT/ct_gpu.json \
 #       python -m pytest -q -m gpu tests/quantization/test_compressed_tensors_format.py   (GPU)
 # ---------------------------------------------------------------------------------------------
 
@@ -521,17 +520,6 @@ class _FixedScheme(QuantizationConfig):
 def test_preset_table_matches_the_parser(scheme):
     _, config, _ = make_ct_checkpoint({ATTN + NAMES[0]: torch.randn(128, 256)}, scheme)
     assert get_quantization_config(config).schemes == {"group_0": PRESET_SCHEMES[scheme]}
-
-
-@pytest.fixture(scope="module")
-def gpu_results():
-    rows: list[dict] = []
-    yield rows
-    path = os.environ.get("QLINEAR_CT_GPU_JSON")
-    if path and rows:
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        with open(path, "w") as f:
-            json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": rows}, f, indent=1)
 
 
 @pytest.mark.gpu

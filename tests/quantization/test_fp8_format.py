@@ -11,7 +11,6 @@ defines (per token and group of ``bk`` for block weights, per token or static ot
 from __future__ import annotations
 
 import json
-import os
 import types
 
 import pytest
@@ -625,16 +624,6 @@ GPU_CASES = [  # (name, K, shards, config builder)
 ]
 GPU_MS = [1, 16, 128, 1000]
 GPU_DTYPES = [torch.bfloat16, torch.float16]
-_GPU_ROWS: list[dict] = []
-
-
-@pytest.fixture(scope="module")
-def gpu_results():
-    yield _GPU_ROWS
-    path = os.environ.get("QLINEAR_GPU_RESULTS")
-    if path and _GPU_ROWS:
-        with open(path, "w") as f:
-            json.dump({"device": torch.cuda.get_device_name(0), "torch": torch.__version__, "rows": _GPU_ROWS}, f, indent=1)
 
 
 def _gpu_layer(name, K, sizes, make_cfg, dtype, x):

@@ -416,18 +416,6 @@ GPU_CASES = [  # (bits, group, sym, desc_act, K, shards): DeepSeek MLA q_a_proj 
 ]
 GPU_MS = [1, 16, 128, 1024]
 GPU_DTYPES = [torch.bfloat16, torch.float16]
-_GPU_ROWS: list[dict] = []
-
-
-@pytest.fixture(scope="module")
-def gpu_results():
-    yield _GPU_ROWS
-    path = __import__("os").environ.get("QLINEAR_GPU_RESULTS")
-    if path and _GPU_ROWS:
-        import json
-
-        with open(path, "w") as f:
-            json.dump({"device": torch.cuda.get_device_name(0), "torch": torch.__version__, "rows": _GPU_ROWS}, f, indent=1)
 
 
 @pytest.mark.gpu
