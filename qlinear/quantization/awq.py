@@ -30,7 +30,7 @@ from qlinear.quantization._int_weight import (
     symmetric_or_zeros,
     unpack_int32,
 )
-from qlinear.quantization.base import QuantizationConfig, QuantizeMethodBase, config_error
+from qlinear.quantization.base import QuantizationConfig, QuantizeMethodBase, config_error, ignore_patterns
 from qlinear.quantization.unquantized import UnquantizedLinearMethod
 
 __all__ = ["AWQConfig", "AWQLinearMethod"]
@@ -95,13 +95,7 @@ class AWQConfig(QuantizationConfig):
             # AutoAWQ's GEMM packer always writes zero points; a symmetric GEMM checkpoint has
             # no agreed layout to decode.
             raise config_error(_METHOD, "zero_point", zero_point, [True])
-        ignore: list[str] = []
-        for key in ("modules_to_not_convert", "ignore", "ignored_layers"):
-            value = config.get(key)
-            if value is not None:
-                if isinstance(value, str) or not all(isinstance(v, str) for v in value):
-                    raise config_error(_METHOD, key, value, "a list of module names or 're:' patterns")
-                ignore.extend(value)
+        ignore = ignore_patterns(config, _METHOD, ("modules_to_not_convert", "ignore", "ignored_layers"))
         return cls(group_size=_alias(config, "group_size", "q_group_size", 128), modules_to_not_convert=ignore)
 
     def get_quant_method(self, layer, prefix: str) -> QuantizeMethodBase:

@@ -19,7 +19,14 @@ import torch
 if TYPE_CHECKING:  # layer types only for annotations: layers import us, not the other way
     from qlinear.layers.linear import LinearBase
 
-__all__ = ["QuantizeMethodBase", "QuantizationConfig", "match_module_name", "config_error", "check_scales"]
+__all__ = [
+    "QuantizeMethodBase",
+    "QuantizationConfig",
+    "match_module_name",
+    "config_error",
+    "check_scales",
+    "ignore_patterns",
+]
 
 
 class QuantizeMethodBase(ABC):
@@ -148,6 +155,21 @@ def match_module_name(name: str, patterns: Iterable[str] | None) -> bool:
 def config_error(method: str, key: str, value: Any, supported: Any) -> ValueError:
     """The one error shape for unsupported settings: what, where, and what would work."""
     return ValueError(f"quantization_config ({method}): unsupported {key}={value!r}; supported: {supported}")
+
+
+def ignore_patterns(config: dict[str, Any], method: str, keys: Sequence[str]) -> list[str]:
+    """The module patterns of every ignore list among ``keys`` in a ``quantization_config``
+    (``modules_to_not_convert``, ``ignored_layers``, ``ignore``), each a list of names or
+    ``re:`` patterns; anything else raises ``config_error`` naming the key."""
+    patterns: list[str] = []
+    for key in keys:
+        value = config.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+            raise config_error(method, key, value, "a list of module names or 're:' patterns")
+        patterns.extend(value)
+    return patterns
 
 
 def check_scales(where: str, name: str, scale: torch.Tensor, *, kind: str) -> None:

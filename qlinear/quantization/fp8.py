@@ -56,6 +56,7 @@ from qlinear.quantization.base import (
     QuantizeMethodBase,
     check_scales,
     config_error,
+    ignore_patterns,
     match_module_name,
 )
 from qlinear.quantization.unquantized import UnquantizedLinearMethod
@@ -363,14 +364,7 @@ class Fp8Config(QuantizationConfig):
         if scale_fmt is not None and block is None:
             raise config_error(method, "scale_fmt", scale_fmt, "None without weight_block_size (ue8m0 stores block scales)")
 
-        ignored: list[str] = []
-        for key in ("ignored_layers", "modules_to_not_convert"):
-            value = config.get(key)
-            if value is None:
-                continue
-            if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
-                raise config_error(method, key, value, "a list of module names or 're:' patterns")
-            ignored.extend(value)
+        ignored = ignore_patterns(config, method, ("ignored_layers", "modules_to_not_convert"))
         return cls(activation_scheme=scheme, weight_block_size=block, scale_fmt=scale_fmt, ignored_layers=ignored)
 
     def is_ignored(self, layer, prefix: str) -> bool:

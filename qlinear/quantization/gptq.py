@@ -35,7 +35,13 @@ from qlinear.quantization._int_weight import (
     symmetric_or_zeros,
     unpack_int32,
 )
-from qlinear.quantization.base import QuantizationConfig, QuantizeMethodBase, config_error, match_module_name
+from qlinear.quantization.base import (
+    QuantizationConfig,
+    QuantizeMethodBase,
+    config_error,
+    ignore_patterns,
+    match_module_name,
+)
 from qlinear.quantization.unquantized import UnquantizedLinearMethod
 
 __all__ = ["GPTQConfig", "GPTQLinearMethod"]
@@ -148,13 +154,7 @@ class GPTQConfig(QuantizationConfig):
                 f"quantization_config ({_METHOD}): checkpoint_format={fmt!r} and format={alias!r} disagree"
             )
         fmt = fmt or alias or "gptq"
-        ignore: list[str] = []
-        for key in ("modules_to_not_convert", "ignore", "ignored_layers"):
-            value = config.get(key)
-            if value is not None:
-                if isinstance(value, str) or not all(isinstance(v, str) for v in value):
-                    raise config_error(_METHOD, key, value, "a list of module names or 're:' patterns")
-                ignore.extend(value)
+        ignore = ignore_patterns(config, _METHOD, ("modules_to_not_convert", "ignore", "ignored_layers"))
         in_block = config.get("modules_in_block_to_quantize")
         return cls(
             bits=config.get("bits", 4),
