@@ -2,8 +2,11 @@
 first use with ``torch.utils.cpp_extension.load`` (or, when ninja is not installed, a plain
 nvcc + c++ build) and cached.
 
-The extension registers ``torch.ops.qlinear_C.rms_norm`` and ``torch.ops.qlinear_C.fused_add_rms_norm``
-(TORCH_LIBRARY, no pybind11); :func:`load` returns the ``torch.ops.qlinear_C`` namespace.
+The extension registers its ops in the ``qlinear_C`` namespace (``binding.cpp`` owns
+``TORCH_LIBRARY(qlinear_C)``; every other ``binding_*.cpp`` adds to it with
+``TORCH_LIBRARY_FRAGMENT``; no pybind11); :func:`load` returns the ``torch.ops.qlinear_C`` namespace.
+Sources are listed once, in :data:`SOURCES` / :data:`HEADERS` (setup.py and the CI compile test read
+them from here).
 
 Where the build goes: ``$QLINEAR_BUILD_DIR`` or ``~/.cache/qlinear/build``, in a sub-folder keyed
 by a hash of the sources, the flags and the torch / CUDA versions, so an edit or an upgrade
@@ -26,11 +29,20 @@ from pathlib import Path
 
 import torch
 
-__all__ = ["load", "is_available", "failure_reason", "csrc_dir", "EXT_NAME", "CUDA_FLAGS"]
+__all__ = ["load", "is_available", "failure_reason", "csrc_dir", "EXT_NAME", "CUDA_FLAGS", "SOURCES", "HEADERS"]
 
 EXT_NAME = "qlinear_norm_C"
-_SOURCES = ("binding.cpp", "norm_launch.cu")
-_HEADERS = ("norm.cuh", "norm_launch.h")
+# Translation units (one launcher .cu + one binding .cpp per kernel family) and the headers whose
+# edits must trigger a rebuild.
+SOURCES = (
+    "binding.cpp",
+    "norm_launch.cu",
+)
+HEADERS = (
+    "norm.cuh",
+    "norm_launch.h",
+)
+_SOURCES, _HEADERS = SOURCES, HEADERS
 CUDA_FLAGS = (
     "-O3",
     "-gencode=arch=compute_90,code=sm_90",
@@ -158,14 +170,17 @@ def build_commands(src: Path, build_dir: Path) -> tuple[list[list[str]], list[st
     incs = [f"-I{p}" for p in [str(src), *cpp_extension.include_paths(), str(Path(cuda_home) / "include"),
                                sysconfig.get_paths()["include"]]]
     lib = build_dir / f"{EXT_NAME}.so"
-    cu_obj, cc_obj = build_dir / "norm_launch.o", build_dir / "binding.o"
-    compiles = [
-        [nvcc, *CUDA_FLAGS, std, abi, "-Xcompiler", "-fPIC", *incs, "-c", str(src / "norm_launch.cu"), "-o", str(cu_obj)],
-        ["c++", *CXX_FLAGS, std, abi, "-fPIC", "-w", *incs, "-c", str(src / "binding.cpp"), "-o", str(cc_obj)],
-    ]
+    compiles, objs = [], []
+    for f in _SOURCES:
+        obj = build_dir / (Path(f).stem + (".cuda.o" if f.endswith(".cu") else ".o"))
+        objs.append(str(obj))
+        if f.endswith(".cu"):
+            compiles.append([nvcc, *CUDA_FLAGS, std, abi, "-Xcompiler", "-fPIC", *incs, "-c", str(src / f), "-o", str(obj)])
+        else:
+            compiles.append(["c++", *CXX_FLAGS, std, abi, "-fPIC", "-w", *incs, "-c", str(src / f), "-o", str(obj)])
     torch_lib = str(Path(torch.__file__).parent / "lib")
     cuda_lib = str(Path(cuda_home) / "lib64")
-    link = ["c++", "-shared", str(cc_obj), str(cu_obj), "-o", str(lib), f"-L{torch_lib}", f"-L{cuda_lib}",
+    link = ["c++", "-shared", *objs, "-o", str(lib), f"-L{torch_lib}", f"-L{cuda_lib}",
             "-lc10", "-lc10_cuda", "-ltorch_cpu", "-ltorch_cuda", "-ltorch", "-lcudart", f"-Wl,-rpath,{torch_lib}"]
     return compiles, link, lib
 
