@@ -37,10 +37,14 @@ EXT_NAME = "qlinear_norm_C"
 SOURCES = (
     "binding.cpp",
     "norm_launch.cu",
+    "binding_fp8.cpp",
+    "fp8_gemv_launch.cu",
 )
 HEADERS = (
     "norm.cuh",
     "norm_launch.h",
+    "fp8_gemv.cuh",
+    "fp8_gemv_launch.h",
 )
 _SOURCES, _HEADERS = SOURCES, HEADERS
 CUDA_FLAGS = (
