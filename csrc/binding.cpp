@@ -3,6 +3,9 @@
 // Python headers) to keep the first build short; Python reaches the ops as
 // torch.ops.qlinear_C.rms_norm / torch.ops.qlinear_C.fused_add_rms_norm.
 //
+// The trailing int arguments are the launcher's NormConfig knobs (0 = automatic / off; see
+// norm_launch.h); qlinear.ops.norm passes its dispatch table's values, benchmarks sweep them.
+//
 // Operands are 3-D views [n_outer, n_inner, H] with stride(2) == 1 (qlinear.ops.norm collapses
 // any [..., H] view to this form without copying).
 #include <ATen/core/Tensor.h>
@@ -55,8 +58,11 @@ qlinear::NormOperand operand(const at::Tensor& t) {
 }
 
 qlinear::NormConfig make_config(int64_t vecs_per_thread, int64_t threads_per_row, int64_t rows_per_block,
-                                int64_t prefetch_weight) {
+                                int64_t prefetch_weight, int64_t pdl, int64_t cluster, int64_t cache_hints) {
   qlinear::NormConfig c;
+  c.pdl = static_cast<int>(pdl);
+  c.cluster = static_cast<int>(cluster);
+  c.cache_hints = static_cast<int>(cache_hints);
   c.vecs_per_thread = static_cast<int>(vecs_per_thread);
   c.threads_per_row = static_cast<int>(threads_per_row);
   c.rows_per_block = static_cast<int>(rows_per_block);
@@ -66,7 +72,7 @@ qlinear::NormConfig make_config(int64_t vecs_per_thread, int64_t threads_per_row
 
 void rms_norm(const at::Tensor& out, const at::Tensor& x, const at::Tensor& weight, double eps,
               int64_t vecs_per_thread, int64_t threads_per_row, int64_t rows_per_block,
-              int64_t prefetch_weight) {
+              int64_t prefetch_weight, int64_t pdl, int64_t cluster, int64_t cache_hints) {
   check_operand(x, "x", x);
   check_operand(out, "out", x);
   check_weight(weight, x);
@@ -74,13 +80,14 @@ void rms_norm(const at::Tensor& out, const at::Tensor& x, const at::Tensor& weig
   const cudaError_t err = qlinear::rms_norm_launch(
       operand(out), operand(x), weight.data_ptr(), x.size(0) * x.size(1), x.size(1), x.size(2),
       static_cast<float>(eps), to_norm_dtype(x, "x"), c10::cuda::getCurrentCUDAStream(x.device().index()).stream(),
-      make_config(vecs_per_thread, threads_per_row, rows_per_block, prefetch_weight));
+      make_config(vecs_per_thread, threads_per_row, rows_per_block, prefetch_weight, pdl, cluster, cache_hints));
   TORCH_CHECK(err == cudaSuccess, "qlinear rms_norm launch failed: ", cudaGetErrorString(err));
 }
 
 void fused_add_rms_norm(const at::Tensor& x, const at::Tensor& residual, const at::Tensor& weight,
                         double eps, int64_t vecs_per_thread, int64_t threads_per_row,
-                        int64_t rows_per_block, int64_t prefetch_weight) {
+                        int64_t rows_per_block, int64_t prefetch_weight, int64_t pdl, int64_t cluster,
+                        int64_t cache_hints) {
   check_operand(x, "x", x);
   check_operand(residual, "residual", x);
   check_weight(weight, x);
@@ -88,7 +95,7 @@ void fused_add_rms_norm(const at::Tensor& x, const at::Tensor& residual, const a
   const cudaError_t err = qlinear::fused_add_rms_norm_launch(
       operand(x), operand(residual), weight.data_ptr(), x.size(0) * x.size(1), x.size(1), x.size(2),
       static_cast<float>(eps), to_norm_dtype(x, "x"), c10::cuda::getCurrentCUDAStream(x.device().index()).stream(),
-      make_config(vecs_per_thread, threads_per_row, rows_per_block, prefetch_weight));
+      make_config(vecs_per_thread, threads_per_row, rows_per_block, prefetch_weight, pdl, cluster, cache_hints));
   TORCH_CHECK(err == cudaSuccess, "qlinear fused_add_rms_norm launch failed: ", cudaGetErrorString(err));
 }
 
@@ -97,10 +104,12 @@ void fused_add_rms_norm(const at::Tensor& x, const at::Tensor& residual, const a
 TORCH_LIBRARY(qlinear_C, m) {
   m.def(
       "rms_norm(Tensor(a!) out, Tensor x, Tensor weight, float eps, int vecs_per_thread=0, "
-      "int threads_per_row=0, int rows_per_block=0, int prefetch_weight=0) -> ()",
+      "int threads_per_row=0, int rows_per_block=0, int prefetch_weight=0, int pdl=0, int cluster=0, "
+      "int cache_hints=0) -> ()",
       &rms_norm);
   m.def(
       "fused_add_rms_norm(Tensor(a!) x, Tensor(b!) residual, Tensor weight, float eps, "
-      "int vecs_per_thread=0, int threads_per_row=0, int rows_per_block=0, int prefetch_weight=0) -> ()",
+      "int vecs_per_thread=0, int threads_per_row=0, int rows_per_block=0, int prefetch_weight=0, "
+      "int pdl=0, int cluster=0, int cache_hints=0) -> ()",
       &fused_add_rms_norm);
 }

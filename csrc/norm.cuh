@@ -13,6 +13,16 @@
 //  * rms_norm_generic_kernel: element accesses, any H / alignment, reads the row twice (the second
 //    read mostly hits L1/L2). The fallback for odd sizes and for rows too long for registers.
 //
+//  * rms_norm_cluster_kernel (sm_90): one row split over a thread-block cluster of 2..8 CTAs; each
+//    CTA reduces its piece, pushes the partial sum into every CTA's shared memory (distributed
+//    shared memory), and after one cluster barrier normalizes its piece. For few rows (the latency
+//    regime) this spreads 16 rows over ~128 SMs so each SM moves little.
+//
+// Every kernel starts with griddepcontrol.wait (a no-op unless launched with programmatic
+// dependent launch, PDL), before any global read or write, and then allows the next grid to
+// launch. With PDL the next kernel's launch and block scheduling overlap this kernel's tail, while
+// its own wait still orders every memory access after this grid completes.
+//
 // Fused add (FUSED=true): residual <- x + residual (rounded to T), x <- rmsnorm(residual) * w.
 // The norm is taken of the *rounded* residual, i.e. of exactly the values stored, so that the
 // result equals rms_norm(residual_after) as the reference computes it.
@@ -20,6 +30,7 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cooperative_groups.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
 
@@ -62,6 +73,60 @@ union Pack {
   T e[N];
 };
 
+// Programmatic dependent launch. wait: block until the preceding grid has completed and its
+// memory is visible (returns at once when this grid was launched without PDL); every global access
+// must come after it. launch_dependents: the next grid may start launching (it still waits for our
+// completion before touching memory), so calling it early is always safe.
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdl_launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+// Cache hints for streamed rows (each byte is touched once). CH = load hint + 4 * store hint.
+//   load 0: plain ld.global; 1: ld.global.cs (evict-first in L1 and L2); 2: L1::no_allocate;
+//        3: L1::evict_first with an L2 evict-first policy.
+//   store 0: plain st.global; 1: st.global.cs (streaming, evict-first).
+// No .nc (read-only path) loads: x may be written by the same kernel (in place, fused add).
+template <int CH>
+__device__ __forceinline__ uint4 ld_row(const void* p) {
+  constexpr int LH = CH & 3;
+  uint4 v;
+  if constexpr (LH == 1) {
+    v = __ldcs(static_cast<const uint4*>(p));
+  } else if constexpr (LH == 2) {
+    asm volatile("ld.global.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p)
+                 : "memory");
+  } else if constexpr (LH == 3) {
+    asm volatile(
+        "{\n\t.reg .b64 pol;\n\t"
+        "createpolicy.fractional.L2::evict_first.b64 pol, 1.0;\n\t"
+        "ld.global.L1::evict_first.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], pol;\n\t}"
+        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+        : "l"(p)
+        : "memory");
+  } else {
+    v = *static_cast<const uint4*>(p);
+  }
+  return v;
+}
+
+template <int CH>
+__device__ __forceinline__ void st_row(void* p, uint4 v) {
+  if constexpr (((CH >> 2) & 1) == 1) {
+    __stcs(static_cast<uint4*>(p), v);
+  } else {
+    *static_cast<uint4*>(p) = v;
+  }
+}
+
 template <typename T>
 __device__ __forceinline__ T* row_ptr(const Rows& r, uint32_t row, uint32_t n_inner) {
   // 2-D views (n_inner == n_rows, the common case) skip the integer division, which sits on the
@@ -98,7 +163,9 @@ __device__ __forceinline__ float group_sum(float v, int tpr_log2) {
 // (few rows, one wave) the weight's first touch is an L2 round trip that would otherwise sit
 // between the reduction and the store; with many rows per SM it hits L1 and the early load only
 // costs registers (occupancy), so the launcher enables it for few rows only.
-template <typename T, int NV, bool FUSED, bool PREW>
+// CH: cache hints for the row loads / stores (see ld_row / st_row); the weight, reused by every
+// row, always goes through the read-only cache.
+template <typename T, int NV, bool FUSED, bool PREW, int CH = 0>
 __global__ void __launch_bounds__(1024)
     rms_norm_vec_kernel(Rows dst, Rows src, Rows res, const T* __restrict__ weight, uint32_t n_rows,
                         uint32_t n_inner, int hidden, int tpr_log2, float eps) {
@@ -113,13 +180,15 @@ __global__ void __launch_bounds__(1024)
   Pack<T> v[NV];
   Pack<T> wv[PREW ? NV : 1];
   float ss = 0.f;
+  pdl_wait();
+  pdl_launch_dependents();
   if (active) {
     T* s = row_ptr<T>(src, row, n_inner);
     T* r = FUSED ? row_ptr<T>(res, row, n_inner) : nullptr;
 #pragma unroll
     for (int k = 0; k < NV; ++k) {
       const int j = k * tpr + lane;
-      if (j < nvec) v[k].raw = reinterpret_cast<const uint4*>(s)[j];
+      if (j < nvec) v[k].raw = ld_row<CH>(reinterpret_cast<const uint4*>(s) + j);
     }
     if (PREW) {
 #pragma unroll
@@ -134,10 +203,10 @@ __global__ void __launch_bounds__(1024)
         const int j = k * tpr + lane;
         if (j < nvec) {
           Pack<T> rv;
-          rv.raw = reinterpret_cast<const uint4*>(r)[j];
+          rv.raw = ld_row<CH>(reinterpret_cast<const uint4*>(r) + j);
 #pragma unroll
           for (int e = 0; e < VW; ++e) v[k].e[e] = C::from_f(C::to_f(v[k].e[e]) + C::to_f(rv.e[e]));
-          reinterpret_cast<uint4*>(r)[j] = v[k].raw;
+          st_row<CH>(reinterpret_cast<uint4*>(r) + j, v[k].raw);
         }
       }
     }
@@ -169,10 +238,106 @@ __global__ void __launch_bounds__(1024)
         }
 #pragma unroll
         for (int e = 0; e < VW; ++e) v[k].e[e] = C::from_f(C::to_f(v[k].e[e]) * inv * C::to_f(w.e[e]));
-        reinterpret_cast<uint4*>(d)[j] = v[k].raw;
+        st_row<CH>(reinterpret_cast<uint4*>(d) + j, v[k].raw);
       }
     }
   }
+}
+
+// One row per cluster of 2^csize_log2 CTAs (cluster dims (csize, 1, 1), grid n_rows * csize).
+// CTA `rank` owns the row's vectors [rank * per_cta, (rank + 1) * per_cta), thread t of it the
+// vectors t, t + blockDim.x, ... (at most NV). The weight is loaded before the reduction (the
+// latency regime is what this kernel is for). Every CTA sums the cluster's partials in rank
+// order, so all pieces of a row use bitwise the same scale.
+template <typename T, int NV, bool FUSED>
+__global__ void __launch_bounds__(1024)
+    rms_norm_cluster_kernel(Rows dst, Rows src, Rows res, const T* __restrict__ weight,
+                            uint32_t n_inner, int hidden, int csize_log2, float eps) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  using C = Conv<T>;
+  constexpr int VW = Pack<T>::N;
+  namespace cg = cooperative_groups;
+  const cg::cluster_group cluster = cg::this_cluster();
+  const int csize = 1 << csize_log2;
+  const int rank = static_cast<int>(cluster.block_rank());
+  const uint32_t row = blockIdx.x >> csize_log2;
+  const int nvec = hidden / VW;
+  const int per_cta = (nvec + csize - 1) >> csize_log2;
+  const int first = rank * per_cta;
+  const int tid = threadIdx.x;
+  __shared__ float warp_part[32];
+  __shared__ float cluster_part[8];
+
+  pdl_wait();
+  pdl_launch_dependents();
+  T* s = row_ptr<T>(src, row, n_inner);
+  T* r = FUSED ? row_ptr<T>(res, row, n_inner) : nullptr;
+  Pack<T> v[NV];
+  Pack<T> wv[NV];
+#pragma unroll
+  for (int k = 0; k < NV; ++k) {
+    const int i = k * static_cast<int>(blockDim.x) + tid;
+    const int j = first + i;
+    if (i < per_cta && j < nvec) v[k].raw = reinterpret_cast<const uint4*>(s)[j];
+  }
+#pragma unroll
+  for (int k = 0; k < NV; ++k) {
+    const int i = k * static_cast<int>(blockDim.x) + tid;
+    const int j = first + i;
+    if (i < per_cta && j < nvec) wv[k].raw = __ldg(reinterpret_cast<const uint4*>(weight) + j);
+  }
+  // A CTA may write another CTA's shared memory only once that CTA has started: arrive now
+  // (relaxed, no ordering needed), wait just before the remote stores, so the wait overlaps the
+  // loads in flight instead of adding a barrier round trip up front.
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+  float ss = 0.f;
+#pragma unroll
+  for (int k = 0; k < NV; ++k) {
+    const int i = k * static_cast<int>(blockDim.x) + tid;
+    const int j = first + i;
+    if (i < per_cta && j < nvec) {
+      if (FUSED) {
+        Pack<T> rv;
+        rv.raw = reinterpret_cast<const uint4*>(r)[j];
+#pragma unroll
+        for (int e = 0; e < VW; ++e) v[k].e[e] = C::from_f(C::to_f(v[k].e[e]) + C::to_f(rv.e[e]));
+        reinterpret_cast<uint4*>(r)[j] = v[k].raw;
+      }
+#pragma unroll
+      for (int e = 0; e < VW; ++e) {
+        const float f = C::to_f(v[k].e[e]);
+        ss += f * f;
+      }
+    }
+  }
+  for (int off = 16; off > 0; off >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, off);
+  if ((tid & 31) == 0) warp_part[tid >> 5] = ss;
+  __syncthreads();
+  asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
+  if (tid == 0) {
+    float b = 0.f;
+    for (int w = 0; w < static_cast<int>(blockDim.x >> 5); ++w) b += warp_part[w];
+    // push this CTA's partial into slot `rank` of every CTA of the cluster (DSMEM stores)
+    for (int c = 0; c < csize; ++c) *cluster.map_shared_rank(&cluster_part[rank], c) = b;
+  }
+  // release / acquire across the cluster: the partials are visible after it, and no CTA's shared
+  // memory is accessed remotely afterwards, so CTAs may exit as soon as they are done
+  cluster.sync();
+  float total = 0.f;
+  for (int c = 0; c < csize; ++c) total += cluster_part[c];
+  const float inv = rsqrtf(total / static_cast<float>(hidden) + eps);
+  T* d = row_ptr<T>(dst, row, n_inner);
+#pragma unroll
+  for (int k = 0; k < NV; ++k) {
+    const int i = k * static_cast<int>(blockDim.x) + tid;
+    const int j = first + i;
+    if (i < per_cta && j < nvec) {
+#pragma unroll
+      for (int e = 0; e < VW; ++e) v[k].e[e] = C::from_f(C::to_f(v[k].e[e]) * inv * C::to_f(wv[k].e[e]));
+      reinterpret_cast<uint4*>(d)[j] = v[k].raw;
+    }
+  }
+#endif
 }
 
 // Any H, any alignment. In place is safe: each element is read before the same thread writes it.
@@ -189,6 +354,8 @@ __global__ void __launch_bounds__(1024)
   float ss = 0.f;
   T* s = nullptr;
   T* r = nullptr;
+  pdl_wait();
+  pdl_launch_dependents();
   if (active) {
     s = row_ptr<T>(src, row, n_inner);
     if (FUSED) r = row_ptr<T>(res, row, n_inner);

@@ -1,7 +1,10 @@
 // Host launchers: validate sizes, choose between the 16-byte register kernel and the generic
 // kernel, pick threads per row / rows per block, and launch on the given stream.
 // The one translation unit holding every kernel instantiation (3 dtypes x {vec NV=1,2,4 with and
-// without the weight prefetch, vec NV=8, generic} x {plain, fused}) so a first build stays short.
+// without the weight prefetch, vec NV=8, generic, cluster NV=1,2} x {plain, fused}, plus the
+// cache-hinted vec kernels for fp16 / bf16 x NV=2,4 x 5 hint sets) so a first build stays short.
+#include <utility>
+
 #include "norm.cuh"
 #include "norm_launch.h"
 
@@ -29,6 +32,18 @@ int sm_count() {
   return cache[dev];
 }
 
+int cc_major() {
+  static int cache[64] = {0};
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return 0;
+  if (cache[dev] == 0) {
+    int n = 0;
+    if (cudaDeviceGetAttribute(&n, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) n = 0;
+    cache[dev] = n > 0 ? n : -1;
+  }
+  return cache[dev] > 0 ? cache[dev] : 0;
+}
+
 size_t elem_size(NormDType t) { return t == NormDType::kFloat32 ? 4 : 2; }
 
 bool aligned16(const NormOperand& o, int64_t n_outer, int64_t n_inner, size_t es) {
@@ -40,9 +55,12 @@ bool aligned16(const NormOperand& o, int64_t n_outer, int64_t n_inner, size_t es
 
 struct Plan {
   int nv;        // vector registers per thread (1, 2, 4 or 8); 0 = generic kernel
-  int tpr_log2;  // threads per row = 1 << tpr_log2
+  int tpr_log2;  // threads per row = 1 << tpr_log2 (cluster: threads per CTA)
   int rows_per_block;
   bool prefetch_weight;
+  int cache_hints = 0;     // CH of the vec kernel, 0 = none
+  bool pdl = false;        // programmatic dependent launch
+  int cluster_log2 = 0;    // > 0: cluster kernel with 1 << cluster_log2 CTAs per row
 };
 
 // ---- Heuristics (tuned on an H200; `benchmarks/bench_rms_norm.py --focus tune` prints rules in
@@ -141,38 +159,140 @@ Plan make_plan(bool vec_ok, int64_t n_rows, int64_t hidden, size_t es, const Nor
   // whole warps only: the reductions shuffle with a full mask
   while ((rpb << p.tpr_log2) < 32) rpb <<= 1;
   p.rows_per_block = rpb;
+  // fp16 / bf16 register kernel with 2 or 4 vectors and no weight prefetch: the instantiated set
+  const int ch = cfg.cache_hints;
+  if ((ch == 1 || ch == 3 || ch == 4 || ch == 5 || ch == 7) && es == 2 && (p.nv == 2 || p.nv == 4) &&
+      !p.prefetch_weight)
+    p.cache_hints = ch;
   return p;
+}
+
+// The cluster plan: each CTA holds ceil(nvec / csize) vectors, NV per thread (the knob, else the
+// smallest of 1, 2 with at most 1024 threads; NV = 4 would spill under the 1024-thread bound),
+// threads per CTA a power of two >= 32.
+bool make_cluster_plan(bool vec_ok, int64_t n_rows, int64_t hidden, size_t es, const NormConfig& cfg, Plan* p) {
+  if (cfg.cluster != 2 && cfg.cluster != 4 && cfg.cluster != 8) return false;
+  const int64_t vw = static_cast<int64_t>(16 / es);
+  if (!vec_ok || hidden % vw != 0 || cc_major() < 9) return false;
+  const int cl = pow2_ceil_log2(cfg.cluster);
+  if (n_rows > (int64_t{INT32_MAX} >> cl)) return false;
+  const int64_t per_cta = (hidden / vw + cfg.cluster - 1) >> cl;
+  int nv = cfg.vecs_per_thread;
+  int tl;
+  if (cfg.threads_per_row > 0) {
+    tl = pow2_ceil_log2(cfg.threads_per_row);
+    if (tl < 5) tl = 5;
+    if (tl > 10) tl = 10;
+    const int64_t need = (per_cta + (int64_t{1} << tl) - 1) >> tl;
+    if (nv <= 0) nv = need <= 1 ? 1 : 2;
+    if (nv < need) return false;
+  } else {
+    if (nv <= 0) nv = per_cta <= 1024 ? 1 : 2;
+    tl = pow2_ceil_log2((per_cta + nv - 1) / nv);
+    if (tl < 5) tl = 5;
+    if (tl > 10) return false;
+  }
+  if (nv != 1 && nv != 2) return false;
+  if ((int64_t{nv} << tl) < per_cta) return false;
+  *p = Plan{nv, tl, 1, true};
+  p->cluster_log2 = cl;
+  return true;
+}
+
+// A plain <<<>>> launch, or cudaLaunchKernelEx when PDL or a cluster is asked for.
+template <typename... KArgs, typename... Args>
+cudaError_t launch_kernel(void (*kernel)(KArgs...), dim3 grid, dim3 block, cudaStream_t stream, bool pdl,
+                          int cluster, Args... args) {
+  if (!pdl && cluster <= 1) {
+    kernel<<<grid, block, 0, stream>>>(args...);
+    return cudaGetLastError();
+  }
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = 0;
+  cfg.stream = stream;
+  cudaLaunchAttribute attrs[2];
+  unsigned n = 0;
+  if (pdl) {
+    attrs[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attrs[n].val.programmaticStreamSerializationAllowed = 1;
+    ++n;
+  }
+  if (cluster > 1) {
+    attrs[n].id = cudaLaunchAttributeClusterDimension;
+    attrs[n].val.clusterDim.x = static_cast<unsigned>(cluster);
+    attrs[n].val.clusterDim.y = 1;
+    attrs[n].val.clusterDim.z = 1;
+    ++n;
+  }
+  cfg.attrs = attrs;
+  cfg.numAttrs = n;
+  return cudaLaunchKernelEx(&cfg, kernel, args...);
+}
+
+template <typename T, bool FUSED, int CH>
+cudaError_t launch_hinted(const Plan& p, dim3 grid, int threads, Rows dst, Rows src, Rows res, const T* w,
+                          uint32_t nr, uint32_t ni, int h, float eps, cudaStream_t stream) {
+  switch (p.nv) {
+    case 2:
+      return launch_kernel(norm::rms_norm_vec_kernel<T, 2, FUSED, false, CH>, grid, threads, stream, p.pdl, 0,
+                           dst, src, res, w, nr, ni, h, p.tpr_log2, eps);
+    default:
+      return launch_kernel(norm::rms_norm_vec_kernel<T, 4, FUSED, false, CH>, grid, threads, stream, p.pdl, 0,
+                           dst, src, res, w, nr, ni, h, p.tpr_log2, eps);
+  }
 }
 
 template <typename T, bool FUSED>
 cudaError_t launch_typed(const Plan& p, Rows dst, Rows src, Rows res, const void* weight,
                          int64_t n_rows, int64_t n_inner, int64_t hidden, float eps,
                          cudaStream_t stream) {
-  const int threads = p.rows_per_block << p.tpr_log2;
-  const int64_t blocks = (n_rows + p.rows_per_block - 1) / p.rows_per_block;
-  const dim3 grid(static_cast<unsigned>(blocks));
   const T* w = static_cast<const T*>(weight);
   const uint32_t nr = static_cast<uint32_t>(n_rows);
   const uint32_t ni = static_cast<uint32_t>(n_inner);
   const int h = static_cast<int>(hidden);
-#define QLINEAR_NORM_VEC(NV, PREW)                                                            \
-  norm::rms_norm_vec_kernel<T, NV, FUSED, PREW><<<grid, threads, 0, stream>>>(dst, src, res, w, nr, ni, h, \
-                                                                             p.tpr_log2, eps)
+  if (p.cluster_log2 > 0) {
+    const dim3 cgrid(static_cast<unsigned>(n_rows << p.cluster_log2));
+    const int cthreads = 1 << p.tpr_log2;
+    const int cs = 1 << p.cluster_log2;
+#define QLINEAR_NORM_CLUSTER(NV)                                                                          \
+  return launch_kernel(norm::rms_norm_cluster_kernel<T, NV, FUSED>, cgrid, cthreads, stream, p.pdl, cs, dst, \
+                       src, res, w, ni, h, p.cluster_log2, eps)
+    if (p.nv == 1) QLINEAR_NORM_CLUSTER(1);
+    QLINEAR_NORM_CLUSTER(2);
+#undef QLINEAR_NORM_CLUSTER
+  }
+  const int threads = p.rows_per_block << p.tpr_log2;
+  const int64_t blocks = (n_rows + p.rows_per_block - 1) / p.rows_per_block;
+  const dim3 grid(static_cast<unsigned>(blocks));
+  if constexpr (sizeof(T) == 2) {
+    switch (p.cache_hints) {
+      case 1: return launch_hinted<T, FUSED, 1>(p, grid, threads, dst, src, res, w, nr, ni, h, eps, stream);
+      case 3: return launch_hinted<T, FUSED, 3>(p, grid, threads, dst, src, res, w, nr, ni, h, eps, stream);
+      case 4: return launch_hinted<T, FUSED, 4>(p, grid, threads, dst, src, res, w, nr, ni, h, eps, stream);
+      case 5: return launch_hinted<T, FUSED, 5>(p, grid, threads, dst, src, res, w, nr, ni, h, eps, stream);
+      case 7: return launch_hinted<T, FUSED, 7>(p, grid, threads, dst, src, res, w, nr, ni, h, eps, stream);
+      default: break;
+    }
+  }
+#define QLINEAR_NORM_VEC(NV, PREW)                                                                        \
+  return launch_kernel(norm::rms_norm_vec_kernel<T, NV, FUSED, PREW>, grid, threads, stream, p.pdl, 0, dst, \
+                       src, res, w, nr, ni, h, p.tpr_log2, eps)
   switch (p.nv * 2 + (p.prefetch_weight ? 1 : 0)) {
-    case 2: QLINEAR_NORM_VEC(1, false); break;
-    case 3: QLINEAR_NORM_VEC(1, true); break;
-    case 4: QLINEAR_NORM_VEC(2, false); break;
-    case 5: QLINEAR_NORM_VEC(2, true); break;
-    case 8: QLINEAR_NORM_VEC(4, false); break;
-    case 9: QLINEAR_NORM_VEC(4, true); break;
+    case 2: QLINEAR_NORM_VEC(1, false);
+    case 3: QLINEAR_NORM_VEC(1, true);
+    case 4: QLINEAR_NORM_VEC(2, false);
+    case 5: QLINEAR_NORM_VEC(2, true);
+    case 8: QLINEAR_NORM_VEC(4, false);
+    case 9: QLINEAR_NORM_VEC(4, true);
     case 16:
-    case 17: QLINEAR_NORM_VEC(8, false); break;
+    case 17: QLINEAR_NORM_VEC(8, false);
     default:
-      norm::rms_norm_generic_kernel<T, FUSED><<<grid, threads, 0, stream>>>(dst, src, res, w, nr, ni, h, p.tpr_log2, eps);
-      break;
+      return launch_kernel(norm::rms_norm_generic_kernel<T, FUSED>, grid, threads, stream, p.pdl, 0, dst, src,
+                           res, w, nr, ni, h, p.tpr_log2, eps);
   }
 #undef QLINEAR_NORM_VEC
-  return cudaGetLastError();
 }
 
 template <bool FUSED>
@@ -192,7 +312,9 @@ cudaError_t launch(NormOperand dst, NormOperand src, NormOperand res, const void
   const bool vec_ok = aligned16(dst, n_outer, n_inner, es) && aligned16(src, n_outer, n_inner, es) &&
                       (!FUSED || aligned16(res, n_outer, n_inner, es)) &&
                       reinterpret_cast<uintptr_t>(weight) % 16 == 0;
-  const Plan p = make_plan(vec_ok, n_rows, hidden, es, cfg);
+  Plan p;
+  if (!make_cluster_plan(vec_ok, n_rows, hidden, es, cfg, &p)) p = make_plan(vec_ok, n_rows, hidden, es, cfg);
+  p.pdl = cfg.pdl > 0 && cc_major() >= 9;
   const Rows d{dst.ptr, dst.s0, dst.s1}, s{src.ptr, src.s0, src.s1}, r{res.ptr, res.s0, res.s1};
   switch (dtype) {
     case NormDType::kFloat16:

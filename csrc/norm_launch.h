@@ -27,13 +27,27 @@ struct NormOperand {
 //   rows_per_block:  power of two; threads per block = rows_per_block * threads_per_row <= 1024.
 //   prefetch_weight: 1 loads the weight before the row reduction (register kernel, NV <= 4),
 //                    -1 after it; 0 = automatic (before it when there are few rows).
+//   pdl:             1 launches with programmatic dependent launch (sm_90+; the kernels wait for
+//                    the previous grid before any global access), 0 a plain launch.
+//   cluster:         2, 4 or 8 splits each row over a thread-block cluster of that many CTAs
+//                    (sm_90+, 16-byte path only, few enough vectors per CTA; otherwise ignored);
+//                    threads_per_row is then the threads per CTA and vecs_per_thread (1 or 2) the
+//                    vectors per thread.
+//   cache_hints:     load hint + 4 * store hint for the row accesses of the 16-byte kernel
+//                    (fp16 / bf16, 2 or 4 vectors per thread, weight not prefetched; ignored
+//                    elsewhere): load 1 = ld.cs, 3 = L1 + L2 evict-first; store 1 = st.cs.
+//                    Instantiated: 1, 3, 4, 5, 7.
 // With vecs_per_thread = 0 and threads_per_row set, the register budget is the smallest of
-// 1, 2, 4, 8 vectors that covers the row.
+// 1, 2, 4, 8 vectors that covers the row. All zeros is the default plan (no PDL, no cluster,
+// no hints).
 struct NormConfig {
   int vecs_per_thread = 0;
   int threads_per_row = 0;
   int rows_per_block = 0;
   int prefetch_weight = 0;
+  int pdl = 0;
+  int cluster = 0;
+  int cache_hints = 0;
 };
 
 // out <- x / sqrt(mean(x^2) + eps) * weight. `out` may equal `x` (in place).

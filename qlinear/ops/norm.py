@@ -7,7 +7,9 @@ Accumulation is fp32 on every backend. Backends: ``"cuda"`` (csrc/ kernels, buil
 ``"triton"`` and ``"reference"`` (fp32 PyTorch, the CPU path). The choice: the ``backend``
 argument, else the environment variable ``QLINEAR_NORM_BACKEND`` (cuda | triton | reference |
 auto), else by device: CUDA tensors use the CUDA extension when it builds (otherwise Triton),
-CPU tensors the reference.
+CPU tensors the reference. The CUDA backend's launch knobs (PDL, thread-block clusters for few
+rows, cache hints, threads per row...) come from :data:`CUDA_KNOB_RULES` (empty: the launcher's
+automatic plan).
 
 Both ops are registered as torch custom ops (``torch.ops.qlinear.rms_norm``,
 ``torch.ops.qlinear.fused_add_rms_norm``) with fake implementations and declared mutations, so
@@ -25,7 +27,8 @@ import torch
 from qlinear._utils import FLOAT_DTYPES, describe, env_backend
 from qlinear.reference.norm import fused_add_rms_norm_ref, rms_norm_ref
 
-__all__ = ["rms_norm", "fused_add_rms_norm", "NORM_BACKENDS", "resolve_norm_backend"]
+__all__ = ["rms_norm", "fused_add_rms_norm", "NORM_BACKENDS", "resolve_norm_backend", "cuda_knobs",
+           "CUDA_KNOB_RULES", "CUDA_AUTO"]
 
 NORM_BACKENDS = ("cuda", "triton", "reference")
 _ENV_VAR = "QLINEAR_NORM_BACKEND"
@@ -176,6 +179,30 @@ def _check_written(name: str, t: torch.Tensor) -> None:
         raise ValueError(f"{name}: written in place but has internally overlapping memory ({describe(t)})")
 
 
+# ----------------------------------------------------------------------------- CUDA launch knobs
+
+# The CUDA launcher's knobs, in the binding's argument order (csrc/norm_launch.h, NormConfig):
+# (vecs_per_thread, threads_per_row, rows_per_block, prefetch_weight, pdl, cluster, cache_hints);
+# all zeros = the launcher's automatic plan.
+CudaKnobs = tuple[int, int, int, int, int, int, int]
+CUDA_AUTO: CudaKnobs = (0, 0, 0, 0, 0, 0, 0)
+# Dispatch table, first match wins: (max_rows, max_row_bytes, fused, knobs) applies to a launch of
+# at most max_rows rows of at most max_row_bytes bytes (H * element size); fused None matches both
+# ops. Empty = every launch uses the automatic plan. Set from
+# `benchmarks/bench_rms_norm.py --focus gaps` (its summary prints the best knobs per case), e.g.
+#   (132, 1 << 62, None, (0, 0, 0, 0, 1, 8, 0)),   # few rows: 8-CTA clusters, PDL
+CUDA_KNOB_RULES: tuple[tuple[int, int, bool | None, CudaKnobs], ...] = ()
+
+
+def cuda_knobs(n_rows: int, hidden: int, elem_size: int, fused: bool) -> CudaKnobs:
+    """The CUDA launch knobs :data:`CUDA_KNOB_RULES` assigns to one launch (``CUDA_AUTO`` if none)."""
+    row_bytes = hidden * elem_size
+    for max_rows, max_row_bytes, rule_fused, knobs in CUDA_KNOB_RULES:
+        if n_rows <= max_rows and row_bytes <= max_row_bytes and (rule_fused is None or rule_fused == fused):
+            return knobs
+    return CUDA_AUTO
+
+
 # ----------------------------------------------------------------------------- row layout
 
 
@@ -219,7 +246,8 @@ def _run_rms_norm(out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, eps:
 
         ops = cuda_ext.load()
         for o3, x3 in _collapse_leading((out, x)):
-            ops.rms_norm(o3, x3, weight, eps)
+            knobs = cuda_knobs(o3.shape[0] * o3.shape[1], o3.shape[2], o3.element_size(), False)
+            ops.rms_norm(o3, x3, weight, eps, *knobs)
     else:
         from qlinear.kernels import norm_triton
 
@@ -240,7 +268,8 @@ def _run_fused(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, ep
 
         ops = cuda_ext.load()
         for x3, r3 in _collapse_leading((x, residual)):
-            ops.fused_add_rms_norm(x3, r3, weight, eps)
+            knobs = cuda_knobs(x3.shape[0] * x3.shape[1], x3.shape[2], x3.element_size(), True)
+            ops.fused_add_rms_norm(x3, r3, weight, eps, *knobs)
     else:
         from qlinear.kernels import norm_triton
 

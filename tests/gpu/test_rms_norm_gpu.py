@@ -321,3 +321,114 @@ def test_torch_compile_and_cuda_graph(backend):
     torch.testing.assert_close(y_g, y_e, rtol=0, atol=0)
     torch.testing.assert_close(buf_g, buf_e, rtol=0, atol=0)
     torch.testing.assert_close(r_g, r_e, rtol=0, atol=0)
+
+
+# ----------------------------------------------------------------------------- launch knobs
+# (vecs_per_thread, threads_per_row, rows_per_block, prefetch_weight, pdl, cluster, cache_hints):
+# the CUDA launcher's NormConfig, forced through the binding (qlinear.ops.norm.CUDA_KNOB_RULES
+# passes the same tuple). A knob the kernels cannot honour (misaligned rows, fp32 hints, a row too
+# long for a cluster) must fall back to a correct plan.
+
+
+def _run_knobs(T, H, dtype, fused, knobs, strided=True, seed=0):
+    from qlinear.kernels import cuda_ext
+
+    ops = cuda_ext.load()
+    x = Strided(T, H, dtype, strided, seed=seed + H, col=8, pad=72)
+    w = _weight(H, dtype)
+    if fused:
+        r = Strided(T, H, dtype, strided, seed=seed + 7, col=16, pad=40)
+        out_ref, r_ref = fused_add_rms_norm_ref(x.view, r.view, w, EPS)
+        ops.fused_add_rms_norm(x.view[None], r.view[None], w, EPS, *knobs)
+        torch.testing.assert_close(r.view, r_ref, rtol=0, atol=0)
+        _close(x.view, out_ref, dtype)
+        r.assert_outside_untouched()
+    else:
+        out = torch.empty(T, H, device="cuda", dtype=dtype)
+        ops.rms_norm(out[None], x.view[None], w, EPS, *knobs)
+        _close(out, rms_norm_ref(x.view, w, EPS), dtype)
+        assert torch.equal(x.buf, x.before), "x was modified"
+    x.assert_outside_untouched()
+
+
+@pytest.mark.parametrize("pdl", [0, 1])
+@pytest.mark.parametrize("fused", [False, True])
+@pytest.mark.parametrize("cluster,nv,tpc", [(2, 0, 0), (4, 1, 0), (8, 1, 0), (8, 2, 0), (8, 0, 64), (4, 2, 32)],
+                         ids=str)
+@pytest.mark.parametrize("T,H", [(16, 7168), (1, 512), (133, 1536), (5, 5128), (3, 24), (2, 8199), (4, 70000)])
+def test_cluster_knob(T, H, cluster, nv, tpc, fused, pdl):
+    """Rows split over 2..8-CTA clusters (pieces of uneven length, CTAs with no vector, rows too
+    long for the cluster kernel and odd H falling back), each with and without PDL."""
+    _run_knobs(T, H, torch.bfloat16, fused, (nv, tpc, 1, 1, pdl, cluster, 0))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("fused", [False, True])
+@pytest.mark.parametrize("hints", [1, 3, 4, 5, 7])
+@pytest.mark.parametrize("H,tpr", [(512, 16), (512, 32), (7168, 256), (7168, 512), (771, 0)])
+def test_cache_hint_knob(H, tpr, hints, fused, dtype):
+    """Cache-hinted loads / stores (fp16 / bf16 with 2 or 4 vectors per thread; other shapes and
+    fp32 ignore the hint); in place and fused add read and write the same rows."""
+    _run_knobs(300, H, dtype, fused, (0, tpr, 0, 0, 0, 0, hints))
+
+
+@pytest.mark.parametrize("knobs", [(0, 0, 0, 0, 1, 0, 0), (0, 0, 0, 1, 1, 0, 0), (-1, 0, 0, 0, 1, 0, 0),
+                                   (0, 0, 0, 0, 1, 8, 0), (0, 0, 0, 0, 1, 0, 5)], ids=str)
+def test_pdl_chain_in_cuda_graph(knobs):
+    """Back-to-back dependent launches with programmatic dependent launch, captured in a CUDA
+    graph: each kernel reads what the previous one wrote (and overwrites what it read), so a
+    global access before griddepcontrol.wait would show up as a mismatch with the eager chain."""
+    from qlinear.kernels import cuda_ext
+
+    ops = cuda_ext.load()
+    dtype = torch.bfloat16
+    for T, H in ((16, 7168), (4096, 512)):
+        w = _weight(H, dtype)
+        x0 = (torch.randn(T, H, device="cuda", generator=_gen(T)) * 2).to(dtype)
+        r0 = torch.randn(T, H, device="cuda", generator=_gen(H)).to(dtype)
+
+        def chain(x, r, y, k):
+            for _ in range(4):
+                ops.fused_add_rms_norm(x[None], r[None], w, EPS, *k)  # r += x; x = norm(r)
+                ops.rms_norm(y[None], x[None], w, EPS, *k)  # y = norm(x)
+                ops.rms_norm(x[None], y[None], w, EPS, *k)  # x = norm(y)
+
+        xe, re, ye = x0.clone(), r0.clone(), torch.empty_like(x0)
+        chain(xe, re, ye, (0,) * 7)
+        xg, rg, yg = x0.clone(), r0.clone(), torch.empty_like(x0)
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            chain(xg.clone(), rg.clone(), yg.clone(), knobs)
+        torch.cuda.current_stream().wait_stream(s)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            chain(xg, rg, yg, knobs)
+        for _ in range(3):
+            xg.copy_(x0)
+            rg.copy_(r0)
+            graph.replay()
+            torch.cuda.synchronize()
+            # the cluster kernel sums in another order: later steps may differ by an ulp
+            _close(rg, re, dtype)
+            _close(xg, xe, dtype)
+            _close(yg, ye, dtype)
+
+
+def test_knob_rules_dispatch(monkeypatch):
+    """qlinear.ops.norm.CUDA_KNOB_RULES reaches the launcher: a rule forcing clusters + PDL for
+    few rows gives the reference's result through the public API (eager and in a CUDA graph)."""
+    from qlinear.ops import norm as norm_ops
+
+    monkeypatch.setattr(norm_ops, "CUDA_KNOB_RULES", ((132, 1 << 62, None, (0, 0, 0, 0, 1, 8, 0)),))
+    assert norm_ops.cuda_knobs(16, 7168, 2, False) == (0, 0, 0, 0, 1, 8, 0)
+    assert norm_ops.cuda_knobs(4096, 7168, 2, True) == norm_ops.CUDA_AUTO
+    dtype = torch.bfloat16
+    x = (torch.randn(16, 7168, device="cuda", generator=_gen(21)) * 2).to(dtype)
+    r = torch.randn(16, 7168, device="cuda", generator=_gen(22)).to(dtype)
+    w = _weight(7168, dtype)
+    _close(rms_norm(x, w, EPS, backend="cuda"), rms_norm_ref(x, w, EPS), dtype)
+    out_ref, r_ref = fused_add_rms_norm_ref(x, r, w, EPS)
+    fused_add_rms_norm(x, r, w, EPS, backend="cuda")
+    torch.testing.assert_close(r, r_ref, rtol=0, atol=0)
+    _close(x, out_ref, dtype)
