@@ -10,6 +10,7 @@ measured in the same run (read + write counted, i.e. the HBM rate).
 
     python benchmarks/bench_w4a16.py --out "$OUT"     # writes bench_w4a16.json; < 4 min on an H200
     python benchmarks/bench_w4a16.py --focus decode --out "$OUT"   # bench_w4a16_decode.json; < 2 min
+    python benchmarks/bench_w4a16.py --focus mma --out "$OUT"      # bench_w4a16_mma.json; < 80 s
 
 ``make_tinygemm(n, k)`` is also imported by ``bench_linear.py``.
 """
@@ -134,8 +135,9 @@ FOCUS_BUDGET_S = 90.0  # later variants are recorded as skipped past this
 
 
 def _cfg_str(c: kern.W4A16Config) -> str:
+    tail = "" if c.scale_after else ", scale_after=False"
     return (f'W4A16Config("{c.kernel}", block_n={c.block_n}, block_m={c.block_m}, sb_per_iter={c.sb_per_iter}, '
-            f"split_k={c.split_k}, num_warps={c.num_warps}, num_stages={c.num_stages})")
+            f"split_k={c.split_k}, num_warps={c.num_warps}, num_stages={c.num_stages}{tail})")
 
 
 def focus_decode(args) -> None:
@@ -265,14 +267,195 @@ def focus_decode(args) -> None:
     if errors:
         print(f"# {len(errors)} variants failed or were skipped (see 'error' in the JSON)")
 
+# --focus mma: tensor-core configs for M = 16 .. 256 (issue 5). Per M the candidates are ordered
+# likely-best first; the sweep runs them round by round over every (shape, M) so a time-budget cut
+# drops the least likely candidates everywhere, not a whole shape. split_k 0 = auto (~2 waves).
+MMA_MS = [16, 32, 64, 128, 256]
+MMA_CANDS: dict[int, list[kern.W4A16Config]] = {
+    16: [C("mma_sb", 64, 16, num_warps=4, num_stages=4), C("mma_sb", 128, 16, num_warps=4, num_stages=4),
+         C("mma_sb", 128, 16, num_warps=8, num_stages=4), C("mma", 64, 16, num_stages=3)],
+    32: [C("mma_sb", 64, 32, num_warps=4, num_stages=4), C("mma_sb", 128, 32, num_warps=4, num_stages=4)],
+    64: [C("mma_sb", 64, 64, num_warps=4, num_stages=3), C("mma_sb", 128, 64, num_warps=8, num_stages=3),
+         C("mma_sb", 64, 64, num_warps=4, num_stages=3, scale_after=False), C("mma", 64, 64, num_stages=3)],
+    128: [C("mma_sb", 128, 128, num_warps=8, num_stages=3), C("mma_sb", 64, 128, num_warps=4, num_stages=3, scale_after=False),
+          C("mma_sb", 128, 128, num_warps=8, num_stages=3, scale_after=False), C("mma", 64, 128, num_stages=3)],
+    256: [C("mma_sb", 128, 128, num_warps=8, num_stages=3), C("mma_sb", 128, 128, num_warps=8, num_stages=3, scale_after=False)],
+}
+MMA_BUDGET_S = 75.0  # candidates past this are recorded as skipped
+
+
+def _label(rc: kern.W4A16Config) -> str:
+    return (f"triton {rc.kernel} bn{rc.block_n} bm{rc.block_m} sb{rc.sb_per_iter} sk{rc.split_k} "
+            f"w{rc.num_warps} s{rc.num_stages}{'' if rc.scale_after or rc.kernel != 'mma_sb' else ' sa0'}")
+
+
+def _precompile(jobs) -> str:
+    """Compile every (packed, x, config) launch on a thread pool before timing (Triton compiles
+    each distinct constexpr set once, ~1-3 s; ptxas runs as a subprocess, so threads overlap).
+    Best effort: on any failure the kernels compile lazily at first use instead."""
+    import concurrent.futures
+
+    import triton
+
+    real = {name: getattr(kern, name) for name in ("_w4a16_mma_kernel", "_w4a16_mma_sb_kernel", "_w4a16_gemv_kernel")}
+
+    class _Warm:  # launcher-compatible: fn[grid](*args) compiles without launching
+        def __init__(self, fn):
+            self.fn = fn
+
+        def __getitem__(self, grid):
+            return lambda *a, **kw: self.fn.warmup(*a, grid=grid, **kw)
+
+    t0 = time.time()
+    try:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
+            with triton.AsyncCompileMode(pool, ignore_errors=True):
+                for name, fn in real.items():
+                    setattr(kern, name, _Warm(fn))
+                try:
+                    for packed, x, rc in jobs:
+                        try:
+                            kern.w4a16_gemm(x, packed, None, rc)
+                        except Exception:  # noqa: BLE001 - the timed call reports it
+                            pass
+                finally:
+                    for name, fn in real.items():
+                        setattr(kern, name, fn)
+        return f"precompiled {len(jobs)} launches in {time.time() - t0:.1f} s"
+    except Exception as exc:  # noqa: BLE001
+        for name, fn in real.items():
+            setattr(kern, name, fn)
+        return f"precompile skipped ({type(exc).__name__}: {str(exc)[:120]}); compiling lazily"
+
+
+def focus_mma(args) -> None:
+    t_start = time.time()
+    rows: list[dict] = []
+    best: dict[tuple, dict] = {}
+    anchors: dict[tuple, dict] = {}
+    l2 = l2_bytes()
+    try:
+        ceiling = copy_ceiling_gbps(1 << 28)
+    except Exception:  # noqa: BLE001 - the ceiling only normalizes GB/s
+        ceiling = float("nan")
+
+    layers = {}
+    for n, k in SHAPES:
+        q, z, s, g, _ = make_canonical(n, k)
+        packed = ops.pack_w4a16(q, z, s, g)
+        w_ref = ref.dequantize_canonical(q, z, s, g)
+        wb = weight_bytes(packed)
+        w_bf16 = [w_ref.to(torch.bfloat16)]
+        for _ in range(max(1, min(16, -(-3 * l2 // (2 * n * k)))) - 1):
+            w_bf16.append(w_bf16[0].clone())
+        layers[(n, k)] = dict(packed=packed, w_ref=w_ref, wb=wb, w_bf16=w_bf16,
+                              packs=rotated(packed, max(1, min(64, -(-3 * l2 // wb)))))
+    xs = {(n, k, m): torch.randn(m, k, device="cuda", dtype=torch.bfloat16) for n, k in SHAPES for m in MMA_MS}
+
+    def line(case, impl, row):
+        us = row.get("median_us")
+        extra = ""
+        if "vs_bf16" in row:
+            extra += f"  x{row['vs_bf16']:.2f} bf16"
+        if "rel_err" in row:
+            extra += f"  err {row['rel_err']:.1e}"
+        if "error" in row:
+            extra += "  ERROR " + row["error"][:90]
+        print(f"{case:>18} {impl:<50} {us if us is not None else float('nan'):8.2f} us{extra}", flush=True)
+
+    def timed(base, impl, fn, nbuf, m, k, check=None, **extra):
+        row = {**base, "impl": impl, **extra}
+        if time.time() - t_start > MMA_BUDGET_S:
+            row["error"] = "skipped: time budget"
+            rows.append(row)
+            line(base["case"], impl, row)
+            return row
+        try:
+            if check is not None:
+                row["rel_err"] = check()
+            row.update(time_fn(fn, m, k, nbuf))
+            a = anchors.get((base["n"], base["k"], m))
+            if a and "bf16_us" in a:
+                row["vs_bf16"] = row["median_us"] / a["bf16_us"]
+        except Exception as exc:  # noqa: BLE001 - recorded, the sweep goes on
+            row["error"] = f"{type(exc).__name__}: {exc}"[:400]
+            torch.cuda.synchronize()
+        rows.append(row)
+        line(base["case"], impl, row)
+        return row
+
+    # round 0: anchors (no compile) and the current default per (shape, M)
+    for n, k in SHAPES:
+        L = layers[(n, k)]
+        for m in MMA_MS:
+            base = dict(case=f"M={m} {n}x{k}", m=m, n=n, k=k, weight_bytes=L["wb"])
+            r = timed(base, "bf16 F.linear", lambda x, i, L=L: F.linear(x, L["w_bf16"][i]), len(L["w_bf16"]), m, k)
+            anchors[(n, k, m)] = {"bf16_us": r.get("median_us", float("nan"))}
+            r = timed(base, "dequant_cublas", lambda x, i, L=L: ops.w4a16_linear(x, L["packs"][i], backend="dequant_cublas"),
+                      len(L["packs"]), m, k)
+            anchors[(n, k, m)]["dequant_cublas_us"] = r.get("median_us")
+
+    # every candidate, resolved per shape (split-K depends on the tile count)
+    jobs, plan = [], []
+    rounds = max(len(v) for v in MMA_CANDS.values()) + 1
+    for rnd in range(rounds):
+        for n, k in SHAPES:
+            L = layers[(n, k)]
+            for m in MMA_MS:
+                cands = [kern.default_config(m)] + [c for c in MMA_CANDS[m] if c != kern.default_config(m)]
+                if rnd >= len(cands):
+                    continue
+                rc = kern.resolve_config(m, L["packed"], cands[rnd], xs[(n, k, m)].device)
+                plan.append((n, k, m, rc, rnd == 0))
+                jobs.append((L["packed"], xs[(n, k, m)], rc))
+    print(_precompile(jobs), flush=True)
+
+    for n, k, m, rc, is_default in plan:
+        L = layers[(n, k)]
+        base = dict(case=f"M={m} {n}x{k}", m=m, n=n, k=k, weight_bytes=L["wb"])
+        x0 = xs[(n, k, m)]
+
+        def check(rc=rc, L=L, x0=x0):
+            want = x0.float() @ L["w_ref"].T
+            y = kern.w4a16_gemm(x0, L["packed"], None, rc)
+            return ((y.float() - want).norm() / want.norm()).item()
+
+        row = timed(base, _label(rc) + (" (default)" if is_default else ""),
+                    lambda x, i, rc=rc, L=L: kern.w4a16_gemm(x, L["packs"][i], None, rc), len(L["packs"]), m, k,
+                    check=check, config=asdict(rc), is_default=is_default)
+        if "median_us" in row and row.get("rel_err", 1.0) <= 1e-2:
+            cur = best.get((n, k, m))
+            if cur is None or row["median_us"] < cur["median_us"]:
+                best[(n, k, m)] = {"median_us": row["median_us"], "config": rc, "label": row["impl"]}
+
+    meta = {"env": env_info(), "copy_ceiling_gbps": ceiling, "group_size": GROUP, "focus": "mma",
+            "wall_s": time.time() - t_start,
+            "anchors": {f"M={m} {n}x{k}": a for (n, k, m), a in anchors.items()},
+            "best_configs": {f"M={m} {n}x{k}": {"median_us": b["median_us"], "label": b["label"],
+                                                "config": asdict(b["config"])} for (n, k, m), b in best.items()}}
+    json_path, _ = write_results("bench_w4a16_mma", rows, meta, args.out, metric="median_us")
+    print(f"wrote {json_path}; {time.time() - t_start:.0f} s")
+    print("# best triton per (shape, M): us | bf16 | dequant_cublas | config")
+    for (n, k, m), b in sorted(best.items(), key=lambda t: (t[0][0], t[0][2])):
+        a = anchors.get((n, k, m), {})
+        print(f"BEST M={m:<4} {n}x{k:<6} {b['median_us']:8.2f} | {a.get('bf16_us') or float('nan'):8.2f} | "
+              f"{a.get('dequant_cublas_us') or float('nan'):8.2f} | {_cfg_str(b['config'])}")
+    errors = [r for r in rows if "error" in r]
+    if errors:
+        print(f"# {len(errors)} variants failed or were skipped (see 'error' in the JSON)")
+
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=None)
     ap.add_argument("--quick", action="store_true", help="M in {1, 16, 128, 4096}, no act-order / W8")
-    ap.add_argument("--focus", choices=["decode"], default=None,
-                    help="decode: only the M <= 16 kernels, the dequantize kernel and M = 128 / 1024 (< 100 s)")
+    ap.add_argument("--focus", choices=["decode", "mma"], default=None,
+                    help="decode: only the M <= 16 kernels, the dequantize kernel and M = 128 / 1024 (< 100 s); "
+                         "mma: tensor-core configs for M = 16 .. 256 with bf16 / dequant_cublas anchors (< 80 s)")
     args = ap.parse_args()
+    if args.focus == "mma":
+        focus_mma(args)
+        return
     if args.focus == "decode":
         focus_decode(args)
         return

@@ -95,6 +95,30 @@ if INTERPRETED:
         y = wt.w4a16_gemm(x, packed, None, cfg)
         assert _rel(y, x.double() @ w.T) < (2e-3 if dtype == torch.float16 else 1e-2)
 
+    # The superblock-K kernel: per-element scale (g < superblock), scale after the dot (g a
+    # multiple of the superblock: 128 / 256 at 4 bits), per-channel (scale once at the end).
+    @pytest.mark.parametrize("scale_after", [True, False])
+    @pytest.mark.parametrize("group", [32, 128, 256, -1])
+    @pytest.mark.parametrize("sym", SYM)
+    @pytest.mark.parametrize("bits", BITS)
+    def test_mma_sb_matches_reference(bits, sym, group, scale_after):
+        n, k, m = 40, 512, 3
+        packed, w = _data(n, k, group, bits, sym, seed=bits + group + sym)
+        x = _x(m, k, torch.float16, seed=4)
+        bias = torch.randn(n, dtype=torch.float16)
+        cfg = wt.W4A16Config("mma_sb", block_n=32, block_m=16, split_k=2, scale_after=scale_after)
+        y = wt.w4a16_gemm(x, packed, bias, cfg)
+        assert _rel(y, x.double() @ w.T + bias.double()) < 2e-3
+        assert int(wt._locks(x.device).abs().sum()) == 0
+
+    def test_mma_sb_act_order_padded_k_m_tiles():
+        n, k = 40 + 56, 320  # K pads to 384; shard rows not multiples of BLOCK_N
+        packed, w = _data(n, k, 64, 4, False, seed=15, bounds=[0, 40, n])
+        x = _x(37, k, torch.float16, seed=16, strided=True)
+        cfg = wt.W4A16Config("mma_sb", block_n=16, block_m=16, sb_per_iter=2, split_k=0, group_m=2)
+        y = wt.w4a16_gemm(x, packed, None, cfg)
+        assert _rel(y, x.double() @ w.T) < 2e-3
+
     @pytest.mark.parametrize("bits", BITS)
     def test_mma_multiple_m_tiles_and_auto_split(bits):
         n, k, m = 48, 256, 40
