@@ -41,6 +41,8 @@ SOURCES = (
     "fp8_gemv_launch.cu",
     "binding_w4a16.cpp",
     "w4a16_gemv_launch.cu",
+    "binding_norm_quant.cpp",
+    "norm_quant_launch.cu",
 )
 HEADERS = (
     "norm.cuh",
@@ -49,6 +51,8 @@ HEADERS = (
     "fp8_gemv_launch.h",
     "w4a16_gemv.cuh",
     "w4a16_gemv_launch.h",
+    "norm_quant.cuh",
+    "norm_quant_launch.h",
 )
 _SOURCES, _HEADERS = SOURCES, HEADERS
 CUDA_FLAGS = (

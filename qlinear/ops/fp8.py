@@ -54,7 +54,7 @@ __all__ = [
 _QUANT_BACKENDS = ("triton", "reference")
 _BLOCK_BACKENDS = ("cuda", "scaled_mm", "triton", "reference")
 _SCALED_BACKENDS = ("scaled_mm", "reference")
-_NORM_BACKENDS = ("triton", "reference")
+_NORM_BACKENDS = ("cuda", "triton", "reference")
 _ACT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 
 
@@ -560,6 +560,54 @@ def fp8_scaled_linear(
 # --------------------------------------------------------------------------------------------
 
 
+# weight dtypes the CUDA kernels read (converted to fp32 in the kernel)
+_CUDA_NORM_WEIGHT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
+_cuda_norm_failure_warned = False
+
+
+def _norm_quant_gpu_default(weight: torch.Tensor) -> str:
+    """"cuda" when the CUDA extension loads and reads this weight dtype, else "triton"."""
+    global _cuda_norm_failure_warned
+    if weight.dtype not in _CUDA_NORM_WEIGHT_DTYPES:
+        return "triton"
+    # Function-local import (the one allowed kind): keeps the extension loader, and with it
+    # torch.utils.cpp_extension, off the `import qlinear.ops` path.
+    from qlinear.kernels import cuda_ext
+
+    if cuda_ext.is_available():
+        return "cuda"
+    if not _cuda_norm_failure_warned:
+        _cuda_norm_failure_warned = True
+        import warnings
+
+        warnings.warn(
+            f"qlinear: CUDA extension unavailable ({cuda_ext.failure_reason()}); rms_norm_quant_fp8 uses Triton",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+    return "triton"
+
+
+def _norm_quant_cuda(
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    eps: float,
+    group_size: int,
+    column_major_scales: bool,
+    residual: Optional[torch.Tensor] = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The "cuda" backend: allocates the outputs and runs ``torch.ops.qlinear_C.rms_norm_quant_fp8``
+    (16-byte vector kernel where sizes and alignment allow, else an element-wise one)."""
+    from qlinear.kernels import cuda_ext
+
+    M, K = x.shape
+    q = torch.empty((M, K), dtype=FP8_E4M3, device=x.device)
+    s = _scales_like(M, cdiv(K, group_size), column_major_scales, x.device)
+    if M:
+        cuda_ext.load().rms_norm_quant_fp8(q, s, x, residual, weight, eps, _ref.FP8_SCALE_EPS, group_size)
+    return q, s
+
+
 @torch.library.custom_op("qlinear::rms_norm_quant_fp8", mutates_args=())
 def _norm_quant_op(
     x: torch.Tensor, weight: torch.Tensor, eps: float, group_size: int, column_major_scales: bool, backend: str
@@ -567,6 +615,8 @@ def _norm_quant_op(
     if backend == "reference":
         q, s = _ref.rms_norm_quant_fp8_ref(x, weight, eps, group_size)
         return q, _as_layout(s, column_major_scales)
+    if backend == "cuda":
+        return _norm_quant_cuda(x, weight, eps, group_size, column_major_scales)
     return _kernels().rms_norm_quant_fp8(
         x, weight, eps, group_size, column_major_scales=column_major_scales, scale_eps=_ref.FP8_SCALE_EPS
     )
@@ -592,6 +642,8 @@ def _add_norm_quant_op(
     if backend == "reference":
         q, s = _ref.rms_norm_quant_fp8_ref(x, weight, eps, group_size, residual=residual)
         return q, _as_layout(s, column_major_scales)
+    if backend == "cuda":
+        return _norm_quant_cuda(x, weight, eps, group_size, column_major_scales, residual=residual)
     return _kernels().rms_norm_quant_fp8(
         x,
         weight,
@@ -628,7 +680,10 @@ def rms_norm_quant_fp8(
     normalized. In fp32: ``y = h * rsqrt(mean(h^2) + eps) * weight``, then the quantization of
     :func:`per_token_group_quant_fp8` applied to ``y`` (no rounding to ``x.dtype`` in between).
     Returns ``q`` e4m3 [M, K] and fp32 ``scales`` [M, cdiv(K, group_size)] (strides ``(1, M)``
-    with ``column_major_scales``). Backends: "triton", "reference".
+    with ``column_major_scales``). Backends: "cuda" (the CUDA extension; bf16 / fp16 / fp32
+    weight; any group size and alignment, 16-byte vector kernel where they allow), "triton",
+    "reference". None: ``QLINEAR_RMS_NORM_QUANT_BACKEND``, else "reference" off CUDA, else "cuda"
+    when the extension loads, else "triton".
     """
     _check_act("x", x)
     if x.dim() != 2:
@@ -636,7 +691,15 @@ def rms_norm_quant_fp8(
     M, K = x.shape
     if weight.shape != (K,) or not weight.is_floating_point() or weight.stride(0) != 1:
         raise ValueError(f"weight: expected a floating-point [{K}] with stride 1, got {describe(weight)}")
-    be = _resolve(backend, "QLINEAR_RMS_NORM_QUANT_BACKEND", _NORM_BACKENDS, x.device, "triton")
+    if backend is None and env_backend("QLINEAR_RMS_NORM_QUANT_BACKEND", _NORM_BACKENDS) is None and x.is_cuda:
+        be = _norm_quant_gpu_default(weight)
+    else:
+        be = _resolve(backend, "QLINEAR_RMS_NORM_QUANT_BACKEND", _NORM_BACKENDS, x.device, "triton")
+    if be == "cuda":
+        if weight.dtype not in _CUDA_NORM_WEIGHT_DTYPES:
+            raise TypeError(f"weight: backend 'cuda' reads {_CUDA_NORM_WEIGHT_DTYPES}, got {describe(weight)}")
+        if not x.is_cuda:
+            raise ValueError(f"backend 'cuda' needs CUDA tensors, got x on {x.device}; use backend='reference'")
     _check_group(group_size, be, K)
     if residual is None:
         return torch.ops.qlinear.rms_norm_quant_fp8(x, weight, float(eps), group_size, column_major_scales, be)

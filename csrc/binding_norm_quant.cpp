@@ -1,0 +1,128 @@
+// Torch binding of the fused RMSNorm -> FP8 launcher: checks devices, dtypes, shapes and strides,
+// then launches on the current CUDA stream. Python reaches it as
+// torch.ops.qlinear_C.rms_norm_quant_fp8 (qlinear.ops.fp8 allocates q / scales and calls it).
+#include <ATen/core/Tensor.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <torch/library.h>
+
+#include <optional>
+
+#include "norm_quant_launch.h"
+
+namespace {
+
+qlinear::NqDType to_dtype(const at::Tensor& t, const char* name) {
+  switch (t.scalar_type()) {
+    case at::kHalf:
+      return qlinear::NqDType::kFloat16;
+    case at::kBFloat16:
+      return qlinear::NqDType::kBFloat16;
+    case at::kFloat:
+      return qlinear::NqDType::kFloat32;
+    default:
+      TORCH_CHECK_TYPE(false, name, ": expected float16, bfloat16 or float32, got ", t.scalar_type());
+  }
+  return qlinear::NqDType::kFloat32;
+}
+
+void check_cuda(const at::Tensor& t, const char* name, const at::Tensor& x) {
+  TORCH_CHECK(t.is_cuda() && t.device() == x.device(), name, ": expected a tensor on ", x.device(), ", got ",
+              t.device());
+}
+
+bool overlap(const at::Tensor& a, const at::Tensor& b) {
+  // byte ranges [first, last element]; conservative for strided views
+  const auto span = [](const at::Tensor& t) {
+    const char* p = static_cast<const char*>(t.data_ptr());
+    int64_t last = 0;
+    for (int64_t d = 0; d < t.dim(); ++d) last += (t.size(d) - 1) * t.stride(d);
+    return std::make_pair(p, p + (last + 1) * static_cast<int64_t>(t.element_size()));
+  };
+  if (a.numel() == 0 || b.numel() == 0) return false;
+  const auto sa = span(a), sb = span(b);
+  return sa.first < sb.second && sb.first < sa.second;
+}
+
+// Returns what ran: 8 / 16 = register kernel with that many vectors per lane, 1 = two-pass vector
+// kernel, 0 = generic element-wise kernel, -1 = nothing (zero rows).
+int64_t rms_norm_quant_fp8(const at::Tensor& q, const at::Tensor& scales, const at::Tensor& x,
+                           const std::optional<at::Tensor>& residual, const at::Tensor& weight, double eps,
+                           double scale_eps, int64_t group_size, int64_t warps_per_block, int64_t blocks_per_sm,
+                           int64_t path, int64_t prefetch) {
+  TORCH_CHECK(x.is_cuda(), "x: expected a CUDA tensor, got device ", x.device());
+  TORCH_CHECK(x.dim() == 2, "x: expected [M, K], got ", x.dim(), " dims");
+  const int64_t M = x.size(0), K = x.size(1);
+  TORCH_CHECK(K > 0, "x: expected K > 0, got shape ", x.sizes());
+  TORCH_CHECK(x.stride(1) == 1, "x: expected stride(1) == 1, got strides ", x.strides());
+  TORCH_CHECK(group_size > 0, "group_size: expected a positive integer, got ", group_size);
+  const qlinear::NqDType dt = to_dtype(x, "x");
+  const int64_t G = (K + group_size - 1) / group_size;
+
+  check_cuda(q, "q", x);
+  TORCH_CHECK_TYPE(q.scalar_type() == at::kFloat8_e4m3fn, "q: expected float8_e4m3fn, got ", q.scalar_type());
+  TORCH_CHECK(q.dim() == 2 && q.size(0) == M && q.size(1) == K && q.stride(1) == 1, "q: expected [", M, ", ", K,
+              "] with stride(1) == 1, got shape ", q.sizes(), " strides ", q.strides());
+  check_cuda(scales, "scales", x);
+  TORCH_CHECK_TYPE(scales.scalar_type() == at::kFloat, "scales: expected float32, got ", scales.scalar_type());
+  TORCH_CHECK(scales.dim() == 2 && scales.size(0) == M && scales.size(1) == G, "scales: expected shape [", M, ", ",
+              G, "], got ", scales.sizes());
+
+  check_cuda(weight, "weight", x);
+  TORCH_CHECK(weight.dim() == 1 && weight.size(0) == K && (K == 1 || weight.stride(0) == 1),
+              "weight: expected a contiguous [", K, "], got shape ", weight.sizes(), " strides ", weight.strides());
+  const qlinear::NqDType wdt = to_dtype(weight, "weight");
+
+  qlinear::NormQuantArgs a;
+  if (residual.has_value()) {
+    const at::Tensor& r = *residual;
+    check_cuda(r, "residual", x);
+    TORCH_CHECK_TYPE(r.scalar_type() == x.scalar_type(), "residual: dtype ", r.scalar_type(), " differs from x's ",
+                     x.scalar_type());
+    TORCH_CHECK(r.dim() == 2 && r.sizes() == x.sizes() && r.stride(1) == 1, "residual: expected shape ", x.sizes(),
+                " with stride(1) == 1, got shape ", r.sizes(), " strides ", r.strides());
+    // x is read through the read-only cache while residual is written
+    TORCH_CHECK(!overlap(r, x), "residual: must not overlap x");
+    a.residual = r.data_ptr();
+    a.residual_stride = r.stride(0);
+  }
+  TORCH_CHECK(!overlap(q, x) && !overlap(scales, x), "q / scales: must not overlap x");
+
+  a.x = x.data_ptr();
+  a.x_stride = x.stride(0);
+  a.weight = weight.data_ptr();
+  a.weight_dtype = wdt;
+  a.q = q.data_ptr();
+  a.q_stride = q.stride(0);
+  a.scales = scales.data_ptr<float>();
+  a.s_row_stride = scales.stride(0);
+  a.s_col_stride = scales.stride(1);
+  a.rows = M;
+  a.hidden = K;
+  a.group_size = group_size;
+  a.eps = static_cast<float>(eps);
+  a.scale_eps = static_cast<float>(scale_eps);
+  a.dtype = dt;
+
+  qlinear::NormQuantConfig cfg;
+  cfg.warps_per_block = static_cast<int>(warps_per_block);
+  cfg.blocks_per_sm = static_cast<int>(blocks_per_sm);
+  cfg.path = static_cast<int>(path);
+  cfg.prefetch = static_cast<int>(prefetch);
+  int used = -1;
+  const c10::cuda::CUDAGuard guard(x.device());
+  const cudaError_t err = qlinear::rms_norm_quant_fp8_launch(
+      a, c10::cuda::getCurrentCUDAStream(x.device().index()).stream(), cfg, &used);
+  TORCH_CHECK(err == cudaSuccess, "qlinear rms_norm_quant_fp8 launch failed: ", cudaGetErrorString(err));
+  return used;
+}
+
+}  // namespace
+
+TORCH_LIBRARY_FRAGMENT(qlinear_C, m) {
+  m.def(
+      "rms_norm_quant_fp8(Tensor(a!) q, Tensor(b!) scales, Tensor x, Tensor(c!)? residual, Tensor weight, "
+      "float eps, float scale_eps, int group_size, int warps_per_block=0, int blocks_per_sm=0, int path=0, "
+      "int prefetch=0) -> int",
+      &rms_norm_quant_fp8);
+}

@@ -1,0 +1,457 @@
+// Fused RMSNorm -> FP8 (e4m3) per-token-group quantization, device code (no torch headers).
+//
+// Formula (qlinear.reference.fp8.rms_norm_quant_fp8_ref), all in fp32:
+//   h      = x                          or, fused add: h = T(x + residual), stored into residual
+//   rstd   = 1 / sqrt_rn(sum(h^2) / K + eps)
+//   y      = (h * rstd) * w             two roundings, no FMA; y is never rounded to T
+//   scale  = max(amax_group(|y|), scale_eps) / 448          IEEE division
+//   q      = e4m3_rn(clamp(y / scale, -448, 448))           IEEE division, RNE cast
+// Only the order of the fp32 sum of squares differs from the reference (an ulp of rstd at most).
+//
+// Three kernels, one warp per row, rows grid-strided over the warps of a persistent grid:
+//  * nq_vec_kernel: 16-byte loads (8 bf16 / fp16 elements: VEC). Lane `l` owns vectors
+//    v = l + 32 j, j < NV, of its row, held in registers between the sum of squares and the
+//    quantization. A group of `gs` elements is gs / VEC vectors at one j in consecutive lanes, so
+//    its amax is an xor-shuffle inside those lanes. Needs: K % VEC == 0, 16-byte aligned rows,
+//    gs / VEC a power of two <= 32 (bf16: gs in 8..256; fp32: 4..128). The weight is staged in
+//    shared memory as fp32 once per block (any weight dtype, one instantiation). PREFETCH loads the
+//    warp's next row before working on the current one.
+//  * nq_stream_kernel: the same layout for rows too long for registers and for fp32 rows: reads
+//    the row twice, the second time from L1 / L2.
+//  * nq_generic_kernel: element accesses, any K / group size / alignment; reads the row up to
+//    three times (sum of squares, group amax, quantization; the last two mostly hit L1).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+namespace qlinear {
+namespace nq {
+
+constexpr float kE4m3Max = 448.f;
+
+// Weight element type, read at run time: the weight is converted once per block (vector kernel) or
+// per element (generic kernel), so one instantiation serves every weight dtype.
+enum WeightType : int { kWHalf = 0, kWBf16 = 1, kWFloat = 2 };
+
+struct Params {
+  const void* x;
+  int64_t x_stride;  // elements between rows
+  void* residual;    // nullptr: plain norm
+  int64_t r_stride;
+  const void* weight;
+  int weight_type;  // WeightType
+  uint8_t* q;       // e4m3 codes
+  int64_t q_stride;
+  float* scales;
+  int64_t s_row_stride;  // (G, 1) row-major, (1, M) column-major
+  int64_t s_col_stride;
+  int64_t rows;
+  int hidden;
+  int group_size;
+  float eps;
+  float scale_eps;
+};
+
+template <typename T>
+struct Elt;
+
+template <>
+struct Elt<__nv_bfloat16> {
+  static constexpr int VEC = 8;
+  static __device__ __forceinline__ void unpack(const uint4& u, float* f) {
+    const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      f[2 * i] = __uint_as_float(w[i] << 16);
+      f[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
+    }
+  }
+  static __device__ __forceinline__ uint32_t pack2(float a, float b) {
+    __nv_bfloat162 t = __floats2bfloat162_rn(a, b);
+    return *reinterpret_cast<uint32_t*>(&t);
+  }
+  static __device__ __forceinline__ float load1(const void* p, int64_t i) {
+    return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
+  }
+  static __device__ __forceinline__ float store1(void* p, int64_t i, float v) {
+    const __nv_bfloat16 b = __float2bfloat16_rn(v);
+    static_cast<__nv_bfloat16*>(p)[i] = b;
+    return __bfloat162float(b);
+  }
+};
+
+template <>
+struct Elt<__half> {
+  static constexpr int VEC = 8;
+  static __device__ __forceinline__ void unpack(const uint4& u, float* f) {
+    const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const float2 t = __half22float2(*reinterpret_cast<const __half2*>(&w[i]));
+      f[2 * i] = t.x;
+      f[2 * i + 1] = t.y;
+    }
+  }
+  static __device__ __forceinline__ uint32_t pack2(float a, float b) {
+    __half2 t = __floats2half2_rn(a, b);
+    return *reinterpret_cast<uint32_t*>(&t);
+  }
+  static __device__ __forceinline__ float load1(const void* p, int64_t i) {
+    return __half2float(static_cast<const __half*>(p)[i]);
+  }
+  static __device__ __forceinline__ float store1(void* p, int64_t i, float v) {
+    const __half b = __float2half_rn(v);
+    static_cast<__half*>(p)[i] = b;
+    return __half2float(b);
+  }
+};
+
+template <>
+struct Elt<float> {
+  static constexpr int VEC = 4;
+  static __device__ __forceinline__ void unpack(const uint4& u, float* f) {
+    f[0] = __uint_as_float(u.x);
+    f[1] = __uint_as_float(u.y);
+    f[2] = __uint_as_float(u.z);
+    f[3] = __uint_as_float(u.w);
+  }
+  static __device__ __forceinline__ float load1(const void* p, int64_t i) { return static_cast<const float*>(p)[i]; }
+  static __device__ __forceinline__ float store1(void* p, int64_t i, float v) {
+    static_cast<float*>(p)[i] = v;
+    return v;
+  }
+};
+
+// T(a + b) for VEC elements, packed back into 16 bytes (the fused-add residual).
+template <typename T>
+__device__ __forceinline__ uint4 add_round(const uint4& a, const uint4& b) {
+  float fa[Elt<T>::VEC], fb[Elt<T>::VEC];
+  Elt<T>::unpack(a, fa);
+  Elt<T>::unpack(b, fb);
+  if constexpr (Elt<T>::VEC == 4) {
+    return make_uint4(__float_as_uint(fa[0] + fb[0]), __float_as_uint(fa[1] + fb[1]),
+                      __float_as_uint(fa[2] + fb[2]), __float_as_uint(fa[3] + fb[3]));
+  } else {
+    return make_uint4(Elt<T>::pack2(fa[0] + fb[0], fa[1] + fb[1]), Elt<T>::pack2(fa[2] + fb[2], fa[3] + fb[3]),
+                      Elt<T>::pack2(fa[4] + fb[4], fa[5] + fb[5]), Elt<T>::pack2(fa[6] + fb[6], fa[7] + fb[7]));
+  }
+}
+
+__device__ __forceinline__ float load_weight(const void* w, int type, int64_t i) {
+  if (type == kWBf16) return __bfloat162float(static_cast<const __nv_bfloat16*>(w)[i]);
+  if (type == kWHalf) return __half2float(static_cast<const __half*>(w)[i]);
+  return static_cast<const float*>(w)[i];
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+  return v;
+}
+
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off));
+  return v;
+}
+
+// The reciprocal of div.rn.f32's fast path (MUFU.RCP then one Newton step; sm_90 SASS of
+// __fdiv_rn): computed once per divisor, so that each quotient costs three FMA-pipe instructions
+// instead of div.rn's seven plus a range check and a branch to a slow-path call (the Triton
+// kernel's bottleneck; the slow-path routine also spills).
+__device__ __forceinline__ float div_rcp(float s) {
+  float r0;
+  asm("rcp.approx.f32 %0, %1;" : "=f"(r0) : "f"(s));
+  return fmaf(r0, fmaf(-s, r0, 1.f), r0);
+}
+
+// a / s given r = div_rcp(s), with the remaining steps of that fast path: equal to __fdiv_rn(a, s)
+// wherever div.rn does not take its slow path, which it takes only for extreme exponents (its
+// FCHK test). The divisions here stay clear of those: sum / K with sum >= 0, amax / 448 with
+// amax >= scale_eps, and y / scale with scale in [2.2e-13, 7.6e35] and |y / scale| <= 448; the one
+// exception, |y| below ~2^-100, has a quotient far under half the smallest e4m3 subnormal (code
+// +-0 either way, with y's sign below).
+// The remainder is formed negated, t = q s - a = -(a - q s) exactly (RN is symmetric), and the
+// result as q - r t, the same value as the fast path's q + r (a - q s): but for a = -0 this gives
+// -0 (IEEE) where the fast path's form gives +0, a different e4m3 byte (0x80 vs 0x00).
+__device__ __forceinline__ float div_by(float a, float s, float r) {
+  const float q = a * r;
+  return fmaf(-r, fmaf(q, s, -a), q);
+}
+
+__device__ __forceinline__ float row_rstd(float sum_sq, int hidden, float eps) {
+  // IEEE-rounded mean, sqrt and reciprocal, as the reference's fp32 mean and rsqrt (the build has
+  // no fast-math)
+  const float k = static_cast<float>(hidden);
+  return __frcp_rn(__fsqrt_rn(div_by(sum_sq, k, div_rcp(k)) + eps));
+}
+
+// max(amax, scale_eps) / 448, IEEE-rounded
+__device__ __forceinline__ float group_scale(float amax, float scale_eps) {
+  return div_by(fmaxf(amax, scale_eps), kE4m3Max, div_rcp(kE4m3Max));
+}
+
+// Two fp32 -> two e4m3 codes (low byte = a): cvt.rn.satfinite, i.e. RNE with the clamp to +-448.
+__device__ __forceinline__ uint32_t e4m3x2(float a, float b) {
+  return static_cast<uint32_t>(__nv_cvt_float2_to_fp8x2(make_float2(a, b), __NV_SATFINITE, __NV_E4M3));
+}
+
+// NV: vectors per lane the registers hold (rows of up to 32 * NV * VEC elements); the row's real
+// count nv <= NV comes at run time, so one instantiation serves a range of hidden sizes.
+template <typename T, int NV, bool RES>
+struct RowRegs {
+  uint4 x[NV];
+  uint4 r[RES ? NV : 1];
+};
+
+template <typename T, int NV, bool RES>
+__device__ __forceinline__ void load_row(RowRegs<T, NV, RES>& rr, const Params& p, int64_t row, bool active, int lane,
+                                         int nvec) {
+  const uint4* xr = reinterpret_cast<const uint4*>(static_cast<const T*>(p.x) + row * p.x_stride);
+  const uint4* rr_ptr = RES ? reinterpret_cast<const uint4*>(static_cast<const T*>(p.residual) + row * p.r_stride)
+                            : nullptr;
+#pragma unroll
+  for (int j = 0; j < NV; ++j) {
+    const int v = lane + 32 * j;
+    rr.x[j] = make_uint4(0u, 0u, 0u, 0u);
+    if (RES) rr.r[RES ? j : 0] = make_uint4(0u, 0u, 0u, 0u);
+    if (active && v < nvec) {
+      // x is read through the read-only path: the kernel never writes it (residual is distinct,
+      // checked by the binding).
+      rr.x[j] = __ldg(xr + v);
+      if (RES) rr.r[RES ? j : 0] = rr_ptr[v];
+    }
+  }
+}
+
+// Shared-memory slot of weight element e (as fp32): the first four elements of every vector,
+// then the last four (16-bit types), so that each lane's two 16-byte reads of a warp hit 32
+// consecutive 16-byte slots (no bank conflicts).
+template <int VEC>
+__device__ __forceinline__ int w_slot(int e, int nvec) {
+  const int v = e / VEC, k = e % VEC;
+  return ((k >> 2) * nvec + v) * 4 + (k & 3);
+}
+
+// One vector (VEC elements of h, vector index v of the row) through y = (h * rstd) * w, the group
+// amax (xor-shuffle over the group's lpg lanes: every lane of the warp must call this), the group
+// scale and the e4m3 codes; lanes with v >= nvec hold zeros and store nothing.
+template <typename T>
+__device__ __forceinline__ void quant_vec(const Params& p, const float4* s_w4, const uint4& h, int64_t row, int v,
+                                          int nvec, int lpg, int lpg_log2, int lane, float rstd, bool active) {
+  constexpr int VEC = Elt<T>::VEC;
+  const int vw = v < nvec ? v : nvec - 1;  // lanes past the row end read a valid slot, use 0
+  float y[VEC];
+  Elt<T>::unpack(h, y);
+  float w[VEC];
+  *reinterpret_cast<float4*>(&w[0]) = s_w4[vw];
+  if constexpr (VEC == 8) *reinterpret_cast<float4*>(&w[4]) = s_w4[nvec + vw];
+  float amax = 0.f;
+#pragma unroll
+  for (int k = 0; k < VEC; ++k) {
+    y[k] = (y[k] * rstd) * w[k];
+    amax = fmaxf(amax, fabsf(y[k]));
+  }
+  // unconditional shuffles (a select drops those outside the group): a shuffle under a branch
+  // would make the compiler add warp re-convergence code around each one
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) {
+    const float o = __shfl_xor_sync(0xffffffffu, amax, off);
+    amax = off < lpg ? fmaxf(amax, o) : amax;
+  }
+  const float scale = group_scale(amax, p.scale_eps);
+  const float r = div_rcp(scale);
+  uint32_t c[VEC / 4];
+#pragma unroll
+  for (int k = 0; k < VEC; k += 4) {
+    const uint32_t lo = e4m3x2(div_by(y[k], scale, r), div_by(y[k + 1], scale, r));
+    const uint32_t hi = e4m3x2(div_by(y[k + 2], scale, r), div_by(y[k + 3], scale, r));
+    c[k / 4] = lo | (hi << 16);
+  }
+  if (active && v < nvec) {
+    uint8_t* qrow = p.q + row * p.q_stride;
+    if constexpr (VEC == 8) {
+      reinterpret_cast<uint2*>(qrow)[v] = make_uint2(c[0], c[1]);
+    } else {
+      reinterpret_cast<uint32_t*>(qrow)[v] = c[0];
+    }
+    if ((lane & (lpg - 1)) == 0) p.scales[row * p.s_row_stride + (v >> lpg_log2) * p.s_col_stride] = scale;
+  }
+}
+
+// Stages the weight as fp32 in shared memory (slots of w_slot), once per block.
+template <int VEC>
+__device__ __forceinline__ void stage_weight(float* s_w, const Params& p, int nvec) {
+  for (int e = threadIdx.x; e < p.hidden; e += blockDim.x) s_w[w_slot<VEC>(e, nvec)] = load_weight(p.weight, p.weight_type, e);
+  __syncthreads();
+}
+
+// Row held in registers (NV vectors per lane).
+// NV 16 rows need up to ~160 registers: at most 256 threads per block there.
+template <typename T, int NV, bool RES, bool PREFETCH>
+__global__ void __launch_bounds__(NV > 8 ? 256 : 512) nq_vec_kernel(const Params p) {
+  using E = Elt<T>;
+  constexpr int VEC = E::VEC;
+  extern __shared__ float4 s_w4[];
+  const int nvec = p.hidden / VEC;
+  const int lane = threadIdx.x & 31;
+  const int warps = blockDim.x >> 5;
+  const int64_t wstride = static_cast<int64_t>(gridDim.x) * warps;
+  const int warp = threadIdx.x >> 5;
+  // lanes per group: a power of two <= 32 (checked by the launcher)
+  const int lpg = p.group_size / VEC;
+  const int lpg_log2 = __ffs(lpg) - 1;
+
+  // The loop runs on the block's first row (uniform across the block), a warp past the end goes
+  // along without loading or storing: with a loop condition the compiler cannot prove uniform, it
+  // wraps every shuffle in warp re-convergence code.
+  int64_t base = static_cast<int64_t>(blockIdx.x) * warps;
+  RowRegs<T, NV, RES> cur;
+  // the first row's loads are in flight while the block stages the weight
+  load_row(cur, p, base + warp, base + warp < p.rows, lane, nvec);
+  stage_weight<VEC>(reinterpret_cast<float*>(s_w4), p, nvec);
+
+  for (; base < p.rows; base += wstride) {
+    const int64_t row = base + warp;
+    const bool active = row < p.rows;
+    RowRegs<T, NV, RES> nxt;
+    if (PREFETCH) load_row(nxt, p, row + wstride, row + wstride < p.rows, lane, nvec);
+
+    if (RES) {
+      T* rp = static_cast<T*>(p.residual) + row * p.r_stride;
+#pragma unroll
+      for (int j = 0; j < NV; ++j) {
+        const int v = lane + 32 * j;
+        if (32 * j >= nvec) break;
+        cur.x[j] = add_round<T>(cur.x[j], cur.r[RES ? j : 0]);
+        if (active && v < nvec) reinterpret_cast<uint4*>(rp)[v] = cur.x[j];
+      }
+    }
+    float ss0 = 0.f, ss1 = 0.f;
+#pragma unroll
+    for (int j = 0; j < NV; ++j) {
+      if (32 * j >= nvec) break;
+      float f[VEC];
+      E::unpack(cur.x[j], f);
+#pragma unroll
+      for (int k = 0; k < VEC; k += 2) {
+        ss0 = fmaf(f[k], f[k], ss0);
+        ss1 = fmaf(f[k + 1], f[k + 1], ss1);
+      }
+    }
+    const float rstd = row_rstd(warp_sum(ss0 + ss1), p.hidden, p.eps);
+#pragma unroll
+    for (int j = 0; j < NV; ++j) {
+      if (32 * j >= nvec) break;
+      quant_vec<T>(p, s_w4, cur.x[j], row, lane + 32 * j, nvec, lpg, lpg_log2, lane, rstd, active);
+    }
+
+    if (PREFETCH) {
+      cur = nxt;
+    } else {
+      load_row(cur, p, row + wstride, row + wstride < p.rows, lane, nvec);
+    }
+  }
+}
+
+// Rows too long for registers (and fp32 rows): the same vector layout, the row read twice (the
+// second read, of the values just read or written by this lane, mostly hits L1 / L2).
+template <typename T, bool RES>
+__global__ void __launch_bounds__(512) nq_stream_kernel(const Params p) {
+  using E = Elt<T>;
+  constexpr int VEC = E::VEC;
+  extern __shared__ float4 s_w4[];
+  const int nvec = p.hidden / VEC;
+  const int lane = threadIdx.x & 31;
+  const int warps = blockDim.x >> 5;
+  const int64_t wstride = static_cast<int64_t>(gridDim.x) * warps;
+  const int lpg = p.group_size / VEC;
+  const int lpg_log2 = __ffs(lpg) - 1;
+  const int nv = (nvec + 31) / 32;
+  stage_weight<VEC>(reinterpret_cast<float*>(s_w4), p, nvec);
+  // loop on the block's first row: uniform, see nq_vec_kernel
+  for (int64_t base = static_cast<int64_t>(blockIdx.x) * warps; base < p.rows; base += wstride) {
+    const int64_t row = base + (threadIdx.x >> 5);
+    const bool active = row < p.rows;
+    const uint4* xr = reinterpret_cast<const uint4*>(static_cast<const T*>(p.x) + row * p.x_stride);
+    uint4* rr = RES ? reinterpret_cast<uint4*>(static_cast<T*>(p.residual) + row * p.r_stride) : nullptr;
+    float ss0 = 0.f, ss1 = 0.f;
+#pragma unroll 4
+    for (int j = 0; j < nv; ++j) {
+      const int v = lane + 32 * j;
+      if (active && v < nvec) {
+        uint4 h = __ldg(xr + v);
+        if (RES) {
+          h = add_round<T>(h, rr[v]);
+          rr[v] = h;
+        }
+        float f[VEC];
+        E::unpack(h, f);
+#pragma unroll
+        for (int k = 0; k < VEC; k += 2) {
+          ss0 = fmaf(f[k], f[k], ss0);
+          ss1 = fmaf(f[k + 1], f[k + 1], ss1);
+        }
+      }
+    }
+    const float rstd = row_rstd(warp_sum(ss0 + ss1), p.hidden, p.eps);
+    const uint4* hr = RES ? rr : xr;
+#pragma unroll 2
+    for (int j = 0; j < nv; ++j) {
+      const int v = lane + 32 * j;
+      // each lane re-reads only the vectors it wrote itself: program order makes them visible
+      const uint4 h = active && v < nvec ? (RES ? hr[v] : __ldg(hr + v)) : make_uint4(0u, 0u, 0u, 0u);
+      quant_vec<T>(p, s_w4, h, row, v, nvec, lpg, lpg_log2, lane, rstd, active);
+    }
+  }
+}
+
+// Any hidden size, group size and alignment: one warp per row, element accesses.
+template <typename T, bool RES>
+__global__ void __launch_bounds__(512) nq_generic_kernel(const Params p) {
+  using E = Elt<T>;
+  const int lane = threadIdx.x & 31;
+  const int warps = blockDim.x >> 5;
+  const int64_t wstride = static_cast<int64_t>(gridDim.x) * warps;
+  const int K = p.hidden, gs = p.group_size;
+  // loop on the block's first row: uniform, see nq_vec_kernel; a warp past the end reads and
+  // stores nothing (k_end = 0) but joins the shuffles
+  for (int64_t base = static_cast<int64_t>(blockIdx.x) * warps; base < p.rows; base += wstride) {
+    const int64_t row = base + (threadIdx.x >> 5);
+    const bool active = row < p.rows;
+    const int k_end = active ? K : 0;
+    const void* xr = static_cast<const T*>(p.x) + row * p.x_stride;
+    void* rr = RES ? static_cast<void*>(static_cast<T*>(p.residual) + row * p.r_stride) : nullptr;
+    float ss = 0.f;
+    for (int e = lane; e < k_end; e += 32) {
+      float h = E::load1(xr, e);
+      if (RES) h = E::store1(rr, e, h + E::load1(rr, e));
+      ss = fmaf(h, h, ss);
+    }
+    const float rstd = row_rstd(warp_sum(ss), K, p.eps);
+    // the passes below read the residual other lanes wrote: make those writes visible
+    __syncwarp();
+    const void* hr = RES ? static_cast<const void*>(rr) : xr;
+    uint8_t* qrow = p.q + row * p.q_stride;
+    for (int g0 = 0, g = 0; g0 < K; g0 += gs, ++g) {
+      const int g1 = g0 + gs < k_end ? g0 + gs : k_end;
+      float amax = 0.f;
+      for (int e = g0 + lane; e < g1; e += 32)
+        amax = fmaxf(amax, fabsf((E::load1(hr, e) * rstd) * load_weight(p.weight, p.weight_type, e)));
+      const float scale = group_scale(warp_max(amax), p.scale_eps);
+      const float r = div_rcp(scale);
+      if (active && lane == 0) p.scales[row * p.s_row_stride + g * p.s_col_stride] = scale;
+      for (int e = g0 + lane; e < g1; e += 32) {
+        const float y = (E::load1(hr, e) * rstd) * load_weight(p.weight, p.weight_type, e);
+        qrow[e] = static_cast<uint8_t>(__nv_cvt_float_to_fp8(div_by(y, scale, r), __NV_SATFINITE, __NV_E4M3));
+      }
+    }
+  }
+}
+
+}  // namespace nq
+}  // namespace qlinear

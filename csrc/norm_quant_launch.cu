@@ -1,0 +1,171 @@
+// Host launcher of the fused RMSNorm -> FP8 kernels: checks alignment, picks the register kernel
+// (budget NV = 8 or 16 vectors per lane), the two-pass vector kernel or the generic kernel, sizes
+// a persistent grid from the occupancy, and launches on the given stream.
+// The one translation unit holding every instantiation, kept to what is measured to matter:
+// register kernel for bf16 / fp16 only {NV 8 (+ prefetch, plain norm only), NV 16} x {plain,
+// fused add}; two-pass vector and generic kernels for all three dtypes x {plain, fused add}.
+#include <mutex>
+
+#include "norm_quant.cuh"
+#include "norm_quant_launch.h"
+
+namespace qlinear {
+namespace {
+
+using nq::Params;
+
+// Default warps (rows in flight) per block, before the few-rows reduction below.
+constexpr int kDefaultWarpsPerBlock = 8;
+
+int current_device() {
+  int dev = 0;
+  return cudaGetDevice(&dev) == cudaSuccess ? dev : -1;
+}
+
+int sm_count(int dev) {
+  static int cache[64] = {0};
+  if (dev < 0 || dev >= 64) return 132;
+  if (cache[dev] == 0) {
+    int n = 0;
+    if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || n <= 0) n = 132;
+    cache[dev] = n;
+  }
+  return cache[dev];
+}
+
+// Resident blocks per SM of (kernel, block size, shared memory), cached: the occupancy query
+// costs microseconds, and this runs on every call.
+int blocks_per_sm(const void* kernel, int dev, int threads, size_t smem) {
+  struct Entry {
+    const void* kernel = nullptr;
+    int dev, threads;
+    size_t smem;
+    int blocks;
+  };
+  static std::mutex mu;
+  static Entry cache[128];
+  static int used = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    for (int i = 0; i < used; ++i)
+      if (cache[i].kernel == kernel && cache[i].dev == dev && cache[i].threads == threads && cache[i].smem == smem)
+        return cache[i].blocks;
+  }
+  int n = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, threads, smem) != cudaSuccess || n <= 0) {
+    (void)cudaGetLastError();
+    n = 1;
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  if (used < 128) cache[used++] = Entry{kernel, dev, threads, smem, n};
+  return n;
+}
+
+bool aligned(const void* p, int64_t stride, int64_t rows, int64_t es, int64_t bytes) {
+  if (reinterpret_cast<uintptr_t>(p) % bytes != 0) return false;
+  return rows <= 1 || (stride * es) % bytes == 0;
+}
+
+bool is_pow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
+
+// The register kernel's instantiations (16-bit types): NV 8 or 16; the prefetching variant only
+// for NV 8 without residual (with it, two rows of x and residual exceed the register budget).
+template <typename T, bool RES>
+const void* vec_kernel(int nv, bool prefetch) {
+  if (nv == 16) return reinterpret_cast<const void*>(&nq::nq_vec_kernel<T, 16, RES, false>);
+  if (prefetch && !RES) return reinterpret_cast<const void*>(&nq::nq_vec_kernel<T, 8, false, true>);
+  return reinterpret_cast<const void*>(&nq::nq_vec_kernel<T, 8, RES, false>);
+}
+
+template <typename T>
+cudaError_t launch_typed(const NormQuantArgs& a, const Params& p, cudaStream_t stream, const NormQuantConfig& cfg,
+                         int* kernel_used) {
+  constexpr int64_t es = sizeof(T);
+  constexpr int64_t VEC = nq::Elt<T>::VEC;
+  const bool res = a.residual != nullptr;
+  const int64_t nvec = a.hidden / VEC;
+  const int64_t need = (nvec + 31) / 32;  // vectors per lane
+  const int64_t lpg = a.group_size / VEC;
+  // 16-byte vectors: the register kernel or the two-pass one (the weight fits shared memory)
+  const bool vec = cfg.path >= 0 && a.hidden % VEC == 0 && a.group_size % VEC == 0 && is_pow2(lpg) && lpg <= 32 &&
+                   a.hidden * 4 <= 48 * 1024 && aligned(a.x, a.x_stride, a.rows, es, 16) &&
+                   (!res || aligned(a.residual, a.residual_stride, a.rows, es, 16)) &&
+                   aligned(a.q, a.q_stride, a.rows, 1, VEC);
+  const int nv = es == 2 && need <= 8 ? 8 : es == 2 && need <= 16 ? 16 : 0;  // 0: two-pass kernel
+  const bool prefetch = nv == 8 && !res && cfg.prefetch >= 0;
+
+  const int dev = current_device();
+  const int sms = sm_count(dev);
+  int wpb = cfg.warps_per_block > 0 ? (cfg.warps_per_block > 16 ? 16 : cfg.warps_per_block) : kDefaultWarpsPerBlock;
+  if (cfg.warps_per_block <= 0)
+    while (wpb > 1 && (a.rows + wpb - 1) / wpb < sms) wpb >>= 1;  // few rows: spread over the SMs
+  if (vec && nv == 16 && wpb > 8) wpb = 8;  // its launch bounds (register budget)
+  const int threads = 32 * wpb;
+
+  const void* kernel = nullptr;
+  size_t smem = 0;
+  if (vec) {
+    if (nv > 0) {
+      if constexpr (es == 2) kernel = res ? vec_kernel<T, true>(nv, prefetch) : vec_kernel<T, false>(nv, prefetch);
+    } else {
+      kernel = res ? reinterpret_cast<const void*>(&nq::nq_stream_kernel<T, true>)
+                   : reinterpret_cast<const void*>(&nq::nq_stream_kernel<T, false>);
+    }
+    smem = static_cast<size_t>(a.hidden) * sizeof(float);
+  } else {
+    kernel = res ? reinterpret_cast<const void*>(&nq::nq_generic_kernel<T, true>)
+                 : reinterpret_cast<const void*>(&nq::nq_generic_kernel<T, false>);
+  }
+  int64_t grid = (a.rows + wpb - 1) / wpb;
+  if (cfg.blocks_per_sm >= 0) {
+    const int per_sm = cfg.blocks_per_sm > 0 ? cfg.blocks_per_sm : blocks_per_sm(kernel, dev, threads, smem);
+    const int64_t cap = static_cast<int64_t>(sms) * per_sm;
+    if (grid > cap) grid = cap;
+  }
+  if (grid > INT32_MAX) grid = INT32_MAX;  // the kernels grid-stride over the rest
+  // what ran: NV of the register kernel, 1 for the two-pass vector kernel, 0 for the generic one
+  if (kernel_used) *kernel_used = vec ? (nv > 0 ? nv : 1) : 0;
+  void* kargs[] = {const_cast<Params*>(&p)};
+  return cudaLaunchKernel(kernel, dim3(static_cast<unsigned>(grid)), dim3(threads), kargs, smem, stream);
+}
+
+}  // namespace
+
+cudaError_t rms_norm_quant_fp8_launch(const NormQuantArgs& a, cudaStream_t stream, NormQuantConfig cfg,
+                                      int* kernel_used) {
+  if (kernel_used) *kernel_used = -1;
+  if (a.rows < 0 || a.hidden <= 0 || a.hidden > (int64_t{1} << 30) || a.group_size <= 0 ||
+      a.group_size > (int64_t{1} << 30) || !a.x || !a.weight || !a.q || !a.scales)
+    return a.rows == 0 ? cudaSuccess : cudaErrorInvalidValue;
+  if (a.rows == 0) return cudaSuccess;
+  Params p;
+  p.x = a.x;
+  p.x_stride = a.x_stride;
+  p.residual = a.residual;
+  p.r_stride = a.residual_stride;
+  p.weight = a.weight;
+  p.weight_type = a.weight_dtype == NqDType::kBFloat16 ? nq::kWBf16
+                  : a.weight_dtype == NqDType::kFloat16 ? nq::kWHalf
+                                                        : nq::kWFloat;
+  p.q = static_cast<uint8_t*>(a.q);
+  p.q_stride = a.q_stride;
+  p.scales = a.scales;
+  p.s_row_stride = a.s_row_stride;
+  p.s_col_stride = a.s_col_stride;
+  p.rows = a.rows;
+  p.hidden = static_cast<int>(a.hidden);
+  p.group_size = static_cast<int>(a.group_size);
+  p.eps = a.eps;
+  p.scale_eps = a.scale_eps;
+  switch (a.dtype) {
+    case NqDType::kBFloat16:
+      return launch_typed<__nv_bfloat16>(a, p, stream, cfg, kernel_used);
+    case NqDType::kFloat16:
+      return launch_typed<__half>(a, p, stream, cfg, kernel_used);
+    case NqDType::kFloat32:
+      return launch_typed<float>(a, p, stream, cfg, kernel_used);
+  }
+  return cudaErrorInvalidValue;
+}
+
+}  // namespace qlinear

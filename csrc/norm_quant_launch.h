@@ -1,0 +1,56 @@
+// Host launcher for the fused RMSNorm -> FP8 (e4m3) group quantization kernels of norm_quant.cuh.
+// Raw pointers, strides in elements, a cudaStream_t; no torch headers (compiles with nvcc alone).
+#pragma once
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+namespace qlinear {
+
+enum class NqDType : int { kFloat16 = 0, kBFloat16 = 1, kFloat32 = 2 };
+
+// x [rows, hidden] (row stride x_stride, last stride 1), residual likewise or nullptr, weight
+// [hidden] contiguous, q [rows, hidden] e4m3 (row stride q_stride), scales fp32
+// [rows, cdiv(hidden, group_size)] at scales[r * s_row_stride + g * s_col_stride].
+struct NormQuantArgs {
+  const void* x = nullptr;
+  int64_t x_stride = 0;
+  void* residual = nullptr;
+  int64_t residual_stride = 0;
+  const void* weight = nullptr;
+  NqDType weight_dtype = NqDType::kBFloat16;
+  void* q = nullptr;
+  int64_t q_stride = 0;
+  float* scales = nullptr;
+  int64_t s_row_stride = 0;
+  int64_t s_col_stride = 0;
+  int64_t rows = 0;
+  int64_t hidden = 0;
+  int64_t group_size = 128;
+  float eps = 1e-6f;
+  float scale_eps = 1e-10f;
+  NqDType dtype = NqDType::kBFloat16;
+};
+
+// Launch choices; zeros mean automatic (the usual case), benchmarks set them to sweep.
+//   warps_per_block: 1..16 (rows in flight per block: one per warp)
+//   blocks_per_sm:   grid = min(blocks the rows need, SMs x this); 0 = as many as fit (occupancy),
+//                    -1 = no cap (one row per warp, no grid-stride)
+//   path:            0 automatic (16-byte vector kernels where sizes and alignment allow), -1 the
+//                    generic element-wise kernel
+//   prefetch:        the register kernel (plain norm, NV 8) loads the warp's next row before the
+//                    current one is done: 0 automatic (on), 1 on, -1 off
+struct NormQuantConfig {
+  int warps_per_block = 0;
+  int blocks_per_sm = 0;
+  int path = 0;
+  int prefetch = 0;
+};
+
+// Returns cudaSuccess or the launch error; *kernel (when given) receives what ran: the register
+// kernel's budget NV (vectors per lane: 8 or 16), 1 for the two-pass vector kernel, 0 for the
+// generic kernel, -1 for no launch (zero rows). Invalid sizes return cudaErrorInvalidValue.
+cudaError_t rms_norm_quant_fp8_launch(const NormQuantArgs& args, cudaStream_t stream,
+                                      NormQuantConfig config = NormQuantConfig(), int* kernel = nullptr);
+
+}  // namespace qlinear

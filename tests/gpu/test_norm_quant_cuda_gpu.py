@@ -1,0 +1,239 @@
+"""The CUDA backend of ``qlinear.ops.fp8.rms_norm_quant_fp8`` (csrc/norm_quant*) on a GPU, against
+the fp32 reference on fresh random data: the strided q_c / kv_c slices of a [M, 2112] projection
+output, contiguous rows of every kernel (register NV 8 / 16, two-pass, generic), misaligned and
+odd shapes, other group sizes, the fused add, bf16 / fp16 / fp32, both scale layouts, signed
+zeros and all-zero rows, launch configurations, CUDA-graph capture and the automatic choice.
+
+Codes: the kernels sum squares in another order than the reference, which can move rstd by an
+ulp and a code across a rounding boundary: one e4m3 step on at most 1e-3 of the codes (at least
+one) is allowed, scales to rtol 1e-5; the fused add's residual must be identical.
+"""
+
+import pytest
+import torch
+
+from qlinear._utils import FP8_E4M3, cdiv
+from qlinear.ops import fp8 as ops
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
+]
+
+DEV = "cuda"
+EPS = 1e-6
+SCALE_EPS = 1e-10
+# what the raw op reports it ran
+REG8, REG16, TWO_PASS, GENERIC = 8, 16, 1, 0
+
+
+def _ext():
+    from qlinear.kernels import cuda_ext
+
+    if not cuda_ext.is_available():
+        pytest.fail(f"CUDA extension failed to build: {cuda_ext.failure_reason()}")
+    return cuda_ext.load()
+
+
+def _inputs(M, K, dtype, *, row_stride=None, offset=0, residual=False, wdtype=None, seed=0):
+    g = torch.Generator(device=DEV).manual_seed(seed * 7919 + M * 31 + K)
+    width = row_stride or (K + offset)
+    base = torch.randn(M, width, device=DEV, generator=g).to(dtype)
+    x = base[:, offset : offset + K]
+    w = (torch.rand(K, device=DEV, generator=g) + 0.5).to(wdtype or dtype)
+    res = (torch.randn(M, K, device=DEV, generator=g) * 2).to(dtype) if residual else None
+    return x, w, res
+
+
+def _assert_close(q, s, qr, sr, what):
+    assert q.dtype == FP8_E4M3 and q.shape == qr.shape, what
+    assert s.shape == sr.shape and s.stride() == sr.stride(), f"{what}: scales {s.stride()} vs {sr.stride()}"
+    assert torch.allclose(s, sr, rtol=1e-5, atol=0), f"{what}: scales differ, max rel {((s - sr).abs() / sr).max()}"
+    diff = (q.view(torch.uint8).int() - qr.view(torch.uint8).int()).abs()
+    n = int((diff > 0).sum())
+    assert diff.max().item() <= 1, f"{what}: a code differs by {diff.max().item()} steps"
+    assert n <= max(1, 1e-3 * diff.numel()), f"{what}: {n} of {diff.numel()} codes differ"
+
+
+def _run(x, w, res, group=128, column_major=False, **cfg):
+    """(q, scales, kernel) from the raw op, with explicit launch settings."""
+    M, K = x.shape
+    q = torch.empty((M, K), dtype=FP8_E4M3, device=DEV)
+    s = ops._scales_like(M, cdiv(K, group), column_major, x.device)
+    used = _ext().rms_norm_quant_fp8(
+        q, s, x, res, w, EPS, SCALE_EPS, group, cfg.get("warps", 0), cfg.get("blocks_per_sm", 0),
+        cfg.get("path", 0), cfg.get("prefetch", 0),
+    )
+    return q, s, used
+
+
+def _check(x, w, res, group=128, column_major=False, expect=None, what="", **cfg):
+    res_ref = res.clone() if res is not None else None
+    q, s, used = _run(x, w, res, group, column_major, **cfg)
+    qr, sr = ops.rms_norm_quant_fp8(x, w, EPS, group, residual=res_ref, column_major_scales=column_major,
+                                    backend="reference")
+    if res is not None:
+        assert torch.equal(res, res_ref), f"{what}: residual differs"
+    _assert_close(q, s, qr, sr, what)
+    if expect is not None:
+        assert used == expect, f"{what}: ran kernel {used}, expected {expect}"
+    return q, s
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("column_major", [False, True])
+@pytest.mark.parametrize("residual", [False, True])
+@pytest.mark.parametrize("width_offset", [(1536, 0), (512, 1536)], ids=["q_c", "kv_c"])
+@pytest.mark.parametrize("M", [1, 7, 4099])
+def test_strided_slices(M, width_offset, residual, column_major, dtype):
+    width, offset = width_offset
+    x, w, res = _inputs(M, width, dtype, row_stride=2112, offset=offset, residual=residual)
+    assert x.stride(0) == 2112
+    _check(x, w, res, column_major=column_major, expect=REG8, what=f"M={M} K={width}")
+
+
+@pytest.mark.parametrize(
+    "K,expect",
+    [(1536, REG8), (2048, REG8), (1000, REG8), (4096, REG16), (3072, REG16), (7168, TWO_PASS), (16384, GENERIC)],
+)
+@pytest.mark.parametrize("residual", [False, True])
+def test_contiguous_rows_every_kernel(K, expect, residual):
+    # 1000: a short last group (K % 128 = 104) inside the vector layout; 16384: weight too big
+    # for the shared-memory stage -> generic
+    x, w, res = _inputs(263, K, torch.bfloat16, residual=residual, seed=1)
+    _check(x, w, res, expect=expect, what=f"K={K}")
+
+
+@pytest.mark.parametrize("residual", [False, True])
+@pytest.mark.parametrize("case", ["x_offset_1", "odd_K", "odd_stride", "group_96", "group_512"])
+def test_generic_fallback(case, residual):
+    M, K, group, kw = 77, 1536, 128, {}
+    if case == "x_offset_1":  # row pointers one element off 16-byte alignment
+        kw = dict(row_stride=2112, offset=1)
+    elif case == "odd_K":
+        K = 1001
+    elif case == "odd_stride":
+        kw = dict(row_stride=1539)
+    elif case == "group_96":  # 12 vectors per group: not a power of two
+        group = 96
+    elif case == "group_512":  # 64 vectors per group: more than a warp
+        group = 512
+    x, w, res = _inputs(M, K, torch.bfloat16, residual=residual, seed=2, **kw)
+    _check(x, w, res, group=group, expect=GENERIC, what=case)
+    if residual and case == "x_offset_1":
+        # residual misaligned while x is aligned
+        x2, w2, _ = _inputs(M, K, torch.bfloat16, seed=3)
+        r_base = torch.randn(M, K + 1, device=DEV).to(torch.bfloat16)
+        _check(x2, w2, r_base[:, 1:], expect=GENERIC, what="residual offset 1")
+
+
+@pytest.mark.parametrize("group,expect", [(64, REG8), (32, REG8), (256, REG8), (8, REG8), (1536, GENERIC)])
+def test_group_sizes(group, expect):
+    x, w, res = _inputs(129, 1536, torch.bfloat16, row_stride=2112, seed=4)
+    _check(x, w, res, group=group, expect=expect, what=f"group={group}")
+
+
+@pytest.mark.parametrize("residual", [False, True])
+@pytest.mark.parametrize("K,expect", [(1536, TWO_PASS), (1002, GENERIC)])
+def test_fp32_input(K, expect, residual):
+    x, w, res = _inputs(65, K, torch.float32, residual=residual, seed=5)
+    _check(x, w, res, expect=expect, what=f"fp32 K={K}")
+
+
+@pytest.mark.parametrize("wdtype", [torch.float32, torch.float16])
+def test_weight_dtype_differs(wdtype):
+    x, w, res = _inputs(300, 1536, torch.bfloat16, row_stride=2112, wdtype=wdtype, seed=6)
+    _check(x, w, res, expect=REG8, what=f"weight {wdtype}")
+
+
+@pytest.mark.parametrize("path", [0, -1])
+def test_signed_zeros_and_zero_rows(path):
+    """-0.0 inputs must give the 0x80 code as the reference does; an all-zero row gets the floor
+    scale and zero codes."""
+    x, w, _ = _inputs(64, 1536, torch.bfloat16, row_stride=2112, seed=7)
+    x[::3, ::5] = -0.0
+    x[1::3, ::7] = 0.0
+    x[5] = 0.0
+    x[6, :128] = -0.0  # a whole group of -0 in a non-zero row
+    q, s = _check(x, w, None, path=path, what=f"zeros path={path}")
+    assert (q[6, :128].view(torch.uint8) == 0x80).all()
+    assert (q[5].view(torch.uint8) == 0).all()
+    floor = torch.tensor(SCALE_EPS, dtype=torch.float32, device=DEV) / 448  # fp32 division, as the reference
+    assert torch.equal(s[5], floor.expand_as(s[5]))
+
+
+@pytest.mark.parametrize(
+    "cfg",
+    [dict(warps=4), dict(warps=16), dict(prefetch=-1), dict(prefetch=1, warps=2), dict(blocks_per_sm=-1),
+     dict(blocks_per_sm=1, warps=1), dict(path=-1)],
+    ids=lambda c: ",".join(f"{k}={v}" for k, v in c.items()),
+)
+@pytest.mark.parametrize("residual", [False, True])
+def test_launch_configs_agree(cfg, residual):
+    """Every launch configuration computes each row the same way: results are identical to the
+    default's (the generic path too: same formula, same per-lane sum order is not required, so it
+    is compared to the reference instead)."""
+    x, w, res = _inputs(4099, 1536, torch.bfloat16, row_stride=2112, residual=residual, seed=8)
+    r0 = res.clone() if residual else None
+    q0, s0, _ = _run(x, w, r0)
+    r1 = res.clone() if residual else None
+    q1, s1, used = _run(x, w, r1, **cfg)
+    if cfg.get("path") == -1:
+        assert used == GENERIC
+        _check(x, w, res, path=-1, what="generic")
+    else:
+        assert used == REG8
+        assert torch.equal(q0.view(torch.uint8), q1.view(torch.uint8)) and torch.equal(s0, s1)
+    if residual:
+        assert torch.equal(r0, r1)
+
+
+@pytest.mark.parametrize("residual", [False, True])
+def test_public_op_auto_picks_cuda(residual):
+    x, w, res = _inputs(33, 1536, torch.bfloat16, row_stride=2112, residual=residual, seed=9)
+    r_auto = res.clone() if residual else None
+    r_cuda = res.clone() if residual else None
+    qa, sa = ops.rms_norm_quant_fp8(x, w, EPS, 128, residual=r_auto, column_major_scales=True)
+    qc, sc = ops.rms_norm_quant_fp8(x, w, EPS, 128, residual=r_cuda, column_major_scales=True, backend="cuda")
+    assert ops._norm_quant_gpu_default(w) == "cuda"
+    assert torch.equal(qa.view(torch.uint8), qc.view(torch.uint8)) and torch.equal(sa, sc)
+    assert sc.stride() == (1, 33)
+    if residual:
+        assert torch.equal(r_auto, r_cuda)
+
+
+def test_zero_rows():
+    x = torch.empty(0, 1536, device=DEV, dtype=torch.bfloat16)
+    w = torch.ones(1536, device=DEV, dtype=torch.bfloat16)
+    q, s = ops.rms_norm_quant_fp8(x, w, backend="cuda")
+    assert q.shape == (0, 1536) and s.shape == (0, 12)
+
+
+@pytest.mark.parametrize("residual", [False, True])
+def test_cuda_graph_capture(residual):
+    M, K = 1024, 1536
+    fused = torch.randn(M, 2112, device=DEV).to(torch.bfloat16)
+    x = fused[:, :K]
+    w = (torch.rand(K, device=DEV) + 0.5).to(torch.bfloat16)
+    res = torch.randn(M, K, device=DEV).to(torch.bfloat16) if residual else None
+    call = lambda: ops.rms_norm_quant_fp8(x, w, EPS, 128, residual=res, column_major_scales=True, backend="cuda")
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        call()  # warm-up: builds / loads the extension outside the capture
+    torch.cuda.current_stream().wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        q_static, s_static = call()
+    fused.copy_(torch.randn(M, 2112, device=DEV).to(torch.bfloat16))
+    res_before = None
+    if residual:
+        res.copy_(torch.randn(M, K, device=DEV).to(torch.bfloat16))
+        res_before = res.clone()
+    graph.replay()
+    torch.cuda.synchronize()
+    res_ref = res_before.clone() if residual else None
+    qr, sr = ops.rms_norm_quant_fp8(x, w, EPS, 128, residual=res_ref, column_major_scales=True, backend="reference")
+    if residual:
+        assert torch.equal(res, res_ref)
+    _assert_close(q_static, s_static, qr, sr, "graph replay")

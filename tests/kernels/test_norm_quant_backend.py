@@ -1,0 +1,53 @@
+"""Backend choice of ``rms_norm_quant_fp8`` without a GPU: "cuda" is a known backend, CPU tensors
+go to the reference unless told otherwise, and asking for "cuda" with CPU tensors or an
+unsupported weight dtype fails with a clear error (the kernels are tested in
+tests/gpu/test_norm_quant_cuda_gpu.py)."""
+
+import pytest
+import torch
+
+from qlinear.ops import fp8 as ops
+from qlinear.reference import fp8 as ref
+
+
+def _xw(M=3, K=256, dtype=torch.bfloat16):
+    g = torch.Generator().manual_seed(0)
+    return torch.randn(M, K, generator=g).to(dtype), (torch.rand(K, generator=g) + 0.5).to(dtype)
+
+
+def test_cuda_is_a_backend():
+    assert "cuda" in ops._NORM_BACKENDS
+
+
+def test_cpu_auto_is_reference(monkeypatch):
+    monkeypatch.delenv("QLINEAR_RMS_NORM_QUANT_BACKEND", raising=False)
+    x, w = _xw()
+    q, s = ops.rms_norm_quant_fp8(x, w)
+    qr, sr = ref.rms_norm_quant_fp8_ref(x, w)
+    assert torch.equal(q.view(torch.uint8), qr.view(torch.uint8)) and torch.equal(s, sr)
+
+
+def test_cuda_backend_needs_cuda_tensors(monkeypatch):
+    x, w = _xw()
+    with pytest.raises(ValueError, match="backend 'cuda' needs CUDA tensors"):
+        ops.rms_norm_quant_fp8(x, w, backend="cuda")
+    monkeypatch.setenv("QLINEAR_RMS_NORM_QUANT_BACKEND", "cuda")
+    with pytest.raises(ValueError, match="backend 'cuda' needs CUDA tensors"):
+        ops.rms_norm_quant_fp8(x, w)
+
+
+def test_cuda_backend_weight_dtype():
+    x, w = _xw()
+    with pytest.raises(TypeError, match="weight: backend 'cuda' reads"):
+        ops.rms_norm_quant_fp8(x, w.double(), backend="cuda")
+
+
+def test_gpu_default_falls_back_for_other_weight_dtypes():
+    # no extension build is attempted for a weight the kernels do not read
+    assert ops._norm_quant_gpu_default(torch.empty(4, dtype=torch.float64)) == "triton"
+
+
+def test_unknown_backend_names_the_choices():
+    x, w = _xw()
+    with pytest.raises(ValueError, match="cuda"):
+        ops.rms_norm_quant_fp8(x, w, backend="cutlass")
