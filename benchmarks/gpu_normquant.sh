@@ -26,13 +26,13 @@ echo "first build: rc=$build_rc, ${build_s} s; log in $OUT/normquant_build.log"
 [ "$build_rc" -ne 0 ] && tail -n 30 "$OUT/normquant_build.log"
 
 echo "== 2. GPU tests"
-timeout 100 python -m pytest -q -p no:cacheprovider tests/gpu/test_norm_quant_cuda_gpu.py \
+timeout 60 python -m pytest -q -p no:cacheprovider tests/gpu/test_norm_quant_cuda_gpu.py \
     >"$OUT/normquant_pytest.txt" 2>&1
 test_rc=$?
 tail -n 15 "$OUT/normquant_pytest.txt"
 
 echo "== 3. benchmark"
-timeout 100 python - "$OUT" "$build_s" <<'EOF' 2>&1 | tee "$OUT/normquant_bench.txt"
+timeout 70 python - "$OUT" "$build_s" <<'EOF' 2>&1 | tee "$OUT/normquant_bench.txt"
 import sys, time
 import torch
 sys.path.insert(0, "benchmarks")
