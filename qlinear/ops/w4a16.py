@@ -79,9 +79,11 @@ _M_THRESHOLDS: tuple[tuple[int, str, Optional[str]], ...] = (
 # NOT MEASURED YET: set from benchmarks/gpu_w4a16gemv.sh (cuda vs triton at M = 1, 2, 4; the
 # kernel is instantiated up to M = 8 for 4-bit, 4 for 8-bit, so the bound may rise to 8).
 _CUDA_MAX_M = 4
-# Launch defaults (rows per team, lanes per team, threads per block; 0 = the launcher's own
-# heuristic, see csrc/w4a16_gemv_launch.cu make_plan). NOT MEASURED YET: the GPU script sweeps them.
-_CUDA_CONFIG: tuple[int, int, int] = (0, 0, 0)
+# Launch rules: (max M, max K, (rows per team, lanes per team, threads per block)); the first row
+# with M <= max M and K <= max K wins; no match (or 0 entries in the triple) = the launcher's own
+# heuristic (csrc/w4a16_gemv_launch.cu make_plan). NOT MEASURED YET: benchmarks/gpu_w4a16gemv.sh
+# sweeps the "cuda R.. T.. B.." variants per (shape, M); fill this from its "best" lines.
+_CUDA_CONFIG_RULES: tuple[tuple[int, int, tuple[int, int, int]], ...] = ()
 _cuda_failed: str | None = None  # why the extension did not load (then "cuda" falls back to triton)
 
 _SCALE_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
@@ -483,8 +485,8 @@ def cuda_gemv(
     """The CUDA decode GEMV on ``x [M, K]`` (M <= 8): ``[M, N]`` in x's dtype, or None when the
     extension is unavailable or ``x``'s pointer / row stride is not 8-byte aligned.
 
-    ``config`` = (rows per team, lanes per team, threads per block), 0 = automatic (default
-    :data:`_CUDA_CONFIG`); benchmarks sweep it. Act-order: x is gathered once, ``[M, S*K]``.
+    ``config`` = (rows per team, lanes per team, threads per block), 0 = automatic (None: from
+    :data:`_CUDA_CONFIG_RULES`); benchmarks sweep it. Act-order: x is gathered once, ``[M, S*K]``.
     """
     return _cuda_gemv(x, packed, bias, config)
 
@@ -501,7 +503,9 @@ def _cuda_gemv(x, packed, bias, config=None):
     xg = x if packed.perm is None else x.index_select(1, packed.perm.view(-1))
     if xg.data_ptr() % 8 or (m > 1 and xg.stride(0) % 4):
         return None
-    r, t, b = config if config is not None else _CUDA_CONFIG
+    if config is None:
+        config = next((c for max_m, max_k, c in _CUDA_CONFIG_RULES if m <= max_m and packed.k <= max_k), (0, 0, 0))
+    r, t, b = config
     ops.w4a16_gemv(
         out, xg, packed.qweight, packed.scales, packed.zeros, bias, packed.bits, packed.group_size,
         packed.k, list(packed.shard_rows), r, t, b,
