@@ -13,7 +13,8 @@ cd "$(dirname "$0")/.."
 OUT="${OUT:-benchmarks/results}"
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
-QLINEAR_BUILD_DIR="$(mktemp -d)"
+_own_build=0
+if [ -z "${QLINEAR_BUILD_DIR:-}" ]; then QLINEAR_BUILD_DIR="$(mktemp -d)"; _own_build=1; fi  # reuse a caller's build
 export QLINEAR_BUILD_DIR
 t_all=$(date +%s)
 
@@ -129,5 +130,5 @@ echo "first build : ${build_s} s (rc=$build_rc)"
 echo "gpu tests   : $(grep -E '(passed|failed|error)' "$OUT/normquant_pytest.txt" | tail -n 1) (rc=$test_rc)"
 echo "benchmark   : rc=$bench_rc"
 echo "total wall  : $(( $(date +%s) - t_all )) s"
-rm -rf "$QLINEAR_BUILD_DIR"
+[ "$_own_build" = 1 ] && rm -rf "$QLINEAR_BUILD_DIR"
 [ "$build_rc" -eq 0 ] && [ "$test_rc" -eq 0 ] && [ "$bench_rc" -eq 0 ]

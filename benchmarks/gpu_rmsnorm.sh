@@ -13,7 +13,8 @@ cd "$(dirname "$0")/.."
 OUT="${OUT:-benchmarks/results}"
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
-QLINEAR_BUILD_DIR="$(mktemp -d)"
+_own_build=0
+if [ -z "${QLINEAR_BUILD_DIR:-}" ]; then QLINEAR_BUILD_DIR="$(mktemp -d)"; _own_build=1; fi  # reuse a caller's build
 export QLINEAR_BUILD_DIR
 t_all=$(date +%s)
 
@@ -40,5 +41,5 @@ timeout 90 python benchmarks/bench_rms_norm.py --focus gaps --budget-s "${RMSNOR
 bench_rc=${PIPESTATUS[0]}
 
 echo "total wall: $(( $(date +%s) - t_all )) s (build rc=$build_rc, tests rc=$test_rc, sweep rc=$bench_rc)"
-rm -rf "$QLINEAR_BUILD_DIR"
+[ "$_own_build" = 1 ] && rm -rf "$QLINEAR_BUILD_DIR"
 [ "$build_rc" -eq 0 ] && [ "$test_rc" -eq 0 ] && [ "$bench_rc" -eq 0 ]
