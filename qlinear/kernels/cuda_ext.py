@@ -37,20 +37,12 @@ EXT_NAME = "qlinear_norm_C"
 SOURCES = (
     "binding.cpp",
     "norm_launch.cu",
-    "binding_fp8.cpp",
-    "fp8_gemv_launch.cu",
-    "binding_w4a16.cpp",
-    "w4a16_gemv_launch.cu",
     "binding_norm_quant.cpp",
     "norm_quant_launch.cu",
 )
 HEADERS = (
     "norm.cuh",
     "norm_launch.h",
-    "fp8_gemv.cuh",
-    "fp8_gemv_launch.h",
-    "w4a16_gemv.cuh",
-    "w4a16_gemv_launch.h",
     "norm_quant.cuh",
     "norm_quant_launch.h",
 )

@@ -47,12 +47,10 @@ __all__ = [
     "fp8_scaled_backend",
     "rms_norm_quant_fp8",
     "FP8_BLOCK_DISPATCH",
-    "FP8_BLOCK_GEMV_MAX_M",
-    "FP8_BLOCK_GEMV_FUSE_MAX_WORK",
 ]
 
 _QUANT_BACKENDS = ("triton", "reference")
-_BLOCK_BACKENDS = ("cuda", "scaled_mm", "triton", "reference")
+_BLOCK_BACKENDS = ("scaled_mm", "triton", "reference")
 _SCALED_BACKENDS = ("scaled_mm", "reference")
 _NORM_BACKENDS = ("cuda", "triton", "reference")
 _ACT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
@@ -96,75 +94,6 @@ FP8_BLOCK_DISPATCH: dict = {
 }
 
 
-# "cuda" = the decode GEMV of csrc/fp8_gemv.cuh (tensor-core MMA on e4m3 codes widened to fp16,
-# fp32 accumulation), taken for M <= FP8_BLOCK_GEMV_MAX_M whenever it supports the operands
-# (_gemv_unsupported) and the extension loads. Targets (issue 4, whole op, H200): M <= 16 at
-# <= 8 / 14 / 36 us on 2112x7168 / 24576x1536 / 7168x16384; triton measured 9.7 / 13.6 / 36.0 us
-# at M = 1. The bound and the fusion threshold below are to be set from
-# benchmarks/gpu_fp8gemv.sh (not yet measured).
-FP8_BLOCK_GEMV_MAX_M = 4
-# The GEMV quantizes the activations itself (every block redoes all of x in shared memory, saving
-# the separate quantization launch) when blocks * M * K <= this; else quantize-then-GEMV.
-FP8_BLOCK_GEMV_FUSE_MAX_WORK = 1_000_000
-_GEMV_TARGET_WARPS = 132 * 16  # csrc/fp8_gemv_launch.cu: kTargetWarps
-_GEMV_SMEM_LIMIT = 48 * 1024
-_GEMV_DTYPES = (torch.bfloat16, torch.float16)
-
-
-def _gemv_unsupported(M: int, N: int, K: int, bn: int, bk: int, dtype: torch.dtype, weight: torch.Tensor) -> Optional[str]:
-    """Why the CUDA GEMV cannot run this GEMM (None when it can); the launcher's own checks
-    (csrc/fp8_gemv_launch.cu) minus the data pointer alignment, which the op checks at run time."""
-    if not 1 <= M <= FP8_BLOCK_GEMV_MAX_M:
-        return f"M (rows of x) must be in 1..{FP8_BLOCK_GEMV_MAX_M}, got {M}"
-    if dtype not in _GEMV_DTYPES:
-        return f"x must be bfloat16 or float16, got {dtype}"
-    if K % 16 or K < 16:
-        return f"K must be a multiple of 16, got {K}"
-    if bn % 16 or bk % 64:
-        return f"block_size must be (multiple of 16, multiple of 64), got ({bn}, {bk})"
-    if weight.stride(0) % 16:
-        return f"weight rows must be 16-byte aligned, got row stride {weight.stride(0)}"
-    return None
-
-
-def _gemv_plan(M: int, N: int, K: int, bk: int) -> tuple[int, bool]:
-    """(blocks, fuse the activation quantization) of the launcher's default configuration."""
-    tiles = cdiv(N, 16)
-    steps = cdiv(K, 64)
-    want = cdiv(_GEMV_TARGET_WARPS, tiles)
-    wk = 1
-    while wk < want and wk < 16:
-        wk *= 2
-    wk = min(wk, steps)
-    per_block = min(1 if wk >= 8 else 8 // wk, tiles)
-    blocks = cdiv(tiles, per_block)
-    red = per_block * wk * 512 if wk > 1 else 0
-    smem = red + cdiv(M * K, 16) * 16 + M * cdiv(K, bk) * 4
-    return blocks, smem <= _GEMV_SMEM_LIMIT and blocks * M * K <= FP8_BLOCK_GEMV_FUSE_MAX_WORK
-
-
-_gemv_ext_warned = False
-
-
-def _gemv_available(device: torch.device) -> bool:
-    global _gemv_ext_warned
-    cap = cuda_capability(device.index or 0)
-    if cap is None or cap < (8, 0):
-        return False
-    # Function-local import (the one allowed kind): keeps the extension loader off `import qlinear.ops`.
-    from qlinear.kernels import cuda_ext
-
-    if cuda_ext.is_available():
-        return True
-    if not _gemv_ext_warned:
-        _gemv_ext_warned = True
-        import warnings
-
-        warnings.warn(f"qlinear: CUDA extension unavailable ({cuda_ext.failure_reason()}); FP8 block GEMV uses Triton",
-                      RuntimeWarning, stacklevel=3)
-    return False
-
-
 def _scaled_mm_cuda_ok() -> bool:
     version = torch.version.cuda
     if not version:
@@ -195,21 +124,16 @@ def fp8_block_backend(
     """Backend that ``fp8_block_linear(x, weight, ...)`` picks when ``backend`` is None:
     ``QLINEAR_FP8_BLOCK_BACKEND`` if set, else "reference" off CUDA, else the dispatch table
     (:data:`FP8_BLOCK_DISPATCH`) where cuBLAS blockwise applies (Hopper, CUDA >= 12.9, shapes
-    above), else "triton"; before all that, "cuda" (the decode GEMV) for M <=
-    :data:`FP8_BLOCK_GEMV_MAX_M` when it supports the operands and the extension loads."""
+    above), else "triton"."""
     env = env_backend("QLINEAR_FP8_BLOCK_BACKEND", _BLOCK_BACKENDS)
     if env is not None:
         return env
     if x.device.type != "cuda":
         return "reference"
-    N, K = weight.shape
-    M = x.numel() // max(K, 1)
-    bn, bk = (int(b) for b in block_size)
-    if _gemv_unsupported(M, N, K, bn, bk, x.dtype, weight) is None and _gemv_available(x.device):
-        return "cuda"
     if not _scaled_mm_block_ok(x, weight, block_size, weight_scale_inv):
         return "triton"
-    return _table_backend(M, N, K)
+    N, K = weight.shape
+    return _table_backend(x.numel() // max(K, 1), N, K)
 
 
 def _table_backend(M: int, N: int, K: int) -> str:
@@ -362,10 +286,6 @@ def _block_linear_op(
         return _ref.fp8_block_linear_ref(x, weight, weight_scale_inv, block, bias)
     k = _kernels()
     M = x.shape[0]
-    if backend == "cuda":
-        if weight.data_ptr() % 16 == 0:
-            return _gemv(x, weight, weight_scale_inv, block_n, block_k, bias)
-        backend = "triton"  # a misaligned view of a weight: only known here, at run time
     if backend == "triton":
         # Quantize-then-GEMM, tiles from kernels.fp8_triton.GEMM_CONFIGS (or its heuristic).
         return k.fp8_block_linear_triton(x, weight, weight_scale_inv, block, bias, scale_eps=_ref.FP8_SCALE_EPS)
@@ -381,22 +301,6 @@ def _block_linear_op(
     if bias is not None:
         # Added outside cuBLAS: its bias epilogue is not documented for the blockwise recipe.
         out = out + bias
-    return out
-
-
-def _gemv(x, weight, weight_scale_inv, bn: int, bk: int, bias):
-    from qlinear.kernels import cuda_ext  # the one allowed function-local import (lazy build)
-
-    ext = cuda_ext.load()
-    M, K = x.shape
-    N = weight.shape[0]
-    out = torch.empty((M, N), dtype=x.dtype, device=x.device)
-    _, fuse = _gemv_plan(M, N, K, bk)
-    if fuse:
-        ext.fp8_block_gemv(out, x, None, weight, weight_scale_inv, bias, bn, bk, _ref.FP8_SCALE_EPS)
-    else:
-        q, s = _kernels().per_token_group_quant_fp8(x, bk, scale_eps=_ref.FP8_SCALE_EPS)
-        ext.fp8_block_gemv(out, q, s, weight, weight_scale_inv, bias, bn, bk, _ref.FP8_SCALE_EPS)
     return out
 
 
@@ -422,8 +326,7 @@ def fp8_block_linear(
     multiplier: ``W[n, k] = weight[n, k] * weight_scale_inv[n // bn, k // bk]``; ``block_size =
     (bn, bk)``; ``bias`` [N] in ``x.dtype``. ``x`` is quantized per row in groups of ``bk``
     (:func:`per_token_group_quant_fp8`), the GEMM accumulates in fp32. Returns ``x.dtype`` [..., N].
-    Backends: "cuda" (decode GEMV, M <= 4, bf16 / fp16 x, K % 16 == 0, bn % 16 == 0, bk % 64 == 0),
-    "scaled_mm" (cuBLAS blockwise, Hopper), "triton", "reference";
+    Backends: "scaled_mm" (cuBLAS blockwise, Hopper), "triton", "reference";
     :func:`fp8_block_backend` tells which one None picks.
     """
     _check_act("x", x)
@@ -442,10 +345,6 @@ def fp8_block_linear(
         raise ValueError(f"backend: expected one of {_BLOCK_BACKENDS} or None, got {be!r}")
     if be == "triton" and (bk < 16 or bk & (bk - 1)):
         raise ValueError(f"block_size: the Triton kernel needs bk a power of two >= 16, got {block_size}")
-    if be == "cuda":
-        why = _gemv_unsupported(_flat(x).shape[0], N, K, bn, bk, x.dtype, weight)
-        if why is not None or x.device.type != "cuda":
-            raise ValueError(f"backend 'cuda' cannot run this GEMM: {why or f'x is on {x.device}'}")
     if be == "scaled_mm":
         if (bn, bk) != (128, 128) or N % 16 or K % 16 or cdiv(K, 128) % 4:
             raise ValueError(

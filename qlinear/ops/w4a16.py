@@ -24,17 +24,14 @@ tile of rows reads them coalesced, and for act-order one column permutation per 
 permutations once (``x[:, perm]``, one small kernel, ``[M, S*K]``) and a single launch then serves
 the whole merged layer: its N-tiles never straddle a shard and each tile reads its shard's slice.
 
-Backends: ``"cuda"`` (``csrc/w4a16_gemv.cuh``: a CUDA-core decode GEMV for M <= 8, no split-K,
-one launch plus the act-order gather; auto-chosen for M <= :data:`_CUDA_MAX_M` where
-:func:`cuda_supported` holds), ``"triton"`` (``qlinear.kernels.w4a16_triton``: a CUDA-core split-K
-GEMV for M <= 4 and a tensor-core split-K kernel for small and medium M), ``"dequant_cublas"`` (fused dequantize into
+Backends: ``"triton"`` (``qlinear.kernels.w4a16_triton``: a CUDA-core split-K GEMV for M <= 4
+and a tensor-core split-K kernel for small and medium M), ``"dequant_cublas"`` (fused dequantize into
 a bf16/fp16 buffer, then cuBLAS; for large M) and ``"reference"`` (fp32, any device). Choice:
 ``backend=`` argument, then ``QLINEAR_W4A16_BACKEND``, then :data:`_M_THRESHOLDS`.
 """
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
@@ -50,11 +47,9 @@ __all__ = [
     "w4a16_linear",
     "w4a16_backend",
     "W4A16_BACKENDS",
-    "cuda_supported",
-    "cuda_gemv",
 ]
 
-W4A16_BACKENDS = ("cuda", "triton", "dequant_cublas", "reference")
+W4A16_BACKENDS = ("triton", "dequant_cublas", "reference")
 _ENV_VAR = "QLINEAR_W4A16_BACKEND"
 
 # Auto dispatch by M (rows of x) on CUDA: the first row whose bound is >= M wins; a row's third
@@ -74,17 +69,6 @@ _M_THRESHOLDS: tuple[tuple[int, str, Optional[str]], ...] = (
     (1023, "dequant_cublas", "triton"),
     (1 << 62, "dequant_cublas", None),  # large M: cuBLAS at full tensor-core speed, +1 dequantize pass
 )
-
-# The CUDA decode GEMV ("cuda") takes M <= _CUDA_MAX_M in auto dispatch, ahead of _M_THRESHOLDS.
-# NOT MEASURED YET: set from benchmarks/gpu_w4a16gemv.sh (cuda vs triton at M = 1, 2, 4; the
-# kernel is instantiated up to M = 8 for 4-bit, 4 for 8-bit, so the bound may rise to 8).
-_CUDA_MAX_M = 4
-# Launch rules: (max M, max K, (rows per team, lanes per team, threads per block)); the first row
-# with M <= max M and K <= max K wins; no match (or 0 entries in the triple) = the launcher's own
-# heuristic (csrc/w4a16_gemv_launch.cu make_plan). NOT MEASURED YET: benchmarks/gpu_w4a16gemv.sh
-# sweeps the "cuda R.. T.. B.." variants per (shape, M); fill this from its "best" lines.
-_CUDA_CONFIG_RULES: tuple[tuple[int, int, tuple[int, int, int]], ...] = ()
-_cuda_failed: str | None = None  # why the extension did not load (then "cuda" falls back to triton)
 
 _SCALE_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 
@@ -304,50 +288,14 @@ def triton_supported(packed: W4A16Weights) -> bool:
     return packed.num_groups == 1 or packed.group_size % 16 == 0
 
 
-def _pow2(v: int) -> bool:
-    return v > 0 and v & (v - 1) == 0
-
-
-def cuda_supported(x: torch.Tensor, packed: W4A16Weights) -> bool:
-    """Cases the CUDA decode GEMV takes (static: shapes, dtypes, strides; pointer alignment is
-    checked at run time, where a misaligned ``x`` goes to the Triton GEMV instead).
-
-    bits 4 with M <= 8 or bits 8 with M <= 4; x fp16 / bf16 on CUDA; K a multiple of 4; group size
-    per channel, a power of two >= the superblock (128 / 64 columns) or 16 / 32 / 64 inside it;
-    at most 8 act-order shards; a row stride of x that keeps 8-byte loads aligned.
-    """
-    if x.device.type != "cuda" or x.dtype not in (torch.float16, torch.bfloat16):
-        return False
-    m = x.numel() // max(x.shape[-1], 1)
-    if not 1 <= m <= (8 if packed.bits == 4 else 4):
-        return False
-    if packed.k % 4 or packed.num_shards > 8 or packed.bits not in (4, 8):
-        return False
-    if packed.num_groups > 1 and not (_pow2(packed.group_size) and packed.group_size >= 16):
-        return False
-    if m > 1 and packed.perm is None and x.stride(-2) % 4:
-        return False
-    return True
-
-
 def w4a16_backend(x: torch.Tensor, packed: W4A16Weights) -> str:
-    """Backend that :func:`w4a16_linear` would choose for ``x`` with ``backend=None``.
-
-    ``$QLINEAR_W4A16_BACKEND=cuda`` applies where :func:`cuda_supported` holds; other cases take
-    the automatic choice. Auto picks ``"cuda"`` for M <= :data:`_CUDA_MAX_M` when supported and the
-    extension has not failed to load (a load failure, found at the first call, falls back to
-    ``"triton"`` with a warning and from then on this returns the fallback).
-    """
+    """Backend that :func:`w4a16_linear` would choose for ``x`` with ``backend=None``."""
     forced = env_backend(_ENV_VAR, W4A16_BACKENDS)
-    if forced == "cuda" and not cuda_supported(x, packed):
-        forced = None
     if forced is not None:
         return forced
     if x.device.type != "cuda" or x.dtype not in (torch.float16, torch.bfloat16) or not triton_supported(packed):
         return "reference"
     m = x.numel() // max(x.shape[-1], 1)
-    if m <= _CUDA_MAX_M and _cuda_failed is None and cuda_supported(x, packed):
-        return "cuda"
     tall = packed.n >= 8 * packed.k
     for bound, name, tall_name in _M_THRESHOLDS:
         if m <= bound:
@@ -393,11 +341,6 @@ def w4a16_linear(
         backend = w4a16_backend(x, packed)
     elif backend not in W4A16_BACKENDS:
         raise ValueError(f"backend: expected one of {W4A16_BACKENDS} or None, got {backend!r}")
-    elif backend == "cuda" and not cuda_supported(x, packed):
-        raise ValueError(
-            f"backend 'cuda': case not supported (x {describe(x)}, bits={packed.bits}, "
-            f"group_size={packed.group_size}, K={packed.k}, shards={packed.num_shards}); see cuda_supported()"
-        )
     x2 = _check_x(x, packed, bias, backend)
     y = torch.ops.qlinear.w4a16_mm(
         x2,
@@ -445,72 +388,11 @@ def _w4a16_mm(
     # Function-local import (the one allowed kind): keeps triton off `import qlinear.ops`.
     from qlinear.kernels import w4a16_triton
 
-    if backend == "cuda":
-        y = _cuda_gemv(x, packed, bias)
-        if y is not None:
-            return y
-        backend = "triton"  # extension unavailable or x misaligned
     if backend == "triton":
         return w4a16_triton.w4a16_gemm(x, packed, bias)
     if backend == "dequant_cublas":
         return w4a16_triton.w4a16_dequant_gemm(x, packed, bias)
     raise ValueError(f"backend: expected one of {W4A16_BACKENDS}, got {backend!r}")
-
-
-def _cuda_ext_ops():
-    """``torch.ops.qlinear_C`` or None (the first failure is warned about once and remembered)."""
-    global _cuda_failed
-    if _cuda_failed is not None:
-        return None
-    # Function-local import (the one allowed kind): keeps the extension loader off `import qlinear.ops`.
-    from qlinear.kernels import cuda_ext
-
-    if cuda_ext.is_available():
-        return cuda_ext.load()
-    _cuda_failed = cuda_ext.failure_reason() or "unknown"
-    warnings.warn(
-        f"qlinear: CUDA extension unavailable ({_cuda_failed}); W4A16 decode uses the Triton GEMV",
-        RuntimeWarning,
-        stacklevel=2,
-    )
-    return None
-
-
-def cuda_gemv(
-    x: torch.Tensor,
-    packed: W4A16Weights,
-    bias: torch.Tensor | None = None,
-    config: tuple[int, int, int] | None = None,
-) -> torch.Tensor | None:
-    """The CUDA decode GEMV on ``x [M, K]`` (M <= 8): ``[M, N]`` in x's dtype, or None when the
-    extension is unavailable or ``x``'s pointer / row stride is not 8-byte aligned.
-
-    ``config`` = (rows per team, lanes per team, threads per block), 0 = automatic (None: from
-    :data:`_CUDA_CONFIG_RULES`); benchmarks sweep it. Act-order: x is gathered once, ``[M, S*K]``.
-    """
-    return _cuda_gemv(x, packed, bias, config)
-
-
-def _cuda_gemv(x, packed, bias, config=None):
-    ops = _cuda_ext_ops()
-    if ops is None:
-        return None
-    m = x.shape[0]
-    out = torch.empty((m, packed.n), dtype=x.dtype, device=x.device)
-    if m == 0:
-        return out
-    # One gather for every shard; row range s reads columns s*K .. of the gathered x.
-    xg = x if packed.perm is None else x.index_select(1, packed.perm.view(-1))
-    if xg.data_ptr() % 8 or (m > 1 and xg.stride(0) % 4):
-        return None
-    if config is None:
-        config = next((c for max_m, max_k, c in _CUDA_CONFIG_RULES if m <= max_m and packed.k <= max_k), (0, 0, 0))
-    r, t, b = config
-    ops.w4a16_gemv(
-        out, xg, packed.qweight, packed.scales, packed.zeros, bias, packed.bits, packed.group_size,
-        packed.k, list(packed.shard_rows), r, t, b,
-    )
-    return out
 
 
 @_w4a16_mm.register_fake
