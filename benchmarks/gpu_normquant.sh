@@ -97,12 +97,15 @@ for strided in (True, False):
                 lambda i: ops.rms_norm_quant_fp8(sets[i][0], w, EPS, GS, residual=sets[i][1],
                                                  column_major_scales=True, backend="cuda"),
                 n, nbytes, kernel=used, cfg="default")
-        configs = [dict(), dict(warps=4), dict(warps=16), dict(blocks_per_sm=-1)]
+        # plain norm: the default is the shared-memory ring kernel (warps per block 4); path=1 is
+        # the register kernel (prefetch on), as the default was before the ring kernel
+        configs = [dict(), dict(warps=2), dict(warps=8), dict(blocks_per_sm=-1)]
         if not residual:
-            configs += [dict(prefetch=-1), dict(prefetch=-1, warps=4), dict(prefetch=-1, warps=16),
-                        dict(prefetch=-1, blocks_per_sm=-1)]
+            configs += [dict(warps=1), dict(warps=16), dict(path=1), dict(path=1, warps=16)]
+        else:
+            configs += [dict(warps=4), dict(warps=16)]
         if strided and not residual:
-            configs += [dict(warps=2), dict(warps=4, blocks_per_sm=-1), dict(path=-1)]
+            configs += [dict(path=-1)]
         for cfg in configs:
             name = "cuda " + (",".join(f"{k}={v}" for k, v in cfg.items()) or "default cfg")
             measure(case, name, raw(cfg), n, nbytes, cfg=str(cfg))
