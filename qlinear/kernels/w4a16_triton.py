@@ -85,20 +85,25 @@ class W4A16Config:
     scale_after: bool = True  # "mma_sb" only: group scale on the fp32 product (see its kernel)
 
 
-# Per-M defaults: the first row whose bound is >= M wins. From H200 run 2
-# (benchmarks/results/bench_w4a16_decode.json, best of the sweep per (N, K, M), us; bf16 cuBLAS
-# in brackets):
-#   M=1  gemv   2112x7168 10.04 [12.26] · 24576x1536 16.58 [21.39] · 7168x16384 50.13 [58.93]
-#   M=2-16 mma  2112x7168 12.9-13.9 [12.3-13.2] · 24576x1536 21.7-22.3 [20.9-21.5] ·
-#               7168x16384 66.6-68.1 [59.6-64.2]
-# A "wide" decode kernel tried after run 1 did not compile under Triton 3.6 on the H200
-# (CompilationError), so it was removed.
-# M <= 256 (used where ops dispatch keeps "triton" at such M: tall-skinny 24576x1536):
-#   run 1 bn128 bm128 sk1 w8 45.7 us beat bn128 bm64 46.9 and bn64 bm128 65.7.
+# Per-M defaults: the first row whose bound is >= M wins. split_k 0 (auto) resolves to the split
+# the sweeps found best: 8 / 4 / 1 for 2112x7168 / 7168x16384 / 24576x1536 at block_n 64.
+#   M = 1 gemv, H200 run 2 (benchmarks/results/bench_w4a16_decode.json, us; bf16 cuBLAS in
+#     brackets): 2112x7168 10.04 [12.26] · 24576x1536 16.58 [21.39] · 7168x16384 50.13 [58.93].
+#   M = 2 .. 64 mma_sb, session-2 sweep (benchmarks/results/session2/bench_w4a16_mma.json, best
+#     per shape, us; bf16 / the old "mma" default in brackets):
+#     M=16  12.79 [13.19 / ~13.7] · 20.09 [21.25 / ~22] · 61.70 [64.22 / ~68]
+#     M=32  14.13 [13.35]         · 21.79 [21.46]       · 80.16 with "mma" bn64 bm64 [65.05]
+#     M=64  17.46 [13.98]         · 23.45 [22.28]       · 93.60 [63.61]
+#   M = 65 .. 256: the old "mma" bn128 bm128 row: at M = 128 it gave 44.0 us on 24576x1536 (mma_sb
+#     77-89 us there); mma_sb bn128 bm128 sk8 w8 won on 7168x16384 (157.7 vs ~176 us) but lost on
+#     the other shapes, and one row serves every shape. Past M = 64 the ops dispatch sends the
+#     non-tall shapes to dequantize + cuBLAS anyway.
+# A "wide" decode kernel tried after run 1 did not compile under Triton 3.6 (removed).
 _DEFAULT_CONFIGS: tuple[tuple[int, W4A16Config], ...] = (
     (1, W4A16Config("gemv", block_n=64, block_m=1, sb_per_iter=2, split_k=0, num_warps=8, num_stages=2)),
-    (16, W4A16Config("mma", block_n=64, block_m=16, sb_per_iter=1, split_k=0, num_warps=4, num_stages=3)),
-    (64, W4A16Config("mma", block_n=64, block_m=64, sb_per_iter=1, split_k=0, num_warps=4, num_stages=3)),
+    (16, W4A16Config("mma_sb", block_n=64, block_m=16, sb_per_iter=1, split_k=0, num_warps=4, num_stages=4)),
+    (32, W4A16Config("mma_sb", block_n=64, block_m=32, sb_per_iter=1, split_k=0, num_warps=4, num_stages=4)),
+    (64, W4A16Config("mma_sb", block_n=64, block_m=64, sb_per_iter=1, split_k=0, num_warps=4, num_stages=3)),
     (256, W4A16Config("mma", block_n=128, block_m=128, sb_per_iter=1, split_k=1, num_warps=8, num_stages=3)),
     (1 << 62, W4A16Config("mma", block_n=128, block_m=128, sb_per_iter=1, split_k=1, num_warps=8, num_stages=3)),
 )

@@ -63,7 +63,8 @@ _ENV_VAR = "QLINEAR_W4A16_BACKEND"
 #            bf16 13.4 / 23.8 / 68.3: dequant_cublas except tall-skinny (mma 45.7 < 59.1); the
 #            faster v2 dequantize (written after run 1) only widens dequant_cublas' lead.
 #   M = 4096 dequant_cublas 192 / 485 / 1434 vs triton mma 412 / 878 / 2678: dequant_cublas.
-# M = 64 was not run (--quick): kept on triton, between the M = 16 and M = 128 evidence.
+# Session 2 (benchmarks/results/session2/bench_w4a16_mma.json) confirmed M = 64 on triton: mma_sb
+# 17.5 / 23.5 / 93.6 vs dequant_cublas 27.9 / 59.4 / 177.6.
 _M_THRESHOLDS: tuple[tuple[int, str, Optional[str]], ...] = (
     (64, "triton", None),  # decode .. small batches: weights read once, dequantized in registers
     (1023, "dequant_cublas", "triton"),
