@@ -22,6 +22,7 @@ import triton
 import triton.language as tl
 
 from qlinear._utils import FP8_E4M3, cdiv
+from qlinear.kernels._splitk import LOCK_SLOTS, locks, splitk_sum
 
 __all__ = [
     "GemmConfig",
@@ -257,13 +258,14 @@ def _fp8_block_gemm_kernel(
     As_ptr,
     Bs_ptr,
     Bias_ptr,
+    WS_ptr,
+    Lock_ptr,
     M,
     N,
     K,
     stride_am,
     stride_bn,
     stride_cm,
-    stride_c_split,
     stride_as_m,
     stride_as_k,
     stride_bs_n,
@@ -327,41 +329,20 @@ def _fp8_block_gemm_kernel(
             part = tl.dot(a.to(tl.float16), b.to(tl.float16))
         acc += part * a_s[:, None] * b_s[None, :]
 
-    c_ptrs = offs_m[:, None].to(tl.int64) * stride_cm + offs_n[None, :]
+    c_ptrs = C_ptr + offs_m[:, None].to(tl.int64) * stride_cm + offs_n[None, :]
     c_ok = m_ok[:, None] & n_ok[None, :]
     if SPLIT_K == 1:
         if HAS_BIAS:
             acc += tl.load(Bias_ptr + offs_n, mask=n_ok, other=0.0).to(tl.float32)[None, :]
-        tl.store(C_ptr + c_ptrs, _f32_to(acc, C_ptr.dtype.element_ty, INTERPRET), mask=c_ok)
+        tl.store(c_ptrs, _f32_to(acc, C_ptr.dtype.element_ty, INTERPRET), mask=c_ok)
     else:
-        # fp32 partial sums; _splitk_reduce_kernel adds them in a fixed order (deterministic).
-        tl.store(C_ptr + pid_k.to(tl.int64) * stride_c_split + c_ptrs, acc, mask=c_ok)
-
-
-@triton.jit
-def _splitk_reduce_kernel(
-    C_ptr,
-    WS_ptr,
-    Bias_ptr,
-    total,
-    N,
-    stride_cm,
-    SPLIT_K: tl.constexpr,
-    HAS_BIAS: tl.constexpr,
-    BLOCK: tl.constexpr,
-    INTERPRET: tl.constexpr,
-):
-    # total = M * N elements of the contiguous [SPLIT_K, M, N] workspace slice.
-    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    ok = offs < total
-    acc = tl.zeros((BLOCK,), dtype=tl.float32)
-    for s in tl.static_range(SPLIT_K):
-        acc += tl.load(WS_ptr + s * total + offs, mask=ok, other=0.0)
-    m = offs // N
-    n = offs % N
-    if HAS_BIAS:
-        acc += tl.load(Bias_ptr + n, mask=ok, other=0.0).to(tl.float32)
-    tl.store(C_ptr + m * stride_cm + n, _f32_to(acc, C_ptr.dtype.element_ty, INTERPRET), mask=ok)
+        # fp32 partials summed in a fixed order by the last split to arrive (deterministic)
+        ws_ptrs = WS_ptr + offs_m[:, None].to(tl.int64) * N + offs_n[None, :]
+        total, last = splitk_sum(acc, ws_ptrs, M * N, c_ok, Lock_ptr + pid, pid_k, SPLIT_K)
+        if last:
+            if HAS_BIAS:
+                total += tl.load(Bias_ptr + offs_n, mask=n_ok, other=0.0).to(tl.float32)[None, :]
+            tl.store(c_ptrs, _f32_to(total, C_ptr.dtype.element_ty, INTERPRET), mask=c_ok)
 
 
 @dataclass(frozen=True)
@@ -482,8 +463,9 @@ def fp8_block_gemm(
     (``stride(1) == 1``), ``b_scale`` fp32 [cdiv(N, bn), cdiv(K, bk)] (any strides),
     ``block_size = (bn, bk)`` with ``bk`` a power of two >= 16. ``out`` may be given ([M, N],
     ``stride(1) == 1``). Ragged M, N and K edges are masked. With ``config.split_k > 1`` the
-    partial sums go through an fp32 workspace from the caching allocator and a second small
-    kernel; nothing synchronizes with the host, so the pair is CUDA-graph capturable.
+    partial sums go through an fp32 workspace from the caching allocator and are summed by the
+    last split of each tile (``qlinear.kernels._splitk``): one launch, nothing synchronizes with
+    the host, CUDA-graph capturable.
     """
     M, K = a.shape
     N = b.shape[0]
@@ -498,21 +480,22 @@ def fp8_block_gemm(
     has_bias = bias is not None
     grid = (cdiv(M, config.block_m) * cdiv(N, config.block_n), split)
     fp8_dot = True if a.device.type != "cuda" else _fp8_dot_supported(a.device.index or 0)
-    target = out if split == 1 else torch.empty((split, M, N), dtype=torch.float32, device=a.device)
+    ws = torch.empty((split, M, N), dtype=torch.float32, device=a.device) if split > 1 else out
     _fp8_block_gemm_kernel[grid](
-        target,
+        out,
         a,
         b,
         a_scale,
         b_scale,
         bias if has_bias else out,
+        ws,
+        locks(a.device),
         M,
         N,
         K,
         a.stride(0),
         b.stride(0),
-        out.stride(0) if split == 1 else N,
-        M * N,
+        out.stride(0),
         a_scale.stride(0),
         a_scale.stride(1),
         b_scale.stride(0),
@@ -531,8 +514,6 @@ def fp8_block_gemm(
         num_warps=config.num_warps,
         num_stages=config.num_stages,
     )
-    if split > 1:
-        _reduce_splits(out, target, bias)
     return out
 
 
@@ -543,26 +524,10 @@ def _plan_split(config: GemmConfig, M: int, N: int, K: int, bk: int, device) -> 
     if split == 0:
         split = auto_split_k(M, N, K, config.block_m, config.block_n, bk, _sm_count(device))
     split = max(1, min(split, k_blocks))
+    if cdiv(M, config.block_m) * cdiv(N, config.block_n) > LOCK_SLOTS:
+        split = 1  # more tiles than split-K counters: the grid fills the GPU without splitting
     per_split = cdiv(k_blocks, split)
     return cdiv(k_blocks, per_split), per_split  # no empty slices
-
-
-def _reduce_splits(out: torch.Tensor, ws: torch.Tensor, bias: torch.Tensor | None) -> None:
-    split, M, N = ws.shape
-    block = 1024
-    _splitk_reduce_kernel[(cdiv(M * N, block),)](
-        out,
-        ws,
-        bias if bias is not None else out,
-        M * N,
-        N,
-        out.stride(0),
-        SPLIT_K=split,
-        HAS_BIAS=bias is not None,
-        BLOCK=block,
-        INTERPRET=_interpret(),
-        num_warps=4,
-    )
 
 
 def fp8_block_linear_triton(

@@ -50,6 +50,7 @@ import triton
 import triton.language as tl
 
 from qlinear._utils import cdiv, describe
+from qlinear.kernels._splitk import LOCK_SLOTS, locks, splitk_sum
 
 __all__ = [
     "W4A16Config",
@@ -127,21 +128,8 @@ def _num_sms(device: torch.device) -> int:
     return _sm_count(device.index if device.index is not None else torch.cuda.current_device())
 
 
-_LOCK_SLOTS = 1 << 14  # 64 KB per (device, stream); split-K grids need far fewer tiles
-_LOCKS: dict[tuple[str, int, int], torch.Tensor] = {}
-
-
-def _locks(device: torch.device) -> torch.Tensor:
-    """Zeroed int32 split-K counters for the current stream of ``device`` (kernels reset them)."""
-    if device.type == "cuda":
-        key = ("cuda", device.index or 0, torch.cuda.current_stream(device).cuda_stream)
-    else:
-        key = (device.type, 0, 0)
-    buf = _LOCKS.get(key)
-    if buf is None:
-        buf = torch.zeros(_LOCK_SLOTS, dtype=torch.int32, device=device)
-        _LOCKS[key] = buf
-    return buf
+_LOCK_SLOTS = LOCK_SLOTS
+_locks = locks
 
 
 # --------------------------------------------------------------------------------------------
@@ -218,20 +206,12 @@ def _finish_tile(acc, offs_n, n_mask, offs_m, m_mask, tile_id, pid_k, M, N,
             acc += tl.load(Bias_ptr + offs_n, mask=n_mask, other=0.0).to(tl.float32)[:, None]
         tl.store(out_ptrs, acc.to(Out_ptr.dtype.element_ty), mask=mask)
     else:
-        ws_rows = offs_m[None, :].to(tl.int64) * N + offs_n[:, None]
-        tl.store(WS_ptr + pid_k.to(tl.int64) * M * N + ws_rows, acc, mask=mask)
-        # Every thread's partial must be issued before the (single-thread) release below.
-        tl.debug_barrier()
-        arrived = tl.atomic_add(Lock_ptr + tile_id, 1, sem="acq_rel", scope="gpu")
-        if arrived == SPLIT_K - 1:
-            total = tl.zeros_like(acc)
-            for s in tl.static_range(SPLIT_K):
-                # .cg: read L2, never a stale L1 line of another SM's partial.
-                total += tl.load(WS_ptr + s * M * N + ws_rows, mask=mask, other=0.0, cache_modifier=".cg")
+        ws_ptrs = WS_ptr + offs_m[None, :].to(tl.int64) * N + offs_n[:, None]
+        total, last = splitk_sum(acc, ws_ptrs, M * N, mask, Lock_ptr + tile_id, pid_k, SPLIT_K)
+        if last:
             if HAS_BIAS:
                 total += tl.load(Bias_ptr + offs_n, mask=n_mask, other=0.0).to(tl.float32)[:, None]
             tl.store(out_ptrs, total.to(Out_ptr.dtype.element_ty), mask=mask)
-            tl.store(Lock_ptr + tile_id, 0)  # all SPLIT_K arrived: ready for the next launch
 
 
 # --------------------------------------------------------------------------------------------
