@@ -22,6 +22,7 @@ import triton
 import triton.language as tl
 
 from qlinear._utils import FP8_E4M3, cdiv
+from qlinear.kernels._pdl import launch_options, pdl_prologue
 from qlinear.kernels._splitk import LOCK_SLOTS, locks, splitk_sum
 
 __all__ = [
@@ -158,9 +159,11 @@ def _per_token_group_quant_fp8_kernel(
     GROUP: tl.constexpr,
     GROUPS_PER_PROG: tl.constexpr,
     INTERPRET: tl.constexpr,
+    USE_PDL: tl.constexpr,
 ):
     # One program: one row, GROUPS_PER_PROG consecutive groups. Rows >= M (padding requested by
     # the caller) read as zeros, so they get code 0 and a tiny finite scale.
+    pdl_prologue(USE_PDL)
     row = tl.program_id(0)
     gi = tl.program_id(1) * GROUPS_PER_PROG + tl.arange(0, GROUPS_PER_PROG)
     cols = gi[:, None] * GROUP + tl.arange(0, GROUP)[None, :]
@@ -241,6 +244,7 @@ def per_token_group_quant_fp8(
         GROUPS_PER_PROG=gpp,
         INTERPRET=_interpret(),
         num_warps=min(16, max(2, gpp * tile // 512)),
+        **launch_options(x.device),
     )
     return q, s
 
@@ -281,10 +285,12 @@ def _fp8_block_gemm_kernel(
     HAS_BIAS: tl.constexpr,
     FP8_DOT: tl.constexpr,
     INTERPRET: tl.constexpr,
+    USE_PDL: tl.constexpr,
 ):
     # C[m, n] = sum_kb As[m, kb] * Bs[n // SCALE_BLOCK_N, kb] * sum_{k in kb} A[m, k] * B[n, k]
     # BLOCK_K equals the K extent of a scale block, so each K step has one scale per row of A
     # and one per row of B (gathered per column: BLOCK_N need not divide SCALE_BLOCK_N).
+    pdl_prologue(USE_PDL)
     pid = tl.program_id(0)
     pid_k = tl.program_id(1)
     num_pid_m = tl.cdiv(M, BLOCK_M)
@@ -513,6 +519,7 @@ def fp8_block_gemm(
         INTERPRET=_interpret(),
         num_warps=config.num_warps,
         num_stages=config.num_stages,
+        **launch_options(a.device),
     )
     return out
 

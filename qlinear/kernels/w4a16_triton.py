@@ -50,6 +50,7 @@ import triton
 import triton.language as tl
 
 from qlinear._utils import cdiv, describe
+from qlinear.kernels._pdl import launch_options, pdl_prologue
 from qlinear.kernels._splitk import LOCK_SLOTS, locks, splitk_sum
 
 __all__ = [
@@ -226,7 +227,7 @@ def _w4a16_gemv_kernel(
     X_row_stride, X_shard_stride, Out_row_stride, QW_row_stride,
     BITS: tl.constexpr, GROUP_SIZE: tl.constexpr, PPG: tl.constexpr,
     HAS_ZEROS: tl.constexpr, HAS_BIAS: tl.constexpr, NUM_SHARDS: tl.constexpr,
-    BLOCK_N: tl.constexpr, SB_PER_ITER: tl.constexpr, SPLIT_K: tl.constexpr,
+    BLOCK_N: tl.constexpr, SB_PER_ITER: tl.constexpr, SPLIT_K: tl.constexpr, USE_PDL: tl.constexpr,
 ):
     """``Out[m, n] = sum_k x[m, k] * W[n, k]`` for one row m per program, CUDA-core FMA.
 
@@ -234,6 +235,7 @@ def _w4a16_gemv_kernel(
     """
     FIELDS: tl.constexpr = 32 // BITS
     SB: tl.constexpr = 16 * FIELDS
+    pdl_prologue(USE_PDL)
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
     pid_k = tl.program_id(2)
@@ -275,7 +277,7 @@ def _w4a16_mma_kernel(
     BITS: tl.constexpr, GROUP_SIZE: tl.constexpr, PPG: tl.constexpr,
     HAS_ZEROS: tl.constexpr, HAS_BIAS: tl.constexpr, NUM_SHARDS: tl.constexpr,
     BLOCK_N: tl.constexpr, BLOCK_M: tl.constexpr, SB_PER_ITER: tl.constexpr,
-    SPLIT_K: tl.constexpr, GROUP_M: tl.constexpr,
+    SPLIT_K: tl.constexpr, GROUP_M: tl.constexpr, USE_PDL: tl.constexpr,
 ):
     """``Out^T[n, m] = sum_k Wdeq[n, k] * x[m, k]`` on tensor cores; grid (m_tiles * n_tiles, SPLIT_K).
 
@@ -284,6 +286,7 @@ def _w4a16_mma_kernel(
     """
     FIELDS: tl.constexpr = 32 // BITS
     SB: tl.constexpr = 16 * FIELDS
+    pdl_prologue(USE_PDL)
     pid = tl.program_id(0)
     pid_k = tl.program_id(1)
     m_tiles = tl.cdiv(M, BLOCK_M)
@@ -332,6 +335,7 @@ def _w4a16_mma_sb_kernel(
     BITS: tl.constexpr, GROUP_SIZE: tl.constexpr, HAS_ZEROS: tl.constexpr, HAS_BIAS: tl.constexpr,
     NUM_SHARDS: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_M: tl.constexpr, SB_PER_ITER: tl.constexpr,
     SPLIT_K: tl.constexpr, GROUP_M: tl.constexpr, SCALE_AFTER: tl.constexpr, HALF_MAGIC: tl.constexpr,
+    USE_PDL: tl.constexpr,
 ):
     """``Out^T[n, m] = sum_k Wdeq[n, k] * x[m, k]`` on tensor cores, one ``tl.dot`` of K = one
     superblock (128 columns at 4 bits); grid (m_tiles * n_tiles, SPLIT_K).
@@ -348,6 +352,7 @@ def _w4a16_mma_sb_kernel(
     """
     FIELDS: tl.constexpr = 32 // BITS
     SB: tl.constexpr = 16 * FIELDS
+    pdl_prologue(USE_PDL)
     pid = tl.program_id(0)
     pid_k = tl.program_id(1)
     m_tiles = tl.cdiv(M, BLOCK_M)
@@ -571,6 +576,7 @@ def w4a16_gemm(
         HAS_ZEROS=packed.zeros is not None, HAS_BIAS=bias is not None,
         NUM_SHARDS=packed.num_shards, BLOCK_N=cfg.block_n, SB_PER_ITER=cfg.sb_per_iter,
         SPLIT_K=split, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+        **launch_options(x.device),
     )
     ptrs = (out, xg, packed.qweight, packed.scales,
             packed.zeros if packed.zeros is not None else dummy,
