@@ -16,6 +16,7 @@ Writes ``linear_<format>.json`` + ``.png`` (µs per call) to ``--out`` (default 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -48,8 +49,11 @@ def main() -> None:
     ap.add_argument("--format", choices=["fp8-block", "w4a16", "bf16"], required=True)
     ap.add_argument("--out", default=None)
     ap.add_argument("--quick", action="store_true", help="fewer M values")
+    ap.add_argument("--ms", type=int, nargs="+", default=None, help="these M values only")
+    ap.add_argument("--pdl-ab", action="store_true",
+                    help="for M <= 128 also time the layers with QLINEAR_PDL=0 (same run, A/B)")
     args = ap.parse_args()
-    ms = [1, 16, 128, 4096] if args.quick else MS
+    ms = args.ms or ([1, 16, 128, 4096] if args.quick else MS)
     torch.manual_seed(0)
     ceiling = copy_ceiling_gbps()
     rows = []
@@ -95,6 +99,15 @@ def main() -> None:
             if separate is not None and m <= 4096:
                 r = time_layer(lambda x: (separate[0](x), separate[1](x)), m, k, 2 * m * k)
                 rows.append({**base, "impl": f"two separate layers {SPLIT[(n, k)]}", **r})
+            if args.pdl_ab and m <= 128:
+                os.environ["QLINEAR_PDL"] = "0"
+                try:
+                    rows.append({**base, "impl": f"qlinear {args.format} (PDL off)", **time_layer(layer, m, k, 2 * m * k)})
+                    if separate is not None:
+                        r = time_layer(lambda x: (separate[0](x), separate[1](x)), m, k, 2 * m * k)
+                        rows.append({**base, "impl": f"two separate layers {SPLIT[(n, k)]} (PDL off)", **r})
+                finally:
+                    os.environ.pop("QLINEAR_PDL", None)
             flops = 2 * m * n * k
             for r in rows:
                 if r["case"] == case and "median_us" in r:
