@@ -32,6 +32,9 @@ import time; t=time.time()
 from qlinear.kernels import cuda_ext
 cuda_ext.load(verbose=True)
 print(f'first build {time.time()-t:.1f} s')" ;;
+        linear) part linear ${T_linear:-300} bash -c 'python benchmarks/bench_linear.py --format fp8-block --out $OUT ${LINEAR_ARGS:-}; a=$?; python benchmarks/bench_linear.py --format w4a16 --out $OUT ${LINEAR_ARGS:-}; b=$?; exit $((a|b))' ;;
+        mla) part mla ${T_mla:-200} python benchmarks/bench_mla.py --out "$R/mla" ;;
+        normbench) part normbench ${T_normbench:-200} python benchmarks/bench_rms_norm.py --out "$R/normbench" ;;
         *) part "$p" "$(eval echo \${T_$p:-150})" bash "benchmarks/gpu_$p.sh" ;;
     esac
 done
