@@ -1,7 +1,8 @@
 // Thin torch binding for the RMSNorm launchers: checks device / dtype / shape / stride, then
 // calls the launcher on the current CUDA stream. Registered with TORCH_LIBRARY (no pybind11, no
 // Python headers) to keep the first build short; Python reaches the ops as
-// torch.ops.qlinear_C.rms_norm / torch.ops.qlinear_C.fused_add_rms_norm.
+// torch.ops.qlinear_C.rms_norm / torch.ops.qlinear_C.fused_add_rms_norm /
+// torch.ops.qlinear_C.rms_norm_slices.
 //
 // The trailing int arguments are the launcher's NormConfig knobs (0 = automatic / off; see
 // norm_launch.h); qlinear.ops.norm passes its dispatch table's values, benchmarks sweep them.
@@ -99,6 +100,57 @@ void fused_add_rms_norm(const at::Tensor& x, const at::Tensor& residual, const a
   TORCH_CHECK(err == cudaSuccess, "qlinear fused_add_rms_norm launch failed: ", cudaGetErrorString(err));
 }
 
+// outs[s] <- rms_norm(x[..., bounds[s]:bounds[s + 1]], weights[s]) for every slice, one launch.
+// x, outs: 3-D [outer, inner, *] views of one leading shape; at most kNormMaxSlices slices (the
+// Python wrapper splits longer lists). Overlap rules (outs[s] is x's slice s itself or disjoint
+// from x and the other outputs) are checked by the Python op.
+void rms_norm_slices(at::TensorList outs, const at::Tensor& x, at::IntArrayRef bounds, at::TensorList weights,
+                     double eps, int64_t vecs_per_thread, int64_t block_threads, int64_t pdl) {
+  check_operand(x, "x", x);
+  const int64_t n = static_cast<int64_t>(weights.size());
+  TORCH_CHECK(n >= 1 && n <= qlinear::kNormMaxSlices, "weights: expected 1 to ", qlinear::kNormMaxSlices,
+              " slices per launch, got ", n);
+  TORCH_CHECK(static_cast<int64_t>(outs.size()) == n, "outs: expected ", n, " tensors (one per weight), got ",
+              outs.size());
+  TORCH_CHECK(static_cast<int64_t>(bounds.size()) == n + 1, "bounds: expected ", n + 1,
+              " column offsets for ", n, " slices, got ", bounds.size());
+  TORCH_CHECK(bounds[0] >= 0 && bounds[n] <= x.size(2), "bounds: expected offsets within [0, ", x.size(2),
+              "], got ", bounds);
+  qlinear::NormSlice slices[qlinear::kNormMaxSlices];
+  for (int64_t s = 0; s < n; ++s) {
+    TORCH_CHECK(bounds[s] < bounds[s + 1], "bounds: expected strictly increasing offsets, got ", bounds);
+    const int64_t width = bounds[s + 1] - bounds[s];
+    const at::Tensor& o = outs[s];
+    const at::Tensor& w = weights[s];
+    TORCH_CHECK(o.is_cuda() && o.device() == x.device(), "outs[", s, "]: expected a tensor on ", x.device(),
+                ", got ", o.device());
+    TORCH_CHECK_TYPE(o.scalar_type() == x.scalar_type(), "outs[", s, "]: dtype ", o.scalar_type(),
+                     " differs from x's ", x.scalar_type());
+    TORCH_CHECK(o.dim() == 3 && o.size(0) == x.size(0) && o.size(1) == x.size(1) && o.size(2) == width, "outs[",
+                s, "]: expected shape [", x.size(0), ", ", x.size(1), ", ", width, "], got ", o.sizes());
+    TORCH_CHECK(width <= 1 || o.stride(2) == 1, "outs[", s, "]: expected stride(-1) == 1, got strides ",
+                o.strides());
+    TORCH_CHECK(w.is_cuda() && w.device() == x.device(), "weights[", s, "]: expected a tensor on ", x.device(),
+                ", got ", w.device());
+    TORCH_CHECK_TYPE(w.scalar_type() == x.scalar_type(), "weights[", s, "]: dtype ", w.scalar_type(),
+                     " differs from x's ", x.scalar_type());
+    TORCH_CHECK(w.dim() == 1 && w.size(0) == width, "weights[", s, "]: expected shape (", width, ",), got ",
+                w.sizes());
+    TORCH_CHECK(width <= 1 || w.stride(0) == 1, "weights[", s, "]: expected a contiguous vector, got stride ",
+                w.stride(0));
+    slices[s] = qlinear::NormSlice{operand(o), w.data_ptr(), bounds[s], width};
+  }
+  const c10::cuda::CUDAGuard guard(x.device());
+  qlinear::NormSlicesConfig cfg;
+  cfg.vecs_per_thread = static_cast<int>(vecs_per_thread);
+  cfg.block_threads = static_cast<int>(block_threads);
+  cfg.pdl = static_cast<int>(pdl);
+  const cudaError_t err = qlinear::rms_norm_slices_launch(
+      operand(x), slices, static_cast<int>(n), x.size(0) * x.size(1), x.size(1), static_cast<float>(eps),
+      to_norm_dtype(x, "x"), c10::cuda::getCurrentCUDAStream(x.device().index()).stream(), cfg);
+  TORCH_CHECK(err == cudaSuccess, "qlinear rms_norm_slices launch failed: ", cudaGetErrorString(err));
+}
+
 }  // namespace
 
 TORCH_LIBRARY(qlinear_C, m) {
@@ -112,4 +164,8 @@ TORCH_LIBRARY(qlinear_C, m) {
       "int vecs_per_thread=0, int threads_per_row=0, int rows_per_block=0, int prefetch_weight=0, "
       "int pdl=0, int cluster=0, int cache_hints=0) -> ()",
       &fused_add_rms_norm);
+  m.def(
+      "rms_norm_slices(Tensor(a!)[] outs, Tensor x, int[] bounds, Tensor[] weights, float eps, "
+      "int vecs_per_thread=0, int block_threads=0, int pdl=0) -> ()",
+      &rms_norm_slices);
 }

@@ -23,6 +23,11 @@
 // launch. With PDL the next kernel's launch and block scheduling overlap this kernel's tail, while
 // its own wait still orders every memory access after this grid completes.
 //
+//  * rms_norm_slices_kernel: several column slices of the same rows in one launch (DeepSeek MLA's
+//    q_c = qkv[:, :1536] and kv_c = qkv[:, 1536:2048]), each with its own weight and output. The
+//    1-D grid is partitioned into per-slice block ranges; each block takes one slice's rows, with
+//    that slice's threads per row and its own choice of the 16-byte or the element-wise path.
+//
 // Fused add (FUSED=true): residual <- x + residual (rounded to T), x <- rmsnorm(residual) * w.
 // The norm is taken of the *rounded* residual, i.e. of exactly the values stored, so that the
 // result equals rms_norm(residual_after) as the reference computes it.
@@ -377,6 +382,117 @@ __global__ void __launch_bounds__(1024)
     const T* in = FUSED ? r : s;  // fused: normalize the stored (rounded) residual
 #pragma unroll 4
     for (int j = lane; j < hidden; j += tpr) d[j] = C::from_f(C::to_f(in[j]) * inv * C::to_f(weight[j]));
+  }
+}
+
+// ---- several column slices of one row set, one launch
+
+constexpr int kMaxSlices = 4;
+
+// Passed by value (kernel parameter space, < 300 bytes). Slice s covers columns
+// [col[s], col[s] + width[s]) of src's rows and is written to out[s] (its own [outer, inner, width]
+// view: the slice of src itself for in place, or another buffer). Blocks
+// [s == 0 ? 0 : block_end[s - 1], block_end[s]) handle slice s, rows_per_block = blockDim.x >>
+// tpr_log2[s] rows each. vec[s]: 16-byte path (pointers, strides, col and width aligned), else
+// element-wise.
+struct SliceSet {
+  Rows out[kMaxSlices];
+  const void* weight[kMaxSlices];
+  int col[kMaxSlices];
+  int width[kMaxSlices];
+  int tpr_log2[kMaxSlices];
+  int vec[kMaxSlices];
+  uint32_t block_end[kMaxSlices];
+  int n;
+};
+
+// Per slice exactly the arithmetic of rms_norm_vec_kernel / rms_norm_generic_kernel (fp32 sum of
+// squares, inv = rsqrt(ss / width + eps), y = round(x * inv * w)). NV: register budget of the
+// 16-byte path (vectors per thread); the weight is always loaded before the reduction (the
+// multi-slice launch exists for the latency regime). In place is safe: every element is read by
+// the thread that later writes it, before that write, and slices are disjoint.
+template <typename T, int NV>
+__global__ void __launch_bounds__(1024)
+    rms_norm_slices_kernel(Rows src, SliceSet set, uint32_t n_rows, uint32_t n_inner, float eps) {
+  using C = Conv<T>;
+  constexpr int VW = Pack<T>::N;
+  const uint32_t b = blockIdx.x;
+  int s = 0;
+#pragma unroll
+  for (int k = 0; k + 1 < kMaxSlices; ++k)
+    if (k + 1 < set.n && b >= set.block_end[k]) s = k + 1;
+  const uint32_t b0 = s == 0 ? 0u : set.block_end[s - 1];
+  const int tl = set.tpr_log2[s];
+  const int tpr = 1 << tl;
+  const int lane = threadIdx.x & (tpr - 1);
+  const uint32_t row = (b - b0) * (blockDim.x >> tl) + (threadIdx.x >> tl);
+  const bool active = row < n_rows;
+  const int width = set.width[s];
+  const int col = set.col[s];
+  const T* __restrict__ weight = static_cast<const T*>(set.weight[s]);
+  const Rows out = set.out[s];
+
+  pdl_wait();
+  pdl_launch_dependents();
+  float ss = 0.f;
+  if (set.vec[s]) {  // uniform over the block: group_sum's barrier is reached by every thread
+    const int nvec = width / VW;
+    Pack<T> v[NV];
+    Pack<T> wv[NV];
+    if (active) {
+      const T* xs = row_ptr<T>(src, row, n_inner) + col;
+#pragma unroll
+      for (int k = 0; k < NV; ++k) {
+        const int j = k * tpr + lane;
+        if (j < nvec) v[k].raw = reinterpret_cast<const uint4*>(xs)[j];
+      }
+#pragma unroll
+      for (int k = 0; k < NV; ++k) {
+        const int j = k * tpr + lane;
+        if (j < nvec) wv[k].raw = __ldg(reinterpret_cast<const uint4*>(weight) + j);
+      }
+#pragma unroll
+      for (int k = 0; k < NV; ++k) {
+        const int j = k * tpr + lane;
+        if (j < nvec) {
+#pragma unroll
+          for (int e = 0; e < VW; ++e) {
+            const float f = C::to_f(v[k].e[e]);
+            ss += f * f;
+          }
+        }
+      }
+    }
+    ss = group_sum(ss, tl);
+    const float inv = rsqrtf(ss / static_cast<float>(width) + eps);
+    if (active) {
+      T* d = row_ptr<T>(out, row, n_inner);
+#pragma unroll
+      for (int k = 0; k < NV; ++k) {
+        const int j = k * tpr + lane;
+        if (j < nvec) {
+#pragma unroll
+          for (int e = 0; e < VW; ++e) v[k].e[e] = C::from_f(C::to_f(v[k].e[e]) * inv * C::to_f(wv[k].e[e]));
+          reinterpret_cast<uint4*>(d)[j] = v[k].raw;
+        }
+      }
+    }
+  } else {
+    const T* xs = active ? row_ptr<T>(src, row, n_inner) + col : nullptr;
+    if (active) {
+#pragma unroll 4
+      for (int j = lane; j < width; j += tpr) {
+        const float f = C::to_f(xs[j]);
+        ss += f * f;
+      }
+    }
+    ss = group_sum(ss, tl);
+    const float inv = rsqrtf(ss / static_cast<float>(width) + eps);
+    if (active) {
+      T* d = row_ptr<T>(out, row, n_inner);
+#pragma unroll 4
+      for (int j = lane; j < width; j += tpr) d[j] = C::from_f(C::to_f(xs[j]) * inv * C::to_f(weight[j]));
+    }
   }
 }
 

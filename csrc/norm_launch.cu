@@ -2,7 +2,8 @@
 // kernel, pick threads per row / rows per block, and launch on the given stream.
 // The one translation unit holding every kernel instantiation (3 dtypes x {vec NV=1,2,4 with and
 // without the weight prefetch, vec NV=8, generic, cluster NV=1,2} x {plain, fused}, plus the
-// cache-hinted vec kernels for fp16 / bf16 x NV=2,4 x 5 hint sets) so a first build stays short.
+// cache-hinted vec kernels for fp16 / bf16 x NV=2,4 x 5 hint sets, and the multi-slice kernel for
+// 3 dtypes x NV=2,4) so a first build stays short.
 #include <utility>
 
 #include "norm.cuh"
@@ -327,7 +328,116 @@ cudaError_t launch(NormOperand dst, NormOperand src, NormOperand res, const void
   return cudaErrorInvalidValue;
 }
 
+// ---- multi-slice launch
+
+template <typename T>
+cudaError_t launch_slices(int nv, dim3 grid, int threads, bool pdl, Rows src, const norm::SliceSet& set,
+                          uint32_t nr, uint32_t ni, float eps, cudaStream_t stream) {
+  if (nv <= 2)
+    return launch_kernel(norm::rms_norm_slices_kernel<T, 2>, grid, threads, stream, pdl, 0, src, set, nr, ni, eps);
+  return launch_kernel(norm::rms_norm_slices_kernel<T, 4>, grid, threads, stream, pdl, 0, src, set, nr, ni, eps);
+}
+
+cudaError_t slices_impl(NormOperand x, const NormSlice* slices, int n_slices, int64_t n_rows, int64_t n_inner,
+                        float eps, NormDType dtype, cudaStream_t stream, const NormSlicesConfig& cfg) {
+  if (slices == nullptr || n_slices < 1 || n_slices > kNormMaxSlices) return cudaErrorInvalidValue;
+  if (n_rows < 0 || n_inner < 0) return cudaErrorInvalidValue;
+  if (n_rows == 0) return cudaSuccess;
+  if (n_rows > INT32_MAX || n_inner <= 0 || n_inner > n_rows || n_rows % n_inner != 0 || x.ptr == nullptr)
+    return cudaErrorInvalidValue;
+  const size_t es = elem_size(dtype);
+  const int64_t vw = static_cast<int64_t>(16 / es);
+  const int64_t n_outer = n_rows / n_inner;
+  const int sms = sm_count();
+  const bool few_rows = n_rows <= sms;
+  const int64_t vecs = cfg.vecs_per_thread > 0 ? cfg.vecs_per_thread : (few_rows ? 2 : 4);
+  norm::SliceSet set{};
+  set.n = n_slices;
+  int nv = 1;
+  int max_tl = 5;
+  for (int s = 0; s < n_slices; ++s) {
+    const NormSlice& sl = slices[s];
+    if (sl.out.ptr == nullptr || sl.weight == nullptr || sl.col < 0 || sl.width <= 0 ||
+        sl.col + sl.width > INT32_MAX)
+      return cudaErrorInvalidValue;
+    const NormOperand xs{static_cast<char*>(x.ptr) + sl.col * static_cast<int64_t>(es), x.s0, x.s1};
+    bool vec = cfg.vecs_per_thread != -1 && sl.width % vw == 0 && aligned16(xs, n_outer, n_inner, es) &&
+               aligned16(sl.out, n_outer, n_inner, es) && reinterpret_cast<uintptr_t>(sl.weight) % 16 == 0;
+    int tl;
+    if (vec) {
+      const int64_t nvec = sl.width / vw;
+      tl = pow2_ceil_log2((nvec + vecs - 1) / vecs);
+      if (tl > 10) tl = 10;
+      const int64_t need = (nvec + (int64_t{1} << tl) - 1) >> tl;
+      if (need <= 4) {
+        if (need > nv) nv = static_cast<int>(need);
+      } else {
+        vec = false;
+      }
+    }
+    if (!vec) {
+      // about 8 elements per thread, at least a warp, at most a full block (as the generic kernel)
+      tl = pow2_ceil_log2((sl.width + 7) / 8);
+      tl = tl < 5 ? 5 : (tl > 10 ? 10 : tl);
+    }
+    set.out[s] = Rows{sl.out.ptr, sl.out.s0, sl.out.s1};
+    set.weight[s] = sl.weight;
+    set.col[s] = static_cast<int>(sl.col);
+    set.width[s] = static_cast<int>(sl.width);
+    set.tpr_log2[s] = tl;
+    set.vec[s] = vec ? 1 : 0;
+    if (tl > max_tl) max_tl = tl;
+  }
+  // One block size for every slice: at least the widest slice's threads per row. Few rows: one
+  // row of the widest slice per block (narrower slices pack several rows). Many rows: 256
+  // threads, halved (not below 64) while the grid would leave SMs without two blocks.
+  int bt_log2 = max_tl;
+  if (cfg.block_threads > 0) {
+    const int l = pow2_ceil_log2(cfg.block_threads);
+    bt_log2 = l > 10 ? 10 : (l > max_tl ? l : max_tl);
+  } else if (!few_rows) {
+    bt_log2 = max_tl > 8 ? max_tl : 8;
+  }
+  auto total_blocks = [&](int btl) {
+    int64_t total = 0;
+    for (int s = 0; s < n_slices; ++s) {
+      const int64_t rpb = int64_t{1} << (btl - set.tpr_log2[s]);
+      total += (n_rows + rpb - 1) / rpb;
+    }
+    return total;
+  };
+  if (cfg.block_threads <= 0 && !few_rows)
+    while (bt_log2 > 6 && bt_log2 > max_tl && total_blocks(bt_log2) < int64_t{2} * sms) --bt_log2;
+  int64_t total = 0;
+  for (int s = 0; s < n_slices; ++s) {
+    const int64_t rpb = int64_t{1} << (bt_log2 - set.tpr_log2[s]);
+    total += (n_rows + rpb - 1) / rpb;
+    if (total > INT32_MAX) return cudaErrorInvalidValue;
+    set.block_end[s] = static_cast<uint32_t>(total);
+  }
+  const dim3 grid(static_cast<unsigned>(total));
+  const int threads = 1 << bt_log2;
+  const bool pdl = cfg.pdl > 0 && cc_major() >= 9;
+  const Rows src{x.ptr, x.s0, x.s1};
+  const uint32_t nr = static_cast<uint32_t>(n_rows), ni = static_cast<uint32_t>(n_inner);
+  switch (dtype) {
+    case NormDType::kFloat16:
+      return launch_slices<__half>(nv, grid, threads, pdl, src, set, nr, ni, eps, stream);
+    case NormDType::kBFloat16:
+      return launch_slices<__nv_bfloat16>(nv, grid, threads, pdl, src, set, nr, ni, eps, stream);
+    case NormDType::kFloat32:
+      return launch_slices<float>(nv, grid, threads, pdl, src, set, nr, ni, eps, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
 }  // namespace
+
+cudaError_t rms_norm_slices_launch(NormOperand x, const NormSlice* slices, int n_slices, int64_t n_rows,
+                                   int64_t n_inner, float eps, NormDType dtype, cudaStream_t stream,
+                                   NormSlicesConfig config) {
+  return slices_impl(x, slices, n_slices, n_rows, n_inner, eps, dtype, stream, config);
+}
 
 cudaError_t rms_norm_launch(NormOperand out, NormOperand x, const void* weight, int64_t n_rows,
                             int64_t n_inner, int64_t hidden, float eps, NormDType dtype,

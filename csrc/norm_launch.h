@@ -61,4 +61,39 @@ cudaError_t fused_add_rms_norm_launch(NormOperand x, NormOperand residual, const
                                       NormDType dtype, cudaStream_t stream,
                                       NormConfig config = NormConfig());
 
+// ---- several column slices of the same rows in one launch (rms_norm_slices_launch)
+
+// The most slices one launch takes (the kernel's by-value descriptor); callers split longer lists.
+constexpr int kNormMaxSlices = 4;
+
+// One slice: columns [col, col + width) of x's rows, normalized with `weight` ([width], contiguous)
+// into `out`, an [n_outer, n_inner, width] view (x's slice itself for in place, or a buffer
+// disjoint from x and from the other outputs).
+struct NormSlice {
+  NormOperand out;
+  const void* weight;
+  int64_t col;
+  int64_t width;
+};
+
+// Kernel choice, zeros = automatic.
+//   vecs_per_thread: 16-byte vectors per thread a slice's row is spread for (1, 2 or 4; default 2
+//                    for at most one row per SM, else 4); -1 forces the element-wise path for
+//                    every slice. A slice that is not 16-byte aligned, or wider than 4 x 1024
+//                    vectors, takes the element-wise path regardless.
+//   block_threads:   threads per block (power of two, 32..1024; raised to the widest slice's
+//                    threads per row).
+//   pdl:             1 = programmatic dependent launch (sm_90+), as NormConfig::pdl.
+struct NormSlicesConfig {
+  int vecs_per_thread = 0;
+  int block_threads = 0;
+  int pdl = 0;
+};
+
+// For each slice s: out_s <- x[..., col_s : col_s + width_s] / sqrt(mean(.^2) + eps) * weight_s,
+// all slices in one kernel launch. 1 <= n_slices <= kNormMaxSlices; slices must not overlap.
+cudaError_t rms_norm_slices_launch(NormOperand x, const NormSlice* slices, int n_slices, int64_t n_rows,
+                                   int64_t n_inner, float eps, NormDType dtype, cudaStream_t stream,
+                                   NormSlicesConfig config = NormSlicesConfig());
+
 }  // namespace qlinear

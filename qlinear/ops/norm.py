@@ -2,6 +2,8 @@
 
     rms_norm(x, w):            y = x / sqrt(mean(x^2, -1) + eps) * w
     fused_add_rms_norm(x, r, w): r <- x + r;  x <- r / sqrt(mean(r^2, -1) + eps) * w   (in place)
+    rms_norm_slices(x, (b0, b1, .., bn), (w1, .., wn)): y_i = rms_norm(x[..., b_{i-1}:b_i], w_i) for
+                               every slice, one launch on CUDA (DeepSeek MLA's q_c / kv_c)
 
 Accumulation is fp32 on every backend. Backends: ``"cuda"`` (csrc/ kernels, built on first use),
 ``"triton"`` and ``"reference"`` (fp32 PyTorch, the CPU path). The choice: the ``backend``
@@ -11,8 +13,8 @@ CPU tensors the reference. The CUDA backend's launch knobs (PDL, thread-block cl
 rows, cache hints, threads per row...) come from :data:`CUDA_KNOB_RULES` (empty: the launcher's
 automatic plan).
 
-Both ops are registered as torch custom ops (``torch.ops.qlinear.rms_norm``,
-``torch.ops.qlinear.fused_add_rms_norm``) with fake implementations and declared mutations, so
+The ops are registered as torch custom ops (``torch.ops.qlinear.rms_norm``,
+``torch.ops.qlinear.fused_add_rms_norm``, ``torch.ops.qlinear.rms_norm_slices``) with fake implementations and declared mutations, so
 ``torch.compile`` and CUDA-graph capture see them as single opaque nodes.
 """
 
@@ -20,14 +22,14 @@ from __future__ import annotations
 
 import itertools
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import torch
 
 from qlinear._utils import FLOAT_DTYPES, describe, env_backend
 from qlinear.reference.norm import fused_add_rms_norm_ref, rms_norm_ref
 
-__all__ = ["rms_norm", "fused_add_rms_norm", "NORM_BACKENDS", "resolve_norm_backend", "cuda_knobs",
+__all__ = ["rms_norm", "fused_add_rms_norm", "rms_norm_slices", "NORM_BACKENDS", "resolve_norm_backend", "cuda_knobs",
            "CUDA_KNOB_RULES", "CUDA_AUTO"]
 
 NORM_BACKENDS = ("cuda", "triton", "reference")
@@ -207,13 +209,13 @@ def cuda_knobs(n_rows: int, hidden: int, elem_size: int, fused: bool) -> CudaKno
 
 
 def _collapse_leading(ts: tuple[torch.Tensor, ...]) -> Iterator[list[torch.Tensor]]:
-    """Views of ``ts`` (one shape ``[..., H]``) as 3-D ``[n_outer, n_inner, H]``, no copy.
+    """Views of ``ts`` (one leading shape ``[...]``, each its own last dim ``H_t``) as 3-D
+    ``[n_outer, n_inner, H_t]``, no copy.
 
     Leading dims are merged where every tensor's strides allow (stride[i] == stride[i+1] *
     size[i+1]); at most two merged dims go to one launch, further outer dims are iterated.
     """
     shape = ts[0].shape
-    hidden = shape[-1]
     dims: list[tuple[int, list[int]]] = []
     for i in range(len(shape) - 1):
         if shape[i] == 1:
@@ -230,7 +232,7 @@ def _collapse_leading(ts: tuple[torch.Tensor, ...]) -> Iterator[list[torch.Tenso
         views = []
         for k, t in enumerate(ts):
             offset = t.storage_offset() + sum(i * st[k] for i, (_, st) in zip(idx, head))
-            views.append(t.as_strided((n0, n1, hidden), (s0[k], s1[k], 1), offset))
+            views.append(t.as_strided((n0, n1, t.shape[-1]), (s0[k], s1[k], 1), offset))
         yield views
 
 
@@ -319,6 +321,136 @@ def _fused_add_rms_norm_fake(
     return None
 
 
+def _spans_overlap(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """True unless a and b provably share no element. Like :func:`_may_overlap` but for views of
+    different widths: two row sets with one row stride (e.g. column slices of one buffer) are
+    resolved exactly, anything else by byte ranges (conservative)."""
+    if a.numel() == 0 or b.numel() == 0 or a.untyped_storage().data_ptr() != b.untyped_storage().data_ptr():
+        return False
+    (a0, a1), (b0, b1) = _byte_span(a), _byte_span(b)
+    if a1 <= b0 or b1 <= a0:
+        return False
+    ra, rb = _rows_2d(a), _rows_2d(b)
+    es = a.element_size()
+    if ra is None or rb is None or es != b.element_size() or (b0 - a0) % es:
+        return True
+    (na, sa), (nb, sb) = ra, rb
+    wa, wb = a.shape[-1], b.shape[-1]
+    if na == 1 and nb == 1:
+        sa = sb = max(wa, wb, 1)
+    elif na == 1:
+        sa = sb
+    elif nb == 1:
+        sb = sa
+    if sa != sb or sa < max(wa, wb):
+        return True
+    # a: a0 + i*s + [0, wa), b: b0 + j*s + [0, wb) (elements); shared iff -wb < d - (i-j)*s < wa
+    d = (b0 - a0) // es
+    for k in (d // sa - 1, d // sa, d // sa + 1):
+        if -nb < k < na and -wb < d - k * sa < wa:
+            return True
+    return False
+
+
+def _run_slices(
+    outs: list[torch.Tensor], x: torch.Tensor, bounds: list[int], weights: list[torch.Tensor], eps: float,
+    backend: str,
+) -> None:
+    n = len(weights)
+    if backend == "reference":
+        for i in range(n):
+            outs[i].copy_(rms_norm_ref(x[..., bounds[i]:bounds[i + 1]], weights[i], eps))
+        return
+    if x.numel() == 0:
+        return
+    if backend == "cuda":
+        from qlinear.kernels import cuda_ext
+
+        ops = cuda_ext.load()
+        for views in _collapse_leading((x, *outs)):
+            x3, outs3 = views[0], views[1:]
+            n_rows = x3.shape[0] * x3.shape[1]
+            # the launcher takes kMaxSlices (4) slices per launch
+            for c in range(0, n, 4):
+                e = min(n, c + 4)
+                widest = max(bounds[i + 1] - bounds[i] for i in range(c, e))
+                pdl = cuda_knobs(n_rows, widest, x.element_size(), False)[4]
+                ops.rms_norm_slices(outs3[c:e], x3, bounds[c:e + 1], weights[c:e], eps, 0, 0, pdl)
+    else:
+        # no multi-slice Triton kernel: one Triton RMSNorm launch per slice, same arithmetic
+        from qlinear.kernels import norm_triton
+
+        for i in range(n):
+            xs = x[..., bounds[i]:bounds[i + 1]]
+            for o3, x3 in _collapse_leading((outs[i], xs)):
+                norm_triton.rms_norm_triton(o3, x3, weights[i], eps)
+
+
+@torch.library.custom_op("qlinear::rms_norm_slices", mutates_args=("outs",))
+def _rms_norm_slices_op(
+    outs: list[torch.Tensor], x: torch.Tensor, bounds: list[int], weights: list[torch.Tensor], eps: float,
+    backend: str,
+) -> None:
+    # Each output is either x's slice itself (in place) or disjoint from x and from the other
+    # outputs; a partial overlap would make the one-launch result depend on block order.
+    _check_slice_args(x, bounds, weights)
+    if len(outs) != len(weights):
+        raise ValueError(f"outs: expected {len(weights)} tensors (one per weight), got {len(outs)}")
+    separate = []
+    for i, o in enumerate(outs):
+        xs = x[..., bounds[i]:bounds[i + 1]]
+        _check_like(f"outs[{i}]", o, xs)
+        _check_written(f"outs[{i}]", o)
+        if o.data_ptr() == xs.data_ptr() and o.stride() == xs.stride():
+            continue
+        if _spans_overlap(o, x):
+            raise ValueError(
+                f"outs[{i}]: overlaps x without being x's slice {i} (outs[{i}] {describe(o)}, x {describe(x)}); "
+                "pass the slice itself for in place or a disjoint buffer"
+            )
+        for j, p in separate:
+            if _spans_overlap(o, p):
+                raise ValueError(f"outs[{i}] and outs[{j}] overlap in memory ({describe(o)}, {describe(p)})")
+        separate.append((i, o))
+    _run_slices(outs, x, list(bounds), weights, eps, backend)
+
+
+@_rms_norm_slices_op.register_fake
+def _rms_norm_slices_fake(
+    outs: list[torch.Tensor], x: torch.Tensor, bounds: list[int], weights: list[torch.Tensor], eps: float,
+    backend: str,
+) -> None:
+    return None
+
+
+def _check_slice_args(x: torch.Tensor, bounds: object, weights: object) -> None:
+    _check_x(x)
+    if isinstance(bounds, torch.Tensor) or not all(isinstance(b, int) and not isinstance(b, bool) for b in bounds):
+        raise TypeError(f"bounds: expected a sequence of ints (column offsets), got {bounds!r}")
+    bounds = list(bounds)
+    if isinstance(weights, torch.Tensor):
+        raise TypeError("weights: expected a sequence of 1-D tensors (one per slice), got a single tensor")
+    weights = list(weights)
+    width = x.shape[-1]
+    if len(bounds) < 2:
+        raise ValueError(f"bounds: expected at least 2 column offsets (one slice), got {bounds}")
+    if bounds[0] < 0 or bounds[-1] > width:
+        raise ValueError(f"bounds: expected offsets within [0, {width}] (x's last dim), got {bounds}")
+    if any(a >= b for a, b in zip(bounds, bounds[1:])):
+        raise ValueError(f"bounds: expected strictly increasing offsets, got {bounds}")
+    if len(weights) != len(bounds) - 1:
+        raise ValueError(
+            f"weights: expected {len(bounds) - 1} tensors (one per slice of bounds {bounds}), got {len(weights)}"
+        )
+    for i, w in enumerate(weights):
+        _check_tensor(f"weights[{i}]", w)
+        xs = x[..., bounds[i]:bounds[i + 1]]
+        try:
+            _check_weight(w, xs)
+        except (TypeError, ValueError) as e:
+            raise type(e)(f"weights[{i}] (slice [{bounds[i]}, {bounds[i + 1]})): {e}") from None
+
+
 # ----------------------------------------------------------------------------- public API
 
 
@@ -368,3 +500,43 @@ def fused_add_rms_norm(
     _check_like("residual", residual, x)
     _check_weight(weight, x)
     _fused_add_rms_norm_op(x, residual, weight, float(eps), resolve_norm_backend(backend, x))
+
+
+def rms_norm_slices(
+    x: torch.Tensor,
+    bounds: Sequence[int],
+    weights: Sequence[torch.Tensor],
+    eps: float = 1e-6,
+    inplace: bool = False,
+    backend: str | None = None,
+) -> list[torch.Tensor]:
+    """RMSNorm of several column slices of the same rows, each with its own weight, in one launch.
+
+    For slice i = ``x[..., bounds[i]:bounds[i + 1]]`` (width ``W_i``):
+    ``y_i = x_i / sqrt(mean(x_i^2, -1) + eps) * weights[i]``, exactly :func:`rms_norm`'s arithmetic
+    (fp32 accumulation, one rounding of the result). E.g. DeepSeek MLA after the fused QKV-A
+    projection ``qkv [T, 2112]``: ``q_c, kv_c = rms_norm_slices(qkv, (0, 1536, 2048), (w_q, w_kv))``;
+    columns outside the slices (the rope part 2048:2112) are not read or written.
+
+    x: ``[..., W]``, fp16 / bf16 / fp32, ``stride(-1) == 1``, any other strides; never copied.
+    bounds: ``n + 1`` strictly increasing column offsets in ``[0, W]`` for ``n >= 1`` slices.
+    weights: ``n`` contiguous ``[W_i]`` tensors of x's dtype and device.
+    inplace: False returns ``n`` new contiguous ``[..., W_i]`` tensors; True normalizes the slices
+    inside x and returns the views ``x[..., bounds[i]:bounds[i + 1]]``.
+    backend: as :func:`rms_norm`. ``"cuda"`` is one kernel launch for up to 4 slices (more slices:
+    one launch per 4); ``"triton"`` launches its RMSNorm once per slice; ``"reference"`` is the fp32
+    PyTorch loop.
+    """
+    _check_slice_args(x, bounds, weights)
+    bounds = [int(b) for b in bounds]
+    weights = list(weights)
+    views = [x[..., bounds[i]:bounds[i + 1]] for i in range(len(weights))]
+    if inplace:
+        for i, v in enumerate(views):
+            _check_written(f"x (slice {i}, written in place)", v)
+        outs = views
+    else:
+        outs = [torch.empty(v.shape, dtype=x.dtype, device=x.device) for v in views]
+    _rms_norm_slices_op(outs, x, bounds, weights, float(eps), resolve_norm_backend(backend, x))
+    return outs
+
