@@ -10,8 +10,8 @@ Accumulation is fp32 on every backend. Backends: ``"cuda"`` (csrc/ kernels, buil
 argument, else the environment variable ``QLINEAR_NORM_BACKEND`` (cuda | triton | reference |
 auto), else by device: CUDA tensors use the CUDA extension when it builds (otherwise Triton),
 CPU tensors the reference. The CUDA backend's launch knobs (PDL, thread-block clusters for few
-rows, cache hints, threads per row...) come from :data:`CUDA_KNOB_RULES` (empty: the launcher's
-automatic plan).
+rows, cache hints, threads per row...) come from :data:`CUDA_KNOB_RULES` (measured rules; launches
+no rule matches use the launcher's automatic plan).
 
 The ops are registered as torch custom ops (``torch.ops.qlinear.rms_norm``,
 ``torch.ops.qlinear.fused_add_rms_norm``, ``torch.ops.qlinear.rms_norm_slices``) with fake implementations and declared mutations, so
@@ -193,7 +193,23 @@ CUDA_AUTO: CudaKnobs = (0, 0, 0, 0, 0, 0, 0)
 # ops. Empty = every launch uses the automatic plan. Set from
 # `benchmarks/bench_rms_norm.py --focus gaps` (its summary prints the best knobs per case), e.g.
 #   (132, 1 << 62, None, (0, 0, 0, 0, 1, 8, 0)),   # few rows: 8-CTA clusters, PDL
-CUDA_KNOB_RULES: tuple[tuple[int, int, bool | None, CudaKnobs], ...] = ()
+#
+# H200 (benchmarks/results/session2/rms_norm_gaps.json, bf16, CUDA-graph replay of back-to-back
+# calls, best of two medians; torch.compile anchor in the same run):
+#   16 x 7168:   auto 2.79 us; 256 threads per row + weight prefetch + PDL 2.14 us (compile 2.85);
+#                8-CTA clusters 2.20 us: no better than the one-CTA row with PDL, not used.
+#   4096 x 7168: auto 31.05 us; weight prefetch + PDL 29.64 us = 3963 GB/s (compile 3816).
+#   kv_c 4096 x 512 (stride 2112), in place: auto 4.7 us; prefetch + PDL 4.27 us (compile,
+#                out of place, 3.61 us: still faster).
+#   32768 x 7168 and the fused add at 32768 x 7168: every knob within 0.3 % of auto (4092-4102 and
+#                4113-4127 GB/s): auto kept.
+# PDL only lets a launch start while the previous kernel drains; every kernel waits
+# (griddepcontrol.wait) before touching memory, so results never depend on it. Rules are for the
+# plain norm only: the fused add was measured at 32768 rows alone.
+CUDA_KNOB_RULES: tuple[tuple[int, int, bool | None, CudaKnobs], ...] = (
+    (132, 16384, False, (0, 256, 1, 1, 1, 0, 0)),
+    (4096, 1 << 62, False, (0, 0, 0, 1, 1, 0, 0)),
+)
 
 
 def cuda_knobs(n_rows: int, hidden: int, elem_size: int, fused: bool) -> CudaKnobs:
