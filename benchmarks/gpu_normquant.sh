@@ -13,8 +13,7 @@ cd "$(dirname "$0")/.."
 OUT="${OUT:-benchmarks/results}"
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
-_own_build=0
-if [ -z "${QLINEAR_BUILD_DIR:-}" ]; then QLINEAR_BUILD_DIR="$(mktemp -d)"; _own_build=1; fi  # reuse a caller's build
+QLINEAR_BUILD_DIR="$(mktemp -d)"
 export QLINEAR_BUILD_DIR
 t_all=$(date +%s)
 
@@ -97,15 +96,12 @@ for strided in (True, False):
                 lambda i: ops.rms_norm_quant_fp8(sets[i][0], w, EPS, GS, residual=sets[i][1],
                                                  column_major_scales=True, backend="cuda"),
                 n, nbytes, kernel=used, cfg="default")
-        # plain norm: the default is the shared-memory ring kernel (warps per block 4); path=1 is
-        # the register kernel (prefetch on), as the default was before the ring kernel
-        configs = [dict(), dict(warps=2), dict(warps=8), dict(blocks_per_sm=-1)]
+        configs = [dict(), dict(warps=4), dict(warps=16), dict(blocks_per_sm=-1)]
         if not residual:
-            configs += [dict(warps=1), dict(warps=16), dict(path=1), dict(path=1, warps=16)]
-        else:
-            configs += [dict(warps=4), dict(warps=16)]
+            configs += [dict(prefetch=-1), dict(prefetch=-1, warps=4), dict(prefetch=-1, warps=16),
+                        dict(prefetch=-1, blocks_per_sm=-1)]
         if strided and not residual:
-            configs += [dict(path=-1)]
+            configs += [dict(warps=2), dict(warps=4, blocks_per_sm=-1), dict(path=-1)]
         for cfg in configs:
             name = "cuda " + (",".join(f"{k}={v}" for k, v in cfg.items()) or "default cfg")
             measure(case, name, raw(cfg), n, nbytes, cfg=str(cfg))
@@ -133,5 +129,5 @@ echo "first build : ${build_s} s (rc=$build_rc)"
 echo "gpu tests   : $(grep -E '(passed|failed|error)' "$OUT/normquant_pytest.txt" | tail -n 1) (rc=$test_rc)"
 echo "benchmark   : rc=$bench_rc"
 echo "total wall  : $(( $(date +%s) - t_all )) s"
-[ "$_own_build" = 1 ] && rm -rf "$QLINEAR_BUILD_DIR"
+rm -rf "$QLINEAR_BUILD_DIR"
 [ "$build_rc" -eq 0 ] && [ "$test_rc" -eq 0 ] && [ "$bench_rc" -eq 0 ]

@@ -169,9 +169,9 @@ __device__ __forceinline__ float div_rcp(float s) {
   return fmaf(r0, fmaf(-s, r0, 1.f), r0);
 }
 
-// a / s given r = div_rcp(s), with the remaining steps of that fast path: meant to equal
-// __fdiv_rn(a, s) wherever div.rn does not take its slow path (its FCHK test); used only for the
-// per-element quotients, whose e4m3 rounding the GPU tests bound (<= 1 step on <= 1e-3 of codes). The divisions here stay clear of those: sum / K with sum >= 0, amax / 448 with
+// a / s given r = div_rcp(s), with the remaining steps of that fast path: equal to __fdiv_rn(a, s)
+// wherever div.rn does not take its slow path, which it takes only for extreme exponents (its
+// FCHK test). The divisions here stay clear of those: sum / K with sum >= 0, amax / 448 with
 // amax >= scale_eps, and y / scale with scale in [2.2e-13, 7.6e35] and |y / scale| <= 448; the one
 // exception, |y| below ~2^-100, has a quotient far under half the smallest e4m3 subnormal (code
 // +-0 either way, with y's sign below).
@@ -185,15 +185,14 @@ __device__ __forceinline__ float div_by(float a, float s, float r) {
 
 __device__ __forceinline__ float row_rstd(float sum_sq, int hidden, float eps) {
   // IEEE-rounded mean, sqrt and reciprocal, as the reference's fp32 mean and rsqrt (the build has
-  // no fast-math); once per row, so the full division costs nothing measurable
-  return __frcp_rn(__fsqrt_rn(__fdiv_rn(sum_sq, static_cast<float>(hidden)) + eps));
+  // no fast-math)
+  const float k = static_cast<float>(hidden);
+  return __frcp_rn(__fsqrt_rn(div_by(sum_sq, k, div_rcp(k)) + eps));
 }
 
-// max(amax, scale_eps) / 448 by the full IEEE division (once per group): the shortcut of div_by
-// is not correctly rounded for every operand (H200: scale_eps / 448 with scale_eps = 1e-10 came
-// out one ulp off), and the scales must equal the reference's bit for bit.
+// max(amax, scale_eps) / 448, IEEE-rounded
 __device__ __forceinline__ float group_scale(float amax, float scale_eps) {
-  return __fdiv_rn(fmaxf(amax, scale_eps), kE4m3Max);
+  return div_by(fmaxf(amax, scale_eps), kE4m3Max, div_rcp(kE4m3Max));
 }
 
 // Two fp32 -> two e4m3 codes (low byte = a): cvt.rn.satfinite, i.e. RNE with the clamp to +-448.
@@ -357,94 +356,6 @@ __global__ void __launch_bounds__(NV > 8 ? 256 : 512) nq_vec_kernel(const Params
       load_row(cur, p, row + wstride, row + wstride < p.rows, lane, nvec);
     }
   }
-}
-
-// cp.async (Ampere+): 16 bytes global -> shared, bypassing L1 (.cg), completion tracked per thread
-// in commit groups.
-__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
-  const uint32_t dst = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(gmem) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-
-// Plain norm, 16-bit rows: each warp streams its rows through a ring of STAGES row buffers in
-// shared memory, STAGES - 1 rows ahead. The register kernel can only hold one row ahead (its
-// registers cap occupancy at ~16 warps per SM), which left the memory pipe under-filled: 0.70 of
-// copy on 32768 strided 1536-wide rows (H200). Buffers in shared memory cost no registers, so
-// the rows in flight per SM grow to warps x (STAGES - 1).
-// Each lane copies exactly the vectors it reads later (v = lane + 32 j), so its own
-// cp.async.wait_group is all the synchronization the ring needs; a buffer is refilled one
-// iteration after its last read, whose values have been consumed by then.
-// Shared memory: the fp32 weight (w_slot layout), then per warp STAGES buffers of nv * 32 vectors.
-template <typename T, int STAGES>
-__global__ void __launch_bounds__(512) nq_ring_kernel(const Params p, const int nv) {
-  using E = Elt<T>;
-  constexpr int VEC = E::VEC;
-  static_assert(VEC == 8, "the ring kernel serves 16-bit rows");
-  extern __shared__ float4 s_w4[];
-  const int nvec = p.hidden / VEC;
-  const int lane = threadIdx.x & 31;
-  const int warp = threadIdx.x >> 5;
-  const int warps = blockDim.x >> 5;
-  const int64_t wstride = static_cast<int64_t>(gridDim.x) * warps;
-  const int lpg = p.group_size / VEC;
-  const int lpg_log2 = __ffs(lpg) - 1;
-  const int stage_vecs = nv * 32;
-  uint4* ring = reinterpret_cast<uint4*>(s_w4 + 2 * nvec) + static_cast<int64_t>(warp) * STAGES * stage_vecs;
-
-  // one commit group per row, empty past the end, so that wait_group<STAGES - 1> always means
-  // "the oldest row has landed"
-  auto fetch = [&](int64_t row, int stage) {
-    if (row < p.rows) {
-      const uint4* xr = reinterpret_cast<const uint4*>(static_cast<const T*>(p.x) + row * p.x_stride);
-      uint4* dst = ring + stage * stage_vecs;
-      for (int j = 0; j < nv; ++j) {
-        const int v = lane + 32 * j;
-        if (v < nvec) cp_async16(dst + v, xr + v);
-      }
-    }
-    cp_async_commit();
-  };
-
-  // loop on the block's first row: uniform across the block (see nq_vec_kernel)
-  int64_t base = static_cast<int64_t>(blockIdx.x) * warps;
-#pragma unroll
-  for (int s = 0; s < STAGES - 1; ++s) fetch(base + warp + s * wstride, s);
-  stage_weight<VEC>(reinterpret_cast<float*>(s_w4), p, nvec);  // overlaps the first fetches
-
-  int stage = 0;
-  for (; base < p.rows; base += wstride) {
-    const int64_t row = base + warp;
-    const bool active = row < p.rows;
-    fetch(row + (STAGES - 1) * wstride, stage == 0 ? STAGES - 1 : stage - 1);
-    cp_async_wait<STAGES - 1>();
-    const uint4* buf = ring + stage * stage_vecs;
-    float ss0 = 0.f, ss1 = 0.f;
-    for (int j = 0; j < nv; ++j) {
-      const int v = lane + 32 * j;
-      if (v < nvec) {
-        float f[VEC];
-        E::unpack(buf[v], f);
-#pragma unroll
-        for (int k = 0; k < VEC; k += 2) {
-          ss0 = fmaf(f[k], f[k], ss0);
-          ss1 = fmaf(f[k + 1], f[k + 1], ss1);
-        }
-      }
-    }
-    const float rstd = row_rstd(warp_sum(ss0 + ss1), p.hidden, p.eps);
-    for (int j = 0; j < nv; ++j) {
-      const int v = lane + 32 * j;
-      const uint4 h = v < nvec ? buf[v] : make_uint4(0u, 0u, 0u, 0u);
-      quant_vec<T>(p, s_w4, h, row, v, nvec, lpg, lpg_log2, lane, rstd, active);
-    }
-    stage = stage + 1 == STAGES ? 0 : stage + 1;
-  }
-  cp_async_wait<0>();  // leave no copy in flight into shared memory the next block may own
 }
 
 // Rows too long for registers (and fp32 rows): the same vector layout, the row read twice (the

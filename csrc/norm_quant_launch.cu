@@ -14,42 +14,11 @@ namespace {
 
 using nq::Params;
 
-// Default warps (rows in flight) per block, before the few-rows reduction below.
-constexpr int kDefaultWarpsPerBlock = 8;
-// Ring kernel: row buffers per warp (rows in flight = stages - 1) and default warps per block.
-// 1536-wide bf16 rows: 4 warps x 4 stages x 3 KB + 6 KB weight = 54 KB, 4 blocks per SM.
-constexpr int kRingStages = 4;
-constexpr int kRingWarpsPerBlock = 4;
-
-int max_smem_optin(int dev) {
-  static int cache[64] = {0};
-  if (dev < 0 || dev >= 64) return 48 * 1024;
-  if (cache[dev] == 0) {
-    int n = 0;
-    if (cudaDeviceGetAttribute(&n, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess || n <= 0) n = 48 * 1024;
-    cache[dev] = n;
-  }
-  return cache[dev];
-}
-
-// Raises a kernel's dynamic shared-memory limit past the 48 KB default once per (kernel, device).
-cudaError_t allow_smem(const void* kernel, int dev, size_t bytes) {
-  if (bytes <= 48 * 1024) return cudaSuccess;
-  struct Entry {
-    const void* kernel;
-    int dev;
-    size_t bytes;
-  };
-  static std::mutex mu;
-  static Entry done[32];
-  static int used = 0;
-  std::lock_guard<std::mutex> lock(mu);
-  for (int i = 0; i < used; ++i)
-    if (done[i].kernel == kernel && done[i].dev == dev && done[i].bytes >= bytes) return cudaSuccess;
-  const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
-  if (err == cudaSuccess && used < 32) done[used++] = Entry{kernel, dev, bytes};
-  return err;
-}
+// Default warps (rows in flight) per block, before the few-rows reduction below. H200, 32768
+// strided 1536-wide bf16 rows (benchmarks/results/session2/normquant_run1.json): 16 warps 49.0 us
+// (0.727 of copy), 8 warps 51.0 us, 4 warps 51.6 us. A shared-memory ring variant (cp.async, 3 rows
+// ahead per warp, 40 registers) measured slower, 73 us, and was dropped.
+constexpr int kDefaultWarpsPerBlock = 16;
 
 int current_device() {
   int dev = 0;
@@ -130,30 +99,15 @@ cudaError_t launch_typed(const NormQuantArgs& a, const Params& p, cudaStream_t s
 
   const int dev = current_device();
   const int sms = sm_count(dev);
-  // The ring kernel: plain norm on 16-bit rows, unless a register-kernel knob (path 1, prefetch)
-  // asks for that kernel; it needs the weight and warps x stages row buffers in shared memory.
-  bool ring = vec && !res && es == 2 && (cfg.path == 0 || cfg.path == 2) && cfg.prefetch == 0;
-  const int64_t ring_stage_bytes = need * 32 * 16;
-  int wpb = cfg.warps_per_block > 0 ? (cfg.warps_per_block > 16 ? 16 : cfg.warps_per_block)
-                                    : (ring ? kRingWarpsPerBlock : kDefaultWarpsPerBlock);
+  int wpb = cfg.warps_per_block > 0 ? (cfg.warps_per_block > 16 ? 16 : cfg.warps_per_block) : kDefaultWarpsPerBlock;
   if (cfg.warps_per_block <= 0)
     while (wpb > 1 && (a.rows + wpb - 1) / wpb < sms) wpb >>= 1;  // few rows: spread over the SMs
-  if (ring) {
-    const int64_t limit = max_smem_optin(dev);
-    while (wpb > 1 && a.hidden * 4 + int64_t{wpb} * kRingStages * ring_stage_bytes > limit) wpb >>= 1;
-    ring = a.hidden * 4 + int64_t{wpb} * kRingStages * ring_stage_bytes <= limit;
-  }
-  if (vec && !ring && nv == 16 && wpb > 8) wpb = 8;  // its launch bounds (register budget)
+  if (vec && nv == 16 && wpb > 8) wpb = 8;  // its launch bounds (register budget)
   const int threads = 32 * wpb;
 
   const void* kernel = nullptr;
   size_t smem = 0;
-  if (ring) {
-    if constexpr (es == 2) kernel = reinterpret_cast<const void*>(&nq::nq_ring_kernel<T, kRingStages>);
-    smem = static_cast<size_t>(a.hidden) * sizeof(float) + static_cast<size_t>(wpb) * kRingStages * ring_stage_bytes;
-    const cudaError_t err = allow_smem(kernel, dev, smem);
-    if (err != cudaSuccess) return err;
-  } else if (vec) {
+  if (vec) {
     if (nv > 0) {
       if constexpr (es == 2) kernel = res ? vec_kernel<T, true>(nv, prefetch) : vec_kernel<T, false>(nv, prefetch);
     } else {
@@ -172,11 +126,9 @@ cudaError_t launch_typed(const NormQuantArgs& a, const Params& p, cudaStream_t s
     if (grid > cap) grid = cap;
   }
   if (grid > INT32_MAX) grid = INT32_MAX;  // the kernels grid-stride over the rest
-  // what ran: 3 for the ring kernel, NV of the register kernel, 1 for the two-pass vector kernel,
-  // 0 for the generic one
-  if (kernel_used) *kernel_used = ring ? 3 : vec ? (nv > 0 ? nv : 1) : 0;
-  int ring_nv = static_cast<int>(need);
-  void* kargs[] = {const_cast<Params*>(&p), &ring_nv};
+  // what ran: NV of the register kernel, 1 for the two-pass vector kernel, 0 for the generic one
+  if (kernel_used) *kernel_used = vec ? (nv > 0 ? nv : 1) : 0;
+  void* kargs[] = {const_cast<Params*>(&p)};
   return cudaLaunchKernel(kernel, dim3(static_cast<unsigned>(grid)), dim3(threads), kargs, smem, stream);
 }
 

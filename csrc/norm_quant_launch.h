@@ -36,13 +36,10 @@ struct NormQuantArgs {
 //   warps_per_block: 1..16 (rows in flight per block: one per warp)
 //   blocks_per_sm:   grid = min(blocks the rows need, SMs x this); 0 = as many as fit (occupancy),
 //                    -1 = no cap (one row per warp, no grid-stride)
-//   path:            0 automatic (16-byte vector kernels where sizes and alignment allow: the
-//                    shared-memory ring kernel for the plain norm on 16-bit rows when its buffers
-//                    fit, else the register or two-pass kernel), 1 the register / two-pass kernels
-//                    only, 2 the ring kernel where possible (as 0), -1 the generic element-wise kernel
+//   path:            0 automatic (16-byte vector kernels where sizes and alignment allow), -1 the
+//                    generic element-wise kernel
 //   prefetch:        the register kernel (plain norm, NV 8) loads the warp's next row before the
-//                    current one is done: 0 automatic (on), 1 on, -1 off; non-zero also selects the
-//                    register kernel over the ring kernel
+//                    current one is done: 0 automatic (on), 1 on, -1 off
 struct NormQuantConfig {
   int warps_per_block = 0;
   int blocks_per_sm = 0;
@@ -50,8 +47,8 @@ struct NormQuantConfig {
   int prefetch = 0;
 };
 
-// Returns cudaSuccess or the launch error; *kernel (when given) receives what ran: 3 for the ring
-// kernel, the register kernel's budget NV (vectors per lane: 8 or 16), 1 for the two-pass vector kernel, 0 for the
+// Returns cudaSuccess or the launch error; *kernel (when given) receives what ran: the register
+// kernel's budget NV (vectors per lane: 8 or 16), 1 for the two-pass vector kernel, 0 for the
 // generic kernel, -1 for no launch (zero rows). Invalid sizes return cudaErrorInvalidValue.
 cudaError_t rms_norm_quant_fp8_launch(const NormQuantArgs& args, cudaStream_t stream,
                                       NormQuantConfig config = NormQuantConfig(), int* kernel = nullptr);
