@@ -51,7 +51,7 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="fewer M values")
     ap.add_argument("--ms", type=int, nargs="+", default=None, help="these M values only")
     ap.add_argument("--pdl-ab", action="store_true",
-                    help="for M <= 128 also time the layers with QLINEAR_PDL=0 (same run, A/B)")
+                    help="for M <= 128 also time the layers with QLINEAR_PDL=off and =early (the default is late)")
     args = ap.parse_args()
     ms = args.ms or ([1, 16, 128, 4096] if args.quick else MS)
     torch.manual_seed(0)
@@ -99,13 +99,13 @@ def main() -> None:
             if separate is not None and m <= 4096:
                 r = time_layer(lambda x: (separate[0](x), separate[1](x)), m, k, 2 * m * k)
                 rows.append({**base, "impl": f"two separate layers {SPLIT[(n, k)]}", **r})
-            if args.pdl_ab and m <= 128:
-                os.environ["QLINEAR_PDL"] = "0"
+            for mode in (("off", "early") if args.pdl_ab and m <= 128 else ()):
+                os.environ["QLINEAR_PDL"] = mode
                 try:
-                    rows.append({**base, "impl": f"qlinear {args.format} (PDL off)", **time_layer(layer, m, k, 2 * m * k)})
+                    rows.append({**base, "impl": f"qlinear {args.format} (PDL {mode})", **time_layer(layer, m, k, 2 * m * k)})
                     if separate is not None:
                         r = time_layer(lambda x: (separate[0](x), separate[1](x)), m, k, 2 * m * k)
-                        rows.append({**base, "impl": f"two separate layers {SPLIT[(n, k)]} (PDL off)", **r})
+                        rows.append({**base, "impl": f"two separate layers {SPLIT[(n, k)]} (PDL {mode})", **r})
                 finally:
                     os.environ.pop("QLINEAR_PDL", None)
             flops = 2 * m * n * k

@@ -20,8 +20,10 @@ t() {  # t NAME TIMEOUT PYTEST-ARGS...
 t normquant_cuda 60 tests/gpu/test_norm_quant_cuda_gpu.py
 [ -f tests/gpu/test_rms_norm_slices_gpu.py ] && t norm_slices 60 tests/gpu/test_rms_norm_slices_gpu.py
 t rms_norm_cuda 90 tests/gpu/test_rms_norm_gpu.py -k "not triton"
-t fp8 150 tests/gpu/test_fp8_gpu.py
+# QUICK=1: the FP8 / W4A16 files' graph-capture, small-M and dispatch tests only
+if [ "${QUICK:-0}" = 1 ]; then k_fp8=(-k "cuda_graph or small_m or ragged or auto_backend"); k_w4=(-k "cuda_graph or backend_choice or w8a16"); else k_fp8=(); k_w4=(); fi
+t fp8 150 tests/gpu/test_fp8_gpu.py "${k_fp8[@]}"
 t w4a16_mma_sb 60 tests/gpu/test_w4a16_mma_sb_gpu.py
-t w4a16 150 tests/gpu/test_w4a16_gpu.py
+t w4a16 150 tests/gpu/test_w4a16_gpu.py "${k_w4[@]}"
 t streams 60 tests/gpu/test_streams_gpu.py
 exit $rc_all

@@ -100,8 +100,10 @@ cudaError_t launch_typed(const NormQuantArgs& a, const Params& p, cudaStream_t s
   const int dev = current_device();
   const int sms = sm_count(dev);
   int wpb = cfg.warps_per_block > 0 ? (cfg.warps_per_block > 16 ? 16 : cfg.warps_per_block) : kDefaultWarpsPerBlock;
+  // few rows: spread over the SMs, keeping >= 8 warps per block so that the block stages the
+  // weight in one round trip (stage_weight)
   if (cfg.warps_per_block <= 0)
-    while (wpb > 1 && (a.rows + wpb - 1) / wpb < sms) wpb >>= 1;  // few rows: spread over the SMs
+    while (wpb > 8 && (a.rows + wpb - 1) / wpb < sms) wpb >>= 1;
   if (vec && nv == 16 && wpb > 8) wpb = 8;  // its launch bounds (register budget)
   const int threads = 32 * wpb;
 

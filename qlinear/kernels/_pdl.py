@@ -5,10 +5,14 @@ stream (or a CUDA graph) is a large share of a layer's time. Launched with PDL, 
 scheduled while the previous one is still running; it then waits in ``griddepcontrol.wait``,
 which returns once every prerequisite grid has completed and its memory is visible, before
 touching any memory. So the results never depend on PDL: only the launch latency is hidden.
-Each kernel also signals ``griddepcontrol.launch_dependents`` right after its wait, letting the
-next PDL launch be scheduled early.
+Each kernel then signals ``griddepcontrol.launch_dependents`` so the next PDL launch can be
+scheduled: "late" (the default) after its main loop, "early" right after the wait. Early helped
+at M = 1 on the H200 but cost up to 40 % at M = 16 (W4A16 24576x1536: 26.0 vs 18.2 us with PDL
+off, benchmarks/results/session2/): the next grid's programs, resident and waiting, compete
+with the running one.
 
-``QLINEAR_PDL=0`` turns it off (read at each launch, so benchmarks can compare both).
+``QLINEAR_PDL``: ``0`` off, ``early``, or ``late`` / unset (read at each launch, so benchmarks
+can compare them in one process).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import torch
 import triton
 import triton.language as tl
 
-__all__ = ["pdl_enabled", "launch_options", "pdl_prologue"]
+__all__ = ["pdl_mode", "pdl_enabled", "launch_options", "pdl_prologue", "pdl_trigger"]
 
 
 @functools.lru_cache(maxsize=None)
@@ -28,27 +32,47 @@ def _sm90_or_newer(device_index: int) -> bool:
     return torch.cuda.get_device_capability(device_index) >= (9, 0)
 
 
+def pdl_mode(device: torch.device) -> str:
+    """"off", "early" or "late": ``QLINEAR_PDL`` on CUDA devices of compute capability >= 9.0."""
+    if device.type != "cuda":
+        return "off"
+    env = os.environ.get("QLINEAR_PDL", "late").strip().lower()
+    if env in ("0", "off", "false"):
+        return "off"
+    if not _sm90_or_newer(device.index if device.index is not None else torch.cuda.current_device()):
+        return "off"
+    return "early" if env == "early" else "late"
+
+
 def pdl_enabled(device: torch.device) -> bool:
-    """True on CUDA devices of compute capability >= 9.0 unless ``QLINEAR_PDL=0``."""
-    if device.type != "cuda" or os.environ.get("QLINEAR_PDL", "1") == "0":
-        return False
-    return _sm90_or_newer(device.index if device.index is not None else torch.cuda.current_device())
+    return pdl_mode(device) != "off"
 
 
 def launch_options(device: torch.device) -> dict:
-    """Keyword arguments for ``kernel[grid](...)``: the ``USE_PDL`` constexpr every PDL-aware
-    kernel takes, plus Triton's ``launch_pdl`` launch option when it is on (never passed to the
-    CPU interpreter)."""
-    if pdl_enabled(device):
-        return {"USE_PDL": True, "launch_pdl": True}
-    return {"USE_PDL": False}
+    """Keyword arguments for ``kernel[grid](...)``: the ``USE_PDL`` / ``PDL_EARLY`` constexprs every
+    PDL-aware kernel takes, plus Triton's ``launch_pdl`` launch option when PDL is on (never
+    passed to the CPU interpreter)."""
+    mode = pdl_mode(device)
+    if mode == "off":
+        return {"USE_PDL": False, "PDL_EARLY": False}
+    return {"USE_PDL": True, "PDL_EARLY": mode == "early", "launch_pdl": True}
 
 
 @triton.jit
-def pdl_prologue(USE_PDL: tl.constexpr):
-    """First statement of a PDL-aware kernel: wait for the previous grid, then let the next one
-    be scheduled. No-op (nothing traced) when ``USE_PDL`` is False."""
+def pdl_prologue(USE_PDL: tl.constexpr, PDL_EARLY: tl.constexpr):
+    """First statement of a PDL-aware kernel: wait for the previous grid (and, "early", let the
+    next one be scheduled). Nothing is traced when ``USE_PDL`` is False."""
     if USE_PDL:
         tl.inline_asm_elementwise("griddepcontrol.wait; // $0", "=r", [], dtype=tl.int32, is_pure=False, pack=1)
-        tl.inline_asm_elementwise("griddepcontrol.launch_dependents; // $0", "=r", [], dtype=tl.int32,
-                                  is_pure=False, pack=1)
+        if PDL_EARLY:
+            tl.inline_asm_elementwise("griddepcontrol.launch_dependents; // $0", "=r", [], dtype=tl.int32,
+                                      is_pure=False, pack=1)
+
+
+@triton.jit
+def pdl_trigger(USE_PDL: tl.constexpr, PDL_EARLY: tl.constexpr):
+    """After the main loop ("late" mode): let the next PDL grid be scheduled."""
+    if USE_PDL:
+        if not PDL_EARLY:
+            tl.inline_asm_elementwise("griddepcontrol.launch_dependents; // $0", "=r", [], dtype=tl.int32,
+                                      is_pure=False, pack=1)

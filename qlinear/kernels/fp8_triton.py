@@ -22,7 +22,7 @@ import triton
 import triton.language as tl
 
 from qlinear._utils import FP8_E4M3, cdiv
-from qlinear.kernels._pdl import launch_options, pdl_prologue
+from qlinear.kernels._pdl import launch_options, pdl_prologue, pdl_trigger
 from qlinear.kernels._splitk import LOCK_SLOTS, locks, splitk_sum
 
 __all__ = [
@@ -160,10 +160,11 @@ def _per_token_group_quant_fp8_kernel(
     GROUPS_PER_PROG: tl.constexpr,
     INTERPRET: tl.constexpr,
     USE_PDL: tl.constexpr,
+    PDL_EARLY: tl.constexpr,
 ):
     # One program: one row, GROUPS_PER_PROG consecutive groups. Rows >= M (padding requested by
     # the caller) read as zeros, so they get code 0 and a tiny finite scale.
-    pdl_prologue(USE_PDL)
+    pdl_prologue(USE_PDL, PDL_EARLY)
     row = tl.program_id(0)
     gi = tl.program_id(1) * GROUPS_PER_PROG + tl.arange(0, GROUPS_PER_PROG)
     cols = gi[:, None] * GROUP + tl.arange(0, GROUP)[None, :]
@@ -171,6 +172,7 @@ def _per_token_group_quant_fp8_kernel(
     k_valid = tl.where(row < M, K, 0)
     row64 = row.to(tl.int64)
     x = tl.load(X_ptr + row64 * X_row_stride + cols, mask=cols < k_valid, other=0.0).to(tl.float32)
+    pdl_trigger(USE_PDL, PDL_EARLY)
     amax = tl.max(tl.abs(x), axis=1)
     scale = tl.math.div_rn(tl.maximum(amax, scale_eps), _FP8_MAX)
     y = tl.clamp(tl.math.div_rn(x, scale[:, None]), -_FP8_MAX, _FP8_MAX)
@@ -286,11 +288,12 @@ def _fp8_block_gemm_kernel(
     FP8_DOT: tl.constexpr,
     INTERPRET: tl.constexpr,
     USE_PDL: tl.constexpr,
+    PDL_EARLY: tl.constexpr,
 ):
     # C[m, n] = sum_kb As[m, kb] * Bs[n // SCALE_BLOCK_N, kb] * sum_{k in kb} A[m, k] * B[n, k]
     # BLOCK_K equals the K extent of a scale block, so each K step has one scale per row of A
     # and one per row of B (gathered per column: BLOCK_N need not divide SCALE_BLOCK_N).
-    pdl_prologue(USE_PDL)
+    pdl_prologue(USE_PDL, PDL_EARLY)
     pid = tl.program_id(0)
     pid_k = tl.program_id(1)
     num_pid_m = tl.cdiv(M, BLOCK_M)
@@ -335,6 +338,7 @@ def _fp8_block_gemm_kernel(
             part = tl.dot(a.to(tl.float16), b.to(tl.float16))
         acc += part * a_s[:, None] * b_s[None, :]
 
+    pdl_trigger(USE_PDL, PDL_EARLY)
     c_ptrs = C_ptr + offs_m[:, None].to(tl.int64) * stride_cm + offs_n[None, :]
     c_ok = m_ok[:, None] & n_ok[None, :]
     if SPLIT_K == 1:

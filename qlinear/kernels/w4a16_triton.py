@@ -50,7 +50,7 @@ import triton
 import triton.language as tl
 
 from qlinear._utils import cdiv, describe
-from qlinear.kernels._pdl import launch_options, pdl_prologue
+from qlinear.kernels._pdl import launch_options, pdl_prologue, pdl_trigger
 from qlinear.kernels._splitk import LOCK_SLOTS, locks, splitk_sum
 
 __all__ = [
@@ -227,7 +227,7 @@ def _w4a16_gemv_kernel(
     X_row_stride, X_shard_stride, Out_row_stride, QW_row_stride,
     BITS: tl.constexpr, GROUP_SIZE: tl.constexpr, PPG: tl.constexpr,
     HAS_ZEROS: tl.constexpr, HAS_BIAS: tl.constexpr, NUM_SHARDS: tl.constexpr,
-    BLOCK_N: tl.constexpr, SB_PER_ITER: tl.constexpr, SPLIT_K: tl.constexpr, USE_PDL: tl.constexpr,
+    BLOCK_N: tl.constexpr, SB_PER_ITER: tl.constexpr, SPLIT_K: tl.constexpr, USE_PDL: tl.constexpr, PDL_EARLY: tl.constexpr,
 ):
     """``Out[m, n] = sum_k x[m, k] * W[n, k]`` for one row m per program, CUDA-core FMA.
 
@@ -235,7 +235,7 @@ def _w4a16_gemv_kernel(
     """
     FIELDS: tl.constexpr = 32 // BITS
     SB: tl.constexpr = 16 * FIELDS
-    pdl_prologue(USE_PDL)
+    pdl_prologue(USE_PDL, PDL_EARLY)
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
     pid_k = tl.program_id(2)
@@ -262,6 +262,7 @@ def _w4a16_gemv_kernel(
                     part += (_plane(w, pg * PPG + pi, BITS) - c[:, None]) * xv[None, :]
                 acc += part * s[:, None]
 
+    pdl_trigger(USE_PDL, PDL_EARLY)
     row = tl.sum(acc, axis=1)
     offs_m = pid_m + tl.arange(0, 1)
     tile_id = pid_m * tl.num_programs(1) + pid_n
@@ -277,7 +278,7 @@ def _w4a16_mma_kernel(
     BITS: tl.constexpr, GROUP_SIZE: tl.constexpr, PPG: tl.constexpr,
     HAS_ZEROS: tl.constexpr, HAS_BIAS: tl.constexpr, NUM_SHARDS: tl.constexpr,
     BLOCK_N: tl.constexpr, BLOCK_M: tl.constexpr, SB_PER_ITER: tl.constexpr,
-    SPLIT_K: tl.constexpr, GROUP_M: tl.constexpr, USE_PDL: tl.constexpr,
+    SPLIT_K: tl.constexpr, GROUP_M: tl.constexpr, USE_PDL: tl.constexpr, PDL_EARLY: tl.constexpr,
 ):
     """``Out^T[n, m] = sum_k Wdeq[n, k] * x[m, k]`` on tensor cores; grid (m_tiles * n_tiles, SPLIT_K).
 
@@ -286,7 +287,7 @@ def _w4a16_mma_kernel(
     """
     FIELDS: tl.constexpr = 32 // BITS
     SB: tl.constexpr = 16 * FIELDS
-    pdl_prologue(USE_PDL)
+    pdl_prologue(USE_PDL, PDL_EARLY)
     pid = tl.program_id(0)
     pid_k = tl.program_id(1)
     m_tiles = tl.cdiv(M, BLOCK_M)
@@ -323,6 +324,7 @@ def _w4a16_mma_kernel(
                     acc = tl.dot(a, xt, acc)
 
     tile_id = pid_m * n_tiles + pid_n
+    pdl_trigger(USE_PDL, PDL_EARLY)
     _finish_tile(acc, offs_n, n_mask, offs_m, m_mask, tile_id, pid_k, M, N,
                  Out_ptr, Out_row_stride, Bias_ptr, WS_ptr, Lock_ptr, HAS_BIAS, SPLIT_K)
 
@@ -336,6 +338,7 @@ def _w4a16_mma_sb_kernel(
     NUM_SHARDS: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_M: tl.constexpr, SB_PER_ITER: tl.constexpr,
     SPLIT_K: tl.constexpr, GROUP_M: tl.constexpr, SCALE_AFTER: tl.constexpr, HALF_MAGIC: tl.constexpr,
     USE_PDL: tl.constexpr,
+    PDL_EARLY: tl.constexpr,
 ):
     """``Out^T[n, m] = sum_k Wdeq[n, k] * x[m, k]`` on tensor cores, one ``tl.dot`` of K = one
     superblock (128 columns at 4 bits); grid (m_tiles * n_tiles, SPLIT_K).
@@ -352,7 +355,7 @@ def _w4a16_mma_sb_kernel(
     """
     FIELDS: tl.constexpr = 32 // BITS
     SB: tl.constexpr = 16 * FIELDS
-    pdl_prologue(USE_PDL)
+    pdl_prologue(USE_PDL, PDL_EARLY)
     pid = tl.program_id(0)
     pid_k = tl.program_id(1)
     m_tiles = tl.cdiv(M, BLOCK_M)
@@ -425,6 +428,7 @@ def _w4a16_mma_sb_kernel(
         acc = acc * s_last[:, None]
 
     tile_id = pid_m * n_tiles + pid_n
+    pdl_trigger(USE_PDL, PDL_EARLY)
     _finish_tile(acc, offs_n, n_mask, offs_m, m_mask, tile_id, pid_k, M, N,
                  Out_ptr, Out_row_stride, Bias_ptr, WS_ptr, Lock_ptr, HAS_BIAS, SPLIT_K)
 
