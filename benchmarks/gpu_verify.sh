@@ -8,8 +8,9 @@ OUT="${OUT:-/tmp/qlinear_verify}"
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 rc_all=0
-t() {  # t NAME TIMEOUT PYTEST-ARGS...
+t() {  # t NAME TIMEOUT PYTEST-ARGS...   (ONLY="name ..." runs those files alone)
     local name=$1 limit=$2; shift 2
+    if [ -n "${ONLY:-}" ] && [[ " $ONLY " != *" $name "* ]]; then return 0; fi
     local t0=$(date +%s)
     timeout "$limit" python -m pytest -q -p no:cacheprovider -rf --junitxml="$OUT/$name.xml" "$@" >"$OUT/$name.txt" 2>&1
     local rc=$?
