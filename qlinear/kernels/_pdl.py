@@ -13,6 +13,15 @@ with the running one.
 
 ``QLINEAR_PDL``: ``0`` off, ``early``, or ``late`` / unset (read at each launch, so benchmarks
 can compare them in one process).
+
+PDL is used only for launches with at most :data:`PDL_MAX_M` rows of activations. H200, whole layer
+forward, us, PDL late vs off in one run (benchmarks/results/session2/linear_*_pdl.json):
+  M = 1:  FP8 block 7.8 vs 9.2 (2112x7168), 12.0 vs 13.0 (24576x1536), 34.9 vs 35.6 (7168x16384);
+          W4A16 9.3 vs 9.4, 14.1 vs 14.5, 50.9 vs 52.5.
+  M = 16: FP8 block 12.2 vs 10.5, 14.6 vs 13.5, 40.7 vs 42.0; W4A16 12.4 vs 10.8, 17.7 vs 18.3,
+          59.8 vs 60.8: a loss on the shapes with fewer programs per SM, so off.
+M = 2 .. 4 run the M = 16 kernels and configs; they were not measured separately and follow M = 16.
+The CUDA RMSNorm kernels choose PDL through their own measured rules (qlinear.ops.norm).
 """
 
 from __future__ import annotations
@@ -24,7 +33,9 @@ import torch
 import triton
 import triton.language as tl
 
-__all__ = ["pdl_mode", "pdl_enabled", "launch_options", "pdl_prologue", "pdl_trigger"]
+__all__ = ["PDL_MAX_M", "pdl_mode", "pdl_enabled", "launch_options", "pdl_prologue", "pdl_trigger"]
+
+PDL_MAX_M = 1
 
 
 @functools.lru_cache(maxsize=None)
@@ -48,11 +59,11 @@ def pdl_enabled(device: torch.device) -> bool:
     return pdl_mode(device) != "off"
 
 
-def launch_options(device: torch.device) -> dict:
-    """Keyword arguments for ``kernel[grid](...)``: the ``USE_PDL`` / ``PDL_EARLY`` constexprs every
-    PDL-aware kernel takes, plus Triton's ``launch_pdl`` launch option when PDL is on (never
-    passed to the CPU interpreter)."""
-    mode = pdl_mode(device)
+def launch_options(device: torch.device, m: int) -> dict:
+    """Keyword arguments for ``kernel[grid](...)`` of a launch over ``m`` activation rows: the
+    ``USE_PDL`` / ``PDL_EARLY`` constexprs every PDL-aware kernel takes, plus Triton's
+    ``launch_pdl`` launch option when PDL is on (never passed to the CPU interpreter)."""
+    mode = pdl_mode(device) if m <= PDL_MAX_M else "off"
     if mode == "off":
         return {"USE_PDL": False, "PDL_EARLY": False}
     return {"USE_PDL": True, "PDL_EARLY": mode == "early", "launch_pdl": True}

@@ -246,7 +246,7 @@ def per_token_group_quant_fp8(
         GROUPS_PER_PROG=gpp,
         INTERPRET=_interpret(),
         num_warps=min(16, max(2, gpp * tile // 512)),
-        **launch_options(x.device),
+        **launch_options(x.device, M),
     )
     return q, s
 
@@ -523,7 +523,7 @@ def fp8_block_gemm(
         INTERPRET=_interpret(),
         num_warps=config.num_warps,
         num_stages=config.num_stages,
-        **launch_options(a.device),
+        **launch_options(a.device, M),
     )
     return out
 

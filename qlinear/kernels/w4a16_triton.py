@@ -580,7 +580,7 @@ def w4a16_gemm(
         HAS_ZEROS=packed.zeros is not None, HAS_BIAS=bias is not None,
         NUM_SHARDS=packed.num_shards, BLOCK_N=cfg.block_n, SB_PER_ITER=cfg.sb_per_iter,
         SPLIT_K=split, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
-        **launch_options(x.device),
+        **launch_options(x.device, m),
     )
     ptrs = (out, xg, packed.qweight, packed.scales,
             packed.zeros if packed.zeros is not None else dummy,
