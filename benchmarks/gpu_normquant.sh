@@ -101,8 +101,7 @@ for strided in (True, False):
             configs += [dict(prefetch=-1), dict(prefetch=-1, warps=4), dict(prefetch=-1, warps=16),
                         dict(prefetch=-1, blocks_per_sm=-1)]
         if strided and not residual:
-            # prefetch=1: the NV 8 kernel one row ahead (the default before the NV 6 two-ahead one)
-            configs += [dict(prefetch=1), dict(prefetch=1, warps=8), dict(warps=8), dict(warps=2), dict(path=-1)]
+            configs += [dict(warps=2), dict(warps=4, blocks_per_sm=-1), dict(path=-1)]
         for cfg in configs:
             name = "cuda " + (",".join(f"{k}={v}" for k, v in cfg.items()) or "default cfg")
             measure(case, name, raw(cfg), n, nbytes, cfg=str(cfg))

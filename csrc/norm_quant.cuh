@@ -15,7 +15,7 @@
 //    its amax is an xor-shuffle inside those lanes. Needs: K % VEC == 0, 16-byte aligned rows,
 //    gs / VEC a power of two <= 32 (bf16: gs in 8..256; fp32: 4..128). The weight is staged in
 //    shared memory as fp32 once per block (any weight dtype, one instantiation). PREFETCH loads the
-//    warp's next one or two rows before working on the current one.
+//    warp's next row before working on the current one.
 //  * nq_stream_kernel: the same layout for rows too long for registers and for fp32 rows: reads
 //    the row twice, the second time from L1 / L2.
 //  * nq_generic_kernel: element accesses, any K / group size / alignment; reads the row up to
@@ -307,12 +307,9 @@ __device__ __forceinline__ void stage_weight(float* s_w, const Params& p, int nv
   __syncthreads();
 }
 
-// Row held in registers (NV vectors per lane). PREFETCH rows ahead (0, 1 or 2) are loaded before
-// the current row is worked on: the plain norm is limited by the bytes in flight per SM, and the
-// registers cap residency at ~16 warps per SM, so each warp must keep more than one row in the
-// air (1536-wide rows: NV 6 exactly, two rows ahead).
+// Row held in registers (NV vectors per lane).
 // NV 16 rows need up to ~160 registers: at most 256 threads per block there.
-template <typename T, int NV, bool RES, int PREFETCH>
+template <typename T, int NV, bool RES, bool PREFETCH>
 __global__ void __launch_bounds__(NV > 8 ? 256 : 512) nq_vec_kernel(const Params p) {
   using E = Elt<T>;
   constexpr int VEC = E::VEC;
@@ -330,20 +327,16 @@ __global__ void __launch_bounds__(NV > 8 ? 256 : 512) nq_vec_kernel(const Params
   // along without loading or storing: with a loop condition the compiler cannot prove uniform, it
   // wraps every shuffle in warp re-convergence code.
   int64_t base = static_cast<int64_t>(blockIdx.x) * warps;
-  RowRegs<T, NV, RES> cur, ahead1;
-  // the first rows' loads are in flight while the block stages the weight
+  RowRegs<T, NV, RES> cur;
+  // the first row's loads are in flight while the block stages the weight
   load_row(cur, p, base + warp, base + warp < p.rows, lane, nvec);
-  if (PREFETCH == 2) load_row(ahead1, p, base + warp + wstride, base + warp + wstride < p.rows, lane, nvec);
   stage_weight<VEC>(reinterpret_cast<float*>(s_w4), p, nvec);
 
   for (; base < p.rows; base += wstride) {
     const int64_t row = base + warp;
     const bool active = row < p.rows;
     RowRegs<T, NV, RES> nxt;
-    if (PREFETCH > 0) {
-      const int64_t r_next = row + PREFETCH * wstride;
-      load_row(nxt, p, r_next, r_next < p.rows, lane, nvec);
-    }
+    if (PREFETCH) load_row(nxt, p, row + wstride, row + wstride < p.rows, lane, nvec);
 
     if (RES) {
       T* rp = static_cast<T*>(p.residual) + row * p.r_stride;
@@ -374,10 +367,7 @@ __global__ void __launch_bounds__(NV > 8 ? 256 : 512) nq_vec_kernel(const Params
       quant_vec<T>(p, s_w4, cur.x[j], row, lane + 32 * j, nvec, lpg, lpg_log2, lane, rstd, active);
     }
 
-    if (PREFETCH == 2) {
-      cur = ahead1;
-      ahead1 = nxt;
-    } else if (PREFETCH == 1) {
+    if (PREFETCH) {
       cur = nxt;
     } else {
       load_row(cur, p, row + wstride, row + wstride < p.rows, lane, nvec);

@@ -75,10 +75,9 @@ bool is_pow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 // for NV 8 without residual (with it, two rows of x and residual exceed the register budget).
 template <typename T, bool RES>
 const void* vec_kernel(int nv, bool prefetch) {
-  if (nv == 16) return reinterpret_cast<const void*>(&nq::nq_vec_kernel<T, 16, RES, 0>);
-  if (nv == 6 && !RES) return reinterpret_cast<const void*>(&nq::nq_vec_kernel<T, 6, false, 2>);
-  if (prefetch && !RES) return reinterpret_cast<const void*>(&nq::nq_vec_kernel<T, 8, false, 1>);
-  return reinterpret_cast<const void*>(&nq::nq_vec_kernel<T, 8, RES, 0>);
+  if (nv == 16) return reinterpret_cast<const void*>(&nq::nq_vec_kernel<T, 16, RES, false>);
+  if (prefetch && !RES) return reinterpret_cast<const void*>(&nq::nq_vec_kernel<T, 8, false, true>);
+  return reinterpret_cast<const void*>(&nq::nq_vec_kernel<T, 8, RES, false>);
 }
 
 template <typename T>
@@ -95,10 +94,7 @@ cudaError_t launch_typed(const NormQuantArgs& a, const Params& p, cudaStream_t s
                    a.hidden * 4 <= 48 * 1024 && aligned(a.x, a.x_stride, a.rows, es, 16) &&
                    (!res || aligned(a.residual, a.residual_stride, a.rows, es, 16)) &&
                    aligned(a.q, a.q_stride, a.rows, 1, VEC);
-  // NV 6 (rows of 1536 16-bit elements: DeepSeek's q_lora_rank), plain norm, automatic prefetch:
-  // the register kernel with exactly the row's registers and two rows ahead
-  const bool nv6 = es == 2 && need == 6 && !res && cfg.prefetch == 0;
-  const int nv = nv6 ? 6 : es == 2 && need <= 8 ? 8 : es == 2 && need <= 16 ? 16 : 0;  // 0: two-pass kernel
+  const int nv = es == 2 && need <= 8 ? 8 : es == 2 && need <= 16 ? 16 : 0;  // 0: two-pass kernel
   const bool prefetch = nv == 8 && !res && cfg.prefetch >= 0;
 
   const int dev = current_device();

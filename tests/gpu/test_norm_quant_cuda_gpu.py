@@ -24,13 +24,7 @@ DEV = "cuda"
 EPS = 1e-6
 SCALE_EPS = 1e-10
 # what the raw op reports it ran
-REG6, REG8, REG16, TWO_PASS, GENERIC = 6, 8, 16, 1, 0
-
-
-def _reg(expect, K, residual, prefetch=0):
-    """The register kernel the launcher picks: NV 6 with two rows ahead for the plain norm on
-    1536-wide 16-bit rows under automatic prefetch, else ``expect``."""
-    return REG6 if expect == REG8 and K == 1536 and not residual and prefetch == 0 else expect
+REG8, REG16, TWO_PASS, GENERIC = 8, 16, 1, 0
 
 
 def _ext():
@@ -95,7 +89,7 @@ def test_strided_slices(M, width_offset, residual, column_major, dtype):
     width, offset = width_offset
     x, w, res = _inputs(M, width, dtype, row_stride=2112, offset=offset, residual=residual)
     assert x.stride(0) == 2112
-    _check(x, w, res, column_major=column_major, expect=_reg(REG8, width, residual), what=f"M={M} K={width}")
+    _check(x, w, res, column_major=column_major, expect=REG8, what=f"M={M} K={width}")
 
 
 @pytest.mark.parametrize(
@@ -107,7 +101,7 @@ def test_contiguous_rows_every_kernel(K, expect, residual):
     # 1000: a short last group (K % 128 = 104) inside the vector layout; 16384: weight too big
     # for the shared-memory stage -> generic
     x, w, res = _inputs(263, K, torch.bfloat16, residual=residual, seed=1)
-    _check(x, w, res, expect=_reg(expect, K, residual), what=f"K={K}")
+    _check(x, w, res, expect=expect, what=f"K={K}")
 
 
 @pytest.mark.parametrize("residual", [False, True])
@@ -136,7 +130,7 @@ def test_generic_fallback(case, residual):
 @pytest.mark.parametrize("group,expect", [(64, REG8), (32, REG8), (256, REG8), (8, REG8), (1536, GENERIC)])
 def test_group_sizes(group, expect):
     x, w, res = _inputs(129, 1536, torch.bfloat16, row_stride=2112, seed=4)
-    _check(x, w, res, group=group, expect=_reg(expect, 1536, res is not None), what=f"group={group}")
+    _check(x, w, res, group=group, expect=expect, what=f"group={group}")
 
 
 @pytest.mark.parametrize("residual", [False, True])
@@ -149,7 +143,7 @@ def test_fp32_input(K, expect, residual):
 @pytest.mark.parametrize("wdtype", [torch.float32, torch.float16])
 def test_weight_dtype_differs(wdtype):
     x, w, res = _inputs(300, 1536, torch.bfloat16, row_stride=2112, wdtype=wdtype, seed=6)
-    _check(x, w, res, expect=_reg(REG8, 1536, res is not None), what=f"weight {wdtype}")
+    _check(x, w, res, expect=REG8, what=f"weight {wdtype}")
 
 
 @pytest.mark.parametrize("path", [0, -1])
@@ -190,7 +184,7 @@ def test_launch_configs_agree(cfg, residual):
         assert used == GENERIC
         _check(x, w, res, path=-1, what="generic")
     else:
-        assert used == _reg(REG8, 1536, residual, cfg.get("prefetch", 0))
+        assert used == REG8
         assert torch.equal(q0.view(torch.uint8), q1.view(torch.uint8)) and torch.equal(s0, s1)
     if residual:
         assert torch.equal(r0, r1)
