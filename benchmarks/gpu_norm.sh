@@ -8,26 +8,8 @@
 #   the compact launch-configuration sweep (rms_norm_tune.json, < 100 s), also runnable alone:
 #   python benchmarks/bench_rms_norm.py --focus tune --out "$OUT"
 # Usage:  OUT=/some/dir bash benchmarks/gpu_norm.sh      (OUT defaults to benchmarks/results)
-set -uo pipefail
-cd "$(dirname "$0")/.."
-OUT="${OUT:-benchmarks/results}"
-mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1
-QLINEAR_BUILD_DIR="$(mktemp -d)"
-export QLINEAR_BUILD_DIR
-t_all=$(date +%s)
-
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
-command -v nvcc >/dev/null && nvcc --version | tail -n 1 || echo "nvcc: not on PATH (CUDA_HOME=${CUDA_HOME:-unset})"
-python -c "import torch, triton; from torch.utils.cpp_extension import is_ninja_available as n; print(f'torch {torch.__version__} (cuda {torch.version.cuda}), triton {triton.__version__}, ninja: {n()}')"
-
-echo "== 1. cold build of the CUDA extension"
-t0=$(date +%s.%N)
-python -c "from qlinear.kernels import cuda_ext; cuda_ext.load(verbose=True)" >"$OUT/norm_build.log" 2>&1
-build_rc=$?
-build_s=$(python -c "print(f'{$(date +%s.%N) - $t0:.1f}')")
-echo "first build: rc=$build_rc, ${build_s} s (budget 30 s); log in $OUT/norm_build.log"
-[ "$build_rc" -ne 0 ] && tail -n 30 "$OUT/norm_build.log"
+source "$(dirname "$0")/_gpu_build.sh"
+gpu_build norm
 echo "{\"first_build_s\": $build_s, \"rc\": $build_rc}" >"$OUT/norm_build_time.json"
 
 echo "== 2. GPU tests"
@@ -57,5 +39,5 @@ echo "gpu tests        : $(grep -E '(passed|failed|error)' "$OUT/norm_gpu_pytest
 echo "benchmark        : rc=$bench_rc"
 sed -n '/^case /,/^copy ceiling/p' "$OUT/norm_bench.txt"
 echo "total wall       : $(( $(date +%s) - t_all )) s"
-rm -rf "$QLINEAR_BUILD_DIR"
+gpu_cleanup
 [ "$build_rc" -eq 0 ] && [ "$test_rc" -eq 0 ] && [ "$bench_rc" -eq 0 ]

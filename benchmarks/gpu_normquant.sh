@@ -8,22 +8,8 @@
 #      Bytes = x (+ residual read and written) in x.dtype + e4m3 codes + fp32 scales; fraction of
 #      the copy ceiling measured in the same run. JSON: "$OUT/normquant.json".
 # Usage:  OUT=/some/dir bash benchmarks/gpu_normquant.sh      (OUT defaults to benchmarks/results)
-set -uo pipefail
-cd "$(dirname "$0")/.."
-OUT="${OUT:-benchmarks/results}"
-mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1
-QLINEAR_BUILD_DIR="$(mktemp -d)"
-export QLINEAR_BUILD_DIR
-t_all=$(date +%s)
-
-echo "== 1. cold build of the CUDA extension"
-t0=$(date +%s.%N)
-python -c "from qlinear.kernels import cuda_ext; cuda_ext.load(verbose=True)" >"$OUT/normquant_build.log" 2>&1
-build_rc=$?
-build_s=$(python -c "print(f'{$(date +%s.%N) - $t0:.1f}')")
-echo "first build: rc=$build_rc, ${build_s} s; log in $OUT/normquant_build.log"
-[ "$build_rc" -ne 0 ] && tail -n 30 "$OUT/normquant_build.log"
+source "$(dirname "$0")/_gpu_build.sh"
+gpu_build normquant
 
 echo "== 2. GPU tests"
 timeout 60 python -m pytest -q -p no:cacheprovider tests/gpu/test_norm_quant_cuda_gpu.py \
@@ -129,5 +115,5 @@ echo "first build : ${build_s} s (rc=$build_rc)"
 echo "gpu tests   : $(grep -E '(passed|failed|error)' "$OUT/normquant_pytest.txt" | tail -n 1) (rc=$test_rc)"
 echo "benchmark   : rc=$bench_rc"
 echo "total wall  : $(( $(date +%s) - t_all )) s"
-rm -rf "$QLINEAR_BUILD_DIR"
+gpu_cleanup
 [ "$build_rc" -eq 0 ] && [ "$test_rc" -eq 0 ] && [ "$bench_rc" -eq 0 ]

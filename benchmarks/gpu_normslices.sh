@@ -10,23 +10,8 @@
 #   NORMSLICES_MLA=1 also runs benchmarks/bench_mla.py --formats bf16 w4a16 (the end-to-end
 #   fused-vs-unfused speedup; takes longer than the 60 s budget).
 # Usage:  OUT=/some/dir bash benchmarks/gpu_normslices.sh      (OUT defaults to benchmarks/results)
-set -uo pipefail
-cd "$(dirname "$0")/.."
-OUT="${OUT:-benchmarks/results}"
-mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1
-_own_build=0
-if [ -z "${QLINEAR_BUILD_DIR:-}" ]; then QLINEAR_BUILD_DIR="$(mktemp -d)"; _own_build=1; fi  # reuse a caller's build
-export QLINEAR_BUILD_DIR
-t_all=$(date +%s)
-
-echo "== 1. build of the CUDA extension"
-t0=$(date +%s.%N)
-python -c "from qlinear.kernels import cuda_ext; cuda_ext.load(verbose=True)" >"$OUT/normslices_build.log" 2>&1
-build_rc=$?
-build_s=$(python -c "print(f'{$(date +%s.%N) - $t0:.1f}')")
-echo "build: rc=$build_rc, ${build_s} s; log in $OUT/normslices_build.log"
-[ "$build_rc" -ne 0 ] && tail -n 30 "$OUT/normslices_build.log"
+source "$(dirname "$0")/_gpu_build.sh"
+gpu_build normslices
 
 echo "== 2. GPU tests"
 timeout 40 python -m pytest -q -p no:cacheprovider tests/gpu/test_rms_norm_slices_gpu.py \
@@ -123,5 +108,5 @@ echo "build       : ${build_s} s (rc=$build_rc)"
 echo "gpu tests   : $(grep -E '(passed|failed|error)' "$OUT/normslices_pytest.txt" | tail -n 1) (rc=$test_rc)"
 echo "benchmark   : rc=$bench_rc; $(grep -c 'speedup of one' "$OUT/normslices_bench.txt" 2>/dev/null) speedup lines above"
 echo "total wall  : $(( $(date +%s) - t_all )) s"
-[ "$_own_build" = 1 ] && rm -rf "$QLINEAR_BUILD_DIR"
+gpu_cleanup
 [ "$build_rc" -eq 0 ] && [ "$test_rc" -eq 0 ] && [ "$bench_rc" -eq 0 ] && [ "$mla_rc" -eq 0 ]

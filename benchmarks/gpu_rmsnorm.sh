@@ -8,23 +8,8 @@
 #   3. benchmarks/bench_rms_norm.py --focus gaps: anchors (torch.compile, F.rms_norm), the
 #      automatic plan, Triton and the CUDA knob variants, JSON in "$OUT/rms_norm_gaps.json".
 # Usage:  OUT=/some/dir bash benchmarks/gpu_rmsnorm.sh      (OUT defaults to benchmarks/results)
-set -uo pipefail
-cd "$(dirname "$0")/.."
-OUT="${OUT:-benchmarks/results}"
-mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1
-_own_build=0
-if [ -z "${QLINEAR_BUILD_DIR:-}" ]; then QLINEAR_BUILD_DIR="$(mktemp -d)"; _own_build=1; fi  # reuse a caller's build
-export QLINEAR_BUILD_DIR
-t_all=$(date +%s)
-
-echo "== 1. cold build of the CUDA extension"
-t0=$(date +%s.%N)
-python -c "from qlinear.kernels import cuda_ext; cuda_ext.load(verbose=True)" >"$OUT/rmsnorm_build.log" 2>&1
-build_rc=$?
-build_s=$(python -c "print(f'{$(date +%s.%N) - $t0:.1f}')")
-echo "first build: rc=$build_rc, ${build_s} s (budget 30 s); log in $OUT/rmsnorm_build.log"
-[ "$build_rc" -ne 0 ] && tail -n 40 "$OUT/rmsnorm_build.log"
+source "$(dirname "$0")/_gpu_build.sh"
+gpu_build rmsnorm
 grep -iE "spill" "$OUT/rmsnorm_build.log" | grep -v " 0 bytes spill" | head -n 5
 
 echo "== 2. GPU tests (CUDA backend and launch knobs)"
@@ -41,5 +26,5 @@ timeout 90 python benchmarks/bench_rms_norm.py --focus gaps --budget-s "${RMSNOR
 bench_rc=${PIPESTATUS[0]}
 
 echo "total wall: $(( $(date +%s) - t_all )) s (build rc=$build_rc, tests rc=$test_rc, sweep rc=$bench_rc)"
-[ "$_own_build" = 1 ] && rm -rf "$QLINEAR_BUILD_DIR"
+gpu_cleanup
 [ "$build_rc" -eq 0 ] && [ "$test_rc" -eq 0 ] && [ "$bench_rc" -eq 0 ]

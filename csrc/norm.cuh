@@ -160,6 +160,24 @@ __device__ __forceinline__ float group_sum(float v, int tpr_log2) {
   return v;
 }
 
+// fp32 sum of squares of the packs a lane holds (pack k is vector k * tpr + lane of its row; packs
+// past the row's nvec vectors are skipped).
+template <typename T, int NV>
+__device__ __forceinline__ float packs_sumsq(const Pack<T> (&v)[NV], int tpr, int lane, int nvec) {
+  float ss = 0.f;
+#pragma unroll
+  for (int k = 0; k < NV; ++k) {
+    if (k * tpr + lane < nvec) {
+#pragma unroll
+      for (int e = 0; e < Pack<T>::N; ++e) {
+        const float f = Conv<T>::to_f(v[k].e[e]);
+        ss += f * f;
+      }
+    }
+  }
+  return ss;
+}
+
 // blockDim.x = rows_per_block << tpr_log2. Thread `lane` of a row owns vectors lane, lane + tpr,
 // lane + 2 tpr, ... (at most NV of them: NV is the register budget, ceil(H / 16 B / tpr) <= NV the
 // vectors actually used), so each load instruction of a row group covers tpr * 16 contiguous
@@ -215,17 +233,7 @@ __global__ void __launch_bounds__(1024)
         }
       }
     }
-#pragma unroll
-    for (int k = 0; k < NV; ++k) {
-      const int j = k * tpr + lane;
-      if (j < nvec) {
-#pragma unroll
-        for (int e = 0; e < VW; ++e) {
-          const float f = C::to_f(v[k].e[e]);
-          ss += f * f;
-        }
-      }
-    }
+    ss += packs_sumsq(v, tpr, lane, nvec);
   }
   ss = group_sum(ss, tpr_log2);
   const float inv = rsqrtf(ss / static_cast<float>(hidden) + eps);
@@ -451,17 +459,7 @@ __global__ void __launch_bounds__(1024)
         const int j = k * tpr + lane;
         if (j < nvec) wv[k].raw = __ldg(reinterpret_cast<const uint4*>(weight) + j);
       }
-#pragma unroll
-      for (int k = 0; k < NV; ++k) {
-        const int j = k * tpr + lane;
-        if (j < nvec) {
-#pragma unroll
-          for (int e = 0; e < VW; ++e) {
-            const float f = C::to_f(v[k].e[e]);
-            ss += f * f;
-          }
-        }
-      }
+      ss += packs_sumsq(v, tpr, lane, nvec);
     }
     ss = group_sum(ss, tl);
     const float inv = rsqrtf(ss / static_cast<float>(width) + eps);

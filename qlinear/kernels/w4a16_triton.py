@@ -52,6 +52,7 @@ import triton.language as tl
 from qlinear._utils import cdiv, describe
 from qlinear.kernels._pdl import launch_options, pdl_prologue, pdl_trigger
 from qlinear.kernels._splitk import LOCK_SLOTS, locks, splitk_sum
+from qlinear.kernels._tiles import grouped_tile
 
 __all__ = [
     "W4A16Config",
@@ -290,13 +291,7 @@ def _w4a16_mma_kernel(
     pdl_prologue(USE_PDL, PDL_EARLY)
     pid = tl.program_id(0)
     pid_k = tl.program_id(1)
-    m_tiles = tl.cdiv(M, BLOCK_M)
-    # Grouped order: GROUP_M m-tiles run back to back on one weight tile (L2 reuse at large M).
-    width = GROUP_M * n_tiles
-    first_m = (pid // width) * GROUP_M
-    gsize = tl.minimum(m_tiles - first_m, GROUP_M)
-    pid_m = first_m + (pid % width) % gsize
-    pid_n = (pid % width) // gsize
+    pid_m, pid_n = grouped_tile(pid, tl.cdiv(M, BLOCK_M), n_tiles, GROUP_M)
 
     row0, row_end, sid = _tile_rows(pid_n, Bounds_ptr, N, BLOCK_N, NUM_SHARDS)
     offs_n = row0 + tl.arange(0, BLOCK_N)
@@ -358,12 +353,7 @@ def _w4a16_mma_sb_kernel(
     pdl_prologue(USE_PDL, PDL_EARLY)
     pid = tl.program_id(0)
     pid_k = tl.program_id(1)
-    m_tiles = tl.cdiv(M, BLOCK_M)
-    width = GROUP_M * n_tiles
-    first_m = (pid // width) * GROUP_M
-    gsize = tl.minimum(m_tiles - first_m, GROUP_M)
-    pid_m = first_m + (pid % width) % gsize
-    pid_n = (pid % width) // gsize
+    pid_m, pid_n = grouped_tile(pid, tl.cdiv(M, BLOCK_M), n_tiles, GROUP_M)
 
     row0, row_end, sid = _tile_rows(pid_n, Bounds_ptr, N, BLOCK_N, NUM_SHARDS)
     offs_n = row0 + tl.arange(0, BLOCK_N)
