@@ -23,7 +23,7 @@ import sys, time
 import torch
 sys.path.insert(0, "benchmarks")
 from _timing import bench_graph, buffers_to_defeat_l2, copy_ceiling_gbps, env_info, write_results
-from qlinear._utils import FP8_E4M3, cdiv
+from qlinear._utils import FP8_E4M3, cdiv, empty_group_scales
 from qlinear.kernels import cuda_ext, fp8_triton
 from qlinear.ops import fp8 as ops
 
@@ -66,8 +66,8 @@ for strided in (True, False):
         sets, nbytes = inputs(strided, residual)
         n = len(sets)
         q = torch.empty(M, K, dtype=FP8_E4M3, device="cuda")
-        s_cm = ops._scales_like(M, G, True, "cuda")
-        s_rm = ops._scales_like(M, G, False, "cuda")
+        s_cm = empty_group_scales(M, G, True, "cuda")
+        s_rm = empty_group_scales(M, G, False, "cuda")
 
         def raw(cfg, s=s_cm):
             def fn(i):

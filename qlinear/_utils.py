@@ -17,6 +17,7 @@ __all__ = [
     "FLOAT_DTYPES",
     "FP8_E4M3",
     "FP8_E4M3_MAX",
+    "empty_group_scales",
     "is_lossless_cast",
     "describe",
     "cuda_capability",
@@ -37,6 +38,16 @@ def round_up(a: int, b: int) -> int:
 FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 FP8_E4M3 = torch.float8_e4m3fn
 FP8_E4M3_MAX = float(torch.finfo(torch.float8_e4m3fn).max)  # 448.0
+
+
+def empty_group_scales(M: int, G: int, column_major: bool, device) -> torch.Tensor:
+    """Uninitialized fp32 per-token-group scales ``[M, G]``: row-major, or with
+    ``column_major`` the transpose of a contiguous ``[G, M]`` (strides ``(1, M)``, the layout the
+    block GEMM reads coalesced). One allocation for kernels, references and fakes, so their
+    strides agree even for size-1 dimensions."""
+    if column_major:
+        return torch.empty((G, M), dtype=torch.float32, device=device).t()
+    return torch.empty((M, G), dtype=torch.float32, device=device)
 
 # Casts that keep every value exactly: a checkpoint's fp16 / bf16 / e8m0 scales may be widened
 # into fp32 parameters without anyone having to notice.

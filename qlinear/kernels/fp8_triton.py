@@ -21,7 +21,7 @@ import torch
 import triton
 import triton.language as tl
 
-from qlinear._utils import FP8_E4M3, cdiv
+from qlinear._utils import FP8_E4M3, cdiv, empty_group_scales
 from qlinear.kernels._pdl import launch_options, pdl_prologue, pdl_trigger
 from qlinear.kernels._splitk import LOCK_SLOTS, locks, splitk_sum
 from qlinear.kernels._tiles import grouped_tile
@@ -222,10 +222,7 @@ def per_token_group_quant_fp8(
     G = cdiv(K, group_size)
     M_pad = cdiv(M, pad_rows_to) * pad_rows_to
     q = torch.empty((M_pad, K), dtype=FP8_E4M3, device=x.device)
-    if column_major_scales:
-        s = torch.empty((G, M_pad), dtype=torch.float32, device=x.device).t()
-    else:
-        s = torch.empty((M_pad, G), dtype=torch.float32, device=x.device)
+    s = empty_group_scales(M_pad, G, column_major_scales, x.device)
     if M_pad == 0 or K == 0:
         return q, s
     tile = _group_tile(group_size, K)
@@ -624,10 +621,7 @@ def rms_norm_quant_fp8(
     M, K = x.shape
     G = cdiv(K, group_size)
     q = torch.empty((M, K), dtype=FP8_E4M3, device=x.device)
-    if column_major_scales:
-        s = torch.empty((G, M), dtype=torch.float32, device=x.device).t()
-    else:
-        s = torch.empty((M, G), dtype=torch.float32, device=x.device)
+    s = empty_group_scales(M, G, column_major_scales, x.device)
     if M == 0 or K == 0:
         return q, s
     tile = _group_tile(group_size, K)

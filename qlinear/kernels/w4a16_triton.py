@@ -141,7 +141,8 @@ _locks = locks
 
 @triton.jit
 def _tile_rows(pid_n, Bounds_ptr, N, BLOCK_N: tl.constexpr, NUM_SHARDS: tl.constexpr):
-    """First row, row end and shard of N-tile ``pid_n``; tiles are laid out shard by shard."""
+    """``(offs_n [BLOCK_N], n_mask, shard)`` of N-tile ``pid_n``: its rows, which of them exist
+    (a tile ends at its shard's last row), and its shard; tiles are laid out shard by shard."""
     if NUM_SHARDS == 1:
         row0 = pid_n * BLOCK_N
         row_end = N
@@ -160,7 +161,8 @@ def _tile_rows(pid_n, Bounds_ptr, N, BLOCK_N: tl.constexpr, NUM_SHARDS: tl.const
             row_end = tl.where(inside, hi, row_end)
             sid = tl.where(inside, s, sid)
             first += ntiles
-    return row0, row_end, sid
+    offs_n = row0 + tl.arange(0, BLOCK_N)
+    return offs_n, offs_n < row_end, sid
 
 
 @triton.jit
@@ -240,9 +242,7 @@ def _w4a16_gemv_kernel(
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
     pid_k = tl.program_id(2)
-    row0, row_end, sid = _tile_rows(pid_n, Bounds_ptr, N, BLOCK_N, NUM_SHARDS)
-    offs_n = row0 + tl.arange(0, BLOCK_N)
-    n_mask = offs_n < row_end
+    offs_n, n_mask, sid = _tile_rows(pid_n, Bounds_ptr, N, BLOCK_N, NUM_SHARDS)
     offs_j = tl.arange(0, 16)
     qw_rows = QW_ptr + offs_n[:, None].to(tl.int64) * QW_row_stride + offs_j[None, :]
     x_row = X_ptr + pid_m.to(tl.int64) * X_row_stride + sid * X_shard_stride
@@ -293,9 +293,7 @@ def _w4a16_mma_kernel(
     pid_k = tl.program_id(1)
     pid_m, pid_n = grouped_tile(pid, tl.cdiv(M, BLOCK_M), n_tiles, GROUP_M)
 
-    row0, row_end, sid = _tile_rows(pid_n, Bounds_ptr, N, BLOCK_N, NUM_SHARDS)
-    offs_n = row0 + tl.arange(0, BLOCK_N)
-    n_mask = offs_n < row_end
+    offs_n, n_mask, sid = _tile_rows(pid_n, Bounds_ptr, N, BLOCK_N, NUM_SHARDS)
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     m_mask = offs_m < M
     offs_j = tl.arange(0, 16)
@@ -355,9 +353,7 @@ def _w4a16_mma_sb_kernel(
     pid_k = tl.program_id(1)
     pid_m, pid_n = grouped_tile(pid, tl.cdiv(M, BLOCK_M), n_tiles, GROUP_M)
 
-    row0, row_end, sid = _tile_rows(pid_n, Bounds_ptr, N, BLOCK_N, NUM_SHARDS)
-    offs_n = row0 + tl.arange(0, BLOCK_N)
-    n_mask = offs_n < row_end
+    offs_n, n_mask, sid = _tile_rows(pid_n, Bounds_ptr, N, BLOCK_N, NUM_SHARDS)
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     m_mask = offs_m < M
     offs_j = tl.arange(0, 16)

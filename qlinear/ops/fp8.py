@@ -35,7 +35,7 @@ from typing import Optional
 
 import torch
 
-from qlinear._utils import FP8_E4M3, FP8_E4M3_MAX, cdiv, cuda_capability, describe, env_backend
+from qlinear._utils import FP8_E4M3, FP8_E4M3_MAX, cdiv, cuda_capability, describe, empty_group_scales, env_backend
 from qlinear.reference import fp8 as _ref
 
 __all__ = [
@@ -202,15 +202,8 @@ def _check_bias(bias: Optional[torch.Tensor], N: int, dtype: torch.dtype) -> Non
 # --------------------------------------------------------------------------------------------
 
 
-def _scales_like(M: int, G: int, column_major: bool, device) -> torch.Tensor:
-    if column_major:
-        return torch.empty((G, M), dtype=torch.float32, device=device).t()
-    return torch.empty((M, G), dtype=torch.float32, device=device)
-
-
 def _as_layout(s: torch.Tensor, column_major: bool) -> torch.Tensor:
-    # Same allocation as the kernels and the fakes: strides match even for size-1 dimensions.
-    out = _scales_like(s.shape[0], s.shape[1], column_major, s.device)
+    out = empty_group_scales(s.shape[0], s.shape[1], column_major, s.device)
     out.copy_(s)
     return out
 
@@ -231,7 +224,7 @@ def _quant_op(
 def _(x, group_size, column_major_scales, backend):
     M, K = x.shape
     q = torch.empty((M, K), dtype=FP8_E4M3, device=x.device)
-    return q, _scales_like(M, cdiv(K, group_size), column_major_scales, x.device)
+    return q, empty_group_scales(M, cdiv(K, group_size), column_major_scales, x.device)
 
 
 def per_token_group_quant_fp8(
@@ -501,7 +494,7 @@ def _norm_quant_cuda(
 
     M, K = x.shape
     q = torch.empty((M, K), dtype=FP8_E4M3, device=x.device)
-    s = _scales_like(M, cdiv(K, group_size), column_major_scales, x.device)
+    s = empty_group_scales(M, cdiv(K, group_size), column_major_scales, x.device)
     if M:
         cuda_ext.load().rms_norm_quant_fp8(q, s, x, residual, weight, eps, _ref.FP8_SCALE_EPS, group_size)
     return q, s
@@ -525,7 +518,7 @@ def _norm_quant_op(
 def _(x, weight, eps, group_size, column_major_scales, backend):
     M, K = x.shape
     q = torch.empty((M, K), dtype=FP8_E4M3, device=x.device)
-    return q, _scales_like(M, cdiv(K, group_size), column_major_scales, x.device)
+    return q, empty_group_scales(M, cdiv(K, group_size), column_major_scales, x.device)
 
 
 @torch.library.custom_op("qlinear::fused_add_rms_norm_quant_fp8", mutates_args=("residual",))
@@ -558,7 +551,7 @@ def _add_norm_quant_op(
 def _(x, residual, weight, eps, group_size, column_major_scales, backend):
     M, K = x.shape
     q = torch.empty((M, K), dtype=FP8_E4M3, device=x.device)
-    return q, _scales_like(M, cdiv(K, group_size), column_major_scales, x.device)
+    return q, empty_group_scales(M, cdiv(K, group_size), column_major_scales, x.device)
 
 
 def rms_norm_quant_fp8(

@@ -12,7 +12,7 @@ one) is allowed, scales to rtol 1e-5; the fused add's residual must be identical
 import pytest
 import torch
 
-from qlinear._utils import FP8_E4M3, cdiv
+from qlinear._utils import FP8_E4M3, cdiv, empty_group_scales
 from qlinear.ops import fp8 as ops
 
 pytestmark = [
@@ -59,7 +59,7 @@ def _run(x, w, res, group=128, column_major=False, **cfg):
     """(q, scales, kernel) from the raw op, with explicit launch settings."""
     M, K = x.shape
     q = torch.empty((M, K), dtype=FP8_E4M3, device=DEV)
-    s = ops._scales_like(M, cdiv(K, group), column_major, x.device)
+    s = empty_group_scales(M, cdiv(K, group), column_major, x.device)
     used = _ext().rms_norm_quant_fp8(
         q, s, x, res, w, EPS, SCALE_EPS, group, cfg.get("warps", 0), cfg.get("blocks_per_sm", 0),
         cfg.get("path", 0), cfg.get("prefetch", 0),
