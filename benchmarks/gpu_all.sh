@@ -3,6 +3,9 @@
 #   STAGES="norm fp8 w4a16 formats linear mla" bash benchmarks/gpu_all.sh
 # Each stage writes into $R/<stage>/ and a log; at the end everything is packed into
 # $OUT/gpu_results.tgz (the device tool returns at most 8 files) and a summary is printed.
+# "build" times a cold build of the CUDA extension into QLINEAR_BUILD_DIR, which every later stage
+# reuses; any other NAME runs benchmarks/gpu_NAME.sh under the timeout $T_NAME (default 150 s),
+# e.g. STAGES="build verify normquant" QUICK=1 bash benchmarks/gpu_all.sh.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONUNBUFFERED=1
@@ -10,6 +13,7 @@ R=${R:-/tmp/qlinear_gpu}
 rm -rf "$R"; mkdir -p "$R"
 OUT=${OUT:-benchmarks/results}
 STAGES=${STAGES:-"norm fp8 w4a16 formats linear mla"}
+export QLINEAR_BUILD_DIR=${QLINEAR_BUILD_DIR:-$R/ext_build}
 t_all=$(date +%s)
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader | tee "$R/gpu.txt"
 python -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, 'cuda', torch.version.cuda)" | tee -a "$R/gpu.txt"
@@ -43,7 +47,12 @@ for s in $STAGES; do
         linear)  stage linear ${LIN_T:-300} bash -c 'python benchmarks/bench_linear.py --format fp8-block --out $OUT ${LINEAR_ARGS:-}; a=$?; python benchmarks/bench_linear.py --format w4a16 --out $OUT ${LINEAR_ARGS:-}; b=$?; exit $((a|b))' ;;
         mla)     stage mla ${MLA_T:-240} python benchmarks/bench_mla.py --out "$R/mla" ;;
         streams) stage streams 120 python -m pytest -q -p no:cacheprovider tests/gpu/test_streams_gpu.py ;;
-        *) echo "unknown stage $s" ;;
+        build)   stage build ${BUILD_T:-120} python -c "
+import time; t = time.time()
+from qlinear.kernels import cuda_ext
+cuda_ext.load(verbose=True)
+print(f'first build {time.time() - t:.1f} s')" ;;
+        *)       stage "$s" "$(eval echo \${T_$s:-150})" bash "benchmarks/gpu_$s.sh" ;;
     esac
 done
 tar czf "$OUT/gpu_results.tgz" -C "$R" .
