@@ -39,12 +39,16 @@ SOURCES = (
     "norm_launch.cu",
     "binding_norm_quant.cpp",
     "norm_quant_launch.cu",
+    "binding_w4a16.cpp",
+    "w4a16_gemv_launch.cu",
 )
 HEADERS = (
     "norm.cuh",
     "norm_launch.h",
     "norm_quant.cuh",
     "norm_quant_launch.h",
+    "w4a16_gemv.cuh",
+    "w4a16_gemv_launch.h",
 )
 _SOURCES, _HEADERS = SOURCES, HEADERS
 CUDA_FLAGS = (

@@ -24,7 +24,10 @@ tile of rows reads them coalesced, and for act-order one column permutation per 
 permutations once (``x[:, perm]``, one small kernel, ``[M, S*K]``) and a single launch then serves
 the whole merged layer: its N-tiles never straddle a shard and each tile reads its shard's slice.
 
-Backends: ``"triton"`` (``qlinear.kernels.w4a16_triton``: a CUDA-core split-K GEMV for M <= 4
+Backends: ``"cuda"`` (``csrc/w4a16_gemv.cuh``: tensor-core decode kernel for M <= 16, 4-bit without
+act-order, one launch; auto-chosen for M <= :data:`_CUDA_MAX_M` where :func:`cuda_supported`
+holds; act-order and 8-bit weights take the Triton path), ``"triton"``
+(``qlinear.kernels.w4a16_triton``: a CUDA-core split-K GEMV for M <= 4
 and a tensor-core split-K kernel for small and medium M), ``"dequant_cublas"`` (fused dequantize into
 a bf16/fp16 buffer, then cuBLAS; for large M) and ``"reference"`` (fp32, any device). Choice:
 ``backend=`` argument, then ``QLINEAR_W4A16_BACKEND``, then :data:`_M_THRESHOLDS`.
@@ -32,6 +35,7 @@ a bf16/fp16 buffer, then cuBLAS; for large M) and ``"reference"`` (fp32, any dev
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
@@ -47,9 +51,11 @@ __all__ = [
     "w4a16_linear",
     "w4a16_backend",
     "W4A16_BACKENDS",
+    "cuda_supported",
+    "cuda_gemv",
 ]
 
-W4A16_BACKENDS = ("triton", "dequant_cublas", "reference")
+W4A16_BACKENDS = ("cuda", "triton", "dequant_cublas", "reference")
 _ENV_VAR = "QLINEAR_W4A16_BACKEND"
 
 # Auto dispatch by M (rows of x) on CUDA: the first row whose bound is >= M wins; a row's third
@@ -70,6 +76,16 @@ _M_THRESHOLDS: tuple[tuple[int, str, Optional[str]], ...] = (
     (1023, "dequant_cublas", "triton"),
     (1 << 62, "dequant_cublas", None),  # large M: cuBLAS at full tensor-core speed, +1 dequantize pass
 )
+
+# The CUDA tensor-core decode kernel ("cuda") takes M <= _CUDA_MAX_M in auto dispatch, ahead of
+# _M_THRESHOLDS, where cuda_supported() holds. NOT MEASURED YET: set it from
+# benchmarks/gpu_w4a16gemv.sh (the largest M at which "cuda" beats "triton" on all three shapes;
+# 0 turns the auto choice off). The kernel takes M <= 16.
+_CUDA_MAX_M = 8
+# Launch config (row tiles per CTA, superblocks per chunk, warps per CTA); 0 = the launcher's
+# heuristic (csrc/w4a16_gemv_launch.cu w4_gemv_resolve). The GPU script sweeps it.
+_CUDA_CONFIG: tuple[int, int, int] = (0, 0, 0)
+_cuda_failed: str | None = None  # why the extension did not load (then "cuda" falls back to triton)
 
 _SCALE_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 
@@ -289,14 +305,45 @@ def triton_supported(packed: W4A16Weights) -> bool:
     return packed.num_groups == 1 or packed.group_size % 16 == 0
 
 
+def cuda_supported(x: torch.Tensor, packed: W4A16Weights) -> bool:
+    """Cases the CUDA tensor-core decode kernel takes (shapes, dtypes, strides, alignment).
+
+    4-bit, no act-order permutation, x fp16 / bf16 on CUDA with 1 <= M <= 16 rows, K a multiple
+    of 4, group size per channel, a multiple of 128, or 16 / 32 / 64; x's pointer 8-byte aligned
+    and its row stride a multiple of 4 elements. Everything else takes the Triton path.
+    """
+    if x.device.type != "cuda" or x.dtype not in (torch.float16, torch.bfloat16):
+        return False
+    if packed.bits != 4 or packed.perm is not None or packed.k % 4 or x.shape[-1] != packed.k:
+        return False
+    m = x.numel() // max(x.shape[-1], 1)
+    if not 1 <= m <= 16:
+        return False
+    g = packed.group_size
+    if packed.num_groups > 1 and not (g % 128 == 0 or g in (16, 32, 64)):
+        return False
+    if x.data_ptr() % 8 or (m > 1 and x.dim() >= 2 and x.stride(-2) % 4):
+        return False
+    return packed.qweight.data_ptr() % 16 == 0 and packed.qweight.stride(0) % 4 == 0
+
+
 def w4a16_backend(x: torch.Tensor, packed: W4A16Weights) -> str:
-    """Backend that :func:`w4a16_linear` would choose for ``x`` with ``backend=None``."""
+    """Backend that :func:`w4a16_linear` would choose for ``x`` with ``backend=None``.
+
+    ``$QLINEAR_W4A16_BACKEND=cuda`` applies where :func:`cuda_supported` holds (other cases take
+    the automatic choice). Auto picks ``"cuda"`` for M <= :data:`_CUDA_MAX_M` when supported and
+    the extension has not failed to load (a load failure falls back to ``"triton"`` with a warning).
+    """
     forced = env_backend(_ENV_VAR, W4A16_BACKENDS)
+    if forced == "cuda" and not cuda_supported(x, packed):
+        forced = None
     if forced is not None:
         return forced
     if x.device.type != "cuda" or x.dtype not in (torch.float16, torch.bfloat16) or not triton_supported(packed):
         return "reference"
     m = x.numel() // max(x.shape[-1], 1)
+    if m <= _CUDA_MAX_M and _cuda_failed is None and cuda_supported(x, packed):
+        return "cuda"
     tall = packed.n >= 8 * packed.k
     for bound, name, tall_name in _M_THRESHOLDS:
         if m <= bound:
@@ -342,6 +389,11 @@ def w4a16_linear(
         backend = w4a16_backend(x, packed)
     elif backend not in W4A16_BACKENDS:
         raise ValueError(f"backend: expected one of {W4A16_BACKENDS} or None, got {backend!r}")
+    elif backend == "cuda" and not cuda_supported(x, packed):
+        raise ValueError(
+            f"backend 'cuda': case not supported (x {describe(x)}, bits={packed.bits}, group_size="
+            f"{packed.group_size}, K={packed.k}, act-order={packed.perm is not None}); see cuda_supported()"
+        )
     x2 = _check_x(x, packed, bias, backend)
     y = torch.ops.qlinear.w4a16_mm(
         x2,
@@ -389,11 +441,68 @@ def _w4a16_mm(
     # Function-local import (the one allowed kind): keeps triton off `import qlinear.ops`.
     from qlinear.kernels import w4a16_triton
 
+    if backend == "cuda":
+        y = _cuda_gemv(x, packed, bias)
+        if y is not None:
+            return y
+        backend = "triton"  # extension unavailable
     if backend == "triton":
         return w4a16_triton.w4a16_gemm(x, packed, bias)
     if backend == "dequant_cublas":
         return w4a16_triton.w4a16_dequant_gemm(x, packed, bias)
     raise ValueError(f"backend: expected one of {W4A16_BACKENDS}, got {backend!r}")
+
+
+def _cuda_ext_ops():
+    """``torch.ops.qlinear_C`` or None (the first failure is warned about once and remembered)."""
+    global _cuda_failed
+    if _cuda_failed is not None:
+        return None
+    # Function-local import (the one allowed kind): keeps the extension loader off `import qlinear.ops`.
+    from qlinear.kernels import cuda_ext
+
+    if cuda_ext.is_available():
+        return cuda_ext.load()
+    _cuda_failed = cuda_ext.failure_reason() or "unknown"
+    warnings.warn(
+        f"qlinear: CUDA extension unavailable ({_cuda_failed}); W4A16 decode uses the Triton path",
+        RuntimeWarning,
+        stacklevel=2,
+    )
+    return None
+
+
+def cuda_gemv(
+    x: torch.Tensor,
+    packed: W4A16Weights,
+    bias: torch.Tensor | None = None,
+    config: tuple[int, int, int] | None = None,
+    pdl: bool | None = None,
+) -> torch.Tensor | None:
+    """The CUDA tensor-core decode kernel on ``x [M, K]`` (M <= 16, :func:`cuda_supported`):
+    ``[M, N]`` in x's dtype, or None when the extension is unavailable.
+
+    ``config`` = (row tiles per CTA, superblocks per chunk, warps per CTA), 0 = automatic (default
+    :data:`_CUDA_CONFIG`); ``pdl`` None follows ``qlinear.kernels._pdl`` (on for M <= PDL_MAX_M).
+    """
+    return _cuda_gemv(x, packed, bias, config, pdl)
+
+
+def _cuda_gemv(x, packed, bias, config=None, pdl=None):
+    ops = _cuda_ext_ops()
+    if ops is None:
+        return None
+    m = x.shape[0]
+    out = torch.empty((m, packed.n), dtype=x.dtype, device=x.device)
+    if m == 0:
+        return out
+    if pdl is None:
+        from qlinear.kernels import _pdl  # function-local: imports triton
+
+        pdl = m <= _pdl.PDL_MAX_M and _pdl.pdl_enabled(x.device)
+    r, u, w = config if config is not None else _CUDA_CONFIG
+    ops.w4a16_gemv(out, x, packed.qweight, packed.scales, packed.zeros, bias, packed.group_size, r, u, w, int(pdl))
+    return out
 
 
 @_w4a16_mm.register_fake

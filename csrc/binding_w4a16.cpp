@@ -1,0 +1,144 @@
+// Torch binding of the W4A16 tensor-core decode launcher (w4a16_gemv_launch.h): checks devices,
+// dtypes, shapes and strides, then launches on the current CUDA stream.
+//   torch.ops.qlinear_C.w4a16_gemv(out, x, qweight, scales, zeros, bias, group_size, row_tiles=0,
+//                                  chunk=0, warps=0, pdl=0) -> int   (warps used)
+//   torch.ops.qlinear_C.w4a16_gemv_supported(x, qweight, scales, zeros, group_size, row_tiles=0,
+//                                            chunk=0, warps=0) -> int   (0 = supported, else a
+//                                            W4GemvSupport code)
+// x [M, K] (stride(1) == 1), out [M, N]; qweight int32 [N, ceil(K/128)*16]; scales [G, N];
+// zeros uint8 [G, N] or None; 4-bit weights without act-order only.
+#include <ATen/core/Tensor.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <torch/library.h>
+
+#include <optional>
+
+#include "w4a16_gemv_launch.h"
+
+namespace {
+
+qlinear::W4GDType fdtype(const at::Tensor& t, const char* name) {
+  switch (t.scalar_type()) {
+    case at::kHalf:
+      return qlinear::W4GDType::kFloat16;
+    case at::kBFloat16:
+      return qlinear::W4GDType::kBFloat16;
+    case at::kFloat:
+      return qlinear::W4GDType::kFloat32;
+    default:
+      TORCH_CHECK_TYPE(false, name, ": expected float16, bfloat16 or float32, got ", t.scalar_type());
+  }
+  return qlinear::W4GDType::kFloat32;
+}
+
+void check_on(const at::Tensor& t, const char* name, const at::Tensor& x) {
+  TORCH_CHECK(t.is_cuda() && t.device() == x.device(), name, ": expected a tensor on ", x.device(), ", got ",
+              t.device());
+}
+
+qlinear::W4GemvArgs make_args(const at::Tensor& x, const at::Tensor& qweight, const at::Tensor& scales,
+                              const std::optional<at::Tensor>& zeros, int64_t group_size) {
+  TORCH_CHECK(x.is_cuda(), "x: expected a CUDA tensor, got device ", x.device());
+  TORCH_CHECK_TYPE(x.scalar_type() == at::kHalf || x.scalar_type() == at::kBFloat16,
+                   "x: expected float16 or bfloat16, got ", x.scalar_type());
+  TORCH_CHECK(x.dim() == 2 && (x.size(1) <= 1 || x.stride(1) == 1),
+              "x: expected [M, K] with stride(1) == 1, got sizes ", x.sizes(), " strides ", x.strides());
+  const int64_t k = x.size(1);
+  check_on(qweight, "qweight", x);
+  TORCH_CHECK_TYPE(qweight.scalar_type() == at::kInt, "qweight: expected int32, got ", qweight.scalar_type());
+  const int64_t words = (k + 127) / 128 * 16;
+  TORCH_CHECK(qweight.dim() == 2 && qweight.size(1) == words && qweight.stride(1) == 1,
+              "qweight: expected [N, ", words, "] with stride(1) == 1, got sizes ", qweight.sizes(), " strides ",
+              qweight.strides());
+  const int64_t n = qweight.size(0);
+  check_on(scales, "scales", x);
+  TORCH_CHECK(scales.dim() == 2 && scales.size(1) == n && scales.size(0) >= 1 && scales.is_contiguous(),
+              "scales: expected a contiguous [G, ", n, "], got sizes ", scales.sizes(), " strides ", scales.strides());
+  const int64_t groups = scales.size(0);
+  TORCH_CHECK(groups == 1 || groups * group_size == k, "group_size: ", group_size, " x G=", groups,
+              " does not cover K=", k);
+  if (zeros) {
+    check_on(*zeros, "zeros", x);
+    TORCH_CHECK_TYPE(zeros->scalar_type() == at::kByte, "zeros: expected uint8, got ", zeros->scalar_type());
+    TORCH_CHECK(zeros->sizes() == scales.sizes() && zeros->is_contiguous(), "zeros: expected a contiguous ",
+                scales.sizes(), ", got sizes ", zeros->sizes(), " strides ", zeros->strides());
+  }
+  qlinear::W4GemvArgs a;
+  a.x = x.data_ptr();
+  a.x_stride = x.stride(0);
+  a.x_dtype = fdtype(x, "x");
+  a.qweight = qweight.data_ptr<int32_t>();
+  a.qw_stride = qweight.stride(0);
+  a.scales = scales.data_ptr();
+  a.scale_dtype = fdtype(scales, "scales");
+  a.zeros = zeros ? zeros->data_ptr<uint8_t>() : nullptr;
+  a.m = x.size(0);
+  a.n = n;
+  a.k = k;
+  a.group_size = groups == 1 ? k : group_size;
+  a.num_groups = groups;
+  return a;
+}
+
+qlinear::W4GemvConfig make_config(int64_t row_tiles, int64_t chunk, int64_t warps, int64_t pdl) {
+  qlinear::W4GemvConfig c;
+  c.row_tiles = static_cast<int>(row_tiles);
+  c.chunk = static_cast<int>(chunk);
+  c.warps = static_cast<int>(warps);
+  c.pdl = static_cast<int>(pdl);
+  return c;
+}
+
+int64_t w4a16_gemv_supported(const at::Tensor& x, const at::Tensor& qweight, const at::Tensor& scales,
+                             const std::optional<at::Tensor>& zeros, int64_t group_size, int64_t row_tiles,
+                             int64_t chunk, int64_t warps) {
+  const qlinear::W4GemvArgs a = make_args(x, qweight, scales, zeros, group_size);
+  return static_cast<int64_t>(qlinear::w4_gemv_supported(a, make_config(row_tiles, chunk, warps, 0)));
+}
+
+int64_t w4a16_gemv(const at::Tensor& out, const at::Tensor& x, const at::Tensor& qweight, const at::Tensor& scales,
+                   const std::optional<at::Tensor>& zeros, const std::optional<at::Tensor>& bias, int64_t group_size,
+                   int64_t row_tiles, int64_t chunk, int64_t warps, int64_t pdl) {
+  qlinear::W4GemvArgs a = make_args(x, qweight, scales, zeros, group_size);
+  check_on(out, "out", x);
+  TORCH_CHECK_TYPE(out.scalar_type() == x.scalar_type(), "out: dtype ", out.scalar_type(), " differs from x's ",
+                   x.scalar_type());
+  TORCH_CHECK(out.dim() == 2 && out.size(0) == a.m && out.size(1) == a.n && (a.n <= 1 || out.stride(1) == 1),
+              "out: expected [", a.m, ", ", a.n, "] with stride(1) == 1, got sizes ", out.sizes(), " strides ",
+              out.strides());
+  a.out = out.data_ptr();
+  a.out_stride = out.stride(0);
+  if (bias) {
+    check_on(*bias, "bias", x);
+    TORCH_CHECK(bias->dim() == 1 && bias->size(0) == a.n && (a.n <= 1 || bias->stride(0) == 1),
+                "bias: expected a contiguous [", a.n, "], got sizes ", bias->sizes(), " strides ", bias->strides());
+    a.bias = bias->data_ptr();
+    a.bias_dtype = fdtype(*bias, "bias");
+  }
+  if (a.m == 0 || a.n == 0) return 0;
+  const qlinear::W4GemvConfig cfg = make_config(row_tiles, chunk, warps, pdl);
+  const qlinear::W4GemvSupport why = qlinear::w4_gemv_supported(a, cfg);
+  TORCH_CHECK(why == qlinear::W4GemvSupport::kOk, "qlinear w4a16_gemv: case not supported (code ",
+              static_cast<int>(why), ", see W4GemvSupport in csrc/w4a16_gemv_launch.h): M=", a.m, " N=", a.n,
+              " K=", a.k, " group_size=", group_size, " config=(", row_tiles, ", ", chunk, ", ", warps, ")");
+  const c10::cuda::CUDAGuard guard(x.device());
+  qlinear::W4GemvConfig used;
+  const cudaError_t err =
+      qlinear::w4_gemv_launch(a, c10::cuda::getCurrentCUDAStream(x.device().index()).stream(), cfg, &used);
+  TORCH_CHECK(err == cudaSuccess, "qlinear w4a16_gemv launch failed: ", cudaGetErrorString(err));
+  return used.warps;
+}
+
+}  // namespace
+
+TORCH_LIBRARY_FRAGMENT(qlinear_C, m) {
+  m.def(
+      "w4a16_gemv(Tensor(a!) out, Tensor x, Tensor qweight, Tensor scales, Tensor? zeros, Tensor? bias, "
+      "int group_size, int row_tiles=0, int chunk=0, int warps=0, int pdl=0) -> int",
+      &w4a16_gemv);
+  m.def(
+      "w4a16_gemv_supported(Tensor x, Tensor qweight, Tensor scales, Tensor? zeros, int group_size, "
+      "int row_tiles=0, int chunk=0, int warps=0) -> int",
+      &w4a16_gemv_supported);
+}

@@ -1,0 +1,188 @@
+// Launcher of the W4A16 tensor-core decode kernel (w4a16_gemv.cuh): support checks, the automatic
+// launch config, and the dispatch over the compiled (dtype, R, U, NT, SUB) instances.
+#include "w4a16_gemv.cuh"
+#include "w4a16_gemv_launch.h"
+
+namespace qlinear {
+namespace {
+
+using w4a16g::FKind;
+using w4a16g::Params;
+
+int sm_count() {
+  static int cache[64] = {0};
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return 132;
+  if (cache[dev] == 0) {
+    int n = 0;
+    if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || n <= 0) n = 132;
+    cache[dev] = n;
+  }
+  return cache[dev];
+}
+
+int cc_major() {
+  static int cache[64] = {0};
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return 0;
+  if (cache[dev] == 0) {
+    int n = 0;
+    if (cudaDeviceGetAttribute(&n, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) n = 0;
+    cache[dev] = n > 0 ? n : -1;
+  }
+  return cache[dev];
+}
+
+bool sub_group(const W4GemvArgs& a) {
+  return a.num_groups > 1 && (a.group_size == 16 || a.group_size == 32 || a.group_size == 64);
+}
+
+// Compiled (R, U) pairs per NT; SUB compiles (1, 2) only.
+bool compiled(int nt, int r, int u, bool sub) {
+  if (sub) return r == 1 && u == 2;
+  if (nt == 1) return (r == 1 && (u == 2 || u == 4)) || (r == 2 && u == 2) || (r == 4 && u == 1);
+  return (r == 1 && u == 2) || (r == 2 && u == 1);
+}
+
+int max_warps(int nt, int r, int u, bool sub) {
+  if (sub) return (nt == 1 ? w4a16g::max_threads<1, 2, 1>() : w4a16g::max_threads<1, 2, 2>()) / 32;
+  return (8 * r * u + 16 * u * nt + 16 * r) > 64 ? 8 : 16;
+}
+
+FKind fkind(W4GDType d) {
+  return d == W4GDType::kFloat16 ? FKind::kFloat16 : (d == W4GDType::kBFloat16 ? FKind::kBFloat16 : FKind::kFloat32);
+}
+
+template <typename XT, int R, int U, int NT, bool SUB>
+cudaError_t launch_one(const Params& p, int warps, bool pdl, cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>((p.n + 16 * R - 1) / (16 * R)));
+  const dim3 block(static_cast<unsigned>(32 * warps));
+  const size_t smem = sizeof(float) * static_cast<size_t>(R * NT * 128 * warps);
+  auto* kernel = w4a16g::mma_gemv_kernel<XT, R, U, NT, SUB>;
+  if (!pdl) {
+    kernel<<<grid, block, smem, stream>>>(p);
+    return cudaGetLastError();
+  }
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  return cudaLaunchKernelEx(&cfg, kernel, p);
+}
+
+template <typename XT>
+cudaError_t dispatch(const Params& p, const W4GemvConfig& c, int nt, bool sub, cudaStream_t s) {
+  const bool pdl = c.pdl > 0;
+  if (sub) {
+    return nt == 1 ? launch_one<XT, 1, 2, 1, true>(p, c.warps, pdl, s) : launch_one<XT, 1, 2, 2, true>(p, c.warps, pdl, s);
+  }
+  if (nt == 1) {
+    if (c.row_tiles == 1 && c.chunk == 2) return launch_one<XT, 1, 2, 1, false>(p, c.warps, pdl, s);
+    if (c.row_tiles == 1 && c.chunk == 4) return launch_one<XT, 1, 4, 1, false>(p, c.warps, pdl, s);
+    if (c.row_tiles == 2 && c.chunk == 2) return launch_one<XT, 2, 2, 1, false>(p, c.warps, pdl, s);
+    if (c.row_tiles == 4 && c.chunk == 1) return launch_one<XT, 4, 1, 1, false>(p, c.warps, pdl, s);
+  } else {
+    if (c.row_tiles == 1 && c.chunk == 2) return launch_one<XT, 1, 2, 2, false>(p, c.warps, pdl, s);
+    if (c.row_tiles == 2 && c.chunk == 1) return launch_one<XT, 2, 1, 2, false>(p, c.warps, pdl, s);
+  }
+  return cudaErrorInvalidValue;
+}
+
+}  // namespace
+
+W4GemvConfig w4_gemv_resolve(const W4GemvArgs& a, const W4GemvConfig& cfg) {
+  W4GemvConfig c = cfg;
+  const int nt = a.m > 8 ? 2 : 1;
+  const int sms = sm_count();
+  const int64_t row_tiles = (a.n + 15) / 16;
+  const int64_t nsb = (a.k + 127) / 128;
+  if (sub_group(a)) {
+    c.row_tiles = 1;
+    c.chunk = 2;
+  } else if (c.row_tiles <= 0 || c.chunk <= 0) {
+    // few row tiles: one per CTA and many superblocks in flight per warp; many: share x across tiles
+    if (nt == 1) {
+      if (row_tiles <= 2 * sms) {
+        c.row_tiles = 1, c.chunk = 4;
+      } else if (row_tiles <= 8 * sms) {
+        c.row_tiles = 2, c.chunk = 2;
+      } else {
+        c.row_tiles = 4, c.chunk = 1;
+      }
+    } else if (row_tiles <= 4 * sms) {
+      c.row_tiles = 1, c.chunk = 2;
+    } else {
+      c.row_tiles = 2, c.chunk = 1;
+    }
+  }
+  if (c.warps <= 0) {
+    // about 16 resident warps per SM over the grid, at least one chunk of superblocks per warp
+    const int64_t ctas = (row_tiles + c.row_tiles - 1) / c.row_tiles;
+    int64_t w = (16LL * sms + ctas - 1) / ctas;
+    const int64_t cap = nsb / c.chunk > 0 ? nsb / c.chunk : 1;
+    w = w < cap ? w : cap;
+    const int wmax = max_warps(nt, c.row_tiles, c.chunk, sub_group(a));
+    c.warps = static_cast<int>(w < 1 ? 1 : (w > wmax ? wmax : w));
+  }
+  if (c.pdl > 0 && cc_major() < 9) c.pdl = 0;
+  return c;
+}
+
+W4GemvSupport w4_gemv_supported(const W4GemvArgs& a, const W4GemvConfig& cfg) {
+  if (a.m < 1 || a.m > 16) return W4GemvSupport::kBadM;
+  if (a.x_dtype != W4GDType::kFloat16 && a.x_dtype != W4GDType::kBFloat16) return W4GemvSupport::kBadDtype;
+  if (a.k < 1 || a.k % 4 != 0) return W4GemvSupport::kBadK;
+  if (a.n < 1 || a.n >= (int64_t{1} << 31) || a.k >= (int64_t{1} << 30)) return W4GemvSupport::kTooLarge;
+  const bool per_channel = a.num_groups == 1;
+  if (!per_channel) {
+    const bool ok = sub_group(a) || (a.group_size > 0 && a.group_size % 128 == 0);
+    if (!ok || a.group_size * a.num_groups != a.k) return W4GemvSupport::kBadGroup;
+  }
+  if (reinterpret_cast<uintptr_t>(a.x) % 8 != 0 || (a.m > 1 && a.x_stride % 4 != 0) ||
+      reinterpret_cast<uintptr_t>(a.qweight) % 16 != 0 || a.qw_stride % 4 != 0)
+    return W4GemvSupport::kMisaligned;
+  const W4GemvConfig c = w4_gemv_resolve(a, cfg);
+  const int nt = a.m > 8 ? 2 : 1;
+  if (!compiled(nt, c.row_tiles, c.chunk, sub_group(a)) || c.warps < 1 ||
+      c.warps > max_warps(nt, c.row_tiles, c.chunk, sub_group(a)))
+    return W4GemvSupport::kBadConfig;
+  return W4GemvSupport::kOk;
+}
+
+cudaError_t w4_gemv_launch(const W4GemvArgs& a, cudaStream_t stream, W4GemvConfig cfg, W4GemvConfig* used) {
+  if (w4_gemv_supported(a, cfg) != W4GemvSupport::kOk) return cudaErrorInvalidValue;
+  const W4GemvConfig c = w4_gemv_resolve(a, cfg);
+  if (used != nullptr) *used = c;
+  Params p{};
+  p.out = a.out;
+  p.x = a.x;
+  p.qw = reinterpret_cast<const uint32_t*>(a.qweight);
+  p.scales = a.scales;
+  p.zeros = a.zeros;
+  p.bias = a.bias;
+  p.x_stride = a.x_stride;
+  p.out_stride = a.out_stride;
+  p.qw_stride = a.qw_stride;
+  p.m = static_cast<int>(a.m);
+  p.n = static_cast<int>(a.n);
+  p.k = static_cast<int>(a.k);
+  p.nsb = static_cast<int>((a.k + 127) / 128);
+  p.group_size = static_cast<int>(a.group_size);
+  p.num_groups = static_cast<int>(a.num_groups);
+  p.sb_per_group = a.num_groups == 1 ? (1 << 30) : static_cast<int>(a.group_size / 128);
+  p.scale_kind = fkind(a.scale_dtype);
+  p.bias_kind = fkind(a.bias_dtype);
+  p.pdl_prefetch = c.pdl > 0 ? 1 : 0;
+  const int nt = a.m > 8 ? 2 : 1;
+  const bool sub = sub_group(a);
+  return a.x_dtype == W4GDType::kBFloat16 ? dispatch<__nv_bfloat16>(p, c, nt, sub, stream)
+                                          : dispatch<__half>(p, c, nt, sub, stream);
+}
+
+}  // namespace qlinear

@@ -1,0 +1,64 @@
+// Host launcher for the W4A16 tensor-core decode kernel of w4a16_gemv.cuh (M <= 16 rows of x).
+// Raw pointers, strides in elements, a cudaStream_t; no torch headers (compiles with nvcc alone).
+#pragma once
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+namespace qlinear {
+
+enum class W4GDType : int { kFloat16 = 0, kBFloat16 = 1, kFloat32 = 2 };
+
+// out [m, n] (row stride out_stride, x's dtype) = x [m, k] (row stride x_stride, fp16 / bf16) times
+// the packed 4-bit weight: qweight int32 [n, ceil(k / 128) * 16] (row stride qw_stride words),
+// scales [num_groups, n] contiguous, zeros uint8 [num_groups, n] contiguous or null, bias [n] or null.
+struct W4GemvArgs {
+  void* out = nullptr;
+  int64_t out_stride = 0;
+  const void* x = nullptr;
+  int64_t x_stride = 0;
+  W4GDType x_dtype = W4GDType::kBFloat16;
+  const int32_t* qweight = nullptr;
+  int64_t qw_stride = 0;
+  const void* scales = nullptr;
+  W4GDType scale_dtype = W4GDType::kBFloat16;
+  const uint8_t* zeros = nullptr;
+  const void* bias = nullptr;
+  W4GDType bias_dtype = W4GDType::kBFloat16;
+  int64_t m = 0, n = 0, k = 0;
+  int64_t group_size = 128;  // K for per channel
+  int64_t num_groups = 1;
+};
+
+// Launch choices; zeros mean automatic. rows_tiles (R) * chunk (U) must be one of the compiled
+// pairs (see w4a16_gemv_launch.cu); warps: 1 .. 16 warps per CTA splitting K; pdl: 1 launch with
+// programmatic stream serialization (and L2-prefetch the first weights before waiting).
+struct W4GemvConfig {
+  int row_tiles = 0;
+  int chunk = 0;
+  int warps = 0;
+  int pdl = 0;
+};
+
+// Why a case is not taken (0 = supported).
+enum class W4GemvSupport : int {
+  kOk = 0,
+  kBadM = 1,          // m < 1 or m > 16
+  kBadDtype = 2,      // x not fp16 / bf16
+  kBadK = 3,          // k % 4 != 0 or k < 1
+  kBadGroup = 4,      // group size not in {16, 32, 64, multiples of 128, K}
+  kMisaligned = 5,    // x pointer not 8-byte aligned or x row stride % 4 != 0, qweight not 16-byte aligned
+  kBadConfig = 6,     // (row_tiles, chunk) not compiled or warps out of range
+  kTooLarge = 7,      // n or k beyond int32 indexing
+};
+
+W4GemvSupport w4_gemv_supported(const W4GemvArgs& a, const W4GemvConfig& cfg);
+
+// The config the launcher would use (zeros resolved); *used receives it when non-null.
+W4GemvConfig w4_gemv_resolve(const W4GemvArgs& a, const W4GemvConfig& cfg);
+
+// cudaErrorInvalidValue for unsupported cases (check w4_gemv_supported first), else the launch error.
+cudaError_t w4_gemv_launch(const W4GemvArgs& a, cudaStream_t stream, W4GemvConfig cfg = W4GemvConfig(),
+                           W4GemvConfig* used = nullptr);
+
+}  // namespace qlinear

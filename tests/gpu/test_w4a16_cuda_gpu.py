@@ -1,0 +1,148 @@
+"""The CUDA tensor-core W4A16 decode kernel (backend "cuda", csrc/w4a16_gemv.cuh) on a GPU.
+
+Against ``x @ W.T + bias`` in fp32 with W from ``dequantize_canonical`` (the canonical formula,
+independent of the packed layout) on fresh random data: M in {1, 2, 3, 4, 8, 16} x symmetric /
+asymmetric zeros x group 128 / 64 / 32 / 256 / per channel x bf16 / fp16, merged two-shard weights,
+ragged N and K, every launch config the benchmark sweeps, CUDA-graph capture and the dispatch.
+"""
+
+import pytest
+import torch
+
+from qlinear.ops import w4a16 as ops
+from qlinear.reference import w4a16 as ref
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
+]
+
+DEV = "cuda"
+TOL = 1e-2
+MS = (1, 2, 3, 4, 8, 16)
+# (row tiles, superblocks per chunk, warps); the kernel compiles these (R, U) pairs
+CONFIGS_NT1 = [(1, 2, 4), (1, 4, 8), (2, 2, 8), (4, 1, 4), (1, 2, 16), (1, 4, 3)]
+CONFIGS_NT2 = [(1, 2, 8), (2, 1, 4), (2, 1, 8)]
+
+
+def _canonical(n, k, group, asym, scale_dtype, seed):
+    gen = torch.Generator(device=DEV).manual_seed(seed)
+    g = k if group == -1 else group
+    q = torch.randint(0, 16, (n, k), device=DEV, generator=gen, dtype=torch.int32)
+    z = torch.randint(0, 16, (n, k // g), device=DEV, generator=gen, dtype=torch.int32) if asym else None
+    s = (torch.rand(n, k // g, device=DEV, generator=gen) * 0.02 + 1e-3).to(scale_dtype)
+    return q, z, s
+
+
+def _layer(n, k, group=128, asym=True, scale_dtype=torch.bfloat16, seed=0):
+    q, z, s = _canonical(n, k, group, asym, scale_dtype, seed)
+    packed = ops.pack_w4a16(q, z, s, group, scale_dtype=scale_dtype)
+    w = ref.dequantize_canonical(q, z, s.float(), group)
+    return packed, w
+
+
+def _check(packed, w, m, dtype=torch.bfloat16, bias=True, config=None, seed=0):
+    gen = torch.Generator(device=DEV).manual_seed(1000 + seed)
+    x = torch.randn(m, packed.k, device=DEV, generator=gen).to(dtype)
+    b = torch.randn(packed.n, device=DEV, generator=gen).to(dtype) if bias else None
+    assert ops.cuda_supported(x, packed)
+    y = ops.w4a16_linear(x, packed, b, backend="cuda") if config is None else ops.cuda_gemv(x, packed, b, config)
+    assert y is not None and y.dtype == dtype and y.shape == (m, packed.n)
+    want = x.float() @ w.T + (b.float() if b is not None else 0)
+    err = ((y.float() - want).norm() / want.norm()).item()
+    assert err <= TOL, f"rel err {err:.3e} (M={m} N={packed.n} K={packed.k} config={config})"
+    # every output element, not just the norm: a wrong row or token must fail
+    close = torch.isclose(y.float(), want, rtol=3e-2, atol=3e-2 * want.abs().max().item())
+    assert bool(close.all()), f"{int((~close).sum())} wrong elements (M={m} N={packed.n} config={config})"
+
+
+@pytest.mark.parametrize("shape", [(2112, 7168), (24576, 1536), (7168, 16384)])
+def test_big_shapes(shape):
+    packed, w = _layer(*shape, seed=shape[0])
+    for m in MS:
+        _check(packed, w, m, bias=m % 2 == 1, seed=m)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("group", [128, 64, 32, 16, 256, -1])
+@pytest.mark.parametrize("asym", [True, False])
+def test_groups_dtypes(group, asym, dtype):
+    for n, k in ((300, 1024), (77, 768)):
+        if group != -1 and k % group:
+            continue
+        sdt = torch.float16 if dtype == torch.float16 else torch.bfloat16
+        packed, w = _layer(n, k, group, asym, sdt, seed=n + k + group)
+        for m in MS:
+            _check(packed, w, m, dtype=dtype, bias=m % 2 == 0, seed=m)
+
+
+@pytest.mark.parametrize("k", [1540, 200, 4])
+def test_ragged_k_per_channel_and_fp32_scales(k):
+    for group in (-1,) + ((k // 2,) if k % 256 == 0 else ()):
+        packed, w = _layer(45, k, group, True, torch.float32, seed=k)
+        for m in (1, 3, 9):
+            _check(packed, w, m, seed=m)
+
+
+def test_merged_two_shards_ragged_n():
+    # a merged layer (1536 + 576 rows, and 37 + 100) is one packed weight without act-order
+    for parts in ((1536, 576), (37, 100)):
+        qs, zs, ss = zip(*(_canonical(n, 1536, 128, True, torch.bfloat16, seed=n) for n in parts))
+        q, z, s = torch.cat(qs), torch.cat(zs), torch.cat(ss)
+        packed = ops.pack_w4a16(q, z, s, 128)
+        w = ref.dequantize_canonical(q, z, s.float(), 128)
+        for m in (1, 4, 16):
+            _check(packed, w, m, seed=m)
+
+
+@pytest.mark.parametrize("config", CONFIGS_NT1 + CONFIGS_NT2)
+def test_configs(config):
+    for n, k in ((2112, 7168), (24576, 1536), (1000, 384)):
+        packed, w = _layer(n, k, 128, True, seed=n)
+        for m in ((1, 5, 8) if config in CONFIGS_NT1 else (9, 16)):
+            _check(packed, w, m, config=config, seed=m)
+
+
+def test_strided_rows_and_3d_x():
+    packed, w = _layer(640, 1024, seed=3)
+    x = torch.randn(2, 3, 1024 + 12, device=DEV).to(torch.bfloat16)[..., 4 : 4 + 1024]
+    y = ops.w4a16_linear(x, packed, backend="cuda")
+    want = x.float() @ w.T
+    assert ((y.float() - want).norm() / want.norm()).item() <= TOL
+
+
+def test_cuda_graph_capture():
+    packed, w = _layer(2112, 7168, seed=5)
+    x = torch.randn(4, 7168, device=DEV, dtype=torch.bfloat16)
+    ops.w4a16_linear(x, packed, backend="cuda")
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        y = ops.w4a16_linear(x, packed, backend="cuda")
+    x.copy_(torch.randn_like(x))
+    graph.replay()
+    torch.cuda.synchronize()
+    want = x.float() @ w.T
+    assert ((y.float() - want).norm() / want.norm()).item() <= TOL
+
+
+def test_dispatch_and_fallbacks():
+    packed, _ = _layer(256, 512, seed=6)
+    x1 = torch.randn(1, 512, device=DEV, dtype=torch.bfloat16)
+    expect = "cuda" if ops._CUDA_MAX_M >= 1 else "triton"
+    assert ops.w4a16_backend(x1, packed) == expect
+    x32 = torch.randn(32, 512, device=DEV, dtype=torch.bfloat16)
+    assert not ops.cuda_supported(x32, packed) and ops.w4a16_backend(x32, packed) != "cuda"
+    # act-order and 8-bit take the Triton path
+    gen = torch.Generator(device=DEV).manual_seed(7)
+    q = torch.randint(0, 16, (64, 256), device=DEV, generator=gen)
+    s = torch.rand(64, 2, device=DEV, generator=gen) + 0.1
+    gi = (torch.arange(256, device=DEV) // 128)[torch.randperm(256, device=DEV, generator=gen)]
+    ao = ops.pack_w4a16(q, None, s, 128, g_idx=[(0, 64, gi)])
+    xa = torch.randn(1, 256, device=DEV, dtype=torch.bfloat16)
+    assert not ops.cuda_supported(xa, ao) and ops.w4a16_backend(xa, ao) != "cuda"
+    with pytest.raises(ValueError, match="backend 'cuda'"):
+        ops.w4a16_linear(xa, ao, backend="cuda")
+    # misaligned x (pointer off by 2 bytes) is not taken
+    xm = torch.randn(1, 516, device=DEV, dtype=torch.bfloat16)[:, 1:513]
+    assert not ops.cuda_supported(xm, packed)
