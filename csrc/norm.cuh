@@ -10,6 +10,9 @@
 //  * rms_norm_vec_kernel: 16-byte accesses, the whole row kept in registers (load once, reduce,
 //    write), several rows per block when rows are short, optionally the weight prefetched. Needs 16-byte aligned pointers and row
 //    strides and H a multiple of the vector width (8 for 16-bit types, 4 for fp32).
+//  * rms_norm_persistent_kernel: the plain norm's 16-byte path as a persistent grid (a few blocks
+//    per SM looping over row groups, the next group's rows loaded while this one is reduced and
+//    stored).
 //  * rms_norm_generic_kernel: element accesses, any H / alignment, reads the row twice (the second
 //    read mostly hits L1/L2). The fallback for odd sizes and for rows too long for registers.
 //
@@ -143,21 +146,35 @@ __device__ __forceinline__ T* row_ptr(const Rows& r, uint32_t row, uint32_t n_in
 
 // Sum over a group of 2^tpr_log2 consecutive threads (a row's threads). Every thread of the block
 // must call it (shuffles use the full mask, and groups wider than a warp meet in shared memory).
-__device__ __forceinline__ float group_sum(float v, int tpr_log2) {
+// `part`: 32 floats of shared memory, free for writing when the block calls in
+// (kernels that reduce more than once per block alternate two buffers, see the persistent kernel).
+// Wider groups: after the barrier every thread reads its row's warp partials itself (broadcast
+// shared loads, two add chains) instead of another 5-level shuffle chain: fewer dependent steps
+// on the latency path. Every thread of a row sums in the same order, so the row's scale is
+// bitwise the same in all of them.
+__device__ __forceinline__ float group_sum_in(float v, int tpr_log2, float* part) {
   const int in_warp = tpr_log2 < 5 ? tpr_log2 : 5;
   for (int off = (1 << in_warp) >> 1; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
   if (tpr_log2 > 5) {
-    __shared__ float part[32];
     const int warp = threadIdx.x >> 5;
     const int lane = threadIdx.x & 31;
     if (lane == 0) part[warp] = v;
     __syncthreads();
     const int warps_per_row = 1 << (tpr_log2 - 5);
     const int first = warp & ~(warps_per_row - 1);
-    v = lane < warps_per_row ? part[first + lane] : 0.f;
-    for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+    float t0 = 0.f, t1 = 0.f;
+    for (int i = 0; i < warps_per_row; i += 2) {
+      t0 += part[first + i];
+      t1 += part[first + i + 1];
+    }
+    v = t0 + t1;
   }
   return v;
+}
+
+__device__ __forceinline__ float group_sum(float v, int tpr_log2) {
+  __shared__ __align__(16) float part[32];
+  return group_sum_in(v, tpr_log2, part);
 }
 
 // fp32 sum of squares of the packs a lane holds (pack k is vector k * tpr + lane of its row; packs
@@ -182,13 +199,16 @@ __device__ __forceinline__ float packs_sumsq(const Pack<T> (&v)[NV], int tpr, in
 // lane + 2 tpr, ... (at most NV of them: NV is the register budget, ceil(H / 16 B / tpr) <= NV the
 // vectors actually used), so each load instruction of a row group covers tpr * 16 contiguous
 // bytes.
-// PREW: load the weight before the row reduction instead of after it. In the latency regime
-// (few rows, one wave) the weight's first touch is an L2 round trip that would otherwise sit
-// between the reduction and the store; with many rows per SM it hits L1 and the early load only
-// costs registers (occupancy), so the launcher enables it for few rows only.
+// PREW: when the weight is loaded. 0: after the row reduction (many rows per SM: it hits L1 and
+// early registers would cost occupancy). 1: right after the row loads, before the reduction (the
+// latency regime: its first touch is an L2 round trip that would otherwise sit between the sum and
+// the store). 2: before griddepcontrol.wait, i.e. while the preceding kernel may still be running
+// under PDL, so the weight is in registers when x arrives. Valid only because no kernel of this
+// library writes a norm weight: the weight must not be written by the kernel launched just before
+// this one on the stream (x, the residual and the output are only touched after the wait).
 // CH: cache hints for the row loads / stores (see ld_row / st_row); the weight, reused by every
 // row, always goes through the read-only cache.
-template <typename T, int NV, bool FUSED, bool PREW, int CH = 0>
+template <typename T, int NV, bool FUSED, int PREW, int CH = 0>
 __global__ void __launch_bounds__(1024)
     rms_norm_vec_kernel(Rows dst, Rows src, Rows res, const T* __restrict__ weight, uint32_t n_rows,
                         uint32_t n_inner, int hidden, int tpr_log2, float eps) {
@@ -203,6 +223,13 @@ __global__ void __launch_bounds__(1024)
   Pack<T> v[NV];
   Pack<T> wv[PREW ? NV : 1];
   float ss = 0.f;
+  if (PREW == 2 && active) {
+#pragma unroll
+    for (int k = 0; k < NV; ++k) {
+      const int j = k * tpr + lane;
+      if (j < nvec) wv[PREW ? k : 0].raw = __ldg(reinterpret_cast<const uint4*>(weight) + j);
+    }
+  }
   pdl_wait();
   pdl_launch_dependents();
   if (active) {
@@ -213,7 +240,7 @@ __global__ void __launch_bounds__(1024)
       const int j = k * tpr + lane;
       if (j < nvec) v[k].raw = ld_row<CH>(reinterpret_cast<const uint4*>(s) + j);
     }
-    if (PREW) {
+    if (PREW == 1) {
 #pragma unroll
       for (int k = 0; k < NV; ++k) {
         const int j = k * tpr + lane;
@@ -254,6 +281,82 @@ __global__ void __launch_bounds__(1024)
         st_row<CH>(reinterpret_cast<uint4*>(d) + j, v[k].raw);
       }
     }
+  }
+}
+
+// Persistent plain norm (no fused add): a grid of about `blocks per SM x SMs` blocks, each
+// looping over row groups g = blockIdx.x, blockIdx.x + gridDim.x, ... (rows_per_block =
+// blockDim.x >> tpr_log2 rows per group, the vector layout of rms_norm_vec_kernel). The weight is
+// loaded once per block and kept in registers; the next group's rows are loaded into a second
+// register set before this group is reduced and stored, so every thread keeps loads in flight
+// through its reduction barrier and stores instead of idling between short-lived blocks.
+// In place (dst == src) is safe: a thread only writes the vectors it read, and the rows it
+// prefetches belong to another group. The reduction alternates two shared buffers: a warp that
+// runs ahead into the next group writes the other one (it cannot get two groups ahead, the
+// barrier of the next group waits for the slow warp).
+// At most 512 threads per block: two row sets and the weight in registers need more than the 64
+// registers a 1024-thread bound allows.
+template <typename T, int NV, int CH>
+__global__ void __launch_bounds__(512)
+    rms_norm_persistent_kernel(Rows dst, Rows src, const T* __restrict__ weight, uint32_t n_rows,
+                               uint32_t n_inner, int hidden, int tpr_log2, float eps) {
+  using C = Conv<T>;
+  constexpr int VW = Pack<T>::N;
+  __shared__ __align__(16) float part[2][32];
+  const int tpr = 1 << tpr_log2;
+  const int lane = threadIdx.x & (tpr - 1);
+  const uint32_t rpb = blockDim.x >> tpr_log2;
+  const uint32_t sub = threadIdx.x >> tpr_log2;
+  const uint32_t n_groups = (n_rows + rpb - 1) / rpb;
+  const int nvec = hidden / VW;
+
+  pdl_wait();
+  pdl_launch_dependents();
+  Pack<T> cur[NV];
+  uint32_t g = blockIdx.x;
+  uint32_t row = g * rpb + sub;
+  if (g < n_groups && row < n_rows) {
+    const T* s = row_ptr<T>(src, row, n_inner);
+#pragma unroll
+    for (int k = 0; k < NV; ++k) {
+      const int j = k * tpr + lane;
+      if (j < nvec) cur[k].raw = ld_row<CH>(reinterpret_cast<const uint4*>(s) + j);
+    }
+  }
+  int parity = 0;
+  for (; g < n_groups; g += gridDim.x) {
+    const uint32_t next_row = (g + gridDim.x) * rpb + sub;
+    Pack<T> nxt[NV];
+    if (g + gridDim.x < n_groups && next_row < n_rows) {
+      const T* s = row_ptr<T>(src, next_row, n_inner);
+#pragma unroll
+      for (int k = 0; k < NV; ++k) {
+        const int j = k * tpr + lane;
+        if (j < nvec) nxt[k].raw = ld_row<CH>(reinterpret_cast<const uint4*>(s) + j);
+      }
+    }
+    const bool active = row < n_rows;
+    float ss = active ? packs_sumsq(cur, tpr, lane, nvec) : 0.f;
+    ss = group_sum_in(ss, tpr_log2, part[parity]);
+    parity ^= 1;
+    const float inv = rsqrtf(ss / static_cast<float>(hidden) + eps);
+    if (active) {
+      T* d = row_ptr<T>(dst, row, n_inner);
+#pragma unroll
+      for (int k = 0; k < NV; ++k) {
+        const int j = k * tpr + lane;
+        if (j < nvec) {
+          Pack<T> w, y;
+          w.raw = __ldg(reinterpret_cast<const uint4*>(weight) + j);
+#pragma unroll
+          for (int e = 0; e < VW; ++e) y.e[e] = C::from_f(C::to_f(cur[k].e[e]) * inv * C::to_f(w.e[e]));
+          st_row<CH>(reinterpret_cast<uint4*>(d) + j, y.raw);
+        }
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < NV; ++k) cur[k] = nxt[k];
+    row = next_row;
   }
 }
 

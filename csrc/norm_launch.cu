@@ -1,9 +1,11 @@
 // Host launchers: validate sizes, choose between the 16-byte register kernel and the generic
 // kernel, pick threads per row / rows per block, and launch on the given stream.
-// The one translation unit holding every kernel instantiation (3 dtypes x {vec NV=1,2,4 with and
-// without the weight prefetch, vec NV=8, generic, cluster NV=1,2} x {plain, fused}, plus the
-// cache-hinted vec kernels for fp16 / bf16 x NV=2,4 x 5 hint sets, and the multi-slice kernel for
-// 3 dtypes x NV=2,4) so a first build stays short.
+// The one translation unit holding every kernel instantiation (3 dtypes x {vec NV=1,2,4 with the
+// weight loaded after / before the reduction, vec NV=8, generic, cluster NV=1,2} x {plain, fused},
+// the plain vec kernel NV=1,2,4 with the weight loaded before the PDL wait, the persistent plain
+// kernel NV=2,4 (fp16 / bf16 also with streaming stores), the cache-hinted vec kernels for
+// fp16 / bf16 x NV=2,4 x 5 hint sets, and the multi-slice kernel for 3 dtypes x NV=2,4) so a
+// first build stays short.
 #include <utility>
 
 #include "norm.cuh"
@@ -58,8 +60,9 @@ struct Plan {
   int nv;        // vector registers per thread (1, 2, 4 or 8); 0 = generic kernel
   int tpr_log2;  // threads per row = 1 << tpr_log2 (cluster: threads per CTA)
   int rows_per_block;
-  bool prefetch_weight;
-  int cache_hints = 0;     // CH of the vec kernel, 0 = none
+  int prefetch_weight;     // PREW of the vec kernel: 0 after the reduction, 1 before it, 2 before the PDL wait
+  int persistent = 0;      // > 0: persistent kernel with this many blocks per SM (plain norm)
+  int cache_hints = 0;     // CH of the vec / persistent kernel, 0 = none
   bool pdl = false;        // programmatic dependent launch
   int cluster_log2 = 0;    // > 0: cluster kernel with 1 << cluster_log2 CTAs per row
 };
@@ -108,8 +111,8 @@ int nv_register_budget(int64_t need) {
 // Configuration overrides (NormConfig, 0 = automatic) win over the rules; an override the
 // register kernel cannot honour (vectors x threads not covering the row, misalignment) falls back
 // to the generic kernel rather than failing.
-Plan make_plan(bool vec_ok, int64_t n_rows, int64_t hidden, size_t es, const NormConfig& cfg) {
-  Plan p{0, 0, 1, false};
+Plan make_plan(bool vec_ok, bool fused, int64_t n_rows, int64_t hidden, size_t es, const NormConfig& cfg) {
+  Plan p{0, 0, 1, 0};
   const int sms = sm_count();
   const bool few_rows = n_rows <= sms;
   const Rule& rule = pick_rule(few_rows, hidden * static_cast<int64_t>(es));
@@ -130,8 +133,16 @@ Plan make_plan(bool vec_ok, int64_t n_rows, int64_t hidden, size_t es, const Nor
     if ((nv == 1 || nv == 2 || nv == 4 || nv == 8) && nv >= need) {
       p.nv = nv;
       p.tpr_log2 = tl;
-      // the 8-vector kernel has no register room for a prefetched weight
-      p.prefetch_weight = nv <= 4 && (cfg.prefetch_weight > 0 || (cfg.prefetch_weight == 0 && few_rows));
+      // the 8-vector kernel has no register room for a prefetched weight; loading it before the
+      // PDL wait is instantiated for the plain norm only
+      if (nv <= 4 && (cfg.prefetch_weight > 0 || (cfg.prefetch_weight == 0 && few_rows)))
+        p.prefetch_weight = cfg.prefetch_weight == 2 && !fused ? 2 : 1;
+      // persistent grid: plain norm, 2 or 4 vectors per thread (a 1-vector row gets the 2 budget)
+      if (cfg.rows_per_block < 0 && !fused && nv <= 4) {
+        p.persistent = -cfg.rows_per_block > 32 ? 32 : -cfg.rows_per_block;
+        p.nv = nv < 2 ? 2 : nv;
+        p.prefetch_weight = 0;
+      }
     } else {
       use_vec = false;
     }
@@ -151,7 +162,8 @@ Plan make_plan(bool vec_ok, int64_t n_rows, int64_t hidden, size_t es, const Nor
   } else {
     const int block = rule.block_threads > tpr ? rule.block_threads : tpr;
     rpb = block / tpr;
-    if (!few_rows)
+    // (a persistent grid keeps the rule's block: its block count does not follow the row count)
+    if (!few_rows && p.persistent == 0)
       while (rpb > 1 && (rpb << p.tpr_log2) > 64 && (n_rows + rpb - 1) / rpb < int64_t{kMinBlocksPerSm} * sms)
         rpb >>= 1;
   }
@@ -160,11 +172,15 @@ Plan make_plan(bool vec_ok, int64_t n_rows, int64_t hidden, size_t es, const Nor
   // whole warps only: the reductions shuffle with a full mask
   while ((rpb << p.tpr_log2) < 32) rpb <<= 1;
   p.rows_per_block = rpb;
-  // fp16 / bf16 register kernel with 2 or 4 vectors and no weight prefetch: the instantiated set
+  // fp16 / bf16 register kernel with 2 or 4 vectors and no weight prefetch: the instantiated set;
+  // the persistent kernel: streaming stores (4) only
   const int ch = cfg.cache_hints;
-  if ((ch == 1 || ch == 3 || ch == 4 || ch == 5 || ch == 7) && es == 2 && (p.nv == 2 || p.nv == 4) &&
-      !p.prefetch_weight)
+  if (p.persistent > 0) {
+    if (ch == 4 && es == 2) p.cache_hints = ch;
+  } else if ((ch == 1 || ch == 3 || ch == 4 || ch == 5 || ch == 7) && es == 2 && (p.nv == 2 || p.nv == 4) &&
+             !p.prefetch_weight) {
     p.cache_hints = ch;
+  }
   return p;
 }
 
@@ -195,7 +211,7 @@ bool make_cluster_plan(bool vec_ok, int64_t n_rows, int64_t hidden, size_t es, c
   }
   if (nv != 1 && nv != 2) return false;
   if ((int64_t{nv} << tl) < per_cta) return false;
-  *p = Plan{nv, tl, 1, true};
+  *p = Plan{nv, tl, 1, 1};
   p->cluster_log2 = cl;
   return true;
 }
@@ -237,12 +253,79 @@ cudaError_t launch_hinted(const Plan& p, dim3 grid, int threads, Rows dst, Rows 
                           uint32_t nr, uint32_t ni, int h, float eps, cudaStream_t stream) {
   switch (p.nv) {
     case 2:
-      return launch_kernel(norm::rms_norm_vec_kernel<T, 2, FUSED, false, CH>, grid, threads, stream, p.pdl, 0,
+      return launch_kernel(norm::rms_norm_vec_kernel<T, 2, FUSED, 0, CH>, grid, threads, stream, p.pdl, 0,
                            dst, src, res, w, nr, ni, h, p.tpr_log2, eps);
     default:
-      return launch_kernel(norm::rms_norm_vec_kernel<T, 4, FUSED, false, CH>, grid, threads, stream, p.pdl, 0,
+      return launch_kernel(norm::rms_norm_vec_kernel<T, 4, FUSED, 0, CH>, grid, threads, stream, p.pdl, 0,
                            dst, src, res, w, nr, ni, h, p.tpr_log2, eps);
   }
+}
+
+// The vec kernel with NV vectors per thread and the plan's weight timing (before the PDL wait:
+// plain norm only, the plan never asks it for the fused add).
+template <typename T, bool FUSED, int NV>
+cudaError_t launch_vec(const Plan& p, dim3 grid, int threads, Rows dst, Rows src, Rows res, const T* w, uint32_t nr,
+                       uint32_t ni, int h, float eps, cudaStream_t stream) {
+  if constexpr (!FUSED) {
+    if (p.prefetch_weight == 2)
+      return launch_kernel(norm::rms_norm_vec_kernel<T, NV, false, 2>, grid, threads, stream, p.pdl, 0, dst, src,
+                           res, w, nr, ni, h, p.tpr_log2, eps);
+  }
+  if (p.prefetch_weight)
+    return launch_kernel(norm::rms_norm_vec_kernel<T, NV, FUSED, 1>, grid, threads, stream, p.pdl, 0, dst, src,
+                         res, w, nr, ni, h, p.tpr_log2, eps);
+  return launch_kernel(norm::rms_norm_vec_kernel<T, NV, FUSED, 0>, grid, threads, stream, p.pdl, 0, dst, src, res,
+                       w, nr, ni, h, p.tpr_log2, eps);
+}
+
+// Blocks of `kernel` one SM holds at `threads` threads (cached: the occupancy query is a driver
+// call on every launch otherwise).
+template <typename K>
+int resident_blocks(K kernel, int threads) {
+  struct Entry {
+    const void* k;
+    int threads;
+    int dev;
+    int blocks;
+  };
+  static Entry cache[32] = {};
+  int dev = 0;
+  cudaGetDevice(&dev);
+  const void* key = reinterpret_cast<const void*>(kernel);
+  for (const Entry& e : cache)
+    if (e.k == key && e.threads == threads && e.dev == dev) return e.blocks;
+  int n = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, threads, 0) != cudaSuccess || n < 1) n = 1;
+  for (Entry& e : cache)
+    if (e.k == nullptr) {
+      e = Entry{key, threads, dev, n};
+      break;
+    }
+  return n;
+}
+
+// Persistent grid: p.persistent blocks per SM, capped by what an SM holds (a second wave of
+// persistent blocks would only serialize) and by the number of row groups.
+template <typename T>
+cudaError_t launch_persistent(const Plan& p, int64_t n_rows, int threads, Rows dst, Rows src, const T* w,
+                              uint32_t nr, uint32_t ni, int h, float eps, cudaStream_t stream) {
+  auto go = [&](auto kernel) {
+    int per_sm = resident_blocks(kernel, threads);
+    if (p.persistent < per_sm) per_sm = p.persistent;
+    const int64_t groups = (n_rows + p.rows_per_block - 1) / p.rows_per_block;
+    int64_t blocks = int64_t{per_sm} * sm_count();
+    if (blocks > groups) blocks = groups;
+    return launch_kernel(kernel, dim3(static_cast<unsigned>(blocks)), dim3(threads), stream, p.pdl, 0, dst, src, w,
+                         nr, ni, h, p.tpr_log2, eps);
+  };
+  if constexpr (sizeof(T) == 2) {
+    if (p.cache_hints == 4) {
+      if (p.nv == 2) return go(norm::rms_norm_persistent_kernel<T, 2, 4>);
+      return go(norm::rms_norm_persistent_kernel<T, 4, 4>);
+    }
+  }
+  if (p.nv == 2) return go(norm::rms_norm_persistent_kernel<T, 2, 0>);
+  return go(norm::rms_norm_persistent_kernel<T, 4, 0>);
 }
 
 template <typename T, bool FUSED>
@@ -267,6 +350,9 @@ cudaError_t launch_typed(const Plan& p, Rows dst, Rows src, Rows res, const void
   const int threads = p.rows_per_block << p.tpr_log2;
   const int64_t blocks = (n_rows + p.rows_per_block - 1) / p.rows_per_block;
   const dim3 grid(static_cast<unsigned>(blocks));
+  if (p.persistent > 0 && threads <= 512) {  // the persistent kernel's launch bound
+    if constexpr (!FUSED) return launch_persistent<T>(p, n_rows, threads, dst, src, w, nr, ni, h, eps, stream);
+  }
   if constexpr (sizeof(T) == 2) {
     switch (p.cache_hints) {
       case 1: return launch_hinted<T, FUSED, 1>(p, grid, threads, dst, src, res, w, nr, ni, h, eps, stream);
@@ -277,23 +363,17 @@ cudaError_t launch_typed(const Plan& p, Rows dst, Rows src, Rows res, const void
       default: break;
     }
   }
-#define QLINEAR_NORM_VEC(NV, PREW)                                                                        \
-  return launch_kernel(norm::rms_norm_vec_kernel<T, NV, FUSED, PREW>, grid, threads, stream, p.pdl, 0, dst, \
-                       src, res, w, nr, ni, h, p.tpr_log2, eps)
-  switch (p.nv * 2 + (p.prefetch_weight ? 1 : 0)) {
-    case 2: QLINEAR_NORM_VEC(1, false);
-    case 3: QLINEAR_NORM_VEC(1, true);
-    case 4: QLINEAR_NORM_VEC(2, false);
-    case 5: QLINEAR_NORM_VEC(2, true);
-    case 8: QLINEAR_NORM_VEC(4, false);
-    case 9: QLINEAR_NORM_VEC(4, true);
-    case 16:
-    case 17: QLINEAR_NORM_VEC(8, false);
+  switch (p.nv) {
+    case 1: return launch_vec<T, FUSED, 1>(p, grid, threads, dst, src, res, w, nr, ni, h, eps, stream);
+    case 2: return launch_vec<T, FUSED, 2>(p, grid, threads, dst, src, res, w, nr, ni, h, eps, stream);
+    case 4: return launch_vec<T, FUSED, 4>(p, grid, threads, dst, src, res, w, nr, ni, h, eps, stream);
+    case 8:
+      return launch_kernel(norm::rms_norm_vec_kernel<T, 8, FUSED, 0>, grid, threads, stream, p.pdl, 0, dst, src,
+                           res, w, nr, ni, h, p.tpr_log2, eps);
     default:
       return launch_kernel(norm::rms_norm_generic_kernel<T, FUSED>, grid, threads, stream, p.pdl, 0, dst, src,
                            res, w, nr, ni, h, p.tpr_log2, eps);
   }
-#undef QLINEAR_NORM_VEC
 }
 
 template <bool FUSED>
@@ -314,7 +394,7 @@ cudaError_t launch(NormOperand dst, NormOperand src, NormOperand res, const void
                       (!FUSED || aligned16(res, n_outer, n_inner, es)) &&
                       reinterpret_cast<uintptr_t>(weight) % 16 == 0;
   Plan p;
-  if (!make_cluster_plan(vec_ok, n_rows, hidden, es, cfg, &p)) p = make_plan(vec_ok, n_rows, hidden, es, cfg);
+  if (!make_cluster_plan(vec_ok, n_rows, hidden, es, cfg, &p)) p = make_plan(vec_ok, FUSED, n_rows, hidden, es, cfg);
   p.pdl = cfg.pdl > 0 && cc_major() >= 9;
   const Rows d{dst.ptr, dst.s0, dst.s1}, s{src.ptr, src.s0, src.s1}, r{res.ptr, res.s0, res.s1};
   switch (dtype) {

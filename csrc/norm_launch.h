@@ -25,8 +25,14 @@ struct NormOperand {
 //                    -1 forces the generic element-wise kernel.
 //   threads_per_row: power of two in [1, 1024]; must cover the row for the register kernel.
 //   rows_per_block:  power of two; threads per block = rows_per_block * threads_per_row <= 1024.
+//                    Negative, -k: the persistent kernel (plain norm, 16-byte path, <= 4 vectors
+//                    per thread): k blocks per SM (capped by occupancy), each looping over groups
+//                    of rows with the next group's loads in flight; the block holds the automatic
+//                    plan's rows. Ignored (automatic plan) for the fused add or the generic path.
 //   prefetch_weight: 1 loads the weight before the row reduction (register kernel, NV <= 4),
-//                    -1 after it; 0 = automatic (before it when there are few rows).
+//                    2 before the PDL wait (plain norm; the fused add takes 1): the weight must
+//                    not be written by the kernel launched just before on the stream. -1 after
+//                    the reduction; 0 = automatic (before it when there are few rows).
 //   pdl:             1 launches with programmatic dependent launch (sm_90+; the kernels wait for
 //                    the previous grid before any global access), 0 a plain launch.
 //   cluster:         2, 4 or 8 splits each row over a thread-block cluster of that many CTAs
@@ -36,7 +42,7 @@ struct NormOperand {
 //   cache_hints:     load hint + 4 * store hint for the row accesses of the 16-byte kernel
 //                    (fp16 / bf16, 2 or 4 vectors per thread, weight not prefetched; ignored
 //                    elsewhere): load 1 = ld.cs, 3 = L1 + L2 evict-first; store 1 = st.cs.
-//                    Instantiated: 1, 3, 4, 5, 7.
+//                    Instantiated: 1, 3, 4, 5, 7; the persistent kernel: 4 only.
 // With vecs_per_thread = 0 and threads_per_row set, the register budget is the smallest of
 // 1, 2, 4, 8 vectors that covers the row. All zeros is the default plan (no PDL, no cluster,
 // no hints).

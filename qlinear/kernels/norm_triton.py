@@ -38,8 +38,14 @@ def _rms_norm_kernel(
     ROWS: tl.constexpr,
     BLOCK_H: tl.constexpr,
     N_CHUNKS: tl.constexpr,
+    EVICT: tl.constexpr = 0,
 ):
     # FUSED: R <- X + R (rounded to R's dtype), then Y <- rmsnorm(R) (Y is X for the in-place op).
+    # EVICT 1 (single pass only): rows are loaded evict-first and the weight evict-last (what
+    # inductor emits for this persistent reduction): the streamed rows do not push the weight,
+    # reused by every program, out of L2.
+    x_ep: tl.constexpr = "evict_first" if EVICT == 1 else ""
+    w_ep: tl.constexpr = "evict_last" if EVICT == 1 else ""
     pid = tl.program_id(0)
     rows = pid * ROWS + tl.arange(0, ROWS)
     row_mask = rows < n_rows
@@ -52,14 +58,14 @@ def _rms_norm_kernel(
 
     if N_CHUNKS == 1:
         mask = row_mask[:, None] & (cols < H)
-        v = tl.load(X_ptr + x_row + cols, mask=mask, other=0.0)
+        v = tl.load(X_ptr + x_row + cols, mask=mask, other=0.0, eviction_policy=x_ep)
         if FUSED:
-            r = tl.load(R_ptr + r_row + cols, mask=mask, other=0.0)
+            r = tl.load(R_ptr + r_row + cols, mask=mask, other=0.0, eviction_policy=x_ep)
             v = (v.to(tl.float32) + r.to(tl.float32)).to(R_ptr.dtype.element_ty)
             tl.store(R_ptr + r_row + cols, v, mask=mask)
         # the weight load is issued before the reduction so its first (L2) round trip overlaps
         # the row's; in the latency regime it would otherwise sit between the sum and the store
-        w = tl.load(W_ptr + cols, mask=cols < H, other=0.0).to(tl.float32)
+        w = tl.load(W_ptr + cols, mask=cols < H, other=0.0, eviction_policy=w_ep).to(tl.float32)
         vf = v.to(tl.float32)
         inv = tl.rsqrt(tl.sum(vf * vf, axis=1) / H + eps)
         y = vf * inv[:, None] * w
@@ -90,27 +96,34 @@ def _rms_norm_kernel(
             tl.store(Y_ptr + y_row + cc, y.to(Y_ptr.dtype.element_ty), mask=mask)
 
 
-# Tuned defaults (`benchmarks/bench_rms_norm.py --focus tune` prints replacement rules):
-# (max row bytes, ROWS per program, num_warps) for the single-pass kernel; ROWS = 0 means
-# "a tile of about 4096 elements", num_warps = 0 means "about 32 bytes per thread". ROWS is then
-# halved while the grid would have fewer than _MIN_PROGRAMS programs.
-_MANY_ROW_RULES: tuple[tuple[int, int, int], ...] = (
-    (1 << 62, 0, 0),
+# Tuned defaults (`benchmarks/bench_rms_norm.py --focus tune` / `--focus gaps2` print replacement
+# rules): (max row bytes, ROWS per program, num_warps, evict) for the single-pass kernel; ROWS = 0
+# means "a tile of about 4096 elements", num_warps = 0 means "about 32 bytes per thread", evict 1
+# the eviction hints (see the kernel). ROWS is then halved while the grid would have fewer than
+# _MIN_PROGRAMS programs.
+# Rows over 8 KB (7168 bf16): inductor's persistent-reduction config for this shape (one row per
+# program, 8 warps, x evict-first / weight evict-last), which ran at the copy ceiling on the H200
+# (torch.compile of the reference, 32768 x 7168: 4286 GB/s; this kernel with 16 warps and no
+# hints: 3803).
+_MANY_ROW_RULES: tuple[tuple[int, int, int, int], ...] = (
+    (8192, 0, 0, 0),
+    (1 << 62, 1, 8, 1),
 )
-_FEW_ROW_RULES: tuple[tuple[int, int, int], ...] = (
-    (1 << 62, 1, 0),
+_FEW_ROW_RULES: tuple[tuple[int, int, int, int], ...] = (
+    (1 << 62, 1, 0, 0),
 )
 _MIN_PROGRAMS = 264  # about two per SM on an H100 / H200
 _FEW_ROWS = 132  # rows at or below this count use _FEW_ROW_RULES (the latency regime)
 
 
 def _launch_params(
-    n_rows: int, hidden: int, elem_size: int, config: tuple[int, int] | None = None
-) -> tuple[int, int, int, int]:
-    """(ROWS, BLOCK_H, N_CHUNKS, num_warps) for a problem size.
+    n_rows: int, hidden: int, elem_size: int, config: tuple[int, ...] | None = None
+) -> tuple[int, int, int, int, int]:
+    """(ROWS, BLOCK_H, N_CHUNKS, num_warps, EVICT) for a problem size.
 
-    ``config = (rows, num_warps)`` overrides the rules (either may be 0 = automatic); ``rows`` is
-    used as given (rounded up to a power of two), without the grid-size adjustment.
+    ``config = (rows, num_warps[, evict])`` overrides the rules (rows / num_warps 0 = automatic,
+    evict -1 or absent = the rule's); ``rows`` is used as given (rounded up to a power of two),
+    without the grid-size adjustment.
     """
     if hidden <= _MAX_SINGLE_PASS:
         block_h, n_chunks = triton.next_power_of_2(hidden), 1
@@ -118,8 +131,16 @@ def _launch_params(
         block_h, n_chunks = _CHUNK, triton.cdiv(hidden, _CHUNK)
     rules = _FEW_ROW_RULES if n_rows <= _FEW_ROWS else _MANY_ROW_RULES
     row_bytes = hidden * elem_size
-    _, rule_rows, rule_warps = next((r for r in rules if row_bytes <= r[0]), rules[-1])
-    want_rows, want_warps = config if config is not None else (0, 0)
+    _, rule_rows, rule_warps, rule_evict = next((r for r in rules if row_bytes <= r[0]), rules[-1])
+    want = tuple(config) if config is not None else ()
+    want_rows = int(want[0]) if len(want) > 0 else 0
+    want_warps = int(want[1]) if len(want) > 1 else 0
+    want_evict = int(want[2]) if len(want) > 2 else -1
+    evict = rule_evict if want_evict < 0 else want_evict
+    if evict not in (0, 1):
+        raise ValueError(f"config: evict must be 0 or 1 (or -1 for the rule's), got {evict}")
+    if n_chunks > 1:
+        evict = 0  # the chunked loop re-reads rows: no evict-first there
     if want_rows > 0:
         rows = triton.next_power_of_2(int(want_rows))
     else:
@@ -139,7 +160,7 @@ def _launch_params(
         num_warps = max(1, min(16, triton.next_power_of_2(rows * block_h // (32 * per_thread))))
     if num_warps not in (1, 2, 4, 8, 16, 32):
         raise ValueError(f"config: num_warps must be a power of two <= 32, got {num_warps}")
-    return rows, block_h, n_chunks, num_warps
+    return rows, block_h, n_chunks, num_warps, evict
 
 
 def _check_views(name: str, t: torch.Tensor, like: torch.Tensor) -> None:
@@ -156,7 +177,7 @@ def _launch(out, x, residual, weight, eps, config) -> None:
     n_rows = n_outer * n_inner
     if n_rows == 0 or hidden == 0:
         return
-    rows, block_h, n_chunks, num_warps = _launch_params(n_rows, hidden, x.element_size(), config)
+    rows, block_h, n_chunks, num_warps, evict = _launch_params(n_rows, hidden, x.element_size(), config)
     fused = residual is not None
     res = residual if fused else x  # unused when not fused: any valid pointer, strides 0
     _rms_norm_kernel[(triton.cdiv(n_rows, rows),)](
@@ -165,7 +186,7 @@ def _launch(out, x, residual, weight, eps, config) -> None:
         res, res.stride(0) if fused else 0, res.stride(1) if fused else 0,
         weight,
         n_rows, n_inner, hidden, eps,
-        FUSED=fused, ROWS=rows, BLOCK_H=block_h, N_CHUNKS=n_chunks, num_warps=num_warps,
+        FUSED=fused, ROWS=rows, BLOCK_H=block_h, N_CHUNKS=n_chunks, EVICT=evict, num_warps=num_warps,
     )
 
 
@@ -174,7 +195,7 @@ def rms_norm_triton(
     x: torch.Tensor,
     weight: torch.Tensor,
     eps: float,
-    config: tuple[int, int] | None = None,
+    config: tuple[int, ...] | None = None,
 ) -> None:
     """out <- x / sqrt(mean(x^2) + eps) * weight for 3-D views ``[n_outer, n_inner, H]``.
 
@@ -192,7 +213,7 @@ def fused_add_rms_norm_triton(
     residual: torch.Tensor,
     weight: torch.Tensor,
     eps: float,
-    config: tuple[int, int] | None = None,
+    config: tuple[int, ...] | None = None,
 ) -> None:
     """In place: residual <- x + residual; x <- residual / sqrt(mean(residual^2) + eps) * weight.
 

@@ -9,7 +9,8 @@ Accumulation is fp32 on every backend. Backends: ``"cuda"`` (csrc/ kernels, buil
 ``"triton"`` and ``"reference"`` (fp32 PyTorch, the CPU path). The choice: the ``backend``
 argument, else the environment variable ``QLINEAR_NORM_BACKEND`` (cuda | triton | reference |
 auto), else by device: CUDA tensors use the CUDA extension when it builds (otherwise Triton),
-CPU tensors the reference. The CUDA backend's launch knobs (PDL, thread-block clusters for few
+CPU tensors the reference; with that automatic choice, :data:`AUTO_BACKEND_RULES` sends measured
+shapes where the Triton kernel is faster to Triton. The CUDA backend's launch knobs (PDL, thread-block clusters for few
 rows, cache hints, threads per row...) come from :data:`CUDA_KNOB_RULES` (measured rules; launches
 no rule matches use the launcher's automatic plan).
 
@@ -30,7 +31,7 @@ from qlinear._utils import FLOAT_DTYPES, describe, env_backend
 from qlinear.reference.norm import fused_add_rms_norm_ref, rms_norm_ref
 
 __all__ = ["rms_norm", "fused_add_rms_norm", "rms_norm_slices", "NORM_BACKENDS", "resolve_norm_backend", "cuda_knobs",
-           "CUDA_KNOB_RULES", "CUDA_AUTO"]
+           "CUDA_KNOB_RULES", "CUDA_AUTO", "AUTO_BACKEND_RULES", "auto_backend"]
 
 NORM_BACKENDS = ("cuda", "triton", "reference")
 _ENV_VAR = "QLINEAR_NORM_BACKEND"
@@ -72,6 +73,41 @@ def resolve_norm_backend(backend: str | None, x: torch.Tensor) -> str:
             f"backend {chosen!r} needs CUDA tensors, got x on {x.device}; "
             "use backend='reference' for CPU tensors"
         )
+    return chosen
+
+
+# Automatic dispatch between the two GPU backends: applies only when the backend was chosen
+# automatically (no ``backend`` argument, ``$QLINEAR_NORM_BACKEND`` unset or "auto") and that
+# choice was "cuda". First match wins: (min_rows, min_row_bytes, max_row_bytes, fused, in_place,
+# backend); fused / in_place None match both; rows = all rows of the call, row bytes = H * element
+# size. Set from `benchmarks/bench_rms_norm.py --focus gaps2` (its summary prints the lines).
+#   32768 x 7168 bf16 (H200): Triton with inductor's config (1 row / program, 8 warps, eviction
+#       hints) vs CUDA 4134 GB/s and torch.compile 4286 (= the copy ceiling); 4096 rows stay CUDA
+#       (3962 vs Triton 3489).
+#   kv_c 32768 x 512 (row stride 2112), out of place: Triton 3658 GB/s, CUDA 3572, compile 3600;
+#       in place CUDA 3214 vs Triton 3170.
+AUTO_BACKEND_RULES: tuple[tuple[int, int, int, bool | None, bool | None, str], ...] = (
+    (16384, 8193, 1 << 62, False, None, "triton"),
+    (16384, 0, 1024, False, False, "triton"),
+)
+
+
+def auto_backend(n_rows: int, hidden: int, elem_size: int, fused: bool, in_place: bool) -> str:
+    """The backend :data:`AUTO_BACKEND_RULES` assigns to an automatically dispatched CUDA call."""
+    row_bytes = hidden * elem_size
+    for min_rows, min_rb, max_rb, r_fused, r_in_place, backend in AUTO_BACKEND_RULES:
+        if (n_rows >= min_rows and min_rb <= row_bytes <= max_rb and (r_fused is None or r_fused == fused)
+                and (r_in_place is None or r_in_place == in_place)):
+            return backend
+    return "cuda"
+
+
+def _dispatch(backend: str | None, x: torch.Tensor, fused: bool, in_place: bool) -> str:
+    chosen = resolve_norm_backend(backend, x)
+    if chosen == "cuda" and (backend is None or backend == "auto") and env_backend(_ENV_VAR, NORM_BACKENDS) is None:
+        hidden = x.shape[-1]
+        n_rows = x.numel() // hidden if hidden else 0
+        return auto_backend(n_rows, hidden, x.element_size(), fused, in_place)
     return chosen
 
 
@@ -203,11 +239,14 @@ CUDA_AUTO: CudaKnobs = (0, 0, 0, 0, 0, 0, 0)
 #                out of place, 3.61 us: still faster).
 #   32768 x 7168 and the fused add at 32768 x 7168: every knob within 0.3 % of auto (4092-4102 and
 #                4113-4127 GB/s): auto kept.
+# Knobs added after that sweep (timed by `bench_rms_norm.py --focus gaps2`): prefetch_weight 2 =
+# the weight loaded before the PDL wait (plain norm), rows_per_block -k = the persistent kernel
+# with k blocks per SM (plain norm). The few-rows rule below loads the weight before the wait.
 # PDL only lets a launch start while the previous kernel drains; every kernel waits
 # (griddepcontrol.wait) before touching memory, so results never depend on it. Rules are for the
 # plain norm only: the fused add was measured at 32768 rows alone.
 CUDA_KNOB_RULES: tuple[tuple[int, int, bool | None, CudaKnobs], ...] = (
-    (132, 16384, False, (0, 256, 1, 1, 1, 0, 0)),
+    (132, 16384, False, (0, 256, 1, 2, 1, 0, 0)),
     (4096, 1 << 62, False, (0, 0, 0, 1, 1, 0, 0)),
 )
 
@@ -494,7 +533,9 @@ def rms_norm(
         out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     else:
         _check_like("out", out, x)
-    _rms_norm_op(out, x, weight, float(eps), resolve_norm_backend(backend, x))
+    # identity, not pointers: this wrapper also runs on fake tensors under torch.compile
+    in_place = out is x
+    _rms_norm_op(out, x, weight, float(eps), _dispatch(backend, x, False, in_place))
     return out
 
 
@@ -515,7 +556,7 @@ def fused_add_rms_norm(
     _check_x(x)
     _check_like("residual", residual, x)
     _check_weight(weight, x)
-    _fused_add_rms_norm_op(x, residual, weight, float(eps), resolve_norm_backend(backend, x))
+    _fused_add_rms_norm_op(x, residual, weight, float(eps), _dispatch(backend, x, True, True))
 
 
 def rms_norm_slices(

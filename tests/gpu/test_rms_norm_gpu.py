@@ -373,7 +373,9 @@ def test_cache_hint_knob(H, tpr, hints, fused, dtype):
 
 
 @pytest.mark.parametrize("knobs", [(0, 0, 0, 0, 1, 0, 0), (0, 0, 0, 1, 1, 0, 0), (-1, 0, 0, 0, 1, 0, 0),
-                                   (0, 0, 0, 0, 1, 8, 0), (0, 0, 0, 0, 1, 0, 5)], ids=str)
+                                   (0, 0, 0, 0, 1, 8, 0), (0, 0, 0, 0, 1, 0, 5), (0, 256, 1, 2, 1, 0, 0),
+                                   (0, 1024, 1, 2, 1, 0, 0), (0, 0, -4, 0, 1, 0, 0), (0, 0, -2, 0, 1, 0, 4)],
+                         ids=str)
 def test_pdl_chain_in_cuda_graph(knobs):
     """Back-to-back dependent launches with programmatic dependent launch, captured in a CUDA
     graph: each kernel reads what the previous one wrote (and overwrites what it read), so a
@@ -432,3 +434,88 @@ def test_knob_rules_dispatch(monkeypatch):
     fused_add_rms_norm(x, r, w, EPS, backend="cuda")
     torch.testing.assert_close(r, r_ref, rtol=0, atol=0)
     _close(x, out_ref, dtype)
+
+
+# ----------------------------------------------------------------------------- gaps2 knobs
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("fused", [False, True])
+@pytest.mark.parametrize("knobs", [(0, 256, 1, 2, 1, 0, 0), (0, 1024, 1, 2, 0, 0, 0), (0, 128, 1, 2, 1, 0, 0),
+                                   (0, 0, -1, 0, 0, 0, 0), (0, 0, -4, 0, 0, 0, 0), (0, 0, -4, 0, 0, 0, 4),
+                                   (0, 512, -2, 0, 1, 0, 0), (0, 32, -8, 0, 0, 0, 0), (0, 1024, -2, 0, 0, 0, 0)],
+                         ids=str)
+@pytest.mark.parametrize("T,H", [(16, 7168), (1000, 512), (333, 1536), (7, 769), (2000, 7168)])
+def test_prefetch_before_wait_and_persistent(T, H, knobs, fused, dtype):
+    """The weight loaded before the PDL wait (prefetch_weight 2; the fused add falls back to 1)
+    and the persistent kernel (rows_per_block -k: several row groups per block with the next
+    group's loads in flight, a partial last group, more blocks asked than rows; the fused add,
+    odd H and 1024-thread rows fall back to the one-shot kernels)."""
+    _run_knobs(T, H, dtype, fused, knobs)
+
+
+def test_persistent_in_place():
+    """In place through the persistent kernel: the prefetched rows of the next group are never
+    rows this block has written."""
+    from qlinear.kernels import cuda_ext
+
+    ops = cuda_ext.load()
+    dtype = torch.bfloat16
+    for T, H, k in ((5000, 512, -2), (3000, 7168, -4), (777, 1536, -1)):
+        x = Strided(T, H, dtype, True, seed=T + H)
+        w = _weight(H, dtype)
+        expected = rms_norm_ref(x.view, w, EPS)
+        ops.rms_norm(x.view[None], x.view[None], w, EPS, 0, 0, k, 0, 0, 0, 0)
+        _close(x.view, expected, dtype)
+        x.assert_outside_untouched()
+
+
+@pytest.mark.parametrize("config", [(1, 8, 1), (8, 4, 1), (0, 0, -1)], ids=str)
+@pytest.mark.parametrize("fused", [False, True])
+@pytest.mark.parametrize("T,H", [(300, 7168), (1000, 512)])
+def test_triton_configs_with_eviction_hints(T, H, config, fused):
+    """Triton (rows, num_warps, evict) configs with the eviction-hinted loads (few shapes: each
+    config is a Triton compile)."""
+    from qlinear.kernels import norm_triton
+
+    dtype = torch.bfloat16
+    x = Strided(T, H, dtype, True, seed=T * 3 + H)
+    w = _weight(H, dtype)
+    if fused:
+        r = torch.randn(T, H, device="cuda", generator=_gen(5)).to(dtype)
+        out_ref, r_ref = fused_add_rms_norm_ref(x.view, r, w, EPS)
+        norm_triton.fused_add_rms_norm_triton(x.view[None], r[None], w, EPS, config)
+        torch.testing.assert_close(r, r_ref, rtol=0, atol=0)
+        _close(x.view, out_ref, dtype)
+    else:
+        out = torch.empty(T, H, device="cuda", dtype=dtype)
+        norm_triton.rms_norm_triton(out[None], x.view[None], w, EPS, config)
+        _close(out, rms_norm_ref(x.view, w, EPS), dtype)
+    x.assert_outside_untouched()
+
+
+def test_auto_backend_rules(monkeypatch):
+    """AUTO_BACKEND_RULES route automatically dispatched calls (and only those) to Triton; the
+    result matches the reference either way."""
+    from qlinear.ops import norm as norm_ops
+
+    monkeypatch.delenv("QLINEAR_NORM_BACKEND", raising=False)
+    monkeypatch.setattr(norm_ops, "AUTO_BACKEND_RULES", ((100, 0, 1024, False, False, "triton"),))
+    assert norm_ops.auto_backend(4096, 512, 2, False, False) == "triton"
+    assert norm_ops.auto_backend(4096, 512, 2, False, True) == "cuda"
+    assert norm_ops.auto_backend(50, 512, 2, False, False) == "cuda"
+    assert norm_ops.auto_backend(4096, 1536, 2, False, False) == "cuda"
+    calls = []
+    from qlinear.kernels import norm_triton
+
+    real = norm_triton.rms_norm_triton
+    monkeypatch.setattr(norm_triton, "rms_norm_triton", lambda *a, **k: (calls.append(1), real(*a, **k))[1])
+    dtype = torch.bfloat16
+    buf = (torch.randn(4096, 2112, device="cuda", generator=_gen(31)) * 2).to(dtype)
+    kv = buf[:, 1536:2048]
+    w = _weight(512, dtype)
+    _close(rms_norm(kv, w, EPS), rms_norm_ref(kv, w, EPS), dtype)
+    assert calls, "the rule did not send the call to Triton"
+    calls.clear()
+    _close(rms_norm(kv, w, EPS, backend="cuda"), rms_norm_ref(kv, w, EPS), dtype)
+    assert not calls, "an explicit backend must not be overridden"
