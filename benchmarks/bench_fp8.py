@@ -8,6 +8,13 @@ call reads its weight from HBM, not from the 50 MB L2. µs per call; TFLOP/s = 2
 
     python benchmarks/bench_fp8.py --out "$OUT"      # writes bench_fp8.json; < 4 min on an H200
     python benchmarks/bench_fp8.py --focus small-m --out "$OUT"   # bench_fp8_small_m.json, < 100 s
+    python benchmarks/bench_fp8.py --focus layer --budget-s 100 --out "$OUT"   # fp8small_layer.json
+
+``--focus layer`` times the whole layer forward (bench_linear's method) at M in {1, 2, 4, 16} on
+2112x7168, its 1536 / 576-row halves, 24576x1536 and 7168x16384 under each small-M variant of
+``LAYER_VARIANTS`` (PDL at M <= 16, L2 weight prefetch, one quantization program row for all rows,
+activation quantization fused into the GEMM), the merged/separate ratio per variant, M = 128
+Triton vs scaled_mm, then GEMM_CONFIGS neighbours at M = 1 / 16 until ``--budget-s``.
 
 ``--focus small-m`` times only what the small-M tables need: the whole Triton op (activation
 quantization included) for M in {1, 2, 4, 16, 64, 128} on the three shapes, over a coordinate
@@ -445,12 +452,177 @@ def summarize_small_m(result: dict, log) -> None:
                 f"{a['frac_of_copy']:.3f} of copy")
 
 
+# ------------------------------------------------------------------------------------------
+# --focus layer: small-M variants of the whole layer forward (benchmarks/gpu_fp8small.sh)
+# ------------------------------------------------------------------------------------------
+
+# name -> (PDL_MAX_M, PREFETCH_WEIGHTS, QUANT_ROW_BLOCK, FUSED_QUANT_MAX_M); "base" = the defaults
+# of the last measured code (PDL at M = 1 only, quantization kernel + GEMM).
+# In priority order: the variants after the fourth run only while the budget lasts.
+LAYER_VARIANTS = {
+    "base": (1, "off", 1, 0),
+    "fused": (1, "off", 1, 16),
+    "pdl16+pf": (16, "pdl", 1, 0),
+    "fused+pdl16+pf": (16, "pdl", 1, 16),
+    "pdl16": (16, "off", 1, 0),
+    "pdl16+pf+rows": (16, "pdl", 16, 0),
+    "rows": (1, "off", 16, 0),
+    "pf1": (1, "pdl", 1, 0),
+}
+LAYER_MS = [1, 2, 4, 16]
+
+
+class _BudgetReached(Exception):
+    pass
+
+
+def _set_knobs(pdl_max_m, prefetch, row_block, fused_max_m) -> None:
+    from qlinear.kernels import _pdl
+
+    _pdl.PDL_MAX_M = pdl_max_m
+    kern.PREFETCH_WEIGHTS = prefetch
+    kern.QUANT_ROW_BLOCK = row_block
+    kern.FUSED_QUANT_MAX_M = fused_max_m
+
+
+def bench_layer_variants(args, log) -> None:
+    """Whole layer forward (bench_linear's timing: CUDA-graph replay, inputs rotated past L2, the
+    weight fixed as in a decode step) for each variant of LAYER_VARIANTS at M in LAYER_MS, the
+    merged 2112-row layer vs its two separate layers, M = 128 Triton vs scaled_mm, then a
+    config sweep at M = 1 / 16 with what time is left."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from _layers import build_layer
+    from _timing import env_info as env_info2, write_results
+    from bench_linear import time_layer
+
+    t0 = time.time()
+    deadline = t0 + args.budget_s
+    variants = [v for v in (args.variants or LAYER_VARIANTS)]
+    merged, separate = build_layer("fp8-block", 7168, [1536, 576], device="cuda", split=True)
+    layers = {"2112x7168": merged, "1536x7168": separate[0], "576x7168": separate[1],
+              "24576x1536": build_layer("fp8-block", 1536, [24576], device="cuda"),
+              "7168x16384": build_layer("fp8-block", 16384, [7168], device="cuda")}
+    rows = []
+
+    def rec(shape, m, impl, fn, k, **extra):
+        try:
+            r = time_layer(fn, m, k, 2 * m * k)
+        except Exception as exc:  # a variant that fails to compile or launch: record, go on
+            rows.append({"case": f"M={m} {shape}", "shape": shape, "m": m, "impl": impl, "error": repr(exc)[:300]})
+            log(f"{shape:>11} M={m:<4} {impl:<28} FAILED {exc!r}"[:300])
+            return None
+        us = r["median_us"]
+        rows.append({"case": f"M={m} {shape}", "shape": shape, "m": m, "impl": impl, "us": us, **r, **extra})
+        log(f"{shape:>11} M={m:<4} {impl:<28} {us:8.2f} us  (p20 {r['p20_us']:.2f} p80 {r['p80_us']:.2f}) "
+            f"t={time.time() - t0:.0f}s" + (f" {extra}" if extra else ""))
+        return us
+
+    def m128() -> None:
+        _set_knobs(*LAYER_VARIANTS["base"])
+        from qlinear.ops.fp8 import fp8_block_linear
+
+        m = 128
+        for shape, layer in layers.items():
+            w, s = layer.weight, layer.weight_scale_inv
+            k = layer.input_size
+            be = layer.backend(torch.empty(m, k, device="cuda", dtype=torch.bfloat16))
+            rec(shape, m, "layer (dispatch)", layer, k, backend=be)
+            rec(shape, m, "triton", lambda x, w=w, s=s: fp8_block_linear(x, w, s, backend="triton"), k)
+            rec(shape, m, "scaled_mm", lambda x, w=w, s=s: fp8_block_linear(x, w, s, backend="scaled_mm"), k)
+        sep = rec("2112x7168", m, "separate (dispatch)", lambda x: (separate[0](x), separate[1](x)), 7168)
+        for be in ("triton", "scaled_mm"):
+            mer = next((r["us"] for r in rows if r["shape"] == "2112x7168" and r["m"] == m and r["impl"] == be
+                        and "us" in r), None)
+            if sep and mer:
+                log(f"  ratio merged/separate M=128 merged={be}: {mer / sep:.3f}")
+
+    try:
+        for i, name in enumerate(variants):
+            if time.time() > deadline:
+                log(f"budget reached ({args.budget_s:.0f} s): variants {variants[i:]} skipped")
+                raise _BudgetReached
+            if i == min(4, len(variants)):
+                m128()
+            _set_knobs(*LAYER_VARIANTS[name])
+            for m in LAYER_MS:
+                for shape, layer in layers.items():
+                    rec(shape, m, name, layer, layer.input_size)
+                sep = rec("2112x7168", m, f"separate {name}", lambda x: (separate[0](x), separate[1](x)), 7168)
+                mer = next((r["us"] for r in rows if r["shape"] == "2112x7168" and r["m"] == m and r["impl"] == name
+                            and "us" in r), None)
+                if sep and mer:
+                    log(f"  ratio merged/separate M={m} {name}: {mer / sep:.3f}")
+                    rows[-1]["ratio"] = mer / sep
+        if len(variants) <= 4:
+            m128()
+        # Config sweep with the remaining time: GEMM_CONFIGS candidates at M = 1 and 16.
+        for fused in (False, True):
+            for shape, layer in layers.items():
+                if shape == "576x7168" or shape == "1536x7168":
+                    continue  # the heuristic shapes: only if GEMM_CONFIGS should get entries for them
+                w, s = layer.weight, layer.weight_scale_inv
+                k = layer.input_size
+                n = w.shape[0]
+                for m in (1, 16):
+                    base = kern.default_gemm_config(m, n, k)
+                    for cfg in _layer_sweep(base):
+                        if time.time() > deadline:
+                            log(f"budget reached ({args.budget_s:.0f} s): sweep stopped")
+                            raise _BudgetReached
+                        rec(shape, m, f"cfg {'fused ' if fused else ''}{_cfg_src(cfg)}",
+                            lambda x, w=w, s=s, c=cfg, f=fused: kern.fp8_block_linear_triton(
+                                x, w, s, config=c, fuse_quant=f, scale_eps=1e-10), k, config=cfg.__dict__,
+                            fused=fused, is_default=cfg == base)
+    except _BudgetReached:
+        pass
+    finally:
+        _set_knobs(*LAYER_VARIANTS["base"])
+    meta = {**env_info2(), "timing": "bench_linear.time_layer: CUDA graph replay, median of 30; inputs rotated "
+            "past L2, weight fixed (L2-resident when it fits)", "variants": LAYER_VARIANTS,
+            "elapsed_s": time.time() - t0}
+    write_results("fp8small_layer", rows, meta, args.out, metric="us")
+    _summarize_variants(rows, log)
+
+
+def _layer_sweep(base: "kern.GemmConfig") -> list:
+    """A few split-K / BLOCK_N / stages neighbours of ``base`` (every one is a Triton compile)."""
+    from dataclasses import replace
+
+    split = base.split_k or 1
+    cands = [base, replace(base, block_n=32), replace(base, block_n=128, num_stages=4),
+             replace(base, split_k=max(1, split // 2)), replace(base, split_k=min(16, split * 2)),
+             replace(base, num_stages=3), replace(base, num_warps=8 if base.num_warps == 4 else 4)]
+    return list(dict.fromkeys(cands))
+
+
+def _summarize_variants(rows, log) -> None:
+    """Per shape and M: the fastest variant (the knobs to set) against base."""
+    log("")
+    log("# ---- best variant per shape and M (us; base = last measured defaults) ----")
+    got = [r for r in rows if "us" in r and r["impl"] in LAYER_VARIANTS]
+    for shape in dict.fromkeys(r["shape"] for r in got):
+        for m in LAYER_MS:
+            rs = [r for r in got if r["shape"] == shape and r["m"] == m]
+            if not rs:
+                continue
+            best = min(rs, key=lambda r: r["us"])
+            base = next((r["us"] for r in rs if r["impl"] == "base"), float("nan"))
+            log(f"{shape:>11} M={m:<3} best {best['impl']:<16} {best['us']:7.2f} us  base {base:7.2f}  "
+                + " ".join(f"{r['impl']}={r['us']:.2f}" for r in rs))
+    ratios = [r for r in rows if "ratio" in r]
+    for r in ratios:
+        log(f"ratio merged/separate M={r['m']} {r['impl'][9:]}: {r['ratio']:.3f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=os.environ.get("OUT", str(ROOT / "benchmarks" / "results")))
     parser.add_argument("--budget-s", type=float, default=75.0, help="start no config sweep after this many seconds")
-    parser.add_argument("--focus", choices=["all", "small-m"], default="all",
-                        help="small-m: only the small-M config sweep and the norm variants (< 100 s)")
+    parser.add_argument("--focus", choices=["all", "small-m", "layer"], default="all",
+                        help="small-m: only the small-M config sweep and the norm variants (< 100 s); "
+                             "layer: the small-M layer-forward variants (gpu_fp8small.sh)")
+    parser.add_argument("--variants", nargs="+", choices=list(LAYER_VARIANTS), default=None,
+                        help="--focus layer: these variants only")
     args = parser.parse_args()
     t0 = time.time()
     lines: list[str] = []
@@ -460,6 +632,9 @@ def main() -> None:
         print(msg, flush=True)
 
     torch.manual_seed(0)
+    if args.focus == "layer":
+        bench_layer_variants(args, log)
+        return
     result = {"env": env_info()}
     if args.focus == "small-m":
         result["norm_quant"] = bench_norm_small(log)

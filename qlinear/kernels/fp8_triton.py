@@ -144,12 +144,13 @@ def _f32_to(y, DST: tl.constexpr, INTERPRET: tl.constexpr):
 # --------------------------------------------------------------------------------------------
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["M", "M_pad"])
 def _per_token_group_quant_fp8_kernel(
     Q_ptr,
     S_ptr,
     X_ptr,
     M,
+    M_pad,
     K,
     G,
     X_row_stride,
@@ -159,26 +160,48 @@ def _per_token_group_quant_fp8_kernel(
     scale_eps,
     GROUP: tl.constexpr,
     GROUPS_PER_PROG: tl.constexpr,
+    ROWS: tl.constexpr,
     INTERPRET: tl.constexpr,
     USE_PDL: tl.constexpr,
     PDL_EARLY: tl.constexpr,
 ):
-    # One program: one row, GROUPS_PER_PROG consecutive groups. Rows >= M (padding requested by
-    # the caller) read as zeros, so they get code 0 and a tiny finite scale.
+    # One program: ROWS rows x GROUPS_PER_PROG consecutive groups, held as a [ROWS * GPP, GROUP]
+    # tile (tile row r = activation row r // GPP, group r % GPP) so every group is a row of the
+    # tile. Rows in [M, M_pad) (padding requested by the caller) read as zeros, so they get code 0
+    # and a tiny finite scale.
     pdl_prologue(USE_PDL, PDL_EARLY)
-    row = tl.program_id(0)
-    gi = tl.program_id(1) * GROUPS_PER_PROG + tl.arange(0, GROUPS_PER_PROG)
+    r = tl.arange(0, ROWS * GROUPS_PER_PROG)
+    row = tl.program_id(0) * ROWS + r // GROUPS_PER_PROG
+    gi = tl.program_id(1) * GROUPS_PER_PROG + r % GROUPS_PER_PROG
     cols = gi[:, None] * GROUP + tl.arange(0, GROUP)[None, :]
     col_ok = cols < K
-    k_valid = tl.where(row < M, K, 0)
-    row64 = row.to(tl.int64)
-    x = tl.load(X_ptr + row64 * X_row_stride + cols, mask=cols < k_valid, other=0.0).to(tl.float32)
+    row64 = row.to(tl.int64)[:, None]
+    x = tl.load(X_ptr + row64 * X_row_stride + cols, mask=col_ok & (row < M)[:, None], other=0.0).to(tl.float32)
     pdl_trigger(USE_PDL, PDL_EARLY)
-    amax = tl.max(tl.abs(x), axis=1)
-    scale = tl.math.div_rn(tl.maximum(amax, scale_eps), _FP8_MAX)
-    y = tl.clamp(tl.math.div_rn(x, scale[:, None]), -_FP8_MAX, _FP8_MAX)
-    tl.store(Q_ptr + row64 * Q_row_stride + cols, _f32_to_e4m3(y, INTERPRET), mask=col_ok)
-    tl.store(S_ptr + row64 * S_row_stride + gi * S_col_stride, scale, mask=gi < G)
+    qv, scale = _quant_rows(x, scale_eps, INTERPRET)
+    row_ok = row < M_pad
+    tl.store(Q_ptr + row64 * Q_row_stride + cols, qv, mask=col_ok & row_ok[:, None])
+    tl.store(S_ptr + row.to(tl.int64) * S_row_stride + gi * S_col_stride, scale, mask=row_ok & (gi < G))
+
+
+# Small-M knobs, module constants read at each launch (benchmarks/gpu_fp8small.sh flips them in
+# one process to compare the variants on an H200; the defaults are the last measured behaviour):
+#   QUANT_ROW_BLOCK: per_token_group_quant_fp8 gives each program up to this many rows (1: one row
+#     per program, a grid of M x groups; 16: at M <= 16 one program row for all rows).
+#   FUSED_QUANT_MAX_M: fp8_block_linear_triton quantizes the activations inside the GEMM (no
+#     quantization launch) for M <= this; 0 = never.
+#   PREFETCH_WEIGHTS: "off"; "pdl" = when the GEMM launches with PDL, each program first asks L2
+#     for its weight bytes (cp.async.bulk.prefetch, no data returned) and only then waits at
+#     griddepcontrol.wait, so the weight stream overlaps the preceding kernel; "always" = also
+#     without PDL. Weights are not written by the preceding kernel, and a prefetch returns no data,
+#     so results never depend on it.
+QUANT_ROW_BLOCK = 1
+FUSED_QUANT_MAX_M = 0
+PREFETCH_WEIGHTS = "off"
+
+
+def _quant_rows_per_prog(M_pad: int) -> int:
+    return max(1, min(triton.next_power_of_2(max(M_pad, 1)), QUANT_ROW_BLOCK))
 
 
 def _group_tile(group_size: int, K: int) -> int:
@@ -190,10 +213,10 @@ def _group_tile(group_size: int, K: int) -> int:
     return group_size
 
 
-def _groups_per_prog(G: int, group: int) -> int:
-    # Largest power of two <= 16 (and <= 4096 elements per program) dividing G, so no program
+def _groups_per_prog(G: int, group: int, cap: int = 16) -> int:
+    # Largest power of two <= cap (and <= 4096 elements per program) dividing G, so no program
     # holds a masked-off tail of groups; G itself (rounded up) when it is small.
-    cap = max(1, min(16, 4096 // group))
+    cap = max(1, min(cap, 4096 // group))
     if G <= cap:
         return triton.next_power_of_2(G)
     p = cap
@@ -209,6 +232,7 @@ def per_token_group_quant_fp8(
     column_major_scales: bool = False,
     pad_rows_to: int = 1,
     scale_eps: float = 1e-10,
+    rows_per_prog: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Quantize ``x`` [M, K] (fp16/bf16/fp32, ``stride(1) == 1``, any row stride) to e4m3 per
     ``group_size`` columns of each row.
@@ -216,7 +240,8 @@ def per_token_group_quant_fp8(
     Returns ``q`` [M_pad, K] e4m3 (contiguous) and fp32 ``scales`` [M_pad, cdiv(K, group_size)]
     where ``M_pad = round_up(M, pad_rows_to)`` (rows past M are zeros with tiny scales: the shape
     cuBLAS wants). With ``column_major_scales`` the scales are the transpose of a contiguous
-    [G, M_pad] tensor (strides ``(1, M_pad)``).
+    [G, M_pad] tensor (strides ``(1, M_pad)``). ``rows_per_prog``: activation rows per program
+    (rounded up to a power of two; default :func:`_quant_rows_per_prog`).
     """
     M, K = x.shape
     G = cdiv(K, group_size)
@@ -226,13 +251,15 @@ def per_token_group_quant_fp8(
     if M_pad == 0 or K == 0:
         return q, s
     tile = _group_tile(group_size, K)
-    gpp = _groups_per_prog(G, tile)
-    grid = (M_pad, cdiv(G, gpp))
+    rows = _quant_rows_per_prog(M_pad) if rows_per_prog is None else triton.next_power_of_2(rows_per_prog)
+    gpp = _groups_per_prog(G, tile, max(1, 4096 // (rows * tile)))
+    grid = (cdiv(M_pad, rows), cdiv(G, gpp))
     _per_token_group_quant_fp8_kernel[grid](
         q,
         s,
         x,
         M,
+        M_pad,
         K,
         G,
         x.stride(0),
@@ -242,8 +269,9 @@ def per_token_group_quant_fp8(
         scale_eps,
         GROUP=tile,
         GROUPS_PER_PROG=gpp,
+        ROWS=rows,
         INTERPRET=_interpret(),
-        num_warps=min(16, max(2, gpp * tile // 512)),
+        num_warps=min(16, max(2, rows * gpp * tile // 512)),
         **launch_options(x.device, M),
     )
     return q, s
@@ -255,6 +283,16 @@ def per_token_group_quant_fp8(
 
 
 @triton.jit
+def _prefetch_l2(ptrs, nbytes):
+    """Ask L2 for ``nbytes`` (a multiple of 16, 16-byte aligned start) at each of ``ptrs``; no data
+    comes back to the SM (sm_90 ``cp.async.bulk.prefetch``)."""
+    tl.inline_asm_elementwise(
+        "cp.async.bulk.prefetch.L2.global [$1], $2; // $0", "=r,l,r", [ptrs, nbytes],
+        dtype=tl.int32, is_pure=False, pack=1,
+    )
+
+
+@triton.jit(do_not_specialize=["M"])
 def _fp8_block_gemm_kernel(
     C_ptr,
     A_ptr,
@@ -275,6 +313,7 @@ def _fp8_block_gemm_kernel(
     stride_bs_n,
     stride_bs_k,
     k_blocks_per_split,
+    scale_eps,
     SCALE_BLOCK_N: tl.constexpr,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
@@ -284,6 +323,8 @@ def _fp8_block_gemm_kernel(
     EVEN_K: tl.constexpr,
     HAS_BIAS: tl.constexpr,
     FP8_DOT: tl.constexpr,
+    QUANT_A: tl.constexpr,
+    PREFETCH_B: tl.constexpr,
     INTERPRET: tl.constexpr,
     USE_PDL: tl.constexpr,
     PDL_EARLY: tl.constexpr,
@@ -291,10 +332,23 @@ def _fp8_block_gemm_kernel(
     # C[m, n] = sum_kb As[m, kb] * Bs[n // SCALE_BLOCK_N, kb] * sum_{k in kb} A[m, k] * B[n, k]
     # BLOCK_K equals the K extent of a scale block, so each K step has one scale per row of A
     # and one per row of B (gathered per column: BLOCK_N need not divide SCALE_BLOCK_N).
-    pdl_prologue(USE_PDL, PDL_EARLY)
+    # QUANT_A: A_ptr holds the unquantized activations (bf16 / fp16 / fp32); each K step turns its
+    # [BLOCK_M, BLOCK_K] tile into e4m3 codes + one scale per row in registers, exactly as
+    # per_token_group_quant_fp8 does with group BLOCK_K (As_ptr unused).
     pid = tl.program_id(0)
     pid_k = tl.program_id(1)
     pid_m, pid_n = grouped_tile(pid, tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
+    kb_begin = pid_k * k_blocks_per_split
+    kb_end = tl.minimum(kb_begin + k_blocks_per_split, tl.cdiv(K, BLOCK_K))
+    if PREFETCH_B:
+        # The weight is not written by the kernel before us: start its HBM -> L2 stream before
+        # waiting for that kernel (one bulk prefetch per weight row of this program's K range;
+        # the launcher enables this only for EVEN_K and 16-byte aligned rows).
+        rows = tl.minimum(pid_n * BLOCK_N + tl.arange(0, BLOCK_N), N - 1)
+        k_lo = kb_begin * BLOCK_K
+        nbytes = tl.zeros((BLOCK_N,), dtype=tl.int32) + (kb_end - kb_begin) * BLOCK_K
+        _prefetch_l2(B_ptr + rows.to(tl.int64) * stride_bn + k_lo, nbytes)
+    pdl_prologue(USE_PDL, PDL_EARLY)
 
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -308,8 +362,6 @@ def _fp8_block_gemm_kernel(
     as_ptrs = As_ptr + offs_m * stride_as_m
     bs_ptrs = Bs_ptr + (offs_n // SCALE_BLOCK_N) * stride_bs_n
 
-    kb_begin = pid_k * k_blocks_per_split
-    kb_end = tl.minimum(kb_begin + k_blocks_per_split, tl.cdiv(K, BLOCK_K))
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for kb in range(kb_begin, kb_end):
         k0 = kb * BLOCK_K
@@ -320,7 +372,11 @@ def _fp8_block_gemm_kernel(
             k_ok = (k0 + offs_k) < K
             a = tl.load(a_ptrs + k0, mask=m_ok[:, None] & k_ok[None, :], other=0.0)
             b = tl.load(b_ptrs + k0, mask=k_ok[:, None] & n_ok[None, :], other=0.0)
-        a_s = tl.load(as_ptrs + kb * stride_as_k, mask=m_ok, other=0.0)
+        if QUANT_A:
+            # rows >= M and columns >= K read as zeros: as in the quantization kernel
+            a, a_s = _quant_rows(a.to(tl.float32), scale_eps, INTERPRET)
+        else:
+            a_s = tl.load(as_ptrs + kb * stride_as_k, mask=m_ok, other=0.0)
         b_s = tl.load(bs_ptrs + kb * stride_bs_k, mask=n_ok, other=0.0)
         if FP8_DOT:
             part = tl.dot(a, b)
@@ -388,8 +444,12 @@ _G = GemmConfig
 #   7168x16384: M<=4 (16, 64, 3, 4, 5) 33.5-36.6 us · M=16 (16, 128, 5, 4, 4) 36.9 us ·
 #               M=64 (64, 64, 3, 4, 4) 43.3 us · M=128 (128, 128, 5, 8, 3) 79.6 us
 # H200 run 2 (benchmarks/results/bench_fp8_small_m.txt, whole op with quantization, us) settled the
-# table below. Activation quantization fused into the GEMM was slower than quantize-then-GEMM at
-# every M and shape (e.g. 7168x16384 M=1 59.3 vs 35.7 us), so it was removed.
+# table below. A first fused-quantization GEMM was slower than quantize-then-GEMM at every M and
+# shape (7168x16384 M=1 59.3 vs 35.7 us): every N tile re-quantizes the same activations (112
+# tiles there), and with a per-element div.rn (~20 instructions with its range check) that is
+# an estimated ~40 us of issue time per SM. The QUANT_A path (FUSED_QUANT_MAX_M) uses the row-reciprocal
+# division and bit-level e4m3 cast of _quant_rows instead; whether that pays is measured by
+# benchmarks/gpu_fp8small.sh.
 #   2112x7168 : M=1 12.14 · 2 12.66 · 4 12.16 · 16 12.26 · 64 12.94 · 128 20.71 (scaled_mm 18.5-25.8)
 #   24576x1536: M=1 16.07 · 2 16.57 · 4 16.56 · 16 17.79 · 64 18.77 · 128 27.76 (scaled_mm 19.8-21.0)
 #   7168x16384: M=1 35.73 · 2 37.34 · 4 39.91 · 16 40.81 · 64 47.17 · 128 72.63 (scaled_mm 43-52.6)
@@ -468,6 +528,12 @@ def fp8_block_gemm(
     last split of each tile (``qlinear.kernels._splitk``): one launch, nothing synchronizes with
     the host, CUDA-graph capturable.
     """
+    return _launch_gemm(a, a_scale, b, b_scale, block_size, out_dtype, bias, out, config)
+
+
+def _launch_gemm(a, a_scale, b, b_scale, block_size, out_dtype, bias, out, config, scale_eps=None):
+    """:func:`fp8_block_gemm`; with ``a_scale`` None, ``a`` holds unquantized activations that the
+    kernel quantizes per (row, K block) with ``scale_eps`` (QUANT_A)."""
     M, K = a.shape
     N = b.shape[0]
     bn, bk = block_size
@@ -478,15 +544,18 @@ def fp8_block_gemm(
     if config is None:
         config = default_gemm_config(M, N, K, bk, _sm_count(a.device))
     split, per_split = _plan_split(config, M, N, K, bk, a.device)
+    quant_a = a_scale is None
     has_bias = bias is not None
     grid = (cdiv(M, config.block_m) * cdiv(N, config.block_n), split)
     fp8_dot = True if a.device.type != "cuda" else _fp8_dot_supported(a.device.index or 0)
     ws = torch.empty((split, M, N), dtype=torch.float32, device=a.device) if split > 1 else out
+    opts = launch_options(a.device, M)
+    even_k = K % bk == 0
     _fp8_block_gemm_kernel[grid](
         out,
         a,
         b,
-        a_scale,
+        out if quant_a else a_scale,
         b_scale,
         bias if has_bias else out,
         ws,
@@ -497,26 +566,45 @@ def fp8_block_gemm(
         a.stride(0),
         b.stride(0),
         out.stride(0),
-        a_scale.stride(0),
-        a_scale.stride(1),
+        0 if quant_a else a_scale.stride(0),
+        0 if quant_a else a_scale.stride(1),
         b_scale.stride(0),
         b_scale.stride(1),
         per_split,
+        1e-10 if scale_eps is None else scale_eps,
         SCALE_BLOCK_N=bn,
         BLOCK_M=config.block_m,
         BLOCK_N=config.block_n,
         BLOCK_K=bk,
         GROUP_M=config.group_m,
         SPLIT_K=split,
-        EVEN_K=(K % bk == 0),
+        EVEN_K=even_k,
         HAS_BIAS=has_bias,
         FP8_DOT=fp8_dot,
+        QUANT_A=quant_a,
+        PREFETCH_B=_prefetch_b(b, even_k, opts["USE_PDL"]),
         INTERPRET=_interpret(),
         num_warps=config.num_warps,
         num_stages=config.num_stages,
-        **launch_options(a.device, M),
+        **opts,
     )
     return out
+
+
+def _prefetch_b(b: torch.Tensor, even_k: bool, use_pdl: bool) -> bool:
+    """Whether the GEMM bulk-prefetches its weight bytes into L2 (see PREFETCH_WEIGHTS): sm_90+,
+    whole K blocks and 16-byte aligned weight rows (cp.async.bulk's requirements)."""
+    mode = PREFETCH_WEIGHTS
+    if mode == "off" or (mode == "pdl" and not use_pdl) or b.device.type != "cuda" or _interpret():
+        return False
+    if b.data_ptr() % 16 or b.stride(0) % 16 or not even_k:
+        return False
+    return _sm90(b.device.index if b.device.index is not None else torch.cuda.current_device())
+
+
+@functools.lru_cache(maxsize=None)
+def _sm90(device_index: int) -> bool:
+    return torch.cuda.get_device_capability(device_index) >= (9, 0)
 
 
 def _plan_split(config: GemmConfig, M: int, N: int, K: int, bk: int, device) -> tuple[int, int]:
@@ -541,12 +629,21 @@ def fp8_block_linear_triton(
     *,
     config: GemmConfig | None = None,
     scale_eps: float = 1e-10,
+    fuse_quant: bool | None = None,
 ) -> torch.Tensor:
     """The whole block-scaled FP8 linear on Triton: ``x`` [M, K] -> ``x.dtype`` [M, N]:
     :func:`per_token_group_quant_fp8` (column-major scales) followed by :func:`fp8_block_gemm`
-    with ``config`` (default: :func:`default_gemm_config`).
+    with ``config`` (default: :func:`default_gemm_config`), or, with ``fuse_quant`` (default:
+    ``M <= FUSED_QUANT_MAX_M``), one GEMM launch that quantizes each [BLOCK_M, bk] activation tile
+    in registers (same codes and scales, no quantization launch; every N tile repeats the work, so
+    it only pays at small M).
     """
     bk = block_size[1]
+    if fuse_quant is None:
+        fuse_quant = x.shape[0] <= FUSED_QUANT_MAX_M
+    if fuse_quant:
+        check_group_size(bk)
+        return _launch_gemm(x, None, b, b_scale, block_size, x.dtype, bias, None, config, scale_eps)
     q, s = per_token_group_quant_fp8(x, bk, column_major_scales=True, scale_eps=scale_eps)
     return fp8_block_gemm(q, s, b, b_scale, block_size, x.dtype, bias, config=config)
 

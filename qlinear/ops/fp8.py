@@ -86,8 +86,11 @@ class _Rule:
 #   7168x16384 M=1..16: triton 36.1-39.6 · scaled_mm 41.4-43.0 · M=64: 47.4 · 50.5
 #              M=128: 84.4 · 52.5 · M=1024: 425 · 233 · M=4096: 1516 · 895
 # Other shapes: Triton won every measured M <= 64, scaled_mm every M >= 128 but one.
+# 2112x7168 M = 65..128 moved to scaled_mm: whole layer (bench_linear, H200, two runs at 2f328ec /
+# 98a1612) Triton 27.3 / 27.3 us vs scaled_mm 25.0 / 24.9 us; the two separate layers it replaces
+# take 43.9 / 42.7 us, so merged/separate 0.57 instead of 0.62.
 FP8_BLOCK_DISPATCH: dict = {
-    (2112, 7168): (_Rule(128, "triton"), _Rule(sys.maxsize, "scaled_mm")),
+    (2112, 7168): (_Rule(64, "triton"), _Rule(sys.maxsize, "scaled_mm")),
     (24576, 1536): (_Rule(64, "triton"), _Rule(sys.maxsize, "scaled_mm")),
     (7168, 16384): (_Rule(64, "triton"), _Rule(sys.maxsize, "scaled_mm")),
     None: (_Rule(64, "triton"), _Rule(sys.maxsize, "scaled_mm")),

@@ -253,3 +253,80 @@ def test_rms_norm_quant_variants(M, width_offset, residual, num_warps):
     # allow one-step differences on at most 1e-3 of the codes, and at least one (M=1 has 512)
     diff = (q.view(torch.uint8).int() - qr.view(torch.uint8).int()).abs()
     assert diff.max().item() <= 1 and (diff > 0).sum().item() <= max(1, 1e-3 * diff.numel())
+
+
+# ------------------------------------------------------------------------------------------
+# small-M variants: PDL, L2 weight prefetch, row-block quantization, fused quantization
+# ------------------------------------------------------------------------------------------
+
+# (PDL_MAX_M, PREFETCH_WEIGHTS, QUANT_ROW_BLOCK, FUSED_QUANT_MAX_M)
+_SMALL_M_KNOBS = {
+    "base": (1, "off", 1, 0),
+    "pdl16+pf": (16, "pdl", 1, 0),
+    "pf_always+rows": (0, "always", 16, 0),
+    "fused": (1, "off", 1, 16),
+    "fused+pdl16+pf": (16, "pdl", 1, 16),
+}
+
+
+@pytest.fixture
+def small_m_knobs():
+    from qlinear.kernels import _pdl
+    from qlinear.kernels import fp8_triton as kern
+
+    saved = (_pdl.PDL_MAX_M, kern.PREFETCH_WEIGHTS, kern.QUANT_ROW_BLOCK, kern.FUSED_QUANT_MAX_M)
+
+    def set_knobs(pdl_max_m, prefetch, row_block, fused_max_m):
+        _pdl.PDL_MAX_M = pdl_max_m
+        kern.PREFETCH_WEIGHTS, kern.QUANT_ROW_BLOCK, kern.FUSED_QUANT_MAX_M = prefetch, row_block, fused_max_m
+
+    yield set_knobs
+    set_knobs(*saved)
+
+
+@pytest.mark.parametrize("shape", [(2112, 7168), (7168, 16384), (1000, 1000)],
+                         ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("M", [1, 3, 16])
+def test_small_m_variants_identical(M, shape, small_m_knobs):
+    """Every small-M variant gives the same bits as the base path (same codes, scales and MMA
+    order: PDL and the prefetch change timing only, the fused kernel quantizes like the
+    quantization kernel), and all are within the tolerance of the fp32 reference. Graph capture
+    too (PDL edges inside a graph)."""
+    N, K = shape
+    w, s = _weight(N, K)
+    x = _x(M, K, torch.bfloat16, seed=M + N, row_stride=K + 64)
+    want = ref.fp8_block_linear_ref(x.float(), w, s, (128, 128))
+    outs = {}
+    for name, knobs in _SMALL_M_KNOBS.items():
+        small_m_knobs(*knobs)
+        outs[name] = ops.fp8_block_linear(x, w, s, backend="triton")
+        assert _rel(outs[name], want) <= 1e-2, name
+        static_x = x.clone()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            static_out = ops.fp8_block_linear(static_x, w, s, backend="triton")
+        static_x.copy_(_x(M, K, torch.bfloat16, seed=M + N + 1, row_stride=K + 64))
+        graph.replay()
+        graph.replay()  # the split-K counters must be left zeroed by every launch
+        torch.cuda.synchronize()
+        small_m_knobs(*_SMALL_M_KNOBS["base"])
+        assert torch.equal(static_out, ops.fp8_block_linear(static_x, w, s, backend="triton")), name
+    for name, out in outs.items():
+        assert torch.equal(out, outs["base"]), f"{name} differs from base"
+
+
+@pytest.mark.parametrize("rows", [1, 2, 16])
+@pytest.mark.parametrize("M", [1, 5, 16, 33])
+def test_small_m_quant_row_blocks(M, rows):
+    """per_token_group_quant_fp8 with several rows per program: same codes and scales as one row
+    per program, padded rows zero."""
+    from qlinear.kernels import fp8_triton as kern
+
+    x = _x(M, 7168, torch.bfloat16, seed=M, row_stride=7168 + 64)
+    q1, s1 = kern.per_token_group_quant_fp8(x, 128, column_major_scales=True, pad_rows_to=4, rows_per_prog=1)
+    q, s = kern.per_token_group_quant_fp8(x, 128, column_major_scales=True, pad_rows_to=4, rows_per_prog=rows)
+    assert torch.equal(q.view(torch.uint8), q1.view(torch.uint8)) and torch.equal(s, s1)
+    assert torch.all(q[M:].float() == 0)
+    qr, sr = ref.per_token_group_quant_fp8_ref(x.cpu(), 128)
+    _assert_codes_close(q[:M], qr, f"rows={rows} M={M}")
+    assert torch.equal(s[:M].cpu(), sr)

@@ -5,7 +5,8 @@ other test modules of the session, so every case runs in ONE child process (this
 script with ``--worker``); each pytest case then checks its own entry of the child's JSON report.
 Cases: quantizer bit-exact (strided rows, ragged last group, padded rows, column-major scales,
 per-token); GEMM vs the fp32 GEMM of the same quantized operands (ragged M / N / K, split-K on and
-off, bias, bf16 / fp16 / fp32 out); the op ``fp8_block_linear(backend="triton")`` on strided rows;
+off, bias, bf16 / fp16 / fp32 out); the GEMM with the activation quantization fused in (same bits as quantize-then-GEMM); the
+quantizer with several rows per program; the op ``fp8_block_linear(backend="triton")`` on strided rows;
 the fused RMSNorm -> FP8 (with and without residual).
 """
 
@@ -37,6 +38,14 @@ GEMM_CASES = [
     (9, 130, 200, (64, 64), 4, 16, 64, "bfloat16", False),
     (70, 64, 256, (32, 128), 1, 64, 64, "bfloat16", False),  # BLOCK_N wider than a scale block
 ]
+# (M, N, K, (bn, bk), split_k, block_n, ragged-K strided x): activations quantized inside the GEMM
+FUSED_CASES = [
+    (1, 200, 320, (128, 128), 3, 64),
+    (5, 96, 200, (128, 128), 1, 32),
+    (17, 130, 256, (64, 64), 2, 64),
+]
+# (M, K, rows per program, pad_rows_to)
+QUANT_ROW_CASES = [(5, 1000, 4, 8), (16, 384, 16, 1), (3, 200, 2, 4)]
 # (M, N, K, strided, backend-level split check)
 LINEAR_CASES = [
     (3, 200, 320, True),
@@ -103,6 +112,30 @@ def _run_gemm(kern, ref, M, N, K, block, split, bm, bn, out_dtype, bias):
     assert torch.equal(out, out2)
 
 
+def _run_fused(kern, ref, M, N, K, block, split, bn):
+    """fuse_quant=True: the same output bits as quantize-then-GEMM with the same config."""
+    x = _rows(M, K, "bfloat16", True, seed=M + K)
+    g = torch.Generator().manual_seed(N)
+    w = (torch.randn(N, K, generator=g) * 50).to(torch.float8_e4m3fn)
+    ws = torch.rand(-(-N // block[0]), -(-K // block[1]), generator=g) * 1e-2 + 1e-3
+    cfg = kern.GemmConfig(block_m=16, block_n=bn, split_k=split)
+    fused = kern.fp8_block_linear_triton(x, w, ws, block, config=cfg, fuse_quant=True)
+    plain = kern.fp8_block_linear_triton(x, w, ws, block, config=cfg, fuse_quant=False)
+    assert torch.equal(fused, plain), "fused differs from quantize-then-GEMM"
+    want = ref.fp8_block_linear_ref(x.float(), w, ws, block)
+    rel = ((fused.float() - want).norm() / want.norm()).item()
+    assert rel < 1e-2, f"rel err {rel}"
+
+
+def _run_quant_rows(kern, ref, M, K, rows, pad):
+    x = _rows(M, K, "bfloat16", True, seed=M * K)
+    q, s = kern.per_token_group_quant_fp8(x, 128, column_major_scales=True, pad_rows_to=pad, rows_per_prog=rows)
+    qr, sr = ref.per_token_group_quant_fp8_ref(x, 128)
+    assert torch.equal(q[:M].view(torch.uint8), qr.view(torch.uint8)), "codes differ"
+    assert torch.equal(s[:M], sr), "scales differ"
+    assert torch.all(q[M:].float() == 0), "pad rows not zero"
+
+
 def _run_linear(ops, ref, M, N, K, strided):
     x = _rows(M, K, "bfloat16", strided, seed=N)
     g = torch.Generator().manual_seed(K)
@@ -147,6 +180,9 @@ def _worker() -> dict:
     jobs = []
     jobs += [(i, lambda c=c: _run_quant(kern, ref, *c)) for i, c in zip(_ids("quant", QUANT_CASES), QUANT_CASES)]
     jobs += [(i, lambda c=c: _run_gemm(kern, ref, *c)) for i, c in zip(_ids("gemm", GEMM_CASES), GEMM_CASES)]
+    jobs += [(i, lambda c=c: _run_fused(kern, ref, *c)) for i, c in zip(_ids("fused", FUSED_CASES), FUSED_CASES)]
+    jobs += [(i, lambda c=c: _run_quant_rows(kern, ref, *c))
+             for i, c in zip(_ids("quantrows", QUANT_ROW_CASES), QUANT_ROW_CASES)]
     jobs += [(i, lambda c=c: _run_linear(ops, ref, *c)) for i, c in zip(_ids("linear", LINEAR_CASES), LINEAR_CASES)]
     jobs += [(i, lambda c=c: _run_norm(ops, *c)) for i, c in zip(_ids("norm", NORM_CASES), NORM_CASES)]
     report = {}
@@ -177,6 +213,8 @@ def interpreter_report():
 ALL_IDS = (
     _ids("quant", QUANT_CASES)
     + _ids("gemm", GEMM_CASES)
+    + _ids("fused", FUSED_CASES)
+    + _ids("quantrows", QUANT_ROW_CASES)
     + _ids("linear", LINEAR_CASES)
     + _ids("norm", NORM_CASES)
 )
