@@ -44,12 +44,12 @@ bool overlap(const at::Tensor& a, const at::Tensor& b) {
   return sa.first < sb.second && sb.first < sa.second;
 }
 
-// Returns what ran: 8 / 16 = register kernel with that many vectors per lane, 1 = two-pass vector
-// kernel, 0 = generic element-wise kernel, -1 = nothing (zero rows).
-int64_t rms_norm_quant_fp8(const at::Tensor& q, const at::Tensor& scales, const at::Tensor& x,
-                           const std::optional<at::Tensor>& residual, const at::Tensor& weight, double eps,
-                           double scale_eps, int64_t group_size, int64_t warps_per_block, int64_t blocks_per_sm,
-                           int64_t path, int64_t prefetch) {
+// Returns what ran: 2 = fixed-size row kernel, 8 / 16 = register kernel with that many vectors per
+// lane, 1 = two-pass vector kernel, 0 = generic element-wise kernel, -1 = nothing (zero rows).
+int64_t rms_norm_quant_fp8_variant(const at::Tensor& q, const at::Tensor& scales, const at::Tensor& x,
+                                   const std::optional<at::Tensor>& residual, const at::Tensor& weight, double eps,
+                                   double scale_eps, int64_t group_size, int64_t warps_per_block,
+                                   int64_t blocks_per_sm, int64_t path, int64_t prefetch, int64_t variant) {
   TORCH_CHECK(x.is_cuda(), "x: expected a CUDA tensor, got device ", x.device());
   TORCH_CHECK(x.dim() == 2, "x: expected [M, K], got ", x.dim(), " dims");
   const int64_t M = x.size(0), K = x.size(1);
@@ -109,12 +109,21 @@ int64_t rms_norm_quant_fp8(const at::Tensor& q, const at::Tensor& scales, const 
   cfg.blocks_per_sm = static_cast<int>(blocks_per_sm);
   cfg.path = static_cast<int>(path);
   cfg.prefetch = static_cast<int>(prefetch);
+  cfg.variant = static_cast<int>(variant);
   int used = -1;
   const c10::cuda::CUDAGuard guard(x.device());
   const cudaError_t err = qlinear::rms_norm_quant_fp8_launch(
       a, c10::cuda::getCurrentCUDAStream(x.device().index()).stream(), cfg, &used);
   TORCH_CHECK(err == cudaSuccess, "qlinear rms_norm_quant_fp8 launch failed: ", cudaGetErrorString(err));
   return used;
+}
+
+int64_t rms_norm_quant_fp8(const at::Tensor& q, const at::Tensor& scales, const at::Tensor& x,
+                           const std::optional<at::Tensor>& residual, const at::Tensor& weight, double eps,
+                           double scale_eps, int64_t group_size, int64_t warps_per_block, int64_t blocks_per_sm,
+                           int64_t path, int64_t prefetch) {
+  return rms_norm_quant_fp8_variant(q, scales, x, residual, weight, eps, scale_eps, group_size, warps_per_block,
+                                    blocks_per_sm, path, prefetch, 0);
 }
 
 }  // namespace
@@ -125,4 +134,10 @@ TORCH_LIBRARY_FRAGMENT(qlinear_C, m) {
       "float eps, float scale_eps, int group_size, int warps_per_block=0, int blocks_per_sm=0, int path=0, "
       "int prefetch=0) -> int",
       &rms_norm_quant_fp8);
+  // the same with the row kernel's launch variant (benchmarks and tests; see NormQuantConfig)
+  m.def(
+      "rms_norm_quant_fp8_variant(Tensor(a!) q, Tensor(b!) scales, Tensor x, Tensor(c!)? residual, "
+      "Tensor weight, float eps, float scale_eps, int group_size, int warps_per_block, int blocks_per_sm, "
+      "int path, int prefetch, int variant) -> int",
+      &rms_norm_quant_fp8_variant);
 }

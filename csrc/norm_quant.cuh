@@ -8,7 +8,9 @@
 //   q      = e4m3_rn(clamp(y / scale, -448, 448))           IEEE division, RNE cast
 // Only the order of the fp32 sum of squares differs from the reference (an ulp of rstd at most).
 //
-// Three kernels, one warp per row, rows grid-strided over the warps of a persistent grid:
+// Four kernels, one warp per row, rows grid-strided over the warps of a persistent grid:
+//  * nq_row_kernel (below, with its own notes): nq_vec_kernel's layout with the row length and the
+//    group (128) fixed at compile time, bf16 rows of 512 / 1024 / 1536 / 2048; the default there.
 //  * nq_vec_kernel: 16-byte loads (8 bf16 / fp16 elements: VEC). Lane `l` owns vectors
 //    v = l + 32 j, j < NV, of its row, held in registers between the sum of squares and the
 //    quantization. A group of `gs` elements is gs / VEC vectors at one j in consecutive lanes, so
@@ -425,6 +427,202 @@ __global__ void __launch_bounds__(512) nq_stream_kernel(const Params p) {
       quant_vec<T>(p, s_w4, h, row, v, nvec, lpg, lpg_log2, lane, rstd, active);
     }
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// nq_row_kernel: the 16-bit, group-128 case with the row length fixed at compile time
+// (K = 256 NV: 512, 1024, 1536, 2048), which the MLA slices and most q / kv LoRA ranks are.
+// Same layout as nq_vec_kernel (lane l owns vectors l + 32 j, j < NV; a 128-group is one vector
+// at one j in 16 consecutive lanes) but with every size a constant, which is what the register
+// kernel's time went into (H200 SASS: ~140 instructions per 8 elements, ~1000 per row per warp,
+// i.e. issue-bound at 16 warps per SM): no per-vector bounds tests or branches, the group amax in
+// four unconditional shuffles, the row's NV group reductions interleaved, the unpacked row kept for
+// the quantization, 1/448 a constant, the scale's reciprocal without the subnormal fix-ups, each
+// row's store addresses formed once. R rows per warp per step (independent chains; for short rows);
+// PREFETCH loads the warp's next step while it works on the current one (two register buffers,
+// used alternately, so no copy between them). MINB = minimum resident 256-thread blocks per SM, i.e.
+// the register cap (2: 128, 3: 80, 4: 64) that trades the compiler's interleaving for occupancy.
+// HINT 1 loads x with ld.global.nc.L1::no_allocate.L2::256B (streamed once; L2 fetches 256 B).
+
+// 1 / 448 rounded to nearest (0x3B124925): the reciprocal div_rcp(448) returns
+constexpr float kRcpE4m3Max = 0.0022321429569274187f;
+
+// div_rcp for a normal s with a normal reciprocal: rcp.approx's non-ftz form only adds a rescaling
+// for |s| outside [2^-126, 2^126], the same MUFU value otherwise. Group scales lie in
+// [scale_eps / 448, 448^-1 * FLT_MAX] with scale_eps >= 2^-126 * 448 (checked by the launcher).
+__device__ __forceinline__ float div_rcp_normal(float s) {
+  float r0;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r0) : "f"(s));
+  return fmaf(r0, fmaf(-s, r0, 1.f), r0);
+}
+
+template <int HINT>
+__device__ __forceinline__ uint4 ld_row_vec(const uint4* ptr) {
+  if constexpr (HINT == 0) {
+    return __ldg(ptr);
+  } else {
+    uint4 v;
+    asm("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+        : "l"(ptr));
+    return v;
+  }
+}
+
+template <int NV, int R, bool RES>
+struct RowBuf {
+  uint4 x[R][NV];
+  uint4 r[RES ? R : 1][RES ? NV : 1];
+};
+
+// Rows row0 .. row0 + R - 1 of this warp into registers (zeros past the last row).
+template <typename T, int NV, int R, bool RES, int HINT>
+__device__ __forceinline__ void row_load(RowBuf<NV, R, RES>& b, const Params& p, int64_t row0, int lane) {
+#pragma unroll
+  for (int i = 0; i < R; ++i) {
+    const int64_t row = row0 + i;
+    const bool ok = row < p.rows;
+    const uint4* xr = reinterpret_cast<const uint4*>(static_cast<const T*>(p.x) + row * p.x_stride) + lane;
+    const uint4* rr =
+        RES ? reinterpret_cast<const uint4*>(static_cast<const T*>(p.residual) + row * p.r_stride) + lane : nullptr;
+#pragma unroll
+    for (int j = 0; j < NV; ++j) {
+      b.x[i][j] = ok ? ld_row_vec<HINT>(xr + 32 * j) : make_uint4(0u, 0u, 0u, 0u);
+      if constexpr (RES) b.r[i][j] = ok ? rr[32 * j] : make_uint4(0u, 0u, 0u, 0u);
+    }
+  }
+}
+
+// Normalizes and quantizes the R rows held in b (rows past p.rows: computed on zeros, not stored).
+template <typename T, int NV, int R, bool RES>
+__device__ __forceinline__ void row_compute(RowBuf<NV, R, RES>& b, const Params& p, const float4* s_w4,
+                                            int64_t row0, int lane) {
+  using E = Elt<T>;
+  constexpr int NVEC = 32 * NV;
+  constexpr int K = NVEC * 8;
+  float h[R][NV][8];
+  float ss[R];
+#pragma unroll
+  for (int i = 0; i < R; ++i) {
+    const bool ok = row0 + i < p.rows;
+    if constexpr (RES) {
+      uint4* rp = reinterpret_cast<uint4*>(static_cast<T*>(p.residual) + (row0 + i) * p.r_stride) + lane;
+#pragma unroll
+      for (int j = 0; j < NV; ++j) {
+        b.x[i][j] = add_round<T>(b.x[i][j], b.r[i][j]);
+        if (ok) rp[32 * j] = b.x[i][j];
+      }
+    }
+    // two accumulators: a chain of 4 NV dependent FMAs instead of 8 NV
+    float a0 = 0.f, a1 = 0.f;
+#pragma unroll
+    for (int j = 0; j < NV; ++j) {
+      E::unpack(b.x[i][j], h[i][j]);
+#pragma unroll
+      for (int k = 0; k < 8; k += 2) {
+        a0 = fmaf(h[i][j][k], h[i][j][k], a0);
+        a1 = fmaf(h[i][j][k + 1], h[i][j][k + 1], a1);
+      }
+    }
+    ss[i] = a0 + a1;
+  }
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) {
+#pragma unroll
+    for (int i = 0; i < R; ++i) ss[i] += __shfl_xor_sync(0xffffffffu, ss[i], off);
+  }
+  float amax[R][NV];
+#pragma unroll
+  for (int i = 0; i < R; ++i) {
+    const float rstd = row_rstd(ss[i], K, p.eps);
+#pragma unroll
+    for (int j = 0; j < NV; ++j) {
+      const float4 w0 = s_w4[lane + 32 * j];
+      const float4 w1 = s_w4[NVEC + lane + 32 * j];
+      const float w[8] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
+      float m = 0.f;
+#pragma unroll
+      for (int k = 0; k < 8; ++k) {
+        h[i][j][k] = (h[i][j][k] * rstd) * w[k];
+        m = fmaxf(m, fabsf(h[i][j][k]));
+      }
+      amax[i][j] = m;
+    }
+  }
+  // a 128-group is 16 lanes: xor 8, 4, 2, 1 stays inside it
+#pragma unroll
+  for (int off = 8; off > 0; off >>= 1) {
+#pragma unroll
+    for (int i = 0; i < R; ++i) {
+#pragma unroll
+      for (int j = 0; j < NV; ++j) amax[i][j] = fmaxf(amax[i][j], __shfl_xor_sync(0xffffffffu, amax[i][j], off));
+    }
+  }
+  const bool scale_lane = (lane & 15) == 0;
+#pragma unroll
+  for (int i = 0; i < R; ++i) {
+    const int64_t row = row0 + i;
+    const bool ok = row < p.rows;
+    uint2* qr = reinterpret_cast<uint2*>(p.q + row * p.q_stride) + lane;
+    float* sp = p.scales + row * p.s_row_stride + (lane >> 4) * p.s_col_stride;
+#pragma unroll
+    for (int j = 0; j < NV; ++j) {
+      const float scale = div_by(fmaxf(amax[i][j], p.scale_eps), kE4m3Max, kRcpE4m3Max);
+      const float r = div_rcp_normal(scale);
+      const float* y = h[i][j];
+      const uint32_t c0 = e4m3x2(div_by(y[0], scale, r), div_by(y[1], scale, r)) |
+                          (e4m3x2(div_by(y[2], scale, r), div_by(y[3], scale, r)) << 16);
+      const uint32_t c1 = e4m3x2(div_by(y[4], scale, r), div_by(y[5], scale, r)) |
+                          (e4m3x2(div_by(y[6], scale, r), div_by(y[7], scale, r)) << 16);
+      if (ok) {
+        qr[32 * j] = make_uint2(c0, c1);
+        if (scale_lane) sp[2 * j * p.s_col_stride] = scale;
+      }
+    }
+  }
+}
+
+template <typename T, int NV, int R, bool RES, bool PREFETCH, int MINB, int HINT>
+__global__ void __launch_bounds__(256, MINB) nq_row_kernel(const Params p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 890
+  // compiled for sm_89+ only: the launcher never picks it below (software e4m3 conversion would
+  // double this kernel's share of the build for devices it was not tuned for)
+  __trap();
+#else
+  extern __shared__ float4 s_w4[];
+  const int lane = threadIdx.x & 31;
+  const int warps = blockDim.x >> 5;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * warps * R;
+  // loop on the block's first row (uniform across the block, see nq_vec_kernel); a warp whose rows
+  // are past the end computes on zeros and stores nothing
+  int64_t base = static_cast<int64_t>(blockIdx.x) * warps * R;
+  int64_t row0 = base + (threadIdx.x >> 5) * R;
+  RowBuf<NV, R, RES> a;
+  row_load<T, NV, R, RES, HINT>(a, p, row0, lane);
+  stage_weight<8>(reinterpret_cast<float*>(s_w4), p, 32 * NV);
+  if constexpr (PREFETCH) {
+    RowBuf<NV, R, RES> b;
+    while (base < p.rows) {
+      row_load<T, NV, R, RES, HINT>(b, p, row0 + step, lane);
+      row_compute<T, NV, R, RES>(a, p, s_w4, row0, lane);
+      base += step;
+      row0 += step;
+      if (base >= p.rows) break;
+      row_load<T, NV, R, RES, HINT>(a, p, row0 + step, lane);
+      row_compute<T, NV, R, RES>(b, p, s_w4, row0, lane);
+      base += step;
+      row0 += step;
+    }
+  } else {
+    while (true) {
+      row_compute<T, NV, R, RES>(a, p, s_w4, row0, lane);
+      base += step;
+      row0 += step;
+      if (base >= p.rows) break;
+      row_load<T, NV, R, RES, HINT>(a, p, row0, lane);
+    }
+  }
+#endif
 }
 
 // Any hidden size, group size and alignment: one warp per row, element accesses.

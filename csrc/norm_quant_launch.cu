@@ -1,10 +1,14 @@
-// Host launcher of the fused RMSNorm -> FP8 kernels: checks alignment, picks the register kernel
-// (budget NV = 8 or 16 vectors per lane), the two-pass vector kernel or the generic kernel, sizes
-// a persistent grid from the occupancy, and launches on the given stream.
+// Host launcher of the fused RMSNorm -> FP8 kernels: checks alignment, picks the fixed-size row
+// kernel (16-bit rows of 512 / 1024 / 1536 / 2048, group 128), the register kernel (budget NV = 8
+// or 16 vectors per lane), the two-pass vector kernel or the generic kernel, sizes a persistent
+// grid from the occupancy, and launches on the given stream.
 // The one translation unit holding every instantiation, kept to what is measured to matter:
-// register kernel for bf16 / fp16 only {NV 8 (+ prefetch, plain norm only), NV 16} x {plain,
-// fused add}; two-pass vector and generic kernels for all three dtypes x {plain, fused add}.
+// row kernel for bf16 x {512, 1024, 1536, 2048} x {plain, fused add} (+ a few launch variants at
+// 512 and 1536 that the benchmark compares; sm_89+ only); register kernel for bf16 / fp16 only
+// {NV 8 (+ prefetch, plain norm only), NV 16} x {plain, fused add}; two-pass vector and generic
+// kernels for all three dtypes x {plain, fused add}.
 #include <mutex>
+#include <type_traits>
 
 #include "norm_quant.cuh"
 #include "norm_quant_launch.h"
@@ -19,6 +23,8 @@ using nq::Params;
 // (0.727 of copy), 8 warps 51.0 us, 4 warps 51.6 us. A shared-memory ring variant (cp.async, 3 rows
 // ahead per warp, 40 registers) measured slower, 73 us, and was dropped.
 constexpr int kDefaultWarpsPerBlock = 16;
+// The row kernel's (launch bounds: 256 threads).
+constexpr int kRowWarpsPerBlock = 8;
 
 int current_device() {
   int dev = 0;
@@ -34,6 +40,20 @@ int sm_count(int dev) {
     cache[dev] = n;
   }
   return cache[dev];
+}
+
+// Compute capability >= 8.9 (hardware e4m3 conversion): the row kernel is compiled only for those
+// (its compute_80 PTX is an empty body, see nq_row_kernel), cached per device.
+bool device_has_fp8_cvt(int dev) {
+  static int cache[64] = {0};  // 0 unknown, 1 yes, 2 no
+  if (dev < 0 || dev >= 64) return false;
+  if (cache[dev] == 0) {
+    int major = 0, minor = 0;
+    const bool ok = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
+                    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess;
+    cache[dev] = ok && major * 10 + minor >= 89 ? 1 : 2;
+  }
+  return cache[dev] == 1;
 }
 
 // Resident blocks per SM of (kernel, block size, shared memory), cached: the occupancy query
@@ -80,6 +100,77 @@ const void* vec_kernel(int nv, bool prefetch) {
   return reinterpret_cast<const void*>(&nq::nq_vec_kernel<T, 8, RES, false>);
 }
 
+// The row kernel's instantiation for (T = bf16, K = 256 NV, RES) and a launch variant (0: the
+// default; 1, 2 only at NV 2 and 6, for the benchmark); nullptr when there is none.
+// Template arguments: <T, NV, R rows per warp step, RES, PREFETCH, MINB (register cap), HINT>.
+// Registers (ptxas, sm_90): NV 6 plain, one row ahead: 128; NV 6 fused add: 80 (MINB 3);
+// NV 2 plain, two rows per step, two ahead: 96; every one of them spill-free.
+template <typename T, int NV, bool RES>
+const void* row_kernel_nv(int variant) {
+  using nq::nq_row_kernel;
+#define QL_NQ_ROW(R, PF, MINB, HINT) reinterpret_cast<const void*>(&nq_row_kernel<T, NV, R, RES, PF, MINB, HINT>)
+  constexpr bool kBf16 = std::is_same<T, __nv_bfloat16>::value;
+  if constexpr (!RES) {
+    // plain: the next step's rows load while this one computes
+    if constexpr (NV == 2) {
+      // 1 KB rows: two per step, so that the per-row chains (sum, rstd) overlap
+      if (variant == 0) return QL_NQ_ROW(2, true, 2, 0);
+      if constexpr (kBf16) {
+        if (variant == 1) return QL_NQ_ROW(1, true, 4, 0);  // 64 registers: 32 warps per SM
+        if (variant == 2) return QL_NQ_ROW(2, true, 2, 1);
+      }
+      return nullptr;
+    } else {
+      if (variant == 0) return QL_NQ_ROW(1, true, 2, 0);
+      if constexpr (kBf16 && NV == 6) {
+        if (variant == 1) return QL_NQ_ROW(1, true, 2, 1);
+        if (variant == 2) return QL_NQ_ROW(1, false, 2, 0);  // no prefetch: occupancy only
+      }
+      return nullptr;
+    }
+  } else {
+    // fused add: x and residual of one row are already 2 x NV vectors per lane in flight; two
+    // rows' worth (prefetch) would not fit the registers
+    if constexpr (NV == 2) {
+      if (variant == 0) return QL_NQ_ROW(2, false, 3, 0);
+      if constexpr (kBf16) {
+        if (variant == 1) return QL_NQ_ROW(1, false, 4, 0);
+        if (variant == 2) return QL_NQ_ROW(2, false, 3, 1);
+      }
+      return nullptr;
+    } else if constexpr (NV == 8) {
+      return variant == 0 ? QL_NQ_ROW(1, false, 2, 0) : nullptr;  // MINB 3 spills
+    } else {
+      if (variant == 0) return QL_NQ_ROW(1, false, 3, 0);
+      if constexpr (kBf16 && NV == 6) {
+        if (variant == 1) return QL_NQ_ROW(1, false, 2, 0);
+        if (variant == 2) return QL_NQ_ROW(1, false, 3, 1);
+      }
+      return nullptr;
+    }
+  }
+#undef QL_NQ_ROW
+}
+
+// Rows per warp step R of the row kernel (the launcher sizes the grid with it): mirrors
+// row_kernel_nv.
+int row_kernel_rows(int nv, int variant) { return nv == 2 && variant != 1 ? 2 : 1; }
+
+template <typename T, bool RES>
+const void* row_kernel(int nv, int variant) {
+  switch (nv) {
+    case 2:
+      return row_kernel_nv<T, 2, RES>(variant);
+    case 4:
+      return row_kernel_nv<T, 4, RES>(variant);
+    case 6:
+      return row_kernel_nv<T, 6, RES>(variant);
+    case 8:
+      return row_kernel_nv<T, 8, RES>(variant);
+  }
+  return nullptr;
+}
+
 template <typename T>
 cudaError_t launch_typed(const NormQuantArgs& a, const Params& p, cudaStream_t stream, const NormQuantConfig& cfg,
                          int* kernel_used) {
@@ -94,22 +185,41 @@ cudaError_t launch_typed(const NormQuantArgs& a, const Params& p, cudaStream_t s
                    a.hidden * 4 <= 48 * 1024 && aligned(a.x, a.x_stride, a.rows, es, 16) &&
                    (!res || aligned(a.residual, a.residual_stride, a.rows, es, 16)) &&
                    aligned(a.q, a.q_stride, a.rows, 1, VEC);
-  const int nv = es == 2 && need <= 8 ? 8 : es == 2 && need <= 16 ? 16 : 0;  // 0: two-pass kernel
-  const bool prefetch = nv == 8 && !res && cfg.prefetch >= 0;
-
   const int dev = current_device();
   const int sms = sm_count(dev);
-  int wpb = cfg.warps_per_block > 0 ? (cfg.warps_per_block > 16 ? 16 : cfg.warps_per_block) : kDefaultWarpsPerBlock;
+  const int nv = es == 2 && need <= 8 ? 8 : es == 2 && need <= 16 ? 16 : 0;  // 0: two-pass kernel
+  const bool prefetch = nv == 8 && !res && cfg.prefetch >= 0;
+  // the row kernel: bf16 rows of 256 NV elements, NV in {2, 4, 6, 8}, group 128, 8-byte aligned
+  // code rows, and a scale floor whose group scales and their reciprocals stay normal
+  // (div_rcp_normal: scale_eps >= 448 * 2^-126)
+  const void* row_k = nullptr;
+  if (es == 2 && vec && (cfg.path == 0 || cfg.path == 2) && a.group_size == 128 && a.hidden % 256 == 0 &&
+      a.scale_eps >= 448.f * 1.1754944e-38f && a.scale_eps <= 1e30f && aligned(a.q, a.q_stride, a.rows, 1, 8)) {
+    const int rnv = static_cast<int>(a.hidden / 256);
+    // bf16 only (the MLA activations; fp16 rows take the vector kernels): each instantiation costs
+    // ~0.4 s of this translation unit's compile time
+    if constexpr (std::is_same<T, __nv_bfloat16>::value) {
+      if (device_has_fp8_cvt(dev))
+        row_k = res ? row_kernel<T, true>(rnv, cfg.variant) : row_kernel<T, false>(rnv, cfg.variant);
+    }
+  }
+  const int row_r = row_k ? row_kernel_rows(static_cast<int>(a.hidden / 256), cfg.variant) : 1;
+  int wpb = cfg.warps_per_block > 0 ? (cfg.warps_per_block > 16 ? 16 : cfg.warps_per_block)
+            : row_k                  ? kRowWarpsPerBlock
+                                     : kDefaultWarpsPerBlock;
   // few rows: spread over the SMs, keeping >= 8 warps per block so that the block stages the
   // weight in one round trip (stage_weight)
   if (cfg.warps_per_block <= 0)
     while (wpb > 8 && (a.rows + wpb - 1) / wpb < sms) wpb >>= 1;
-  if (vec && nv == 16 && wpb > 8) wpb = 8;  // its launch bounds (register budget)
+  if ((row_k || (vec && nv == 16)) && wpb > 8) wpb = 8;  // their launch bounds (register budget)
   const int threads = 32 * wpb;
 
   const void* kernel = nullptr;
   size_t smem = 0;
-  if (vec) {
+  if (row_k) {
+    kernel = row_k;
+    smem = static_cast<size_t>(a.hidden) * sizeof(float);
+  } else if (vec) {
     if (nv > 0) {
       if constexpr (es == 2) kernel = res ? vec_kernel<T, true>(nv, prefetch) : vec_kernel<T, false>(nv, prefetch);
     } else {
@@ -121,15 +231,16 @@ cudaError_t launch_typed(const NormQuantArgs& a, const Params& p, cudaStream_t s
     kernel = res ? reinterpret_cast<const void*>(&nq::nq_generic_kernel<T, true>)
                  : reinterpret_cast<const void*>(&nq::nq_generic_kernel<T, false>);
   }
-  int64_t grid = (a.rows + wpb - 1) / wpb;
+  int64_t grid = (a.rows + int64_t{wpb} * row_r - 1) / (int64_t{wpb} * row_r);
   if (cfg.blocks_per_sm >= 0) {
     const int per_sm = cfg.blocks_per_sm > 0 ? cfg.blocks_per_sm : blocks_per_sm(kernel, dev, threads, smem);
     const int64_t cap = static_cast<int64_t>(sms) * per_sm;
     if (grid > cap) grid = cap;
   }
   if (grid > INT32_MAX) grid = INT32_MAX;  // the kernels grid-stride over the rest
-  // what ran: NV of the register kernel, 1 for the two-pass vector kernel, 0 for the generic one
-  if (kernel_used) *kernel_used = vec ? (nv > 0 ? nv : 1) : 0;
+  // what ran: 2 for the row kernel, NV of the register kernel, 1 for the two-pass vector kernel,
+  // 0 for the generic one
+  if (kernel_used) *kernel_used = row_k ? 2 : vec ? (nv > 0 ? nv : 1) : 0;
   void* kargs[] = {const_cast<Params*>(&p)};
   return cudaLaunchKernel(kernel, dim3(static_cast<unsigned>(grid)), dim3(threads), kargs, smem, stream);
 }

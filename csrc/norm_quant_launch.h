@@ -36,20 +36,26 @@ struct NormQuantArgs {
 //   warps_per_block: 1..16 (rows in flight per block: one per warp)
 //   blocks_per_sm:   grid = min(blocks the rows need, SMs x this); 0 = as many as fit (occupancy),
 //                    -1 = no cap (one row per warp, no grid-stride)
-//   path:            0 automatic (16-byte vector kernels where sizes and alignment allow), -1 the
-//                    generic element-wise kernel
+//   path:            0 automatic (the fixed-size row kernel for 16-bit rows of 512 / 1024 / 1536 /
+//                    2048 with group 128, else 16-byte vector kernels where sizes and alignment
+//                    allow), 1 the vector kernels without the row kernel, 2 = 0, -1 the generic
+//                    element-wise kernel
 //   prefetch:        the register kernel (plain norm, NV 8) loads the warp's next row before the
 //                    current one is done: 0 automatic (on), 1 on, -1 off
+//   variant:         the row kernel's launch variant (0 default; 1, 2 bf16 at 512 and 1536 only, for
+//                    the benchmark: see row_kernel_nv in norm_quant_launch.cu); a variant that does
+//                    not exist for the shape falls back to the vector kernels
 struct NormQuantConfig {
   int warps_per_block = 0;
   int blocks_per_sm = 0;
   int path = 0;
   int prefetch = 0;
+  int variant = 0;
 };
 
-// Returns cudaSuccess or the launch error; *kernel (when given) receives what ran: the register
-// kernel's budget NV (vectors per lane: 8 or 16), 1 for the two-pass vector kernel, 0 for the
-// generic kernel, -1 for no launch (zero rows). Invalid sizes return cudaErrorInvalidValue.
+// Returns cudaSuccess or the launch error; *kernel (when given) receives what ran: 2 for the row
+// kernel, the register kernel's budget NV (vectors per lane: 8 or 16), 1 for the two-pass vector
+// kernel, 0 for the generic kernel, -1 for no launch (zero rows). Invalid sizes return cudaErrorInvalidValue.
 cudaError_t rms_norm_quant_fp8_launch(const NormQuantArgs& args, cudaStream_t stream,
                                       NormQuantConfig config = NormQuantConfig(), int* kernel = nullptr);
 

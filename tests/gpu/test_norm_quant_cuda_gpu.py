@@ -1,8 +1,10 @@
 """The CUDA backend of ``qlinear.ops.fp8.rms_norm_quant_fp8`` (csrc/norm_quant*) on a GPU, against
 the fp32 reference on fresh random data: the strided q_c / kv_c slices of a [M, 2112] projection
-output, contiguous rows of every kernel (register NV 8 / 16, two-pass, generic), misaligned and
-odd shapes, other group sizes, the fused add, bf16 / fp16 / fp32, both scale layouts, signed
-zeros and all-zero rows, launch configurations, CUDA-graph capture and the automatic choice.
+output, contiguous rows of every kernel (fixed-size row kernel, register NV 8 / 16, two-pass,
+generic), misaligned and odd shapes, other group sizes, the fused add, bf16 / fp16 / fp32, both
+scale layouts, signed zeros and all-zero rows, launch configurations and the row kernel's launch
+variants, CUDA-graph capture and the automatic choice. The row kernel sums squares in the same
+order as the register kernel, so the two must agree bit for bit.
 
 Codes: the kernels sum squares in another order than the reference, which can move rstd by an
 ulp and a code across a rounding boundary: one e4m3 step on at most 1e-3 of the codes (at least
@@ -24,7 +26,9 @@ DEV = "cuda"
 EPS = 1e-6
 SCALE_EPS = 1e-10
 # what the raw op reports it ran
-REG8, REG16, TWO_PASS, GENERIC = 8, 16, 1, 0
+ROW, REG8, REG16, TWO_PASS, GENERIC = 2, 8, 16, 1, 0
+# row kernel launch variants (norm_quant_launch.cu, row_kernel_nv): 1, 2 exist for bf16 at K 512 / 1536
+ROW_VARIANTS = (0, 1, 2)
 
 
 def _ext():
@@ -60,10 +64,12 @@ def _run(x, w, res, group=128, column_major=False, **cfg):
     M, K = x.shape
     q = torch.empty((M, K), dtype=FP8_E4M3, device=DEV)
     s = empty_group_scales(M, cdiv(K, group), column_major, x.device)
-    used = _ext().rms_norm_quant_fp8(
-        q, s, x, res, w, EPS, SCALE_EPS, group, cfg.get("warps", 0), cfg.get("blocks_per_sm", 0),
-        cfg.get("path", 0), cfg.get("prefetch", 0),
-    )
+    args = (q, s, x, res, w, EPS, SCALE_EPS, group, cfg.get("warps", 0), cfg.get("blocks_per_sm", 0),
+            cfg.get("path", 0), cfg.get("prefetch", 0))
+    if "variant" in cfg:
+        used = _ext().rms_norm_quant_fp8_variant(*args, cfg["variant"])
+    else:
+        used = _ext().rms_norm_quant_fp8(*args)
     return q, s, used
 
 
@@ -89,12 +95,59 @@ def test_strided_slices(M, width_offset, residual, column_major, dtype):
     width, offset = width_offset
     x, w, res = _inputs(M, width, dtype, row_stride=2112, offset=offset, residual=residual)
     assert x.stride(0) == 2112
-    _check(x, w, res, column_major=column_major, expect=REG8, what=f"M={M} K={width}")
+    expect = ROW if dtype == torch.bfloat16 else REG8
+    _check(x, w, res, column_major=column_major, expect=expect, what=f"M={M} K={width}")
+
+
+def _same(a, b, what):
+    (qa, sa), (qb, sb) = a, b
+    assert torch.equal(qa.view(torch.uint8), qb.view(torch.uint8)), f"{what}: codes differ"
+    assert torch.equal(sa, sb), f"{what}: scales differ"
+
+
+@pytest.mark.parametrize("variant", ROW_VARIANTS)
+@pytest.mark.parametrize("residual", [False, True])
+@pytest.mark.parametrize("K", [512, 1024, 1536, 2048])
+@pytest.mark.parametrize("M", [1, 7, 4099])
+def test_row_kernel(M, K, residual, variant):
+    """Every row length and launch variant of the row kernel, on strided rows (odd M: a warp whose
+    rows are partly past the end): equal to the reference, and bit for bit to the register kernel
+    (path=1), residual included."""
+    x, w, res = _inputs(M, K, torch.bfloat16, row_stride=2112 if K <= 2048 else None, residual=residual,
+                        seed=10 + variant)
+    exists = variant == 0 or K in (512, 1536)
+    r_row = res.clone() if residual else None
+    q, s, used = _run(x, w, r_row, column_major=True, variant=variant)
+    assert used == (ROW if exists else REG8), f"K={K} variant={variant}: ran kernel {used}"
+    res_ref = res.clone() if residual else None
+    qr, sr = ops.rms_norm_quant_fp8(x, w, EPS, 128, residual=res_ref, column_major_scales=True,
+                                    backend="reference")
+    if residual:
+        assert torch.equal(r_row, res_ref), "residual differs"
+    _assert_close(q, s, qr, sr, f"row K={K} M={M} variant={variant}")
+    r_vec = res.clone() if residual else None
+    qv, sv, used_v = _run(x, w, r_vec, column_major=True, path=1)
+    assert used_v == REG8
+    _same((q, s), (qv, sv), f"row vs register kernel K={K} M={M} variant={variant}")
+    if residual:
+        assert torch.equal(r_row, r_vec)
+
+
+@pytest.mark.parametrize("warps", [1, 3, 8])
+@pytest.mark.parametrize("blocks_per_sm", [-1, 1, 0])
+@pytest.mark.parametrize("K", [512, 1536])
+def test_row_kernel_launch_shapes(K, warps, blocks_per_sm):
+    """Grid-stride (few blocks), one step per warp (no cap) and odd warps per block compute the same."""
+    x, w, _ = _inputs(3001, K, torch.bfloat16, row_stride=2112, seed=11)
+    q0, s0, _ = _run(x, w, None)
+    q1, s1, used = _run(x, w, None, warps=warps, blocks_per_sm=blocks_per_sm)
+    assert used == ROW
+    _same((q0, s0), (q1, s1), f"warps={warps} blocks_per_sm={blocks_per_sm}")
 
 
 @pytest.mark.parametrize(
     "K,expect",
-    [(1536, REG8), (2048, REG8), (1000, REG8), (4096, REG16), (3072, REG16), (7168, TWO_PASS), (16384, GENERIC)],
+    [(1536, ROW), (2048, ROW), (1000, REG8), (4096, REG16), (3072, REG16), (7168, TWO_PASS), (16384, GENERIC)],
 )
 @pytest.mark.parametrize("residual", [False, True])
 def test_contiguous_rows_every_kernel(K, expect, residual):
@@ -143,10 +196,11 @@ def test_fp32_input(K, expect, residual):
 @pytest.mark.parametrize("wdtype", [torch.float32, torch.float16])
 def test_weight_dtype_differs(wdtype):
     x, w, res = _inputs(300, 1536, torch.bfloat16, row_stride=2112, wdtype=wdtype, seed=6)
-    _check(x, w, res, expect=REG8, what=f"weight {wdtype}")
+    _check(x, w, res, expect=ROW, what=f"weight {wdtype}")
+    _check(x, w, res, expect=REG8, path=1, what=f"weight {wdtype}, register kernel")
 
 
-@pytest.mark.parametrize("path", [0, -1])
+@pytest.mark.parametrize("path", [0, 1, -1])
 def test_signed_zeros_and_zero_rows(path):
     """-0.0 inputs must give the 0x80 code as the reference does; an all-zero row gets the floor
     scale and zero codes."""
@@ -167,7 +221,8 @@ def test_signed_zeros_and_zero_rows(path):
 @pytest.mark.parametrize(
     "cfg",
     [dict(warps=4), dict(warps=16), dict(prefetch=-1), dict(prefetch=1, warps=2), dict(blocks_per_sm=-1),
-     dict(blocks_per_sm=1, warps=1), dict(path=-1)],
+     dict(blocks_per_sm=1, warps=1), dict(path=1), dict(path=1, prefetch=-1), dict(path=1, warps=16),
+     dict(variant=1), dict(variant=2), dict(path=-1)],
     ids=lambda c: ",".join(f"{k}={v}" for k, v in c.items()),
 )
 @pytest.mark.parametrize("residual", [False, True])
@@ -184,7 +239,7 @@ def test_launch_configs_agree(cfg, residual):
         assert used == GENERIC
         _check(x, w, res, path=-1, what="generic")
     else:
-        assert used == REG8
+        assert used == (REG8 if cfg.get("path") == 1 else ROW)
         assert torch.equal(q0.view(torch.uint8), q1.view(torch.uint8)) and torch.equal(s0, s1)
     if residual:
         assert torch.equal(r0, r1)
