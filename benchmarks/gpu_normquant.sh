@@ -13,13 +13,13 @@ source "$(dirname "$0")/_gpu_build.sh"
 gpu_build normquant
 
 echo "== 2. GPU tests"
-timeout 75 python -m pytest -q -p no:cacheprovider tests/gpu/test_norm_quant_cuda_gpu.py \
+timeout 65 python -m pytest -q -p no:cacheprovider tests/gpu/test_norm_quant_cuda_gpu.py \
     >"$OUT/normquant_pytest.txt" 2>&1
 test_rc=$?
 tail -n 15 "$OUT/normquant_pytest.txt"
 
 echo "== 3. benchmark"
-timeout 80 python benchmarks/bench_normquant_variants.py "$OUT" 2>&1 | tee "$OUT/normquant_bench.txt"
+timeout 60 python benchmarks/bench_normquant_variants.py "$OUT" 2>&1 | tee "$OUT/normquant_bench.txt"
 bench_rc=${PIPESTATUS[0]}
 
 echo
