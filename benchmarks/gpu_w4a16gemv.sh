@@ -1,18 +1,25 @@
 #!/usr/bin/env bash
-# CUDA tensor-core W4A16 decode kernel (backend "cuda", csrc/w4a16_gemv.cuh) on the GPU machine
-# (< 150 s): build of the extension (timed; reuses $QLINEAR_BUILD_DIR when set), then
-# tests/gpu/test_w4a16_cuda_gpu.py, then benchmarks/bench_w4a16_cuda.py (one line per measurement,
-# BEST lines per case at the end; JSON in $OUT/w4a16_cuda.json).
+# CUDA W4A16 decode kernels (backend "cuda", csrc/w4a16_gemv.cuh) on the GPU machine (< 150 s):
+# the micro-benchmark library (csrc/probe/w4a16_probe.cu, nvcc, in the background) and the
+# extension (timed), then tests/gpu/test_w4a16_cuda_gpu.py, then benchmarks/bench_w4a16_cuda.py
+# (ladder lines, real kernels, BEST lines per case and the SET line with the dispatch constants;
+# JSON in $OUT/w4a16_cuda.json).
 #   OUT=/some/dir bash benchmarks/gpu_w4a16gemv.sh
 source "$(dirname "$0")/_gpu_build.sh"
+probe_so="$QLINEAR_BUILD_DIR/w4a16_probe.so"
+( nvcc -O3 -std=c++17 -gencode=arch=compute_90,code=sm_90 -Xcompiler -fPIC -shared \
+    csrc/probe/w4a16_probe.cu -o "$probe_so" >"$OUT/w4a16gemv_probe_build.log" 2>&1 ) &
+probe_pid=$!
 gpu_build w4a16gemv
+wait "$probe_pid"; echo "probe build rc=$? (log $OUT/w4a16gemv_probe_build.log)"
 echo "== GPU tests"
-timeout 45 python -m pytest -q -p no:cacheprovider tests/gpu/test_w4a16_cuda_gpu.py \
+timeout 50 python -m pytest -q -p no:cacheprovider tests/gpu/test_w4a16_cuda_gpu.py \
     >"$OUT/w4a16gemv_pytest.txt" 2>&1
 test_rc=$?
 tail -n 15 "$OUT/w4a16gemv_pytest.txt"
 echo "== benchmark"
-timeout 80 python benchmarks/bench_w4a16_cuda.py --out "$OUT" --budget-s 55 2>&1 | tee "$OUT/w4a16gemv_bench.txt"
+timeout 85 python benchmarks/bench_w4a16_cuda.py --out "$OUT" --budget-s 62 --probe-lib "$probe_so" 2>&1 \
+    | tee "$OUT/w4a16gemv_bench.txt"
 bench_rc=${PIPESTATUS[0]}
 echo "build rc=$build_rc (${build_s} s)  tests rc=$test_rc  bench rc=$bench_rc  total $(( $(date +%s) - t_all )) s"
 gpu_cleanup

@@ -1,5 +1,6 @@
-// Launcher of the W4A16 tensor-core decode kernel (w4a16_gemv.cuh): support checks, the automatic
-// launch config, and the dispatch over the compiled (dtype, R, U, NT, SUB) instances.
+// Launcher of the W4A16 tensor-core decode kernels (w4a16_gemv.cuh): support checks, the automatic
+// launch config, and the dispatch over the compiled instances (ring kernel: dtype, WR, WK, S, ST, NT;
+// round 1's register kernel: dtype, R, U, NT, SUB).
 #include "w4a16_gemv.cuh"
 #include "w4a16_gemv_launch.h"
 
@@ -56,24 +57,39 @@ FKind fkind(W4GDType d) {
 template <typename XT, int R, int U, int NT, bool SUB>
 cudaError_t launch_one(const Params& p, int warps, bool pdl, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>((p.n + 16 * R - 1) / (16 * R)));
-  const dim3 block(static_cast<unsigned>(32 * warps));
   const size_t smem = sizeof(float) * static_cast<size_t>(R * NT * 128 * warps);
-  auto* kernel = w4a16g::mma_gemv_kernel<XT, R, U, NT, SUB>;
-  if (!pdl) {
-    kernel<<<grid, block, smem, stream>>>(p);
-    return cudaGetLastError();
+  return w4a16g::launch_kernel(w4a16g::mma_gemv_kernel<XT, R, U, NT, SUB>, grid, dim3(32 * warps), smem, pdl, stream,
+                               p);
+}
+
+bool ring_ok(const W4GemvArgs& a) {
+  return !sub_group(a) && a.n % 4 == 0 && reinterpret_cast<uintptr_t>(a.scales) % 4 == 0 &&
+         reinterpret_cast<uintptr_t>(a.zeros) % 4 == 0;
+}
+
+bool ring_compiled(int nt, int code) {
+  if (nt == 1) {
+    for (int c : w4a16g::kRingNT1)
+      if (c == code) return true;
+  } else {
+    for (int c : w4a16g::kRingNT2)
+      if (c == code) return true;
   }
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = grid;
-  cfg.blockDim = block;
-  cfg.dynamicSmemBytes = smem;
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  return cudaLaunchKernelEx(&cfg, kernel, p);
+  return false;
+}
+
+// Automatic ring shape. Round-1 data (H200): the grid must fill 132 SMs with enough cp.async
+// bytes in flight; one 16-row tile per CTA while the tiles number about one wave (2112x7168:
+// 132 tiles -> 8 K warps), 4 K warps for more tiles (7168x16384: 448), 64 rows per CTA when a row
+// is short (24576x1536: 12 superblocks, one stage of 4 per warp).
+int auto_ring(int nt, int64_t n, int64_t nsb, int sms) {
+  const int64_t tiles = (n + 15) / 16;
+  if (nt == 1) {
+    if (nsb <= 16) return 4143;
+    return tiles * 2 <= 3LL * sms ? 1824 : 1424;
+  }
+  if (nsb <= 16) return 4124;
+  return tiles * 2 <= 3LL * sms ? 1414 : 2224;
 }
 
 template <typename XT>
@@ -102,6 +118,13 @@ W4GemvConfig w4_gemv_resolve(const W4GemvArgs& a, const W4GemvConfig& cfg) {
   const int sms = sm_count();
   const int64_t row_tiles = (a.n + 15) / 16;
   const int64_t nsb = (a.k + 127) / 128;
+  if (c.ring == 0) c.ring = ring_ok(a) ? auto_ring(nt, a.n, nsb, sms) : -1;
+  if (c.pdl > 0 && cc_major() < 9) c.pdl = 0;
+  if (c.ring > 0) {
+    c.row_tiles = c.chunk = 0;
+    c.warps = (c.ring / 1000) * ((c.ring / 100) % 10);
+    return c;
+  }
   if (sub_group(a)) {
     c.row_tiles = 1;
     c.chunk = 2;
@@ -149,6 +172,10 @@ W4GemvSupport w4_gemv_supported(const W4GemvArgs& a, const W4GemvConfig& cfg) {
     return W4GemvSupport::kMisaligned;
   const W4GemvConfig c = w4_gemv_resolve(a, cfg);
   const int nt = a.m > 8 ? 2 : 1;
+  if (c.ring > 0) {
+    if (!ring_ok(a)) return W4GemvSupport::kNoRing;
+    return ring_compiled(nt, c.ring) ? W4GemvSupport::kOk : W4GemvSupport::kBadConfig;
+  }
   if (!compiled(nt, c.row_tiles, c.chunk, sub_group(a)) || c.warps < 1 ||
       c.warps > max_warps(nt, c.row_tiles, c.chunk, sub_group(a)))
     return W4GemvSupport::kBadConfig;
@@ -180,9 +207,22 @@ cudaError_t w4_gemv_launch(const W4GemvArgs& a, cudaStream_t stream, W4GemvConfi
   p.bias_kind = fkind(a.bias_dtype);
   p.pdl_prefetch = c.pdl > 0 ? 1 : 0;
   const int nt = a.m > 8 ? 2 : 1;
+  if (c.ring > 0) {
+    // instances live in w4a16_ring_bf16.cu / w4a16_ring_f16.cu (parallel compiles)
+    return a.x_dtype == W4GDType::kBFloat16 ? w4a16g::ring_dispatch_bf16(p, c.ring, nt, c.pdl > 0, stream)
+                                            : w4a16g::ring_dispatch_f16(p, c.ring, nt, c.pdl > 0, stream);
+  }
   const bool sub = sub_group(a);
   return a.x_dtype == W4GDType::kBFloat16 ? dispatch<__nv_bfloat16>(p, c, nt, sub, stream)
                                           : dispatch<__half>(p, c, nt, sub, stream);
+}
+
+int w4_ring_configs(int nt, int* codes, int cap) {
+  const int* src = nt == 1 ? w4a16g::kRingNT1 : w4a16g::kRingNT2;
+  const int n = nt == 1 ? static_cast<int>(sizeof(w4a16g::kRingNT1) / sizeof(int))
+                        : static_cast<int>(sizeof(w4a16g::kRingNT2) / sizeof(int));
+  for (int i = 0; i < n && i < cap; ++i) codes[i] = src[i];
+  return n;
 }
 
 }  // namespace qlinear

@@ -33,11 +33,16 @@ struct W4GemvArgs {
 // Launch choices; zeros mean automatic. rows_tiles (R) * chunk (U) must be one of the compiled
 // pairs (see w4a16_gemv_launch.cu); warps: 1 .. 16 warps per CTA splitting K; pdl: 1 launch with
 // programmatic stream serialization (and L2-prefetch the first weights before waiting).
+// ring: the cp.async ring kernel's shape WR * 1000 + WK * 100 + S * 10 + ST (16 WR rows per CTA,
+// WK warps over K, S superblocks per warp per stage, ST stages; see w4_ring_configs()), 0 = auto
+// (the ring kernel where it applies, else round 1's register kernel), -1 = the register kernel
+// (row_tiles / chunk / warps then apply).
 struct W4GemvConfig {
   int row_tiles = 0;
   int chunk = 0;
   int warps = 0;
   int pdl = 0;
+  int ring = 0;
 };
 
 // Why a case is not taken (0 = supported).
@@ -50,9 +55,14 @@ enum class W4GemvSupport : int {
   kMisaligned = 5,    // x pointer not 8-byte aligned or x row stride % 4 != 0, qweight not 16-byte aligned
   kBadConfig = 6,     // (row_tiles, chunk) not compiled or warps out of range
   kTooLarge = 7,      // n or k beyond int32 indexing
+  kNoRing = 8,        // ring kernel asked for: groups < 128, N % 4 != 0 or scales / zeros not 4-byte aligned
 };
 
 W4GemvSupport w4_gemv_supported(const W4GemvArgs& a, const W4GemvConfig& cfg);
+
+// The compiled ring shapes for M <= 8 (nt = 1) or M <= 16 (nt = 2): writes up to `cap` codes,
+// returns how many there are.
+int w4_ring_configs(int nt, int* codes, int cap);
 
 // The config the launcher would use (zeros resolved); *used receives it when non-null.
 W4GemvConfig w4_gemv_resolve(const W4GemvArgs& a, const W4GemvConfig& cfg);

@@ -41,6 +41,8 @@ SOURCES = (
     "norm_quant_launch.cu",
     "binding_w4a16.cpp",
     "w4a16_gemv_launch.cu",
+    "w4a16_ring_bf16.cu",
+    "w4a16_ring_f16.cu",
 )
 HEADERS = (
     "norm.cuh",

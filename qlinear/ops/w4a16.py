@@ -24,9 +24,10 @@ tile of rows reads them coalesced, and for act-order one column permutation per 
 permutations once (``x[:, perm]``, one small kernel, ``[M, S*K]``) and a single launch then serves
 the whole merged layer: its N-tiles never straddle a shard and each tile reads its shard's slice.
 
-Backends: ``"cuda"`` (``csrc/w4a16_gemv.cuh``: tensor-core decode kernel for M <= 16, 4-bit without
-act-order, one launch; auto-chosen for M <= :data:`_CUDA_MAX_M` where :func:`cuda_supported`
-holds; act-order and 8-bit weights take the Triton path), ``"triton"``
+Backends: ``"cuda"`` (``csrc/w4a16_gemv.cuh``: tensor-core decode kernels for M <= 16, 4-bit without
+act-order, one launch: a cp.async ring kernel, or round 1's register kernel for groups < 128 /
+N % 4 != 0; auto-chosen for M <= :data:`_CUDA_MAX_M` (:data:`_CUDA_MAX_M_TALL` when N >= 8 K) where
+:func:`cuda_supported` holds; act-order and 8-bit weights take the Triton path), ``"triton"``
 (``qlinear.kernels.w4a16_triton``: a CUDA-core split-K GEMV for M <= 4
 and a tensor-core split-K kernel for small and medium M), ``"dequant_cublas"`` (fused dequantize into
 a bf16/fp16 buffer, then cuBLAS; for large M) and ``"reference"`` (fp32, any device). Choice:
@@ -78,13 +79,22 @@ _M_THRESHOLDS: tuple[tuple[int, str, Optional[str]], ...] = (
 )
 
 # The CUDA tensor-core decode kernel ("cuda") takes M <= _CUDA_MAX_M in auto dispatch, ahead of
-# _M_THRESHOLDS, where cuda_supported() holds. NOT MEASURED YET: set it from
-# benchmarks/gpu_w4a16gemv.sh (the largest M at which "cuda" beats "triton" on all three shapes;
-# 0 turns the auto choice off). The kernel takes M <= 16.
+# _M_THRESHOLDS, where cuda_supported() holds; tall-skinny layers (N >= 8 K) use _CUDA_MAX_M_TALL.
+# H200 round 1 (register kernel, benchmarks/results/session3/w4a16_cuda_round1.txt, best config,
+# us, cuda / triton / tinygemm): 2112x7168 M=1 7.95 / 10.48 / 7.21, M=8 10.11 / 12.44 / 12.02,
+# M=16 14.79 / 12.93; 7168x16384 M=1 46.96 / 50.17 / 33.29, M=8 47.40 / 61.05, M=16 53.1 / 60.7;
+# 24576x1536 M=1 22.10 / 16.39 / 14.34 (loses), M=8 19.62 / 21.43: cuda up to M = 8, not on
+# tall-skinny layers. Round 2 (the cp.async ring kernel, the auto default now) is measured by
+# benchmarks/gpu_w4a16gemv.sh, which prints the values to set here. The kernel takes M <= 16.
 _CUDA_MAX_M = 8
-# Launch config (row tiles per CTA, superblocks per chunk, warps per CTA); 0 = the launcher's
-# heuristic (csrc/w4a16_gemv_launch.cu w4_gemv_resolve). The GPU script sweeps it.
+_CUDA_MAX_M_TALL = 0
+# Register-kernel launch config (row tiles per CTA, superblocks per chunk, warps per CTA); 0 = the
+# launcher's heuristic (csrc/w4a16_gemv_launch.cu w4_gemv_resolve); used when _CUDA_RING = -1.
 _CUDA_CONFIG: tuple[int, int, int] = (0, 0, 0)
+# Ring kernel shape code WR*1000 + WK*100 + S*10 + ST (w4a16_gemv.cuh kRingNT1 / kRingNT2), 0 = the
+# launcher's choice (ring where it applies: groups >= 128 or per channel, N % 4 == 0), -1 = round
+# 1's register kernel.
+_CUDA_RING = 0
 _cuda_failed: str | None = None  # why the extension did not load (then "cuda" falls back to triton)
 
 _SCALE_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
@@ -342,9 +352,9 @@ def w4a16_backend(x: torch.Tensor, packed: W4A16Weights) -> str:
     if x.device.type != "cuda" or x.dtype not in (torch.float16, torch.bfloat16) or not triton_supported(packed):
         return "reference"
     m = x.numel() // max(x.shape[-1], 1)
-    if m <= _CUDA_MAX_M and _cuda_failed is None and cuda_supported(x, packed):
-        return "cuda"
     tall = packed.n >= 8 * packed.k
+    if m <= (_CUDA_MAX_M_TALL if tall else _CUDA_MAX_M) and _cuda_failed is None and cuda_supported(x, packed):
+        return "cuda"
     for bound, name, tall_name in _M_THRESHOLDS:
         if m <= bound:
             return tall_name if tall and tall_name is not None else name
@@ -478,17 +488,20 @@ def cuda_gemv(
     bias: torch.Tensor | None = None,
     config: tuple[int, int, int] | None = None,
     pdl: bool | None = None,
+    ring: int | None = None,
 ) -> torch.Tensor | None:
     """The CUDA tensor-core decode kernel on ``x [M, K]`` (M <= 16, :func:`cuda_supported`):
     ``[M, N]`` in x's dtype, or None when the extension is unavailable.
 
-    ``config`` = (row tiles per CTA, superblocks per chunk, warps per CTA), 0 = automatic (default
-    :data:`_CUDA_CONFIG`); ``pdl`` None follows ``qlinear.kernels._pdl`` (on for M <= PDL_MAX_M).
+    ``ring``: the cp.async ring kernel's shape code (see :data:`_CUDA_RING`; 0 = automatic, -1 =
+    the register kernel); None = -1 when ``config`` is given, else :data:`_CUDA_RING`. ``config`` =
+    the register kernel's (row tiles per CTA, superblocks per chunk, warps per CTA), 0 = automatic
+    (default :data:`_CUDA_CONFIG`); ``pdl`` None follows ``qlinear.kernels._pdl`` (on for M <= PDL_MAX_M).
     """
-    return _cuda_gemv(x, packed, bias, config, pdl)
+    return _cuda_gemv(x, packed, bias, config, pdl, ring)
 
 
-def _cuda_gemv(x, packed, bias, config=None, pdl=None):
+def _cuda_gemv(x, packed, bias, config=None, pdl=None, ring=None):
     ops = _cuda_ext_ops()
     if ops is None:
         return None
@@ -500,8 +513,12 @@ def _cuda_gemv(x, packed, bias, config=None, pdl=None):
         from qlinear.kernels import _pdl  # function-local: imports triton
 
         pdl = m <= _pdl.PDL_MAX_M and _pdl.pdl_enabled(x.device)
+    if ring is None:
+        ring = -1 if config is not None else _CUDA_RING
     r, u, w = config if config is not None else _CUDA_CONFIG
-    ops.w4a16_gemv(out, x, packed.qweight, packed.scales, packed.zeros, bias, packed.group_size, r, u, w, int(pdl))
+    ops.w4a16_gemv(
+        out, x, packed.qweight, packed.scales, packed.zeros, bias, packed.group_size, r, u, w, int(pdl), int(ring)
+    )
     return out
 
 

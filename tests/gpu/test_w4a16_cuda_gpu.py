@@ -3,7 +3,9 @@
 Against ``x @ W.T + bias`` in fp32 with W from ``dequantize_canonical`` (the canonical formula,
 independent of the packed layout) on fresh random data: M in {1, 2, 3, 4, 8, 16} x symmetric /
 asymmetric zeros x group 128 / 64 / 32 / 256 / per channel x bf16 / fp16, merged two-shard weights,
-ragged N and K, every launch config the benchmark sweeps, CUDA-graph capture and the dispatch.
+ragged N and K, every launch config the benchmark sweeps, CUDA-graph capture and the dispatch; the
+ring kernel (round 2): every compiled shape code, groups / scale dtypes, its fallback to the
+register kernel, PDL and graph capture.
 """
 
 import pytest
@@ -146,3 +148,81 @@ def test_dispatch_and_fallbacks():
     # misaligned x (pointer off by 2 bytes) is not taken
     xm = torch.randn(1, 516, device=DEV, dtype=torch.bfloat16)[:, 1:513]
     assert not ops.cuda_supported(xm, packed)
+
+
+# ---- round 2: the cp.async ring kernel (the auto default where ring_ok holds) ----
+
+
+def _ring_codes(nt):
+    from qlinear.kernels import cuda_ext
+
+    return list(cuda_ext.load().w4a16_ring_configs(nt))
+
+
+def test_ring_every_code():
+    for nt, ms in ((1, (1, 5, 8)), (2, (9, 16))):
+        codes = _ring_codes(nt)
+        assert codes
+        for n, k in ((2112, 7168), (24576, 1536), (1000, 384), (300, 1540)):
+            packed, w = _layer(n, k, 128 if k % 128 == 0 else -1, True, seed=n + k)
+            for code in codes:
+                for m in ms:
+                    gen = torch.Generator(device=DEV).manual_seed(m + code)
+                    x = torch.randn(m, k, device=DEV, generator=gen).to(torch.bfloat16)
+                    b = torch.randn(n, device=DEV, generator=gen).to(torch.bfloat16)
+                    y = ops.cuda_gemv(x, packed, b, ring=code)
+                    want = x.float() @ w.T + b.float()
+                    err = ((y.float() - want).norm() / want.norm()).item()
+                    assert err <= TOL, f"ring {code} M={m} {n}x{k}: rel err {err:.3e}"
+                    close = torch.isclose(y.float(), want, rtol=3e-2, atol=3e-2 * want.abs().max().item())
+                    assert bool(close.all()), f"ring {code} M={m} {n}x{k}: {int((~close).sum())} wrong"
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("group,sdt", [(128, None), (256, None), (-1, torch.float32), (384, None)])
+def test_ring_groups_scales(group, sdt, dtype):
+    sdt = sdt or (torch.float16 if dtype == torch.float16 else torch.bfloat16)
+    packed, w = _layer(512, 1536, group, group != 256, sdt, seed=group + 11)
+    from qlinear.kernels import cuda_ext
+
+    lib = cuda_ext.load()
+    for m in (1, 3, 8, 12, 16):
+        x = torch.randn(m, 1536, device=DEV).to(dtype)
+        assert lib.w4a16_gemv_supported(x, packed.qweight, packed.scales, packed.zeros, packed.group_size) == 0
+        out = torch.empty(m, 512, device=DEV, dtype=dtype)
+        used = lib.w4a16_gemv(out, x, packed.qweight, packed.scales, packed.zeros, None, packed.group_size)
+        assert used > 0, "auto should take the ring kernel here"
+        want = x.float() @ w.T
+        assert ((out.float() - want).norm() / want.norm()).item() <= TOL
+
+
+def test_ring_falls_back_to_register_kernel():
+    from qlinear.kernels import cuda_ext
+
+    lib = cuda_ext.load()
+    for n, group in ((77, 128), (256, 64)):  # N % 4 != 0, group < 128
+        packed, w = _layer(n, 1024, group, True, seed=n)
+        x = torch.randn(2, 1024, device=DEV, dtype=torch.bfloat16)
+        out = torch.empty(2, n, device=DEV, dtype=torch.bfloat16)
+        used = lib.w4a16_gemv(out, x, packed.qweight, packed.scales, packed.zeros, None, packed.group_size)
+        assert used < 0, "the register kernel takes this case"
+        assert lib.w4a16_gemv_supported(x, packed.qweight, packed.scales, packed.zeros, packed.group_size,
+                                        ring=1424) == 8
+        want = x.float() @ w.T
+        assert ((out.float() - want).norm() / want.norm()).item() <= TOL
+
+
+def test_ring_pdl_and_graph():
+    packed, w = _layer(7168, 2048, seed=9)
+    x = torch.randn(1, 2048, device=DEV, dtype=torch.bfloat16)
+    y0 = ops.cuda_gemv(x, packed, pdl=True)
+    y1 = ops.cuda_gemv(x, packed, pdl=False)
+    assert torch.equal(y0, y1)  # deterministic, PDL changes nothing
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        y = ops.cuda_gemv(x, packed, pdl=True)
+    x.copy_(torch.randn_like(x))
+    graph.replay()
+    torch.cuda.synchronize()
+    want = x.float() @ w.T
+    assert ((y.float() - want).norm() / want.norm()).item() <= TOL
