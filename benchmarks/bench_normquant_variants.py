@@ -4,10 +4,11 @@
     python benchmarks/bench_normquant_variants.py [OUT_DIR] [--quick]
 
 Cases: the MLA slices of a [M, 2112] bf16 projection output, q_c = [:, :1536] and
-kv_c = [:, 1536:2048], M = 32768 (plain and fused add) and M = 4096. Per case: the row kernel's
-default and launch variants (``rms_norm_quant_fp8_variant``'s ``variant``; see row_kernel_nv in
-csrc/norm_quant_launch.cu), a few launch shapes, the register kernel (path=1, the previous
-default) and the Triton kernel as anchors. Bytes = x (+ residual read and written) in bf16 + e4m3
+kv_c = [:, 1536:2048], M = 32768 (plain and fused add) and M = 4096. Per case: the committed
+default (variant 0: row_default in csrc/norm_quant_launch.cu, marked DEFAULT), the row kernel's
+explicit launch variants (``rms_norm_quant_fp8_variant``'s ``variant``: 1, 2, 6 the register form,
+3, 4, 5 the bulk-copy form with 2, 3, 4 row slots per warp; see row_kernel_nv), a few launch
+shapes, the register kernel (path=1) and the Triton kernel as anchors. Bytes = x (+ residual read and written) in bf16 + e4m3
 codes + fp32 scales. One line per measurement; JSON in OUT_DIR/normquant_variants.json.
 """
 
@@ -19,6 +20,8 @@ from pathlib import Path
 
 import torch
 
+# runnable from a checkout without pip install: the repo root (qlinear) and benchmarks/ (_timing)
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _timing import bench_graph, buffers_to_defeat_l2, copy_ceiling_gbps, env_info, write_results  # noqa: E402
 
@@ -41,16 +44,22 @@ def main() -> None:
     rows: list[dict] = []
 
     # (case name, M, K, column offset, residual, launch configs)
-    V = [dict(variant=v) for v in (0, 1, 2)]
-    shapes = [dict(variant=0, warps=4), dict(variant=0, blocks_per_sm=-1), dict(variant=0, blocks_per_sm=1),
-              dict(variant=0, blocks_per_sm=2)]
-    old = [dict(path=1), dict(path=1, warps=16)]
+    D = [dict(variant=0)]
+    old = [dict(path=1)]
     cases = [
-        ("q_c s2112 32768x1536", 32768, 1536, 0, False, V + shapes + old + [dict(triton=1)]),
-        ("q_c s2112 +add 32768x1536", 32768, 1536, 0, True, V + shapes[:2] + old[:1] + [dict(triton=1)]),
-        ("kv_c s2112 32768x512", 32768, 512, 1536, False, V + shapes[:2] + old[:1]),
-        ("kv_c s2112 +add 32768x512", 32768, 512, 1536, True, V[:2] + old[:1]),
-        ("q_c s2112 4096x1536", 4096, 1536, 0, False, V + old[:1]),
+        ("q_c s2112 32768x1536", 32768, 1536, 0, False,
+         D + [dict(variant=6), dict(variant=6, blocks_per_sm=2), dict(variant=6, warps=4, blocks_per_sm=2),
+              dict(variant=3), dict(variant=4), dict(variant=4, warps=4), dict(variant=5), dict(variant=5, warps=4),
+              dict(variant=5, warps=2)] + old + [dict(triton=1)]),
+        ("q_c s2112 +add 32768x1536", 32768, 1536, 0, True,
+         D + [dict(variant=6), dict(variant=6, blocks_per_sm=-1), dict(variant=3), dict(variant=4),
+              dict(variant=5, warps=4)] + old),
+        ("kv_c s2112 32768x512", 32768, 512, 1536, False,
+         D + [dict(variant=1), dict(variant=6), dict(variant=3), dict(variant=4), dict(variant=5, warps=4)]),
+        ("kv_c s2112 +add 32768x512", 32768, 512, 1536, True,
+         D + [dict(variant=1), dict(variant=6), dict(variant=4), dict(variant=5, warps=4)]),
+        ("q_c s2112 4096x1536", 4096, 1536, 0, False,
+         D + [dict(variant=1), dict(variant=6), dict(variant=4), dict(variant=5, warps=4)]),
     ]
     if quick:
         cases = [(c[0], c[1], c[2], c[3], c[4], c[5][:3] + old[:1]) for c in cases[:2]]
@@ -76,8 +85,10 @@ def main() -> None:
             else:
                 a = (cfg.get("warps", 0), cfg.get("blocks_per_sm", 0), cfg.get("path", 0), 0, cfg.get("variant", 0))
                 used = ext.rms_norm_quant_fp8_variant(q, s, sets[0][0], sets[0][1], w, EPS, SCALE_EPS, GS, *a)
-                kname = {2: "row", 8: "reg8", 16: "reg16", 1: "two-pass", 0: "generic"}.get(used, str(used))
+                kname = {2: "row", 3: "bulk", 8: "reg8", 16: "reg16", 1: "two-pass", 0: "generic"}.get(used, str(used))
                 name = f"{kname} " + ",".join(f"{k}={v}" for k, v in cfg.items())
+                if cfg == dict(variant=0):
+                    name = f"DEFAULT {kname} variant=0"
 
                 def fn(i, a=a):
                     x, r = sets[i]
@@ -102,7 +113,7 @@ def main() -> None:
         best = max(cuda, key=lambda r: r["gbps"])
         dflt = next((r for r in cuda if r["cfg"] == str(dict(variant=0))), None)
         print(f"best {case:26s}: {best['impl']:36s} {best['frac_copy']:.3f} of copy"
-              + (f" (default row kernel {dflt['frac_copy']:.3f})" if dflt else ""))
+              + (f" | committed DEFAULT {dflt['frac_copy']:.3f} ({dflt['us']:.2f} us)" if dflt else ""))
 
 
 if __name__ == "__main__":

@@ -11,6 +11,8 @@
 // Four kernels, one warp per row, rows grid-strided over the warps of a persistent grid:
 //  * nq_row_kernel (below, with its own notes): nq_vec_kernel's layout with the row length and the
 //    group (128) fixed at compile time, bf16 rows of 512 / 1024 / 1536 / 2048; the default there.
+//    nq_bulk_kernel: the same arithmetic with the rows staged in shared memory by cp.async.bulk
+//    (S rows in flight per warp without their registers); sm_90, rows of 512 and 1536.
 //  * nq_vec_kernel: 16-byte loads (8 bf16 / fp16 elements: VEC). Lane `l` owns vectors
 //    v = l + 32 j, j < NV, of its row, held in registers between the sum of squares and the
 //    quantization. A group of `gs` elements is gs / VEC vectors at one j in consecutive lanes, so
@@ -620,6 +622,113 @@ __global__ void __launch_bounds__(256, MINB) nq_row_kernel(const Params p) {
       row0 += step;
       if (base >= p.rows) break;
       row_load<T, NV, R, RES, HINT>(a, p, row0, lane);
+    }
+  }
+#endif
+}
+
+// ---------------------------------------------------------------------------------------------
+// nq_bulk_kernel: nq_row_kernel's arithmetic (row_compute, bit for bit) with the rows brought in by
+// the copy engine instead of the lanes' registers. Each warp owns a ring of S row slots in shared
+// memory; lane 0 asks for a whole row (x, and the residual for the fused add) with one
+// cp.async.bulk per operand, completing on the slot's mbarrier. The warp thus keeps S - 1 rows in
+// flight while it computes one, without the registers a second row costs (nq_row_kernel's
+// PREFETCH: 128 registers, 16 warps per SM, one row ahead), so the register cap drops to 80 (MINB
+// 3) and the rows in flight per SM are bounded by shared memory instead. Needs 16-byte aligned
+// rows (the launcher's vector-path check) and sm_90 (cp.async.bulk).
+// Shared memory: the fp32 weight (K floats), then warps x S slots of (RES ? 2 : 1) x K x 2 bytes,
+// then warps x S mbarriers (8 bytes each).
+
+__device__ __forceinline__ uint32_t smem_u32(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void bulk_arrive_expect(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+
+__device__ __forceinline__ void bulk_copy(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
+               "l"(src), "r"(bytes), "r"(bar)
+               : "memory");
+}
+
+__device__ __forceinline__ void bulk_wait(uint32_t bar, uint32_t phase) {
+  asm volatile(
+      "{\n"
+      ".reg .pred P1;\n"
+      "NQ_BULK_WAIT:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 P1, [%0], %1;\n"
+      "@!P1 bra NQ_BULK_WAIT;\n"
+      "}\n" ::"r"(bar),
+      "r"(phase)
+      : "memory");
+}
+
+template <typename T, int NV, bool RES, int S, int MINB>
+__global__ void __launch_bounds__(256, MINB) nq_bulk_kernel(const Params p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+  __trap();  // compiled for sm_90+ only: the launcher never picks it below
+#else
+  constexpr int K = 256 * NV;
+  constexpr uint32_t kRowBytes = K * 2;
+  constexpr uint32_t kSlotBytes = (RES ? 2 : 1) * kRowBytes;
+  extern __shared__ float4 s_w4[];
+  const int lane = threadIdx.x & 31;
+  const int warp = threadIdx.x >> 5;
+  const int warps = blockDim.x >> 5;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * warps;
+  unsigned char* slots = reinterpret_cast<unsigned char*>(s_w4) + K * 4 + static_cast<size_t>(warp) * S * kSlotBytes;
+  const uint32_t slot0 = smem_u32(slots);
+  const uint32_t bar0 =
+      smem_u32(reinterpret_cast<unsigned char*>(s_w4) + K * 4 + static_cast<size_t>(warps) * S * kSlotBytes) +
+      8u * S * warp;
+  int64_t base = static_cast<int64_t>(blockIdx.x) * warps;
+  int64_t row0 = base + warp;
+  // lane 0 issues the row's copies into slot s (rows past the end: none, and none waited for)
+  auto issue = [&](int s, int64_t row) {
+    if (lane == 0 && row < p.rows) {
+      const uint32_t bar = bar0 + 8u * s;
+      bulk_arrive_expect(bar, kSlotBytes);
+      bulk_copy(slot0 + s * kSlotBytes, static_cast<const T*>(p.x) + row * p.x_stride, kRowBytes, bar);
+      if constexpr (RES)
+        bulk_copy(slot0 + s * kSlotBytes + kRowBytes, static_cast<const T*>(p.residual) + row * p.r_stride, kRowBytes,
+                  bar);
+    }
+  };
+  if (lane == 0) {
+#pragma unroll
+    for (int s = 0; s < S; ++s) asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar0 + 8u * s));
+    // the initialized barriers visible to the copy engine (async proxy)
+    asm volatile("fence.mbarrier_init.release.cluster;\n\tfence.proxy.async.shared::cta;" ::: "memory");
+  }
+  __syncwarp();
+#pragma unroll
+  for (int s = 0; s < S; ++s) issue(s, row0 + s * step);
+  stage_weight<8>(reinterpret_cast<float*>(s_w4), p, 32 * NV);
+  // loop on the block's first row (uniform, see nq_vec_kernel); a warp whose row is past the end
+  // computes on whatever its slot holds and stores nothing
+  int s = 0;
+  uint32_t phase = 0;
+  RowBuf<NV, 1, RES> b;
+  while (base < p.rows) {
+    if (row0 < p.rows) bulk_wait(bar0 + 8u * s, phase);
+    const uint4* src = reinterpret_cast<const uint4*>(slots + s * kSlotBytes) + lane;
+#pragma unroll
+    for (int j = 0; j < NV; ++j) {
+      b.x[0][j] = src[32 * j];
+      if constexpr (RES) b.r[0][j] = src[kRowBytes / 16 + 32 * j];
+    }
+    // every lane's reads of the slot ordered before the copy engine's refill of it
+    __syncwarp();
+    if (lane == 0) asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    issue(s, row0 + S * step);
+    row_compute<T, NV, 1, RES>(b, p, s_w4, row0, lane);
+    base += step;
+    row0 += step;
+    if (++s == S) {
+      s = 0;
+      phase ^= 1u;
     }
   }
 #endif

@@ -3,8 +3,8 @@
 // or 16 vectors per lane), the two-pass vector kernel or the generic kernel, sizes a persistent
 // grid from the occupancy, and launches on the given stream.
 // The one translation unit holding every instantiation, kept to what is measured to matter:
-// row kernel for bf16 x {512, 1024, 1536, 2048} x {plain, fused add} (+ a few launch variants at
-// 512 and 1536 that the benchmark compares; sm_89+ only); register kernel for bf16 / fp16 only
+// row kernel for bf16 x {512, 1024, 1536, 2048} x {plain, fused add} (+ a few launch variants and
+// the bulk-copy form at 512 and 1536, which the benchmark compares; sm_89+ / sm_90 only); register kernel for bf16 / fp16 only
 // {NV 8 (+ prefetch, plain norm only), NV 16} x {plain, fused add}; two-pass vector and generic
 // kernels for all three dtypes x {plain, fused add}.
 #include <mutex>
@@ -56,6 +56,18 @@ bool device_has_fp8_cvt(int dev) {
   return cache[dev] == 1;
 }
 
+// Compute capability 9.x (cp.async.bulk with an mbarrier; nq_bulk_kernel is tuned for the H200).
+bool device_is_sm90(int dev) {
+  static int cache[64] = {0};  // 0 unknown, 1 yes, 2 no
+  if (dev < 0 || dev >= 64) return false;
+  if (cache[dev] == 0) {
+    int major = 0;
+    const bool ok = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess;
+    cache[dev] = ok && major == 9 ? 1 : 2;
+  }
+  return cache[dev] == 1;
+}
+
 // Resident blocks per SM of (kernel, block size, shared memory), cached: the occupancy query
 // costs microseconds, and this runs on every call.
 int blocks_per_sm(const void* kernel, int dev, int threads, size_t smem) {
@@ -100,64 +112,96 @@ const void* vec_kernel(int nv, bool prefetch) {
   return reinterpret_cast<const void*>(&nq::nq_vec_kernel<T, 8, RES, false>);
 }
 
-// The row kernel's instantiation for (T = bf16, K = 256 NV, RES) and a launch variant (0: the
-// default; 1, 2 only at NV 2 and 6, for the benchmark); nullptr when there is none.
-// Template arguments: <T, NV, R rows per warp step, RES, PREFETCH, MINB (register cap), HINT>.
-// Registers (ptxas, sm_90): NV 6 plain, one row ahead: 128; NV 6 fused add: 80 (MINB 3);
-// NV 2 plain, two rows per step, two ahead: 96; every one of them spill-free.
+// The row kernels' explicit launch variants (NormQuantConfig::variant >= 1), bf16, K = 256 NV:
+//   1, 2, 6: nq_row_kernel (registers) -- 6: the round-1 default (plain: one step ahead in
+//            registers, R = 2 rows per step at NV 2; fused add: MINB 3 at NV 2 / 6), 1: NV 2 one
+//            row per step with 64 registers (fused add likewise), NV 6 the L2::256B hint (fused
+//            add: MINB 2), 2: no prefetch (NV 6 plain) or the hint (NV 2, NV 6 fused add);
+//   3, 4, 5: nq_bulk_kernel with S = 2, 3, 4 row slots per warp in shared memory (MINB 3).
+// 1 .. 5 exist at NV 2 and 6 only (the MLA slices); 6 at every NV; nullptr: none.
+// Registers (ptxas, sm_90; no spills): see the compile test's -Xptxas -v.
+struct RowPick {
+  const void* kernel = nullptr;
+  int rows_per_step = 1;  // R (the grid is sized in warps x R rows)
+  int stages = 0;         // nq_bulk_kernel's S; 0: nq_row_kernel
+};
+
 template <typename T, int NV, bool RES>
-const void* row_kernel_nv(int variant) {
+RowPick row_kernel_nv(int variant) {
+  using nq::nq_bulk_kernel;
   using nq::nq_row_kernel;
-#define QL_NQ_ROW(R, PF, MINB, HINT) reinterpret_cast<const void*>(&nq_row_kernel<T, NV, R, RES, PF, MINB, HINT>)
+#define QL_NQ_ROW(R, PF, MINB, HINT) \
+  RowPick { reinterpret_cast<const void*>(&nq_row_kernel<T, NV, R, RES, PF, MINB, HINT>), R, 0 }
+#define QL_NQ_BULK(S) \
+  RowPick { reinterpret_cast<const void*>(&nq_bulk_kernel<T, NV, RES, S, 3>), 1, S }
   constexpr bool kBf16 = std::is_same<T, __nv_bfloat16>::value;
+  constexpr bool kSlice = kBf16 && (NV == 2 || NV == 6);
+  if constexpr (kSlice) {
+    if (variant == 3) return QL_NQ_BULK(2);
+    if (variant == 4) return QL_NQ_BULK(3);
+    if (variant == 5) return QL_NQ_BULK(4);
+  }
   if constexpr (!RES) {
     // plain: the next step's rows load while this one computes
     if constexpr (NV == 2) {
       // 1 KB rows: two per step, so that the per-row chains (sum, rstd) overlap
-      if (variant == 0) return QL_NQ_ROW(2, true, 2, 0);
-      if constexpr (kBf16) {
+      if (variant == 6) return QL_NQ_ROW(2, true, 2, 0);
+      if constexpr (kSlice) {
         if (variant == 1) return QL_NQ_ROW(1, true, 4, 0);  // 64 registers: 32 warps per SM
         if (variant == 2) return QL_NQ_ROW(2, true, 2, 1);
       }
-      return nullptr;
     } else {
-      if (variant == 0) return QL_NQ_ROW(1, true, 2, 0);
-      if constexpr (kBf16 && NV == 6) {
+      if (variant == 6) return QL_NQ_ROW(1, true, 2, 0);
+      if constexpr (kSlice) {
         if (variant == 1) return QL_NQ_ROW(1, true, 2, 1);
         if (variant == 2) return QL_NQ_ROW(1, false, 2, 0);  // no prefetch: occupancy only
       }
-      return nullptr;
     }
   } else {
     // fused add: x and residual of one row are already 2 x NV vectors per lane in flight; two
     // rows' worth (prefetch) would not fit the registers
     if constexpr (NV == 2) {
-      if (variant == 0) return QL_NQ_ROW(2, false, 3, 0);
-      if constexpr (kBf16) {
+      if (variant == 6) return QL_NQ_ROW(2, false, 3, 0);
+      if constexpr (kSlice) {
         if (variant == 1) return QL_NQ_ROW(1, false, 4, 0);
         if (variant == 2) return QL_NQ_ROW(2, false, 3, 1);
       }
-      return nullptr;
     } else if constexpr (NV == 8) {
-      return variant == 0 ? QL_NQ_ROW(1, false, 2, 0) : nullptr;  // MINB 3 spills
+      if (variant == 6) return QL_NQ_ROW(1, false, 2, 0);  // MINB 3 spills
     } else {
-      if (variant == 0) return QL_NQ_ROW(1, false, 3, 0);
-      if constexpr (kBf16 && NV == 6) {
+      if (variant == 6) return QL_NQ_ROW(1, false, 3, 0);
+      if constexpr (kSlice) {
         if (variant == 1) return QL_NQ_ROW(1, false, 2, 0);
         if (variant == 2) return QL_NQ_ROW(1, false, 3, 1);
       }
-      return nullptr;
     }
   }
+  return RowPick{};
 #undef QL_NQ_ROW
+#undef QL_NQ_BULK
 }
 
-// Rows per warp step R of the row kernel (the launcher sizes the grid with it): mirrors
-// row_kernel_nv.
-int row_kernel_rows(int nv, int variant) { return nv == 2 && variant != 1 ? 2 : 1; }
+// The committed default per case (NormQuantConfig::variant == 0): variant, warps per block and
+// grid cap (blocks_per_sm as in NormQuantConfig) by row length and fused add, from H200 runs on
+// the MLA slices of [32768, 2112] bf16 (benchmarks/bench_normquant_variants.py; fraction of copy):
+//   K 512 plain:      variant 1 0.761 (6: 0.746)            round 1
+//   K 512 fused add:  variant 1 0.842 (6: 0.832)            round 1
+//   K 1536 fused add: variant 6 uncapped 0.894 (capped 0.876) round 1
+//   K 1536 plain:     variant 6 0.817..0.831 in round 1 (target 0.85): nq_bulk_kernel (variant 5,
+//                     4 warps per block: 3 rows in flight per warp) is the round-2 candidate.
+// Other NV: variant 6.
+struct RowDefault {
+  int variant, warps, blocks_per_sm;
+};
+
+RowDefault row_default(int nv, bool res) {
+  if (nv == 2) return RowDefault{1, 0, 0};
+  if (nv == 6) return res ? RowDefault{6, 0, -1} : RowDefault{5, 4, 0};
+  return RowDefault{6, 0, 0};
+}
 
 template <typename T, bool RES>
-const void* row_kernel(int nv, int variant) {
+RowPick row_kernel(int nv, int variant) {
   switch (nv) {
     case 2:
       return row_kernel_nv<T, 2, RES>(variant);
@@ -168,7 +212,26 @@ const void* row_kernel(int nv, int variant) {
     case 8:
       return row_kernel_nv<T, 8, RES>(variant);
   }
-  return nullptr;
+  return RowPick{};
+}
+
+// nq_bulk_kernel's shared memory above 48 KB needs the opt-in, set once per kernel.
+bool allow_smem(const void* kernel, size_t bytes) {
+  if (bytes <= 48 * 1024) return true;
+  static std::mutex mu;
+  static const void* done[32];
+  static int used = 0;
+  std::lock_guard<std::mutex> lock(mu);
+  for (int i = 0; i < used; ++i)
+    if (done[i] == kernel) return true;
+  // the most any block of it needs (8 warps, 4 slots of 2 x 1536 x 2 bytes: 198 KB) within the
+  // device's 227 KB
+  if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 227 * 1024) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  if (used < 32) done[used++] = kernel;
+  return true;
 }
 
 template <typename T>
@@ -192,24 +255,37 @@ cudaError_t launch_typed(const NormQuantArgs& a, const Params& p, cudaStream_t s
   // the row kernel: bf16 rows of 256 NV elements, NV in {2, 4, 6, 8}, group 128, 8-byte aligned
   // code rows, and a scale floor whose group scales and their reciprocals stay normal
   // (div_rcp_normal: scale_eps >= 448 * 2^-126)
-  const void* row_k = nullptr;
+  RowPick row;
+  NormQuantConfig c = cfg;
   if (es == 2 && vec && (cfg.path == 0 || cfg.path == 2) && a.group_size == 128 && a.hidden % 256 == 0 &&
       a.scale_eps >= 448.f * 1.1754944e-38f && a.scale_eps <= 1e30f && aligned(a.q, a.q_stride, a.rows, 1, 8)) {
     const int rnv = static_cast<int>(a.hidden / 256);
     // bf16 only (the MLA activations; fp16 rows take the vector kernels): each instantiation costs
     // ~0.4 s of this translation unit's compile time
     if constexpr (std::is_same<T, __nv_bfloat16>::value) {
-      if (device_has_fp8_cvt(dev))
-        row_k = res ? row_kernel<T, true>(rnv, cfg.variant) : row_kernel<T, false>(rnv, cfg.variant);
+      if (device_has_fp8_cvt(dev)) {
+        if (c.variant == 0) {
+          // the per-case default; explicit launch shapes of the caller win
+          const RowDefault d = row_default(rnv, res);
+          c.variant = d.variant;
+          if (c.warps_per_block <= 0) c.warps_per_block = d.warps;
+          if (c.blocks_per_sm == 0) c.blocks_per_sm = d.blocks_per_sm;
+        }
+        row = res ? row_kernel<T, true>(rnv, c.variant) : row_kernel<T, false>(rnv, c.variant);
+        // the bulk copies need sm_90
+        if (row.stages > 0 && !device_is_sm90(dev)) row = RowPick{};
+      }
     }
   }
-  const int row_r = row_k ? row_kernel_rows(static_cast<int>(a.hidden / 256), cfg.variant) : 1;
-  int wpb = cfg.warps_per_block > 0 ? (cfg.warps_per_block > 16 ? 16 : cfg.warps_per_block)
-            : row_k                  ? kRowWarpsPerBlock
-                                     : kDefaultWarpsPerBlock;
+  if (!row.kernel) c = cfg;  // the vector kernels: the caller's launch shape as given
+  const void* row_k = row.kernel;
+  const int row_r = row.rows_per_step;
+  int wpb = c.warps_per_block > 0 ? (c.warps_per_block > 16 ? 16 : c.warps_per_block)
+            : row_k               ? kRowWarpsPerBlock
+                                  : kDefaultWarpsPerBlock;
   // few rows: spread over the SMs, keeping >= 8 warps per block so that the block stages the
   // weight in one round trip (stage_weight)
-  if (cfg.warps_per_block <= 0)
+  if (c.warps_per_block <= 0)
     while (wpb > 8 && (a.rows + wpb - 1) / wpb < sms) wpb >>= 1;
   if ((row_k || (vec && nv == 16)) && wpb > 8) wpb = 8;  // their launch bounds (register budget)
   const int threads = 32 * wpb;
@@ -219,6 +295,11 @@ cudaError_t launch_typed(const NormQuantArgs& a, const Params& p, cudaStream_t s
   if (row_k) {
     kernel = row_k;
     smem = static_cast<size_t>(a.hidden) * sizeof(float);
+    if (row.stages > 0) {
+      // per warp: S slots of x (+ residual) rows and S mbarriers (nq_bulk_kernel)
+      smem += static_cast<size_t>(wpb) * row.stages * ((res ? 4 : 2) * a.hidden + 8);
+      if (!allow_smem(kernel, smem)) return cudaErrorInvalidConfiguration;
+    }
   } else if (vec) {
     if (nv > 0) {
       if constexpr (es == 2) kernel = res ? vec_kernel<T, true>(nv, prefetch) : vec_kernel<T, false>(nv, prefetch);
@@ -232,15 +313,16 @@ cudaError_t launch_typed(const NormQuantArgs& a, const Params& p, cudaStream_t s
                  : reinterpret_cast<const void*>(&nq::nq_generic_kernel<T, false>);
   }
   int64_t grid = (a.rows + int64_t{wpb} * row_r - 1) / (int64_t{wpb} * row_r);
-  if (cfg.blocks_per_sm >= 0) {
-    const int per_sm = cfg.blocks_per_sm > 0 ? cfg.blocks_per_sm : blocks_per_sm(kernel, dev, threads, smem);
+  if (c.blocks_per_sm >= 0 || row.stages > 0) {
+    // the bulk kernel always caps the grid at what fits: its blocks' shared memory is per warp
+    const int per_sm = c.blocks_per_sm > 0 ? c.blocks_per_sm : blocks_per_sm(kernel, dev, threads, smem);
     const int64_t cap = static_cast<int64_t>(sms) * per_sm;
     if (grid > cap) grid = cap;
   }
   if (grid > INT32_MAX) grid = INT32_MAX;  // the kernels grid-stride over the rest
-  // what ran: 2 for the row kernel, NV of the register kernel, 1 for the two-pass vector kernel,
-  // 0 for the generic one
-  if (kernel_used) *kernel_used = row_k ? 2 : vec ? (nv > 0 ? nv : 1) : 0;
+  // what ran: 2 for the row kernel, 3 for its bulk-copy form, NV of the register kernel, 1 for the
+  // two-pass vector kernel, 0 for the generic one
+  if (kernel_used) *kernel_used = row_k ? (row.stages > 0 ? 3 : 2) : vec ? (nv > 0 ? nv : 1) : 0;
   void* kargs[] = {const_cast<Params*>(&p)};
   return cudaLaunchKernel(kernel, dim3(static_cast<unsigned>(grid)), dim3(threads), kargs, smem, stream);
 }

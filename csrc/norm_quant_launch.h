@@ -42,9 +42,13 @@ struct NormQuantArgs {
 //                    element-wise kernel
 //   prefetch:        the register kernel (plain norm, NV 8) loads the warp's next row before the
 //                    current one is done: 0 automatic (on), 1 on, -1 off
-//   variant:         the row kernel's launch variant (0 default; 1, 2 bf16 at 512 and 1536 only, for
-//                    the benchmark: see row_kernel_nv in norm_quant_launch.cu); a variant that does
-//                    not exist for the shape falls back to the vector kernels
+//   variant:         the row kernel (bf16, K 512 / 1024 / 1536 / 2048, group 128): 0 = the committed
+//                    default per case (row_default in norm_quant_launch.cu: variant, and warps /
+//                    blocks_per_sm where the caller leaves them 0); explicit, for benchmarks and tests:
+//                    6 the register form (every K), 1, 2 register-form launch variants and 3, 4, 5
+//                    the bulk-copy form with 2, 3, 4 row slots per warp (K 512 / 1536 only, bulk
+//                    needs sm_90); a variant that does not exist for the shape falls back to the
+//                    vector kernels
 struct NormQuantConfig {
   int warps_per_block = 0;
   int blocks_per_sm = 0;
@@ -54,7 +58,7 @@ struct NormQuantConfig {
 };
 
 // Returns cudaSuccess or the launch error; *kernel (when given) receives what ran: 2 for the row
-// kernel, the register kernel's budget NV (vectors per lane: 8 or 16), 1 for the two-pass vector
+// kernel, 3 for its bulk-copy form (nq_bulk_kernel), the register kernel's budget NV (vectors per lane: 8 or 16), 1 for the two-pass vector
 // kernel, 0 for the generic kernel, -1 for no launch (zero rows). Invalid sizes return cudaErrorInvalidValue.
 cudaError_t rms_norm_quant_fp8_launch(const NormQuantArgs& args, cudaStream_t stream,
                                       NormQuantConfig config = NormQuantConfig(), int* kernel = nullptr);

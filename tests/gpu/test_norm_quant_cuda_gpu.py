@@ -26,9 +26,13 @@ DEV = "cuda"
 EPS = 1e-6
 SCALE_EPS = 1e-10
 # what the raw op reports it ran
-ROW, REG8, REG16, TWO_PASS, GENERIC = 2, 8, 16, 1, 0
-# row kernel launch variants (norm_quant_launch.cu, row_kernel_nv): 1, 2 exist for bf16 at K 512 / 1536
-ROW_VARIANTS = (0, 1, 2)
+ROW, BULK, REG8, REG16, TWO_PASS, GENERIC = 2, 3, 8, 16, 1, 0
+# the row kernel in either form (the per-case default may be either: row_default in the launcher)
+ROWS = (ROW, BULK)
+# row kernel launch variants (norm_quant_launch.cu, row_kernel_nv): 0 the per-case default, 6 the
+# register form everywhere; 1, 2 (registers) and 3, 4, 5 (bulk copies, S = 2, 3, 4) bf16 at K 512 / 1536
+ROW_VARIANTS = (0, 1, 2, 3, 4, 5, 6)
+BULK_VARIANTS = (3, 4, 5)
 
 
 def _ext():
@@ -82,7 +86,8 @@ def _check(x, w, res, group=128, column_major=False, expect=None, what="", **cfg
         assert torch.equal(res, res_ref), f"{what}: residual differs"
     _assert_close(q, s, qr, sr, what)
     if expect is not None:
-        assert used == expect, f"{what}: ran kernel {used}, expected {expect}"
+        # a tuple: any of those kernels
+        assert used in (expect if isinstance(expect, tuple) else (expect,)), f"{what}: ran kernel {used}, expected {expect}"
     return q, s
 
 
@@ -95,8 +100,9 @@ def test_strided_slices(M, width_offset, residual, column_major, dtype):
     width, offset = width_offset
     x, w, res = _inputs(M, width, dtype, row_stride=2112, offset=offset, residual=residual)
     assert x.stride(0) == 2112
-    expect = ROW if dtype == torch.bfloat16 else REG8
-    _check(x, w, res, column_major=column_major, expect=expect, what=f"M={M} K={width}")
+    q, s = _check(x, w, res, column_major=column_major, what=f"M={M} K={width}")
+    used = _run(x, w, res.clone() if residual else None, column_major=column_major)[2]
+    assert used in (ROWS if dtype == torch.bfloat16 else (REG8,)), f"M={M} K={width}: ran kernel {used}"
 
 
 def _same(a, b, what):
@@ -105,7 +111,8 @@ def _same(a, b, what):
     assert torch.equal(sa, sb), f"{what}: scales differ"
 
 
-@pytest.mark.parametrize("variant", ROW_VARIANTS)
+# bulk variants 3, 4: test_bulk_kernel_bit_identical
+@pytest.mark.parametrize("variant", (0, 1, 2, 5, 6))
 @pytest.mark.parametrize("residual", [False, True])
 @pytest.mark.parametrize("K", [512, 1024, 1536, 2048])
 @pytest.mark.parametrize("M", [1, 7, 4099])
@@ -115,10 +122,11 @@ def test_row_kernel(M, K, residual, variant):
     (path=1), residual included."""
     x, w, res = _inputs(M, K, torch.bfloat16, row_stride=2112 if K <= 2048 else None, residual=residual,
                         seed=10 + variant)
-    exists = variant == 0 or K in (512, 1536)
+    exists = variant in (0, 6) or K in (512, 1536)
+    expect = ROWS if variant == 0 else (BULK,) if variant in BULK_VARIANTS else (ROW,)
     r_row = res.clone() if residual else None
     q, s, used = _run(x, w, r_row, column_major=True, variant=variant)
-    assert used == (ROW if exists else REG8), f"K={K} variant={variant}: ran kernel {used}"
+    assert used in (expect if exists else (REG8,)), f"K={K} variant={variant}: ran kernel {used}"
     res_ref = res.clone() if residual else None
     qr, sr = ops.rms_norm_quant_fp8(x, w, EPS, 128, residual=res_ref, column_major_scales=True,
                                     backend="reference")
@@ -141,20 +149,46 @@ def test_row_kernel_launch_shapes(K, warps, blocks_per_sm):
     x, w, _ = _inputs(3001, K, torch.bfloat16, row_stride=2112, seed=11)
     q0, s0, _ = _run(x, w, None)
     q1, s1, used = _run(x, w, None, warps=warps, blocks_per_sm=blocks_per_sm)
-    assert used == ROW
+    assert used in ROWS
     _same((q0, s0), (q1, s1), f"warps={warps} blocks_per_sm={blocks_per_sm}")
+
+
+@pytest.mark.parametrize("variant", BULK_VARIANTS)
+@pytest.mark.parametrize("warps", [3, 4])
+@pytest.mark.parametrize("residual", [False, True])
+@pytest.mark.parametrize("K", [512, 1536])
+@pytest.mark.parametrize("M", [7, 3001])
+def test_bulk_kernel_bit_identical(M, K, residual, warps, variant):
+    """The bulk-copy form (rows staged in shared memory by cp.async.bulk, S slots per warp) equals
+    the register form (variant 6) bit for bit, residual included, for any warps per block and row
+    count (warps whose slots run past the end; a grid capped at the occupancy, rows grid-strided
+    through each warp's ring several times)."""
+    x, w, res = _inputs(M, K, torch.bfloat16, row_stride=2112, offset=2112 - K, residual=residual, seed=20 + variant)
+    r6 = res.clone() if residual else None
+    q6, s6, used6 = _run(x, w, r6, column_major=True, variant=6)
+    assert used6 == ROW
+    rb = res.clone() if residual else None
+    qb, sb, used = _run(x, w, rb, column_major=True, variant=variant, warps=warps)
+    assert used == BULK, f"variant={variant}: ran kernel {used}"
+    _same((q6, s6), (qb, sb), f"bulk S={variant - 1} vs register row kernel K={K} M={M} warps={warps}")
+    if residual:
+        assert torch.equal(r6, rb), "residual differs"
+    if M == 3001 and warps == 4 and variant == 5:
+        _check(x, w, res, column_major=True, variant=variant, warps=warps, expect=BULK, what="bulk vs reference")
 
 
 @pytest.mark.parametrize(
     "K,expect",
-    [(1536, ROW), (2048, ROW), (1000, REG8), (4096, REG16), (3072, REG16), (7168, TWO_PASS), (16384, GENERIC)],
+    [(1536, ROWS), (2048, ROWS), (1000, REG8), (4096, REG16), (3072, REG16), (7168, TWO_PASS), (16384, GENERIC)],
 )
 @pytest.mark.parametrize("residual", [False, True])
 def test_contiguous_rows_every_kernel(K, expect, residual):
     # 1000: a short last group (K % 128 = 104) inside the vector layout; 16384: weight too big
     # for the shared-memory stage -> generic
     x, w, res = _inputs(263, K, torch.bfloat16, residual=residual, seed=1)
-    _check(x, w, res, expect=expect, what=f"K={K}")
+    _check(x, w, res, what=f"K={K}")
+    used = _run(x, w, res.clone() if residual else None)[2]
+    assert used in (expect if isinstance(expect, tuple) else (expect,)), f"K={K}: ran kernel {used}"
 
 
 @pytest.mark.parametrize("residual", [False, True])
@@ -196,7 +230,7 @@ def test_fp32_input(K, expect, residual):
 @pytest.mark.parametrize("wdtype", [torch.float32, torch.float16])
 def test_weight_dtype_differs(wdtype):
     x, w, res = _inputs(300, 1536, torch.bfloat16, row_stride=2112, wdtype=wdtype, seed=6)
-    _check(x, w, res, expect=ROW, what=f"weight {wdtype}")
+    _check(x, w, res, expect=ROWS, what=f"weight {wdtype}")
     _check(x, w, res, expect=REG8, path=1, what=f"weight {wdtype}, register kernel")
 
 
@@ -222,7 +256,8 @@ def test_signed_zeros_and_zero_rows(path):
     "cfg",
     [dict(warps=4), dict(warps=16), dict(prefetch=-1), dict(prefetch=1, warps=2), dict(blocks_per_sm=-1),
      dict(blocks_per_sm=1, warps=1), dict(path=1), dict(path=1, prefetch=-1), dict(path=1, warps=16),
-     dict(variant=1), dict(variant=2), dict(path=-1)],
+     dict(variant=1), dict(variant=2), dict(variant=3), dict(variant=4, warps=2), dict(variant=5, warps=4),
+     dict(variant=5, blocks_per_sm=1), dict(variant=6), dict(variant=6, blocks_per_sm=-1), dict(path=-1)],
     ids=lambda c: ",".join(f"{k}={v}" for k, v in c.items()),
 )
 @pytest.mark.parametrize("residual", [False, True])
@@ -239,7 +274,7 @@ def test_launch_configs_agree(cfg, residual):
         assert used == GENERIC
         _check(x, w, res, path=-1, what="generic")
     else:
-        assert used == (REG8 if cfg.get("path") == 1 else ROW)
+        assert used in ((REG8,) if cfg.get("path") == 1 else ROWS)
         assert torch.equal(q0.view(torch.uint8), q1.view(torch.uint8)) and torch.equal(s0, s1)
     if residual:
         assert torch.equal(r0, r1)
