@@ -6,10 +6,13 @@
 //   ptr + (r / n_inner) * s0 + (r % n_inner) * s1      (strides in elements, the last stride is 1)
 // which covers 2-D views (n_inner = n_rows) and 3-D views whose leading dims do not collapse.
 //
-// Two kernels:
+// Kernels:
 //  * rms_norm_vec_kernel: 16-byte accesses, the whole row kept in registers (load once, reduce,
 //    write), several rows per block when rows are short, optionally the weight prefetched. Needs 16-byte aligned pointers and row
 //    strides and H a multiple of the vector width (8 for 16-bit types, 4 for fp32).
+//  * rms_norm_row_kernel: one row per block over any whole number of warps (e.g. 448 or 896
+//    threads for 7168 bf16: every thread exactly 2 or 1 vectors), row addresses computed before
+//    the PDL wait.
 //  * rms_norm_persistent_kernel: the plain norm's 16-byte path as a persistent grid (a few blocks
 //    per SM looping over row groups, the next group's rows loaded while this one is reduced and
 //    stored).
@@ -177,6 +180,26 @@ __device__ __forceinline__ float group_sum(float v, int tpr_log2) {
   return group_sum_in(v, tpr_log2, part);
 }
 
+// The reduction before the one-barrier rewrite (kept selectable, RED = 1 of the vec kernel, to
+// compare the two on the GPU): after the barrier the first lanes of every warp pick up their
+// row's warp partials and a second 5-level shuffle chain sums them.
+__device__ __forceinline__ float group_sum_shfl(float v, int tpr_log2) {
+  __shared__ float part[32];
+  const int in_warp = tpr_log2 < 5 ? tpr_log2 : 5;
+  for (int off = (1 << in_warp) >> 1; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+  if (tpr_log2 > 5) {
+    const int warp = threadIdx.x >> 5;
+    const int lane = threadIdx.x & 31;
+    if (lane == 0) part[warp] = v;
+    __syncthreads();
+    const int warps_per_row = 1 << (tpr_log2 - 5);
+    const int first = warp & ~(warps_per_row - 1);
+    v = lane < warps_per_row ? part[first + lane] : 0.f;
+    for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+  }
+  return v;
+}
+
 // fp32 sum of squares of the packs a lane holds (pack k is vector k * tpr + lane of its row; packs
 // past the row's nvec vectors are skipped).
 template <typename T, int NV>
@@ -208,7 +231,8 @@ __device__ __forceinline__ float packs_sumsq(const Pack<T> (&v)[NV], int tpr, in
 // this one on the stream (x, the residual and the output are only touched after the wait).
 // CH: cache hints for the row loads / stores (see ld_row / st_row); the weight, reused by every
 // row, always goes through the read-only cache.
-template <typename T, int NV, bool FUSED, int PREW, int CH = 0>
+// RED: 0 the one-barrier reduction (group_sum), 1 the two-level shuffle one (group_sum_shfl).
+template <typename T, int NV, bool FUSED, int PREW, int CH = 0, int RED = 0>
 __global__ void __launch_bounds__(1024)
     rms_norm_vec_kernel(Rows dst, Rows src, Rows res, const T* __restrict__ weight, uint32_t n_rows,
                         uint32_t n_inner, int hidden, int tpr_log2, float eps) {
@@ -262,7 +286,7 @@ __global__ void __launch_bounds__(1024)
     }
     ss += packs_sumsq(v, tpr, lane, nvec);
   }
-  ss = group_sum(ss, tpr_log2);
+  ss = RED == 1 ? group_sum_shfl(ss, tpr_log2) : group_sum(ss, tpr_log2);
   const float inv = rsqrtf(ss / static_cast<float>(hidden) + eps);
   if (active) {
     T* d = row_ptr<T>(dst, row, n_inner);
@@ -280,6 +304,92 @@ __global__ void __launch_bounds__(1024)
         for (int e = 0; e < VW; ++e) v[k].e[e] = C::from_f(C::to_f(v[k].e[e]) * inv * C::to_f(w.e[e]));
         st_row<CH>(reinterpret_cast<uint4*>(d) + j, v[k].raw);
       }
+    }
+  }
+}
+
+// One row per block with any whole number of warps per row (blockDim.x = threads per row, a
+// multiple of 32 up to 1024, not necessarily a power of two). For 7168 bf16 (896 vectors) 448 or
+// 896 threads give every thread exactly 2 or 1 vectors, where the power-of-two layouts leave half
+// the lanes idle in the last load (256 x 4 covers 1024 slots). Thread t owns vectors t, t + tpr,
+// ... (at most NV). The row's addresses are computed before griddepcontrol.wait, so the first
+// load issues right after it; the warp partials meet in shared memory after one barrier and every
+// thread sums them in the same order (the row's scale is bitwise the same in all threads).
+// PREW as rms_norm_vec_kernel (2: weight before the PDL wait, plain norm only). MINB: minimum
+// resident 1024-thread blocks per SM asked of the register allocator (__launch_bounds__(1024, MINB)):
+// 1 = at most 64 registers, 2 = at most 32 (full occupancy for any block size).
+template <typename T, int NV, bool FUSED, int PREW, int MINB = 1>
+__global__ void __launch_bounds__(1024, MINB)
+    rms_norm_row_kernel(Rows dst, Rows src, Rows res, const T* __restrict__ weight, uint32_t n_inner, int hidden,
+                        float eps) {
+  using C = Conv<T>;
+  constexpr int VW = Pack<T>::N;
+  __shared__ __align__(16) float part[32];
+  const int tpr = static_cast<int>(blockDim.x);
+  const int t = static_cast<int>(threadIdx.x);
+  const uint32_t row = blockIdx.x;
+  const int nvec = hidden / VW;
+  const uint4* s = reinterpret_cast<const uint4*>(row_ptr<T>(src, row, n_inner));
+  uint4* r = FUSED ? reinterpret_cast<uint4*>(row_ptr<T>(res, row, n_inner)) : nullptr;
+  uint4* d = reinterpret_cast<uint4*>(row_ptr<T>(dst, row, n_inner));
+  const uint4* wp = reinterpret_cast<const uint4*>(weight);
+
+  Pack<T> v[NV];
+  Pack<T> wv[PREW ? NV : 1];
+  if (PREW == 2) {
+#pragma unroll
+    for (int k = 0; k < NV; ++k)
+      if (k * tpr + t < nvec) wv[PREW ? k : 0].raw = __ldg(wp + k * tpr + t);
+  }
+  pdl_wait();
+  pdl_launch_dependents();
+#pragma unroll
+  for (int k = 0; k < NV; ++k)
+    if (k * tpr + t < nvec) v[k].raw = s[k * tpr + t];
+  if (PREW == 1) {
+#pragma unroll
+    for (int k = 0; k < NV; ++k)
+      if (k * tpr + t < nvec) wv[PREW ? k : 0].raw = __ldg(wp + k * tpr + t);
+  }
+  if (FUSED) {
+#pragma unroll
+    for (int k = 0; k < NV; ++k) {
+      const int j = k * tpr + t;
+      if (j < nvec) {
+        Pack<T> rv;
+        rv.raw = r[j];
+#pragma unroll
+        for (int e = 0; e < VW; ++e) v[k].e[e] = C::from_f(C::to_f(v[k].e[e]) + C::to_f(rv.e[e]));
+        r[j] = v[k].raw;
+      }
+    }
+  }
+  float ss = packs_sumsq(v, tpr, t, nvec);
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, off);
+  if ((t & 31) == 0) part[t >> 5] = ss;
+  __syncthreads();
+  const int nw = tpr >> 5;
+  float t0 = 0.f, t1 = 0.f;
+  for (int i = 0; i + 1 < nw; i += 2) {
+    t0 += part[i];
+    t1 += part[i + 1];
+  }
+  if (nw & 1) t0 += part[nw - 1];
+  const float inv = rsqrtf((t0 + t1) / static_cast<float>(hidden) + eps);
+#pragma unroll
+  for (int k = 0; k < NV; ++k) {
+    const int j = k * tpr + t;
+    if (j < nvec) {
+      Pack<T> w;
+      if (PREW) {
+        w = wv[PREW ? k : 0];
+      } else {
+        w.raw = __ldg(wp + j);
+      }
+#pragma unroll
+      for (int e = 0; e < VW; ++e) v[k].e[e] = C::from_f(C::to_f(v[k].e[e]) * inv * C::to_f(w.e[e]));
+      d[j] = v[k].raw;
     }
   }
 }

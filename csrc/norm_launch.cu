@@ -4,8 +4,11 @@
 // weight loaded after / before the reduction, vec NV=8, generic, cluster NV=1,2} x {plain, fused},
 // the plain vec kernel NV=1,2,4 with the weight loaded before the PDL wait, the persistent plain
 // kernel NV=2,4 (fp16 / bf16 also with streaming stores), the cache-hinted vec kernels for
-// fp16 / bf16 x NV=2,4 x 5 hint sets, and the multi-slice kernel for 3 dtypes x NV=2,4) so a
-// first build stays short.
+// fp16 / bf16 x NV=2,4 x 5 hint sets, the vec kernel with the shuffle reduction (fp16 / bf16, NV=4,
+// weight after / before the reduction, plain / fused), the one-row-per-block kernel for fp16 / bf16
+// x NV=1,2 x {weight after / before the reduction / before the PDL wait (plain)} x {plain, fused}
+// plus its 32-register variant (weight after), and the multi-slice kernel for 3 dtypes x NV=2,4)
+// so a first build stays short.
 #include <utility>
 
 #include "norm.cuh"
@@ -65,6 +68,9 @@ struct Plan {
   int cache_hints = 0;     // CH of the vec / persistent kernel, 0 = none
   bool pdl = false;        // programmatic dependent launch
   int cluster_log2 = 0;    // > 0: cluster kernel with 1 << cluster_log2 CTAs per row
+  int row_threads = 0;     // > 0: rms_norm_row_kernel, one row per block of this many threads
+  int row_minb = 1;        // its __launch_bounds__ minimum blocks per SM (1 or 2)
+  bool shfl_reduction = false;  // vec kernel with the two-level shuffle reduction (RED = 1)
 };
 
 // ---- Heuristics (tuned on an H200; `benchmarks/bench_rms_norm.py --focus tune` prints rules in
@@ -114,6 +120,24 @@ int nv_register_budget(int64_t need) {
 Plan make_plan(bool vec_ok, bool fused, int64_t n_rows, int64_t hidden, size_t es, const NormConfig& cfg) {
   Plan p{0, 0, 1, 0};
   const int sms = sm_count();
+  // one row per block over a non-power-of-two number of warps (16-bit types, 16-byte path):
+  // threads_per_row a multiple of 32 that is not a power of two, 1 or 2 vectors per thread
+  const int64_t vw16 = static_cast<int64_t>(16 / es);
+  const int tpr_req = cfg.threads_per_row;
+  if (vec_ok && es == 2 && cfg.vecs_per_thread != -1 && cfg.rows_per_block >= 0 && tpr_req > 32 &&
+      tpr_req <= 1024 && tpr_req % 32 == 0 && (tpr_req & (tpr_req - 1)) != 0 && hidden % vw16 == 0) {
+    const int64_t need = (hidden / vw16 + tpr_req - 1) / tpr_req;
+    if (need <= 2) {
+      p.nv = need <= 1 ? 1 : 2;
+      p.row_threads = tpr_req;
+      // cache_hints bit 4 (16): at most 32 registers (__launch_bounds__(1024, 2)); instantiated
+      // with the weight loaded after the reduction only (an early weight would spill)
+      p.row_minb = (cfg.cache_hints & 16) ? 2 : 1;
+      if (p.row_minb == 1 && (cfg.prefetch_weight > 0 || (cfg.prefetch_weight == 0 && n_rows <= sms)))
+        p.prefetch_weight = cfg.prefetch_weight == 2 && !fused ? 2 : 1;
+      return p;
+    }
+  }
   const bool few_rows = n_rows <= sms;
   const Rule& rule = pick_rule(few_rows, hidden * static_cast<int64_t>(es));
   const int64_t vw = static_cast<int64_t>(16 / es);
@@ -174,7 +198,13 @@ Plan make_plan(bool vec_ok, bool fused, int64_t n_rows, int64_t hidden, size_t e
   p.rows_per_block = rpb;
   // fp16 / bf16 register kernel with 2 or 4 vectors and no weight prefetch: the instantiated set;
   // the persistent kernel: streaming stores (4) only
-  const int ch = cfg.cache_hints;
+  // cache_hints bit 3 (8): the vec kernel's pre-round-2 shuffle reduction (16-bit types, 4
+  // vectors per thread, no hints, weight not before the PDL wait); bits 0-2 the load / store hints
+  if ((cfg.cache_hints & 8) && es == 2 && p.nv == 4 && p.persistent == 0 && p.prefetch_weight < 2) {
+    p.shfl_reduction = true;
+    return p;
+  }
+  const int ch = cfg.cache_hints & 7;
   if (p.persistent > 0) {
     if (ch == 4 && es == 2) p.cache_hints = ch;
   } else if ((ch == 1 || ch == 3 || ch == 4 || ch == 5 || ch == 7) && es == 2 && (p.nv == 2 || p.nv == 4) &&
@@ -328,6 +358,41 @@ cudaError_t launch_persistent(const Plan& p, int64_t n_rows, int threads, Rows d
   return go(norm::rms_norm_persistent_kernel<T, 4, 0>);
 }
 
+// rms_norm_row_kernel: grid = one block per row, p.row_threads threads, NV = p.nv (1 or 2), the
+// plan's weight timing (2 = before the PDL wait: plain norm only) and launch bound.
+template <typename T, bool FUSED, int NV, int MINB>
+cudaError_t launch_row_nv(const Plan& p, dim3 grid, Rows dst, Rows src, Rows res, const T* w, uint32_t ni, int h,
+                          float eps, cudaStream_t stream) {
+  const dim3 block(static_cast<unsigned>(p.row_threads));
+  if constexpr (MINB == 2) {
+    return launch_kernel(norm::rms_norm_row_kernel<T, NV, FUSED, 0, 2>, grid, block, stream, p.pdl, 0, dst, src, res,
+                         w, ni, h, eps);
+  } else {
+    if constexpr (!FUSED) {
+      if (p.prefetch_weight == 2)
+        return launch_kernel(norm::rms_norm_row_kernel<T, NV, false, 2, 1>, grid, block, stream, p.pdl, 0, dst, src,
+                             res, w, ni, h, eps);
+    }
+    if (p.prefetch_weight)
+      return launch_kernel(norm::rms_norm_row_kernel<T, NV, FUSED, 1, 1>, grid, block, stream, p.pdl, 0, dst, src,
+                           res, w, ni, h, eps);
+    return launch_kernel(norm::rms_norm_row_kernel<T, NV, FUSED, 0, 1>, grid, block, stream, p.pdl, 0, dst, src, res,
+                         w, ni, h, eps);
+  }
+}
+
+template <typename T, bool FUSED>
+cudaError_t launch_row(const Plan& p, int64_t n_rows, Rows dst, Rows src, Rows res, const T* w, uint32_t ni, int h,
+                       float eps, cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>(n_rows));
+  if (p.row_minb == 2) {
+    if (p.nv == 1) return launch_row_nv<T, FUSED, 1, 2>(p, grid, dst, src, res, w, ni, h, eps, stream);
+    return launch_row_nv<T, FUSED, 2, 2>(p, grid, dst, src, res, w, ni, h, eps, stream);
+  }
+  if (p.nv == 1) return launch_row_nv<T, FUSED, 1, 1>(p, grid, dst, src, res, w, ni, h, eps, stream);
+  return launch_row_nv<T, FUSED, 2, 1>(p, grid, dst, src, res, w, ni, h, eps, stream);
+}
+
 template <typename T, bool FUSED>
 cudaError_t launch_typed(const Plan& p, Rows dst, Rows src, Rows res, const void* weight,
                          int64_t n_rows, int64_t n_inner, int64_t hidden, float eps,
@@ -346,6 +411,18 @@ cudaError_t launch_typed(const Plan& p, Rows dst, Rows src, Rows res, const void
     if (p.nv == 1) QLINEAR_NORM_CLUSTER(1);
     QLINEAR_NORM_CLUSTER(2);
 #undef QLINEAR_NORM_CLUSTER
+  }
+  if constexpr (sizeof(T) == 2) {
+    if (p.row_threads > 0) return launch_row<T, FUSED>(p, n_rows, dst, src, res, w, ni, h, eps, stream);
+    if (p.shfl_reduction) {
+      const int threads = p.rows_per_block << p.tpr_log2;
+      const dim3 grid(static_cast<unsigned>((n_rows + p.rows_per_block - 1) / p.rows_per_block));
+      if (p.prefetch_weight)
+        return launch_kernel(norm::rms_norm_vec_kernel<T, 4, FUSED, 1, 0, 1>, grid, threads, stream, p.pdl, 0, dst,
+                             src, res, w, nr, ni, h, p.tpr_log2, eps);
+      return launch_kernel(norm::rms_norm_vec_kernel<T, 4, FUSED, 0, 0, 1>, grid, threads, stream, p.pdl, 0, dst,
+                           src, res, w, nr, ni, h, p.tpr_log2, eps);
+    }
   }
   const int threads = p.rows_per_block << p.tpr_log2;
   const int64_t blocks = (n_rows + p.rows_per_block - 1) / p.rows_per_block;

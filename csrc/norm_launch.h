@@ -24,6 +24,9 @@ struct NormOperand {
 //                    thread (ignored, falling back to the generic kernel, when alignment forbids);
 //                    -1 forces the generic element-wise kernel.
 //   threads_per_row: power of two in [1, 1024]; must cover the row for the register kernel.
+//                    A multiple of 32 that is not a power of two (e.g. 448 or 896 for 7168 fp16 /
+//                    bf16) selects the one-row-per-block kernel when each thread then holds 1 or 2
+//                    vectors (fp16 / bf16, 16-byte path; otherwise rounded up to a power of two).
 //   rows_per_block:  power of two; threads per block = rows_per_block * threads_per_row <= 1024.
 //                    Negative, -k: the persistent kernel (plain norm, 16-byte path, <= 4 vectors
 //                    per thread): k blocks per SM (capped by occupancy), each looping over groups
@@ -43,6 +46,10 @@ struct NormOperand {
 //                    (fp16 / bf16, 2 or 4 vectors per thread, weight not prefetched; ignored
 //                    elsewhere): load 1 = ld.cs, 3 = L1 + L2 evict-first; store 1 = st.cs.
 //                    Instantiated: 1, 3, 4, 5, 7; the persistent kernel: 4 only.
+//                    Variant bits: + 8 = the register kernel's two-level shuffle reduction (the
+//                    pre-round-2 one; fp16 / bf16, 4 vectors per thread, hints then ignored);
+//                    + 16 = the one-row-per-block kernel limited to 32 registers (weight after the
+//                    reduction).
 // With vecs_per_thread = 0 and threads_per_row set, the register budget is the smallest of
 // 1, 2, 4, 8 vectors that covers the row. All zeros is the default plan (no PDL, no cluster,
 // no hints).

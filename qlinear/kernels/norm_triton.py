@@ -8,7 +8,8 @@ collapses ``[..., H]`` views into that form without copying); row r starts at
 Short rows are processed ROWS at a time per program (a 2-D ``[ROWS, BLOCK_H]`` tile) so a
 program moves enough bytes; rows up to ``_MAX_SINGLE_PASS`` elements are read once and kept in
 registers; longer rows are read twice in BLOCK_H chunks. Masks cover any H (odd sizes) and any
-pointer alignment (Triton only vectorizes what it can prove aligned).
+pointer alignment (Triton only vectorizes what it can prove aligned). ``_rms_norm_rows_kernel`` is a
+constant-H variant for rows of one stride (selected by the rules or a config, see there).
 
 Importing this module imports triton; ``qlinear.ops`` imports it lazily on first use.
 """
@@ -96,21 +97,78 @@ def _rms_norm_kernel(
             tl.store(Y_ptr + y_row + cc, y.to(Y_ptr.dtype.element_ty), mask=mask)
 
 
+# Rows of one row stride (the 2-D case: n_outer == 1), single pass: the shape of the kernel
+# inductor generates for the fp32 reference (torch.compile ran 32768 x 7168 bf16 at the copy
+# ceiling while _rms_norm_kernel with the same tile and warps stayed ~3 % below): H is a
+# compile-time constant (one compile per hidden size), the row offset is pid * ROWS * stride with no
+# division by n_inner, 32-bit offsets when the operands span < 2^31 elements (WIDE = 0), and no
+# masks at all when H is a power of two and ROWS divides n_rows (EVEN).
+@triton.jit(do_not_specialize=["n_rows"])
+def _rms_norm_rows_kernel(
+    Y_ptr, Y_s,
+    X_ptr, X_s,
+    R_ptr, R_s,
+    W_ptr,
+    n_rows, eps,
+    H: tl.constexpr,
+    FUSED: tl.constexpr,
+    ROWS: tl.constexpr,
+    BLOCK_H: tl.constexpr,
+    EVICT: tl.constexpr,
+    EVEN: tl.constexpr,
+    WIDE: tl.constexpr,
+):
+    x_ep: tl.constexpr = "evict_first" if EVICT == 1 else ""
+    w_ep: tl.constexpr = "evict_last" if EVICT == 1 else ""
+    pid = tl.program_id(0)
+    rows = pid * ROWS + tl.arange(0, ROWS)
+    if WIDE:
+        rows = rows.to(tl.int64)
+    cols = tl.arange(0, BLOCK_H)[None, :]
+    x_off = rows[:, None] * X_s + cols
+    y_off = rows[:, None] * Y_s + cols
+    r_off = rows[:, None] * R_s + cols
+    if EVEN:
+        v = tl.load(X_ptr + x_off, eviction_policy=x_ep)
+        if FUSED:
+            r = tl.load(R_ptr + r_off, eviction_policy=x_ep)
+            v = (v.to(tl.float32) + r.to(tl.float32)).to(R_ptr.dtype.element_ty)
+            tl.store(R_ptr + r_off, v)
+        w = tl.load(W_ptr + cols, eviction_policy=w_ep).to(tl.float32)
+        vf = v.to(tl.float32)
+        inv = tl.rsqrt(tl.sum(vf * vf, axis=1) / H + eps)
+        tl.store(Y_ptr + y_off, (vf * inv[:, None] * w).to(Y_ptr.dtype.element_ty))
+    else:
+        mask = (rows < n_rows)[:, None] & (cols < H)
+        v = tl.load(X_ptr + x_off, mask=mask, other=0.0, eviction_policy=x_ep)
+        if FUSED:
+            r = tl.load(R_ptr + r_off, mask=mask, other=0.0, eviction_policy=x_ep)
+            v = (v.to(tl.float32) + r.to(tl.float32)).to(R_ptr.dtype.element_ty)
+            tl.store(R_ptr + r_off, v, mask=mask)
+        w = tl.load(W_ptr + cols, mask=cols < H, other=0.0, eviction_policy=w_ep).to(tl.float32)
+        vf = v.to(tl.float32)
+        inv = tl.rsqrt(tl.sum(vf * vf, axis=1) / H + eps)
+        tl.store(Y_ptr + y_off, (vf * inv[:, None] * w).to(Y_ptr.dtype.element_ty), mask=mask)
+
+
 # Tuned defaults (`benchmarks/bench_rms_norm.py --focus tune` / `--focus gaps2` print replacement
-# rules): (max row bytes, ROWS per program, num_warps, evict) for the single-pass kernel; ROWS = 0
-# means "a tile of about 4096 elements", num_warps = 0 means "about 32 bytes per thread", evict 1
-# the eviction hints (see the kernel). ROWS is then halved while the grid would have fewer than
-# _MIN_PROGRAMS programs.
+# rules): (max row bytes, ROWS per program, num_warps, evict[, static]) for the single-pass kernel;
+# ROWS = 0 means "a tile of about 4096 elements", num_warps = 0 means "about 32 bytes per thread",
+# evict 1 the eviction hints (see the kernel), static 1 the constant-H rows kernel
+# (_rms_norm_rows_kernel) where the rows have one stride. ROWS is then halved while the grid would
+# have fewer than _MIN_PROGRAMS programs.
 # Rows over 8 KB (7168 bf16): inductor's persistent-reduction config for this shape (one row per
 # program, 8 warps, x evict-first / weight evict-last), which ran at the copy ceiling on the H200
 # (torch.compile of the reference, 32768 x 7168: 4286 GB/s; this kernel with 16 warps and no
 # hints: 3803).
-_MANY_ROW_RULES: tuple[tuple[int, int, int, int], ...] = (
-    (8192, 0, 0, 0),
-    (1 << 62, 1, 8, 1),
+# H200 round 2 (benchmarks/results/session3/rms_norm_gaps2_round1.txt): the eviction hints cost
+# 4 % at 32768 x 7168 (8 warps: 3982 GB/s with, 4145 without), so rows over 8 KB take none.
+_MANY_ROW_RULES: tuple[tuple[int, ...], ...] = (
+    (8192, 0, 0, 0, 0),
+    (1 << 62, 1, 8, 0, 0),
 )
-_FEW_ROW_RULES: tuple[tuple[int, int, int, int], ...] = (
-    (1 << 62, 1, 0, 0),
+_FEW_ROW_RULES: tuple[tuple[int, ...], ...] = (
+    (1 << 62, 1, 0, 0, 0),
 )
 _MIN_PROGRAMS = 264  # about two per SM on an H100 / H200
 _FEW_ROWS = 132  # rows at or below this count use _FEW_ROW_RULES (the latency regime)
@@ -118,12 +176,13 @@ _FEW_ROWS = 132  # rows at or below this count use _FEW_ROW_RULES (the latency r
 
 def _launch_params(
     n_rows: int, hidden: int, elem_size: int, config: tuple[int, ...] | None = None
-) -> tuple[int, int, int, int, int]:
-    """(ROWS, BLOCK_H, N_CHUNKS, num_warps, EVICT) for a problem size.
+) -> tuple[int, int, int, int, int, int]:
+    """(ROWS, BLOCK_H, N_CHUNKS, num_warps, EVICT, STATIC) for a problem size.
 
-    ``config = (rows, num_warps[, evict])`` overrides the rules (rows / num_warps 0 = automatic,
-    evict -1 or absent = the rule's); ``rows`` is used as given (rounded up to a power of two),
-    without the grid-size adjustment.
+    ``config = (rows, num_warps[, evict[, static]])`` overrides the rules (rows / num_warps 0 =
+    automatic, evict / static -1 or absent = the rule's); ``rows`` is used as given (rounded up to
+    a power of two), without the grid-size adjustment. STATIC 1 asks for the constant-H rows kernel
+    (used only where the rows have one stride; the caller checks).
     """
     if hidden <= _MAX_SINGLE_PASS:
         block_h, n_chunks = triton.next_power_of_2(hidden), 1
@@ -131,16 +190,23 @@ def _launch_params(
         block_h, n_chunks = _CHUNK, triton.cdiv(hidden, _CHUNK)
     rules = _FEW_ROW_RULES if n_rows <= _FEW_ROWS else _MANY_ROW_RULES
     row_bytes = hidden * elem_size
-    _, rule_rows, rule_warps, rule_evict = next((r for r in rules if row_bytes <= r[0]), rules[-1])
+    rule = next((r for r in rules if row_bytes <= r[0]), rules[-1])
+    _, rule_rows, rule_warps, rule_evict = rule[:4]
+    rule_static = rule[4] if len(rule) > 4 else 0
     want = tuple(config) if config is not None else ()
     want_rows = int(want[0]) if len(want) > 0 else 0
     want_warps = int(want[1]) if len(want) > 1 else 0
     want_evict = int(want[2]) if len(want) > 2 else -1
+    want_static = int(want[3]) if len(want) > 3 else -1
     evict = rule_evict if want_evict < 0 else want_evict
+    static = rule_static if want_static < 0 else want_static
     if evict not in (0, 1):
         raise ValueError(f"config: evict must be 0 or 1 (or -1 for the rule's), got {evict}")
+    if static not in (0, 1):
+        raise ValueError(f"config: static must be 0 or 1 (or -1 for the rule's), got {static}")
     if n_chunks > 1:
         evict = 0  # the chunked loop re-reads rows: no evict-first there
+        static = 0
     if want_rows > 0:
         rows = triton.next_power_of_2(int(want_rows))
     else:
@@ -160,7 +226,7 @@ def _launch_params(
         num_warps = max(1, min(16, triton.next_power_of_2(rows * block_h // (32 * per_thread))))
     if num_warps not in (1, 2, 4, 8, 16, 32):
         raise ValueError(f"config: num_warps must be a power of two <= 32, got {num_warps}")
-    return rows, block_h, n_chunks, num_warps, evict
+    return rows, block_h, n_chunks, num_warps, evict, static
 
 
 def _check_views(name: str, t: torch.Tensor, like: torch.Tensor) -> None:
@@ -177,9 +243,23 @@ def _launch(out, x, residual, weight, eps, config) -> None:
     n_rows = n_outer * n_inner
     if n_rows == 0 or hidden == 0:
         return
-    rows, block_h, n_chunks, num_warps, evict = _launch_params(n_rows, hidden, x.element_size(), config)
+    rows, block_h, n_chunks, num_warps, evict, static = _launch_params(n_rows, hidden, x.element_size(), config)
     fused = residual is not None
     res = residual if fused else x  # unused when not fused: any valid pointer, strides 0
+    if static and n_outer == 1:
+        ops = (out, x, res) if fused else (out, x)
+        # 32-bit offsets when every operand's last element is below 2^31 elements from its base
+        wide = any((n_rows + rows) * t.stride(1) + hidden >= 2**31 for t in ops)
+        _rms_norm_rows_kernel[(triton.cdiv(n_rows, rows),)](
+            out, out.stride(1),
+            x, x.stride(1),
+            res, res.stride(1) if fused else 0,
+            weight,
+            n_rows, eps,
+            H=hidden, FUSED=fused, ROWS=rows, BLOCK_H=block_h, EVICT=evict,
+            EVEN=(block_h == hidden and n_rows % rows == 0), WIDE=wide, num_warps=num_warps,
+        )
+        return
     _rms_norm_kernel[(triton.cdiv(n_rows, rows),)](
         out, out.stride(0), out.stride(1),
         x, x.stride(0), x.stride(1),
@@ -201,7 +281,8 @@ def rms_norm_triton(
 
     ``out`` may be ``x`` (in place). Dtypes: fp16 / bf16 / fp32, all three tensors alike (the
     caller checks); ``weight`` is a contiguous ``[H]`` vector. ``config = (rows per program,
-    num_warps)`` overrides the launch rules (benchmarks sweep it; 0 = automatic).
+    num_warps[, evict[, static]])`` overrides the launch rules (benchmarks sweep it; 0 = automatic,
+    see :func:`_launch_params`).
     """
     _check_views("x", x, x)
     _check_views("out", out, x)

@@ -86,8 +86,11 @@ def resolve_norm_backend(backend: str | None, x: torch.Tensor) -> str:
 #       (3962 vs Triton 3489).
 #   kv_c 32768 x 512 (row stride 2112), out of place: Triton 3658 GB/s, CUDA 3572, compile 3600;
 #       in place CUDA 3214 vs Triton 3170.
+#   Round 2 (benchmarks/results/session3/rms_norm_gaps2_round1.txt): the Triton rule for rows
+#       over 8 KB ran 3984 GB/s (its eviction hints cost 4 %) vs CUDA with weight prefetch + PDL
+#       4171: removed, 32768 x 7168 is CUDA again (CUDA_KNOB_RULES). `--focus gaps3` re-times the
+#       candidates with interleaved repeats and prints the lines to set here.
 AUTO_BACKEND_RULES: tuple[tuple[int, int, int, bool | None, bool | None, str], ...] = (
-    (16384, 8193, 1 << 62, False, None, "triton"),
     (16384, 0, 1024, False, False, "triton"),
 )
 
@@ -245,9 +248,13 @@ CUDA_AUTO: CudaKnobs = (0, 0, 0, 0, 0, 0, 0)
 # PDL only lets a launch start while the previous kernel drains; every kernel waits
 # (griddepcontrol.wait) before touching memory, so results never depend on it. Rules are for the
 # plain norm only: the fused add was measured at 32768 rows alone.
+# Round 2: 32768 x 7168 plain, weight prefetch + PDL 4171 GB/s vs auto 4094: the rule for rows
+# over 8 KB now covers every row count (shorter rows past 4096 keep the automatic plan).
 CUDA_KNOB_RULES: tuple[tuple[int, int, bool | None, CudaKnobs], ...] = (
     (132, 16384, False, (0, 256, 1, 2, 1, 0, 0)),
     (4096, 1 << 62, False, (0, 0, 0, 1, 1, 0, 0)),
+    (1 << 62, 8192, None, CUDA_AUTO),
+    (1 << 62, 1 << 62, False, (0, 0, 0, 1, 1, 0, 0)),
 )
 
 

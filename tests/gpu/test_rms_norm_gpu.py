@@ -519,3 +519,104 @@ def test_auto_backend_rules(monkeypatch):
     calls.clear()
     _close(rms_norm(kv, w, EPS, backend="cuda"), rms_norm_ref(kv, w, EPS), dtype)
     assert not calls, "an explicit backend must not be overridden"
+
+
+# ----------------------------------------------------------------------------- gaps3 variants
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("fused", [False, True])
+@pytest.mark.parametrize("knobs", [(0, 448, 1, 0, 1, 0, 0), (0, 896, 1, 2, 1, 0, 0), (0, 448, 1, 1, 0, 0, 0),
+                                   (0, 448, 1, 0, 1, 0, 16), (0, 896, 1, 0, 0, 0, 16), (0, 96, 1, 2, 1, 0, 0),
+                                   (0, 0, 0, 0, 0, 0, 8), (0, 0, 0, 1, 1, 0, 8), (0, 256, 1, 1, 1, 0, 8),
+                                   (0, 32, 8, 0, 0, 0, 8)],
+                         ids=str)
+@pytest.mark.parametrize("T,H", [(16, 7168), (300, 7168), (133, 5120), (7, 512), (5, 769), (2, 8192)])
+def test_row_kernel_and_shuffle_reduction(T, H, knobs, fused, dtype):
+    """The one-row-per-block kernel (threads per row a non-power-of-two multiple of 32: every
+    thread 1 or 2 vectors, threads without a vector for short rows, odd warp counts; fp32, odd H
+    and rows needing more than 2 vectors per thread fall back) and the pre-round-2 shuffle
+    reduction (hints bit 8; applies to 4 vectors per thread, elsewhere ignored)."""
+    _run_knobs(T, H, dtype, fused, knobs)
+
+
+def test_row_kernel_in_place_and_pdl_graph():
+    """In place through the row kernel, and a PDL chain of row-kernel launches in a CUDA graph."""
+    from qlinear.kernels import cuda_ext
+
+    ops = cuda_ext.load()
+    dtype = torch.bfloat16
+    x = Strided(1000, 7168, dtype, True, seed=41)
+    w = _weight(7168, dtype)
+    expected = rms_norm_ref(x.view, w, EPS)
+    ops.rms_norm(x.view[None], x.view[None], w, EPS, 0, 448, 1, 0, 1, 0, 0)
+    _close(x.view, expected, dtype)
+    x.assert_outside_untouched()
+    a0 = (torch.randn(16, 7168, device="cuda", generator=_gen(42)) * 2).to(dtype)
+    a, b = a0.clone(), torch.empty_like(a0)
+    ae, be = a0.clone(), torch.empty_like(a0)
+    for _ in range(3):  # eager chain, automatic plan
+        ops.rms_norm(be[None], ae[None], w, EPS)
+        ops.rms_norm(ae[None], be[None], w, EPS)
+    graph = torch.cuda.CUDAGraph()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        ops.rms_norm(b[None], a[None], w, EPS, 0, 448, 1, 2, 1, 0, 0)
+    torch.cuda.current_stream().wait_stream(s)
+    with torch.cuda.graph(graph):
+        for _ in range(3):
+            ops.rms_norm(b[None], a[None], w, EPS, 0, 448, 1, 2, 1, 0, 0)
+            ops.rms_norm(a[None], b[None], w, EPS, 0, 896, 1, 2, 1, 0, 0)
+    a.copy_(a0)
+    graph.replay()
+    torch.cuda.synchronize()
+    _close(a, ae, dtype)
+    _close(b, be, dtype)
+
+
+# few shapes x configs: every combination is a Triton compile (H is a compile-time constant)
+@pytest.mark.parametrize("config", [(1, 8, 0, 1), (2, 1, 0, 1), (4, 2, 1, 1)], ids=str)
+@pytest.mark.parametrize("fused", [False, True])
+@pytest.mark.parametrize("T,H", [(300, 7168), (1000, 512), (7, 769)])
+def test_triton_static_rows_kernel(T, H, config, fused):
+    """The constant-H Triton rows kernel (static = 1): unmasked when H is a power of two and the
+    rows divide evenly, masked otherwise; strided rows; 1-warp configs (inductor's for 512)."""
+    from qlinear.kernels import norm_triton
+
+    dtype = torch.bfloat16
+    x = Strided(T, H, dtype, True, seed=T * 5 + H)
+    w = _weight(H, dtype)
+    if fused:
+        r = Strided(T, H, dtype, True, seed=T + 9, col=16, pad=40)
+        out_ref, r_ref = fused_add_rms_norm_ref(x.view, r.view, w, EPS)
+        norm_triton.fused_add_rms_norm_triton(x.view[None], r.view[None], w, EPS, config)
+        torch.testing.assert_close(r.view, r_ref, rtol=0, atol=0)
+        _close(x.view, out_ref, dtype)
+        r.assert_outside_untouched()
+    else:
+        out = torch.empty(T, H, device="cuda", dtype=dtype)
+        norm_triton.rms_norm_triton(out[None], x.view[None], w, EPS, config)
+        _close(out, rms_norm_ref(x.view, w, EPS), dtype)
+    x.assert_outside_untouched()
+
+
+def test_committed_rules_reach_the_reference():
+    """The committed AUTO_BACKEND_RULES / CUDA_KNOB_RULES / Triton rules on the benchmarked shapes
+    (scaled down in rows where the rule allows) give the reference's result."""
+    dtype = torch.bfloat16
+    for T, H, col in ((16, 7168, None), (20000, 7168, None), (16384, 512, 1536), (4096, 512, 1536),
+                      (16384, 1536, 0)):
+        if col is None:
+            x = (torch.randn(T, H, device="cuda", generator=_gen(T + H)) * 2).to(dtype)
+        else:
+            buf = (torch.randn(T, 2112, device="cuda", generator=_gen(T + H)) * 2).to(dtype)
+            x = buf[:, col:col + H]
+        w = _weight(H, dtype)
+        _close(rms_norm(x, w, EPS), rms_norm_ref(x, w, EPS), dtype)
+        r = torch.randn(T, H, device="cuda", generator=_gen(3)).to(dtype)
+        xf = x.clone()
+        out_ref, r_ref = fused_add_rms_norm_ref(xf, r, w, EPS)
+        fused_add_rms_norm(xf, r, w, EPS)
+        torch.testing.assert_close(r, r_ref, rtol=0, atol=0)
+        _close(xf, out_ref, dtype)

@@ -224,3 +224,31 @@ def test_nan_inf_like_reference(nt, dtype):
     _run_fused(nt, x, r, w)
     _close(r, r_ref, dtype)
     _close(x, out_ref, dtype)
+
+
+@pytest.mark.parametrize("config", [(2, 1, 0, 1), (4, 2, 1, 1), (1, 4, 0, 1)], ids=str)
+@pytest.mark.parametrize("T,H", [(8, 64), (5, 64), (3, 37)])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32])
+def test_static_rows_kernel(nt, T, H, config, dtype):
+    """The constant-H rows kernel (config static = 1): unmasked (H a power of two, ROWS dividing
+    T) and masked tiles, strided rows, plain and fused."""
+    x = (torch.randn(T, H + 9, generator=_gen(T + H)) * 2).to(dtype)[:, 3 : 3 + H]
+    w = _weight(H, dtype)
+    out = torch.empty(T, H, dtype=dtype)
+    nt.rms_norm_triton(out[None], x[None], w, EPS, config)
+    _close(out, rms_norm_ref(x, w, EPS), dtype)
+    r = torch.randn(T, H, generator=_gen(2)).to(dtype)
+    out_ref, r_ref = fused_add_rms_norm_ref(x, r, w, EPS)
+    nt.fused_add_rms_norm_triton(x[None], r[None], w, EPS, config)
+    torch.testing.assert_close(r, r_ref, rtol=0, atol=0)
+    _close(x, out_ref, dtype)
+
+
+def test_static_rule_field(nt, monkeypatch):
+    # a 5th rule field selects the rows kernel; 4-field rules (older tables) still parse
+    monkeypatch.setattr(nt, "_MANY_ROW_RULES", ((1 << 62, 2, 1, 0, 1),))
+    assert nt._launch_params(1000, 512, 2)[3:] == (1, 0, 1)
+    monkeypatch.setattr(nt, "_MANY_ROW_RULES", ((1 << 62, 2, 1, 0),))
+    assert nt._launch_params(1000, 512, 2)[5] == 0
+    with pytest.raises(ValueError, match="static"):
+        nt._launch_params(1000, 512, 2, (2, 1, 0, 3))
