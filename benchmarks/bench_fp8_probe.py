@@ -33,15 +33,22 @@ SWEEP_MS = (4, 16)
 SHAPES = ((2112, 7168), (7168, 16384))
 
 
-def _sweep_configs(n: int) -> list:
-    splits = (4, 6, 8, 12) if n == 2112 else (2, 3, 4, 6)
-    return [kern.GemmConfig(16, bn, sk, 4, st) for bn, sk, st in itertools.product((64, 128), splits, (4, 6))]
+def _sweep_configs(n: int, wide: bool) -> list:
+    if not wide:
+        splits = (4, 6, 8, 12) if n == 2112 else (2, 3, 4, 6)
+        return [kern.GemmConfig(16, bn, sk, 4, st) for bn, sk, st in itertools.product((64, 128), splits, (4, 6))]
+    # second round: narrower tiles, fewer / more warps, shallower pipelines
+    splits = (4, 8, 12) if n == 2112 else (3, 4, 6)
+    return [kern.GemmConfig(16, bn, sk, w, st)
+            for bn, sk, w, st in itertools.product((32, 64), splits, (2, 4), (3, 4))]
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     ap.add_argument("--budget-s", type=float, default=90.0)
+    ap.add_argument("--round2", action="store_true",
+                    help="the merged 1536 + 576 layer for 2112x7168, probe at M = 8 / 16, sweep at M = 16 / 1 over a wider config grid, PDL on only")
     args = ap.parse_args()
     t0 = time.time()
     rows = []
@@ -52,11 +59,19 @@ def main() -> None:
         print(f"{shape:>11} M={m:<3} {impl:<34} {r['median_us']:8.2f} us", flush=True)
         return r["median_us"]
 
+    def make(n, k):
+        if args.round2 and n == 2112:
+            return build_layer("fp8-block", k, [1536, 576], device="cuda")
+        return build_layer("fp8-block", k, [n], device="cuda")
+
+    probe_ms = (8, 16) if args.round2 else PROBE_MS
+    sweep_ms = (16, 1) if args.round2 else SWEEP_MS
+    pdls = (16,) if args.round2 else (0, 16)
     for n, k in SHAPES:
         shape = f"{n}x{k}"
-        layer = build_layer("fp8-block", k, [n], device="cuda")
+        layer = make(n, k)
         w, ws = layer.weight, layer.weight_scale_inv
-        for m in PROBE_MS:
+        for m in probe_ms:
             nbuf = buffers_to_defeat_l2(2 * m * k, max_buffers=8)
             xs = [torch.randn(m, k, device="cuda", dtype=torch.bfloat16) for _ in range(nbuf)]
             qs = [kern.per_token_group_quant_fp8(x, 128, column_major_scales=True) for x in xs]
@@ -69,17 +84,17 @@ def main() -> None:
     _pdl.PDL_MAX_M = 1
     for n, k in SHAPES:
         shape = f"{n}x{k}"
-        layer = build_layer("fp8-block", k, [n], device="cuda")
+        layer = make(n, k)
         w, ws = layer.weight, layer.weight_scale_inv
-        for m in SWEEP_MS:
+        for m in sweep_ms:
             nbuf = buffers_to_defeat_l2(2 * m * k, max_buffers=8)
             xs = [torch.randn(m, k, device="cuda", dtype=torch.bfloat16) for _ in range(nbuf)]
-            for cfg in _sweep_configs(n):
+            for cfg in _sweep_configs(n, args.round2):
                 if time.time() - t0 > args.budget_s:
                     print(f"budget reached: sweep stopped at {shape} M={m}", flush=True)
                     break
-                name = f"cfg bn{cfg.block_n} sk{cfg.split_k} st{cfg.num_stages}"
-                for pdl in (0, 16):
+                name = f"cfg bn{cfg.block_n} sk{cfg.split_k} w{cfg.num_warps} st{cfg.num_stages}"
+                for pdl in pdls:
                     _pdl.PDL_MAX_M = pdl
                     rec(shape, m, f"{name} {'pdl' if pdl else 'nopdl'}",
                         lambda i, cfg=cfg: kern.fp8_block_linear_triton(xs[i], w, ws, config=cfg), nbuf,
