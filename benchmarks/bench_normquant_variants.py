@@ -6,8 +6,9 @@
 Cases: the MLA slices of a [M, 2112] bf16 projection output, q_c = [:, :1536] and
 kv_c = [:, 1536:2048], M = 32768 (plain and fused add) and M = 4096. Per case: the committed
 default (variant 0: row_default in csrc/norm_quant_launch.cu, marked DEFAULT), the row kernel's
-explicit launch variants (``rms_norm_quant_fp8_variant``'s ``variant``: 1, 2, 6 the register form,
-3, 4, 5 the bulk-copy form with 2, 3, 4 row slots per warp; see row_kernel_nv), a few launch
+explicit launch variants (``rms_norm_quant_fp8_variant``'s ``variant``: 1, 6 the register form,
+4 the bulk-copy form with 3 row slots per warp, 7 .. 10 the round-3 q_c plain candidates: packed
+rows at 20 / 32 warps per SM, two rows per step; see row_kernel_nv), a few launch
 shapes, the register kernel (path=1) and the Triton kernel as anchors. Bytes = x (+ residual read and written) in bf16 + e4m3
 codes + fp32 scales. One line per measurement; JSON in OUT_DIR/normquant_variants.json.
 """
@@ -48,18 +49,20 @@ def main() -> None:
     old = [dict(path=1)]
     cases = [
         ("q_c s2112 32768x1536", 32768, 1536, 0, False,
-         D + [dict(variant=6), dict(variant=6, blocks_per_sm=2), dict(variant=6, warps=4, blocks_per_sm=2),
-              dict(variant=3), dict(variant=4), dict(variant=4, warps=4), dict(variant=5), dict(variant=5, warps=4),
-              dict(variant=5, warps=2)] + old + [dict(triton=1)]),
+         D + [dict(variant=6), dict(variant=6, blocks_per_sm=3, warps=5), dict(variant=1),
+              dict(variant=7), dict(variant=7, blocks_per_sm=3), dict(variant=7, warps=4),
+              dict(variant=8), dict(variant=8, blocks_per_sm=-1), dict(variant=8, warps=4),
+              dict(variant=9), dict(variant=9, blocks_per_sm=-1), dict(variant=9, blocks_per_sm=3),
+              dict(variant=10), dict(variant=10, blocks_per_sm=-1), dict(variant=4)] + old + [dict(triton=1)]),
         ("q_c s2112 +add 32768x1536", 32768, 1536, 0, True,
-         D + [dict(variant=6), dict(variant=6, blocks_per_sm=-1), dict(variant=3), dict(variant=4),
-              dict(variant=5, warps=4)] + old),
+         D + [dict(variant=6), dict(variant=6, blocks_per_sm=-1), dict(variant=4)] + old),
         ("kv_c s2112 32768x512", 32768, 512, 1536, False,
-         D + [dict(variant=1), dict(variant=6), dict(variant=3), dict(variant=4), dict(variant=5, warps=4)]),
+         D + [dict(variant=1), dict(variant=6)]),
         ("kv_c s2112 +add 32768x512", 32768, 512, 1536, True,
-         D + [dict(variant=1), dict(variant=6), dict(variant=4), dict(variant=5, warps=4)]),
+         D + [dict(variant=1), dict(variant=6)]),
         ("q_c s2112 4096x1536", 4096, 1536, 0, False,
-         D + [dict(variant=1), dict(variant=6), dict(variant=4), dict(variant=5, warps=4)]),
+         D + [dict(variant=1), dict(variant=6), dict(variant=7), dict(variant=8), dict(variant=9),
+              dict(variant=10)]),
     ]
     if quick:
         cases = [(c[0], c[1], c[2], c[3], c[4], c[5][:3] + old[:1]) for c in cases[:2]]

@@ -3,7 +3,8 @@
 # with the extension already built by the caller):
 #   1. a build of the CUDA extension (cold unless the caller set QLINEAR_BUILD_DIR), timed;
 #   2. pytest tests/gpu/test_norm_quant_cuda_gpu.py, a quick selection (row kernel in both forms
-#      vs reference and, bit for bit, vs each other and the register kernel; launch configs; graphs);
+#      vs reference and, bit for bit, vs each other and the register kernel; the round-3 variants
+#      7 .. 10 bit for bit vs variant 6 incl. NaN / inf / signed zeros; launch configs; graphs);
 #   3. benchmarks/bench_normquant_variants.py, CUDA-graph timing: the MLA slices of [M, 2112] bf16
 #      (q_c 1536 wide, kv_c 512 wide), M = 32768 plain + fused add and M = 4096, the row kernel's
 #      default and launch variants, launch shapes, the previous register kernel (path=1) and
@@ -18,7 +19,7 @@ gpu_build normquant
 
 echo "== 2. GPU tests"
 timeout 30 python -m pytest -q -p no:cacheprovider tests/gpu/test_norm_quant_cuda_gpu.py \
-    -k "bulk or test_row_kernel or launch_configs or graph or auto_picks" \
+    -k "bulk or round3 or test_row_kernel or launch_configs or graph or auto_picks" \
     >"$OUT/normquant_pytest.txt" 2>&1
 test_rc=$?
 tail -n 15 "$OUT/normquant_pytest.txt"

@@ -23,8 +23,6 @@ using nq::Params;
 // (0.727 of copy), 8 warps 51.0 us, 4 warps 51.6 us. A shared-memory ring variant (cp.async, 3 rows
 // ahead per warp, 40 registers) measured slower, 73 us, and was dropped.
 constexpr int kDefaultWarpsPerBlock = 16;
-// The row kernel's (launch bounds: 256 threads).
-constexpr int kRowWarpsPerBlock = 8;
 
 int current_device() {
   int dev = 0;
@@ -113,17 +111,20 @@ const void* vec_kernel(int nv, bool prefetch) {
 }
 
 // The row kernels' explicit launch variants (NormQuantConfig::variant >= 1), bf16, K = 256 NV:
-//   1, 2, 6: nq_row_kernel (registers) -- 6: the round-1 default (plain: one step ahead in
-//            registers, R = 2 rows per step at NV 2; fused add: MINB 3 at NV 2 / 6), 1: NV 2 one
-//            row per step with 64 registers (fused add likewise), NV 6 the L2::256B hint (fused
-//            add: MINB 2), 2: no prefetch (NV 6 plain) or the hint (NV 2, NV 6 fused add);
-//   3, 4, 5: nq_bulk_kernel with S = 2, 3, 4 row slots per warp in shared memory (MINB 3).
-// 1 .. 5 exist at NV 2 and 6 only (the MLA slices); 6 at every NV; nullptr: none.
+//   1, 6:   nq_row_kernel (registers) -- 6: the round-1 default (plain: one step ahead in
+//           registers, R = 2 rows per step at NV 2; fused add: MINB 3 at NV 2 / 6), 1: NV 2 one
+//           row per step with 64 registers (fused add likewise), NV 6 the L2::256B hint (fused
+//           add: MINB 2); NV 2 and 6 only;
+//   4:      nq_bulk_kernel with S = 3 row slots per warp in shared memory (MINB 3), NV 6 only;
+//   7 .. 10: NV 6 plain only, the round-3 candidates (below);
+//   2, 3, 5 (round 1 / 2, slower everywhere): removed, they fall back like any missing variant.
+// 6 exists at every NV; nullptr: none.
 // Registers (ptxas, sm_90; no spills): see the compile test's -Xptxas -v.
 struct RowPick {
   const void* kernel = nullptr;
   int rows_per_step = 1;  // R (the grid is sized in warps x R rows)
   int stages = 0;         // nq_bulk_kernel's S; 0: nq_row_kernel
+  int max_warps = 8;      // the kernel's launch bounds / 32 (and its warps per block by default)
 };
 
 template <typename T, int NV, bool RES>
@@ -131,15 +132,28 @@ RowPick row_kernel_nv(int variant) {
   using nq::nq_bulk_kernel;
   using nq::nq_row_kernel;
 #define QL_NQ_ROW(R, PF, MINB, HINT) \
-  RowPick { reinterpret_cast<const void*>(&nq_row_kernel<T, NV, R, RES, PF, MINB, HINT>), R, 0 }
+  RowPick { reinterpret_cast<const void*>(&nq_row_kernel<T, NV, R, RES, PF, MINB, HINT>), R, 0, 8 }
+#define QL_NQ_LEAN(R, PF, MINB, MAXT) \
+  RowPick { reinterpret_cast<const void*>(&nq_row_kernel<T, NV, R, RES, PF, MINB, 0, true, MAXT>), R, 0, MAXT / 32 }
 #define QL_NQ_BULK(S) \
-  RowPick { reinterpret_cast<const void*>(&nq_bulk_kernel<T, NV, RES, S, 3>), 1, S }
+  RowPick { reinterpret_cast<const void*>(&nq_bulk_kernel<T, NV, RES, S, 3>), 1, S, 8 }
   constexpr bool kBf16 = std::is_same<T, __nv_bfloat16>::value;
   constexpr bool kSlice = kBf16 && (NV == 2 || NV == 6);
-  if constexpr (kSlice) {
-    if (variant == 3) return QL_NQ_BULK(2);
+  // round 2 (H200): S = 3 the best bulk form, still below the register form; kept as an anchor
+  // at K 1536 only (S = 2 / 4 and K 512 dropped: compile time)
+  if constexpr (kBf16 && NV == 6) {
     if (variant == 4) return QL_NQ_BULK(3);
-    if (variant == 5) return QL_NQ_BULK(4);
+  }
+  if constexpr (!RES && kBf16 && NV == 6) {
+    // round 3 candidates for q_c plain (row_compute_lean: the row kept packed; ptxas -v, no spills):
+    // 7: one row ahead, 96 registers, 5-warp blocks x 4 = 20 warps per SM (40 rows in flight);
+    // 8: two rows per step interleaved (ILP across rows), no prefetch, 125 registers, 16 warps;
+    // 9: one row, no prefetch, 64 registers, 32 warps per SM;
+    // 10: row_compute, two rows per step and two ahead, 252 registers, 8 warps per SM
+    if (variant == 7) return QL_NQ_LEAN(1, true, 4, 160);
+    if (variant == 8) return QL_NQ_LEAN(2, false, 2, 256);
+    if (variant == 9) return QL_NQ_LEAN(1, false, 4, 256);
+    if (variant == 10) return QL_NQ_ROW(2, true, 1, 0);
   }
   if constexpr (!RES) {
     // plain: the next step's rows load while this one computes
@@ -148,13 +162,11 @@ RowPick row_kernel_nv(int variant) {
       if (variant == 6) return QL_NQ_ROW(2, true, 2, 0);
       if constexpr (kSlice) {
         if (variant == 1) return QL_NQ_ROW(1, true, 4, 0);  // 64 registers: 32 warps per SM
-        if (variant == 2) return QL_NQ_ROW(2, true, 2, 1);
       }
     } else {
       if (variant == 6) return QL_NQ_ROW(1, true, 2, 0);
       if constexpr (kSlice) {
         if (variant == 1) return QL_NQ_ROW(1, true, 2, 1);
-        if (variant == 2) return QL_NQ_ROW(1, false, 2, 0);  // no prefetch: occupancy only
       }
     }
   } else {
@@ -164,7 +176,6 @@ RowPick row_kernel_nv(int variant) {
       if (variant == 6) return QL_NQ_ROW(2, false, 3, 0);
       if constexpr (kSlice) {
         if (variant == 1) return QL_NQ_ROW(1, false, 4, 0);
-        if (variant == 2) return QL_NQ_ROW(2, false, 3, 1);
       }
     } else if constexpr (NV == 8) {
       if (variant == 6) return QL_NQ_ROW(1, false, 2, 0);  // MINB 3 spills
@@ -172,12 +183,12 @@ RowPick row_kernel_nv(int variant) {
       if (variant == 6) return QL_NQ_ROW(1, false, 3, 0);
       if constexpr (kSlice) {
         if (variant == 1) return QL_NQ_ROW(1, false, 2, 0);
-        if (variant == 2) return QL_NQ_ROW(1, false, 3, 1);
       }
     }
   }
   return RowPick{};
 #undef QL_NQ_ROW
+#undef QL_NQ_LEAN
 #undef QL_NQ_BULK
 }
 
@@ -187,16 +198,24 @@ RowPick row_kernel_nv(int variant) {
 //   K 512 plain:      variant 1 0.761 (6: 0.746)            round 1
 //   K 512 fused add:  variant 1 0.842 (6: 0.832)            round 1
 //   K 1536 fused add: variant 6 uncapped 0.894 (capped 0.876) round 1
-//   K 1536 plain:     variant 6 0.817..0.831 in round 1 (target 0.85): nq_bulk_kernel (variant 5,
-//                     4 warps per block: 3 rows in flight per warp) is the round-2 candidate.
+//   K 1536 plain, 32768 rows: variant 6, 2 blocks per SM 0.833 (round 2; the bulk form, variant
+//                     5 with 4 warps, 0.763; variant 6 at 4 warps 0.753); target 0.85, round 3
+//                     measures candidates 7 .. 10
+//   K 1536 plain, 4096 rows: variant 1 0.577 (6: 0.570, bulk 0.456)           round 2
 // Other NV: variant 6.
 struct RowDefault {
   int variant, warps, blocks_per_sm;
 };
 
-RowDefault row_default(int nv, bool res) {
+// Rows below which K 1536 plain takes the few-rows form (measured at 4096 and 32768 only).
+constexpr int64_t kRowFewRows = 16384;
+
+RowDefault row_default(int nv, bool res, int64_t rows) {
   if (nv == 2) return RowDefault{1, 0, 0};
-  if (nv == 6) return res ? RowDefault{6, 0, -1} : RowDefault{5, 4, 0};
+  if (nv == 6) {
+    if (res) return RowDefault{6, 0, -1};
+    return rows < kRowFewRows ? RowDefault{1, 0, 0} : RowDefault{6, 0, 2};
+  }
   return RowDefault{6, 0, 0};
 }
 
@@ -266,7 +285,7 @@ cudaError_t launch_typed(const NormQuantArgs& a, const Params& p, cudaStream_t s
       if (device_has_fp8_cvt(dev)) {
         if (c.variant == 0) {
           // the per-case default; explicit launch shapes of the caller win
-          const RowDefault d = row_default(rnv, res);
+          const RowDefault d = row_default(rnv, res, a.rows);
           c.variant = d.variant;
           if (c.warps_per_block <= 0) c.warps_per_block = d.warps;
           if (c.blocks_per_sm == 0) c.blocks_per_sm = d.blocks_per_sm;
@@ -281,13 +300,14 @@ cudaError_t launch_typed(const NormQuantArgs& a, const Params& p, cudaStream_t s
   const void* row_k = row.kernel;
   const int row_r = row.rows_per_step;
   int wpb = c.warps_per_block > 0 ? (c.warps_per_block > 16 ? 16 : c.warps_per_block)
-            : row_k               ? kRowWarpsPerBlock
+            : row_k               ? row.max_warps
                                   : kDefaultWarpsPerBlock;
   // few rows: spread over the SMs, keeping >= 8 warps per block so that the block stages the
   // weight in one round trip (stage_weight)
   if (c.warps_per_block <= 0)
     while (wpb > 8 && (a.rows + wpb - 1) / wpb < sms) wpb >>= 1;
-  if ((row_k || (vec && nv == 16)) && wpb > 8) wpb = 8;  // their launch bounds (register budget)
+  if (row_k && wpb > row.max_warps) wpb = row.max_warps;  // its launch bounds (register budget)
+  if (vec && nv == 16 && wpb > 8) wpb = 8;
   const int threads = 32 * wpb;
 
   const void* kernel = nullptr;

@@ -30,9 +30,11 @@ ROW, BULK, REG8, REG16, TWO_PASS, GENERIC = 2, 3, 8, 16, 1, 0
 # the row kernel in either form (the per-case default may be either: row_default in the launcher)
 ROWS = (ROW, BULK)
 # row kernel launch variants (norm_quant_launch.cu, row_kernel_nv): 0 the per-case default, 6 the
-# register form everywhere; 1, 2 (registers) and 3, 4, 5 (bulk copies, S = 2, 3, 4) bf16 at K 512 / 1536
-ROW_VARIANTS = (0, 1, 2, 3, 4, 5, 6)
-BULK_VARIANTS = (3, 4, 5)
+# register form everywhere; 1 (registers) bf16 at K 512 / 1536; 4 (bulk copies, S = 3) at K 1536;
+# 7 .. 10 (round-3 candidates: packed rows, occupancy, two rows per step) at K 1536 without residual
+ROW_VARIANTS = (0, 1, 4, 6, 7, 8, 9, 10)
+BULK_VARIANTS = (4,)
+LEAN_VARIANTS = (7, 8, 9, 10)
 
 
 def _ext():
@@ -111,8 +113,8 @@ def _same(a, b, what):
     assert torch.equal(sa, sb), f"{what}: scales differ"
 
 
-# bulk variants 3, 4: test_bulk_kernel_bit_identical
-@pytest.mark.parametrize("variant", (0, 1, 2, 5, 6))
+# bulk variant 4: test_bulk_kernel_bit_identical; 7 .. 10: test_round3_variants_bit_identical
+@pytest.mark.parametrize("variant", (0, 1, 6))
 @pytest.mark.parametrize("residual", [False, True])
 @pytest.mark.parametrize("K", [512, 1024, 1536, 2048])
 @pytest.mark.parametrize("M", [1, 7, 4099])
@@ -122,7 +124,7 @@ def test_row_kernel(M, K, residual, variant):
     (path=1), residual included."""
     x, w, res = _inputs(M, K, torch.bfloat16, row_stride=2112 if K <= 2048 else None, residual=residual,
                         seed=10 + variant)
-    exists = variant in (0, 6) or K in (512, 1536)
+    exists = variant in (0, 6) or (variant == 1 and K in (512, 1536))
     expect = ROWS if variant == 0 else (BULK,) if variant in BULK_VARIANTS else (ROW,)
     r_row = res.clone() if residual else None
     q, s, used = _run(x, w, r_row, column_major=True, variant=variant)
@@ -156,7 +158,7 @@ def test_row_kernel_launch_shapes(K, warps, blocks_per_sm):
 @pytest.mark.parametrize("variant", BULK_VARIANTS)
 @pytest.mark.parametrize("warps", [3, 4])
 @pytest.mark.parametrize("residual", [False, True])
-@pytest.mark.parametrize("K", [512, 1536])
+@pytest.mark.parametrize("K", [1536])
 @pytest.mark.parametrize("M", [7, 3001])
 def test_bulk_kernel_bit_identical(M, K, residual, warps, variant):
     """The bulk-copy form (rows staged in shared memory by cp.async.bulk, S slots per warp) equals
@@ -173,7 +175,7 @@ def test_bulk_kernel_bit_identical(M, K, residual, warps, variant):
     _same((q6, s6), (qb, sb), f"bulk S={variant - 1} vs register row kernel K={K} M={M} warps={warps}")
     if residual:
         assert torch.equal(r6, rb), "residual differs"
-    if M == 3001 and warps == 4 and variant == 5:
+    if M == 3001 and warps == 4 and variant == 4:
         _check(x, w, res, column_major=True, variant=variant, warps=warps, expect=BULK, what="bulk vs reference")
 
 
@@ -252,12 +254,41 @@ def test_signed_zeros_and_zero_rows(path):
     assert torch.equal(s[5], floor.expand_as(s[5]))
 
 
+@pytest.mark.parametrize("variant", LEAN_VARIANTS)
+@pytest.mark.parametrize("special", [False, True])
+@pytest.mark.parametrize("M", [1, 7, 3001, 32768])
+def test_round3_variants_bit_identical(M, special, variant):
+    """The round-3 q_c candidates (row_compute_lean, two rows per step, other occupancies) equal the
+    register row form (variant 6) bit for bit on strided 1536-wide rows, including rows with NaN,
+    +-inf, signed zeros, all zeros and huge / tiny magnitudes (codes and the scales' bit patterns)."""
+    x, w, _ = _inputs(M, 1536, torch.bfloat16, row_stride=2112, seed=30 + variant)
+    if special:
+        x[0, 5] = float("nan")
+        if M > 1:
+            x[1, 100] = float("inf")
+            x[2 % M, 300] = float("-inf")
+            x[3 % M] = 0.0
+            x[4 % M, ::2] = -0.0
+            x[5 % M] *= 1e30
+            x[6 % M] *= 1e-30
+    q6, s6, used6 = _run(x, w, None, column_major=True, variant=6)
+    assert used6 == ROW
+    q, s, used = _run(x, w, None, column_major=True, variant=variant)
+    assert used == ROW, f"variant={variant}: ran kernel {used}"
+    assert torch.equal(q6.view(torch.uint8), q.view(torch.uint8)), f"variant={variant} M={M}: codes differ"
+    assert torch.equal(s6.view(torch.int32), s.view(torch.int32)), f"variant={variant} M={M}: scales differ"
+    if not special and M == 3001:
+        _check(x, w, None, column_major=True, variant=variant, expect=ROW, what=f"variant {variant} vs reference")
+
+
 @pytest.mark.parametrize(
     "cfg",
     [dict(warps=4), dict(warps=16), dict(prefetch=-1), dict(prefetch=1, warps=2), dict(blocks_per_sm=-1),
      dict(blocks_per_sm=1, warps=1), dict(path=1), dict(path=1, prefetch=-1), dict(path=1, warps=16),
-     dict(variant=1), dict(variant=2), dict(variant=3), dict(variant=4, warps=2), dict(variant=5, warps=4),
-     dict(variant=5, blocks_per_sm=1), dict(variant=6), dict(variant=6, blocks_per_sm=-1), dict(path=-1)],
+     dict(variant=1), dict(variant=4, warps=2), dict(variant=4, blocks_per_sm=1), dict(variant=6),
+     dict(variant=6, blocks_per_sm=-1), dict(variant=7), dict(variant=7, warps=3, blocks_per_sm=1), dict(variant=8),
+     dict(variant=8, blocks_per_sm=-1), dict(variant=9), dict(variant=9, blocks_per_sm=3), dict(variant=10),
+     dict(variant=10, warps=5), dict(path=-1)],
     ids=lambda c: ",".join(f"{k}={v}" for k, v in c.items()),
 )
 @pytest.mark.parametrize("residual", [False, True])
@@ -274,7 +305,9 @@ def test_launch_configs_agree(cfg, residual):
         assert used == GENERIC
         _check(x, w, res, path=-1, what="generic")
     else:
-        assert used in ((REG8,) if cfg.get("path") == 1 else ROWS)
+        # the round-3 variants exist without residual only (else the vector kernel, also identical)
+        lean_missing = residual and cfg.get("variant") in LEAN_VARIANTS
+        assert used in ((REG8,) if cfg.get("path") == 1 or lean_missing else ROWS)
         assert torch.equal(q0.view(torch.uint8), q1.view(torch.uint8)) and torch.equal(s0, s1)
     if residual:
         assert torch.equal(r0, r1)
