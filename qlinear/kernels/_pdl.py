@@ -20,7 +20,12 @@ forward, us, PDL late vs off in one run (benchmarks/results/session2/linear_*_pd
           W4A16 9.3 vs 9.4, 14.1 vs 14.5, 50.9 vs 52.5.
   M = 16: FP8 block 12.2 vs 10.5, 14.6 vs 13.5, 40.7 vs 42.0; W4A16 12.4 vs 10.8, 17.7 vs 18.3,
           59.8 vs 60.8: a loss on the shapes with fewer programs per SM, so off.
-M = 2 .. 4 run the M = 16 kernels and configs; they were not measured separately and follow M = 16.
+Session 3 (benchmarks/results/session3/fp8_probe.json: quantization + GEMM, PDL on vs off in one
+process, after the split-K reduction moved into the GEMM launch): PDL won at every M in {1, 2, 4,
+8, 16} on 2112x7168 (7.27 / 7.49 / 7.74 / 8.07 / 8.60 vs 8.21 / 8.44 / 8.45 / 8.73 / 9.40) and
+7168x16384 (33.9 / 34.9 / 38.2 / 37.6 / 39.6 vs 35.3 / 36.3 / 39.7 / 39.1 / 41.6), so the bound is
+16 for the FP8 kernels. The W4A16 Triton kernels keep a bound of 1 (``W4A16_PDL_MAX_M``): their M = 16
+loss above was not re-measured (the W4A16 CUDA decode kernels choose PDL themselves).
 The CUDA RMSNorm kernels choose PDL through their own measured rules (qlinear.ops.norm).
 """
 
@@ -33,9 +38,10 @@ import torch
 import triton
 import triton.language as tl
 
-__all__ = ["PDL_MAX_M", "pdl_mode", "pdl_enabled", "launch_options", "pdl_prologue", "pdl_trigger"]
+__all__ = ["PDL_MAX_M", "W4A16_PDL_MAX_M", "pdl_mode", "pdl_enabled", "launch_options", "pdl_prologue", "pdl_trigger"]
 
-PDL_MAX_M = 1
+PDL_MAX_M = 16
+W4A16_PDL_MAX_M = 1
 
 
 @functools.lru_cache(maxsize=None)
@@ -59,11 +65,13 @@ def pdl_enabled(device: torch.device) -> bool:
     return pdl_mode(device) != "off"
 
 
-def launch_options(device: torch.device, m: int) -> dict:
+def launch_options(device: torch.device, m: int, max_m: int | None = None) -> dict:
     """Keyword arguments for ``kernel[grid](...)`` of a launch over ``m`` activation rows: the
     ``USE_PDL`` / ``PDL_EARLY`` constexprs every PDL-aware kernel takes, plus Triton's
-    ``launch_pdl`` launch option when PDL is on (never passed to the CPU interpreter)."""
-    mode = pdl_mode(device) if m <= PDL_MAX_M else "off"
+    ``launch_pdl`` launch option when PDL is on (never passed to the CPU interpreter). PDL is on
+    for ``m <= max_m`` (default :data:`PDL_MAX_M`)."""
+    bound = PDL_MAX_M if max_m is None else max_m
+    mode = pdl_mode(device) if m <= bound else "off"
     if mode == "off":
         return {"USE_PDL": False, "PDL_EARLY": False}
     return {"USE_PDL": True, "PDL_EARLY": mode == "early", "launch_pdl": True}

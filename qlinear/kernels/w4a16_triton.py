@@ -50,6 +50,7 @@ import triton
 import triton.language as tl
 
 from qlinear._utils import cdiv, describe
+from qlinear.kernels import _pdl
 from qlinear.kernels._pdl import launch_options, pdl_prologue, pdl_trigger
 from qlinear.kernels._splitk import LOCK_SLOTS, locks, splitk_sum
 from qlinear.kernels._tiles import grouped_tile
@@ -566,7 +567,7 @@ def w4a16_gemm(
         HAS_ZEROS=packed.zeros is not None, HAS_BIAS=bias is not None,
         NUM_SHARDS=packed.num_shards, BLOCK_N=cfg.block_n, SB_PER_ITER=cfg.sb_per_iter,
         SPLIT_K=split, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
-        **launch_options(x.device, m),
+        **launch_options(x.device, m, _pdl.W4A16_PDL_MAX_M),
     )
     ptrs = (out, xg, packed.qweight, packed.scales,
             packed.zeros if packed.zeros is not None else dummy,
