@@ -997,32 +997,37 @@ def print_gaps2_summary(rows: list[dict], ceiling: float) -> None:
 # 1-2 warp Triton configs inductor uses for 512-wide rows. The API row is printed with what the
 # committed dispatch resolves to ("api -> ..."), and torch.compile's generated Triton source for
 # each anchor shape is saved next to the JSON (inductor_<case>.py).
+# Round 4 adds the two-pass "L2 re-read" loop kernels (inductor's structure for 32768 x 7168):
+# Triton config (1, warps, 0, 0, R) and CUDA hints bit 32 (vecs 2 / 4 per step, threads per block).
 
 Gap3 = tuple[Case, str, bool, list]  # (case, dest, time the anchors, points)
 
 
 def gap3_cases() -> list[Gap3]:
-    lat = [("cuda", (0, 256, 1, 2, 1, 0, 0)), ("cuda", (0, 448, 1, 2, 1, 0, 0)), ("cuda", (0, 896, 1, 2, 1, 0, 0)),
-           ("cuda", (0, 448, 1, 1, 1, 0, 0)), ("cuda", (0, 256, 1, 1, 1, 0, 8)), ("cuda", (0, 512, 1, 2, 1, 0, 0)),
-           ("triton", (1, 8, 0, 1)), ("triton", (1, 8, 0, 0))]
+    # round 4: the two-pass "L2 re-read" loop kernels (inductor's structure): Triton 5th knob = R
+    # (elements per chunk), CUDA hints bit 32 (threads_per_row = block threads, vecs 4 = 4 vectors
+    # per step); points that lost clearly in round 3 dropped
+    tloop = [("triton", (1, nw, 0, 0, r)) for r in (1024, 2048, 4096) for nw in (4, 8, 16)]
+    cloop = [("cuda", (2, 256, 1, 0, 1, 0, 32)), ("cuda", (2, 512, 1, 0, 1, 0, 32)), ("cuda", (4, 256, 1, 0, 1, 0, 32)),
+             ("cuda", (2, 128, 1, 0, 1, 0, 32)), ("cuda", (4, 128, 1, 0, 1, 0, 32))]
+    lat = [("cuda", (0, 256, 1, 2, 1, 0, 0)), ("cuda", (0, 448, 1, 2, 1, 0, 0)), ("cuda", (0, 448, 1, 1, 1, 0, 0)),
+           ("cuda", (2, 448, 1, 0, 1, 0, 32)), ("cuda", (2, 256, 1, 0, 1, 0, 32)),
+           ("triton", (1, 8, 0, 1)), ("triton", (1, 8, 0, 0, 2048))]
     wide = [("cuda", (0, 0, 0, 1, 1, 0, 0)), ("cuda", (0,) * 7), ("cuda", (0, 0, 0, 1, 1, 0, 8)),
-            ("cuda", (0, 448, 1, 0, 1, 0, 0)), ("cuda", (0, 896, 1, 0, 1, 0, 0)), ("cuda", (0, 448, 1, 0, 1, 0, 16)),
-            ("cuda", (0, 896, 1, 0, 1, 0, 16)), ("cuda", (0, 448, 1, 1, 1, 0, 0)),
-            ("triton", (1, 8, 0, 0)), ("triton", (1, 8, 0, 1)), ("triton", (1, 16, 0, 1)), ("triton", (1, 8, 1, 1)),
-            ("triton", (1, 4, 0, 1))]
-    fused = [("cuda", (0,) * 7), ("cuda", (0, 0, 0, 0, 0, 0, 8)), ("cuda", (0, 0, 0, 0, 1, 0, 0)),
-             ("cuda", (0, 0, 0, 0, 1, 0, 8)), ("cuda", (0, 448, 1, 0, 1, 0, 0)), ("cuda", (0, 896, 1, 0, 1, 0, 0)),
-             ("cuda", (0, 448, 1, 0, 1, 0, 16)), ("triton", (1, 8, 0, 1)), ("triton", (1, 8, 0, 0))]
-    kv = [("cuda", (0, 32, 8, 0, 0, 0, 0)), ("cuda", (0, 32, 2, 0, 0, 0, 0)), ("cuda", (0, 32, 4, 0, 1, 0, 0)),
-          ("cuda", (0, 32, 8, 2, 1, 0, 0)), ("cuda", (0, 16, 16, 0, 1, 0, 0)), ("cuda", (0, 64, 4, 0, 1, 0, 0)),
-          ("cuda", (0, 32, 16, 0, 1, 0, 0)),
-          ("triton", (8, 8, 0, 0)), ("triton", (8, 8, 1, 0)), ("triton", (4, 4, 0, 0)), ("triton", (2, 1, 0, 0)),
-          ("triton", (2, 1, 0, 1)), ("triton", (4, 1, 0, 1)), ("triton", (4, 2, 0, 1)), ("triton", (8, 8, 0, 1)),
-          ("triton", (8, 4, 0, 1))]
-    qc = [("cuda", (0,) * 7), ("cuda", (0, 0, 0, 1, 1, 0, 0)), ("triton", (4, 8, 0, 0)), ("triton", (2, 4, 0, 0)),
-          ("triton", (4, 8, 0, 1)), ("triton", (2, 4, 0, 1)), ("triton", (1, 8, 0, 1))]
-    mid = [("cuda", (0, 0, 0, 1, 1, 0, 0)), ("cuda", (0, 448, 1, 1, 1, 0, 0)), ("cuda", (0, 896, 1, 1, 1, 0, 0)),
-           ("cuda", (0, 448, 1, 2, 1, 0, 0)), ("triton", (1, 8, 0, 1)), ("triton", (1, 8, 0, 0))]
+            ("cuda", (0, 448, 1, 0, 1, 0, 16)), ("triton", (1, 8, 0, 0)), ("triton", (1, 8, 0, 1)),
+            *cloop, *tloop]
+    fused = [("cuda", (0,) * 7), ("cuda", (0, 0, 0, 0, 1, 0, 8)), ("cuda", (0, 448, 1, 0, 1, 0, 16)),
+             ("triton", (1, 8, 0, 1)), *cloop[:4],
+             *[("triton", (1, nw, 0, 0, r)) for r, nw in ((1024, 8), (2048, 8), (4096, 8), (2048, 16), (4096, 16))]]
+    kv = [("cuda", (0, 32, 8, 0, 0, 0, 0)), ("cuda", (0, 32, 4, 0, 1, 0, 0)), ("cuda", (0, 32, 8, 2, 1, 0, 0)),
+          ("cuda", (0, 16, 16, 0, 1, 0, 0)), ("cuda", (0, 32, 16, 0, 1, 0, 0)), ("cuda", (0, 32, 16, 2, 1, 0, 0)),
+          ("triton", (8, 8, 0, 0)), ("triton", (2, 1, 0, 0)), ("triton", (2, 1, 0, 1)), ("triton", (4, 2, 0, 1)),
+          ("triton", (8, 8, 0, 1))]
+    qc = [("cuda", (0,) * 7), ("cuda", (0, 0, 0, 1, 1, 0, 0)), ("triton", (4, 8, 0, 0)), ("triton", (2, 4, 0, 1)),
+          ("triton", (4, 8, 0, 1)), ("cuda", (2, 64, 1, 0, 1, 0, 32)), ("cuda", (2, 128, 1, 0, 1, 0, 32)),
+          ("triton", (1, 4, 0, 0, 512)), ("triton", (1, 4, 0, 0, 1024)), ("triton", (1, 8, 0, 0, 1024))]
+    mid = [("cuda", (0, 0, 0, 1, 1, 0, 0)), ("cuda", (0, 0, 0, 1, 1, 0, 8)), ("cuda", (2, 256, 1, 0, 1, 0, 32)),
+           ("triton", (1, 8, 0, 1)), ("triton", (1, 8, 0, 0, 2048))]
     return [
         (Case("contig 32768x7168", 32768, 7168, None, False), "out", True, wide),
         (Case("fused 32768x7168", 32768, 7168, None, True), "out", True, fused),
@@ -1044,6 +1049,9 @@ def _api_choice(c: Case) -> str:
     if backend == "cuda":
         return f"cuda {norm_ops.cuda_knobs(c.tokens, c.hidden, 2, c.fused)}"
     rows, _, _, warps, evict, static = norm_triton._launch_params(c.tokens, c.hidden, 2)
+    loop = norm_triton._loop_block(c.tokens, c.hidden, 2)
+    if loop:
+        return f"triton {(rows, warps, evict, static, loop)}"
     return f"triton {(rows, warps, evict, static)}"
 
 
@@ -1063,8 +1071,8 @@ def run_gaps3(out_dir: str | None, budget_s: float, rounds: int) -> int:
     meta = dict(env_info(), copy_ceiling_gbps=ceiling, dtype=str(DTYPE), eps=EPS, budget_s=budget_s, rounds=rounds,
                 timing=f"CUDA-graph replay, median of 15 replays per pass, median over {rounds} interleaved passes",
                 cuda_knobs="(vecs_per_thread, threads_per_row, rows_per_block, prefetch_weight, pdl, cluster, "
-                           "cache_hints(+8 shuffle reduction, +16 32-register row kernel))",
-                triton_knobs="(rows per program, num_warps, evict, static)",
+                           "cache_hints(+8 shuffle reduction, +16 32-register row kernel, +32 two-pass loop kernel))",
+                triton_knobs="(rows per program, num_warps, evict, static[, loop R])",
                 auto_backend_rules=repr(norm_ops.AUTO_BACKEND_RULES), cuda_knob_rules=repr(norm_ops.CUDA_KNOB_RULES),
                 triton_many_row_rules=repr(norm_triton._MANY_ROW_RULES),
                 triton_few_row_rules=repr(norm_triton._FEW_ROW_RULES))
@@ -1256,7 +1264,8 @@ def print_gaps3_summary(rows: list[dict], ceiling: float) -> None:
             k = win["knobs"]
             print(f"{'':22s} -> AUTO_BACKEND_RULES: ({rows_min}, <min_row_bytes>, {c.hidden * 2}, {c.fused}, "
                   f"{False if not c.fused else None}, \"triton\"); norm_triton _{'FEW' if lat else 'MANY'}_ROW_RULES: "
-                  f"(<max_row_bytes>, {k[0]}, {k[1]}, {max(k[2], 0)}, {k[3] if len(k) > 3 else 0})")
+                  f"(<max_row_bytes>, {k[0]}, {k[1]}, {max(k[2], 0)}, {k[3] if len(k) > 3 else 0}"
+                  f"{f', {k[4]}' if len(k) > 4 else ''})")
         else:
             lim = 132 if lat else c.tokens
             print(f"{'':22s} -> CUDA backend (no AUTO_BACKEND_RULES line matching); CUDA_KNOB_RULES: "

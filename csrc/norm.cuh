@@ -394,6 +394,127 @@ __global__ void __launch_bounds__(1024, MINB)
   }
 }
 
+// 16-byte row load that bypasses L1 and tags the line in L2 with an eviction priority
+// (EL 1: evict-last, kept for a second read; 0: evict-first, its last use).
+template <int EL>
+__device__ __forceinline__ uint4 ld_l2_prio(const void* p) {
+  uint4 v;
+  if constexpr (EL == 1) {
+    asm volatile(
+        "{\n\t.reg .b64 pol;\n\t"
+        "createpolicy.fractional.L2::evict_last.b64 pol, 1.0;\n\t"
+        "ld.global.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], pol;\n\t}"
+        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+        : "l"(p)
+        : "memory");
+  } else {
+    asm volatile(
+        "{\n\t.reg .b64 pol;\n\t"
+        "createpolicy.fractional.L2::evict_first.b64 pol, 1.0;\n\t"
+        "ld.global.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], pol;\n\t}"
+        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+        : "l"(p)
+        : "memory");
+  }
+  return v;
+}
+
+// Two passes over one row per block (the structure inductor generates for the reference at
+// 32768 x 7168, which reached the copy rate): pass 1 streams the row UNR vectors per thread at a
+// time, tagged evict-last in L2, and accumulates x^2; after the block reduction pass 2 reads the
+// row again (from L2, evict-first), scales it by the weight and stores with st.global.cs. Only UNR
+// vectors are live per thread, so occupancy stays high and many rows are in flight; the second
+// read costs L2 bandwidth, not DRAM. FUSED: pass 1 loads x and the residual (evict-first), stores
+// residual <- x + residual, and pass 2 re-reads the stored residual. Every thread writes only the
+// vectors it read itself, so in place (dst == src) is safe. blockDim.x: a multiple of 32.
+template <typename T, bool FUSED, int UNR>
+__global__ void __launch_bounds__(1024)
+    rms_norm_loop_kernel(Rows dst, Rows src, Rows res, const T* __restrict__ weight, uint32_t n_inner, int hidden,
+                         float eps) {
+  using C = Conv<T>;
+  constexpr int VW = Pack<T>::N;
+  __shared__ __align__(16) float part[32];
+  const int tpr = static_cast<int>(blockDim.x);
+  const int t = static_cast<int>(threadIdx.x);
+  const uint32_t row = blockIdx.x;
+  const int nvec = hidden / VW;
+  const uint4* s = reinterpret_cast<const uint4*>(row_ptr<T>(src, row, n_inner));
+  uint4* r = FUSED ? reinterpret_cast<uint4*>(row_ptr<T>(res, row, n_inner)) : nullptr;
+  uint4* d = reinterpret_cast<uint4*>(row_ptr<T>(dst, row, n_inner));
+  const uint4* wp = reinterpret_cast<const uint4*>(weight);
+  pdl_wait();
+  pdl_launch_dependents();
+  float ss = 0.f;
+  for (int base = t; base < nvec; base += UNR * tpr) {
+    Pack<T> v[UNR];
+#pragma unroll
+    for (int k = 0; k < UNR; ++k) {
+      const int j = base + k * tpr;
+      if (j < nvec) v[k].raw = FUSED ? ld_l2_prio<0>(s + j) : ld_l2_prio<1>(s + j);
+    }
+    if (FUSED) {
+      Pack<T> rv[UNR];
+#pragma unroll
+      for (int k = 0; k < UNR; ++k) {
+        const int j = base + k * tpr;
+        if (j < nvec) rv[k].raw = ld_l2_prio<0>(r + j);
+      }
+#pragma unroll
+      for (int k = 0; k < UNR; ++k) {
+        const int j = base + k * tpr;
+        if (j < nvec) {
+#pragma unroll
+          for (int e = 0; e < VW; ++e) v[k].e[e] = C::from_f(C::to_f(v[k].e[e]) + C::to_f(rv[k].e[e]));
+          r[j] = v[k].raw;
+        }
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < UNR; ++k) {
+      if (base + k * tpr < nvec) {
+#pragma unroll
+        for (int e = 0; e < VW; ++e) {
+          const float f = C::to_f(v[k].e[e]);
+          ss += f * f;
+        }
+      }
+    }
+  }
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, off);
+  if ((t & 31) == 0) part[t >> 5] = ss;
+  __syncthreads();
+  const int nw = tpr >> 5;
+  float t0 = 0.f, t1 = 0.f;
+  for (int i = 0; i + 1 < nw; i += 2) {
+    t0 += part[i];
+    t1 += part[i + 1];
+  }
+  if (nw & 1) t0 += part[nw - 1];
+  const float inv = rsqrtf((t0 + t1) / static_cast<float>(hidden) + eps);
+  const uint4* again = FUSED ? r : s;
+  for (int base = t; base < nvec; base += UNR * tpr) {
+    Pack<T> v[UNR], w[UNR];
+#pragma unroll
+    for (int k = 0; k < UNR; ++k) {
+      const int j = base + k * tpr;
+      if (j < nvec) {
+        v[k].raw = ld_l2_prio<0>(again + j);
+        w[k].raw = __ldg(wp + j);
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < UNR; ++k) {
+      const int j = base + k * tpr;
+      if (j < nvec) {
+#pragma unroll
+        for (int e = 0; e < VW; ++e) v[k].e[e] = C::from_f(C::to_f(v[k].e[e]) * inv * C::to_f(w[k].e[e]));
+        __stcs(d + j, v[k].raw);
+      }
+    }
+  }
+}
+
 // Persistent plain norm (no fused add): a grid of about `blocks per SM x SMs` blocks, each
 // looping over row groups g = blockIdx.x, blockIdx.x + gridDim.x, ... (rows_per_block =
 // blockDim.x >> tpr_log2 rows per group, the vector layout of rms_norm_vec_kernel). The weight is

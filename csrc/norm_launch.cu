@@ -7,7 +7,8 @@
 // fp16 / bf16 x NV=2,4 x 5 hint sets, the vec kernel with the shuffle reduction (fp16 / bf16, NV=4,
 // weight after / before the reduction, plain / fused), the one-row-per-block kernel for fp16 / bf16
 // x NV=1,2 x {weight after / before the reduction / before the PDL wait (plain)} x {plain, fused}
-// plus its 32-register variant (weight after), and the multi-slice kernel for 3 dtypes x NV=2,4)
+// plus its 32-register variant (weight after), the two-pass loop kernel for 3 dtypes x {plain,
+// fused} x 2 / 4 vectors per step, and the multi-slice kernel for 3 dtypes x NV=2,4)
 // so a first build stays short.
 #include <utility>
 
@@ -71,6 +72,8 @@ struct Plan {
   int row_threads = 0;     // > 0: rms_norm_row_kernel, one row per block of this many threads
   int row_minb = 1;        // its __launch_bounds__ minimum blocks per SM (1 or 2)
   bool shfl_reduction = false;  // vec kernel with the two-level shuffle reduction (RED = 1)
+  int loop_threads = 0;    // > 0: rms_norm_loop_kernel (two passes, L2 re-read), this many threads
+  int loop_unroll = 2;     // its vectors per thread per step (2 or 4)
 };
 
 // ---- Heuristics (tuned on an H200; `benchmarks/bench_rms_norm.py --focus tune` prints rules in
@@ -120,6 +123,15 @@ int nv_register_budget(int64_t need) {
 Plan make_plan(bool vec_ok, bool fused, int64_t n_rows, int64_t hidden, size_t es, const NormConfig& cfg) {
   Plan p{0, 0, 1, 0};
   const int sms = sm_count();
+  // cache_hints bit 5 (32): the two-pass loop kernel, one row per block of threads_per_row threads
+  // (a multiple of 32; 0 = 256), vecs_per_thread 4 = four vectors per thread per step (else two)
+  if ((cfg.cache_hints & 32) && vec_ok && cfg.vecs_per_thread != -1 && hidden % static_cast<int64_t>(16 / es) == 0) {
+    int lt = cfg.threads_per_row > 0 ? cfg.threads_per_row : 256;
+    lt = lt < 32 ? 32 : (lt > 1024 ? 1024 : lt);
+    p.loop_threads = (lt + 31) & ~31;
+    p.loop_unroll = cfg.vecs_per_thread >= 4 ? 4 : 2;
+    return p;
+  }
   // one row per block over a non-power-of-two number of warps (16-bit types, 16-byte path):
   // threads_per_row a multiple of 32 that is not a power of two, 1 or 2 vectors per thread
   const int64_t vw16 = static_cast<int64_t>(16 / es);
@@ -411,6 +423,14 @@ cudaError_t launch_typed(const Plan& p, Rows dst, Rows src, Rows res, const void
     if (p.nv == 1) QLINEAR_NORM_CLUSTER(1);
     QLINEAR_NORM_CLUSTER(2);
 #undef QLINEAR_NORM_CLUSTER
+  }
+  if (p.loop_threads > 0) {
+    const dim3 grid(static_cast<unsigned>(n_rows));
+    if (p.loop_unroll == 4)
+      return launch_kernel(norm::rms_norm_loop_kernel<T, FUSED, 4>, grid, p.loop_threads, stream, p.pdl, 0, dst, src,
+                           res, w, ni, h, eps);
+    return launch_kernel(norm::rms_norm_loop_kernel<T, FUSED, 2>, grid, p.loop_threads, stream, p.pdl, 0, dst, src,
+                         res, w, ni, h, eps);
   }
   if constexpr (sizeof(T) == 2) {
     if (p.row_threads > 0) return launch_row<T, FUSED>(p, n_rows, dst, src, res, w, ni, h, eps, stream);

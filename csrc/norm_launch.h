@@ -49,7 +49,13 @@ struct NormOperand {
 //                    Variant bits: + 8 = the register kernel's two-level shuffle reduction (the
 //                    pre-round-2 one; fp16 / bf16, 4 vectors per thread, hints then ignored);
 //                    + 16 = the one-row-per-block kernel limited to 32 registers (weight after the
-//                    reduction).
+//                    reduction);
+//                    + 32 = the two-pass loop kernel (any dtype, 16-byte path; other knobs but
+//                    threads_per_row, vecs_per_thread and pdl ignored): one row per block of
+//                    threads_per_row threads (multiple of 32, 0 = 256), pass 1 loads the row
+//                    with an L2 evict-last hint and sums x^2, pass 2 re-reads it (L2,
+//                    evict-first) and stores with st.global.cs; vecs_per_thread 4 = four vectors
+//                    per thread per step, otherwise two.
 // With vecs_per_thread = 0 and threads_per_row set, the register budget is the smallest of
 // 1, 2, 4, 8 vectors that covers the row. All zeros is the default plan (no PDL, no cluster,
 // no hints).

@@ -9,7 +9,8 @@ Short rows are processed ROWS at a time per program (a 2-D ``[ROWS, BLOCK_H]`` t
 program moves enough bytes; rows up to ``_MAX_SINGLE_PASS`` elements are read once and kept in
 registers; longer rows are read twice in BLOCK_H chunks. Masks cover any H (odd sizes) and any
 pointer alignment (Triton only vectorizes what it can prove aligned). ``_rms_norm_rows_kernel`` is a
-constant-H variant for rows of one stride (selected by the rules or a config, see there).
+constant-H variant for rows of one stride, ``_rms_norm_loop_kernel`` a two-pass one-row-per-program
+variant that re-reads the row from L2 (both selected by the rules or a config, see there).
 
 Importing this module imports triton; ``qlinear.ops`` imports it lazily on first use.
 """
@@ -151,11 +152,67 @@ def _rms_norm_rows_kernel(
         tl.store(Y_ptr + y_off, (vf * inv[:, None] * w).to(Y_ptr.dtype.element_ty), mask=mask)
 
 
+# Two passes over one row per program, the structure inductor generates for the fp32 reference
+# at 32768 x 7168 (benchmarks/results/session3/inductor_contig_32768x7168.py.txt), which ran at the
+# copy ceiling while every single-pass kernel stayed 2-3 % below: pass 1 streams the row in
+# R-element chunks, keeping it in L2 (evict-last), and accumulates x^2 in an [R] fp32 vector;
+# pass 2 reads the row again (from L2, evict-first: its last use) with the weight (evict-last),
+# scales and stores. A chunk's registers are all a thread holds, so occupancy is high and many
+# rows are in flight; the second read costs L2 bandwidth only. FUSED: pass 1 also stores
+# residual <- x + residual, and pass 2 re-reads that stored residual. H is a compile-time
+# constant; row offsets follow the 3-D view (one division per program).
+@triton.jit(do_not_specialize=["n_inner"])
+def _rms_norm_loop_kernel(
+    Y_ptr, Y_s0, Y_s1,
+    X_ptr, X_s0, X_s1,
+    R_ptr, R_s0, R_s1,
+    W_ptr,
+    n_inner, eps,
+    H: tl.constexpr,
+    FUSED: tl.constexpr,
+    R: tl.constexpr,
+):
+    pid = tl.program_id(0)
+    outer = (pid // n_inner).to(tl.int64)
+    inner = (pid % n_inner).to(tl.int64)
+    x_row = X_ptr + outer * X_s0 + inner * X_s1
+    y_row = Y_ptr + outer * Y_s0 + inner * Y_s1
+    r_row = R_ptr + outer * R_s0 + inner * R_s1
+    cols = tl.arange(0, R)
+    acc = tl.zeros((R,), dtype=tl.float32)
+    for off in tl.range(0, H, R):
+        cc = off + cols
+        m = cc < H
+        if FUSED:
+            # x is overwritten by pass 2 (never re-read): evict-first; the new residual is
+            # re-read by pass 2 and stays in L2
+            v = tl.load(x_row + cc, mask=m, other=0.0, eviction_policy="evict_first")
+            r = tl.load(r_row + cc, mask=m, other=0.0, eviction_policy="evict_first")
+            v = (v.to(tl.float32) + r.to(tl.float32)).to(R_ptr.dtype.element_ty)
+            tl.store(r_row + cc, v, mask=m, eviction_policy="evict_last")
+        else:
+            v = tl.load(x_row + cc, mask=m, other=0.0, eviction_policy="evict_last")
+        vf = v.to(tl.float32)
+        acc += vf * vf
+    inv = tl.rsqrt(tl.sum(acc, axis=0) / H + eps)
+    for off in tl.range(0, H, R):
+        cc = off + cols
+        m = cc < H
+        if FUSED:
+            vf = tl.load(r_row + cc, mask=m, other=0.0, eviction_policy="evict_first").to(tl.float32)
+        else:
+            vf = tl.load(x_row + cc, mask=m, other=0.0, eviction_policy="evict_first").to(tl.float32)
+        w = tl.load(W_ptr + cc, mask=m, other=0.0, eviction_policy="evict_last").to(tl.float32)
+        tl.store(y_row + cc, (vf * inv * w).to(Y_ptr.dtype.element_ty), mask=m)
+
+
 # Tuned defaults (`benchmarks/bench_rms_norm.py --focus tune` / `--focus gaps2` print replacement
-# rules): (max row bytes, ROWS per program, num_warps, evict[, static]) for the single-pass kernel;
+# rules): (max row bytes, ROWS per program, num_warps, evict[, static[, loop]]) for the single-pass kernel;
 # ROWS = 0 means "a tile of about 4096 elements", num_warps = 0 means "about 32 bytes per thread",
 # evict 1 the eviction hints (see the kernel), static 1 the constant-H rows kernel
-# (_rms_norm_rows_kernel) where the rows have one stride. ROWS is then halved while the grid would
+# (_rms_norm_rows_kernel) where the rows have one stride, loop R > 0 the two-pass loop kernel
+# (_rms_norm_loop_kernel: one row per program, R-element chunks, num_warps kept; ROWS / evict /
+# static ignored). ROWS is then halved while the grid would
 # have fewer than _MIN_PROGRAMS programs.
 # Rows over 8 KB (7168 bf16): inductor's persistent-reduction config for this shape (one row per
 # program, 8 warps, x evict-first / weight evict-last), which ran at the copy ceiling on the H200
@@ -163,7 +220,11 @@ def _rms_norm_rows_kernel(
 # hints: 3803).
 # H200 round 2 (benchmarks/results/session3/rms_norm_gaps2_round1.txt): the eviction hints cost
 # 4 % at 32768 x 7168 (8 warps: 3982 GB/s with, 4145 without), so rows over 8 KB take none.
+# Round 3 (rms_norm_gaps3_round2.txt): q_c 32768 x 1536 (stride 2112) with the constant-H rows
+# kernel, 2 rows x 4 warps: 4138 GB/s (rows of 2.5-3 KB; the auto dispatch sends that case here).
 _MANY_ROW_RULES: tuple[tuple[int, ...], ...] = (
+    (2560, 0, 0, 0, 0),
+    (3072, 2, 4, 0, 1),
     (8192, 0, 0, 0, 0),
     (1 << 62, 1, 8, 0, 0),
 )
@@ -179,10 +240,11 @@ def _launch_params(
 ) -> tuple[int, int, int, int, int, int]:
     """(ROWS, BLOCK_H, N_CHUNKS, num_warps, EVICT, STATIC) for a problem size.
 
-    ``config = (rows, num_warps[, evict[, static]])`` overrides the rules (rows / num_warps 0 =
-    automatic, evict / static -1 or absent = the rule's); ``rows`` is used as given (rounded up to
+    ``config = (rows, num_warps[, evict[, static[, loop]]])`` overrides the rules (rows / num_warps 0 =
+    automatic, evict / static / loop -1 or absent = the rule's); ``rows`` is used as given (rounded up to
     a power of two), without the grid-size adjustment. STATIC 1 asks for the constant-H rows kernel
-    (used only where the rows have one stride; the caller checks).
+    (used only where the rows have one stride; the caller checks). ``loop`` (see
+    :func:`_loop_block`) is not part of the returned tuple.
     """
     if hidden <= _MAX_SINGLE_PASS:
         block_h, n_chunks = triton.next_power_of_2(hidden), 1
@@ -229,6 +291,23 @@ def _launch_params(
     return rows, block_h, n_chunks, num_warps, evict, static
 
 
+def _loop_block(n_rows: int, hidden: int, elem_size: int, config: tuple[int, ...] | None = None) -> int:
+    """R (elements per chunk) of the two-pass loop kernel for a problem size, 0 = not used.
+
+    ``config[4]`` (the 5th config field) overrides the rule's 6th field (-1 or absent = the
+    rule's). R is a power of two >= 16; rows of more than ``_MAX_SINGLE_PASS`` elements keep the
+    chunked kernel unless a config asks.
+    """
+    rules = _FEW_ROW_RULES if n_rows <= _FEW_ROWS else _MANY_ROW_RULES
+    row_bytes = hidden * elem_size
+    rule = next((r for r in rules if row_bytes <= r[0]), rules[-1])
+    want = tuple(config) if config is not None else ()
+    loop = int(want[4]) if len(want) > 4 and int(want[4]) >= 0 else (rule[5] if len(rule) > 5 else 0)
+    if loop and (loop < 16 or loop & (loop - 1)):
+        raise ValueError(f"config: loop block must be 0 or a power of two >= 16, got {loop}")
+    return loop
+
+
 def _check_views(name: str, t: torch.Tensor, like: torch.Tensor) -> None:
     if t.dim() != 3 or t.shape != like.shape or (t.shape[2] > 1 and t.stride(2) != 1):
         raise ValueError(
@@ -246,6 +325,17 @@ def _launch(out, x, residual, weight, eps, config) -> None:
     rows, block_h, n_chunks, num_warps, evict, static = _launch_params(n_rows, hidden, x.element_size(), config)
     fused = residual is not None
     res = residual if fused else x  # unused when not fused: any valid pointer, strides 0
+    loop = _loop_block(n_rows, hidden, x.element_size(), config)
+    if loop:
+        _rms_norm_loop_kernel[(n_rows,)](
+            out, out.stride(0), out.stride(1),
+            x, x.stride(0), x.stride(1),
+            res, res.stride(0) if fused else 0, res.stride(1) if fused else 0,
+            weight,
+            n_inner, eps,
+            H=hidden, FUSED=fused, R=loop, num_warps=num_warps,
+        )
+        return
     if static and n_outer == 1:
         ops = (out, x, res) if fused else (out, x)
         # 32-bit offsets when every operand's last element is below 2^31 elements from its base
@@ -281,8 +371,8 @@ def rms_norm_triton(
 
     ``out`` may be ``x`` (in place). Dtypes: fp16 / bf16 / fp32, all three tensors alike (the
     caller checks); ``weight`` is a contiguous ``[H]`` vector. ``config = (rows per program,
-    num_warps[, evict[, static]])`` overrides the launch rules (benchmarks sweep it; 0 = automatic,
-    see :func:`_launch_params`).
+    num_warps[, evict[, static[, loop]]])`` overrides the launch rules (benchmarks sweep it; 0 =
+    automatic, see :func:`_launch_params` and :func:`_loop_block`).
     """
     _check_views("x", x, x)
     _check_views("out", out, x)

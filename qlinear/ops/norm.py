@@ -90,8 +90,12 @@ def resolve_norm_backend(backend: str | None, x: torch.Tensor) -> str:
 #       over 8 KB ran 3984 GB/s (its eviction hints cost 4 %) vs CUDA with weight prefetch + PDL
 #       4171: removed, 32768 x 7168 is CUDA again (CUDA_KNOB_RULES). `--focus gaps3` re-times the
 #       candidates with interleaved repeats and prints the lines to set here.
+#   Round 3 (benchmarks/results/session3/rms_norm_gaps3_round2.txt, interleaved passes): kv_c
+#       32768 x 512 out of place is CUDA again (32 threads x 8 rows + PDL 3960 GB/s vs Triton's best
+#       3878, compile 3602; CUDA_KNOB_RULES); q_c 32768 x 1536 (stride 2112) goes to Triton's
+#       constant-H rows kernel, 2 rows x 4 warps (4138 vs CUDA 4086, compile 3072).
 AUTO_BACKEND_RULES: tuple[tuple[int, int, int, bool | None, bool | None, str], ...] = (
-    (16384, 0, 1024, False, False, "triton"),
+    (16384, 2561, 3072, False, False, "triton"),
 )
 
 
@@ -250,11 +254,28 @@ CUDA_AUTO: CudaKnobs = (0, 0, 0, 0, 0, 0, 0)
 # plain norm only: the fused add was measured at 32768 rows alone.
 # Round 2: 32768 x 7168 plain, weight prefetch + PDL 4171 GB/s vs auto 4094: the rule for rows
 # over 8 KB now covers every row count (shorter rows past 4096 keep the automatic plan).
+# Round 3 (benchmarks/results/session3/rms_norm_gaps3_round2.txt, median of 3 interleaved passes):
+#   16 x 7168: one-row-per-block kernel, 448 threads (2 vectors each), weight before the PDL wait
+#       1.94 us vs 256 threads 2.07 (compile 2.83): rows of 12 KB < bytes <= 14 KB only (448 threads
+#       hold at most 7168 16-bit elements; shorter rows keep 256 threads).
+#   kv_c 512 bf16 (stride 2112): 4096 rows 32 threads x 16 rows + PDL 2541 GB/s (compile 2295);
+#       32768 rows 32 x 8 rows, weight before the wait + PDL 3960 (compile 3602). Rows of 512 B
+#       or less keep the automatic plan (not measured).
+#   fused add 32768 x 7168: the 448-thread row kernel at 32 registers + PDL 4135 GB/s vs auto 4063
+#       (rows over 16383 of 8-14 KB; fewer rows keep the automatic plan, not measured).
+#   32768 x 7168 plain: + the shuffle reduction (hints bit 8) 4195 vs 4176.
 CUDA_KNOB_RULES: tuple[tuple[int, int, bool | None, CudaKnobs], ...] = (
+    (132, 12288, False, (0, 256, 1, 2, 1, 0, 0)),
+    (132, 14336, False, (0, 448, 1, 2, 1, 0, 0)),
     (132, 16384, False, (0, 256, 1, 2, 1, 0, 0)),
+    (1 << 62, 512, None, CUDA_AUTO),
+    (4096, 1024, False, (0, 32, 16, 0, 1, 0, 0)),
     (4096, 1 << 62, False, (0, 0, 0, 1, 1, 0, 0)),
+    (1 << 62, 1024, False, (0, 32, 8, 2, 1, 0, 0)),
     (1 << 62, 8192, None, CUDA_AUTO),
-    (1 << 62, 1 << 62, False, (0, 0, 0, 1, 1, 0, 0)),
+    (16383, 1 << 62, True, CUDA_AUTO),
+    (1 << 62, 14336, True, (0, 448, 1, 0, 1, 0, 16)),
+    (1 << 62, 1 << 62, False, (0, 0, 0, 1, 1, 0, 8)),
 )
 
 

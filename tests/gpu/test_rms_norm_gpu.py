@@ -601,12 +601,75 @@ def test_triton_static_rows_kernel(T, H, config, fused):
     x.assert_outside_untouched()
 
 
+# ----------------------------------------------------------------------------- two-pass loop kernels
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("fused", [False, True])
+@pytest.mark.parametrize("knobs", [(2, 256, 1, 0, 1, 0, 32), (4, 128, 1, 0, 0, 0, 32), (0, 448, 0, 0, 1, 0, 32),
+                                   (2, 32, 1, 0, 0, 0, 32), (0, 0, 0, 0, 0, 0, 32), (-1, 256, 0, 0, 0, 0, 32)],
+                         ids=str)
+@pytest.mark.parametrize("T,H", [(300, 7168), (16, 7168), (7, 512), (5, 769), (3, 1536), (2, 70000)])
+def test_cuda_loop_kernel(T, H, knobs, fused, dtype):
+    """The CUDA two-pass loop kernel (hints bit 32): rows longer and shorter than one step of the
+    block, threads without a vector, 448-thread blocks, 4 vectors per step; odd H / vecs -1 fall
+    back to the generic kernel."""
+    _run_knobs(T, H, dtype, fused, knobs)
+
+
+def test_cuda_loop_kernel_in_place_and_3d():
+    """The loop kernel in place (pass 2 overwrites what pass 1 read) and on a non-collapsible 3-D view."""
+    from qlinear.kernels import cuda_ext
+
+    ops = cuda_ext.load()
+    dtype = torch.bfloat16
+    for knobs in ((2, 256, 1, 0, 1, 0, 32), (4, 512, 1, 0, 0, 0, 32)):
+        x = Strided(64, 7168, dtype, True, seed=5)
+        w = _weight(7168, dtype)
+        expected = rms_norm_ref(x.view, w, EPS)
+        ops.rms_norm(x.view[None], x.view[None], w, EPS, *knobs)
+        _close(x.view, expected, dtype)
+        x.assert_outside_untouched()
+        buf = (torch.randn(3, 5, 1100, device="cuda", generator=_gen(8)) * 2).to(dtype)
+        v = buf[:, :4, 16:16 + 1024]
+        out = torch.empty(3, 4, 1024, device="cuda", dtype=dtype)
+        w = _weight(1024, dtype)
+        ops.rms_norm(out, v, w, EPS, *knobs)
+        _close(out, rms_norm_ref(v, w, EPS), dtype)
+
+
+# few shapes x configs: each (H, R, warps) is a Triton compile
+@pytest.mark.parametrize("config", [(1, 8, 0, 0, 1024), (1, 4, 0, 0, 2048), (1, 16, 0, 0, 4096)], ids=str)
+@pytest.mark.parametrize("fused", [False, True])
+@pytest.mark.parametrize("T,H", [(300, 7168), (7, 769)])
+def test_triton_loop_kernel(T, H, config, fused):
+    """The Triton two-pass loop kernel (5th config field R): R dividing H or not, R > H, strided
+    rows, plain and fused (the residual is exact)."""
+    from qlinear.kernels import norm_triton
+
+    dtype = torch.bfloat16
+    x = Strided(T, H, dtype, True, seed=T * 3 + H)
+    w = _weight(H, dtype)
+    if fused:
+        r = Strided(T, H, dtype, True, seed=T + 11, col=16, pad=40)
+        out_ref, r_ref = fused_add_rms_norm_ref(x.view, r.view, w, EPS)
+        norm_triton.fused_add_rms_norm_triton(x.view[None], r.view[None], w, EPS, config)
+        torch.testing.assert_close(r.view, r_ref, rtol=0, atol=0)
+        _close(x.view, out_ref, dtype)
+        r.assert_outside_untouched()
+    else:
+        out = torch.empty(T, H, device="cuda", dtype=dtype)
+        norm_triton.rms_norm_triton(out[None], x.view[None], w, EPS, config)
+        _close(out, rms_norm_ref(x.view, w, EPS), dtype)
+    x.assert_outside_untouched()
+
+
 def test_committed_rules_reach_the_reference():
     """The committed AUTO_BACKEND_RULES / CUDA_KNOB_RULES / Triton rules on the benchmarked shapes
     (scaled down in rows where the rule allows) give the reference's result."""
     dtype = torch.bfloat16
     for T, H, col in ((16, 7168, None), (20000, 7168, None), (16384, 512, 1536), (4096, 512, 1536),
-                      (16384, 1536, 0)):
+                      (16384, 1536, 0), (100, 5120, None), (4096, 7168, None), (16384, 7168, None)):
         if col is None:
             x = (torch.randn(T, H, device="cuda", generator=_gen(T + H)) * 2).to(dtype)
         else:

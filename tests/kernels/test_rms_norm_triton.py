@@ -252,3 +252,33 @@ def test_static_rule_field(nt, monkeypatch):
     assert nt._launch_params(1000, 512, 2)[5] == 0
     with pytest.raises(ValueError, match="static"):
         nt._launch_params(1000, 512, 2, (2, 1, 0, 3))
+
+
+@pytest.mark.parametrize("config", [(0, 1, -1, -1, 16), (0, 4, -1, -1, 32), (1, 2, 0, 0, 128)], ids=str)
+@pytest.mark.parametrize("T,H", [(5, 64), (3, 37)])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32])
+def test_loop_kernel(nt, T, H, config, dtype):
+    """The two-pass loop kernel (5th config field R): R dividing H, not dividing it, R > H;
+    strided rows, plain and fused."""
+    x = (torch.randn(T, H + 9, generator=_gen(T + H)) * 2).to(dtype)[:, 3 : 3 + H]
+    w = _weight(H, dtype)
+    out = torch.empty(T, H, dtype=dtype)
+    nt.rms_norm_triton(out[None], x[None], w, EPS, config)
+    _close(out, rms_norm_ref(x, w, EPS), dtype)
+    r = torch.randn(T, H, generator=_gen(2)).to(dtype)
+    out_ref, r_ref = fused_add_rms_norm_ref(x, r, w, EPS)
+    nt.fused_add_rms_norm_triton(x[None], r[None], w, EPS, config)
+    torch.testing.assert_close(r, r_ref, rtol=0, atol=0)
+    _close(x, out_ref, dtype)
+
+
+def test_loop_rule_field(nt, monkeypatch):
+    # a 6th rule field selects the loop kernel; a config's 5th field overrides it
+    monkeypatch.setattr(nt, "_MANY_ROW_RULES", ((1 << 62, 1, 8, 0, 0, 2048),))
+    assert nt._loop_block(1000, 7168, 2) == 2048
+    assert nt._loop_block(1000, 7168, 2, (1, 8, 0, 0, 0)) == 0
+    assert nt._loop_block(1000, 7168, 2, (1, 8, 0, 0, -1)) == 2048
+    monkeypatch.setattr(nt, "_MANY_ROW_RULES", ((1 << 62, 1, 8, 0, 0),))
+    assert nt._loop_block(1000, 7168, 2) == 0
+    with pytest.raises(ValueError, match="loop"):
+        nt._loop_block(1000, 7168, 2, (1, 8, 0, 0, 100))
