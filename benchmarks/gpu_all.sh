@@ -20,12 +20,14 @@ python -c "import torch, triton; print('torch', torch.__version__, 'triton', tri
 
 stage() {  # stage NAME TIMEOUT CMD...
     local name=$1 limit=$2; shift 2
-    mkdir -p "$R/$name"
+    mkdir -p "$R/$name" "$OUT"
     local t0=$(date +%s)
     OUT="$R/$name" timeout "$limit" "$@" >"$R/$name.log" 2>&1
     local rc=$?
     echo "== $name: rc=$rc in $(( $(date +%s) - t0 )) s"
     echo "$name rc=$rc" >>"$R/status.txt"
+    # packed after every stage: a run cut short by the device's time limit still returns what finished
+    tar czf "$OUT/gpu_results.tgz" --exclude=ext_build -C "$R" . 2>/dev/null
 }
 
 for s in $STAGES; do
@@ -55,7 +57,7 @@ print(f'first build {time.time() - t:.1f} s')" ;;
         *)       stage "$s" "$(eval echo \${T_$s:-150})" bash "benchmarks/gpu_$s.sh" ;;
     esac
 done
-tar czf "$OUT/gpu_results.tgz" -C "$R" .
+tar czf "$OUT/gpu_results.tgz" --exclude=ext_build -C "$R" .
 echo
 echo "================ summary ($(( $(date +%s) - t_all )) s) ================"
 cat "$R/status.txt"
