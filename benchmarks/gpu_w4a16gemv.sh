@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# CUDA W4A16 decode kernels (backend "cuda", csrc/w4a16_gemv.cuh) on the GPU machine (< 150 s):
-# the micro-benchmark library (csrc/probe/w4a16_probe.cu, nvcc, in the background) and the
+# CUDA W4A16 decode kernels (backend "cuda", csrc/w4a16_gemv.cuh) on the GPU machine (< 120 s):
+# the micro-benchmark library (csrc/probe/w4a16_probe.cu, nvcc, in the background, ~10 s) and the
 # extension (timed), then tests/gpu/test_w4a16_cuda_gpu.py, then benchmarks/bench_w4a16_cuda.py
-# (ladder lines, real kernels, BEST lines per case and the SET line with the dispatch constants;
+# (ladder lines: read / ring / reg stages m1 loads, m2 +dequant, full; real kernels at M 1, 4, 16;
+# BEST lines per case, the SET line with the dispatch constants, AUTO lines per case;
 # JSON in $OUT/w4a16_cuda.json).
 #   OUT=/some/dir bash benchmarks/gpu_w4a16gemv.sh
 source "$(dirname "$0")/_gpu_build.sh"
@@ -13,12 +14,12 @@ probe_pid=$!
 gpu_build w4a16gemv
 wait "$probe_pid"; echo "probe build rc=$? (log $OUT/w4a16gemv_probe_build.log)"
 echo "== GPU tests"
-timeout 50 python -m pytest -q -p no:cacheprovider tests/gpu/test_w4a16_cuda_gpu.py \
+timeout 40 python -m pytest -q -p no:cacheprovider tests/gpu/test_w4a16_cuda_gpu.py \
     >"$OUT/w4a16gemv_pytest.txt" 2>&1
 test_rc=$?
 tail -n 15 "$OUT/w4a16gemv_pytest.txt"
 echo "== benchmark"
-timeout 85 python benchmarks/bench_w4a16_cuda.py --out "$OUT" --budget-s 62 --probe-lib "$probe_so" 2>&1 \
+timeout 70 python benchmarks/bench_w4a16_cuda.py --out "$OUT" --budget-s 55 --probe-lib "$probe_so" 2>&1 \
     | tee "$OUT/w4a16gemv_bench.txt"
 bench_rc=${PIPESTATUS[0]}
 echo "build rc=$build_rc (${build_s} s)  tests rc=$test_rc  bench rc=$bench_rc  total $(( $(date +%s) - t_all )) s"

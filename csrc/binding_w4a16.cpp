@@ -1,12 +1,13 @@
 // Torch binding of the W4A16 tensor-core decode launcher (w4a16_gemv_launch.h): checks devices,
 // dtypes, shapes and strides, then launches on the current CUDA stream.
 //   torch.ops.qlinear_C.w4a16_gemv(out, x, qweight, scales, zeros, bias, group_size, row_tiles=0,
-//                                  chunk=0, warps=0, pdl=0, ring=0) -> int   (ring code used, or
-//                                  -warps for the register kernel)
+//                                  chunk=0, warps=0, pdl=0, ring=0, pipe=0) -> int   (ring code
+//                                  used, or -warps for the register kernel)
 //   torch.ops.qlinear_C.w4a16_gemv_supported(x, qweight, scales, zeros, group_size, row_tiles=0,
-//                                            chunk=0, warps=0, ring=0) -> int   (0 = supported,
+//                                            chunk=0, warps=0, ring=0, pipe=0) -> int   (0 = supported,
 //                                            else a W4GemvSupport code)
 //   torch.ops.qlinear_C.w4a16_ring_configs(int nt) -> int[]   (compiled ring codes)
+//   torch.ops.qlinear_C.w4a16_reg_configs() -> int[]   (compiled register-kernel codes R U NT pipe)
 // x [M, K] (stride(1) == 1), out [M, N]; qweight int32 [N, ceil(K/128)*16]; scales [G, N];
 // zeros uint8 [G, N] or None; 4-bit weights without act-order only.
 #include <ATen/core/Tensor.h>
@@ -84,26 +85,28 @@ qlinear::W4GemvArgs make_args(const at::Tensor& x, const at::Tensor& qweight, co
   return a;
 }
 
-qlinear::W4GemvConfig make_config(int64_t row_tiles, int64_t chunk, int64_t warps, int64_t pdl, int64_t ring) {
+qlinear::W4GemvConfig make_config(int64_t row_tiles, int64_t chunk, int64_t warps, int64_t pdl, int64_t ring,
+                                  int64_t pipe = 0) {
   qlinear::W4GemvConfig c;
   c.row_tiles = static_cast<int>(row_tiles);
   c.chunk = static_cast<int>(chunk);
   c.warps = static_cast<int>(warps);
   c.pdl = static_cast<int>(pdl);
   c.ring = static_cast<int>(ring);
+  c.pipe = static_cast<int>(pipe);
   return c;
 }
 
 int64_t w4a16_gemv_supported(const at::Tensor& x, const at::Tensor& qweight, const at::Tensor& scales,
                              const std::optional<at::Tensor>& zeros, int64_t group_size, int64_t row_tiles,
-                             int64_t chunk, int64_t warps, int64_t ring) {
+                             int64_t chunk, int64_t warps, int64_t ring, int64_t pipe) {
   const qlinear::W4GemvArgs a = make_args(x, qweight, scales, zeros, group_size);
-  return static_cast<int64_t>(qlinear::w4_gemv_supported(a, make_config(row_tiles, chunk, warps, 0, ring)));
+  return static_cast<int64_t>(qlinear::w4_gemv_supported(a, make_config(row_tiles, chunk, warps, 0, ring, pipe)));
 }
 
 int64_t w4a16_gemv(const at::Tensor& out, const at::Tensor& x, const at::Tensor& qweight, const at::Tensor& scales,
                    const std::optional<at::Tensor>& zeros, const std::optional<at::Tensor>& bias, int64_t group_size,
-                   int64_t row_tiles, int64_t chunk, int64_t warps, int64_t pdl, int64_t ring) {
+                   int64_t row_tiles, int64_t chunk, int64_t warps, int64_t pdl, int64_t ring, int64_t pipe) {
   qlinear::W4GemvArgs a = make_args(x, qweight, scales, zeros, group_size);
   check_on(out, "out", x);
   TORCH_CHECK_TYPE(out.scalar_type() == x.scalar_type(), "out: dtype ", out.scalar_type(), " differs from x's ",
@@ -121,11 +124,11 @@ int64_t w4a16_gemv(const at::Tensor& out, const at::Tensor& x, const at::Tensor&
     a.bias_dtype = fdtype(*bias, "bias");
   }
   if (a.m == 0 || a.n == 0) return 0;
-  const qlinear::W4GemvConfig cfg = make_config(row_tiles, chunk, warps, pdl, ring);
+  const qlinear::W4GemvConfig cfg = make_config(row_tiles, chunk, warps, pdl, ring, pipe);
   const qlinear::W4GemvSupport why = qlinear::w4_gemv_supported(a, cfg);
   TORCH_CHECK(why == qlinear::W4GemvSupport::kOk, "qlinear w4a16_gemv: case not supported (code ",
               static_cast<int>(why), ", see W4GemvSupport in csrc/w4a16_gemv_launch.h): M=", a.m, " N=", a.n,
-              " K=", a.k, " group_size=", group_size, " config=(", row_tiles, ", ", chunk, ", ", warps, ") ring=", ring);
+              " K=", a.k, " group_size=", group_size, " config=(", row_tiles, ", ", chunk, ", ", warps, ", ", pipe, ") ring=", ring);
   const c10::cuda::CUDAGuard guard(x.device());
   qlinear::W4GemvConfig used;
   const cudaError_t err =
@@ -141,16 +144,23 @@ std::vector<int64_t> w4a16_ring_configs(int64_t nt) {
   return std::vector<int64_t>(codes, codes + (n < 32 ? n : 32));
 }
 
+std::vector<int64_t> w4a16_reg_configs() {
+  int codes[64];
+  const int n = qlinear::w4_reg_configs(codes, 64);
+  return std::vector<int64_t>(codes, codes + (n < 64 ? n : 64));
+}
+
 }  // namespace
 
 TORCH_LIBRARY_FRAGMENT(qlinear_C, m) {
   m.def(
       "w4a16_gemv(Tensor(a!) out, Tensor x, Tensor qweight, Tensor scales, Tensor? zeros, Tensor? bias, "
-      "int group_size, int row_tiles=0, int chunk=0, int warps=0, int pdl=0, int ring=0) -> int",
+      "int group_size, int row_tiles=0, int chunk=0, int warps=0, int pdl=0, int ring=0, int pipe=0) -> int",
       &w4a16_gemv);
   m.def(
       "w4a16_gemv_supported(Tensor x, Tensor qweight, Tensor scales, Tensor? zeros, int group_size, "
-      "int row_tiles=0, int chunk=0, int warps=0, int ring=0) -> int",
+      "int row_tiles=0, int chunk=0, int warps=0, int ring=0, int pipe=0) -> int",
       &w4a16_gemv_supported);
   m.def("w4a16_ring_configs(int nt) -> int[]", &w4a16_ring_configs);
+  m.def("w4a16_reg_configs() -> int[]", &w4a16_reg_configs);
 }

@@ -1,6 +1,6 @@
 // Launcher of the W4A16 tensor-core decode kernels (w4a16_gemv.cuh): support checks, the automatic
 // launch config, and the dispatch over the compiled instances (ring kernel: dtype, WR, WK, S, ST, NT;
-// round 1's register kernel: dtype, R, U, NT, SUB).
+// register kernel: dtype, R, U, NT, PF, both in w4a16_ring_<dtype>.cu; sub-group kernel: here).
 #include "w4a16_gemv.cuh"
 #include "w4a16_gemv_launch.h"
 
@@ -38,28 +38,29 @@ bool sub_group(const W4GemvArgs& a) {
   return a.num_groups > 1 && (a.group_size == 16 || a.group_size == 32 || a.group_size == 64);
 }
 
-// Compiled (R, U) pairs per NT; SUB compiles (1, 2) only.
-bool compiled(int nt, int r, int u, bool sub) {
-  if (sub) return r == 1 && u == 2;
-  if (nt == 1) return (r == 1 && (u == 2 || u == 4)) || (r == 2 && u == 2) || (r == 4 && u == 1);
-  return (r == 1 && u == 2) || (r == 2 && u == 1);
+// Register-kernel code of a config: R U NT PF as decimal digits (w4a16g::kRegCodes).
+int reg_code(int nt, int r, int u, int pipe) { return r * 1000 + u * 100 + nt * 10 + (pipe > 0 ? 1 : 0); }
+
+bool reg_compiled(int code) {
+  for (int c : w4a16g::kRegCodes)
+    if (c == code) return true;
+  return false;
 }
 
-int max_warps(int nt, int r, int u, bool sub) {
+int max_warps(int nt, int r, int u, int pipe, bool sub) {
   if (sub) return (nt == 1 ? w4a16g::max_threads<1, 2, 1>() : w4a16g::max_threads<1, 2, 2>()) / 32;
-  return (8 * r * u + 16 * u * nt + 16 * r) > 64 ? 8 : 16;
+  return w4a16g::reg_code_threads(reg_code(nt, r, u, pipe)) / 32;
 }
 
 FKind fkind(W4GDType d) {
   return d == W4GDType::kFloat16 ? FKind::kFloat16 : (d == W4GDType::kBFloat16 ? FKind::kBFloat16 : FKind::kFloat32);
 }
 
-template <typename XT, int R, int U, int NT, bool SUB>
-cudaError_t launch_one(const Params& p, int warps, bool pdl, cudaStream_t stream) {
-  const dim3 grid(static_cast<unsigned>((p.n + 16 * R - 1) / (16 * R)));
-  const size_t smem = sizeof(float) * static_cast<size_t>(R * NT * 128 * warps);
-  return w4a16g::launch_kernel(w4a16g::mma_gemv_kernel<XT, R, U, NT, SUB>, grid, dim3(32 * warps), smem, pdl, stream,
-                               p);
+template <typename XT, int NT>
+cudaError_t launch_sub(const Params& p, int warps, bool pdl, cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>((p.n + 15) / 16));
+  const size_t smem = sizeof(float) * static_cast<size_t>(NT * 128 * warps);
+  return w4a16g::launch_kernel(w4a16g::mma_gemv_kernel<XT, 1, 2, NT>, grid, dim3(32 * warps), smem, pdl, stream, p);
 }
 
 bool ring_ok(const W4GemvArgs& a) {
@@ -92,24 +93,6 @@ int auto_ring(int nt, int64_t n, int64_t nsb, int sms) {
   return tiles * 2 <= 3LL * sms ? 1414 : 2224;
 }
 
-template <typename XT>
-cudaError_t dispatch(const Params& p, const W4GemvConfig& c, int nt, bool sub, cudaStream_t s) {
-  const bool pdl = c.pdl > 0;
-  if (sub) {
-    return nt == 1 ? launch_one<XT, 1, 2, 1, true>(p, c.warps, pdl, s) : launch_one<XT, 1, 2, 2, true>(p, c.warps, pdl, s);
-  }
-  if (nt == 1) {
-    if (c.row_tiles == 1 && c.chunk == 2) return launch_one<XT, 1, 2, 1, false>(p, c.warps, pdl, s);
-    if (c.row_tiles == 1 && c.chunk == 4) return launch_one<XT, 1, 4, 1, false>(p, c.warps, pdl, s);
-    if (c.row_tiles == 2 && c.chunk == 2) return launch_one<XT, 2, 2, 1, false>(p, c.warps, pdl, s);
-    if (c.row_tiles == 4 && c.chunk == 1) return launch_one<XT, 4, 1, 1, false>(p, c.warps, pdl, s);
-  } else {
-    if (c.row_tiles == 1 && c.chunk == 2) return launch_one<XT, 1, 2, 2, false>(p, c.warps, pdl, s);
-    if (c.row_tiles == 2 && c.chunk == 1) return launch_one<XT, 2, 1, 2, false>(p, c.warps, pdl, s);
-  }
-  return cudaErrorInvalidValue;
-}
-
 }  // namespace
 
 W4GemvConfig w4_gemv_resolve(const W4GemvArgs& a, const W4GemvConfig& cfg) {
@@ -118,7 +101,9 @@ W4GemvConfig w4_gemv_resolve(const W4GemvArgs& a, const W4GemvConfig& cfg) {
   const int sms = sm_count();
   const int64_t row_tiles = (a.n + 15) / 16;
   const int64_t nsb = (a.k + 127) / 128;
-  if (c.ring == 0) c.ring = ring_ok(a) ? auto_ring(nt, a.n, nsb, sms) : -1;
+  // Auto: round 3's register kernel, except short rows at M <= 8 (nsb <= 16, e.g. 24576x1536:
+  // round 2 ring 4143 12.7 us / 4124 14.7 us at M = 1 / 4 vs the register kernel's 21.9 / 19.1).
+  if (c.ring == 0) c.ring = (ring_ok(a) && nt == 1 && nsb <= 16) ? auto_ring(nt, a.n, nsb, sms) : -1;
   if (c.pdl > 0 && cc_major() < 9) c.pdl = 0;
   if (c.ring > 0) {
     c.row_tiles = c.chunk = 0;
@@ -128,21 +113,21 @@ W4GemvConfig w4_gemv_resolve(const W4GemvArgs& a, const W4GemvConfig& cfg) {
   if (sub_group(a)) {
     c.row_tiles = 1;
     c.chunk = 2;
+    c.pipe = 0;
   } else if (c.row_tiles <= 0 || c.chunk <= 0) {
-    // few row tiles: one per CTA and many superblocks in flight per warp; many: share x across tiles
+    // Round-2 H200 data (old instruction mix): few row tiles -> one per CTA, 16 warps over K
+    // (R1 U2 W16 best at 2112x7168); many -> 4 tiles sharing x (R4 U1 W8 at 7168x16384, W4 at
+    // 24576x1536); M > 8: R2 U1 (W4-W8). Retune from the round-3 ladder / sweep.
     if (nt == 1) {
       if (row_tiles <= 2 * sms) {
-        c.row_tiles = 1, c.chunk = 4;
-      } else if (row_tiles <= 8 * sms) {
-        c.row_tiles = 2, c.chunk = 2;
+        c.row_tiles = 1, c.chunk = 2;
       } else {
         c.row_tiles = 4, c.chunk = 1;
       }
-    } else if (row_tiles <= 4 * sms) {
-      c.row_tiles = 1, c.chunk = 2;
     } else {
       c.row_tiles = 2, c.chunk = 1;
     }
+    c.pipe = 0;
   }
   if (c.warps <= 0) {
     // about 16 resident warps per SM over the grid, at least one chunk of superblocks per warp
@@ -150,7 +135,7 @@ W4GemvConfig w4_gemv_resolve(const W4GemvArgs& a, const W4GemvConfig& cfg) {
     int64_t w = (16LL * sms + ctas - 1) / ctas;
     const int64_t cap = nsb / c.chunk > 0 ? nsb / c.chunk : 1;
     w = w < cap ? w : cap;
-    const int wmax = max_warps(nt, c.row_tiles, c.chunk, sub_group(a));
+    const int wmax = max_warps(nt, c.row_tiles, c.chunk, c.pipe, sub_group(a));
     c.warps = static_cast<int>(w < 1 ? 1 : (w > wmax ? wmax : w));
   }
   if (c.pdl > 0 && cc_major() < 9) c.pdl = 0;
@@ -161,7 +146,8 @@ W4GemvSupport w4_gemv_supported(const W4GemvArgs& a, const W4GemvConfig& cfg) {
   if (a.m < 1 || a.m > 16) return W4GemvSupport::kBadM;
   if (a.x_dtype != W4GDType::kFloat16 && a.x_dtype != W4GDType::kBFloat16) return W4GemvSupport::kBadDtype;
   if (a.k < 1 || a.k % 4 != 0) return W4GemvSupport::kBadK;
-  if (a.n < 1 || a.n >= (int64_t{1} << 31) || a.k >= (int64_t{1} << 30)) return W4GemvSupport::kTooLarge;
+  // K < 2^22: group_of_sb's multiply-shift division is exact (sb * sb_per_group < 2^31)
+  if (a.n < 1 || a.n >= (int64_t{1} << 31) || a.k >= (int64_t{1} << 22)) return W4GemvSupport::kTooLarge;
   const bool per_channel = a.num_groups == 1;
   if (!per_channel) {
     const bool ok = sub_group(a) || (a.group_size > 0 && a.group_size % 128 == 0);
@@ -176,9 +162,10 @@ W4GemvSupport w4_gemv_supported(const W4GemvArgs& a, const W4GemvConfig& cfg) {
     if (!ring_ok(a)) return W4GemvSupport::kNoRing;
     return ring_compiled(nt, c.ring) ? W4GemvSupport::kOk : W4GemvSupport::kBadConfig;
   }
-  if (!compiled(nt, c.row_tiles, c.chunk, sub_group(a)) || c.warps < 1 ||
-      c.warps > max_warps(nt, c.row_tiles, c.chunk, sub_group(a)))
+  const bool sub = sub_group(a);
+  if (sub ? (c.row_tiles != 1 || c.chunk != 2) : !reg_compiled(reg_code(nt, c.row_tiles, c.chunk, c.pipe)))
     return W4GemvSupport::kBadConfig;
+  if (c.warps < 1 || c.warps > max_warps(nt, c.row_tiles, c.chunk, c.pipe, sub)) return W4GemvSupport::kBadConfig;
   return W4GemvSupport::kOk;
 }
 
@@ -203,6 +190,7 @@ cudaError_t w4_gemv_launch(const W4GemvArgs& a, cudaStream_t stream, W4GemvConfi
   p.group_size = static_cast<int>(a.group_size);
   p.num_groups = static_cast<int>(a.num_groups);
   p.sb_per_group = a.num_groups == 1 ? (1 << 30) : static_cast<int>(a.group_size / 128);
+  p.grp_mul = w4a16g::group_mul(p.sb_per_group, a.num_groups == 1);
   p.scale_kind = fkind(a.scale_dtype);
   p.bias_kind = fkind(a.bias_dtype);
   p.pdl_prefetch = c.pdl > 0 ? 1 : 0;
@@ -212,9 +200,16 @@ cudaError_t w4_gemv_launch(const W4GemvArgs& a, cudaStream_t stream, W4GemvConfi
     return a.x_dtype == W4GDType::kBFloat16 ? w4a16g::ring_dispatch_bf16(p, c.ring, nt, c.pdl > 0, stream)
                                             : w4a16g::ring_dispatch_f16(p, c.ring, nt, c.pdl > 0, stream);
   }
-  const bool sub = sub_group(a);
-  return a.x_dtype == W4GDType::kBFloat16 ? dispatch<__nv_bfloat16>(p, c, nt, sub, stream)
-                                          : dispatch<__half>(p, c, nt, sub, stream);
+  const bool bf = a.x_dtype == W4GDType::kBFloat16;
+  if (sub_group(a)) {
+    if (nt == 1) return bf ? launch_sub<__nv_bfloat16, 1>(p, c.warps, c.pdl > 0, stream)
+                           : launch_sub<__half, 1>(p, c.warps, c.pdl > 0, stream);
+    return bf ? launch_sub<__nv_bfloat16, 2>(p, c.warps, c.pdl > 0, stream)
+              : launch_sub<__half, 2>(p, c.warps, c.pdl > 0, stream);
+  }
+  const int code = reg_code(nt, c.row_tiles, c.chunk, c.pipe);
+  return bf ? w4a16g::reg_dispatch_bf16(p, code, c.warps, c.pdl > 0, stream)
+            : w4a16g::reg_dispatch_f16(p, code, c.warps, c.pdl > 0, stream);
 }
 
 int w4_ring_configs(int nt, int* codes, int cap) {
@@ -222,6 +217,12 @@ int w4_ring_configs(int nt, int* codes, int cap) {
   const int n = nt == 1 ? static_cast<int>(sizeof(w4a16g::kRingNT1) / sizeof(int))
                         : static_cast<int>(sizeof(w4a16g::kRingNT2) / sizeof(int));
   for (int i = 0; i < n && i < cap; ++i) codes[i] = src[i];
+  return n;
+}
+
+int w4_reg_configs(int* codes, int cap) {
+  const int n = static_cast<int>(sizeof(w4a16g::kRegCodes) / sizeof(int));
+  for (int i = 0; i < n && i < cap; ++i) codes[i] = w4a16g::kRegCodes[i];
   return n;
 }
 

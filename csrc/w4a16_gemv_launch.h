@@ -35,14 +35,17 @@ struct W4GemvArgs {
 // programmatic stream serialization (and L2-prefetch the first weights before waiting).
 // ring: the cp.async ring kernel's shape WR * 1000 + WK * 100 + S * 10 + ST (16 WR rows per CTA,
 // WK warps over K, S superblocks per warp per stage, ST stages; see w4_ring_configs()), 0 = auto
-// (the ring kernel where it applies, else round 1's register kernel), -1 = the register kernel
-// (row_tiles / chunk / warps then apply).
+// (the ring kernel for M <= 8 on rows of <= 16 superblocks where it applies, else the register
+// kernel), -1 = the register kernel (row_tiles / chunk / warps / pipe then apply).
+// pipe: the register kernel double-buffers its chunks (next chunk's loads issued before this
+// chunk's math); compiled (row_tiles, chunk, NT, pipe) codes: w4_reg_configs().
 struct W4GemvConfig {
   int row_tiles = 0;
   int chunk = 0;
   int warps = 0;
   int pdl = 0;
   int ring = 0;
+  int pipe = 0;
 };
 
 // Why a case is not taken (0 = supported).
@@ -54,7 +57,7 @@ enum class W4GemvSupport : int {
   kBadGroup = 4,      // group size not in {16, 32, 64, multiples of 128, K}
   kMisaligned = 5,    // x pointer not 8-byte aligned or x row stride % 4 != 0, qweight not 16-byte aligned
   kBadConfig = 6,     // (row_tiles, chunk) not compiled or warps out of range
-  kTooLarge = 7,      // n or k beyond int32 indexing
+  kTooLarge = 7,      // n >= 2^31 or k >= 2^22
   kNoRing = 8,        // ring kernel asked for: groups < 128, N % 4 != 0 or scales / zeros not 4-byte aligned
 };
 
@@ -63,6 +66,10 @@ W4GemvSupport w4_gemv_supported(const W4GemvArgs& a, const W4GemvConfig& cfg);
 // The compiled ring shapes for M <= 8 (nt = 1) or M <= 16 (nt = 2): writes up to `cap` codes,
 // returns how many there are.
 int w4_ring_configs(int nt, int* codes, int cap);
+
+// The compiled register-kernel configs: codes R * 1000 + U * 100 + NT * 10 + pipe (NT = 1: M <= 8,
+// 2: M <= 16); writes up to `cap`, returns how many there are.
+int w4_reg_configs(int* codes, int cap);
 
 // The config the launcher would use (zeros resolved); *used receives it when non-null.
 W4GemvConfig w4_gemv_resolve(const W4GemvArgs& a, const W4GemvConfig& cfg);

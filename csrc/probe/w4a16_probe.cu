@@ -1,7 +1,10 @@
 // Micro-benchmark kernels for the W4A16 decode kernels (not part of the extension: built by
 // benchmarks/bench_w4a16_cuda.py with nvcc into a small shared library reached through ctypes).
-//   w4probe_ring(mode, ...): the ring kernel of w4a16_gemv.cuh with stages left out (mode 1: cp.async
-//     loads only, 2: loads + dequant + x reads, no mma, 0: full), bf16.
+//   w4probe_ring(mode, code, ...): the ring kernel of w4a16_gemv.cuh (codes 1424 1824 4143) with
+//     stages left out (mode 1: cp.async loads only, 2: loads + dequant + x reads, no mma, 0: full),
+//     bf16, M <= 8.
+//   w4probe_reg(mode, code, warps, ...): the register kernel (codes 1210 4110 1111 1211 4111 =
+//     R U NT PF) with the same stages (1: loads only, 2: + dequant, no mma, 0: full), bf16, M <= 8.
 //   w4probe_read(ch, nl, ...): plain register loads of the packed weight, a CTA per 16 rows, 8 warps
 //     splitting each row into ch-byte chunks (ch / 16 lanes per row per instruction), nl 16-byte
 //     loads per lane in flight; words xor-ed so they stay live. ch = 64 is round 1's pattern.
@@ -57,10 +60,9 @@ extern "C" int w4probe_read(int ch, int nl, const void* qw, int64_t n, int64_t w
   return static_cast<int>(cudaErrorInvalidValue);
 }
 
-// x bf16 [m, k] contiguous, qw int32 [n, nsb * 16], scales bf16 [g, n], zeros uint8 [g, n] or null.
-extern "C" int w4probe_ring(int mode, int code, void* out, const void* x, const void* qw, const void* scales,
-                            const void* zeros, int64_t m, int64_t n, int64_t k, int64_t group_size, int pdl,
-                            void* stream) {
+namespace {
+Params probe_params(void* out, const void* x, const void* qw, const void* scales, const void* zeros, int64_t m,
+                    int64_t n, int64_t k, int64_t group_size) {
   Params p{};
   p.out = out;
   p.x = x;
@@ -81,11 +83,58 @@ extern "C" int w4probe_ring(int mode, int code, void* out, const void* x, const 
   p.scale_kind = FKind::kBFloat16;
   p.bias_kind = FKind::kBFloat16;
   p.pdl_prefetch = 0;
-  const int nt = m > 8 ? 2 : 1;
+  p.grp_mul = group_mul(p.sb_per_group, p.num_groups == 1);
+  return p;
+}
+}  // namespace
+
+// Only the shapes the ladder times are instantiated (3 modes each: keeps this build ~ one TU).
+template <int MODE>
+cudaError_t probe_ring(const Params& p, int code, bool pdl, cudaStream_t s) {
+  switch (code) {
+    case 1424: return ring_launch<__nv_bfloat16, 1, 4, 2, 4, 1, MODE>(p, pdl, s);
+    case 1824: return ring_launch<__nv_bfloat16, 1, 8, 2, 4, 1, MODE>(p, pdl, s);
+    case 4143: return ring_launch<__nv_bfloat16, 4, 1, 4, 3, 1, MODE>(p, pdl, s);
+    default: return cudaErrorInvalidValue;
+  }
+}
+
+template <int MODE>
+cudaError_t probe_reg(const Params& p, int code, int warps, bool pdl, cudaStream_t s) {
+  switch (code) {
+    case 1210: return reg_launch<__nv_bfloat16, 1, 2, 1, false, MODE>(p, warps, pdl, s);
+    case 4110: return reg_launch<__nv_bfloat16, 4, 1, 1, false, MODE>(p, warps, pdl, s);
+    case 1111: return reg_launch<__nv_bfloat16, 1, 1, 1, true, MODE>(p, warps, pdl, s);
+    case 1211: return reg_launch<__nv_bfloat16, 1, 2, 1, true, MODE>(p, warps, pdl, s);
+    case 4111: return reg_launch<__nv_bfloat16, 4, 1, 1, true, MODE>(p, warps, pdl, s);
+    default: return cudaErrorInvalidValue;
+  }
+}
+
+// M = 1 (NT = 1) only. x bf16 [1, k], qw int32 [n, nsb * 16], scales bf16 [g, n], zeros uint8 [g, n] or null.
+extern "C" int w4probe_ring(int mode, int code, void* out, const void* x, const void* qw, const void* scales,
+                            const void* zeros, int64_t m, int64_t n, int64_t k, int64_t group_size, int pdl,
+                            void* stream) {
+  if (m > 8) return static_cast<int>(cudaErrorInvalidValue);
+  const Params p = probe_params(out, x, qw, scales, zeros, m, n, k, group_size);
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   cudaError_t e = cudaErrorInvalidValue;
-  if (mode == 0) e = ring_dispatch<__nv_bfloat16, 0>(p, code, nt, pdl != 0, s);
-  if (mode == 1) e = ring_dispatch<__nv_bfloat16, 1>(p, code, nt, pdl != 0, s);
-  if (mode == 2) e = ring_dispatch<__nv_bfloat16, 2>(p, code, nt, pdl != 0, s);
+  if (mode == 0) e = probe_ring<0>(p, code, pdl != 0, s);
+  if (mode == 1) e = probe_ring<1>(p, code, pdl != 0, s);
+  if (mode == 2) e = probe_ring<2>(p, code, pdl != 0, s);
+  return static_cast<int>(e);
+}
+
+// The register kernel (codes 1210 4110 1111 1211 4111: R U NT PF), same arguments plus warps per CTA.
+extern "C" int w4probe_reg(int mode, int code, int warps, void* out, const void* x, const void* qw,
+                           const void* scales, const void* zeros, int64_t m, int64_t n, int64_t k, int64_t group_size,
+                           int pdl, void* stream) {
+  if (m > 8) return static_cast<int>(cudaErrorInvalidValue);
+  const Params p = probe_params(out, x, qw, scales, zeros, m, n, k, group_size);
+  cudaStream_t s = static_cast<cudaStream_t>(stream);
+  cudaError_t e = cudaErrorInvalidValue;
+  if (mode == 0) e = probe_reg<0>(p, code, warps, pdl != 0, s);
+  if (mode == 1) e = probe_reg<1>(p, code, warps, pdl != 0, s);
+  if (mode == 2) e = probe_reg<2>(p, code, warps, pdl != 0, s);
   return static_cast<int>(e);
 }

@@ -486,7 +486,7 @@ def cuda_gemv(
     x: torch.Tensor,
     packed: W4A16Weights,
     bias: torch.Tensor | None = None,
-    config: tuple[int, int, int] | None = None,
+    config: tuple[int, ...] | None = None,
     pdl: bool | None = None,
     ring: int | None = None,
 ) -> torch.Tensor | None:
@@ -495,7 +495,8 @@ def cuda_gemv(
 
     ``ring``: the cp.async ring kernel's shape code (see :data:`_CUDA_RING`; 0 = automatic, -1 =
     the register kernel); None = -1 when ``config`` is given, else :data:`_CUDA_RING`. ``config`` =
-    the register kernel's (row tiles per CTA, superblocks per chunk, warps per CTA), 0 = automatic
+    the register kernel's (row tiles per CTA, superblocks per chunk, warps per CTA[, pipe: 1 =
+    double-buffered chunks]; ``w4a16_reg_configs()`` lists the compiled ones), 0 = automatic
     (default :data:`_CUDA_CONFIG`); ``pdl`` None follows ``qlinear.kernels._pdl`` (on for M <= PDL_MAX_M).
     """
     return _cuda_gemv(x, packed, bias, config, pdl, ring)
@@ -515,9 +516,14 @@ def _cuda_gemv(x, packed, bias, config=None, pdl=None, ring=None):
         pdl = m <= _pdl.PDL_MAX_M and _pdl.pdl_enabled(x.device)
     if ring is None:
         ring = -1 if config is not None else _CUDA_RING
-    r, u, w = config if config is not None else _CUDA_CONFIG
+    cfg = tuple(config if config is not None else _CUDA_CONFIG)
+    if len(cfg) not in (3, 4):
+        raise ValueError(f"config: expected (row_tiles, chunk, warps[, pipe]), got {config!r}")
+    r, u, w = cfg[:3]
+    pipe = cfg[3] if len(cfg) == 4 else 0
     ops.w4a16_gemv(
-        out, x, packed.qweight, packed.scales, packed.zeros, bias, packed.group_size, r, u, w, int(pdl), int(ring)
+        out, x, packed.qweight, packed.scales, packed.zeros, bias, packed.group_size, r, u, w, int(pdl), int(ring),
+        int(pipe),
     )
     return out
 

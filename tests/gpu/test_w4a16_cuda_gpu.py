@@ -5,7 +5,8 @@ independent of the packed layout) on fresh random data: M in {1, 2, 3, 4, 8, 16}
 asymmetric zeros x group 128 / 64 / 32 / 256 / per channel x bf16 / fp16, merged two-shard weights,
 ragged N and K, every launch config the benchmark sweeps, CUDA-graph capture and the dispatch; the
 ring kernel (round 2): every compiled shape code, groups / scale dtypes, its fallback to the
-register kernel, PDL and graph capture.
+register kernel, PDL and graph capture; the round-3 register kernel: every compiled code (R, U, NT,
+pipe) x scale dtypes x groups 128 / 384 / per channel x ragged K (the tail step) x warp counts.
 """
 
 import pytest
@@ -22,9 +23,10 @@ pytestmark = [
 DEV = "cuda"
 TOL = 1e-2
 MS = (1, 2, 3, 4, 8, 16)
-# (row tiles, superblocks per chunk, warps); the kernel compiles these (R, U) pairs
-CONFIGS_NT1 = [(1, 2, 4), (1, 4, 8), (2, 2, 8), (4, 1, 4), (1, 2, 16), (1, 4, 3)]
-CONFIGS_NT2 = [(1, 2, 8), (2, 1, 4), (2, 1, 8)]
+# (row tiles, superblocks per chunk, warps[, pipe]); compiled: w4a16_gemv.cuh kRegCodes
+CONFIGS_NT1 = [(1, 2, 4), (1, 4, 8), (2, 2, 8), (4, 1, 4), (1, 2, 16), (1, 4, 3), (1, 2, 8, 1), (1, 1, 16, 1),
+               (4, 1, 8, 1), (4, 1, 3, 1)]
+CONFIGS_NT2 = [(1, 2, 8), (2, 1, 4), (2, 1, 8), (1, 1, 8, 1), (2, 1, 8, 1), (2, 1, 3, 1)]
 
 
 def _canonical(n, k, group, asym, scale_dtype, seed):
@@ -191,7 +193,12 @@ def test_ring_groups_scales(group, sdt, dtype):
         assert lib.w4a16_gemv_supported(x, packed.qweight, packed.scales, packed.zeros, packed.group_size) == 0
         out = torch.empty(m, 512, device=DEV, dtype=dtype)
         used = lib.w4a16_gemv(out, x, packed.qweight, packed.scales, packed.zeros, None, packed.group_size)
-        assert used > 0, "auto should take the ring kernel here"
+        # auto: the ring for M <= 8 on rows of <= 16 superblocks, the register kernel otherwise
+        assert (used > 0) == (m <= 8), f"M={m}: auto took {used}"
+        ring = torch.empty_like(out)
+        assert lib.w4a16_gemv(ring, x, packed.qweight, packed.scales, packed.zeros, None, packed.group_size,
+                              ring=1424 if m <= 8 else 2224) > 0
+        assert ((ring.float() - x.float() @ w.T).norm() / (x.float() @ w.T).norm()).item() <= TOL
         want = x.float() @ w.T
         assert ((out.float() - want).norm() / want.norm()).item() <= TOL
 
@@ -226,3 +233,33 @@ def test_ring_pdl_and_graph():
     torch.cuda.synchronize()
     want = x.float() @ w.T
     assert ((y.float() - want).norm() / want.norm()).item() <= TOL
+
+
+# ---- round 3: the register kernel rebuilt for instruction count ----
+
+
+def _reg_codes():
+    from qlinear.kernels import cuda_ext
+
+    return list(cuda_ext.load().w4a16_reg_configs())
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_reg_every_code(dtype):
+    codes = _reg_codes()
+    assert codes
+    cases = [  # (n, k, group, asym, scale dtype): tails (K % 128 != 0), wide groups, per channel
+        (1000, 384, 128, True, None),
+        (300, 1540, -1, True, torch.float32),
+        (130, 1536, 384, False, torch.float16),
+        (64, 2304, 256, True, torch.float32),
+    ]
+    for n, k, group, asym, sdt in cases:
+        sdt = sdt or (torch.float16 if dtype == torch.float16 else torch.bfloat16)
+        packed, w = _layer(n, k, group, asym, sdt, seed=n + k)
+        for code in codes:
+            r, u, nt, pipe = code // 1000, code // 100 % 10, code // 10 % 10, code % 10
+            ms = (1, 3, 8) if nt == 1 else (9, 16)
+            for warps in (1, 3, 8):
+                for m in ms:
+                    _check(packed, w, m, dtype=dtype, bias=m % 2 == 1, config=(r, u, warps, pipe), seed=m + code)
