@@ -2,15 +2,22 @@
 32768 strided 1536-wide bf16 rows >= 0.85 of the copy ceiling measured in the same run).
 
     python benchmarks/bench_normquant_variants.py [OUT_DIR] [--quick]
+    python benchmarks/bench_normquant_variants.py --sass SASS_FILE   (no GPU needed)
+
+--sass: per-opcode histogram of the row kernels' main loops, from ``cuobjdump -sass`` of the built
+extension (or ``nvdisasm -c`` of a cubin): the loop is the longest backward branch of the kernel,
+the rows it handles are its 16-byte x loads / NV, and "per row" is the loop's static instruction
+count / rows (per lane, i.e. warp-instructions per row; the slow-path call sites of sqrt / rcp
+count too, a few instructions, never executed).
 
 Cases: the MLA slices of a [M, 2112] bf16 projection output, q_c = [:, :1536] and
 kv_c = [:, 1536:2048], M = 32768 (plain and fused add) and M = 4096. Per case: the committed
 default (variant 0: row_default in csrc/norm_quant_launch.cu, marked DEFAULT), the row kernel's
 explicit launch variants (``rms_norm_quant_fp8_variant``'s ``variant``: 1, 6 the register form,
-4 the bulk-copy form with 3 row slots per warp, 7 .. 10 the round-3 q_c plain candidates: packed
-rows at 20 / 32 warps per SM, two rows per step; see row_kernel_nv), a few launch
-shapes, the register kernel (path=1) and the Triton kernel as anchors. Bytes = x (+ residual read and written) in bf16 + e4m3
-codes + fp32 scales. One line per measurement; JSON in OUT_DIR/normquant_variants.json.
+4 the bulk-copy form with 3 row slots per warp, 11 / 12 nq_slim_kernel (one row ahead at 16 warps
+per SM / none at 24); see row_kernel_nv), a few launch shapes, the register kernel (path=1) and
+the Triton kernel as anchors. Bytes = x (+ residual read and written) in bf16 + e4m3 codes + fp32
+scales. One line per measurement; JSON in OUT_DIR/normquant_variants.json.
 """
 
 from __future__ import annotations
@@ -30,8 +37,84 @@ from qlinear._utils import FP8_E4M3, cdiv, empty_group_scales  # noqa: E402
 
 EPS, SCALE_EPS, GS, WIDTH = 1e-6, 1e-10, 128, 2112
 
+# (label, a substring of the mangled name, NV, fused add): the row kernels the benchmark compares
+SASS_KERNELS = [
+    ("v6  row_compute q_c plain", "nq_row_kernelI13__nv_bfloat16Li6ELi1ELb0ELb1ELi2ELi0E", 6, False),
+    ("v11 slim q_c plain", "nq_slim_kernelI13__nv_bfloat16Li6ELb0ELb1ELi2E", 6, False),
+    ("v12 slim q_c plain no prefetch", "nq_slim_kernelI13__nv_bfloat16Li6ELb0ELb0ELi3E", 6, False),
+    ("v6  row_compute q_c +add", "nq_row_kernelI13__nv_bfloat16Li6ELi1ELb1ELb0ELi3ELi0E", 6, True),
+    ("v11 slim q_c +add", "nq_slim_kernelI13__nv_bfloat16Li6ELb1ELb0ELi2E", 6, True),
+    ("v1  row_compute kv_c plain", "nq_row_kernelI13__nv_bfloat16Li2ELi1ELb0ELb1ELi4ELi0E", 2, False),
+    ("v11 slim kv_c plain", "nq_slim_kernelI13__nv_bfloat16Li2ELb0ELb1ELi2E", 2, False),
+]
+
+
+def _sass_functions(text: str) -> dict[str, list[str]]:
+    """{mangled name: lines} from cuobjdump -sass ("Function : NAME") or nvdisasm (".text.NAME:")."""
+    import re
+
+    funcs: dict[str, list[str]] = {}
+    cur = None
+    for line in text.splitlines():
+        m = re.match(r"\s*Function : (\S+)", line) or re.match(r"\s*\.text\.(\S+):", line)
+        if m:
+            cur = funcs.setdefault(m.group(1), [])
+            continue
+        if cur is not None:
+            cur.append(line)
+    return funcs
+
+
+def _sass_loop(lines: list[str]) -> list[str]:
+    """The instructions of the longest backward-branch loop (opcode text, predicates kept)."""
+    import re
+
+    ins, addr, labels = [], [], {}
+    for line in lines:
+        m = re.match(r"\s*(\.L_x_\d+):", line)
+        if m:
+            labels[m.group(1)] = len(ins)
+            continue
+        m = re.match(r"\s*/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;", line)
+        if m:
+            addr.append(int(m.group(1), 16))
+            ins.append(m.group(2))
+    at = {a: i for i, a in enumerate(addr)}
+    best = None
+    for i, s in enumerate(ins):
+        m = re.search(r"\bBRA\b.*?(?:`\((\.L_x_\d+)\)|\b(0x[0-9a-f]+)\b)", s)
+        if not m:
+            continue
+        tgt = labels.get(m.group(1)) if m.group(1) else at.get(int(m.group(2), 16))
+        if tgt is not None and tgt <= i and (best is None or i - tgt > best[1] - best[0]):
+            best = (tgt, i)
+    return ins[best[0]:best[1] + 1] if best else []
+
+
+def sass_report(path: str) -> None:
+    import collections
+    import re
+
+    funcs = _sass_functions(Path(path).read_text(errors="replace"))
+    print(f"sass: {len(funcs)} functions in {path}")
+    for label, key, nv, res in SASS_KERNELS:
+        name = next((n for n in funcs if key in n), None)
+        if name is None:
+            print(f"sass {label:31s}: not found ({key})")
+            continue
+        body = _sass_loop(funcs[name])
+        ops = collections.Counter(re.sub(r"^@!?U?P[T0-9]+\s+", "", s).split()[0].split(".")[0] for s in body)
+        # 16-byte loads of x (and residual) in the loop / the row's vectors per lane
+        n128 = sum(1 for s in body if re.search(r"\bLDG\.E\b[.\w]*\.128\b", s))
+        rows = max(1, n128 // (nv * (2 if res else 1)))
+        hist = " ".join(f"{k} {v / rows:.1f}" for k, v in ops.most_common())
+        print(f"sass {label:31s}: loop {len(body)} / {rows} rows = {len(body) / rows:.0f} per row-lane | {hist}")
+
 
 def main() -> None:
+    if "--sass" in sys.argv:
+        sass_report(sys.argv[sys.argv.index("--sass") + 1])
+        return
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     quick = "--quick" in sys.argv
     out_dir = args[0] if args else None
@@ -49,20 +132,18 @@ def main() -> None:
     old = [dict(path=1)]
     cases = [
         ("q_c s2112 32768x1536", 32768, 1536, 0, False,
-         D + [dict(variant=6), dict(variant=6, blocks_per_sm=3, warps=5), dict(variant=1),
-              dict(variant=7), dict(variant=7, blocks_per_sm=3), dict(variant=7, warps=4),
-              dict(variant=8), dict(variant=8, blocks_per_sm=-1), dict(variant=8, warps=4),
-              dict(variant=9), dict(variant=9, blocks_per_sm=-1), dict(variant=9, blocks_per_sm=3),
-              dict(variant=10), dict(variant=10, blocks_per_sm=-1), dict(variant=4)] + old + [dict(triton=1)]),
+         D + [dict(variant=6), dict(variant=1), dict(variant=11), dict(variant=11, blocks_per_sm=-1),
+              dict(variant=11, warps=4), dict(variant=12), dict(variant=12, blocks_per_sm=-1),
+              dict(variant=12, blocks_per_sm=2), dict(variant=4)] + old + [dict(triton=1)]),
         ("q_c s2112 +add 32768x1536", 32768, 1536, 0, True,
-         D + [dict(variant=6), dict(variant=6, blocks_per_sm=-1), dict(variant=4)] + old),
+         D + [dict(variant=6), dict(variant=6, blocks_per_sm=-1), dict(variant=11), dict(variant=11, blocks_per_sm=-1),
+              dict(variant=12), dict(variant=12, blocks_per_sm=-1)]),
         ("kv_c s2112 32768x512", 32768, 512, 1536, False,
-         D + [dict(variant=1), dict(variant=6)]),
+         D + [dict(variant=1), dict(variant=6), dict(variant=11), dict(variant=12)]),
         ("kv_c s2112 +add 32768x512", 32768, 512, 1536, True,
-         D + [dict(variant=1), dict(variant=6)]),
+         D + [dict(variant=1), dict(variant=6), dict(variant=11), dict(variant=12)]),
         ("q_c s2112 4096x1536", 4096, 1536, 0, False,
-         D + [dict(variant=1), dict(variant=6), dict(variant=7), dict(variant=8), dict(variant=9),
-              dict(variant=10)]),
+         D + [dict(variant=1), dict(variant=6), dict(variant=11), dict(variant=12)]),
     ]
     if quick:
         cases = [(c[0], c[1], c[2], c[3], c[4], c[5][:3] + old[:1]) for c in cases[:2]]

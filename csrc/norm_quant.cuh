@@ -33,6 +33,7 @@
 #include <stdint.h>
 
 #include <type_traits>
+#include <utility>
 
 namespace qlinear {
 namespace nq {
@@ -586,124 +587,8 @@ __device__ __forceinline__ void row_compute(RowBuf<NV, R, RES>& b, const Params&
   }
 }
 
-// row_compute with the row kept packed (16-bit) instead of unpacked: the sum of squares and the
-// quantization each unpack it (one more integer op per element), and the quantization runs one
-// vector index j at a time for the R rows together (unpack, y, group amax, codes), so that only
-// 8 R values of y are live instead of 8 NV R. The registers this frees (24 per row at NV 6) buy
-// occupancy (MINB 3 with a row prefetched) or a second row per step. Bit for bit row_compute's
-// arithmetic: the same sum order, the same y, amax, scale and quotients.
-// E::unpack once more, written so that the compiler cannot see it equals the first unpack (it
-// would otherwise keep the first one's 8 NV R floats live instead, which is what LEAN avoids).
-template <typename T>
-__device__ __forceinline__ void unpack_again(const uint4& u, float* f) {
-  if constexpr (std::is_same<T, __nv_bfloat16>::value) {
-    const uint32_t w[4] = {u.x, u.y, u.z, u.w};
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      uint32_t lo, hi;
-      asm("shl.b32 %0, %2, 16;\n\tand.b32 %1, %2, 0xffff0000;" : "=r"(lo), "=r"(hi) : "r"(w[i]));
-      f[2 * i] = __uint_as_float(lo);
-      f[2 * i + 1] = __uint_as_float(hi);
-    }
-  } else {
-    Elt<T>::unpack(u, f);
-  }
-}
-
-template <typename T, int NV, int R, bool RES>
-__device__ __forceinline__ void row_compute_lean(RowBuf<NV, R, RES>& b, const Params& p, const float4* s_w4,
-                                                 int64_t row0, int lane) {
-  using E = Elt<T>;
-  constexpr int NVEC = 32 * NV;
-  constexpr int K = NVEC * 8;
-  float ss[R];
-#pragma unroll
-  for (int i = 0; i < R; ++i) {
-    const bool ok = row0 + i < p.rows;
-    if constexpr (RES) {
-      uint4* rp = reinterpret_cast<uint4*>(static_cast<T*>(p.residual) + (row0 + i) * p.r_stride) + lane;
-#pragma unroll
-      for (int j = 0; j < NV; ++j) {
-        b.x[i][j] = add_round<T>(b.x[i][j], b.r[i][j]);
-        if (ok) rp[32 * j] = b.x[i][j];
-      }
-    }
-    float a0 = 0.f, a1 = 0.f;
-#pragma unroll
-    for (int j = 0; j < NV; ++j) {
-      float h[8];
-      E::unpack(b.x[i][j], h);
-#pragma unroll
-      for (int k = 0; k < 8; k += 2) {
-        a0 = fmaf(h[k], h[k], a0);
-        a1 = fmaf(h[k + 1], h[k + 1], a1);
-      }
-    }
-    ss[i] = a0 + a1;
-  }
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1) {
-#pragma unroll
-    for (int i = 0; i < R; ++i) ss[i] += __shfl_xor_sync(0xffffffffu, ss[i], off);
-  }
-  float rstd[R];
-#pragma unroll
-  for (int i = 0; i < R; ++i) rstd[i] = row_rstd(ss[i], K, p.eps);
-  const bool scale_lane = (lane & 15) == 0;
-#pragma unroll
-  for (int j = 0; j < NV; ++j) {
-    const float4 w0 = s_w4[lane + 32 * j];
-    const float4 w1 = s_w4[NVEC + lane + 32 * j];
-    const float w[8] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
-    float y[R][8];
-    float amax[R];
-#pragma unroll
-    for (int i = 0; i < R; ++i) {
-      unpack_again<T>(b.x[i][j], y[i]);
-      float m = 0.f;
-#pragma unroll
-      for (int k = 0; k < 8; ++k) {
-        y[i][k] = (y[i][k] * rstd[i]) * w[k];
-        m = fmaxf(m, fabsf(y[i][k]));
-      }
-      amax[i] = m;
-    }
-#pragma unroll
-    for (int off = 8; off > 0; off >>= 1) {
-#pragma unroll
-      for (int i = 0; i < R; ++i) amax[i] = fmaxf(amax[i], __shfl_xor_sync(0xffffffffu, amax[i], off));
-    }
-#pragma unroll
-    for (int i = 0; i < R; ++i) {
-      const int64_t row = row0 + i;
-      const float scale = div_by(fmaxf(amax[i], p.scale_eps), kE4m3Max, kRcpE4m3Max);
-      const float r = div_rcp_normal(scale);
-      const float* yy = y[i];
-      const uint32_t c0 = e4m3x2(div_by(yy[0], scale, r), div_by(yy[1], scale, r)) |
-                          (e4m3x2(div_by(yy[2], scale, r), div_by(yy[3], scale, r)) << 16);
-      const uint32_t c1 = e4m3x2(div_by(yy[4], scale, r), div_by(yy[5], scale, r)) |
-                          (e4m3x2(div_by(yy[6], scale, r), div_by(yy[7], scale, r)) << 16);
-      if (row < p.rows) {
-        reinterpret_cast<uint2*>(p.q + row * p.q_stride)[lane + 32 * j] = make_uint2(c0, c1);
-        if (scale_lane) p.scales[row * p.s_row_stride + (2 * j + (lane >> 4)) * p.s_col_stride] = scale;
-      }
-    }
-  }
-}
-
-// Both forms behind one template parameter (LEAN: row_compute_lean).
-template <typename T, int NV, int R, bool RES, bool LEAN>
-__device__ __forceinline__ void row_step(RowBuf<NV, R, RES>& b, const Params& p, const float4* s_w4, int64_t row0,
-                                         int lane) {
-  if constexpr (LEAN) {
-    row_compute_lean<T, NV, R, RES>(b, p, s_w4, row0, lane);
-  } else {
-    row_compute<T, NV, R, RES>(b, p, s_w4, row0, lane);
-  }
-}
-
-template <typename T, int NV, int R, bool RES, bool PREFETCH, int MINB, int HINT, bool LEAN = false, int MAXT = 256>
-__global__ void __launch_bounds__(MAXT, MINB) nq_row_kernel(const Params p) {
+template <typename T, int NV, int R, bool RES, bool PREFETCH, int MINB, int HINT>
+__global__ void __launch_bounds__(256, MINB) nq_row_kernel(const Params p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 890
   // compiled for sm_89+ only: the launcher never picks it below (software e4m3 conversion would
   // double this kernel's share of the build for devices it was not tuned for)
@@ -724,18 +609,18 @@ __global__ void __launch_bounds__(MAXT, MINB) nq_row_kernel(const Params p) {
     RowBuf<NV, R, RES> b;
     while (base < p.rows) {
       row_load<T, NV, R, RES, HINT>(b, p, row0 + step, lane);
-      row_step<T, NV, R, RES, LEAN>(a, p, s_w4, row0, lane);
+      row_compute<T, NV, R, RES>(a, p, s_w4, row0, lane);
       base += step;
       row0 += step;
       if (base >= p.rows) break;
       row_load<T, NV, R, RES, HINT>(a, p, row0 + step, lane);
-      row_step<T, NV, R, RES, LEAN>(b, p, s_w4, row0, lane);
+      row_compute<T, NV, R, RES>(b, p, s_w4, row0, lane);
       base += step;
       row0 += step;
     }
   } else {
     while (true) {
-      row_step<T, NV, R, RES, LEAN>(a, p, s_w4, row0, lane);
+      row_compute<T, NV, R, RES>(a, p, s_w4, row0, lane);
       base += step;
       row0 += step;
       if (base >= p.rows) break;
@@ -847,6 +732,230 @@ __global__ void __launch_bounds__(256, MINB) nq_bulk_kernel(const Params p) {
     if (++s == S) {
       s = 0;
       phase ^= 1u;
+    }
+  }
+#endif
+}
+
+// ---------------------------------------------------------------------------------------------
+// nq_slim_kernel: row_compute's arithmetic (one row per warp per step), bit for bit, in fewer issued
+// instructions. The 32768 x 1536 plain case is issue-bound (H200 SASS of variant 6: ~740
+// instructions per row per lane, ~420 of them the unpacking, sums, products, maxima, divisions and
+// conversions), so what goes is overhead. NV = 2 or 6 (rows of 512 / 1536). Nothing changes a value:
+//  * group amax as a reduce-scatter over the lane bits 3, 2, 1, 0 of each 16-lane half (a lane's
+//    vector j is in group 2 j + (lane >> 4)): at each bit, values pair up and a lane keeps one of a
+//    pair and sends the other (a select each), so one shuffle serves two groups. NV = 6: bit 3
+//    pairs j (0, 1) (2, 3) (4, 5) -> 3 values, bit 2 pairs the first two (the third is reduced
+//    whole), bit 1 pairs the last two, bit 0 reduces the one left: 8 shuffles instead of 24, and
+//    each lane ends with one group's amax, j = b1 ? 4 + b3 : 2 b2 + b3 (bK: bit K of the lane).
+//    Its scale and reciprocal are computed once (not NV times) and fetched per vector j from a
+//    lane holding that group (an indexed shuffle each). NV = 2: bit 3 pairs j (0, 1), the rest
+//    whole; j = b3.
+//  * one scale store per group: the lane holding it with b0 = 0 (NV 6: and b2 = 0 for j >= 4;
+//    NV 2: b2 = b1 = 0).
+//  * the vector maximum as a tree (7 FMNMX per 8 values, not 8 from a zero start: the same value,
+//    max ignores NaN and |y| >= +0; a group of NaN only still gets max(., scale_eps) = scale_eps).
+//  * 32-bit row indices and byte strides (the launcher checks they fit): each row pointer is one
+//    IMAD.WIDE from a per-lane base; no zero fill: a warp whose row is past the end reads the last
+//    row, computes and stores nothing (slim_load).
+// PREFETCH: the warp's next row loads into the second register buffer while this one computes
+// (plain norm; with the residual, two rows of x and residual would not fit 128 registers).
+// MINB: resident 256-thread blocks per SM (register cap 2: 128, 3: 80, 4: 64).
+
+template <int NV, bool RES>
+struct SlimBuf {
+  uint4 x[NV];
+  uint4 r[RES ? NV : 1];
+};
+
+// Unconditional loads (xp / rp: this lane's first vector of a valid row): the buffer's previous
+// contents are dead during the compute (a predicated load would keep them live: ~48 registers).
+template <int NV, bool RES>
+__device__ __forceinline__ void slim_load(SlimBuf<NV, RES>& b, const char* xp, const char* rp) {
+#pragma unroll
+  for (int j = 0; j < NV; ++j) {
+    b.x[j] = __ldg(reinterpret_cast<const uint4*>(xp) + 32 * j);
+    if constexpr (RES) b.r[j] = reinterpret_cast<const uint4*>(rp)[32 * j];
+  }
+}
+
+// Per-lane constants of the reduce-scatter (see above).
+template <int NV>
+struct SlimLane {
+  int lane;
+  bool b1, b2, b3;
+  int grp;     // the group whose amax / scale this lane ends with: 2 j + (lane >> 4)
+  bool store;  // this lane stores that group's scale
+  __device__ __forceinline__ explicit SlimLane(int l) : lane(l), b1(l & 2), b2(l & 4), b3(l & 8) {
+    const int h = l >> 4, t3 = b3 ? 1 : 0;
+    if constexpr (NV == 6) {
+      const int j = b1 ? 4 + t3 : 2 * (b2 ? 1 : 0) + t3;
+      grp = 2 * j + h;
+      store = (l & 1) == 0 && (!b1 || !b2);
+    } else {
+      grp = 2 * t3 + h;
+      store = (l & 7) == 0;
+    }
+  }
+  // vector j's scale (and reciprocal) from a lane holding its group (same half, lane >> 4): an
+  // indexed shuffle whose source is (lane & SEG) | B, B and the segment mask SEG both immediates
+  // (no per-lane index register to form)
+  template <int J>
+  static __device__ __forceinline__ float fetch(float v) {
+    constexpr int kSeg = NV == 2 ? 0x17 : J < 4 ? 0x11 : 0x15;
+    constexpr int kB = NV == 2 ? (J & 1) << 3 : J < 4 ? ((J & 1) << 3) | ((J >> 1) << 2) : 2 | ((J & 1) << 3);
+    float r;
+    asm volatile("shfl.sync.idx.b32 %0, %1, %2, %3, 0xffffffff;" : "=f"(r) : "f"(v), "n"(kB), "n"((kSeg << 8) | 0x1f));
+    return r;
+  }
+};
+
+template <int NV, int... J>
+__device__ __forceinline__ void slim_fetch(float* s, float* r, float sc, float rc, std::integer_sequence<int, J...>) {
+  ((s[J] = SlimLane<NV>::template fetch<J>(sc), r[J] = SlimLane<NV>::template fetch<J>(rc)), ...);
+}
+
+__device__ __forceinline__ float keep_send_max(float a, float b, bool hi, int off) {
+  const float send = hi ? a : b;
+  const float keep = hi ? b : a;
+  return fmaxf(keep, __shfl_xor_sync(0xffffffffu, send, off));
+}
+
+// One row in b: rp / qp point at this lane's first vector of the row (residual, codes), sp at the
+// scale of this lane's group; ok: the row exists.
+template <typename T, int NV, bool RES>
+__device__ __forceinline__ void slim_compute(SlimBuf<NV, RES>& b, const Params& p, const float4* s_w4,
+                                             const SlimLane<NV>& L, bool ok, char* rp, char* qp, float* sp) {
+  using E = Elt<T>;
+  constexpr int NVEC = 32 * NV;
+  constexpr int K = NVEC * 8;
+  const int lane = L.lane;
+  if constexpr (RES) {
+#pragma unroll
+    for (int j = 0; j < NV; ++j) {
+      b.x[j] = add_round<T>(b.x[j], b.r[j]);
+      if (ok) reinterpret_cast<uint4*>(rp)[32 * j] = b.x[j];
+    }
+  }
+  // row_compute's sum: two chains (even / odd elements) over j, then the xor butterfly
+  float h[NV][8];
+  float a0 = 0.f, a1 = 0.f;
+#pragma unroll
+  for (int j = 0; j < NV; ++j) {
+    E::unpack(b.x[j], h[j]);
+#pragma unroll
+    for (int k = 0; k < 8; k += 2) {
+      a0 = fmaf(h[j][k], h[j][k], a0);
+      a1 = fmaf(h[j][k + 1], h[j][k + 1], a1);
+    }
+  }
+  float ss = a0 + a1;
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, off);
+  const float rstd = row_rstd(ss, K, p.eps);
+  float m[NV];
+#pragma unroll
+  for (int j = 0; j < NV; ++j) {
+    const float4 w0 = s_w4[lane + 32 * j];
+    const float4 w1 = s_w4[NVEC + lane + 32 * j];
+    const float w[8] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
+#pragma unroll
+    for (int k = 0; k < 8; ++k) h[j][k] = (h[j][k] * rstd) * w[k];
+    const float m01 = fmaxf(fabsf(h[j][0]), fabsf(h[j][1])), m23 = fmaxf(fabsf(h[j][2]), fabsf(h[j][3]));
+    const float m45 = fmaxf(fabsf(h[j][4]), fabsf(h[j][5])), m67 = fmaxf(fabsf(h[j][6]), fabsf(h[j][7]));
+    m[j] = fmaxf(fmaxf(m01, m23), fmaxf(m45, m67));
+  }
+  float v;
+  if constexpr (NV == 6) {
+    const float g0 = keep_send_max(m[0], m[1], L.b3, 8);  // j = b3
+    const float g1 = keep_send_max(m[2], m[3], L.b3, 8);  // j = 2 + b3
+    float g2 = keep_send_max(m[4], m[5], L.b3, 8);        // j = 4 + b3
+    const float g01 = keep_send_max(g0, g1, L.b2, 4);     // j = 2 b2 + b3
+    g2 = fmaxf(g2, __shfl_xor_sync(0xffffffffu, g2, 4));
+    v = keep_send_max(g01, g2, L.b1, 2);
+  } else {
+    v = keep_send_max(m[0], m[1], L.b3, 8);
+    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 4));
+    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
+  }
+  v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
+  const float sc = div_by(fmaxf(v, p.scale_eps), kE4m3Max, kRcpE4m3Max);
+  const float rc = div_rcp_normal(sc);
+  float scs[NV], rcs[NV];
+  slim_fetch<NV>(scs, rcs, sc, rc, std::make_integer_sequence<int, NV>{});
+#pragma unroll
+  for (int j = 0; j < NV; ++j) {
+    const float scale = scs[j];
+    const float r = rcs[j];
+    const float* y = h[j];
+    const uint32_t c0 = e4m3x2(div_by(y[0], scale, r), div_by(y[1], scale, r)) |
+                        (e4m3x2(div_by(y[2], scale, r), div_by(y[3], scale, r)) << 16);
+    const uint32_t c1 = e4m3x2(div_by(y[4], scale, r), div_by(y[5], scale, r)) |
+                        (e4m3x2(div_by(y[6], scale, r), div_by(y[7], scale, r)) << 16);
+    if (ok) reinterpret_cast<uint2*>(qp)[32 * j] = make_uint2(c0, c1);
+  }
+  if (ok && L.store) *sp = sc;
+}
+
+template <typename T, int NV, bool RES, bool PREFETCH, int MINB>
+__global__ void __launch_bounds__(256, MINB) nq_slim_kernel(const Params p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 890
+  __trap();  // sm_89+ only, as nq_row_kernel
+#else
+  static_assert(NV == 2 || NV == 6, "the reduce-scatter is written for 4 and 12 groups per row");
+  extern __shared__ float4 s_w4[];
+  const SlimLane<NV> L(threadIdx.x & 31);
+  const int warps = blockDim.x >> 5;
+  // 32-bit indices (rows < 2^30, byte strides < 2^31: the launcher's check)
+  const int rows = static_cast<int>(p.rows);
+  const int step = static_cast<int>(gridDim.x) * warps;
+  // loop on the block's first row (uniform across the block, see nq_vec_kernel)
+  int base = static_cast<int>(blockIdx.x) * warps;
+  int row = base + (threadIdx.x >> 5);
+  const int xs = static_cast<int>(p.x_stride) * static_cast<int>(sizeof(T));
+  const int rs = RES ? static_cast<int>(p.r_stride) * static_cast<int>(sizeof(T)) : 0;
+  const int qs = static_cast<int>(p.q_stride);
+  const int ss = static_cast<int>(p.s_row_stride) * 4;
+  const char* xb = static_cast<const char*>(p.x) + 16 * L.lane;
+  char* rb = RES ? static_cast<char*>(p.residual) + 16 * L.lane : nullptr;
+  char* qb = reinterpret_cast<char*>(p.q) + 8 * L.lane;
+  float* sb = p.scales + L.grp * p.s_col_stride;
+  // r * stride as one IMAD.WIDE.U32 (both non-negative and < 2^31)
+  auto wide = [](int r, int stride) -> uint64_t {
+    return static_cast<uint64_t>(static_cast<uint32_t>(r)) * static_cast<uint32_t>(stride);
+  };
+  // this lane's vectors of row r (r < rows: a row past the end is replaced by the last one)
+  auto ld = [&](SlimBuf<NV, RES>& buf, int r) {
+    r = min(r, rows - 1);
+    slim_load<NV, RES>(buf, xb + wide(r, xs), RES ? rb + wide(r, rs) : nullptr);
+  };
+  auto compute = [&](SlimBuf<NV, RES>& buf, int r) {
+    slim_compute<T, NV, RES>(buf, p, s_w4, L, r < rows, RES ? rb + wide(r, rs) : nullptr, qb + wide(r, qs),
+                             reinterpret_cast<float*>(reinterpret_cast<char*>(sb) + wide(r, ss)));
+  };
+  SlimBuf<NV, RES> a, b;
+  ld(a, row);
+  stage_weight<8>(reinterpret_cast<float*>(s_w4), p, 32 * NV);
+  if constexpr (PREFETCH) {
+    while (true) {
+      ld(b, row + step);
+      compute(a, row);
+      base += step;
+      row += step;
+      if (base >= rows) break;
+      ld(a, row + step);
+      compute(b, row);
+      base += step;
+      row += step;
+      if (base >= rows) break;
+    }
+  } else {
+    while (true) {
+      compute(a, row);
+      base += step;
+      row += step;
+      if (base >= rows) break;
+      ld(a, row);
     }
   }
 #endif

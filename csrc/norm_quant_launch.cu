@@ -101,6 +101,14 @@ bool aligned(const void* p, int64_t stride, int64_t rows, int64_t es, int64_t by
 
 bool is_pow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 
+// nq_slim_kernel's 32-bit indexing: rows (with a grid step's headroom) and every row stride in
+// bytes below 2^31, non-negative.
+bool fits_idx32(const NormQuantArgs& a) {
+  auto ok = [](int64_t bytes) { return bytes >= 0 && bytes < (int64_t{1} << 31); };
+  return a.rows <= (int64_t{1} << 29) && ok(a.x_stride * 2) && (!a.residual || ok(a.residual_stride * 2)) &&
+         ok(a.q_stride) && ok(a.s_row_stride * 4) && a.s_col_stride >= 0;
+}
+
 // The register kernel's instantiations (16-bit types): NV 8 or 16; the prefetching variant only
 // for NV 8 without residual (with it, two rows of x and residual exceed the register budget).
 template <typename T, bool RES>
@@ -116,8 +124,10 @@ const void* vec_kernel(int nv, bool prefetch) {
 //           row per step with 64 registers (fused add likewise), NV 6 the L2::256B hint (fused
 //           add: MINB 2); NV 2 and 6 only;
 //   4:      nq_bulk_kernel with S = 3 row slots per warp in shared memory (MINB 3), NV 6 only;
-//   7 .. 10: NV 6 plain only, the round-3 candidates (below);
-//   2, 3, 5 (round 1 / 2, slower everywhere): removed, they fall back like any missing variant.
+//   11, 12: nq_slim_kernel (row_compute's values in fewer instructions), NV 2 and 6, plain and
+//           fused add (below); 32-bit indexing, else variant 6 runs;
+//   2, 3, 5 (round 1 / 2) and 7 .. 10 (round 3: packed rows, 2 rows per step, other occupancies;
+//   all slower than 6 on q_c plain): removed, they fall back like any missing variant.
 // 6 exists at every NV; nullptr: none.
 // Registers (ptxas, sm_90; no spills): see the compile test's -Xptxas -v.
 struct RowPick {
@@ -125,6 +135,7 @@ struct RowPick {
   int rows_per_step = 1;  // R (the grid is sized in warps x R rows)
   int stages = 0;         // nq_bulk_kernel's S; 0: nq_row_kernel
   int max_warps = 8;      // the kernel's launch bounds / 32 (and its warps per block by default)
+  bool idx32 = false;     // 32-bit row indices and byte strides (nq_slim_kernel)
 };
 
 template <typename T, int NV, bool RES>
@@ -133,27 +144,27 @@ RowPick row_kernel_nv(int variant) {
   using nq::nq_row_kernel;
 #define QL_NQ_ROW(R, PF, MINB, HINT) \
   RowPick { reinterpret_cast<const void*>(&nq_row_kernel<T, NV, R, RES, PF, MINB, HINT>), R, 0, 8 }
-#define QL_NQ_LEAN(R, PF, MINB, MAXT) \
-  RowPick { reinterpret_cast<const void*>(&nq_row_kernel<T, NV, R, RES, PF, MINB, 0, true, MAXT>), R, 0, MAXT / 32 }
 #define QL_NQ_BULK(S) \
   RowPick { reinterpret_cast<const void*>(&nq_bulk_kernel<T, NV, RES, S, 3>), 1, S, 8 }
+#define QL_NQ_SLIM(PF, MINB) \
+  RowPick { reinterpret_cast<const void*>(&nq::nq_slim_kernel<T, NV, RES, PF, MINB>), 1, 0, 8, true }
   constexpr bool kBf16 = std::is_same<T, __nv_bfloat16>::value;
   constexpr bool kSlice = kBf16 && (NV == 2 || NV == 6);
+  if constexpr (kSlice) {
+    // nq_slim_kernel (row_compute bit for bit, ~560 instead of ~740 SASS instructions per
+    // 1536-wide row per lane): 11 one row ahead at 128 registers, 16 warps per SM (fused add: no
+    // prefetch, 128 registers), 12 no prefetch at 80 registers, 24 warps per SM
+    if constexpr (RES) {
+      if (variant == 11) return QL_NQ_SLIM(false, 2);
+    } else {
+      if (variant == 11) return QL_NQ_SLIM(true, 2);
+    }
+    if (variant == 12) return QL_NQ_SLIM(false, 3);
+  }
   // round 2 (H200): S = 3 the best bulk form, still below the register form; kept as an anchor
   // at K 1536 only (S = 2 / 4 and K 512 dropped: compile time)
   if constexpr (kBf16 && NV == 6) {
     if (variant == 4) return QL_NQ_BULK(3);
-  }
-  if constexpr (!RES && kBf16 && NV == 6) {
-    // round 3 candidates for q_c plain (row_compute_lean: the row kept packed; ptxas -v, no spills):
-    // 7: one row ahead, 96 registers, 5-warp blocks x 4 = 20 warps per SM (40 rows in flight);
-    // 8: two rows per step interleaved (ILP across rows), no prefetch, 125 registers, 16 warps;
-    // 9: one row, no prefetch, 64 registers, 32 warps per SM;
-    // 10: row_compute, two rows per step and two ahead, 252 registers, 8 warps per SM
-    if (variant == 7) return QL_NQ_LEAN(1, true, 4, 160);
-    if (variant == 8) return QL_NQ_LEAN(2, false, 2, 256);
-    if (variant == 9) return QL_NQ_LEAN(1, false, 4, 256);
-    if (variant == 10) return QL_NQ_ROW(2, true, 1, 0);
   }
   if constexpr (!RES) {
     // plain: the next step's rows load while this one computes
@@ -188,8 +199,8 @@ RowPick row_kernel_nv(int variant) {
   }
   return RowPick{};
 #undef QL_NQ_ROW
-#undef QL_NQ_LEAN
 #undef QL_NQ_BULK
+#undef QL_NQ_SLIM
 }
 
 // The committed default per case (NormQuantConfig::variant == 0): variant, warps per block and
@@ -199,8 +210,9 @@ RowPick row_kernel_nv(int variant) {
 //   K 512 fused add:  variant 1 0.842 (6: 0.832)            round 1
 //   K 1536 fused add: variant 6 uncapped 0.894 (capped 0.876) round 1
 //   K 1536 plain, 32768 rows: variant 6, 2 blocks per SM 0.833 (round 2; the bulk form, variant
-//                     5 with 4 warps, 0.763; variant 6 at 4 warps 0.753); target 0.85, round 3
-//                     measures candidates 7 .. 10
+//                     5 with 4 warps, 0.763; variant 6 at 4 warps 0.753); target 0.85; round 3:
+//                     0.839, its candidates 7 .. 10 0.72 - 0.81 (removed); round 4 measures
+//                     nq_slim_kernel (variants 11, 12)
 //   K 1536 plain, 4096 rows: variant 1 0.577 (6: 0.570, bulk 0.456)           round 2
 // Other NV: variant 6.
 struct RowDefault {
@@ -210,11 +222,15 @@ struct RowDefault {
 // Rows below which K 1536 plain takes the few-rows form (measured at 4096 and 32768 only).
 constexpr int64_t kRowFewRows = 16384;
 
+// K 1536 plain, >= kRowFewRows rows: 6 (row_compute, one row ahead); 11 = nq_slim_kernel (the
+// same values in ~25 % fewer instructions; round 4 measures it): flip here.
+constexpr int kQcPlainVariant = 6;
+
 RowDefault row_default(int nv, bool res, int64_t rows) {
   if (nv == 2) return RowDefault{1, 0, 0};
   if (nv == 6) {
     if (res) return RowDefault{6, 0, -1};
-    return rows < kRowFewRows ? RowDefault{1, 0, 0} : RowDefault{6, 0, 2};
+    return rows < kRowFewRows ? RowDefault{1, 0, 0} : RowDefault{kQcPlainVariant, 0, 2};
   }
   return RowDefault{6, 0, 0};
 }
@@ -291,6 +307,8 @@ cudaError_t launch_typed(const NormQuantArgs& a, const Params& p, cudaStream_t s
           if (c.blocks_per_sm == 0) c.blocks_per_sm = d.blocks_per_sm;
         }
         row = res ? row_kernel<T, true>(rnv, c.variant) : row_kernel<T, false>(rnv, c.variant);
+        // nq_slim_kernel indexes rows and strides in 32 bits: else the register form
+        if (row.idx32 && !fits_idx32(a)) row = res ? row_kernel<T, true>(rnv, 6) : row_kernel<T, false>(rnv, 6);
         // the bulk copies need sm_90
         if (row.stages > 0 && !device_is_sm90(dev)) row = RowPick{};
       }

@@ -46,9 +46,10 @@ struct NormQuantArgs {
 //                    default per case (row_default in norm_quant_launch.cu: variant, and warps /
 //                    blocks_per_sm where the caller leaves them 0); explicit, for benchmarks and tests:
 //                    6 the register form (every K), 1 a register-form launch variant (K 512 /
-//                    1536), 4 the bulk-copy form with 3 row slots per warp (K 1536, sm_90), 7 .. 10
-//                    the round-3 register-form candidates (K 1536 without residual); a variant
-//                    that does not exist for the shape falls back to the vector kernels
+//                    1536), 4 the bulk-copy form with 3 row slots per warp (K 1536, sm_90), 11 / 12
+//                    nq_slim_kernel (K 512 / 1536; 11: one row ahead, fused add none; 12: none,
+//                    80 registers); a variant that does not exist for the shape falls back to
+//                    the vector kernels
 struct NormQuantConfig {
   int warps_per_block = 0;
   int blocks_per_sm = 0;

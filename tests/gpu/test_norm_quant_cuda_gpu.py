@@ -31,10 +31,10 @@ ROW, BULK, REG8, REG16, TWO_PASS, GENERIC = 2, 3, 8, 16, 1, 0
 ROWS = (ROW, BULK)
 # row kernel launch variants (norm_quant_launch.cu, row_kernel_nv): 0 the per-case default, 6 the
 # register form everywhere; 1 (registers) bf16 at K 512 / 1536; 4 (bulk copies, S = 3) at K 1536;
-# 7 .. 10 (round-3 candidates: packed rows, occupancy, two rows per step) at K 1536 without residual
-ROW_VARIANTS = (0, 1, 4, 6, 7, 8, 9, 10)
+# 11, 12 (nq_slim_kernel: row_compute's values in fewer instructions) at K 512 / 1536
+ROW_VARIANTS = (0, 1, 4, 6, 11, 12)
 BULK_VARIANTS = (4,)
-LEAN_VARIANTS = (7, 8, 9, 10)
+SLIM_VARIANTS = (11, 12)
 
 
 def _ext():
@@ -113,8 +113,8 @@ def _same(a, b, what):
     assert torch.equal(sa, sb), f"{what}: scales differ"
 
 
-# bulk variant 4: test_bulk_kernel_bit_identical; 7 .. 10: test_round3_variants_bit_identical
-@pytest.mark.parametrize("variant", (0, 1, 6))
+# bulk variant 4: test_bulk_kernel_bit_identical; 11, 12 also in test_slim_variants_bit_identical
+@pytest.mark.parametrize("variant", (0, 1, 6, 11, 12))
 @pytest.mark.parametrize("residual", [False, True])
 @pytest.mark.parametrize("K", [512, 1024, 1536, 2048])
 @pytest.mark.parametrize("M", [1, 7, 4099])
@@ -124,7 +124,7 @@ def test_row_kernel(M, K, residual, variant):
     (path=1), residual included."""
     x, w, res = _inputs(M, K, torch.bfloat16, row_stride=2112 if K <= 2048 else None, residual=residual,
                         seed=10 + variant)
-    exists = variant in (0, 6) or (variant == 1 and K in (512, 1536))
+    exists = variant in (0, 6) or (variant in (1, 11, 12) and K in (512, 1536))
     expect = ROWS if variant == 0 else (BULK,) if variant in BULK_VARIANTS else (ROW,)
     r_row = res.clone() if residual else None
     q, s, used = _run(x, w, r_row, column_major=True, variant=variant)
@@ -254,31 +254,63 @@ def test_signed_zeros_and_zero_rows(path):
     assert torch.equal(s[5], floor.expand_as(s[5]))
 
 
-@pytest.mark.parametrize("variant", LEAN_VARIANTS)
+def _special_rows(x):
+    """NaN, +-inf, signed zeros, an all-zero row, a zero group, huge and tiny magnitudes."""
+    M = x.shape[0]
+    x[0, 5] = float("nan")
+    if M > 1:
+        x[1, 100] = float("inf")
+        x[2 % M, 300] = float("-inf")
+        x[3 % M] = 0.0
+        x[4 % M, ::2] = -0.0
+        x[5 % M] *= 1e30
+        x[6 % M] *= 1e-30
+        x[7 % M, 128:256] = 0.0
+        x[8 % M, 256:384] = float("nan")  # a whole group of NaN: the scale floor
+
+
+@pytest.mark.parametrize("variant", SLIM_VARIANTS)
 @pytest.mark.parametrize("special", [False, True])
+@pytest.mark.parametrize("residual", [False, True])
+@pytest.mark.parametrize("K", [512, 1536])
 @pytest.mark.parametrize("M", [1, 7, 3001, 32768])
-def test_round3_variants_bit_identical(M, special, variant):
-    """The round-3 q_c candidates (row_compute_lean, two rows per step, other occupancies) equal the
-    register row form (variant 6) bit for bit on strided 1536-wide rows, including rows with NaN,
-    +-inf, signed zeros, all zeros and huge / tiny magnitudes (codes and the scales' bit patterns)."""
-    x, w, _ = _inputs(M, 1536, torch.bfloat16, row_stride=2112, seed=30 + variant)
+def test_slim_variants_bit_identical(M, K, residual, special, variant):
+    """nq_slim_kernel (reduce-scatter group amax, scales fetched by indexed shuffles, one scale store
+    per group, 32-bit indexing) equals the register row form (variant 6) bit for bit on strided
+    rows, residual included, incl. rows with NaN, +-inf, signed zeros, all zeros, a NaN group and
+    huge / tiny magnitudes (codes and the scales' bit patterns); both scale layouts."""
+    x, w, res = _inputs(M, K, torch.bfloat16, row_stride=2112, offset=0 if K == 1536 else 1536, residual=residual,
+                        seed=40 + variant)
     if special:
-        x[0, 5] = float("nan")
-        if M > 1:
-            x[1, 100] = float("inf")
-            x[2 % M, 300] = float("-inf")
-            x[3 % M] = 0.0
-            x[4 % M, ::2] = -0.0
-            x[5 % M] *= 1e30
-            x[6 % M] *= 1e-30
-    q6, s6, used6 = _run(x, w, None, column_major=True, variant=6)
-    assert used6 == ROW
-    q, s, used = _run(x, w, None, column_major=True, variant=variant)
-    assert used == ROW, f"variant={variant}: ran kernel {used}"
-    assert torch.equal(q6.view(torch.uint8), q.view(torch.uint8)), f"variant={variant} M={M}: codes differ"
-    assert torch.equal(s6.view(torch.int32), s.view(torch.int32)), f"variant={variant} M={M}: scales differ"
+        _special_rows(x)
+    for column_major in (True, False) if M == 3001 else (True,):
+        r6 = res.clone() if residual else None
+        q6, s6, used6 = _run(x, w, r6, column_major=column_major, variant=6)
+        assert used6 == ROW
+        rv = res.clone() if residual else None
+        q, s, used = _run(x, w, rv, column_major=column_major, variant=variant)
+        what = f"variant={variant} K={K} M={M} residual={residual} special={special} cm={column_major}"
+        assert used == ROW, f"{what}: ran kernel {used}"
+        assert torch.equal(q6.view(torch.uint8), q.view(torch.uint8)), f"{what}: codes differ"
+        assert torch.equal(s6.view(torch.int32), s.view(torch.int32)), f"{what}: scales differ"
+        if residual:
+            assert torch.equal(r6, rv), f"{what}: residual differs"
     if not special and M == 3001:
-        _check(x, w, None, column_major=True, variant=variant, expect=ROW, what=f"variant {variant} vs reference")
+        _check(x, w, res.clone() if residual else None, column_major=True, variant=variant, expect=ROW,
+               what=f"variant {variant} K={K} vs reference")
+
+
+@pytest.mark.parametrize("warps", [1, 3, 8])
+@pytest.mark.parametrize("blocks_per_sm", [-1, 1])
+@pytest.mark.parametrize("variant", SLIM_VARIANTS)
+def test_slim_launch_shapes(variant, blocks_per_sm, warps):
+    """Grid-stride over few blocks (a warp's rows past the end: loads clamped to the last row,
+    nothing stored) and one row per warp give the same results as variant 6."""
+    x, w, _ = _inputs(1001, 1536, torch.bfloat16, row_stride=2112, seed=12)
+    q6, s6, _ = _run(x, w, None, variant=6)
+    q, s, used = _run(x, w, None, variant=variant, warps=warps, blocks_per_sm=blocks_per_sm)
+    assert used == ROW
+    _same((q6, s6), (q, s), f"variant={variant} warps={warps} blocks_per_sm={blocks_per_sm}")
 
 
 @pytest.mark.parametrize(
@@ -286,9 +318,8 @@ def test_round3_variants_bit_identical(M, special, variant):
     [dict(warps=4), dict(warps=16), dict(prefetch=-1), dict(prefetch=1, warps=2), dict(blocks_per_sm=-1),
      dict(blocks_per_sm=1, warps=1), dict(path=1), dict(path=1, prefetch=-1), dict(path=1, warps=16),
      dict(variant=1), dict(variant=4, warps=2), dict(variant=4, blocks_per_sm=1), dict(variant=6),
-     dict(variant=6, blocks_per_sm=-1), dict(variant=7), dict(variant=7, warps=3, blocks_per_sm=1), dict(variant=8),
-     dict(variant=8, blocks_per_sm=-1), dict(variant=9), dict(variant=9, blocks_per_sm=3), dict(variant=10),
-     dict(variant=10, warps=5), dict(path=-1)],
+     dict(variant=6, blocks_per_sm=-1), dict(variant=11), dict(variant=11, warps=3, blocks_per_sm=1),
+     dict(variant=12), dict(variant=12, blocks_per_sm=-1), dict(path=-1)],
     ids=lambda c: ",".join(f"{k}={v}" for k, v in c.items()),
 )
 @pytest.mark.parametrize("residual", [False, True])
@@ -305,9 +336,7 @@ def test_launch_configs_agree(cfg, residual):
         assert used == GENERIC
         _check(x, w, res, path=-1, what="generic")
     else:
-        # the round-3 variants exist without residual only (else the vector kernel, also identical)
-        lean_missing = residual and cfg.get("variant") in LEAN_VARIANTS
-        assert used in ((REG8,) if cfg.get("path") == 1 or lean_missing else ROWS)
+        assert used in ((REG8,) if cfg.get("path") == 1 else ROWS)
         assert torch.equal(q0.view(torch.uint8), q1.view(torch.uint8)) and torch.equal(s0, s1)
     if residual:
         assert torch.equal(r0, r1)
