@@ -224,7 +224,7 @@ constexpr int64_t kRowFewRows = 16384;
 
 // K 1536 plain, >= kRowFewRows rows: 6 (row_compute, one row ahead); 11 = nq_slim_kernel (the
 // same values in ~25 % fewer instructions; round 4 measures it): flip here.
-constexpr int kQcPlainVariant = 6;
+constexpr int kQcPlainVariant = 11;
 
 RowDefault row_default(int nv, bool res, int64_t rows) {
   if (nv == 2) return RowDefault{1, 0, 0};
