@@ -62,7 +62,9 @@ struct Params {
 // ceil(2^31 / d): umulhi(2 sb, m) == sb / d exactly while sb * d < 2^31 (the launcher keeps
 // K < 2^22, so sb, d < 2^15). Replaces an integer division per superblock (~15 instructions).
 inline uint32_t group_mul(int64_t sb_per_group, bool per_channel) {
-  if (per_channel) return 0u;
+  // per channel, or a group inside a superblock (16 / 32 / 64: the SUB path indexes by column and
+  // never reads this; group_size / 128 is 0 there, so dividing by it would trap on the host)
+  if (per_channel || sb_per_group <= 0) return 0u;
   return static_cast<uint32_t>(((int64_t{1} << 31) + sb_per_group - 1) / sb_per_group);
 }
 __device__ __forceinline__ int group_of_sb(int sb, uint32_t mul) {
