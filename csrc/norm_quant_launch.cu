@@ -219,18 +219,23 @@ struct RowDefault {
   int variant, warps, blocks_per_sm;
 };
 
-// Rows below which K 1536 plain takes the few-rows form (measured at 4096 and 32768 only).
+// Round 4 (benchmarks/results/normquant_variants.json at 65a09fb, H200, fraction of the copy
+// ceiling; nq_slim_kernel = variant 11, ~558 vs ~744 SASS instructions per 1536-row per lane):
+//   K 1536 plain, 32768 rows: 11 at 2 blocks/SM 0.868 (6: 0.839 in round 3)
+//   K 1536 fused add, 32768 rows: 11 uncapped 0.915 (6 uncapped 0.896)
+//   K 1536 plain, 4096 rows: 11 0.619 (1: 0.580)
+//   K 512 plain, 32768 rows: 11 0.785 (1: 0.756); K 512 fused add: 1 0.842 (11: 0.841)
+// Rows below kRowSlimRows (decode sizes, not measured with 11) keep the round-3 defaults.
 constexpr int64_t kRowFewRows = 16384;
-
-// K 1536 plain, >= kRowFewRows rows: 6 (row_compute, one row ahead); 11 = nq_slim_kernel (the
-// same values in ~25 % fewer instructions; round 4 measures it): flip here.
+constexpr int64_t kRowSlimRows = 4096;
 constexpr int kQcPlainVariant = 11;
 
 RowDefault row_default(int nv, bool res, int64_t rows) {
-  if (nv == 2) return RowDefault{1, 0, 0};
+  if (nv == 2) return (res || rows < kRowSlimRows) ? RowDefault{1, 0, 0} : RowDefault{11, 0, 0};
   if (nv == 6) {
-    if (res) return RowDefault{6, 0, -1};
-    return rows < kRowFewRows ? RowDefault{1, 0, 0} : RowDefault{kQcPlainVariant, 0, 2};
+    if (res) return rows < kRowSlimRows ? RowDefault{6, 0, -1} : RowDefault{11, 0, -1};
+    if (rows < kRowSlimRows) return RowDefault{1, 0, 0};
+    return rows < kRowFewRows ? RowDefault{11, 0, 0} : RowDefault{kQcPlainVariant, 0, 2};
   }
   return RowDefault{6, 0, 0};
 }

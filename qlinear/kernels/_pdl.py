@@ -20,13 +20,15 @@ forward, us, PDL late vs off in one run (benchmarks/results/session2/linear_*_pd
           W4A16 9.3 vs 9.4, 14.1 vs 14.5, 50.9 vs 52.5.
   M = 16: FP8 block 12.2 vs 10.5, 14.6 vs 13.5, 40.7 vs 42.0; W4A16 12.4 vs 10.8, 17.7 vs 18.3,
           59.8 vs 60.8: a loss on the shapes with fewer programs per SM, so off.
-Session 3 (benchmarks/results/session3/fp8_probe.json: quantization + GEMM, PDL on vs off in one
-process, after the split-K reduction moved into the GEMM launch): PDL won at every M in {1, 2, 4,
-8, 16} on 2112x7168 (7.27 / 7.49 / 7.74 / 8.07 / 8.60 vs 8.21 / 8.44 / 8.45 / 8.73 / 9.40) and
-7168x16384 (33.9 / 34.9 / 38.2 / 37.6 / 39.6 vs 35.3 / 36.3 / 39.7 / 39.1 / 41.6), so the bound is
-16 for the FP8 kernels. The W4A16 Triton kernels keep a bound of 1 (``W4A16_PDL_MAX_M``): their M = 16
-loss above was not re-measured (the W4A16 CUDA decode kernels choose PDL themselves).
-The CUDA RMSNorm kernels choose PDL through their own measured rules (qlinear.ops.norm).
+Session 3 (benchmarks/results/session3/): in the isolated probe (fp8_probe.json: quantization + GEMM,
+PDL on vs off in one process) PDL won at every M in {1, 2, 4, 8, 16} on 2112x7168 (7.27 / 7.49 /
+7.74 / 8.07 / 8.60 vs 8.21 / 8.44 / 8.45 / 8.73 / 9.40) and 7168x16384; but inside the layer
+benchmarks M = 16 lost again on 2112x7168 (fp8small_layer_round1.json: 11.45 with PDL vs 9.22 without;
+the final linear_fp8-block.json run with PDL up to 16: 12.3 vs 10.3 in session 2), while M = 2 and 4
+gained there too (8.15 / 8.20 vs 8.38 / 8.46). So the bound is 4 for the FP8 kernels; why M = 16
+loses in one harness and wins in the other is not understood. The W4A16 Triton kernels keep a
+bound of 1 (``W4A16_PDL_MAX_M``, the session-2 measurement above); the W4A16 CUDA decode kernels
+choose PDL themselves.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ import triton.language as tl
 
 __all__ = ["PDL_MAX_M", "W4A16_PDL_MAX_M", "pdl_mode", "pdl_enabled", "launch_options", "pdl_prologue", "pdl_trigger"]
 
-PDL_MAX_M = 16
+PDL_MAX_M = 4
 W4A16_PDL_MAX_M = 1
 
 

@@ -453,13 +453,16 @@ _G = GemmConfig
 #   2112x7168 : M=1 12.14 · 2 12.66 · 4 12.16 · 16 12.26 · 64 12.94 · 128 20.71 (scaled_mm 18.5-25.8)
 #   24576x1536: M=1 16.07 · 2 16.57 · 4 16.56 · 16 17.79 · 64 18.77 · 128 27.76 (scaled_mm 19.8-21.0)
 #   7168x16384: M=1 35.73 · 2 37.34 · 4 39.91 · 16 40.81 · 64 47.17 · 128 72.63 (scaled_mm 43-52.6)
-# Session 3 (benchmarks/results/session3/fp8_probe*.json: the whole layer with PDL, CUDA graphs,
-# H200, us): 2112x7168 (the merged 1536 + 576 layer) M <= 16 -> (16, 32, 8, 4, 3): 7.59 at M = 1,
-# 7.63 at M = 16, where (16, 64, 8, 4, 5) gave 8.32 at M = 8 and 8.60-9.40 at M = 16;
-# 7168x16384 M = 5..16 -> (16, 64, 6, 4, 3): 37.67 at M = 16 vs 39.57 for (16, 128, 5, 4, 4).
+# Session 3 (benchmarks/results/session3/fp8_probe*.json: the whole layer, CUDA graphs, H200, us):
+# 2112x7168 (the merged 1536 + 576 layer) with PDL (M <= 4, see qlinear.kernels._pdl) ->
+# (16, 32, 8, 4, 3): 7.59 at M = 1 where (16, 64, 8, 4, 5) gave 7.71-8.04; M = 5..16 run without
+# PDL -> (16, 64, 8, 4, 4): 9.20 at M = 16 vs 9.40 for (16, 64, 8, 4, 5). 7168x16384 M = 5..16 ->
+# (16, 64, 6, 4, 3): 37.67 at M = 16 with PDL vs 39.57 for (16, 128, 5, 4, 4) (without PDL the
+# probe had (16, 64, 6, 4, 4) at 38.60 and (16, 64, 4, 4, 4) at 38.12).
 GEMM_CONFIGS: dict = {
     (2112, 7168): (
-        (16, _G(16, 32, 8, 4, 3)),
+        (4, _G(16, 32, 8, 4, 3)),
+        (16, _G(16, 64, 8, 4, 4)),
         (64, _G(64, 64, 8, 4, 3)),
         (128, _G(128, 128, 4, 8, 3)),
     ),

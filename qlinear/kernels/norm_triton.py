@@ -224,8 +224,9 @@ def _rms_norm_loop_kernel(
 # kernel, 2 rows x 4 warps: 4138 GB/s (rows of 2.5-3 KB; the auto dispatch sends that case here).
 _MANY_ROW_RULES: tuple[tuple[int, ...], ...] = (
     (2560, 0, 0, 0, 0),
-    (3072, 2, 4, 0, 1),
+    (3072, 4, 8, 0, 0),
     (8192, 0, 0, 0, 0),
+    (14336, 1, 8, 0, 0, 4096),
     (1 << 62, 1, 8, 0, 0),
 )
 _FEW_ROW_RULES: tuple[tuple[int, ...], ...] = (

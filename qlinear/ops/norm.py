@@ -94,8 +94,15 @@ def resolve_norm_backend(backend: str | None, x: torch.Tensor) -> str:
 #       32768 x 512 out of place is CUDA again (32 threads x 8 rows + PDL 3960 GB/s vs Triton's best
 #       3878, compile 3602; CUDA_KNOB_RULES); q_c 32768 x 1536 (stride 2112) goes to Triton's
 #       constant-H rows kernel, 2 rows x 4 warps (4138 vs CUDA 4086, compile 3072).
+#   Round 4 (benchmarks/results/rms_norm_gaps3.json at 65a09fb, interleaved passes): 32768 x 7168
+#       out of place -> Triton's two-pass loop kernel (inductor's structure: x read with evict_last,
+#       re-read from L2; 1 row x 8 warps, 4096-column chunks) 4190 GB/s vs CUDA 4147-4160 and
+#       compile 4221; q_c -> Triton 4 rows x 8 warps 4055 vs 3973 (2 x 4); kv_c 32768 -> CUDA
+#       32 threads x 16 rows 3897 vs 3753 (x 8); 4096 x 7168 -> CUDA with the shuffle reduction
+#       (hints 8) 3960 vs 3833 (compile 3845).
 AUTO_BACKEND_RULES: tuple[tuple[int, int, int, bool | None, bool | None, str], ...] = (
     (16384, 2561, 3072, False, False, "triton"),
+    (16384, 12289, 14336, False, False, "triton"),
 )
 
 
@@ -270,8 +277,10 @@ CUDA_KNOB_RULES: tuple[tuple[int, int, bool | None, CudaKnobs], ...] = (
     (132, 16384, False, (0, 256, 1, 2, 1, 0, 0)),
     (1 << 62, 512, None, CUDA_AUTO),
     (4096, 1024, False, (0, 32, 16, 0, 1, 0, 0)),
+    (4096, 8192, False, (0, 0, 0, 1, 1, 0, 0)),
+    (4096, 14336, False, (0, 0, 0, 1, 1, 0, 8)),
     (4096, 1 << 62, False, (0, 0, 0, 1, 1, 0, 0)),
-    (1 << 62, 1024, False, (0, 32, 8, 2, 1, 0, 0)),
+    (1 << 62, 1024, False, (0, 32, 16, 2, 1, 0, 0)),
     (1 << 62, 8192, None, CUDA_AUTO),
     (16383, 1 << 62, True, CUDA_AUTO),
     (1 << 62, 14336, True, (0, 448, 1, 0, 1, 0, 16)),

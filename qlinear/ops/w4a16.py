@@ -86,8 +86,13 @@ _M_THRESHOLDS: tuple[tuple[int, str, Optional[str]], ...] = (
 # 24576x1536 M=1 22.10 / 16.39 / 14.34 (loses), M=8 19.62 / 21.43: cuda up to M = 8, not on
 # tall-skinny layers. Round 2 (the cp.async ring kernel, the auto default now) is measured by
 # benchmarks/gpu_w4a16gemv.sh, which prints the values to set here. The kernel takes M <= 16.
-_CUDA_MAX_M = 8
-_CUDA_MAX_M_TALL = 0
+# Round 3 (the register kernel rebuilt for instruction count, benchmarks/results/w4a16_cuda.json at
+# 65a09fb; 'cuda auto' / Triton / tinygemm, us, weights rotated past L2): M=1 6.32 / 10.63 / 7.61,
+# 11.68 / 16.52 / 14.60, 34.52 / 51.52 / 34.19; M=4 7.42 / 12.59, 15.17 / 21.01, 32.22 / 63.19;
+# M=16 12.05 / 13.15, 19.02 / 20.96, 48.13 / 63.88 (2112x7168, 24576x1536, 7168x16384): cuda wins
+# every measured case up to M = 16, tall-skinny layers included.
+_CUDA_MAX_M = 16
+_CUDA_MAX_M_TALL = 16
 # Register-kernel launch config (row tiles per CTA, superblocks per chunk, warps per CTA); 0 = the
 # launcher's heuristic (csrc/w4a16_gemv_launch.cu w4_gemv_resolve); used when _CUDA_RING = -1.
 _CUDA_CONFIG: tuple[int, int, int] = (0, 0, 0)
