@@ -13,7 +13,6 @@ to ``--out`` (default benchmarks/results/).
     python benchmarks/bench_rms_norm.py --sweep --quick --no-compile --out DIR   # tune the CUDA plan
     python benchmarks/bench_rms_norm.py --focus tune --out DIR   # compact CUDA + Triton sweep, < 100 s
     python benchmarks/bench_rms_norm.py --focus gaps --budget-s 70 --out DIR   # PDL / cluster / hints
-    python benchmarks/bench_rms_norm.py --focus gaps2 --budget-s 80 --out DIR  # persistent, weight before PDL wait, Triton configs
     python benchmarks/bench_rms_norm.py --focus gaps3 --budget-s 80 --rounds 3 --out DIR  # interleaved repeats, row kernel, static Triton
 
 For strided cases without residual, ``qlinear-<backend> out`` rows write one reused contiguous
@@ -749,242 +748,6 @@ def print_gaps_summary(results: dict, ceiling: float) -> None:
     print(f"copy ceiling {ceiling:.0f} GB/s")
 
 
-# ----------------------------------------------------------------------------- --focus gaps2
-#
-# Issue 3's remaining gaps after the session-2 runs, each variant against torch.compile of the
-# reference (and F.rms_norm) in the same run: 16x7168 latency (weight before the PDL wait, threads
-# per row), contiguous 32768x7168 (persistent CUDA kernel, Triton with inductor's config), kv_c
-# 32768x512 stride 2112 out of place (persistent, Triton configs), plus the no-regression cases.
-# Every point is checked against the fp32 reference first; each is timed twice (second pass in
-# reverse order) and reported as the smaller median. "api" rows call the public qlinear.ops
-# function with no backend (the committed AUTO_BACKEND_RULES / CUDA_KNOB_RULES / Triton rules).
-# Out-of-place rows of the strided cases write one reused output (like the anchors' graph-pool
-# output); "api" rows there return a new tensor, exactly as a caller would.
-
-Gap2 = tuple[Case, str, bool]  # (case, dest: "out" | "inplace", time the anchors)
-
-
-def gap2_cases() -> list[Gap2]:
-    return [
-        (Case("latency 16x7168", 16, 7168, None, False), "out", True),
-        (Case("contig 32768x7168", 32768, 7168, None, False), "out", True),
-        (Case("kv_c 32768x512 s2112", 32768, 512, 1536, False), "shared", True),
-        (Case("q_c 32768x1536 s2112", 32768, 1536, 0, False), "shared", True),
-        (Case("fused 32768x7168", 32768, 7168, None, True), "out", False),
-        (Case("contig 4096x7168", 4096, 7168, None, False), "out", True),
-        (Case("kv_c 4096x512 s2112", 4096, 512, 1536, False), "shared", True),
-    ]
-
-
-def gap2_points(c: Case) -> list[tuple[str, tuple]]:
-    """(kind, knobs): cuda knobs = (vecs, tpr, rpb, prefetch, pdl, cluster, hints), rpb -k =
-    persistent with k blocks per SM, prefetch 2 = weight before the PDL wait; triton knobs =
-    (rows, num_warps, evict)."""
-    if c.tokens <= 132:
-        pts = [("cuda", (0, 256, 1, 1, 1, 0, 0)), ("cuda", (0, 256, 1, 2, 1, 0, 0)),
-               ("cuda", (0, 512, 1, 2, 1, 0, 0)), ("cuda", (0, 1024, 1, 2, 1, 0, 0)),
-               ("cuda", (0, 1024, 1, 1, 1, 0, 0)), ("cuda", (0, 128, 1, 2, 1, 0, 0))]
-        return pts + [("triton", (1, 8, 0)), ("triton", (1, 16, 0)), ("triton", (1, 4, 0))]
-    if c.fused:
-        return [("cuda", (0,) * 7), ("triton", (0, 0, -1))]
-    if c.hidden >= 4096:
-        pts = [("cuda", (0,) * 7), ("cuda", (0, 0, 0, 1, 1, 0, 0))]
-        for k in (2, 3, 4):
-            pts.append(("cuda", (0, 0, -k, 0, 0, 0, 0)))
-        pts.append(("cuda", (0, 0, -4, 0, 0, 0, 4)))
-        pts.append(("cuda", (0, 512, -2, 0, 0, 0, 0)))
-        pts += [("triton", (1, 8, 1)), ("triton", (1, 8, 0)), ("triton", (1, 16, 1)), ("triton", (1, 16, 0)),
-                ("triton", (1, 4, 1))]
-        return pts
-    pts = [("cuda", (0,) * 7)]
-    for k in (2, 4, 8):
-        pts.append(("cuda", (0, 0, -k, 0, 0, 0, 0)))
-    pts.append(("cuda", (0, 0, -4, 0, 0, 0, 4)))
-    if c.hidden <= 512:
-        pts += [("cuda", (0, 32, 8, 0, 0, 0, 0)), ("cuda", (0, 8, 32, 0, 0, 0, 0))]
-    rows_opts = (8, 16, 4) if c.hidden <= 512 else (2, 4)
-    for r in rows_opts:
-        for wp in (4, 8):
-            pts.append(("triton", (r, wp, 0)))
-    pts.append(("triton", (rows_opts[0], 8, 1)))
-    return pts
-
-
-def run_gaps2(out_dir: str | None, budget_s: float) -> int:
-    import json
-
-    from qlinear.kernels import cuda_ext, norm_triton
-    from qlinear.ops import norm as norm_ops
-
-    t_start = time.time()
-    torch._dynamo.config.cache_size_limit = 64
-    if not cuda_ext.is_available():
-        print(f"cuda extension: {cuda_ext.failure_reason()}")
-        return 1
-    ops = cuda_ext.load()
-    ceiling = copy_ceiling_gbps()
-    meta = dict(env_info(), copy_ceiling_gbps=ceiling, dtype=str(DTYPE), eps=EPS, budget_s=budget_s,
-                timing="CUDA-graph replay, median of 15 replays, smaller of two passes",
-                cuda_knobs="(vecs_per_thread, threads_per_row, rows_per_block(-k: persistent, k blocks/SM), "
-                           "prefetch_weight(2: before the PDL wait), pdl, cluster, cache_hints)",
-                triton_knobs="(rows per program, num_warps, evict)",
-                auto_backend_rules=repr(norm_ops.AUTO_BACKEND_RULES), cuda_knob_rules=repr(norm_ops.CUDA_KNOB_RULES))
-    print(f"copy ceiling: {ceiling:.0f} GB/s on {meta['gpu']}")
-    out = Path(out_dir) if out_dir else Path(__file__).resolve().parent / "results"
-    out.mkdir(parents=True, exist_ok=True)
-    json_path = out / "rms_norm_gaps2.json"
-    rows: list[dict] = []
-
-    def save() -> None:
-        meta["wall_s"] = time.time() - t_start
-        json_path.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1, default=str))
-
-    compiled = torch.compile(rms_norm_ref, dynamic=False)
-    skipped = 0
-    for c, dest, with_anchor in gap2_cases():
-        if time.time() - t_start > budget_s:
-            skipped += 1
-            print(f"budget: {c.name} skipped")
-            continue
-        n_buf = buffers_to_defeat_l2(c.bytes_moved)
-        sets = make_inputs(c, n_buf)
-        w = torch.randn(c.hidden, device="cuda", dtype=DTYPE) * 0.1 + 1
-        shared = torch.empty(c.tokens, c.hidden, device="cuda", dtype=DTYPE)
-        pristine = {k: v.clone() for k, v in sets[0].items()}
-        if c.fused:
-            out_ref, r_ref = fused_add_rms_norm_ref(pristine["x"], pristine["r"], w, EPS)
-        else:
-            out_ref, r_ref = rms_norm_ref(pristine["x"], w, EPS), None
-
-        def target(d):
-            return d["x"] if dest == "inplace" else shared if dest == "shared" else d["out"]
-
-        def make(kind, knobs):
-            if kind == "cuda":
-                if c.fused:
-                    return lambda d: (ops.fused_add_rms_norm(d["x"][None], d["r"][None], w, EPS, *knobs), d["x"])[1]
-                return lambda d: (ops.rms_norm(target(d)[None], d["x"][None], w, EPS, *knobs), target(d))[1]
-            if kind == "triton":
-                if c.fused:
-                    return lambda d: (norm_triton.fused_add_rms_norm_triton(d["x"][None], d["r"][None], w, EPS, knobs),
-                                      d["x"])[1]
-                return lambda d: (norm_triton.rms_norm_triton(target(d)[None], d["x"][None], w, EPS, knobs),
-                                  target(d))[1]
-            if kind == "api":
-                if c.fused:
-                    return lambda d: (fused_add_rms_norm(d["x"], d["r"], w, EPS), d["x"])[1]
-                if dest == "shared":  # the default API: a new tensor per call
-                    return lambda d: rms_norm(d["x"], w, EPS)
-                return lambda d: rms_norm(d["x"], w, EPS, out=target(d))
-            if kind == "compile":
-                return lambda d: compiled(d["x"], w, EPS)
-            if kind == "F.rms_norm":
-                return lambda d: F.rms_norm(d["x"], (c.hidden,), w, EPS)
-            raise ValueError(kind)
-
-        points: list[tuple[str, tuple | None]] = []
-        if with_anchor:
-            points.append(("compile", None))
-            if c.tokens <= 4096:
-                points.append(("F.rms_norm", None))
-        points.append(("api", None))
-        points += gap2_points(c)
-        best: dict[str, dict] = {}
-        for pas in (0, 1):
-            for kind, knobs in (points if pas == 0 else points[::-1]):
-                label = kind if knobs is None else f"{kind} {tuple(knobs)}"
-                if pas == 1 and label not in best:
-                    continue
-                if time.time() - t_start > budget_s * (0.85 if pas == 0 else 1.0):
-                    skipped += 1
-                    continue
-                fn = make(kind, knobs)
-                try:
-                    if pas == 0:
-                        d = {k: v.clone() for k, v in pristine.items()}
-                        if c.col is not None:
-                            buf = torch.empty(c.tokens, FUSED_ROW, device="cuda", dtype=DTYPE)
-                            buf[:, c.col : c.col + c.hidden] = pristine["x"]
-                            d["x"] = buf[:, c.col : c.col + c.hidden]
-                        got = fn(d)
-                        torch.testing.assert_close(got.float(), out_ref.float(), rtol=2e-2, atol=2e-2)
-                        if c.fused:
-                            torch.testing.assert_close(d["r"].float(), r_ref.float(), rtol=2e-2, atol=2e-2)
-                        del d, got
-                    t = bench_graph(lambda i: fn(sets[i]), n_buffers=n_buf, reps=15, target_replay_us=1000.0)
-                except Exception as exc:  # a bad point must not end the run
-                    msg = f"{type(exc).__name__}: {str(exc)[:300]}"
-                    print(f"  {c.name:22s} {label:38s} FAILED {msg}")
-                    rows.append(dict(case=c.name, impl=label, kind=kind, knobs=knobs, error=msg))
-                    continue
-                prev = best.get(label)
-                if prev is None or t["median_us"] < prev["median_us"]:
-                    gbps = c.bytes_moved / (t["median_us"] * 1e-6) / 1e9
-                    best[label] = dict(case=c.name, tokens=c.tokens, hidden=c.hidden, fused=c.fused, dest=dest,
-                                       impl=label, kind=kind, knobs=list(knobs) if knobs is not None else None,
-                                       gbps=gbps, pct_ceiling=100 * gbps / ceiling, n_buffers=n_buf, **t)
-        anchors = [r for r in best.values() if r["kind"] in ("compile", "F.rms_norm")]
-        anc = min(anchors, key=lambda r: r["median_us"], default=None)
-        for r in sorted(best.values(), key=lambda r: r["median_us"]):
-            r["vs_anchor"] = (anc["median_us"] / r["median_us"]) if anc else None
-            rows.append(r)
-            rel = f" x{r['vs_anchor']:.3f} vs {anc['impl']}" if anc and r is not anc else ""
-            print(f"  {c.name:22s} {r['impl']:38s} {r['median_us']:9.2f} us {r['gbps']:6.0f} GB/s "
-                  f"{r['pct_ceiling']:5.1f}% of copy{rel}")
-        save()
-        del sets
-        torch.cuda.empty_cache()
-    meta["skipped_points"] = skipped
-    save()
-    print_gaps2_summary(rows, ceiling)
-    print(f"wrote {json_path} in {time.time() - t_start:.0f} s")
-    return 0
-
-
-def print_gaps2_summary(rows: list[dict], ceiling: float) -> None:
-    print("\n==== gaps2 summary: best CUDA / Triton point vs the best anchor; 'api' = what the committed "
-          "dispatch runs")
-    for c, dest, _ in gap2_cases():
-        rs = [r for r in rows if r.get("case") == c.name and "median_us" in r]
-        if not rs:
-            continue
-        lat = c.tokens <= 132
-
-        def fmt(r):
-            if r is None:
-                return "-"
-            return f"{r['median_us']:.2f} us" if lat else f"{r['gbps']:.0f} GB/s"
-
-        anc = min((r for r in rs if r["kind"] in ("compile", "F.rms_norm")), key=lambda r: r["median_us"], default=None)
-        api = next((r for r in rs if r["kind"] == "api"), None)
-        bc = min((r for r in rs if r["kind"] == "cuda"), key=lambda r: r["median_us"], default=None)
-        bt = min((r for r in rs if r["kind"] == "triton"), key=lambda r: r["median_us"], default=None)
-        verdict = ""
-        if api and anc:
-            verdict = "api OK" if api["median_us"] <= anc["median_us"] else "api SLOWER than anchor"
-        tgt = TARGETS.get(c.name)
-        if api and tgt:
-            ok = api["median_us"] <= tgt[1] if tgt[0] == "us" else api["gbps"] >= tgt[1]
-            verdict += f", target {tgt[1]:g} {'met' if ok else 'MISSED'}"
-        print(f"{c.name:22s} anchor {anc['impl'] if anc else '-'} {fmt(anc)} | api {fmt(api)} | "
-              f"best cuda {bc['impl'][5:] if bc else '-'} {fmt(bc)} | best triton {bt['impl'][7:] if bt else '-'} "
-              f"{fmt(bt)}  [{verdict}]")
-        if bc is None and bt is None:
-            continue
-        win = min((r for r in (bc, bt) if r is not None), key=lambda r: r["median_us"])
-        rows_min = 0 if lat else c.tokens // 2
-        if win["kind"] == "triton":
-            print(f"{'':22s} -> AUTO_BACKEND_RULES (qlinear/ops/norm.py): ({max(rows_min, 1)}, <min_row_bytes>, "
-                  f"{c.hidden * 2}, {c.fused}, {dest == 'inplace'}, \"triton\"), and norm_triton "
-                  f"_{'FEW' if lat else 'MANY'}_ROW_RULES: (<max_row_bytes>, {win['knobs'][0]}, {win['knobs'][1]}, "
-                  f"{max(win['knobs'][2], 0)})")
-        else:
-            lim = 132 if lat else c.tokens
-            print(f"{'':22s} -> CUDA backend (no AUTO_BACKEND_RULES line for this shape); CUDA_KNOB_RULES: "
-                  f"({lim}, {c.hidden * 2}, {c.fused}, {tuple(win['knobs'])})")
-    print(f"copy ceiling {ceiling:.0f} GB/s")
-
-
 # ----------------------------------------------------------------------------- --focus gaps3
 #
 # Round 3 of issue 3's gaps, decided with interleaved repeats: every point of a case (anchors, the
@@ -1282,7 +1045,7 @@ def main() -> int:
                     help="only time CUDA kernel configurations (writes rms_norm_sweep.json)")
     ap.add_argument("--hot-l2", action="store_true", help="do not rotate inputs (L2-resident small cases)")
     ap.add_argument("--rounds", type=int, default=3, help="--focus gaps3: interleaved timing passes per point")
-    ap.add_argument("--focus", choices=("all", "tune", "gaps", "gaps2", "gaps3"), default="all",
+    ap.add_argument("--focus", choices=("all", "tune", "gaps", "gaps3"), default="all",
                     help="tune: only the compact launch-configuration sweep (rms_norm_tune.json, < 100 s); "
                          "gaps: the knob sweep (PDL, clusters, cache hints...) on the cases short of an "
                          "anchor or target (rms_norm_gaps.json)")
@@ -1298,8 +1061,6 @@ def main() -> int:
         return run_tune(args.out, args.budget_s)
     if args.focus == "gaps":
         return run_gaps(args.out, args.budget_s, args.fused_anchor)
-    if args.focus == "gaps2":
-        return run_gaps2(args.out, args.budget_s)
     if args.focus == "gaps3":
         return run_gaps3(args.out, args.budget_s, args.rounds)
     t_start = time.time()

@@ -14,6 +14,7 @@
 
 #include "norm.cuh"
 #include "norm_launch.h"
+#include "device_attrs.h"
 
 namespace qlinear {
 namespace {
@@ -26,30 +27,8 @@ int pow2_ceil_log2(int64_t v) {
   return l;
 }
 
-int sm_count() {
-  // Cached per device: cudaDeviceGetAttribute is cheap but not free on the latency path.
-  static int cache[64] = {0};
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return 132;
-  if (cache[dev] == 0) {
-    int n = 0;
-    if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || n <= 0) n = 132;
-    cache[dev] = n;
-  }
-  return cache[dev];
-}
-
-int cc_major() {
-  static int cache[64] = {0};
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return 0;
-  if (cache[dev] == 0) {
-    int n = 0;
-    if (cudaDeviceGetAttribute(&n, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) n = 0;
-    cache[dev] = n > 0 ? n : -1;
-  }
-  return cache[dev] > 0 ? cache[dev] : 0;
-}
+using devattr::cc_major;
+using devattr::sm_count;
 
 size_t elem_size(NormDType t) { return t == NormDType::kFloat32 ? 4 : 2; }
 

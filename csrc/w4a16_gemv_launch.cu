@@ -3,6 +3,7 @@
 // register kernel: dtype, R, U, NT, PF, both in w4a16_ring_<dtype>.cu; sub-group kernel: here).
 #include "w4a16_gemv.cuh"
 #include "w4a16_gemv_launch.h"
+#include "device_attrs.h"
 
 namespace qlinear {
 namespace {
@@ -10,29 +11,8 @@ namespace {
 using w4a16g::FKind;
 using w4a16g::Params;
 
-int sm_count() {
-  static int cache[64] = {0};
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return 132;
-  if (cache[dev] == 0) {
-    int n = 0;
-    if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || n <= 0) n = 132;
-    cache[dev] = n;
-  }
-  return cache[dev];
-}
-
-int cc_major() {
-  static int cache[64] = {0};
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return 0;
-  if (cache[dev] == 0) {
-    int n = 0;
-    if (cudaDeviceGetAttribute(&n, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) n = 0;
-    cache[dev] = n > 0 ? n : -1;
-  }
-  return cache[dev];
-}
+using devattr::cc_major;
+using devattr::sm_count;
 
 bool sub_group(const W4GemvArgs& a) {
   return a.num_groups > 1 && (a.group_size == 16 || a.group_size == 32 || a.group_size == 64);

@@ -46,6 +46,7 @@ SOURCES = (
     "w4a16_ring_f16.cu",
 )
 HEADERS = (
+    "device_attrs.h",
     "norm.cuh",
     "norm_launch.h",
     "norm_quant.cuh",

@@ -206,7 +206,7 @@ def _rms_norm_loop_kernel(
         tl.store(y_row + cc, (vf * inv * w).to(Y_ptr.dtype.element_ty), mask=m)
 
 
-# Tuned defaults (`benchmarks/bench_rms_norm.py --focus tune` / `--focus gaps2` print replacement
+# Tuned defaults (`benchmarks/bench_rms_norm.py --focus tune` / `--focus gaps3` print replacement
 # rules): (max row bytes, ROWS per program, num_warps, evict[, static[, loop]]) for the single-pass kernel;
 # ROWS = 0 means "a tile of about 4096 elements", num_warps = 0 means "about 32 bytes per thread",
 # evict 1 the eviction hints (see the kernel), static 1 the constant-H rows kernel

@@ -80,7 +80,7 @@ def resolve_norm_backend(backend: str | None, x: torch.Tensor) -> str:
 # automatically (no ``backend`` argument, ``$QLINEAR_NORM_BACKEND`` unset or "auto") and that
 # choice was "cuda". First match wins: (min_rows, min_row_bytes, max_row_bytes, fused, in_place,
 # backend); fused / in_place None match both; rows = all rows of the call, row bytes = H * element
-# size. Set from `benchmarks/bench_rms_norm.py --focus gaps2` (its summary prints the lines).
+# size. Set from `benchmarks/bench_rms_norm.py --focus gaps3` (its summary prints the lines).
 #   32768 x 7168 bf16 (H200): Triton with inductor's config (1 row / program, 8 warps, eviction
 #       hints) vs CUDA 4134 GB/s and torch.compile 4286 (= the copy ceiling); 4096 rows stay CUDA
 #       (3962 vs Triton 3489).
@@ -253,7 +253,7 @@ CUDA_AUTO: CudaKnobs = (0, 0, 0, 0, 0, 0, 0)
 #                out of place, 3.61 us: still faster).
 #   32768 x 7168 and the fused add at 32768 x 7168: every knob within 0.3 % of auto (4092-4102 and
 #                4113-4127 GB/s): auto kept.
-# Knobs added after that sweep (timed by `bench_rms_norm.py --focus gaps2`): prefetch_weight 2 =
+# Knobs added after that sweep (timed by `bench_rms_norm.py --focus gaps3`; the round that added them ran the since removed `gaps2`): prefetch_weight 2 =
 # the weight loaded before the PDL wait (plain norm), rows_per_block -k = the persistent kernel
 # with k blocks per SM (plain norm). The few-rows rule below loads the weight before the wait.
 # PDL only lets a launch start while the previous kernel drains; every kernel waits

@@ -1,0 +1,36 @@
+// Cached device attributes for the host launchers (CUDA runtime only, no torch headers).
+// cudaDeviceGetAttribute is cheap but not free on a decode step's latency path, so each value is
+// read once per device.
+#pragma once
+
+#include <cuda_runtime.h>
+
+namespace qlinear {
+namespace devattr {
+
+// The attribute `attr` of the current device, `fallback` when it cannot be read (or is <= 0).
+inline int cached(cudaDeviceAttr attr, int fallback, int (&cache)[64]) {
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return fallback;
+  if (cache[dev] == 0) {
+    int n = 0;
+    if (cudaDeviceGetAttribute(&n, attr, dev) != cudaSuccess || n <= 0) n = -1;
+    cache[dev] = n;
+  }
+  return cache[dev] > 0 ? cache[dev] : fallback;
+}
+
+// Multiprocessors of the current device (132, an H100 / H200's count, when unknown).
+inline int sm_count() {
+  static int cache[64] = {0};
+  return cached(cudaDevAttrMultiProcessorCount, 132, cache);
+}
+
+// Compute-capability major of the current device (0 when unknown).
+inline int cc_major() {
+  static int cache[64] = {0};
+  return cached(cudaDevAttrComputeCapabilityMajor, 0, cache);
+}
+
+}  // namespace devattr
+}  // namespace qlinear
