@@ -253,7 +253,7 @@ CUDA_AUTO: CudaKnobs = (0, 0, 0, 0, 0, 0, 0)
 #                out of place, 3.61 us: still faster).
 #   32768 x 7168 and the fused add at 32768 x 7168: every knob within 0.3 % of auto (4092-4102 and
 #                4113-4127 GB/s): auto kept.
-# Knobs added after that sweep (timed by `bench_rms_norm.py --focus gaps3`; the round that added them ran the since removed `gaps2`): prefetch_weight 2 =
+# Knobs added after that sweep (timed by `bench_rms_norm.py --focus gaps3`): prefetch_weight 2 =
 # the weight loaded before the PDL wait (plain norm), rows_per_block -k = the persistent kernel
 # with k blocks per SM (plain norm). The few-rows rule below loads the weight before the wait.
 # PDL only lets a launch start while the previous kernel drains; every kernel waits
