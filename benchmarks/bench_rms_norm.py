@@ -201,7 +201,7 @@ def sweep_configs(case: Case) -> list[tuple[int, int, int]]:
 # torch.compile anchor (compiled once per shape); phase 2: the knob sweeps, in priority order,
 # until the time budget is spent. Results are written after each phase, so an interrupted run
 # still leaves JSON. The summary prints the best settings per case as rules for
-# csrc/norm_launch.cu (kManyRowRules / kFewRowRules) and qlinear/kernels/norm_triton.py
+# csrc/norm_launch_impl.cuh (kManyRowRules / kFewRowRules) and qlinear/kernels/norm_triton.py
 # (_MANY_ROW_RULES / _FEW_ROW_RULES).
 
 
@@ -475,7 +475,7 @@ def print_tune_summary(rows: list[dict]) -> None:
                 line, note = f"({lim}, {knobs[0]}, {knobs[1]}),", f"rows={knobs[0]} warps={knobs[1]}"
             dflt = f", default {fmt(default['triton'])}" if default["triton"] else ""
             rules_triton.setdefault(bucket, []).append(f"    {line:28s} # {c.name}: {note} -> {fmt(b)}{dflt}")
-    print("\nCUDA rules {max_row_bytes, vecs, block_threads} for csrc/norm_launch.cu "
+    print("\nCUDA rules {max_row_bytes, vecs, block_threads} for csrc/norm_launch_impl.cuh "
           "(bucket 'few rows' -> kFewRowRules, others -> kManyRowRules; prefetch=1 is the few-rows default,")
     print("0/-1 the many-rows default; where two cases share a bucket, pick the rule that costs both least):")
     for bucket, lines in rules_cuda.items():

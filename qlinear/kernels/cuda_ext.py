@@ -38,6 +38,7 @@ EXT_NAME = "qlinear_norm_C"
 SOURCES = (
     "binding.cpp",
     "norm_launch.cu",
+    "norm_launch_fused.cu",
     "binding_norm_quant.cpp",
     "norm_quant_launch.cu",
     "binding_w4a16.cpp",
@@ -49,6 +50,7 @@ HEADERS = (
     "device_attrs.h",
     "norm.cuh",
     "norm_launch.h",
+    "norm_launch_impl.cuh",
     "norm_quant.cuh",
     "norm_quant_launch.h",
     "w4a16_gemv.cuh",
