@@ -67,39 +67,39 @@ def main() -> None:
     probe_ms = (8, 16) if args.round2 else PROBE_MS
     sweep_ms = (16, 1) if args.round2 else SWEEP_MS
     pdls = (16,) if args.round2 else (0, 16)
-    for n, k in SHAPES:
-        shape = f"{n}x{k}"
-        layer = make(n, k)
+    default_bound = _pdl.PDL_MAX_M
+
+    def cases(ms):
+        """(shape, n, layer, m, n_buffers, activations) for every shape and every M in ``ms``."""
+        for n, k in SHAPES:
+            layer = make(n, k)
+            for m in ms:
+                nbuf = buffers_to_defeat_l2(2 * m * k, max_buffers=8)
+                xs = [torch.randn(m, k, device="cuda", dtype=torch.bfloat16) for _ in range(nbuf)]
+                yield f"{n}x{k}", n, layer, m, nbuf, xs
+
+    for shape, n, layer, m, nbuf, xs in cases(probe_ms):
         w, ws = layer.weight, layer.weight_scale_inv
-        for m in probe_ms:
-            nbuf = buffers_to_defeat_l2(2 * m * k, max_buffers=8)
-            xs = [torch.randn(m, k, device="cuda", dtype=torch.bfloat16) for _ in range(nbuf)]
-            qs = [kern.per_token_group_quant_fp8(x, 128, column_major_scales=True) for x in xs]
-            for pdl in (0, 16):
+        qs = [kern.per_token_group_quant_fp8(x, 128, column_major_scales=True) for x in xs]
+        for pdl in (0, 16):
+            _pdl.PDL_MAX_M = pdl
+            tag = "pdl" if pdl else "nopdl"
+            rec(shape, m, f"quant {tag}", lambda i: kern.per_token_group_quant_fp8(xs[i], 128, column_major_scales=True), nbuf)
+            rec(shape, m, f"gemm default {tag}", lambda i: kern.fp8_block_gemm(qs[i][0], qs[i][1], w, ws), nbuf)
+            rec(shape, m, f"layer {tag}", lambda i: layer(xs[i]), nbuf)
+    for shape, n, layer, m, nbuf, xs in cases(sweep_ms):
+        w, ws = layer.weight, layer.weight_scale_inv
+        for cfg in _sweep_configs(n, args.round2):
+            if time.time() - t0 > args.budget_s:
+                print(f"budget reached: sweep stopped at {shape} M={m}", flush=True)
+                break
+            name = f"cfg bn{cfg.block_n} sk{cfg.split_k} w{cfg.num_warps} st{cfg.num_stages}"
+            for pdl in pdls:
                 _pdl.PDL_MAX_M = pdl
-                tag = "pdl" if pdl else "nopdl"
-                rec(shape, m, f"quant {tag}", lambda i: kern.per_token_group_quant_fp8(xs[i], 128, column_major_scales=True), nbuf)
-                rec(shape, m, f"gemm default {tag}", lambda i: kern.fp8_block_gemm(qs[i][0], qs[i][1], w, ws), nbuf)
-                rec(shape, m, f"layer {tag}", lambda i: layer(xs[i]), nbuf)
-    _pdl.PDL_MAX_M = 1
-    for n, k in SHAPES:
-        shape = f"{n}x{k}"
-        layer = make(n, k)
-        w, ws = layer.weight, layer.weight_scale_inv
-        for m in sweep_ms:
-            nbuf = buffers_to_defeat_l2(2 * m * k, max_buffers=8)
-            xs = [torch.randn(m, k, device="cuda", dtype=torch.bfloat16) for _ in range(nbuf)]
-            for cfg in _sweep_configs(n, args.round2):
-                if time.time() - t0 > args.budget_s:
-                    print(f"budget reached: sweep stopped at {shape} M={m}", flush=True)
-                    break
-                name = f"cfg bn{cfg.block_n} sk{cfg.split_k} w{cfg.num_warps} st{cfg.num_stages}"
-                for pdl in pdls:
-                    _pdl.PDL_MAX_M = pdl
-                    rec(shape, m, f"{name} {'pdl' if pdl else 'nopdl'}",
-                        lambda i, cfg=cfg: kern.fp8_block_linear_triton(xs[i], w, ws, config=cfg), nbuf,
-                        config=cfg.__dict__, pdl=bool(pdl))
-    _pdl.PDL_MAX_M = 1
+                rec(shape, m, f"{name} {'pdl' if pdl else 'nopdl'}",
+                    lambda i, cfg=cfg: kern.fp8_block_linear_triton(xs[i], w, ws, config=cfg), nbuf,
+                    config=cfg.__dict__, pdl=bool(pdl))
+    _pdl.PDL_MAX_M = default_bound
     print("---- best per shape / M / pdl")
     for (shape, m) in sorted({(r["shape"], r["m"]) for r in rows}):
         for tag in ("nopdl", "pdl"):
