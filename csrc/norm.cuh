@@ -180,6 +180,26 @@ __device__ __forceinline__ float group_sum(float v, int tpr_log2) {
   return group_sum_in(v, tpr_log2, part);
 }
 
+// Sum over the whole block when one block is one row (blockDim.x any multiple of 32, e.g. 448 or
+// 896 threads for a 7168-wide row): a warp shuffle, one barrier, then every thread adds the warp
+// partials itself in the same order (two add chains, as group_sum_in), so the row's scale is
+// bitwise the same in all threads. `part`: 32 floats of shared memory.
+__device__ __forceinline__ float block_row_sum(float v, float* part) {
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+  const int t = static_cast<int>(threadIdx.x);
+  if ((t & 31) == 0) part[t >> 5] = v;
+  __syncthreads();
+  const int nw = static_cast<int>(blockDim.x) >> 5;
+  float t0 = 0.f, t1 = 0.f;
+  for (int i = 0; i + 1 < nw; i += 2) {
+    t0 += part[i];
+    t1 += part[i + 1];
+  }
+  if (nw & 1) t0 += part[nw - 1];
+  return t0 + t1;
+}
+
 // The reduction before the one-barrier rewrite (kept selectable, RED = 1 of the vec kernel, to
 // compare the two on the GPU): after the barrier the first lanes of every warp pick up their
 // row's warp partials and a second 5-level shuffle chain sums them.
@@ -365,18 +385,7 @@ __global__ void __launch_bounds__(1024, MINB)
     }
   }
   float ss = packs_sumsq(v, tpr, t, nvec);
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, off);
-  if ((t & 31) == 0) part[t >> 5] = ss;
-  __syncthreads();
-  const int nw = tpr >> 5;
-  float t0 = 0.f, t1 = 0.f;
-  for (int i = 0; i + 1 < nw; i += 2) {
-    t0 += part[i];
-    t1 += part[i + 1];
-  }
-  if (nw & 1) t0 += part[nw - 1];
-  const float inv = rsqrtf((t0 + t1) / static_cast<float>(hidden) + eps);
+  const float inv = rsqrtf(block_row_sum(ss, part) / static_cast<float>(hidden) + eps);
 #pragma unroll
   for (int k = 0; k < NV; ++k) {
     const int j = k * tpr + t;
@@ -480,18 +489,7 @@ __global__ void __launch_bounds__(1024)
       }
     }
   }
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, off);
-  if ((t & 31) == 0) part[t >> 5] = ss;
-  __syncthreads();
-  const int nw = tpr >> 5;
-  float t0 = 0.f, t1 = 0.f;
-  for (int i = 0; i + 1 < nw; i += 2) {
-    t0 += part[i];
-    t1 += part[i + 1];
-  }
-  if (nw & 1) t0 += part[nw - 1];
-  const float inv = rsqrtf((t0 + t1) / static_cast<float>(hidden) + eps);
+  const float inv = rsqrtf(block_row_sum(ss, part) / static_cast<float>(hidden) + eps);
   const uint4* again = FUSED ? r : s;
   for (int base = t; base < nvec; base += UNR * tpr) {
     Pack<T> v[UNR], w[UNR];

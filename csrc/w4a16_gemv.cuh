@@ -228,6 +228,19 @@ constexpr int max_threads() {
   return (8 * R * U + 16 * U * NT + 16 * R) > 64 ? 256 : 512;
 }
 
+// Stores one reduced accumulator value: register c of lane ln of the m16n8 fragment of the 16-row
+// tile starting at `tile_row0` and token tile nt (mma C layout: rows ln / 4 and ln / 4 + 8, token
+// 2 (ln % 4) + c % 2), plus the bias; rows past N and tokens past M are not stored.
+template <typename XT>
+__device__ __forceinline__ void store_frag(const Params& p, int tile_row0, int nt, int ln, int c, float s) {
+  const int row = tile_row0 + (ln >> 2) + (c >= 2 ? 8 : 0);
+  const int tok = nt * 8 + 2 * (ln & 3) + (c & 1);
+  if (row < p.n && tok < p.m) {
+    if (p.bias != nullptr) s += load_f(p.bias, row, p.bias_kind);
+    static_cast<XT*>(p.out)[static_cast<int64_t>(tok) * p.out_stride + row] = Mma<XT>::from_f(s);
+  }
+}
+
 // Cross-warp reduction of the per-warp partial sums tot (in dynamic shared memory, fixed order:
 // deterministic), + bias, store. red[warp][v], v = ((r * NT + nt) * 4 + c) * 32 + lane.
 template <typename XT, int R, int NT>
@@ -247,12 +260,7 @@ __device__ __forceinline__ void reduce_store(const Params& p, const float (&tot)
     for (int wi = 0; wi < nw; ++wi) s += red[wi * V + v];
     const int ln = v & 31, c = (v >> 5) & 3, rn = v >> 7;
     const int nt = rn % NT, r = rn / NT;
-    const int row = row0 + r * 16 + (ln >> 2) + (c >= 2 ? 8 : 0);
-    const int tok = nt * 8 + 2 * (ln & 3) + (c & 1);
-    if (row < p.n && tok < p.m) {
-      if (p.bias != nullptr) s += load_f(p.bias, row, p.bias_kind);
-      static_cast<XT*>(p.out)[static_cast<int64_t>(tok) * p.out_stride + row] = Mma<XT>::from_f(s);
-    }
+    store_frag<XT>(p, row0 + r * 16, nt, ln, c, s);
   }
 }
 
@@ -873,12 +881,7 @@ __global__ void __launch_bounds__(ring_threads<WR, WK, S, ST, NT>(), 1) ring_gem
     float s = 0.f;
     for (int k = 0; k < WK; ++k) s += red[(k * WR + r) * V + e];
     const int ln = e & 31, c = (e >> 5) & 3, nt = e >> 7;
-    const int row = row0 + r * 16 + (ln >> 2) + (c >= 2 ? 8 : 0);
-    const int tok = nt * 8 + 2 * (ln & 3) + (c & 1);
-    if (row < p.n && tok < p.m) {
-      if (p.bias != nullptr) s += load_f(p.bias, row, p.bias_kind);
-      static_cast<XT*>(p.out)[static_cast<int64_t>(tok) * p.out_stride + row] = Mma<XT>::from_f(s);
-    }
+    store_frag<XT>(p, row0 + r * 16, nt, ln, c, s);
   }
 }
 
