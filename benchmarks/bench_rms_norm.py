@@ -24,6 +24,7 @@ in-place rows with each other.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from dataclasses import dataclass
@@ -194,6 +195,33 @@ def sweep_configs(case: Case) -> list[tuple[int, int, int]]:
     return sorted(set(configs))
 
 
+def _results_sink(out_dir: str | None, name: str, meta: dict, t_start: float):
+    """``(json_path, rows, save)`` of a results file written as the run goes: ``save()`` rewrites
+    ``name`` under ``out_dir`` (default benchmarks/results) with ``meta`` (wall time updated) and
+    the ``rows`` appended so far, so a run cut short still leaves its finished cases."""
+    out = Path(out_dir) if out_dir else Path(__file__).resolve().parent / "results"
+    out.mkdir(parents=True, exist_ok=True)
+    json_path = out / name
+    rows: list[dict] = []
+
+    def save() -> None:
+        meta["wall_s"] = time.time() - t_start
+        json_path.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1, default=str))
+
+    return json_path, rows, save
+
+
+def _compiled_anchors():
+    """``torch.compile`` of the fp32 references: ``(norm(x, w, eps), fused(x, r, w))``, the fused one
+    in place like qlinear's op (``r <- x + r``, ``x <- norm(r)``)."""
+    def fused_ref(x, r, w):
+        o, new_r = fused_add_rms_norm_ref(x, r, w, EPS)
+        r.copy_(new_r)
+        x.copy_(o)
+
+    return torch.compile(rms_norm_ref, dynamic=False), torch.compile(fused_ref, dynamic=False)
+
+
 # ----------------------------------------------------------------------------- --focus tune
 #
 # A compact sweep of the launch knobs on the cases where the first H200 run missed a target or an
@@ -270,7 +298,6 @@ def _bucket(tc: TuneCase) -> str:
 
 
 def run_tune(out_dir: str | None, budget_s: float) -> int:
-    import json
 
     t_start = time.time()
     torch._dynamo.config.cache_size_limit = 64
@@ -284,14 +311,7 @@ def run_tune(out_dir: str | None, budget_s: float) -> int:
     meta = dict(env_info(), copy_ceiling_gbps=ceiling, dtype=str(DTYPE), eps=EPS, budget_s=budget_s,
                 timing="CUDA-graph replay; phase 1 median of 30 replays, sweep median of 15")
     print(f"copy ceiling: {ceiling:.0f} GB/s on {meta['gpu']}")
-    out = Path(out_dir) if out_dir else Path(__file__).resolve().parent / "results"
-    out.mkdir(parents=True, exist_ok=True)
-    json_path = out / "rms_norm_tune.json"
-    rows: list[dict] = []
-
-    def save() -> None:
-        meta["wall_s"] = time.time() - t_start
-        json_path.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1, default=str))
+    json_path, rows, save = _results_sink(out_dir, "rms_norm_tune.json", meta, t_start)
 
     compiled_ref = torch.compile(rms_norm_ref, dynamic=False)
 
@@ -546,7 +566,6 @@ def gap_points(c: Case) -> list[tuple[int, ...]]:
 
 
 def run_gaps(out_dir: str | None, budget_s: float, with_fused_anchor: bool) -> int:
-    import json
 
     t_start = time.time()
     torch._dynamo.config.cache_size_limit = 64
@@ -563,25 +582,11 @@ def run_gaps(out_dir: str | None, budget_s: float, with_fused_anchor: bool) -> i
                 timing="CUDA-graph replay, median of 15 replays; final rows: min of two medians",
                 knobs="(vecs_per_thread, threads_per_row, rows_per_block, prefetch_weight, pdl, cluster, cache_hints)")
     print(f"copy ceiling: {ceiling:.0f} GB/s on {meta['gpu']}")
-    out = Path(out_dir) if out_dir else Path(__file__).resolve().parent / "results"
-    out.mkdir(parents=True, exist_ok=True)
-    json_path = out / "rms_norm_gaps.json"
-    rows: list[dict] = []
-
-    def save() -> None:
-        meta["wall_s"] = time.time() - t_start
-        json_path.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1, default=str))
+    json_path, rows, save = _results_sink(out_dir, "rms_norm_gaps.json", meta, t_start)
 
     from qlinear.kernels import norm_triton
 
-    compiled = torch.compile(rms_norm_ref, dynamic=False)
-
-    def fused_ref(x, r, w):
-        o, nr = fused_add_rms_norm_ref(x, r, w, EPS)
-        r.copy_(nr)
-        x.copy_(o)
-
-    compiled_fused = torch.compile(fused_ref, dynamic=False)
+    compiled, compiled_fused = _compiled_anchors()
     state = {}
     for c, dest in gap_cases():
         n_buf = buffers_to_defeat_l2(c.bytes_moved)
@@ -819,7 +824,6 @@ def _api_choice(c: Case) -> str:
 
 
 def run_gaps3(out_dir: str | None, budget_s: float, rounds: int) -> int:
-    import json
 
     from qlinear.kernels import cuda_ext, norm_triton
     from qlinear.ops import norm as norm_ops
@@ -840,23 +844,9 @@ def run_gaps3(out_dir: str | None, budget_s: float, rounds: int) -> int:
                 triton_many_row_rules=repr(norm_triton._MANY_ROW_RULES),
                 triton_few_row_rules=repr(norm_triton._FEW_ROW_RULES))
     print(f"copy ceiling: {ceiling:.0f} GB/s on {meta['gpu']}")
-    out = Path(out_dir) if out_dir else Path(__file__).resolve().parent / "results"
-    out.mkdir(parents=True, exist_ok=True)
-    json_path = out / "rms_norm_gaps3.json"
-    rows: list[dict] = []
+    json_path, rows, save = _results_sink(out_dir, "rms_norm_gaps3.json", meta, t_start)
 
-    def save() -> None:
-        meta["wall_s"] = time.time() - t_start
-        json_path.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1, default=str))
-
-    compiled = torch.compile(rms_norm_ref, dynamic=False)
-
-    def fused_ref(x, r, w):
-        o, new_r = fused_add_rms_norm_ref(x, r, w, EPS)
-        r.copy_(new_r)
-        x.copy_(o)
-
-    compiled_fused = torch.compile(fused_ref, dynamic=False)
+    compiled, compiled_fused = _compiled_anchors()
     skipped = 0
     cases = gap3_cases()
     for ci, (c, dest, with_anchor, pts) in enumerate(cases):
@@ -927,7 +917,7 @@ def run_gaps3(out_dir: str | None, budget_s: float, rounds: int) -> int:
                         from torch._inductor.utils import run_and_get_code
 
                         got, code = run_and_get_code(compiled, d["x"], w, EPS)
-                        (out / f"inductor_{c.name.replace(' ', '_')}.py").write_text("\n\n".join(code))
+                        (json_path.parent / f"inductor_{c.name.replace(' ', '_')}.py").write_text("\n\n".join(code))
                     except Exception:
                         got = fn(d)
                 else:
