@@ -575,20 +575,16 @@ def test_row_kernel_in_place_and_pdl_graph():
     _close(b, be, dtype)
 
 
-# few shapes x configs: every combination is a Triton compile (H is a compile-time constant)
-@pytest.mark.parametrize("config", [(1, 8, 0, 1), (2, 1, 0, 1), (4, 2, 1, 1)], ids=str)
-@pytest.mark.parametrize("fused", [False, True])
-@pytest.mark.parametrize("T,H", [(300, 7168), (1000, 512), (7, 769)])
-def test_triton_static_rows_kernel(T, H, config, fused):
-    """The constant-H Triton rows kernel (static = 1): unmasked when H is a power of two and the
-    rows divide evenly, masked otherwise; strided rows; 1-warp configs (inductor's for 512)."""
+def _check_triton_strided(T, H, config, fused, seed_x, seed_r):
+    """A Triton rows config on strided bf16 [T, H] rows vs the fp32 reference: plain out of place,
+    or fused in place (the residual exact); nothing outside the views is written."""
     from qlinear.kernels import norm_triton
 
     dtype = torch.bfloat16
-    x = Strided(T, H, dtype, True, seed=T * 5 + H)
+    x = Strided(T, H, dtype, True, seed=seed_x)
     w = _weight(H, dtype)
     if fused:
-        r = Strided(T, H, dtype, True, seed=T + 9, col=16, pad=40)
+        r = Strided(T, H, dtype, True, seed=seed_r, col=16, pad=40)
         out_ref, r_ref = fused_add_rms_norm_ref(x.view, r.view, w, EPS)
         norm_triton.fused_add_rms_norm_triton(x.view[None], r.view[None], w, EPS, config)
         torch.testing.assert_close(r.view, r_ref, rtol=0, atol=0)
@@ -599,6 +595,16 @@ def test_triton_static_rows_kernel(T, H, config, fused):
         norm_triton.rms_norm_triton(out[None], x.view[None], w, EPS, config)
         _close(out, rms_norm_ref(x.view, w, EPS), dtype)
     x.assert_outside_untouched()
+
+
+# few shapes x configs: every combination is a Triton compile (H is a compile-time constant)
+@pytest.mark.parametrize("config", [(1, 8, 0, 1), (2, 1, 0, 1), (4, 2, 1, 1)], ids=str)
+@pytest.mark.parametrize("fused", [False, True])
+@pytest.mark.parametrize("T,H", [(300, 7168), (1000, 512), (7, 769)])
+def test_triton_static_rows_kernel(T, H, config, fused):
+    """The constant-H Triton rows kernel (static = 1): unmasked when H is a power of two and the
+    rows divide evenly, masked otherwise; strided rows; 1-warp configs (inductor's for 512)."""
+    _check_triton_strided(T, H, config, fused, seed_x=T * 5 + H, seed_r=T + 9)
 
 
 # ----------------------------------------------------------------------------- two-pass loop kernels
@@ -645,23 +651,7 @@ def test_cuda_loop_kernel_in_place_and_3d():
 def test_triton_loop_kernel(T, H, config, fused):
     """The Triton two-pass loop kernel (5th config field R): R dividing H or not, R > H, strided
     rows, plain and fused (the residual is exact)."""
-    from qlinear.kernels import norm_triton
-
-    dtype = torch.bfloat16
-    x = Strided(T, H, dtype, True, seed=T * 3 + H)
-    w = _weight(H, dtype)
-    if fused:
-        r = Strided(T, H, dtype, True, seed=T + 11, col=16, pad=40)
-        out_ref, r_ref = fused_add_rms_norm_ref(x.view, r.view, w, EPS)
-        norm_triton.fused_add_rms_norm_triton(x.view[None], r.view[None], w, EPS, config)
-        torch.testing.assert_close(r.view, r_ref, rtol=0, atol=0)
-        _close(x.view, out_ref, dtype)
-        r.assert_outside_untouched()
-    else:
-        out = torch.empty(T, H, device="cuda", dtype=dtype)
-        norm_triton.rms_norm_triton(out[None], x.view[None], w, EPS, config)
-        _close(out, rms_norm_ref(x.view, w, EPS), dtype)
-    x.assert_outside_untouched()
+    _check_triton_strided(T, H, config, fused, seed_x=T * 3 + H, seed_r=T + 11)
 
 
 def test_committed_rules_reach_the_reference():

@@ -226,12 +226,9 @@ def test_nan_inf_like_reference(nt, dtype):
     _close(x, out_ref, dtype)
 
 
-@pytest.mark.parametrize("config", [(2, 1, 0, 1), (4, 2, 1, 1), (1, 4, 0, 1)], ids=str)
-@pytest.mark.parametrize("T,H", [(8, 64), (5, 64), (3, 37)])
-@pytest.mark.parametrize("dtype", [torch.float16, torch.float32])
-def test_static_rows_kernel(nt, T, H, config, dtype):
-    """The constant-H rows kernel (config static = 1): unmasked (H a power of two, ROWS dividing
-    T) and masked tiles, strided rows, plain and fused."""
+def _check_strided_plain_and_fused(nt, T, H, config, dtype):
+    """rms_norm and fused_add_rms_norm (Triton, ``config``) on strided [T, H] rows vs the fp32
+    reference; the fused residual must equal the reference's exactly."""
     x = (torch.randn(T, H + 9, generator=_gen(T + H)) * 2).to(dtype)[:, 3 : 3 + H]
     w = _weight(H, dtype)
     out = torch.empty(T, H, dtype=dtype)
@@ -242,6 +239,15 @@ def test_static_rows_kernel(nt, T, H, config, dtype):
     nt.fused_add_rms_norm_triton(x[None], r[None], w, EPS, config)
     torch.testing.assert_close(r, r_ref, rtol=0, atol=0)
     _close(x, out_ref, dtype)
+
+
+@pytest.mark.parametrize("config", [(2, 1, 0, 1), (4, 2, 1, 1), (1, 4, 0, 1)], ids=str)
+@pytest.mark.parametrize("T,H", [(8, 64), (5, 64), (3, 37)])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32])
+def test_static_rows_kernel(nt, T, H, config, dtype):
+    """The constant-H rows kernel (config static = 1): unmasked (H a power of two, ROWS dividing
+    T) and masked tiles, strided rows, plain and fused."""
+    _check_strided_plain_and_fused(nt, T, H, config, dtype)
 
 
 def test_static_rule_field(nt, monkeypatch):
@@ -260,16 +266,7 @@ def test_static_rule_field(nt, monkeypatch):
 def test_loop_kernel(nt, T, H, config, dtype):
     """The two-pass loop kernel (5th config field R): R dividing H, not dividing it, R > H;
     strided rows, plain and fused."""
-    x = (torch.randn(T, H + 9, generator=_gen(T + H)) * 2).to(dtype)[:, 3 : 3 + H]
-    w = _weight(H, dtype)
-    out = torch.empty(T, H, dtype=dtype)
-    nt.rms_norm_triton(out[None], x[None], w, EPS, config)
-    _close(out, rms_norm_ref(x, w, EPS), dtype)
-    r = torch.randn(T, H, generator=_gen(2)).to(dtype)
-    out_ref, r_ref = fused_add_rms_norm_ref(x, r, w, EPS)
-    nt.fused_add_rms_norm_triton(x[None], r[None], w, EPS, config)
-    torch.testing.assert_close(r, r_ref, rtol=0, atol=0)
-    _close(x, out_ref, dtype)
+    _check_strided_plain_and_fused(nt, T, H, config, dtype)
 
 
 def test_loop_rule_field(nt, monkeypatch):
