@@ -173,3 +173,20 @@ def ulp_tol(dtype: torch.dtype) -> float:
     """Relative tolerance of one (bf16: two) rounding(s) in ``dtype`` plus fp32 accumulation."""
     return {torch.float32: 2e-5, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}[dtype]
 
+
+E4M3 = torch.float8_e4m3fn
+
+
+def quant_formula(x2: torch.Tensor, group: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The documented FP8 group quantizer, one group at a time on a 2-D x, fp32 IEEE ops and torch's
+    RNE e4m3 cast: ``s = max(amax, 1e-10) / 448``, ``q = e4m3(clamp(x / s, -448, 448))``."""
+    m, k = x2.shape
+    groups = -(-k // group)
+    q = torch.empty(m, k, dtype=E4M3)
+    s = torch.empty(m, groups, dtype=torch.float32)
+    for j in range(groups):
+        part = x2[:, j * group : (j + 1) * group].float()
+        scale = torch.clamp(part.abs().amax(dim=1), min=1e-10) / 448.0
+        s[:, j] = scale
+        q[:, j * group : (j + 1) * group] = torch.clamp(part / scale[:, None], -448.0, 448.0).to(E4M3)
+    return q, s

@@ -195,21 +195,7 @@ def test_fused_add_rms_norm_triton(case):
 # FP8 per-token-group quantization
 # ---------------------------------------------------------------------------------------------------
 
-E4M3 = torch.float8_e4m3fn
-
-
-def quant_formula(x: torch.Tensor, group: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """The documented formula, one group at a time, fp32 IEEE ops and torch's RNE e4m3 cast."""
-    m, k = x.shape
-    groups = -(-k // group)
-    q = torch.empty(m, k, dtype=E4M3)
-    s = torch.empty(m, groups, dtype=torch.float32)
-    for j in range(groups):
-        part = x[:, j * group : (j + 1) * group].float()
-        scale = torch.clamp(part.abs().amax(dim=1), min=1e-10) / 448.0
-        s[:, j] = scale
-        q[:, j * group : (j + 1) * group] = torch.clamp(part / scale[:, None], -448.0, 448.0).to(E4M3)
-    return q, s
+E4M3 = rc.E4M3
 
 
 @st.composite
@@ -255,7 +241,7 @@ def test_per_token_group_quant_triton(case):
     assert q.shape == (m_pad, k) and q.dtype == E4M3 and s.shape == (m_pad, groups) and s.dtype == torch.float32
     if case["column_major"] and m_pad > 1 and groups > 1:
         assert s.stride() == (1, m_pad)
-    eq, es = quant_formula(x, g)
+    eq, es = rc.quant_formula(x, g)
     assert torch.equal(q[:m].view(torch.uint8), eq.view(torch.uint8)), "codes differ from the formula"
     assert torch.equal(s[:m], es), "scales differ from the formula"
     if m_pad > m:
