@@ -174,6 +174,14 @@ def ulp_tol(dtype: torch.dtype) -> float:
     return {torch.float32: 2e-5, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}[dtype]
 
 
+def close_ulp(actual: torch.Tensor, expected: torch.Tensor, dtype: torch.dtype, what: str) -> None:
+    """``actual`` within :func:`ulp_tol` of the fp64 ``expected`` (absolute tolerance scaled by its
+    largest magnitude when that exceeds 1); ``what`` names the case in the failure message."""
+    tol = ulp_tol(dtype)
+    scale = max(1.0, float(expected.abs().max())) if expected.numel() else 1.0
+    torch.testing.assert_close(actual.double(), expected, rtol=tol, atol=tol * scale, msg=lambda m: f"{what}: {m}")
+
+
 E4M3 = torch.float8_e4m3fn
 
 

@@ -89,12 +89,6 @@ def _weight(h, dtype, seed, offset):
     return wbuf[offset : offset + h]
 
 
-def _close(actual, expected, dtype, what):
-    tol = rc.ulp_tol(dtype)
-    scale = max(1.0, float(expected.abs().max())) if expected.numel() else 1.0
-    torch.testing.assert_close(actual.double(), expected, rtol=tol, atol=tol * scale, msg=lambda m: f"{what}: {m}")
-
-
 @st.composite
 def _norm_case(draw):
     x_layout = draw(rc.view_layouts())
@@ -128,7 +122,7 @@ def test_rms_norm_triton(case):
     out = x if case["out_layout"] is None else _data_view(case["out_layout"], dtype, case["seed"] + 2, 1.0, False)
     for o3, x3 in _collapse_leading((out.view, x.view)):
         norm_triton.rms_norm_triton(o3, x3, w, eps)
-    _close(out.view, expected, dtype, "y")
+    rc.close_ulp(out.view, expected, dtype, "y")
     out.assert_outside_untouched("out")
     if out is not x:
         x.assert_unchanged("x (read only)")
@@ -185,7 +179,7 @@ def test_fused_add_rms_norm_triton(case):
     tol = _sum_tol(dtype)
     torch.testing.assert_close(r_view.double(), exact_sum.to(dtype).double(), rtol=tol, atol=0.0 if tol == 0 else 1e-30,
                                msg=lambda m: f"residual: {m}")
-    _close(x.view, rc.fp64_rms_norm(r_view, w, eps), dtype, "x (normed)")  # the norm of the *stored* sum
+    rc.close_ulp(x.view, rc.fp64_rms_norm(r_view, w, eps), dtype, "x (normed)")  # the norm of the *stored* sum
     x.assert_outside_untouched("x / residual buffer")
     if r is not None:
         r.assert_outside_untouched("residual")
