@@ -267,13 +267,19 @@ def bench_merged(log) -> list:
     return rows
 
 
-def bench_norm_quant(log) -> list:
+def _norm_quant_inputs():
+    """``(M, W, x, w, res, G)`` of the norm-quant benchmarks: the q_c slice x of a [32768, 2112] bf16
+    projection output (1536 wide, row stride 2112), its weight, a contiguous residual, and the
+    number of 128-column groups."""
     M, W, S = 32768, 1536, 2112
     fused = torch.randn(M, S, device="cuda", dtype=torch.bfloat16)
-    x = fused[:, :W]
     w = torch.rand(W, device="cuda", dtype=torch.bfloat16) + 0.5
     res = torch.randn(M, W, device="cuda", dtype=torch.bfloat16)
-    G = cdiv(W, 128)
+    return M, W, fused[:, :W], w, res, cdiv(W, 128)
+
+
+def bench_norm_quant(log) -> list:
+    M, W, x, w, res, G = _norm_quant_inputs()
     rows = []
     # Copy ceiling: a contiguous bf16 copy of the same element count (read + write bytes).
     src = torch.randn(M, W, device="cuda", dtype=torch.bfloat16)
@@ -388,12 +394,7 @@ def bench_small_m(deadline: float, log) -> dict:
 
 
 def bench_norm_small(log) -> list:
-    M, W, S = 32768, 1536, 2112
-    fused = torch.randn(M, S, device="cuda", dtype=torch.bfloat16)
-    x = fused[:, :W]
-    w = torch.rand(W, device="cuda", dtype=torch.bfloat16) + 0.5
-    res = torch.randn(M, W, device="cuda", dtype=torch.bfloat16)
-    G = cdiv(W, 128)
+    M, W, x, w, res, G = _norm_quant_inputs()
     src = torch.randn(M, W, device="cuda", dtype=torch.bfloat16)
     dst = torch.empty_like(src)
     t_copy = time_graph(lambda i: dst.copy_(src), calls=20)
