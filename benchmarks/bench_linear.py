@@ -11,6 +11,11 @@ issue (fp8-block: ``torch._scaled_mm`` blockwise with the same activation quanti
 ``benchmarks/bench_w4a16.py`` provides it). For N x K = 2112 x 7168 it also times the two
 separate layers (1536 and 576 rows) that the merged one replaces.
 Writes ``linear_<format>.json`` + ``.png`` (µs per call) to ``--out`` (default benchmarks/results).
+
+``--weights cold`` (the default) rotates every timed operand through enough copies of its weights
+that consecutive calls touch >= 3x the L2 size, as a decode step does (each layer's weights are
+read once per token, and a model's weights do not fit in L2). ``--weights hot`` reuses one copy, so
+weights up to ~L2 size stay resident: that is a kernel's best case, not a decode step.
 """
 
 from __future__ import annotations
@@ -38,10 +43,18 @@ def weight_bytes(fmt: str, n: int, k: int) -> int:
     return {"bf16": 2 * n * k, "fp8-block": n * k, "w4a16": n * k // 2}[fmt]
 
 
-def time_layer(layer, m: int, k: int, x_bytes_per_call: int) -> dict:
-    nbuf = buffers_to_defeat_l2(x_bytes_per_call, max_buffers=8)
-    xs = [torch.randn(m, k, device="cuda", dtype=torch.bfloat16) for _ in range(nbuf)]
-    return bench_graph(lambda i: layer(xs[i]), n_buffers=nbuf)
+def time_layer(fns, m: int, k: int, x_bytes_per_call: int) -> dict:
+    """Time ``fns[i % len(fns)](x_i)``: ``fns`` is one callable or one per weight copy."""
+    fns = fns if isinstance(fns, (list, tuple)) else [fns]
+    nx = buffers_to_defeat_l2(x_bytes_per_call, max_buffers=8)
+    xs = [torch.randn(m, k, device="cuda", dtype=torch.bfloat16) for _ in range(nx)]
+    n = max(nx, len(fns))
+    return bench_graph(lambda i: fns[i % len(fns)](xs[i % nx]), n_buffers=n)
+
+
+def weight_copies(args, nbytes: int) -> int:
+    """How many copies of a weight of ``nbytes`` to rotate through (1 with ``--weights hot``)."""
+    return 1 if args.weights == "hot" else buffers_to_defeat_l2(nbytes, max_buffers=24)
 
 
 def main() -> None:
@@ -50,6 +63,8 @@ def main() -> None:
     ap.add_argument("--out", default=None)
     ap.add_argument("--quick", action="store_true", help="fewer M values")
     ap.add_argument("--ms", type=int, nargs="+", default=None, help="these M values only")
+    ap.add_argument("--weights", choices=["cold", "hot"], default="cold",
+                    help="cold: rotate weight copies past L2 (a decode step); hot: one copy, L2-resident when it fits")
     ap.add_argument("--pdl-ab", action="store_true",
                     help="for M <= 128 also time the layers with QLINEAR_PDL=off and =early (the default is late)")
     args = ap.parse_args()
@@ -66,45 +81,51 @@ def main() -> None:
         except ImportError:
             tinygemm = None
     for n, k in SHAPES:
-        separate = None
+        nw = weight_copies(args, weight_bytes(args.format, n, k))
         if (n, k) in SPLIT:
-            layer, separate = build_layer(args.format, k, SPLIT[(n, k)], device="cuda", split=True)
+            built = [build_layer(args.format, k, SPLIT[(n, k)], device="cuda", split=True) for _ in range(nw)]
+            layers = [b[0] for b in built]
+            separates = [(lambda x, s=b[1]: (s[0](x), s[1](x))) for b in built]
         else:
-            layer = build_layer(args.format, k, [n], device="cuda")
-        w_bf16 = torch.randn(n, k, device="cuda", dtype=torch.bfloat16) * 0.05
-        tg = tinygemm(n, k) if tinygemm is not None else None
+            layers = [build_layer(args.format, k, [n], device="cuda") for _ in range(nw)]
+            separates = None
+        layer = layers[0]
+        nb = weight_copies(args, weight_bytes("bf16", n, k))
+        w_bf16 = [torch.randn(n, k, device="cuda", dtype=torch.bfloat16) * 0.05 for _ in range(nb)]
+        bf16_fns = [(lambda x, w=w: F.linear(x, w)) for w in w_bf16]
+        tgs = [tinygemm(n, k) for _ in range(nw)] if tinygemm is not None else None
         for m in ms:
             floor_us = weight_bytes(args.format, n, k) / (ceiling * 1e3)
             case = f"M={m} {n}x{k}"
-            base = dict(case=case, m=m, n=n, k=k, weight_floor_us=floor_us)
-            res = time_layer(layer, m, k, 2 * m * k)
+            base = dict(case=case, m=m, n=n, k=k, weight_floor_us=floor_us, weight_copies=nw, weights=args.weights)
+            res = time_layer(layers, m, k, 2 * m * k)
             path = layer.backend(torch.empty(m, k, device="cuda", dtype=torch.bfloat16))
             rows.append({**base, "impl": f"qlinear {args.format}", "backend": path, **res})
-            res_bf16 = time_layer(lambda x: F.linear(x, w_bf16), m, k, 2 * m * k)
+            res_bf16 = time_layer(bf16_fns, m, k, 2 * m * k)
             rows.append({**base, "impl": "bf16 F.linear", **res_bf16})
             if args.format == "fp8-block":
                 from qlinear.ops.fp8 import fp8_block_linear
 
-                w, s = layer.weight, layer.weight_scale_inv
+                sm_fns = [(lambda x, l=l: fp8_block_linear(x, l.weight, l.weight_scale_inv, (128, 128), backend="scaled_mm"))
+                          for l in layers]
                 try:
-                    r = time_layer(lambda x: fp8_block_linear(x, w, s, (128, 128), backend="scaled_mm"), m, k, 2 * m * k)
-                    rows.append({**base, "impl": "torch._scaled_mm blockwise (+quant)", **r})
+                    rows.append({**base, "impl": "torch._scaled_mm blockwise (+quant)", **time_layer(sm_fns, m, k, 2 * m * k)})
                 except Exception as exc:  # the anchor itself may refuse a shape: record it
                     rows.append({**base, "impl": "torch._scaled_mm blockwise (+quant)", "error": repr(exc)[:200]})
-            if tg is not None:
+            if tgs is not None:
                 try:
-                    rows.append({**base, "impl": "tinygemm _weight_int4pack_mm", **time_layer(tg, m, k, 2 * m * k)})
+                    rows.append({**base, "impl": "tinygemm _weight_int4pack_mm", **time_layer(tgs, m, k, 2 * m * k)})
                 except Exception as exc:
                     rows.append({**base, "impl": "tinygemm _weight_int4pack_mm", "error": repr(exc)[:200]})
-            if separate is not None and m <= 4096:
-                r = time_layer(lambda x: (separate[0](x), separate[1](x)), m, k, 2 * m * k)
+            if separates is not None and m <= 4096:
+                r = time_layer(separates, m, k, 2 * m * k)
                 rows.append({**base, "impl": f"two separate layers {SPLIT[(n, k)]}", **r})
             for mode in (("off", "early") if args.pdl_ab and m <= 128 else ()):
                 os.environ["QLINEAR_PDL"] = mode
                 try:
-                    rows.append({**base, "impl": f"qlinear {args.format} (PDL {mode})", **time_layer(layer, m, k, 2 * m * k)})
-                    if separate is not None:
-                        r = time_layer(lambda x: (separate[0](x), separate[1](x)), m, k, 2 * m * k)
+                    rows.append({**base, "impl": f"qlinear {args.format} (PDL {mode})", **time_layer(layers, m, k, 2 * m * k)})
+                    if separates is not None:
+                        r = time_layer(separates, m, k, 2 * m * k)
                         rows.append({**base, "impl": f"two separate layers {SPLIT[(n, k)]} (PDL {mode})", **r})
                 finally:
                     os.environ.pop("QLINEAR_PDL", None)
@@ -114,13 +135,15 @@ def main() -> None:
                     r["tflops"] = flops / (r["median_us"] * 1e6)
             print(" | ".join(f"{r['impl']}: {r.get('median_us', float('nan')):.1f}us" for r in rows if r["case"] == case),
                   f"| {case} backend={path}", flush=True)
-        del layer, separate
+        del layer, layers, separates, w_bf16, bf16_fns, tgs
         torch.cuda.empty_cache()
     meta = {**env_info(), "copy_ceiling_gbps": ceiling, "format": args.format,
-            "timing": "CUDA graph replay, median of 30 replays; inputs rotated past L2"}
+            "timing": "CUDA graph replay, median of 30 replays; inputs rotated past L2",
+            "weights": args.weights + (" (weight copies rotated: every call reads its weights from HBM)" if args.weights == "cold" else
+                                       " (one weight copy: L2-resident where it fits)")}
     for r in rows:
         r["us"] = r.get("median_us")
-    write_results(f"linear_{args.format}", rows, meta, args.out, metric="us")
+    write_results(f"linear_{args.format}" + ("_hot" if args.weights == "hot" else ""), rows, meta, args.out, metric="us")
 
 
 if __name__ == "__main__":

@@ -4,6 +4,9 @@
     python benchmarks/bench_mla.py [--out DIR] [--formats bf16 fp8-block w4a16]
 
 hidden [M, 7168] ->
+Weights: --weights cold (default) rotates copies of every layer past L2, as a decode step reads
+them; --weights hot keeps one copy (L2-resident where it fits).
+
   fused:   qkv = fused_qkv_a_proj(hidden)            one MergedReplicatedLinear, [M, 2112]
            q_c, kv_c = rms_norm_slices(qkv, (0, 1536, 2048), (w_q, w_kv))
                   both strided slices (row stride 2112) normalized in ONE launch, no copy
@@ -37,14 +40,20 @@ HIDDEN, Q_LORA, KV_LORA, ROPE = 7168, 1536, 512, 64
 MS = [1, 16, 128, 1024, 4096]
 
 
-def pipelines(fmt: str):
-    fused, (q_a, kv_a) = build_layer(fmt, HIDDEN, [Q_LORA, KV_LORA + ROPE], device="cuda", split=True)
+WEIGHT_BYTES = {"bf16": 2, "fp8-block": 1, "w4a16": 0.5}
+
+
+def pipelines(fmt: str, weights: str = "cold"):
+    """(run_fused(i, h), run_unfused(i, h)): ``i`` picks one of the rotated weight copies."""
+    nbytes = int(WEIGHT_BYTES[fmt] * (Q_LORA + KV_LORA + ROPE) * HIDDEN)
+    copies = 1 if weights == "hot" else buffers_to_defeat_l2(nbytes, max_buffers=24)
+    built = [build_layer(fmt, HIDDEN, [Q_LORA, KV_LORA + ROPE], device="cuda", split=True) for _ in range(copies)]
     w_q = (1 + 0.1 * torch.randn(Q_LORA, device="cuda")).to(torch.bfloat16)
     w_kv = (1 + 0.1 * torch.randn(KV_LORA, device="cuda")).to(torch.bfloat16)
     fp8 = fmt == "fp8-block"
 
-    def run_fused(h):
-        qkv = fused(h)
+    def run_fused(i, h):
+        qkv = built[i % copies][0](h)
         if fp8:
             q = rms_norm_quant_fp8(qkv[:, :Q_LORA], w_q, 1e-6, 128)
             kv_c = rms_norm(qkv[:, Q_LORA:Q_LORA + KV_LORA], w_kv, 1e-6)
@@ -52,7 +61,8 @@ def pipelines(fmt: str):
             q, kv_c = rms_norm_slices(qkv, (0, Q_LORA, Q_LORA + KV_LORA), (w_q, w_kv), 1e-6)
         return q, kv_c, qkv[:, Q_LORA + KV_LORA:]
 
-    def run_unfused(h):
+    def run_unfused(i, h):
+        q_a, kv_a = built[i % copies][1]
         q = q_a(h)
         kv = kv_a(h)
         q_c = rms_norm(q, w_q, 1e-6)
@@ -61,6 +71,7 @@ def pipelines(fmt: str):
             q_c = per_token_group_quant_fp8(q_c, 128)
         return q_c, kv_c, kv[:, KV_LORA:]
 
+    run_fused.copies = run_unfused.copies = copies
     return run_fused, run_unfused
 
 
@@ -78,28 +89,32 @@ def rel(a, b):
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=None)
+    ap.add_argument("--weights", choices=["cold", "hot"], default="cold",
+                    help="cold: rotate weight copies past L2 as a decode step does; hot: one copy")
     ap.add_argument("--formats", nargs="+", default=["bf16", "fp8-block", "w4a16"])
     args = ap.parse_args()
     torch.manual_seed(0)
     rows = []
     for fmt in args.formats:
-        fused, unfused = pipelines(fmt)
+        fused, unfused = pipelines(fmt, args.weights)
         for m in MS:
-            nbuf = buffers_to_defeat_l2(2 * m * HIDDEN, max_buffers=8)
-            hs = [torch.randn(m, HIDDEN, device="cuda", dtype=torch.bfloat16) for _ in range(nbuf)]
-            a, b = fused(hs[0]), unfused(hs[0])
+            nx = buffers_to_defeat_l2(2 * m * HIDDEN, max_buffers=8)
+            hs = [torch.randn(m, HIDDEN, device="cuda", dtype=torch.bfloat16) for _ in range(nx)]
+            nbuf = max(nx, fused.copies)
+            a, b = fused(0, hs[0]), unfused(0, hs[0])
             errs = [rel(_as_float(x), _as_float(y)) for x, y in zip(a, b)]
-            t_f = bench_graph(lambda i: fused(hs[i]), n_buffers=nbuf)
-            t_u = bench_graph(lambda i: unfused(hs[i]), n_buffers=nbuf)
+            t_f = bench_graph(lambda i: fused(i, hs[i % nx]), n_buffers=nbuf)
+            t_u = bench_graph(lambda i: unfused(i, hs[i % nx]), n_buffers=nbuf)
             case = f"{fmt} M={m}"
             speedup = t_u["median_us"] / t_f["median_us"]
-            rows.append(dict(case=case, fmt=fmt, m=m, impl="fused", us=t_f["median_us"], **t_f,
+            rows.append(dict(case=case, fmt=fmt, m=m, impl="fused", weights=args.weights, weight_copies=fused.copies, us=t_f["median_us"], **t_f,
                              max_rel_err_vs_unfused=max(errs), speedup=speedup))
             rows.append(dict(case=case, fmt=fmt, m=m, impl="unfused", us=t_u["median_us"], **t_u))
             print(f"{case:>18}: fused {t_f['median_us']:8.1f} us  unfused {t_u['median_us']:8.1f} us  "
                   f"speedup {speedup:5.2f}x  max rel err {max(errs):.2e}", flush=True)
         torch.cuda.empty_cache()
-    write_results("mla", rows, {**env_info(), "timing": "CUDA graph replay, median of 30"}, args.out, metric="us")
+    meta = {**env_info(), "timing": "CUDA graph replay, median of 30", "weights": args.weights}
+    write_results("mla" + ("_hot" if args.weights == "hot" else ""), rows, meta, args.out, metric="us")
 
 
 if __name__ == "__main__":
