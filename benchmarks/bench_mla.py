@@ -3,10 +3,10 @@
 
     python benchmarks/bench_mla.py [--out DIR] [--formats bf16 fp8-block w4a16]
 
-hidden [M, 7168] ->
 Weights: --weights cold (default) rotates copies of every layer past L2, as a decode step reads
 them; --weights hot keeps one copy (L2-resident where it fits).
 
+hidden [M, 7168] ->
   fused:   qkv = fused_qkv_a_proj(hidden)            one MergedReplicatedLinear, [M, 2112]
            q_c, kv_c = rms_norm_slices(qkv, (0, 1536, 2048), (w_q, w_kv))
                   both strided slices (row stride 2112) normalized in ONE launch, no copy
