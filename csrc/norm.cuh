@@ -338,7 +338,9 @@ __global__ void __launch_bounds__(1024)
 // PREW as rms_norm_vec_kernel (2: weight before the PDL wait, plain norm only). MINB: minimum
 // resident 1024-thread blocks per SM asked of the register allocator (__launch_bounds__(1024, MINB)):
 // 1 = at most 64 registers, 2 = at most 32 (full occupancy for any block size).
-template <typename T, int NV, bool FUSED, int PREW, int MINB = 1>
+// CH: cache hints of the row loads / stores (ld_row / st_row; instantiated 4 = st.cs and 5 = ld.cs +
+// st.cs for fp16 / bf16 with the weight after the reduction), 0 = plain.
+template <typename T, int NV, bool FUSED, int PREW, int MINB = 1, int CH = 0>
 __global__ void __launch_bounds__(1024, MINB)
     rms_norm_row_kernel(Rows dst, Rows src, Rows res, const T* __restrict__ weight, uint32_t n_inner, int hidden,
                         float eps) {
@@ -365,7 +367,7 @@ __global__ void __launch_bounds__(1024, MINB)
   pdl_launch_dependents();
 #pragma unroll
   for (int k = 0; k < NV; ++k)
-    if (k * tpr + t < nvec) v[k].raw = s[k * tpr + t];
+    if (k * tpr + t < nvec) v[k].raw = ld_row<CH>(s + k * tpr + t);
   if (PREW == 1) {
 #pragma unroll
     for (int k = 0; k < NV; ++k)
@@ -377,10 +379,10 @@ __global__ void __launch_bounds__(1024, MINB)
       const int j = k * tpr + t;
       if (j < nvec) {
         Pack<T> rv;
-        rv.raw = r[j];
+        rv.raw = ld_row<CH>(r + j);
 #pragma unroll
         for (int e = 0; e < VW; ++e) v[k].e[e] = C::from_f(C::to_f(v[k].e[e]) + C::to_f(rv.e[e]));
-        r[j] = v[k].raw;
+        st_row<CH>(r + j, v[k].raw);
       }
     }
   }
@@ -398,7 +400,7 @@ __global__ void __launch_bounds__(1024, MINB)
       }
 #pragma unroll
       for (int e = 0; e < VW; ++e) v[k].e[e] = C::from_f(C::to_f(v[k].e[e]) * inv * C::to_f(w.e[e]));
-      d[j] = v[k].raw;
+      st_row<CH>(d + j, v[k].raw);
     }
   }
 }
@@ -428,6 +430,37 @@ __device__ __forceinline__ uint4 ld_l2_prio(const void* p) {
   return v;
 }
 
+// As ld_l2_prio, but the line may allocate in L1 with the matching L1 priority.
+template <int EL>
+__device__ __forceinline__ uint4 ld_l1_l2_prio(const void* p) {
+  uint4 v;
+  if constexpr (EL == 1) {
+    asm volatile(
+        "{\n\t.reg .b64 pol;\n\t"
+        "createpolicy.fractional.L2::evict_last.b64 pol, 1.0;\n\t"
+        "ld.global.L1::evict_last.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], pol;\n\t}"
+        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+        : "l"(p)
+        : "memory");
+  } else {
+    asm volatile(
+        "{\n\t.reg .b64 pol;\n\t"
+        "createpolicy.fractional.L2::evict_first.b64 pol, 1.0;\n\t"
+        "ld.global.L1::evict_first.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], pol;\n\t}"
+        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+        : "l"(p)
+        : "memory");
+  }
+  return v;
+}
+
+// The loop kernel's row load: L2 priority EL, L1 behaviour by VAR bit 1.
+template <int EL, int VAR>
+__device__ __forceinline__ uint4 ld_loop(const void* p) {
+  if constexpr ((VAR & 2) != 0) return ld_l1_l2_prio<EL>(p);
+  return ld_l2_prio<EL>(p);
+}
+
 // Two passes over one row per block (the structure inductor generates for the reference at
 // 32768 x 7168, which reached the copy rate): pass 1 streams the row UNR vectors per thread at a
 // time, tagged evict-last in L2, and accumulates x^2; after the block reduction pass 2 reads the
@@ -436,7 +469,12 @@ __device__ __forceinline__ uint4 ld_l2_prio(const void* p) {
 // read costs L2 bandwidth, not DRAM. FUSED: pass 1 loads x and the residual (evict-first), stores
 // residual <- x + residual, and pass 2 re-reads the stored residual. Every thread writes only the
 // vectors it read itself, so in place (dst == src) is safe. blockDim.x: a multiple of 32.
-template <typename T, bool FUSED, int UNR>
+// VAR (fp16 / bf16 variants, to let the GPU pick what is left between this kernel and inductor's):
+// bit 0 = plain st.global for the output instead of st.global.cs (inductor's kernel stores
+// without a hint); bit 1 = the row loads allocate in L1 with the same L2 priorities
+// (ld_l1_l2_prio: L1::evict_last / L1::evict_first, what Triton emits for eviction_policy)
+// instead of L1::no_allocate.
+template <typename T, bool FUSED, int UNR, int VAR = 0>
 __global__ void __launch_bounds__(1024)
     rms_norm_loop_kernel(Rows dst, Rows src, Rows res, const T* __restrict__ weight, uint32_t n_inner, int hidden,
                          float eps) {
@@ -459,14 +497,14 @@ __global__ void __launch_bounds__(1024)
 #pragma unroll
     for (int k = 0; k < UNR; ++k) {
       const int j = base + k * tpr;
-      if (j < nvec) v[k].raw = FUSED ? ld_l2_prio<0>(s + j) : ld_l2_prio<1>(s + j);
+      if (j < nvec) v[k].raw = FUSED ? ld_loop<0, VAR>(s + j) : ld_loop<1, VAR>(s + j);
     }
     if (FUSED) {
       Pack<T> rv[UNR];
 #pragma unroll
       for (int k = 0; k < UNR; ++k) {
         const int j = base + k * tpr;
-        if (j < nvec) rv[k].raw = ld_l2_prio<0>(r + j);
+        if (j < nvec) rv[k].raw = ld_loop<0, VAR>(r + j);
       }
 #pragma unroll
       for (int k = 0; k < UNR; ++k) {
@@ -497,7 +535,7 @@ __global__ void __launch_bounds__(1024)
     for (int k = 0; k < UNR; ++k) {
       const int j = base + k * tpr;
       if (j < nvec) {
-        v[k].raw = ld_l2_prio<0>(again + j);
+        v[k].raw = ld_loop<0, VAR>(again + j);
         w[k].raw = __ldg(wp + j);
       }
     }
@@ -507,7 +545,11 @@ __global__ void __launch_bounds__(1024)
       if (j < nvec) {
 #pragma unroll
         for (int e = 0; e < VW; ++e) v[k].e[e] = C::from_f(C::to_f(v[k].e[e]) * inv * C::to_f(w[k].e[e]));
-        __stcs(d + j, v[k].raw);
+        if constexpr ((VAR & 1) != 0) {
+          d[j] = v[k].raw;
+        } else {
+          __stcs(d + j, v[k].raw);
+        }
       }
     }
   }
@@ -680,6 +722,170 @@ __global__ void __launch_bounds__(1024)
 #pragma unroll
       for (int e = 0; e < VW; ++e) v[k].e[e] = C::from_f(C::to_f(v[k].e[e]) * inv * C::to_f(wv[k].e[e]));
       reinterpret_cast<uint4*>(d)[j] = v[k].raw;
+    }
+  }
+#endif
+}
+
+// ---- one row over a cluster, partials exchanged through mbarriers (the latency regime)
+//
+// rms_norm_cluster_mbar_kernel: as rms_norm_cluster_kernel one row per cluster of CSIZE CTAs
+// (cluster dims (csize, 1, 1), grid n_rows * csize, csize 2..16), with everything that does not
+// need the previous grid's data moved before griddepcontrol.wait (under PDL it overlaps the previous
+// kernel's tail): the row and weight addresses, the local mbarrier's init and the cluster barrier
+// that makes every CTA's mbarrier visible to the others, and with PREW 2 the weight piece itself
+// (plain norm only, same contract as the vec kernel's PREW 2). After the wait the only cross-CTA
+// step on the critical path is one remote store + remote mbarrier arrive per partial and a local
+// mbarrier wait, instead of a cluster-wide barrier. CTA `rank` owns vectors [rank * per_cta,
+// (rank + 1) * per_cta), thread t of it vectors t, t + blockDim.x, ... (at most NV; blockDim.x a
+// multiple of 32, not necessarily a power of two).
+// WARP_PUSH false: the CTA reduces its partial (one __syncthreads) and threads 0..csize-1 push it
+// to slot `rank` of each CTA (csize arrivals per mbarrier). WARP_PUSH true: no block barrier; lane c
+// of every warp pushes the warp's partial to slot rank * warps + warp of CTA c (csize * warps
+// arrivals, at most kClusterSlots). Every CTA sums the slots in the same order, so all pieces of a
+// row use bitwise the same scale.
+// Exit safety: a CTA's shared memory is written remotely only by the pushes its own mbarrier
+// counts, so once its wait completes nothing targets it any more and it may exit.
+constexpr int kClusterSlots = 256;
+
+__device__ __forceinline__ uint32_t smem_u32(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+template <typename T, int NV, bool FUSED, int PREW, bool WARP_PUSH>
+__global__ void __launch_bounds__(1024)
+    rms_norm_cluster_mbar_kernel(Rows dst, Rows src, Rows res, const T* __restrict__ weight, uint32_t n_inner,
+                                 int hidden, int csize, float eps) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  using C = Conv<T>;
+  constexpr int VW = Pack<T>::N;
+  __shared__ __align__(8) uint64_t bar;
+  __shared__ float slots[kClusterSlots];
+  __shared__ float part[32];
+  uint32_t rank;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+  const uint32_t row = blockIdx.x / static_cast<uint32_t>(csize);
+  const int nvec = hidden / VW;
+  const int per_cta = (nvec + csize - 1) / csize;
+  const int first = static_cast<int>(rank) * per_cta;
+  const int tid = threadIdx.x;
+  const int nthr = static_cast<int>(blockDim.x);
+  const int warps = nthr >> 5;
+  const int arrivals = WARP_PUSH ? csize * warps : csize;
+  const uint4* s = reinterpret_cast<const uint4*>(row_ptr<T>(src, row, n_inner));
+  uint4* r = FUSED ? reinterpret_cast<uint4*>(row_ptr<T>(res, row, n_inner)) : nullptr;
+  uint4* d = reinterpret_cast<uint4*>(row_ptr<T>(dst, row, n_inner));
+  const uint4* wp = reinterpret_cast<const uint4*>(weight);
+  const uint32_t bar_a = smem_u32(&bar);
+  if (tid == 0) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar_a), "r"(arrivals) : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  Pack<T> v[NV];
+  Pack<T> wv[NV];
+  if (PREW == 2) {
+#pragma unroll
+    for (int k = 0; k < NV; ++k) {
+      const int i = k * nthr + tid;
+      if (i < per_cta && first + i < nvec) wv[k].raw = __ldg(wp + first + i);
+    }
+  }
+  // every CTA's mbarrier is initialized before anyone arrives on it remotely
+  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+  pdl_wait();
+  pdl_launch_dependents();
+#pragma unroll
+  for (int k = 0; k < NV; ++k) {
+    const int i = k * nthr + tid;
+    if (i < per_cta && first + i < nvec) v[k].raw = s[first + i];
+  }
+  if (PREW != 2) {
+#pragma unroll
+    for (int k = 0; k < NV; ++k) {
+      const int i = k * nthr + tid;
+      if (i < per_cta && first + i < nvec) wv[k].raw = __ldg(wp + first + i);
+    }
+  }
+  float ss = 0.f;
+#pragma unroll
+  for (int k = 0; k < NV; ++k) {
+    const int i = k * nthr + tid;
+    const int j = first + i;
+    if (i < per_cta && j < nvec) {
+      if (FUSED) {
+        Pack<T> rv;
+        rv.raw = r[j];
+#pragma unroll
+        for (int e = 0; e < VW; ++e) v[k].e[e] = C::from_f(C::to_f(v[k].e[e]) + C::to_f(rv.e[e]));
+        r[j] = v[k].raw;
+      }
+#pragma unroll
+      for (int e = 0; e < VW; ++e) {
+        const float f = C::to_f(v[k].e[e]);
+        ss += f * f;
+      }
+    }
+  }
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, off);
+  const int lane = tid & 31;
+  const int warp = tid >> 5;
+  int pusher = -1;  // the CTA this thread sends a partial to
+  int slot = 0;
+  if (WARP_PUSH) {
+    if (lane < csize) {
+      pusher = lane;
+      slot = static_cast<int>(rank) * warps + warp;
+    }
+  } else {
+    if (lane == 0) part[warp] = ss;
+    __syncthreads();
+    if (tid < csize) {
+      float t0 = 0.f, t1 = 0.f;
+      for (int i = 0; i + 1 < warps; i += 2) {
+        t0 += part[i];
+        t1 += part[i + 1];
+      }
+      if (warps & 1) t0 += part[warps - 1];
+      ss = t0 + t1;
+      pusher = tid;
+      slot = static_cast<int>(rank);
+    }
+  }
+  if (pusher >= 0) {
+    uint32_t rslot, rbar;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(rslot) : "r"(smem_u32(&slots[slot])), "r"(pusher));
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(rbar) : "r"(bar_a), "r"(pusher));
+    asm volatile("st.shared::cluster.f32 [%0], %1;" ::"r"(rslot), "f"(ss) : "memory");
+    // release at cluster scope orders the store before the arrive the receiver acquires
+    asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(rbar) : "memory");
+  }
+  uint32_t done = 0;
+  while (!done) {
+    asm volatile(
+        "{\n\t.reg .pred p;\n\t"
+        "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], 0;\n\t"
+        "selp.u32 %0, 1, 0, p;\n\t}"
+        : "=r"(done)
+        : "r"(bar_a)
+        : "memory");
+  }
+  float t0 = 0.f, t1 = 0.f;
+  for (int i = 0; i + 1 < arrivals; i += 2) {
+    t0 += slots[i];
+    t1 += slots[i + 1];
+  }
+  if (arrivals & 1) t0 += slots[arrivals - 1];
+  const float inv = rsqrtf((t0 + t1) / static_cast<float>(hidden) + eps);
+#pragma unroll
+  for (int k = 0; k < NV; ++k) {
+    const int i = k * nthr + tid;
+    const int j = first + i;
+    if (i < per_cta && j < nvec) {
+#pragma unroll
+      for (int e = 0; e < VW; ++e) v[k].e[e] = C::from_f(C::to_f(v[k].e[e]) * inv * C::to_f(wv[k].e[e]));
+      d[j] = v[k].raw;
     }
   }
 #endif

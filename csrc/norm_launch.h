@@ -56,6 +56,16 @@ struct NormOperand {
 //                    with an L2 evict-last hint and sums x^2, pass 2 re-reads it (L2,
 //                    evict-first) and stores with st.global.cs; vecs_per_thread 4 = four vectors
 //                    per thread per step, otherwise two.
+//                    + 64 + 128 with the loop kernel (fp16 / bf16): + 64 = plain stores instead of
+//                    st.global.cs, + 128 = row loads allocating in L1 (L1::evict_last /
+//                    evict_first, the L2 priorities unchanged).
+//                    + 64 with cluster 2, 4, 8 or 16 (fp16 / bf16, 16-byte path, sm_90): the
+//                    mbarrier cluster kernel (rms_norm_cluster_mbar_kernel): threads_per_row =
+//                    threads per CTA (a multiple of 32; 0 = enough for the CTA's piece),
+//                    vecs_per_thread 1 or 2, prefetch_weight 2 = weight before the PDL wait
+//                    (plain norm), + 128 = each warp pushes its own partial (no block barrier).
+//                    Row kernel (non-power-of-two threads_per_row): load / store hints 4 and 5
+//                    honoured when the weight is loaded after the reduction.
 // With vecs_per_thread = 0 and threads_per_row set, the register budget is the smallest of
 // 1, 2, 4, 8 vectors that covers the row. All zeros is the default plan (no PDL, no cluster,
 // no hints).

@@ -48,6 +48,10 @@ struct Plan {
   bool shfl_reduction = false;  // vec kernel with the two-level shuffle reduction (RED = 1)
   int loop_threads = 0;    // > 0: rms_norm_loop_kernel (two passes, L2 re-read), this many threads
   int loop_unroll = 2;     // its vectors per thread per step (2 or 4)
+  int loop_var = 0;        // its VAR (fp16 / bf16): bit 0 plain stores, bit 1 L1-allocating loads
+  int mbar_cluster = 0;    // > 0: rms_norm_cluster_mbar_kernel, this many CTAs per row
+  int mbar_threads = 0;    // its threads per CTA (a multiple of 32)
+  bool warp_push = false;  // its WARP_PUSH
 };
 
 // ---- Heuristics (tuned on an H200; `benchmarks/bench_rms_norm.py --focus tune` prints rules in
@@ -104,6 +108,8 @@ Plan make_plan(bool vec_ok, bool fused, int64_t n_rows, int64_t hidden, size_t e
     lt = lt < 32 ? 32 : (lt > 1024 ? 1024 : lt);
     p.loop_threads = (lt + 31) & ~31;
     p.loop_unroll = cfg.vecs_per_thread >= 4 ? 4 : 2;
+    // bits 6-7 (64, 128): the fp16 / bf16 variants (plain stores, L1-allocating loads)
+    if (es == 2) p.loop_var = (cfg.cache_hints >> 6) & 3;
     return p;
   }
   // one row per block over a non-power-of-two number of warps (16-bit types, 16-byte path):
@@ -121,6 +127,9 @@ Plan make_plan(bool vec_ok, bool fused, int64_t n_rows, int64_t hidden, size_t e
       p.row_minb = (cfg.cache_hints & 16) ? 2 : 1;
       if (p.row_minb == 1 && (cfg.prefetch_weight > 0 || (cfg.prefetch_weight == 0 && n_rows <= sms)))
         p.prefetch_weight = cfg.prefetch_weight == 2 && !fused ? 2 : 1;
+      // load / store hints 4 (st.cs) and 5 (ld.cs + st.cs), weight after the reduction only
+      const int rch = cfg.cache_hints & 7;
+      if ((rch == 4 || rch == 5) && p.prefetch_weight == 0) p.cache_hints = rch;
       return p;
     }
   }
@@ -229,6 +238,33 @@ bool make_cluster_plan(bool vec_ok, int64_t n_rows, int64_t hidden, size_t es, c
   if ((int64_t{nv} << tl) < per_cta) return false;
   *p = Plan{nv, tl, 1, 1};
   p->cluster_log2 = cl;
+  return true;
+}
+
+// The mbarrier cluster plan (cache_hints bit 64 with cluster 2, 4, 8 or 16; fp16 / bf16, 16-byte
+// path, sm_90): CTA threads = threads_per_row rounded up to a multiple of 32 (0 = just enough for
+// the CTA's piece at vecs_per_thread vectors each), vecs_per_thread 1 or 2 (0 = 1 while a CTA's
+// piece fits 1024 threads), prefetch_weight 2 = weight before the PDL wait (plain norm), bit 128 =
+// warp-level pushes (when cluster x warps <= kClusterSlots).
+bool make_cluster_mbar_plan(bool vec_ok, bool fused, int64_t n_rows, int64_t hidden, size_t es, const NormConfig& cfg,
+                            Plan* p) {
+  if (!(cfg.cache_hints & 64)) return false;
+  const int cs = cfg.cluster;
+  if (cs != 2 && cs != 4 && cs != 8 && cs != 16) return false;
+  if (!vec_ok || es != 2 || hidden % 8 != 0 || cc_major() < 9) return false;
+  if (n_rows > INT32_MAX / cs) return false;
+  const int64_t per_cta = (hidden / 8 + cs - 1) / cs;
+  int nv = cfg.vecs_per_thread;
+  if (nv <= 0) nv = per_cta <= 1024 ? 1 : 2;
+  if (nv != 1 && nv != 2) return false;
+  int64_t threads = cfg.threads_per_row > 0 ? cfg.threads_per_row : (per_cta + nv - 1) / nv;
+  threads = (threads + 31) & ~int64_t{31};
+  if (threads < 32) threads = 32;
+  if (threads > 1024 || threads * nv < per_cta) return false;
+  *p = Plan{nv, 0, 1, cfg.prefetch_weight == 2 && !fused ? 2 : 1};
+  p->mbar_cluster = cs;
+  p->mbar_threads = static_cast<int>(threads);
+  p->warp_push = (cfg.cache_hints & 128) && cs * (threads / 32) <= norm::kClusterSlots;
   return true;
 }
 
@@ -367,16 +403,97 @@ cudaError_t launch_row_nv(const Plan& p, dim3 grid, Rows dst, Rows src, Rows res
   }
 }
 
+// The row kernel with load / store hints CH (4 or 5; weight after the reduction).
+template <typename T, bool FUSED, int MINB, int CH>
+cudaError_t launch_row_ch(const Plan& p, dim3 grid, Rows dst, Rows src, Rows res, const T* w, uint32_t ni, int h,
+                          float eps, cudaStream_t stream) {
+  const dim3 block(static_cast<unsigned>(p.row_threads));
+  if (p.nv == 1)
+    return launch_kernel(norm::rms_norm_row_kernel<T, 1, FUSED, 0, MINB, CH>, grid, block, stream, p.pdl, 0, dst, src,
+                         res, w, ni, h, eps);
+  return launch_kernel(norm::rms_norm_row_kernel<T, 2, FUSED, 0, MINB, CH>, grid, block, stream, p.pdl, 0, dst, src,
+                       res, w, ni, h, eps);
+}
+
 template <typename T, bool FUSED>
 cudaError_t launch_row(const Plan& p, int64_t n_rows, Rows dst, Rows src, Rows res, const T* w, uint32_t ni, int h,
                        float eps, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(n_rows));
+  if (p.cache_hints == 4 || p.cache_hints == 5) {
+    if (p.row_minb == 2) {
+      if (p.cache_hints == 4) return launch_row_ch<T, FUSED, 2, 4>(p, grid, dst, src, res, w, ni, h, eps, stream);
+      return launch_row_ch<T, FUSED, 2, 5>(p, grid, dst, src, res, w, ni, h, eps, stream);
+    }
+    if (p.cache_hints == 4) return launch_row_ch<T, FUSED, 1, 4>(p, grid, dst, src, res, w, ni, h, eps, stream);
+    return launch_row_ch<T, FUSED, 1, 5>(p, grid, dst, src, res, w, ni, h, eps, stream);
+  }
   if (p.row_minb == 2) {
     if (p.nv == 1) return launch_row_nv<T, FUSED, 1, 2>(p, grid, dst, src, res, w, ni, h, eps, stream);
     return launch_row_nv<T, FUSED, 2, 2>(p, grid, dst, src, res, w, ni, h, eps, stream);
   }
   if (p.nv == 1) return launch_row_nv<T, FUSED, 1, 1>(p, grid, dst, src, res, w, ni, h, eps, stream);
   return launch_row_nv<T, FUSED, 2, 1>(p, grid, dst, src, res, w, ni, h, eps, stream);
+}
+
+// The loop kernel's fp16 / bf16 variants (p.loop_var 1..3) at 2 or 4 vectors per step.
+template <typename T, bool FUSED, int VAR>
+cudaError_t launch_loop_v(const Plan& p, dim3 grid, Rows dst, Rows src, Rows res, const T* w, uint32_t ni, int h,
+                          float eps, cudaStream_t stream) {
+  if (p.loop_unroll == 4)
+    return launch_kernel(norm::rms_norm_loop_kernel<T, FUSED, 4, VAR>, grid, p.loop_threads, stream, p.pdl, 0, dst,
+                         src, res, w, ni, h, eps);
+  return launch_kernel(norm::rms_norm_loop_kernel<T, FUSED, 2, VAR>, grid, p.loop_threads, stream, p.pdl, 0, dst, src,
+                       res, w, ni, h, eps);
+}
+
+template <typename T, bool FUSED>
+cudaError_t launch_loop_var(const Plan& p, dim3 grid, Rows dst, Rows src, Rows res, const T* w, uint32_t ni, int h,
+                            float eps, cudaStream_t stream) {
+  if (p.loop_var == 1) return launch_loop_v<T, FUSED, 1>(p, grid, dst, src, res, w, ni, h, eps, stream);
+  if (p.loop_var == 2) return launch_loop_v<T, FUSED, 2>(p, grid, dst, src, res, w, ni, h, eps, stream);
+  return launch_loop_v<T, FUSED, 3>(p, grid, dst, src, res, w, ni, h, eps, stream);
+}
+
+// rms_norm_cluster_mbar_kernel: grid n_rows x cluster, cluster dims (cluster, 1, 1). A 16-CTA
+// cluster is beyond the portable size 8: the kernel is opted in once (the attribute is per kernel
+// function; an SM / GPC that cannot hold it fails the launch with an error, never silently).
+template <typename K>
+cudaError_t allow_cluster16(K kernel) {
+  static cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+  return err;
+}
+
+template <typename T, bool FUSED, int NV, int PREW, bool WP>
+cudaError_t launch_cluster_mbar_k(const Plan& p, int64_t n_rows, Rows dst, Rows src, Rows res, const T* w,
+                                  uint32_t ni, int h, float eps, cudaStream_t stream) {
+  auto kernel = norm::rms_norm_cluster_mbar_kernel<T, NV, FUSED, PREW, WP>;
+  if (p.mbar_cluster > 8) {
+    const cudaError_t e = allow_cluster16(kernel);
+    if (e != cudaSuccess) return e;
+  }
+  const dim3 grid(static_cast<unsigned>(n_rows * p.mbar_cluster));
+  return launch_kernel(kernel, grid, dim3(static_cast<unsigned>(p.mbar_threads)), stream, p.pdl, p.mbar_cluster, dst,
+                       src, res, w, ni, h, p.mbar_cluster, eps);
+}
+
+template <typename T, bool FUSED, int NV>
+cudaError_t launch_cluster_mbar_nv(const Plan& p, int64_t n_rows, Rows dst, Rows src, Rows res, const T* w,
+                                   uint32_t ni, int h, float eps, cudaStream_t stream) {
+  if constexpr (!FUSED) {
+    if (p.prefetch_weight == 2) {
+      if (p.warp_push) return launch_cluster_mbar_k<T, false, NV, 2, true>(p, n_rows, dst, src, res, w, ni, h, eps, stream);
+      return launch_cluster_mbar_k<T, false, NV, 2, false>(p, n_rows, dst, src, res, w, ni, h, eps, stream);
+    }
+  }
+  if (p.warp_push) return launch_cluster_mbar_k<T, FUSED, NV, 1, true>(p, n_rows, dst, src, res, w, ni, h, eps, stream);
+  return launch_cluster_mbar_k<T, FUSED, NV, 1, false>(p, n_rows, dst, src, res, w, ni, h, eps, stream);
+}
+
+template <typename T, bool FUSED>
+cudaError_t launch_cluster_mbar(const Plan& p, int64_t n_rows, Rows dst, Rows src, Rows res, const T* w, uint32_t ni,
+                                int h, float eps, cudaStream_t stream) {
+  if (p.nv == 1) return launch_cluster_mbar_nv<T, FUSED, 1>(p, n_rows, dst, src, res, w, ni, h, eps, stream);
+  return launch_cluster_mbar_nv<T, FUSED, 2>(p, n_rows, dst, src, res, w, ni, h, eps, stream);
 }
 
 template <typename T, bool FUSED>
@@ -398,8 +515,14 @@ cudaError_t launch_typed(const Plan& p, Rows dst, Rows src, Rows res, const void
     QLINEAR_NORM_CLUSTER(2);
 #undef QLINEAR_NORM_CLUSTER
   }
+  if (p.mbar_cluster > 0) {
+    if constexpr (sizeof(T) == 2) return launch_cluster_mbar<T, FUSED>(p, n_rows, dst, src, res, w, ni, h, eps, stream);
+  }
   if (p.loop_threads > 0) {
     const dim3 grid(static_cast<unsigned>(n_rows));
+    if constexpr (sizeof(T) == 2) {
+      if (p.loop_var != 0) return launch_loop_var<T, FUSED>(p, grid, dst, src, res, w, ni, h, eps, stream);
+    }
     if (p.loop_unroll == 4)
       return launch_kernel(norm::rms_norm_loop_kernel<T, FUSED, 4>, grid, p.loop_threads, stream, p.pdl, 0, dst, src,
                            res, w, ni, h, eps);
@@ -465,7 +588,9 @@ cudaError_t launch(NormOperand dst, NormOperand src, NormOperand res, const void
                       (!FUSED || aligned16(res, n_outer, n_inner, es)) &&
                       reinterpret_cast<uintptr_t>(weight) % 16 == 0;
   Plan p;
-  if (!make_cluster_plan(vec_ok, n_rows, hidden, es, cfg, &p)) p = make_plan(vec_ok, FUSED, n_rows, hidden, es, cfg);
+  if (!make_cluster_mbar_plan(vec_ok, FUSED, n_rows, hidden, es, cfg, &p) &&
+      !make_cluster_plan(vec_ok, n_rows, hidden, es, cfg, &p))
+    p = make_plan(vec_ok, FUSED, n_rows, hidden, es, cfg);
   p.pdl = cfg.pdl > 0 && cc_major() >= 9;
   const Rows d{dst.ptr, dst.s0, dst.s1}, s{src.ptr, src.s0, src.s1}, r{res.ptr, res.s0, res.s1};
   switch (dtype) {
