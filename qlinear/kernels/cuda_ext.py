@@ -45,6 +45,8 @@ SOURCES = (
     "w4a16_gemv_launch.cu",
     "w4a16_ring_bf16.cu",
     "w4a16_ring_f16.cu",
+    "binding_norm_slices_quant.cpp",
+    "norm_slices_quant_launch.cu",
 )
 HEADERS = (
     "device_attrs.h",
@@ -55,6 +57,8 @@ HEADERS = (
     "norm_quant_launch.h",
     "w4a16_gemv.cuh",
     "w4a16_gemv_launch.h",
+    "norm_slices_quant.cuh",
+    "norm_slices_quant_launch.h",
 )
 _SOURCES, _HEADERS = SOURCES, HEADERS
 CUDA_FLAGS = (
