@@ -14,6 +14,7 @@ to ``--out`` (default benchmarks/results/).
     python benchmarks/bench_rms_norm.py --focus tune --out DIR   # compact CUDA + Triton sweep, < 100 s
     python benchmarks/bench_rms_norm.py --focus gaps --budget-s 70 --out DIR   # PDL / cluster / hints
     python benchmarks/bench_rms_norm.py --focus gaps3 --budget-s 80 --rounds 3 --out DIR  # interleaved repeats, row kernel, static Triton
+    python benchmarks/bench_rms_norm.py --focus gaps4 --budget-s 60 --rounds 5 --out DIR  # round 5: the 3 open cases
 
 For strided cases without residual, ``qlinear-<backend> out`` rows write one reused contiguous
 output, as the out-of-place anchors do (their fresh output is the same allocator block on every
@@ -24,9 +25,11 @@ in-place rows with each other.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import sys
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -823,7 +826,70 @@ def _api_choice(c: Case) -> str:
     return f"triton {(rows, warps, evict, static)}"
 
 
-def run_gaps3(out_dir: str | None, budget_s: float, rounds: int) -> int:
+# ----------------------------------------------------------------------------- --focus gaps4
+#
+# Round 5: only the three cases still short of their goal, with the round-5 kernels (same interleaved
+# passes as gaps3). CUDA knobs (vecs, threads, rows, prefetch, pdl, cluster, hints):
+#   latency 16 x 7168: the mbarrier cluster kernel (hints 64 = block pushes, 192 = warp pushes) at
+#     2 / 4 / 8 / 16 CTAs per row, 1 or 2 vectors per thread, weight before the PDL wait (prefetch 2;
+#     one point with it after), next to the committed 448-thread row kernel, 896 threads and the
+#     older cluster kernel (cluster.sync, set-up after the wait);
+#   contiguous 32768 x 7168: the CUDA loop kernel's variants (32 + 64 plain stores, + 128 L1-allocating
+#     loads) and the row kernel with st.cs / ld.cs (hints 4 / 5), next to the committed Triton loop;
+#   fused add 32768 x 7168: the row kernel with hints 4 / 5 at both launch bounds (+ 16 = 32
+#     registers), 896 threads, the vec kernel with hints, the loop kernel's variants.
+# inductor's autotuned launch configs (XBLOCK, R0_BLOCK, num_warps) are printed with each anchor.
+
+
+def gap4_cases() -> list[Gap3]:
+    lat = [("cuda", (0, 448, 1, 2, 1, 0, 0)), ("cuda", (0, 896, 1, 2, 1, 0, 0)), ("cuda", (0, 0, 1, 1, 1, 8, 0)),
+           ("cuda", (1, 128, 1, 1, 1, 8, 192))]
+    for nv, thr, cs in ((1, 448, 2), (1, 224, 4), (2, 128, 4), (1, 128, 8), (2, 64, 8), (1, 64, 16)):
+        lat += [("cuda", (nv, thr, 1, 2, 1, cs, 64)), ("cuda", (nv, thr, 1, 2, 1, cs, 192))]
+    loop = [("cuda", (2, 256, 1, 0, 1, 0, h)) for h in (32, 96, 160, 224)]
+    loop += [("cuda", (4, 128, 1, 0, 1, 0, h)) for h in (32, 224)]
+    wide = [("triton", (1, 8, 0, 0, 4096)), ("cuda", (0, 0, 0, 1, 1, 0, 8)), ("cuda", (0, 448, 1, 0, 1, 0, 0)),
+            ("cuda", (0, 448, 1, 0, 1, 0, 4)), ("cuda", (0, 448, 1, 0, 1, 0, 5)), ("cuda", (0, 448, 1, 0, 1, 0, 20)),
+            ("cuda", (0, 896, 1, 0, 1, 0, 4)), *loop]
+    fused = [("cuda", (0, 448, 1, 0, 1, 0, 16)), ("cuda", (0, 448, 1, 0, 1, 0, 20)), ("cuda", (0, 448, 1, 0, 1, 0, 21)),
+             ("cuda", (0, 448, 1, 0, 1, 0, 4)), ("cuda", (0, 448, 1, 0, 1, 0, 5)), ("cuda", (0, 896, 1, 0, 1, 0, 16)),
+             ("cuda", (0, 896, 1, 0, 1, 0, 20)), ("cuda", (0, 0, 0, 0, 1, 0, 8)), ("cuda", (0, 0, 0, 0, 1, 0, 4)),
+             ("cuda", (0, 0, 0, 0, 1, 0, 5)), ("cuda", (2, 256, 1, 0, 1, 0, 96)), ("cuda", (2, 256, 1, 0, 1, 0, 224)),
+             ("triton", (1, 8, 0, 0, 2048))]
+    return [
+        (Case("latency 16x7168", 16, 7168, None, False), "out", True, lat),
+        (Case("contig 32768x7168", 32768, 7168, None, False), "out", True, wide),
+        (Case("fused 32768x7168", 32768, 7168, None, True), "out", True, fused),
+    ]
+
+
+def _inductor_launch_configs(seen: set[int]) -> list[str]:
+    """The launch configs of the inductor Triton kernels alive in this process and not in ``seen``
+    (ids, updated): what the compile anchors compiled since the last call actually run after
+    autotuning; empty when inductor's internals are not reachable."""
+    try:
+        from torch._inductor.runtime.triton_heuristics import CachingAutotuner
+
+        out = []
+        with warnings.catch_warnings():  # isinstance on some deprecated torch objects warns
+            warnings.simplefilter("ignore")
+            objs = [o for o in gc.get_objects() if isinstance(o, CachingAutotuner)]
+        for obj in objs:
+            if id(obj) not in seen:
+                seen.add(id(obj))
+                name = getattr(getattr(obj, "fn", None), "__name__", "?")
+                for launcher in getattr(obj, "launchers", None) or []:
+                    cfg = getattr(launcher, "config", None)
+                    if cfg is not None:
+                        out.append(f"{name}: {cfg}")
+        return sorted(set(out))
+    except Exception:
+        return []
+
+
+def run_gaps3(out_dir: str | None, budget_s: float, rounds: int, cases_fn=None,
+              json_name: str = "rms_norm_gaps3.json") -> int:
+    """Interleaved timing of every point of ``cases_fn()`` (default :func:`gap3_cases`); JSON ``json_name``."""
 
     from qlinear.kernels import cuda_ext, norm_triton
     from qlinear.ops import norm as norm_ops
@@ -844,11 +910,13 @@ def run_gaps3(out_dir: str | None, budget_s: float, rounds: int) -> int:
                 triton_many_row_rules=repr(norm_triton._MANY_ROW_RULES),
                 triton_few_row_rules=repr(norm_triton._FEW_ROW_RULES))
     print(f"copy ceiling: {ceiling:.0f} GB/s on {meta['gpu']}")
-    json_path, rows, save = _results_sink(out_dir, "rms_norm_gaps3.json", meta, t_start)
+    json_path, rows, save = _results_sink(out_dir, json_name, meta, t_start)
+    cases_fn = cases_fn or gap3_cases
 
     compiled, compiled_fused = _compiled_anchors()
     skipped = 0
-    cases = gap3_cases()
+    seen_autotuners: set[int] = set()
+    cases = cases_fn()
     for ci, (c, dest, with_anchor, pts) in enumerate(cases):
         # keep a share of the budget for the cases still to come
         left = budget_s - (time.time() - t_start)
@@ -931,6 +999,10 @@ def run_gaps3(out_dir: str | None, budget_s: float, rounds: int) -> int:
                 msg = f"{type(exc).__name__}: {str(exc)[:300]}"
                 print(f"  {c.name:22s} {label:40s} FAILED {msg}")
                 rows.append(dict(case=c.name, impl=label, kind=kind, knobs=knobs, error=msg))
+        cfgs = _inductor_launch_configs(seen_autotuners)
+        if cfgs:
+            print(f"  {c.name:22s} inductor launch configs: {cfgs}")
+            rows.append(dict(case=c.name, impl="compile", kind="inductor_configs", configs=cfgs))
         samples: dict[str, list[dict]] = {k: [] for k in fns}
         order = list(fns)
         for pas in range(rounds):
@@ -973,15 +1045,15 @@ def run_gaps3(out_dir: str | None, budget_s: float, rounds: int) -> int:
         torch.cuda.empty_cache()
     meta["skipped"] = skipped
     save()
-    print_gaps3_summary(rows, ceiling)
+    print_gaps3_summary(rows, ceiling, cases)
     print(f"wrote {json_path} in {time.time() - t_start:.0f} s")
     return 0
 
 
-def print_gaps3_summary(rows: list[dict], ceiling: float) -> None:
-    print("\n==== gaps3 summary (median of interleaved passes): api = the committed dispatch, next to the best "
+def print_gaps3_summary(rows: list[dict], ceiling: float, cases: list[Gap3] | None = None) -> None:
+    print("\n==== gaps summary (median of interleaved passes): api = the committed dispatch, next to the best "
           "anchor and the best CUDA / Triton point")
-    for c, dest, _, _ in gap3_cases():
+    for c, dest, _, _ in (cases if cases is not None else gap3_cases()):
         rs = [r for r in rows if r.get("case") == c.name and "median_us" in r]
         if not rs:
             continue
@@ -1035,7 +1107,7 @@ def main() -> int:
                     help="only time CUDA kernel configurations (writes rms_norm_sweep.json)")
     ap.add_argument("--hot-l2", action="store_true", help="do not rotate inputs (L2-resident small cases)")
     ap.add_argument("--rounds", type=int, default=3, help="--focus gaps3: interleaved timing passes per point")
-    ap.add_argument("--focus", choices=("all", "tune", "gaps", "gaps3"), default="all",
+    ap.add_argument("--focus", choices=("all", "tune", "gaps", "gaps3", "gaps4"), default="all",
                     help="tune: only the compact launch-configuration sweep (rms_norm_tune.json, < 100 s); "
                          "gaps: the knob sweep (PDL, clusters, cache hints...) on the cases short of an "
                          "anchor or target (rms_norm_gaps.json)")
@@ -1053,6 +1125,8 @@ def main() -> int:
         return run_gaps(args.out, args.budget_s, args.fused_anchor)
     if args.focus == "gaps3":
         return run_gaps3(args.out, args.budget_s, args.rounds)
+    if args.focus == "gaps4":
+        return run_gaps3(args.out, args.budget_s, args.rounds, gap4_cases, "rms_norm_gaps4.json")
     t_start = time.time()
     torch._dynamo.config.cache_size_limit = 64
 

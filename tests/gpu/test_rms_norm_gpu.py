@@ -673,3 +673,102 @@ def test_committed_rules_reach_the_reference():
         fused_add_rms_norm(xf, r, w, EPS)
         torch.testing.assert_close(r, r_ref, rtol=0, atol=0)
         _close(xf, out_ref, dtype)
+
+
+# ----------------------------------------------------------------------------- round 5 variants
+
+
+@pytest.mark.parametrize("fused", [False, True])
+@pytest.mark.parametrize("knobs", [(0, 0, 1, 2, 1, 8, 64), (0, 0, 1, 2, 1, 8, 192), (1, 128, 1, 1, 1, 8, 64),
+                                   (2, 64, 1, 2, 0, 8, 192), (0, 0, 1, 2, 1, 4, 64), (2, 128, 1, 2, 1, 4, 192),
+                                   (0, 0, 1, 2, 1, 2, 192), (0, 0, 1, 0, 1, 16, 64), (0, 0, 1, 2, 1, 16, 192),
+                                   (1, 32, 1, 2, 1, 16, 64), (2, 1024, 1, 2, 1, 2, 192)], ids=str)
+@pytest.mark.parametrize("T,H", [(16, 7168), (1, 512), (133, 1536), (5, 5128), (3, 24), (2, 8199), (4, 70000),
+                                 (7, 64)])
+def test_cluster_mbar_kernel(T, H, knobs, fused):
+    """The mbarrier cluster kernel (hints bit 64 with a cluster): 2..16 CTAs per row, block and warp
+    pushes, weight before / after the PDL wait, pieces of uneven length and CTAs with no vector
+    (H = 64 over 16 CTAs), thread counts too small for the row (fall back), odd H, rows too long."""
+    _run_knobs(T, H, torch.bfloat16, fused, knobs)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32])
+def test_cluster_mbar_kernel_dtypes(dtype):
+    """fp16 takes the mbarrier cluster kernel, fp32 falls back to the older cluster kernel."""
+    for fused in (False, True):
+        _run_knobs(16, 7168, dtype, fused, (0, 0, 1, 2, 1, 8, 192))
+        _run_knobs(9, 1024, dtype, fused, (0, 0, 1, 0, 1, 4, 64))
+
+
+def test_cluster_mbar_in_place_3d_and_pdl_graph():
+    """In place (each CTA overwrites the piece it read), a non-collapsible 3-D view, and a CUDA graph
+    of dependent PDL launches where every kernel reads what the previous one wrote."""
+    from qlinear.kernels import cuda_ext
+
+    ops = cuda_ext.load()
+    dtype = torch.bfloat16
+    for knobs in ((0, 0, 1, 2, 1, 8, 192), (0, 0, 1, 2, 1, 16, 64), (0, 0, 1, 2, 1, 2, 64)):
+        x = Strided(16, 7168, dtype, True, seed=11)
+        w = _weight(7168, dtype)
+        expected = rms_norm_ref(x.view, w, EPS)
+        ops.rms_norm(x.view[None], x.view[None], w, EPS, *knobs)
+        _close(x.view, expected, dtype)
+        x.assert_outside_untouched()
+        buf = (torch.randn(3, 5, 1100, device="cuda", generator=_gen(9)) * 2).to(dtype)
+        v = buf[:, :4, 16:16 + 1024]
+        out = torch.empty(3, 4, 1024, device="cuda", dtype=dtype)
+        w1 = _weight(1024, dtype)
+        ops.rms_norm(out, v, w1, EPS, *knobs)
+        _close(out, rms_norm_ref(v, w1, EPS), dtype)
+
+        x0 = (torch.randn(16, 7168, device="cuda", generator=_gen(21)) * 2).to(dtype)
+        r0 = torch.randn(16, 7168, device="cuda", generator=_gen(22)).to(dtype)
+
+        def chain(x, r, y, k):
+            for _ in range(4):
+                ops.fused_add_rms_norm(x[None], r[None], w, EPS, *k)
+                ops.rms_norm(y[None], x[None], w, EPS, *k)
+                ops.rms_norm(x[None], y[None], w, EPS, *k)
+
+        xe, re, ye = x0.clone(), r0.clone(), torch.empty_like(x0)
+        chain(xe, re, ye, (0,) * 7)
+        xg, rg, yg = x0.clone(), r0.clone(), torch.empty_like(x0)
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            chain(xg.clone(), rg.clone(), yg.clone(), knobs)
+        torch.cuda.current_stream().wait_stream(s)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            chain(xg, rg, yg, knobs)
+        for _ in range(3):
+            xg.copy_(x0)
+            rg.copy_(r0)
+            graph.replay()
+            torch.cuda.synchronize()
+            _close(rg, re, dtype)
+            _close(xg, xe, dtype)
+            _close(yg, ye, dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("fused", [False, True])
+@pytest.mark.parametrize("knobs", [(2, 256, 1, 0, 1, 0, 96), (2, 256, 1, 0, 1, 0, 160), (4, 128, 1, 0, 0, 0, 224),
+                                   (0, 448, 0, 0, 1, 0, 224), (2, 32, 1, 0, 0, 0, 96)], ids=str)
+@pytest.mark.parametrize("T,H", [(300, 7168), (7, 512), (5, 769), (2, 70000)])
+def test_cuda_loop_kernel_variants(T, H, knobs, fused, dtype):
+    """The loop kernel's store / load variants (hints 32 + 64 plain stores, + 128 L1-allocating
+    loads; fp32 ignores them); odd H falls back to the generic kernel."""
+    _run_knobs(T, H, dtype, fused, knobs)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("fused", [False, True])
+@pytest.mark.parametrize("knobs", [(0, 448, 1, 0, 1, 0, 4), (0, 448, 1, 0, 1, 0, 5), (0, 448, 1, 0, 1, 0, 20),
+                                   (0, 448, 1, 0, 1, 0, 21), (0, 896, 1, 0, 1, 0, 20), (0, 896, 1, 0, 0, 0, 5),
+                                   (0, 448, 1, 2, 1, 0, 5)], ids=str)
+@pytest.mark.parametrize("T,H", [(300, 7168), (133, 5120), (3, 768)])
+def test_row_kernel_cache_hints(T, H, knobs, fused, dtype):
+    """The one-row-per-block kernel with st.cs (4) / ld.cs + st.cs (5) at both launch bounds; a
+    weight before the PDL wait keeps the unhinted kernel."""
+    _run_knobs(T, H, dtype, fused, knobs)
