@@ -110,7 +110,9 @@ bool rms_norm_slices_quant_supported(at::TensorList outs, const std::vector<std:
   return qlinear::rms_norm_slices_quant_supported(make_args(x, sl, group_size, 1e-6, scale_eps));
 }
 
-void rms_norm_slices_quant(at::TensorList outs, const std::vector<std::optional<at::Tensor>>& scales,
+// Returns false, launching nothing, where the one-launch kernel does not take the arguments (the
+// caller runs per-slice kernels then); true after the launch.
+bool rms_norm_slices_quant(at::TensorList outs, const std::vector<std::optional<at::Tensor>>& scales,
                            const at::Tensor& x, at::IntArrayRef bounds, at::TensorList weights, double eps,
                            double scale_eps, int64_t group_size, int64_t warps_per_block, int64_t pdl) {
   const auto sl = make_slices(outs, scales, x, bounds, weights, group_size);
@@ -120,10 +122,9 @@ void rms_norm_slices_quant(at::TensorList outs, const std::vector<std::optional<
   const c10::cuda::CUDAGuard guard(x.device());
   const cudaError_t err = qlinear::rms_norm_slices_quant_launch(
       make_args(x, sl, group_size, eps, scale_eps), c10::cuda::getCurrentCUDAStream(x.device().index()).stream(), cfg);
-  TORCH_CHECK(err != cudaErrorNotSupported,
-              "rms_norm_slices_quant: arguments outside the one-launch kernel (see "
-              "rms_norm_slices_quant_supported: 16-bit x, group 128, aligned slices of width <= 2048)");
+  if (err == cudaErrorNotSupported) return false;
   TORCH_CHECK(err == cudaSuccess, "qlinear rms_norm_slices_quant launch failed: ", cudaGetErrorString(err));
+  return true;
 }
 
 }  // namespace
@@ -131,7 +132,7 @@ void rms_norm_slices_quant(at::TensorList outs, const std::vector<std::optional<
 TORCH_LIBRARY_FRAGMENT(qlinear_C, m) {
   m.def(
       "rms_norm_slices_quant(Tensor(a!)[] outs, Tensor?(b!)[] scales, Tensor x, int[] bounds, Tensor[] weights, "
-      "float eps, float scale_eps, int group_size, int warps_per_block, int pdl) -> ()",
+      "float eps, float scale_eps, int group_size, int warps_per_block, int pdl) -> bool",
       &rms_norm_slices_quant);
   m.def(
       "rms_norm_slices_quant_supported(Tensor[] outs, Tensor?[] scales, Tensor x, int[] bounds, Tensor[] weights, "

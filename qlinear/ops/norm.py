@@ -31,7 +31,7 @@ from qlinear._utils import FLOAT_DTYPES, describe, env_backend
 from qlinear.reference.norm import fused_add_rms_norm_ref, rms_norm_ref
 
 __all__ = ["rms_norm", "fused_add_rms_norm", "rms_norm_slices", "NORM_BACKENDS", "resolve_norm_backend", "cuda_knobs",
-           "CUDA_KNOB_RULES", "CUDA_AUTO", "AUTO_BACKEND_RULES", "auto_backend"]
+           "CUDA_KNOB_RULES", "CUDA_AUTO", "AUTO_BACKEND_RULES", "auto_backend", "SLICES_QUANT_ONE_LAUNCH_MAX_ROWS"]
 
 NORM_BACKENDS = ("cuda", "triton", "reference")
 _ENV_VAR = "QLINEAR_NORM_BACKEND"
@@ -515,6 +515,130 @@ def _rms_norm_slices_fake(
     return None
 
 
+# ----------------------------------------------------------------------------- slices with FP8 outputs
+
+# Rows below which rms_norm_slices with quant_fp8 runs the one-launch CUDA kernel
+# (csrc/norm_slices_quant.cuh); from this many rows on it runs the two tuned per-slice kernels
+# (rms_norm_quant_fp8's row kernels per quantized slice + the plain norm per plain slice), which
+# move more bytes per second at large M. Set from benchmarks/gpu_mlanorm.sh (one-launch vs
+# two-launch tail at M = 1 .. 32768).
+SLICES_QUANT_ONE_LAUNCH_MAX_ROWS = 4096
+# PDL for the one-launch kernel (its weights are read before the wait: norm weights are
+# parameters, never written by the kernel launched just before).
+SLICES_QUANT_PDL = 1
+
+
+def _slices_quant_scale_eps() -> float:
+    from qlinear.reference.fp8 import FP8_SCALE_EPS
+
+    return FP8_SCALE_EPS
+
+
+def _run_slices_quant(
+    outs: list[torch.Tensor], scales: list[torch.Tensor], x: torch.Tensor, bounds: list[int],
+    weights: list[torch.Tensor], quant: list[bool], eps: float, group_size: int, backend: str,
+) -> None:
+    from qlinear.reference.fp8 import rms_norm_quant_fp8_ref
+
+    scale_eps = _slices_quant_scale_eps()
+    n = len(weights)
+    sc_of = {}
+    it = iter(scales)
+    for i in range(n):
+        if quant[i]:
+            sc_of[i] = next(it)
+    views = [x[:, bounds[i]:bounds[i + 1]] for i in range(n)]
+    if backend == "reference":
+        for i in range(n):
+            if quant[i]:
+                q, s = rms_norm_quant_fp8_ref(views[i], weights[i], eps, group_size)
+                outs[i].copy_(q)
+                sc_of[i].copy_(s)
+            else:
+                outs[i].copy_(rms_norm_ref(views[i], weights[i], eps))
+        return
+    if x.shape[0] == 0:
+        return
+    if backend == "cuda":
+        from qlinear.kernels import cuda_ext
+
+        ops = cuda_ext.load()
+        opt_scales = [sc_of.get(i) for i in range(n)]
+        # False: the one-launch kernel does not take these arguments (dtype, alignment, widths)
+        if n <= 4 and x.shape[0] < SLICES_QUANT_ONE_LAUNCH_MAX_ROWS and ops.rms_norm_slices_quant(
+                outs, opt_scales, x, bounds, weights, eps, scale_eps, group_size, 0, SLICES_QUANT_PDL):
+            return
+        # per slice: rms_norm_quant_fp8's CUDA kernels and the plain norm's tuned launches
+        for i in range(n):
+            if quant[i]:
+                ops.rms_norm_quant_fp8(outs[i], sc_of[i], views[i], None, weights[i], eps, scale_eps, group_size)
+            else:
+                _run_rms_norm(outs[i], views[i], weights[i], eps, "cuda")
+        return
+    from qlinear.kernels import fp8_triton, norm_triton
+
+    for i in range(n):
+        if quant[i]:
+            q, s = fp8_triton.rms_norm_quant_fp8(views[i], weights[i], eps, group_size, scale_eps=scale_eps)
+            outs[i].copy_(q)
+            sc_of[i].copy_(s)
+        else:
+            for o3, x3 in _collapse_leading((outs[i], views[i])):
+                norm_triton.rms_norm_triton(o3, x3, weights[i], eps)
+
+
+@torch.library.custom_op("qlinear::rms_norm_slices_quant", mutates_args=("outs", "scales"))
+def _rms_norm_slices_quant_op(
+    outs: list[torch.Tensor], scales: list[torch.Tensor], x: torch.Tensor, bounds: list[int],
+    weights: list[torch.Tensor], quant: list[bool], eps: float, group_size: int, backend: str,
+) -> None:
+    # outs[i]: x's dtype [M, W_i] (plain; x's slice itself for in place, or disjoint) or e4m3
+    # [M, W_i] (quantized); scales: one fp32 [M, cdiv(W_i, group_size)] per quantized slice, in order
+    separate = []
+    for i, o in enumerate(outs):
+        _check_written(f"outs[{i}]", o)
+        xs = x[:, bounds[i]:bounds[i + 1]]
+        if not quant[i] and o.data_ptr() == xs.data_ptr() and o.stride() == xs.stride():
+            continue
+        if not quant[i] and _spans_overlap(o, x):
+            raise ValueError(f"outs[{i}]: overlaps x without being x's slice {i} ({describe(o)}, x {describe(x)})")
+        separate.append((f"outs[{i}]", o))
+    separate += [(f"scales[{k}]", s) for k, s in enumerate(scales)]
+    for k, (na, a) in enumerate(separate):
+        if a.untyped_storage().data_ptr() == x.untyped_storage().data_ptr() and a.dtype != x.dtype:
+            raise ValueError(f"{na}: shares x's storage ({describe(a)}); pass a separate buffer")
+        for nb, b in separate[:k]:
+            if a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr() and _byte_spans_meet(a, b):
+                raise ValueError(f"{na} and {nb} overlap in memory ({describe(a)}, {describe(b)})")
+    _run_slices_quant(outs, scales, x, list(bounds), weights, list(quant), eps, group_size, backend)
+
+
+@_rms_norm_slices_quant_op.register_fake
+def _rms_norm_slices_quant_fake(outs, scales, x, bounds, weights, quant, eps, group_size, backend) -> None:
+    return None
+
+
+def _byte_spans_meet(a: torch.Tensor, b: torch.Tensor) -> bool:
+    if a.numel() == 0 or b.numel() == 0:
+        return False
+    (a0, a1), (b0, b1) = _byte_span(a), _byte_span(b)
+    return a0 < b1 and b0 < a1
+
+
+def _check_quant_args(x: torch.Tensor, n: int, quant_fp8: object, group_size: object) -> list[bool]:
+    if isinstance(quant_fp8, bool):
+        flags = [quant_fp8] * n
+    else:
+        flags = list(quant_fp8)
+        if len(flags) != n or not all(isinstance(f, bool) for f in flags):
+            raise TypeError(f"quant_fp8: expected a bool or {n} bools (one per slice), got {quant_fp8!r}")
+    if not isinstance(group_size, int) or isinstance(group_size, bool) or group_size <= 0:
+        raise ValueError(f"group_size: expected a positive int, got {group_size!r}")
+    if any(flags) and x.dim() != 2:
+        raise ValueError(f"x: quant_fp8 needs 2-D [T, W] rows (tokens x columns), got {describe(x)}")
+    return flags
+
+
 def _check_slice_args(x: torch.Tensor, bounds: object, weights: object) -> None:
     _check_x(x)
     if isinstance(bounds, torch.Tensor) or not all(isinstance(b, int) and not isinstance(b, bool) for b in bounds):
@@ -603,7 +727,11 @@ def rms_norm_slices(
     eps: float = 1e-6,
     inplace: bool = False,
     backend: str | None = None,
-) -> list[torch.Tensor]:
+    *,
+    quant_fp8: bool | Sequence[bool] | None = None,
+    group_size: int = 128,
+    column_major_scales: bool = False,
+) -> list:
     """RMSNorm of several column slices of the same rows, each with its own weight, in one launch.
 
     For slice i = ``x[..., bounds[i]:bounds[i + 1]]`` (width ``W_i``):
@@ -620,10 +748,30 @@ def rms_norm_slices(
     backend: as :func:`rms_norm`. ``"cuda"`` is one kernel launch for up to 4 slices (more slices:
     one launch per 4); ``"triton"`` launches its RMSNorm once per slice; ``"reference"`` is the fp32
     PyTorch loop.
+
+    quant_fp8: a bool per slice (or one for all): a True slice is returned as FP8 instead,
+    ``(q, scales)`` with ``q`` e4m3 ``[T, W_i]`` and fp32 ``scales`` ``[T, cdiv(W_i, group_size)]``
+    (strides ``(1, T)`` with ``column_major_scales``), exactly :func:`qlinear.ops.rms_norm_quant_fp8`'s
+    numerics: ``y = x_i * rsqrt(mean(x_i^2) + eps) * w_i`` in fp32 (never rounded to x's dtype),
+    ``scale = max(amax_group(|y|), 1e-10) / 448``, ``q = e4m3_rn(y / scale)``. Needs 2-D ``x``
+    ``[T, W]``. E.g. MLA with an FP8 q_b_proj::
+
+        (q_fp8, q_scales), kv_c = rms_norm_slices(qkv, (0, 1536, 2048), (w_q, w_kv), 1e-6,
+                                                  quant_fp8=(True, False))
+
+    On CUDA this is ONE launch for up to 4 slices of bf16 / fp16 rows (group 128, 16-byte aligned
+    slices, widths <= 2048) below :data:`SLICES_QUANT_ONE_LAUNCH_MAX_ROWS` rows; otherwise one
+    launch per slice (rms_norm_quant_fp8's kernels and the plain norm's). ``inplace`` applies to
+    the plain slices (quantized ones always get new buffers).
     """
     _check_slice_args(x, bounds, weights)
     bounds = [int(b) for b in bounds]
     weights = list(weights)
+    if quant_fp8 is not None:
+        flags = _check_quant_args(x, len(weights), quant_fp8, group_size)
+        if any(flags):
+            return _rms_norm_slices_fp8(x, bounds, weights, float(eps), inplace, backend, flags, group_size,
+                                        bool(column_major_scales))
     views = [x[..., bounds[i]:bounds[i + 1]] for i in range(len(weights))]
     if inplace:
         for i, v in enumerate(views):
@@ -634,3 +782,32 @@ def rms_norm_slices(
     _rms_norm_slices_op(outs, x, bounds, weights, float(eps), resolve_norm_backend(backend, x))
     return outs
 
+
+
+def _rms_norm_slices_fp8(
+    x: torch.Tensor, bounds: list[int], weights: list[torch.Tensor], eps: float, inplace: bool, backend: str | None,
+    flags: list[bool], group_size: int, column_major_scales: bool,
+) -> list:
+    from qlinear._utils import FP8_E4M3, cdiv, empty_group_scales
+
+    T = x.shape[0]
+    outs, scales, result = [], [], []
+    for i, w in enumerate(weights):
+        view = x[:, bounds[i]:bounds[i + 1]]
+        if flags[i]:
+            q = torch.empty(view.shape, dtype=FP8_E4M3, device=x.device)
+            s = empty_group_scales(T, cdiv(view.shape[1], group_size), column_major_scales, x.device)
+            outs.append(q)
+            scales.append(s)
+            result.append((q, s))
+        else:
+            if inplace:
+                _check_written(f"x (slice {i}, written in place)", view)
+                o = view
+            else:
+                o = torch.empty(view.shape, dtype=x.dtype, device=x.device)
+            outs.append(o)
+            result.append(o)
+    _rms_norm_slices_quant_op(outs, scales, x, bounds, weights, flags, eps, group_size,
+                              resolve_norm_backend(backend, x))
+    return result
