@@ -34,6 +34,8 @@ __all__ = [
     "fp8_block_gemm",
     "fp8_block_linear_triton",
     "GEMM_CONFIGS",
+    "SWAP_AB_CONFIGS",
+    "small_m_path",
     "rms_norm_quant_fp8",
 ]
 
@@ -402,10 +404,128 @@ def _fp8_block_gemm_kernel(
             tl.store(c_ptrs, _f32_to(total, C_ptr.dtype.element_ty, INTERPRET), mask=c_ok)
 
 
+@triton.jit(do_not_specialize=["M"])
+def _fp8_block_gemm_swapab_kernel(
+    C_ptr,
+    A_ptr,
+    B_ptr,
+    As_ptr,
+    Bs_ptr,
+    Bias_ptr,
+    WS_ptr,
+    Lock_ptr,
+    M,
+    N,
+    K,
+    stride_am,
+    stride_bn,
+    stride_cm,
+    stride_as_m,
+    stride_as_k,
+    stride_bs_n,
+    stride_bs_k,
+    k_blocks_per_split,
+    scale_eps,
+    SCALE_BLOCK_N: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    SPLIT_K: tl.constexpr,
+    EVEN_K: tl.constexpr,
+    HAS_BIAS: tl.constexpr,
+    FP8_DOT: tl.constexpr,
+    QUANT_A: tl.constexpr,
+    INTERPRET: tl.constexpr,
+    USE_PDL: tl.constexpr,
+    PDL_EARLY: tl.constexpr,
+):
+    # The same sum as _fp8_block_gemm_kernel, computed transposed: acc[n, m] = C[m, n], so the
+    # weight tile [BLOCK_N, BLOCK_K] is the MMA's M operand (64+ rows: a full wgmma / mma tile)
+    # and the few tokens are its N side, instead of padding M = 1..16 tokens to 16+ MMA rows.
+    # Grid: (N tiles, K slices, M tiles); N tiles vary fastest so one wave streams disjoint
+    # weight rows.
+    # QUANT_A: A_ptr holds the unquantized activations; each K step quantizes its
+    # [BLOCK_M, BLOCK_K] tile in registers with _quant_rows (group = BLOCK_K), the codes and
+    # scales per_token_group_quant_fp8 writes. The activation tile of step kb + 1 is loaded
+    # before step kb's quantization and MMA (a register double buffer: the quantization sits
+    # between that load and the dot, so the load is not one the compiler pipelines itself).
+    pid_n = tl.program_id(0)
+    pid_k = tl.program_id(1)
+    pid_m = tl.program_id(2)
+    kb_begin = pid_k * k_blocks_per_split
+    kb_end = tl.minimum(kb_begin + k_blocks_per_split, tl.cdiv(K, BLOCK_K))
+    pdl_prologue(USE_PDL, PDL_EARLY)
+
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    m_ok = offs_m < M
+    n_ok = offs_n < N
+    a_ptrs = A_ptr + offs_m[:, None].to(tl.int64) * stride_am + offs_k[None, :]
+    b_ptrs = B_ptr + offs_n[:, None].to(tl.int64) * stride_bn + offs_k[None, :]
+    as_ptrs = As_ptr + offs_m * stride_as_m
+    bs_ptrs = Bs_ptr + (offs_n // SCALE_BLOCK_N) * stride_bs_n
+
+    acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
+    if QUANT_A:
+        k_lim = tl.minimum(kb_end * BLOCK_K, K)  # this slice's end: no load past the last step
+        k_ok0 = (kb_begin * BLOCK_K + offs_k) < K
+        x_next = tl.load(a_ptrs + kb_begin * BLOCK_K, mask=m_ok[:, None] & k_ok0[None, :], other=0.0)
+    for kb in range(kb_begin, kb_end):
+        k0 = kb * BLOCK_K
+        if EVEN_K:
+            b = tl.load(b_ptrs + k0, mask=n_ok[:, None], other=0.0)
+        else:
+            k_ok = (k0 + offs_k) < K
+            b = tl.load(b_ptrs + k0, mask=n_ok[:, None] & k_ok[None, :], other=0.0)
+        if QUANT_A:
+            x = x_next
+            # the next step's tile (none after the last step: its mask is all false)
+            k_ok1 = (k0 + BLOCK_K + offs_k) < k_lim
+            x_next = tl.load(a_ptrs + (k0 + BLOCK_K), mask=m_ok[:, None] & k_ok1[None, :], other=0.0)
+            # rows >= M and columns >= K are zeros: as in the quantization kernel
+            a, a_s = _quant_rows(x.to(tl.float32), scale_eps, INTERPRET)
+        else:
+            if EVEN_K:
+                a = tl.load(a_ptrs + k0, mask=m_ok[:, None], other=0.0)
+            else:
+                a = tl.load(a_ptrs + k0, mask=m_ok[:, None] & k_ok[None, :], other=0.0)
+            a_s = tl.load(as_ptrs + kb * stride_as_k, mask=m_ok, other=0.0)
+        b_s = tl.load(bs_ptrs + kb * stride_bs_k, mask=n_ok, other=0.0)
+        if FP8_DOT:
+            part = tl.dot(b, tl.trans(a))
+        else:
+            part = tl.dot(b.to(tl.float16), tl.trans(a.to(tl.float16)))
+        # the operand order of _fp8_block_gemm_kernel's (part * a_s) * b_s: the same fp32 roundings
+        acc += part * a_s[None, :] * b_s[:, None]
+
+    pdl_trigger(USE_PDL, PDL_EARLY)
+    c_ptrs = C_ptr + offs_m[None, :].to(tl.int64) * stride_cm + offs_n[:, None]
+    c_ok = n_ok[:, None] & m_ok[None, :]
+    if SPLIT_K == 1:
+        if HAS_BIAS:
+            acc += tl.load(Bias_ptr + offs_n, mask=n_ok, other=0.0).to(tl.float32)[:, None]
+        tl.store(c_ptrs, _f32_to(acc, C_ptr.dtype.element_ty, INTERPRET), mask=c_ok)
+    else:
+        ws_ptrs = WS_ptr + offs_m[None, :].to(tl.int64) * N + offs_n[:, None]
+        lock = Lock_ptr + pid_m * tl.num_programs(0) + pid_n
+        total, last = splitk_sum(acc, ws_ptrs, M * N, c_ok, lock, pid_k, SPLIT_K)
+        if last:
+            if HAS_BIAS:
+                total += tl.load(Bias_ptr + offs_n, mask=n_ok, other=0.0).to(tl.float32)[:, None]
+            tl.store(c_ptrs, _f32_to(total, C_ptr.dtype.element_ty, INTERPRET), mask=c_ok)
+
+
 @dataclass(frozen=True)
 class GemmConfig:
     """Tile configuration of the block-scaled GEMM. ``split_k`` = number of K slices (1: none,
-    0: chosen by :func:`auto_split_k` for the problem)."""
+    0: chosen by :func:`auto_split_k` for the problem).
+
+    ``swap_ab``: run the swap-AB kernel (:func:`_fp8_block_gemm_swapab_kernel`: weight rows are
+    the MMA's M side, ``block_n`` of them per tile, tokens its N side, ``block_m`` of them).
+    ``fuse_quant`` (swap-AB only, in :func:`fp8_block_linear_triton`): that kernel quantizes its
+    own activation tiles, so the layer is one launch.
+    """
 
     block_m: int
     block_n: int
@@ -413,6 +533,13 @@ class GemmConfig:
     num_warps: int = 4
     num_stages: int = 4
     group_m: int = 8
+    swap_ab: bool = False
+    fuse_quant: bool = False
+
+    def short(self) -> str:
+        """Name used by the benchmarks' result lines."""
+        kind = ("swapq" if self.fuse_quant else "swap") if self.swap_ab else "split"
+        return f"{kind} bm{self.block_m} bn{self.block_n} sk{self.split_k} w{self.num_warps} st{self.num_stages}"
 
 
 @functools.lru_cache(maxsize=None)
@@ -480,11 +607,54 @@ GEMM_CONFIGS: dict = {
 }
 
 
+# Small-M path (issue 4, session 4), read at each launch: "split" = GEMM_CONFIGS above (a
+# quantization launch, then the split-K GEMM with token tiles as the MMA's M side); "swapab" =
+# for M <= SWAP_AB_MAX_M, SWAP_AB_CONFIGS (or _swapab_heuristic for other shapes): the swap-AB
+# kernel, with the activation quantization inside it where the entry says fuse_quant, so the
+# layer is one launch. QLINEAR_FP8_SMALL_M=split|swapab overrides it (A/B without editing).
+# benchmarks/gpu_fp8small.sh measures both on cold weights and prints the entries to commit.
+SMALL_M_PATH = "split"
+SWAP_AB_MAX_M = 16
+# Swap-AB entries, the same format as GEMM_CONFIGS. NOT YET MEASURED: first guesses from the
+# byte budget (cold weights: >= ~30 KB of weight loads in flight per SM, whole waves of
+# programs, few N tiles because every N tile re-reads and, fused, re-quantizes the activations):
+#   2112x7168 : 33 tiles of 64 rows x 4 K slices = 132 programs of 14 K blocks (one per SM)
+#   24576x1536: 192 tiles of 128 rows, 12 K blocks, no split (1.45 programs per SM)
+#   7168x16384: 56 tiles of 128 rows x 5 slices = 280 programs of 26 K blocks
+SWAP_AB_CONFIGS: dict = {
+    (2112, 7168): ((16, _G(16, 64, 4, 4, 6, swap_ab=True, fuse_quant=True)),),
+    (24576, 1536): ((16, _G(16, 128, 1, 4, 4, swap_ab=True, fuse_quant=True)),),
+    (7168, 16384): ((16, _G(16, 128, 5, 4, 4, swap_ab=True, fuse_quant=True)),),
+}
+
+
+def small_m_path() -> str:
+    """"split" or "swapab": ``QLINEAR_FP8_SMALL_M`` when set, else :data:`SMALL_M_PATH`."""
+    path = os.environ.get("QLINEAR_FP8_SMALL_M", SMALL_M_PATH).strip().lower()
+    if path not in ("split", "swapab"):
+        raise ValueError(f"QLINEAR_FP8_SMALL_M: expected 'split' or 'swapab', got {path!r}")
+    return path
+
+
+def _swapab_heuristic(M: int, N: int, K: int, block_k: int, num_sms: int) -> GemmConfig:
+    # 128 weight rows per tile when that still gives >= one tile per SM, else 64; K slices up
+    # to about two programs per SM (auto_split_k).
+    bn = 128 if cdiv(N, 128) >= num_sms else 64
+    split = auto_split_k(M, N, K, 16, bn, block_k, num_sms)
+    return GemmConfig(16, bn, split, 4, 4, swap_ab=True, fuse_quant=True)
+
+
 def default_gemm_config(M: int, N: int, K: int, block_k: int = 128, num_sms: int = 132) -> GemmConfig:
     """The measured :data:`GEMM_CONFIGS` entry for (N, K) and M when there is one (and
     ``block_k`` is 128, the block they were measured with); else a heuristic by M bucket,
     split-K when the (M, N) tiles alone cannot fill ``num_sms`` SMs twice over (each K slice
-    keeps >= 4 K blocks)."""
+    keeps >= 4 K blocks). With :func:`small_m_path` "swapab" and ``M <= SWAP_AB_MAX_M``
+    (``block_k`` >= 32): the :data:`SWAP_AB_CONFIGS` entry, else :func:`_swapab_heuristic`."""
+    if M <= SWAP_AB_MAX_M and block_k >= 32 and small_m_path() == "swapab":
+        for max_m, cfg in SWAP_AB_CONFIGS.get((N, K), ()) if block_k == 128 else ():
+            if M <= max_m:
+                return cfg
+        return _swapab_heuristic(M, N, K, block_k, num_sms)
     if block_k == 128:
         for max_m, cfg in GEMM_CONFIGS.get((N, K), ()):
             if M <= max_m:
@@ -551,6 +721,8 @@ def _launch_gemm(a, a_scale, b, b_scale, block_size, out_dtype, bias, out, confi
     if config is None:
         config = default_gemm_config(M, N, K, bk, _sm_count(a.device))
     split, per_split = _plan_split(config, M, N, K, bk, a.device)
+    if config.swap_ab:
+        return _launch_swapab(a, a_scale, b, b_scale, bn, bk, bias, out, config, split, per_split, scale_eps)
     quant_a = a_scale is None
     has_bias = bias is not None
     grid = (cdiv(M, config.block_m) * cdiv(N, config.block_n), split)
@@ -598,6 +770,55 @@ def _launch_gemm(a, a_scale, b, b_scale, block_size, out_dtype, bias, out, confi
     return out
 
 
+def _launch_swapab(a, a_scale, b, b_scale, bn, bk, bias, out, config, split, per_split, scale_eps):
+    """The swap-AB kernel for ``config`` (``a_scale`` None: QUANT_A, ``a`` unquantized)."""
+    M, K = a.shape
+    N = b.shape[0]
+    if bk < 32:
+        raise ValueError(f"block_size[1]: the swap-AB kernel needs K blocks of >= 32 (an fp8 MMA's K), got {bk}")
+    quant_a = a_scale is None
+    has_bias = bias is not None
+    grid = (cdiv(N, config.block_n), split, cdiv(M, config.block_m))
+    fp8_dot = True if a.device.type != "cuda" else _fp8_dot_supported(a.device.index or 0)
+    ws = torch.empty((split, M, N), dtype=torch.float32, device=a.device) if split > 1 else out
+    _fp8_block_gemm_swapab_kernel[grid](
+        out,
+        a,
+        b,
+        out if quant_a else a_scale,
+        b_scale,
+        bias if has_bias else out,
+        ws,
+        locks(a.device),
+        M,
+        N,
+        K,
+        a.stride(0),
+        b.stride(0),
+        out.stride(0),
+        0 if quant_a else a_scale.stride(0),
+        0 if quant_a else a_scale.stride(1),
+        b_scale.stride(0),
+        b_scale.stride(1),
+        per_split,
+        1e-10 if scale_eps is None else scale_eps,
+        SCALE_BLOCK_N=bn,
+        BLOCK_M=config.block_m,
+        BLOCK_N=config.block_n,
+        BLOCK_K=bk,
+        SPLIT_K=split,
+        EVEN_K=K % bk == 0,
+        HAS_BIAS=has_bias,
+        FP8_DOT=fp8_dot,
+        QUANT_A=quant_a,
+        INTERPRET=_interpret(),
+        num_warps=config.num_warps,
+        num_stages=config.num_stages,
+        **launch_options(a.device, M),
+    )
+    return out
+
+
 def _prefetch_b(b: torch.Tensor, even_k: bool, use_pdl: bool) -> bool:
     """Whether the GEMM bulk-prefetches its weight bytes into L2 (see PREFETCH_WEIGHTS): sm_90+,
     whole K blocks and 16-byte aligned weight rows (cp.async.bulk's requirements)."""
@@ -641,13 +862,16 @@ def fp8_block_linear_triton(
     """The whole block-scaled FP8 linear on Triton: ``x`` [M, K] -> ``x.dtype`` [M, N]:
     :func:`per_token_group_quant_fp8` (column-major scales) followed by :func:`fp8_block_gemm`
     with ``config`` (default: :func:`default_gemm_config`), or, with ``fuse_quant`` (default:
-    ``M <= FUSED_QUANT_MAX_M``), one GEMM launch that quantizes each [BLOCK_M, bk] activation tile
-    in registers (same codes and scales, no quantization launch; every N tile repeats the work, so
-    it only pays at small M).
+    ``config.swap_ab and config.fuse_quant``, or ``M <= FUSED_QUANT_MAX_M``), one GEMM launch that
+    quantizes each [BLOCK_M, bk] activation tile in registers (same codes and scales, no
+    quantization launch; every N tile repeats the work, so it only pays at small M).
     """
     bk = block_size[1]
+    M, K = x.shape
+    if config is None and M > 0:
+        config = default_gemm_config(M, b.shape[0], K, bk, _sm_count(x.device))
     if fuse_quant is None:
-        fuse_quant = x.shape[0] <= FUSED_QUANT_MAX_M
+        fuse_quant = (config is not None and config.swap_ab and config.fuse_quant) or M <= FUSED_QUANT_MAX_M
     if fuse_quant:
         check_group_size(bk)
         return _launch_gemm(x, None, b, b_scale, block_size, x.dtype, bias, None, config, scale_eps)

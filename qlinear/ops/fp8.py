@@ -283,7 +283,9 @@ def _block_linear_op(
     k = _kernels()
     M = x.shape[0]
     if backend == "triton":
-        # Quantize-then-GEMM, tiles from kernels.fp8_triton.GEMM_CONFIGS (or its heuristic).
+        # Quantize-then-GEMM, tiles from kernels.fp8_triton.GEMM_CONFIGS (or its heuristic); at
+        # M <= SWAP_AB_MAX_M with QLINEAR_FP8_SMALL_M=swapab (or SMALL_M_PATH) one swap-AB launch
+        # that quantizes in-kernel (SWAP_AB_CONFIGS): same codes and scales.
         return k.fp8_block_linear_triton(x, weight, weight_scale_inv, block, bias, scale_eps=_ref.FP8_SCALE_EPS)
     # scaled_mm: cuBLAS needs M % 4 == 0; the quantizer writes the zero pad rows itself.
     q, s = k.per_token_group_quant_fp8(
