@@ -455,21 +455,17 @@ cudaError_t launch_loop_var(const Plan& p, dim3 grid, Rows dst, Rows src, Rows r
 }
 
 // rms_norm_cluster_mbar_kernel: grid n_rows x cluster, cluster dims (cluster, 1, 1). A 16-CTA
-// cluster is beyond the portable size 8: the kernel is opted in once (the attribute is per kernel
-// function; an SM / GPC that cannot hold it fails the launch with an error, never silently).
-template <typename K>
-cudaError_t allow_cluster16(K kernel) {
-  static cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
-  return err;
-}
-
+// cluster is beyond the portable size 8: each kernel instantiation is opted in once (the static
+// below is per instantiation; the attribute is per kernel function, and a GPU that cannot hold the
+// cluster fails the launch with an error, never silently).
 template <typename T, bool FUSED, int NV, int PREW, bool WP>
 cudaError_t launch_cluster_mbar_k(const Plan& p, int64_t n_rows, Rows dst, Rows src, Rows res, const T* w,
                                   uint32_t ni, int h, float eps, cudaStream_t stream) {
   auto kernel = norm::rms_norm_cluster_mbar_kernel<T, NV, FUSED, PREW, WP>;
   if (p.mbar_cluster > 8) {
-    const cudaError_t e = allow_cluster16(kernel);
-    if (e != cudaSuccess) return e;
+    static const cudaError_t allowed =
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+    if (allowed != cudaSuccess) return allowed;
   }
   const dim3 grid(static_cast<unsigned>(n_rows * p.mbar_cluster));
   return launch_kernel(kernel, grid, dim3(static_cast<unsigned>(p.mbar_threads)), stream, p.pdl, p.mbar_cluster, dst,

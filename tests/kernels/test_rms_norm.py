@@ -399,3 +399,38 @@ def test_cuda_ext_loader_without_cuda(monkeypatch, tmp_path):
     if torch.version.cuda is None:
         assert cuda_ext.is_available() is False
         assert "without CUDA" in cuda_ext.failure_reason()
+
+
+def test_bench_gap4_points_are_launchable_knobs():
+    """bench_rms_norm --focus gaps4: every CUDA point is a 7-int NormConfig; the mbarrier cluster
+    points (hints bit 64 + a cluster) give each CTA of a 7168-wide bf16 row enough threads x
+    vectors for its piece (otherwise the launcher would silently fall back and the point would
+    time another kernel), and the three open cases are the ones timed."""
+    import importlib.util
+    import pathlib
+    import sys
+
+    path = pathlib.Path(__file__).resolve().parents[2] / "benchmarks" / "bench_rms_norm.py"
+    spec = importlib.util.spec_from_file_location("bench_rms_norm_cpu", path)
+    bench = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = bench  # its dataclasses look their module up while being defined
+    try:
+        spec.loader.exec_module(bench)
+    finally:
+        sys.modules.pop(spec.name, None)
+    cases = bench.gap4_cases()
+    assert [c.name for c, *_ in cases] == ["latency 16x7168", "contig 32768x7168", "fused 32768x7168"]
+    for c, _, _, points in cases:
+        assert len(set(points)) == len(points), c.name
+        for kind, knobs in points:
+            assert kind in ("cuda", "triton")
+            if kind != "cuda":
+                continue
+            assert len(knobs) == 7 and all(isinstance(k, int) for k in knobs)
+            nv, thr, _, _, _, cs, hints = knobs
+            if cs and hints & 64:
+                assert cs in (2, 4, 8, 16) and thr % 32 == 0 and nv in (1, 2)
+                per_cta = -(-(c.hidden // 8) // cs)
+                assert nv * thr >= per_cta, knobs
+                if hints & 128:
+                    assert cs * thr // 32 <= 256, knobs  # kClusterSlots
