@@ -10,8 +10,9 @@ hidden [M, 7168] ->
   fused:   qkv = fused_qkv_a_proj(hidden)            one MergedReplicatedLinear, [M, 2112]
            q_c, kv_c = rms_norm_slices(qkv, (0, 1536, 2048), (w_q, w_kv))
                   both strided slices (row stride 2112) normalized in ONE launch, no copy
-           fp8-block: q_c = rms_norm_quant_fp8(qkv[:, :1536]) -> e4m3 + per-token-group scales
-                  for q_b_proj; kv_c = rms_norm(qkv[:, 1536:2048]) (two launches)
+           fp8-block: (q_fp8, q_scales), kv_c = rms_norm_slices(..., quant_fp8=(True, False)):
+                  q_c straight to e4m3 + per-token-group scales for q_b_proj, kv_c bf16, ONE
+                  launch (per-slice kernels from SLICES_QUANT_ONE_LAUNCH_MAX_ROWS rows)
   unfused: q = q_a_proj(hidden); kv = kv_a_proj_with_mqa(hidden)     two ReplicatedLinear GEMMs
            q_c = rms_norm(q); kv_c = rms_norm(kv[:, :512].contiguous())
                   (fp8-block: then per_token_group_quant_fp8(q_c))
@@ -34,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _layers import build_layer  # noqa: E402
 from _timing import bench_graph, buffers_to_defeat_l2, env_info, write_results  # noqa: E402
 
-from qlinear.ops import per_token_group_quant_fp8, rms_norm, rms_norm_quant_fp8, rms_norm_slices  # noqa: E402
+from qlinear.ops import per_token_group_quant_fp8, rms_norm, rms_norm_slices  # noqa: E402
 
 HIDDEN, Q_LORA, KV_LORA, ROPE = 7168, 1536, 512, 64
 MS = [1, 16, 128, 1024, 4096]
@@ -55,8 +56,7 @@ def pipelines(fmt: str, weights: str = "cold"):
     def run_fused(i, h):
         qkv = built[i % copies][0](h)
         if fp8:
-            q = rms_norm_quant_fp8(qkv[:, :Q_LORA], w_q, 1e-6, 128)
-            kv_c = rms_norm(qkv[:, Q_LORA:Q_LORA + KV_LORA], w_kv, 1e-6)
+            q, kv_c = rms_norm_slices(qkv, (0, Q_LORA, Q_LORA + KV_LORA), (w_q, w_kv), 1e-6, quant_fp8=(True, False))
         else:
             q, kv_c = rms_norm_slices(qkv, (0, Q_LORA, Q_LORA + KV_LORA), (w_q, w_kv), 1e-6)
         return q, kv_c, qkv[:, Q_LORA + KV_LORA:]

@@ -605,7 +605,7 @@ def _rms_norm_slices_quant_op(
         separate.append((f"outs[{i}]", o))
     separate += [(f"scales[{k}]", s) for k, s in enumerate(scales)]
     for k, (na, a) in enumerate(separate):
-        if a.untyped_storage().data_ptr() == x.untyped_storage().data_ptr() and a.dtype != x.dtype:
+        if a.numel() and a.untyped_storage().data_ptr() == x.untyped_storage().data_ptr() and a.dtype != x.dtype:
             raise ValueError(f"{na}: shares x's storage ({describe(a)}); pass a separate buffer")
         for nb, b in separate[:k]:
             if a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr() and _byte_spans_meet(a, b):
