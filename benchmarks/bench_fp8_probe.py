@@ -127,9 +127,17 @@ def main() -> None:
             rows.append({**base, "error": msg})
             print(f"{n:>6}x{k:<6} M={m:<3} {impl:<40} FAIL {msg}", flush=True)
             return None
+        info = ""
+        ck = kern._LAST_SWAPAB if cfg is not None or path == "swapab" else None
+        if ck is not None:  # shared memory shows whether the weight loads were software-pipelined
+            meta = getattr(ck, "metadata", None)
+            base.update(smem=getattr(meta, "shared", None), regs=getattr(ck, "n_regs", None),
+                        spills=getattr(ck, "n_spills", None))
+            info = f" smem {base['smem']} regs {base['regs']} spills {base['spills']}"
+            kern._LAST_SWAPAB = None
         rows.append({**base, "us": r["median_us"], **r})
         print(f"{n:>6}x{k:<6} M={m:<3} {impl:<40} {r['median_us']:8.2f} us (p20 {r['p20_us']:.2f} p80 "
-              f"{r['p80_us']:.2f}) floor {base['weight_floor_us']:.2f} t={time.time() - t0:.0f}s", flush=True)
+              f"{r['p80_us']:.2f}) floor {base['weight_floor_us']:.2f}{info} t={time.time() - t0:.0f}s", flush=True)
         return r["median_us"]
 
     # 1. today's path and the swap-AB table at every point

@@ -11,7 +11,7 @@ mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH="${PYTHONPATH:-$PWD}"
 t0=$(date +%s)
 echo "== GPU tests (swap-AB kernel, fused quantization, dispatch, graphs)"
-timeout 75 python -m pytest tests/gpu/test_fp8_swapab_gpu.py -q -x -p no:cacheprovider 2>&1 | tail -n 25 \
+timeout 75 python -m pytest tests/gpu/test_fp8_swapab_gpu.py -q -p no:cacheprovider 2>&1 | tail -n 25 \
     | tee "$OUT/fp8small_tests.txt"
 tests_rc=${PIPESTATUS[0]}
 echo "tests rc=$tests_rc ($(( $(date +%s) - t0 )) s)"

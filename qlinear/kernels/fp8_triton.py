@@ -770,6 +770,9 @@ def _launch_gemm(a, a_scale, b, b_scale, block_size, out_dtype, bias, out, confi
     return out
 
 
+_LAST_SWAPAB = None  # the last compiled swap-AB kernel launched (benchmarks read its smem / registers)
+
+
 def _launch_swapab(a, a_scale, b, b_scale, bn, bk, bias, out, config, split, per_split, scale_eps):
     """The swap-AB kernel for ``config`` (``a_scale`` None: QUANT_A, ``a`` unquantized)."""
     M, K = a.shape
@@ -781,7 +784,8 @@ def _launch_swapab(a, a_scale, b, b_scale, bn, bk, bias, out, config, split, per
     grid = (cdiv(N, config.block_n), split, cdiv(M, config.block_m))
     fp8_dot = True if a.device.type != "cuda" else _fp8_dot_supported(a.device.index or 0)
     ws = torch.empty((split, M, N), dtype=torch.float32, device=a.device) if split > 1 else out
-    _fp8_block_gemm_swapab_kernel[grid](
+    global _LAST_SWAPAB
+    _LAST_SWAPAB = _fp8_block_gemm_swapab_kernel[grid](
         out,
         a,
         b,
