@@ -271,6 +271,10 @@ CUDA_AUTO: CudaKnobs = (0, 0, 0, 0, 0, 0, 0)
 #   fused add 32768 x 7168: the 448-thread row kernel at 32 registers + PDL 4135 GB/s vs auto 4063
 #       (rows over 16383 of 8-14 KB; fewer rows keep the automatic plan, not measured).
 #   32768 x 7168 plain: + the shuffle reduction (hints bit 8) 4195 vs 4176.
+# Round 5 knobs (csrc/norm_launch.h; timed by `bench_rms_norm.py --focus gaps4`, which prints the
+# line to set per case): cluster 2 / 4 / 8 / 16 + hints 64 = the mbarrier cluster kernel for few
+# rows (+ 128 warp pushes; prefetch 2 = weight before the PDL wait), loop kernel hints 32 + 64 plain
+# stores / + 128 L1-allocating loads, row kernel (448 / 896 threads) with hints 4 / 5.
 CUDA_KNOB_RULES: tuple[tuple[int, int, bool | None, CudaKnobs], ...] = (
     (132, 12288, False, (0, 256, 1, 2, 1, 0, 0)),
     (132, 14336, False, (0, 448, 1, 2, 1, 0, 0)),
