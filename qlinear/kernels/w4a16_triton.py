@@ -26,6 +26,13 @@ Kernels:
   in 16 bits: ``bits(0x4300 | q)`` is bf16 ``128 + q`` (fp16: ``0x6400 | q`` = ``1024 + q``), and
   one packed HADD2 subtracts ``magic + z`` exactly. sm_90 SASS per superblock at BLOCK_N=64,
   BLOCK_M=16, 4 warps (Triton 3.6, 64 weights per thread): 348 instructions vs 538 for "mma".
+* ``_w4a16_wg_kernel`` ("wg", backend "triton_wg"): the mma_sb tile expansion, but the group
+  scale goes on the weight (``(q - z) * s`` in 16 bits where that is exact-then-one-rounding) and
+  one fp32 accumulator chains through every dot. Offline sm_90 compiles (Triton 3.6 and 3.9,
+  ``benchmarks/w4a16wg_asm.py``): wgmma with the A operand from registers, weight words and x
+  tiles loaded by cp.async (num_stages deep), wgmma waits of depth 7 across loop iterations, so
+  the next superblock's dequantization overlaps the running MMAs (Triton 3.6; with
+  ``sb_per_iter`` 2 the waits drop to 0). 174 registers at BLOCK_N=64, BLOCK_M=128, 4 warps.
 * ``_w4a16_dequant_kernel`` / ``_w4a16_dequant_v2_kernel``: write the dequantized weight (packed
   column order) in x's dtype for the dequantize + cuBLAS path (v2: whole superblock rows,
   16-byte stores).
@@ -58,6 +65,7 @@ from qlinear.kernels._tiles import grouped_tile
 __all__ = [
     "W4A16Config",
     "default_config",
+    "wg_config",
     "resolve_config",
     "w4a16_gemm",
     "w4a16_dequantize",
@@ -72,7 +80,10 @@ _SB_WORDS = 16
 @dataclass(frozen=True)
 class W4A16Config:
     """Launch parameters. ``kernel`` "gemv" (decode, block_m must be 1), "mma" (tensor cores,
-    one K=16 dot per plane, block_m >= 16) or "mma_sb" (tensor cores, one dot per superblock).
+    one K=16 dot per plane, block_m >= 16), "mma_sb" (tensor cores, one dot per superblock) or
+    "wg" (one dot per superblock chained through one accumulator: Hopper wgmma; see
+    :func:`wg_config`). K per loop iteration is ``sb_per_iter`` superblocks (128 columns each at
+    4 bits, 64 at 8 bits).
 
     ``sb_per_iter`` superblocks (16 words per row each) per loop iteration; ``split_k`` 0 = auto
     (enough programs for ~2 waves over the SMs).
@@ -111,6 +122,24 @@ _DEFAULT_CONFIGS: tuple[tuple[int, W4A16Config], ...] = (
     (256, W4A16Config("mma", block_n=128, block_m=128, sb_per_iter=1, split_k=1, num_warps=8, num_stages=3)),
     (1 << 62, W4A16Config("mma", block_n=128, block_m=128, sb_per_iter=1, split_k=1, num_warps=8, num_stages=3)),
 )
+
+
+# "wg" kernel (backend "triton_wg" in qlinear.ops.w4a16): per-M defaults, same lookup rule.
+# NOT MEASURED YET: benchmarks/gpu_w4a16wg.sh sweeps block_n 64/128, block_m 64/128, sb_per_iter
+# 1/2, stages 3/4, warps 4/8, split-K at M = 64 .. 1024 and prints the BEST config per (shape, M).
+# split_k 0 = auto (~2 waves over the SMs).
+_WG_CONFIGS: tuple[tuple[int, W4A16Config], ...] = (
+    (64, W4A16Config("wg", block_n=64, block_m=64, sb_per_iter=1, split_k=0, num_warps=4, num_stages=4)),
+    (1 << 62, W4A16Config("wg", block_n=64, block_m=128, sb_per_iter=1, split_k=0, num_warps=4, num_stages=3)),
+)
+
+
+def wg_config(m: int) -> W4A16Config:
+    """Default "wg" launch for M rows (:data:`_WG_CONFIGS`)."""
+    for bound, cfg in _WG_CONFIGS:
+        if m <= bound:
+            return cfg
+    return _WG_CONFIGS[-1][1]
 
 
 def default_config(m: int) -> W4A16Config:
@@ -421,6 +450,96 @@ def _w4a16_mma_sb_kernel(
 
 
 @triton.jit
+def _w4a16_wg_kernel(
+    Out_ptr, X_ptr, QW_ptr, S_ptr, Z_ptr, Bias_ptr, WS_ptr, Lock_ptr, Bounds_ptr,
+    M, N, K, G, num_sb, n_tiles,
+    X_row_stride, X_shard_stride, Out_row_stride, QW_row_stride,
+    BITS: tl.constexpr, GROUP_SIZE: tl.constexpr, HAS_ZEROS: tl.constexpr, HAS_BIAS: tl.constexpr,
+    NUM_SHARDS: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_M: tl.constexpr, SB_PER_ITER: tl.constexpr,
+    SPLIT_K: tl.constexpr, GROUP_M: tl.constexpr, HALF_DEQUANT: tl.constexpr,
+    USE_PDL: tl.constexpr, PDL_EARLY: tl.constexpr,
+):
+    """``Out^T[n, m] = sum_k Wdeq[n, k] * x[m, k]`` with one fp32 accumulator chained through
+    every ``tl.dot`` (Hopper: one async wgmma chain, A = the dequantized tile in registers, B =
+    the ``[SB, BLOCK_M]`` x tile in shared memory); grid (m_tiles * n_tiles, SPLIT_K).
+
+    Unlike "mma_sb" with its scale after the dot, the group scale is applied to the weight
+    (``Wdeq = (q - z) * s``, rounded once to x's dtype, the same values the dequantize kernels
+    write), so no fp32 work sits between two dots and the next superblock's dequantization
+    overlaps the running wgmma. ``HALF_DEQUANT``: ``q - z`` and the product are formed in x's
+    16-bit dtype (``bits(0x4300 | q)`` = bf16 ``128 + q``, ``0x6400 | q`` = fp16 ``1024 + q``;
+    the subtraction is exact, and the product of a small integer and a 16-bit scale rounds once,
+    exactly as the fp32 product rounded to 16 bits): only when the scales are stored in x's
+    dtype and the biased integer is exact (4-bit bf16, fp16). Otherwise fp32 then one rounding.
+    """
+    FIELDS: tl.constexpr = 32 // BITS
+    SB: tl.constexpr = 16 * FIELDS
+    # a group covers whole superblocks: one scale (and zero) per row per superblock
+    ONE_GROUP: tl.constexpr = (GROUP_SIZE == 0) or (GROUP_SIZE % SB == 0)
+    pdl_prologue(USE_PDL, PDL_EARLY)
+    pid = tl.program_id(0)
+    pid_k = tl.program_id(1)
+    pid_m, pid_n = grouped_tile(pid, tl.cdiv(M, BLOCK_M), n_tiles, GROUP_M)
+
+    offs_n, n_mask, sid = _tile_rows(pid_n, Bounds_ptr, N, BLOCK_N, NUM_SHARDS)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    m_mask = offs_m < M
+    offs_j = tl.arange(0, 16)
+    offs_f = tl.arange(0, FIELDS)
+    offs_c = tl.arange(0, SB)
+    shifts = (offs_f * BITS)[None, :, None]
+    n3 = offs_n[:, None, None]
+    n_mask3 = n_mask[:, None, None]
+    # [BLOCK_N, 1, 16]: each thread keeps its 16-byte vector of words through the field
+    # broadcast, so the expansion to [BLOCK_N, FIELDS, 16] moves no data between threads.
+    qw_rows = QW_ptr + n3.to(tl.int64) * QW_row_stride + offs_j[None, None, :]
+    x_tile = X_ptr + offs_m[None, :].to(tl.int64) * X_row_stride + sid * X_shard_stride + offs_c[:, None]
+    it0, it1 = _split_bounds(num_sb, pid_k, SB_PER_ITER, SPLIT_K)
+    x_dtype = X_ptr.dtype.element_ty
+
+    acc = tl.zeros([BLOCK_N, BLOCK_M], dtype=tl.float32)
+    for it in range(it0, it1):
+        for u in tl.static_range(SB_PER_ITER):
+            sb = it * SB_PER_ITER + u
+            w = tl.load(qw_rows + sb * 16, mask=n_mask3 & (sb * 16 + offs_j < num_sb * 16)[None, None, :], other=0)
+            xt = tl.load(x_tile + sb * SB, mask=(sb * SB + offs_c < K)[:, None] & m_mask[None, :], other=0.0)
+            q = (w.to(tl.uint32, bitcast=True) >> shifts) & ((1 << BITS) - 1)  # [BLOCK_N, FIELDS, 16]
+            if ONE_GROUP:
+                if GROUP_SIZE == 0:
+                    grp = sb * 0
+                else:
+                    grp = tl.minimum((sb * SB) // GROUP_SIZE, G - 1)
+                sc_off = grp * N + n3  # [BLOCK_N, 1, 1]
+            else:
+                # per field: min() sends the padded tail to the last group (its x is 0)
+                grp = tl.minimum((sb * SB + offs_f * 16) // GROUP_SIZE, G - 1)
+                sc_off = grp[None, :, None] * N + n3  # [BLOCK_N, FIELDS, 1]
+            s = tl.load(S_ptr + sc_off, mask=n_mask3, other=0.0)
+            if HAS_ZEROS:
+                z = tl.load(Z_ptr + sc_off, mask=n_mask3, other=0).to(tl.int32)
+            else:
+                z = tl.full(s.shape, 1 << (BITS - 1), tl.int32)
+            if HALF_DEQUANT:
+                if x_dtype == tl.bfloat16:
+                    qh = (q | 0x4300).to(tl.uint16).to(tl.bfloat16, bitcast=True)
+                    zh = (z | 0x4300).to(tl.uint16).to(tl.bfloat16, bitcast=True)
+                else:
+                    qh = (q | 0x6400).to(tl.uint16).to(tl.float16, bitcast=True)
+                    zh = (z | 0x6400).to(tl.uint16).to(tl.float16, bitcast=True)
+                a = (qh - zh) * s.to(x_dtype)
+            else:
+                qf = (q | 0x4B000000).to(tl.float32, bitcast=True)
+                zf = (z | 0x4B000000).to(tl.float32, bitcast=True)
+                a = ((qf - zf) * s.to(tl.float32)).to(x_dtype)
+            acc = tl.dot(tl.reshape(a, [BLOCK_N, SB]), xt, acc)
+
+    tile_id = pid_m * n_tiles + pid_n
+    pdl_trigger(USE_PDL, PDL_EARLY)
+    _finish_tile(acc, offs_n, n_mask, offs_m, m_mask, tile_id, pid_k, M, N,
+                 Out_ptr, Out_row_stride, Bias_ptr, WS_ptr, Lock_ptr, HAS_BIAS, SPLIT_K)
+
+
+@triton.jit
 def _w4a16_dequant_kernel(
     W_ptr, QW_ptr, S_ptr, Z_ptr, N, K, G, num_sb, W_row_stride, QW_row_stride,
     BITS: tl.constexpr, GROUP_SIZE: tl.constexpr, PPG: tl.constexpr, HAS_ZEROS: tl.constexpr,
@@ -521,6 +640,12 @@ def _auto_split(tiles: int, iters: int, sms: int) -> int:
     return split
 
 
+def _wg_half_dequant(dtype: torch.dtype, packed) -> bool:
+    """"wg" forms ``(q - z) * s`` in 16 bits when that is exact-then-one-rounding: scales stored
+    in x's dtype, and the biased integer exact (bf16 holds 128 + q for 4-bit q only)."""
+    return packed.scales.dtype == dtype and (packed.bits == 4 or dtype == torch.float16)
+
+
 def _m_tiles(m: int, cfg: W4A16Config) -> int:
     return m if cfg.kernel == "gemv" else cdiv(m, cfg.block_m)
 
@@ -585,6 +710,13 @@ def w4a16_gemm(
             xg.stride(0), shard_stride, out.stride(0), packed.qweight.stride(0),
             BLOCK_M=cfg.block_m, GROUP_M=cfg.group_m, **common,
         )
+    elif cfg.kernel == "wg":
+        common.pop("PPG")
+        _w4a16_wg_kernel[(m_tiles * n_tiles, split)](
+            *ptrs, m, n, k, packed.num_groups, num_sb, n_tiles,
+            xg.stride(0), shard_stride, out.stride(0), packed.qweight.stride(0),
+            BLOCK_M=cfg.block_m, GROUP_M=cfg.group_m, HALF_DEQUANT=_wg_half_dequant(x.dtype, packed), **common,
+        )
     elif cfg.kernel == "mma_sb":
         common.pop("PPG")
         # 16-bit magic only where the biased integer stays exact: bf16 holds 128 + q for 4-bit
@@ -597,7 +729,7 @@ def w4a16_gemm(
             HALF_MAGIC=half_magic, **common,
         )
     else:
-        raise ValueError(f"config.kernel: expected 'gemv', 'mma' or 'mma_sb', got {cfg.kernel!r}")
+        raise ValueError(f"config.kernel: expected 'gemv', 'mma', 'mma_sb' or 'wg', got {cfg.kernel!r}")
     return out
 
 

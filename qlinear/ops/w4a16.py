@@ -29,7 +29,9 @@ act-order, one launch: a cp.async ring kernel, or round 1's register kernel for 
 N % 4 != 0; auto-chosen for M <= :data:`_CUDA_MAX_M` (:data:`_CUDA_MAX_M_TALL` when N >= 8 K) where
 :func:`cuda_supported` holds; act-order and 8-bit weights take the Triton path), ``"triton"``
 (``qlinear.kernels.w4a16_triton``: a CUDA-core split-K GEMV for M <= 4
-and a tensor-core split-K kernel for small and medium M), ``"dequant_cublas"`` (fused dequantize into
+and a tensor-core split-K kernel for small and medium M), ``"triton_wg"`` (the same module's "wg"
+kernel: the dequantized tile as the register operand of one wgmma chain per tile, x from shared memory,
+for M = 64 .. 1024; :func:`qlinear.kernels.w4a16_triton.wg_config`), ``"dequant_cublas"`` (fused dequantize into
 a bf16/fp16 buffer, then cuBLAS; for large M) and ``"reference"`` (fp32, any device). Choice:
 ``backend=`` argument, then ``QLINEAR_W4A16_BACKEND``, then :data:`_M_THRESHOLDS`.
 """
@@ -56,7 +58,7 @@ __all__ = [
     "cuda_gemv",
 ]
 
-W4A16_BACKENDS = ("cuda", "triton", "dequant_cublas", "reference")
+W4A16_BACKENDS = ("cuda", "triton", "triton_wg", "dequant_cublas", "reference")
 _ENV_VAR = "QLINEAR_W4A16_BACKEND"
 
 # Auto dispatch by M (rows of x) on CUDA: the first row whose bound is >= M wins; a row's third
@@ -72,6 +74,9 @@ _ENV_VAR = "QLINEAR_W4A16_BACKEND"
 #   M = 4096 dequant_cublas 192 / 485 / 1434 vs triton mma 412 / 878 / 2678: dequant_cublas.
 # Session 2 (benchmarks/results/session2/bench_w4a16_mma.json) confirmed M = 64 on triton: mma_sb
 # 17.5 / 23.5 / 93.6 vs dequant_cublas 27.9 / 59.4 / 177.6.
+# Session 4: "triton_wg" (register-A wgmma chain, issue 5) is selectable but in no row yet;
+# benchmarks/gpu_w4a16wg.sh measures it against bf16 F.linear and this table's choice at M = 64, 128,
+# 256, 1024 (cold weights) and prints the rows to change.
 _M_THRESHOLDS: tuple[tuple[int, str, Optional[str]], ...] = (
     (64, "triton", None),  # decode .. small batches: weights read once, dequantized in registers
     (1023, "dequant_cublas", "triton"),
@@ -463,6 +468,8 @@ def _w4a16_mm(
         backend = "triton"  # extension unavailable
     if backend == "triton":
         return w4a16_triton.w4a16_gemm(x, packed, bias)
+    if backend == "triton_wg":
+        return w4a16_triton.w4a16_gemm(x, packed, bias, w4a16_triton.wg_config(x.shape[0]))
     if backend == "dequant_cublas":
         return w4a16_triton.w4a16_dequant_gemm(x, packed, bias)
     raise ValueError(f"backend: expected one of {W4A16_BACKENDS}, got {backend!r}")
