@@ -131,7 +131,7 @@ bool rms_norm_slices_quant(at::TensorList outs, const std::vector<std::optional<
 
 TORCH_LIBRARY_FRAGMENT(qlinear_C, m) {
   m.def(
-      "rms_norm_slices_quant(Tensor(a!)[] outs, Tensor?(b!)[] scales, Tensor x, int[] bounds, Tensor[] weights, "
+      "rms_norm_slices_quant(Tensor(a!)[] outs, Tensor(b!)?[] scales, Tensor x, int[] bounds, Tensor[] weights, "
       "float eps, float scale_eps, int group_size, int warps_per_block, int pdl) -> bool",
       &rms_norm_slices_quant);
   m.def(

@@ -77,3 +77,27 @@ def test_binding_syntax(tmp_path, source):
     args += [f"-I{p}" for p in incs]
     proc = subprocess.run(args + [str(CSRC / source)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-4000:]
+
+
+def _op_schemas(text: str) -> list[str]:
+    """The schema strings of every ``m.def(...)`` in a binding: adjacent C string literals joined."""
+    import re
+
+    schemas = []
+    for match in re.finditer(r"m\.def\(\s*((?:\"(?:[^\"\\]|\\.)*\"\s*)+)", text):
+        schemas.append("".join(re.findall(r"\"((?:[^\"\\]|\\.)*)\"", match.group(1))))
+    return schemas
+
+
+@pytest.mark.parametrize("source", [s for s in SOURCES if s.endswith(".cpp")])
+def test_binding_schemas_parse(source):
+    # A schema torch cannot parse aborts the process when the library loads on the GPU box (a
+    # C++ exception in a static initializer), long after every CPU test passed: parse them here.
+    import torch
+
+    schemas = _op_schemas((CSRC / source).read_text())
+    for schema in schemas:
+        try:
+            torch._C.parse_schema(schema)
+        except RuntimeError as exc:
+            pytest.fail(f"{source}: torch cannot parse the op schema {schema!r}: {exc}")
