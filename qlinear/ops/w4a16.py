@@ -74,12 +74,19 @@ _ENV_VAR = "QLINEAR_W4A16_BACKEND"
 #   M = 4096 dequant_cublas 192 / 485 / 1434 vs triton mma 412 / 878 / 2678: dequant_cublas.
 # Session 2 (benchmarks/results/session2/bench_w4a16_mma.json) confirmed M = 64 on triton: mma_sb
 # 17.5 / 23.5 / 93.6 vs dequant_cublas 27.9 / 59.4 / 177.6.
-# Session 4: "triton_wg" (register-A wgmma chain, issue 5) is selectable but in no row yet;
-# benchmarks/gpu_w4a16wg.sh measures it against bf16 F.linear and this table's choice at M = 64, 128,
-# 256, 1024 (cold weights) and prints the rows to change.
+# Session 4 (benchmarks/results/session4/w4a16wg_r2.log, cold weights, us; wg = "triton_wg" at its
+# default config, current = this table before the change, bf16 in parentheses), shapes as above:
+#   M = 64   wg 18.2 / 23.5 / 104.5 vs triton 17.1 / 23.7 / 94.9 (13.1 / 21.6 / 62.4): triton.
+#   M = 128  wg 27.0 / 39.6 / 123.9 vs dequant_cublas 27.4, triton 45.7, dequant_cublas 181.6
+#            (14.1 / 24.1 / 69.3): wg everywhere (1.0x / 0.87x / 0.68x of the old choice).
+#   M = 256  wg 34.9 / 64.2 / 229.5 vs dequant_cublas 33.6, triton 79.3, dequant_cublas 225.0:
+#            wg on tall-skinny layers only.
+#   M = 1024 wg 92.3 / 241.5 / 740.5 vs dequant_cublas 62.6 / 152.3 / 456.9: dequant_cublas.
+# Still 1.65-1.9x bf16 at M = 128: the wg kernel reaches 140-245 TFLOP/s, bf16 cuBLAS 275-434.
 _M_THRESHOLDS: tuple[tuple[int, str, Optional[str]], ...] = (
     (64, "triton", None),  # decode .. small batches: weights read once, dequantized in registers
-    (1023, "dequant_cublas", "triton"),
+    (128, "triton_wg", None),  # register-A wgmma chain
+    (256, "dequant_cublas", "triton_wg"),
     (1 << 62, "dequant_cublas", None),  # large M: cuBLAS at full tensor-core speed, +1 dequantize pass
 )
 

@@ -34,8 +34,9 @@ def test_backend_name_listed_and_import_light():
     from qlinear.ops import w4a16 as ops
 
     assert "triton_wg" in ops.W4A16_BACKENDS
-    # selectable, but the auto table does not pick it until measured
-    assert all("triton_wg" not in row for row in ops._M_THRESHOLDS)
+    # the measured table picks it at M = 65..128 (every shape) and up to 256 on tall-skinny layers
+    table = {bound: (name, tall) for bound, name, tall in ops._M_THRESHOLDS}
+    assert table[128][0] == "triton_wg" and table[256][1] == "triton_wg"
 
 
 if INTERPRETED:
