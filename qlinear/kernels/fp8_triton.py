@@ -586,6 +586,13 @@ _G = GemmConfig
 # PDL -> (16, 64, 8, 4, 4): 9.20 at M = 16 vs 9.40 for (16, 64, 8, 4, 5). 7168x16384 M = 5..16 ->
 # (16, 64, 6, 4, 3): 37.67 at M = 16 with PDL vs 39.57 for (16, 128, 5, 4, 4) (without PDL the
 # probe had (16, 64, 6, 4, 4) at 38.60 and (16, 64, 4, 4, 4) at 38.12).
+# Session 4 (benchmarks/results/session4/fp8small_r2.log: whole layer, CUDA graphs, weights COLD,
+# i.e. weight copies rotated past L2 as in a decode step; us at M = 1 / 4 / 16): the swap-AB
+# kernel (weight rows on the MMA's M side, quantization launch kept) wins at M <= 4 on
+# 24576x1536 (16, 128, 1, 4, 4) 13.26 / 14.05 vs 13.93 / 14.20 and on 7168x16384
+# (16, 128, 5, 4, 4) 32.67 / 33.77 vs 34.59 / 36.89; at M = 16 and on 2112x7168 the split kernel
+# stays (9.18 / 9.72 / 11.44 vs swap-AB >= 9.54 / 10.93 / 11.34 fused). In-kernel quantization
+# (fuse_quant) lost everywhere but 2112x7168 M = 16 (11.34 vs 11.44, noise): off.
 GEMM_CONFIGS: dict = {
     (2112, 7168): (
         (4, _G(16, 32, 8, 4, 3)),
@@ -594,12 +601,13 @@ GEMM_CONFIGS: dict = {
         (128, _G(128, 128, 4, 8, 3)),
     ),
     (24576, 1536): (
+        (4, _G(16, 128, 1, 4, 4, swap_ab=True)),
         (16, _G(16, 64, 1, 4, 5)),
         (64, _G(64, 64, 1, 4, 4)),
         (128, _G(64, 128, 1, 8, 4)),
     ),
     (7168, 16384): (
-        (4, _G(16, 64, 3, 4, 5)),
+        (4, _G(16, 128, 5, 4, 4, swap_ab=True)),
         (16, _G(16, 64, 6, 4, 3)),
         (64, _G(64, 64, 3, 4, 3)),
         (128, _G(128, 128, 4, 8, 3)),
