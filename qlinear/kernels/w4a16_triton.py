@@ -736,10 +736,12 @@ def w4a16_gemm(
 # Dequantize launch defaults per kernel version. Run 1 (v1, bn64 sb2; notes/gpu_run1, M = 128
 # dequant_cublas minus bf16 F.linear) implies the dequantize took ~11.7 / 35 / 111 us for
 # 2112x7168 / 24576x1536 / 7168x16384 (~2.7-3.2 TB/s of int4 read + bf16 write; ~4 TB/s would be
-# ~9 / 24 / 73 us). v2 writes whole superblock rows with 16-byte stores. NOT MEASURED YET:
-# `bench_w4a16.py --focus decode` times both.
+# ~9 / 24 / 73 us). v2 writes whole superblock rows with 16-byte stores. Session 4
+# (benchmarks/results/session4/probe_large_m_r2.json, the kernel alone, cold weights, bf16 out):
+# v1 13.0 / 35.0 / 106.8 us vs v2 15.2 / 37.6 / 110.0 (best v2 launch variant 14.9 / 37.4 / 109.6),
+# 0.64-0.69 of the copy ceiling: v1.
 _DEQUANT_DEFAULTS = {1: dict(block_n=64, sb_per_prog=2, num_warps=4), 2: dict(block_n=32, sb_per_prog=2, num_warps=4)}
-_DEQUANT_VERSION = 2
+_DEQUANT_VERSION = 1
 
 
 def w4a16_dequantize(packed, dtype: torch.dtype, *, block_n: int | None = None, sb_per_prog: int | None = None,
