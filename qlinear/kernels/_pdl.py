@@ -25,8 +25,11 @@ PDL on vs off in one process) PDL won at every M in {1, 2, 4, 8, 16} on 2112x716
 7.74 / 8.07 / 8.60 vs 8.21 / 8.44 / 8.45 / 8.73 / 9.40) and 7168x16384; but inside the layer
 benchmarks M = 16 lost again on 2112x7168 (fp8small_layer_round1.json: 11.45 with PDL vs 9.22 without;
 the final linear_fp8-block.json run with PDL up to 16: 12.3 vs 10.3 in session 2), while M = 2 and 4
-gained there too (8.15 / 8.20 vs 8.38 / 8.46). So the bound is 4 for the FP8 kernels; why M = 16
-loses in one harness and wins in the other is not understood. The W4A16 Triton kernels keep a
+gained there too (8.15 / 8.20 vs 8.38 / 8.46). Session 4 measured the layer with its weights read
+from HBM (copies rotated past L2, as in a decode step; the earlier layer runs kept one L2-resident
+copy): PDL up to M = 16 won at M = 16 on all three shapes (benchmarks/results/session4/
+fp8_ab_r3.json: 10.73 / 15.07 / 36.35 us vs 11.46 / 15.50 / 37.89 with the bound 4) and tied at
+M = 1 and 4. So the bound is 16 for the FP8 kernels. The W4A16 Triton kernels keep a
 bound of 1 (``W4A16_PDL_MAX_M``, the session-2 measurement above); the W4A16 CUDA decode kernels
 choose PDL themselves.
 """
@@ -42,7 +45,7 @@ import triton.language as tl
 
 __all__ = ["PDL_MAX_M", "W4A16_PDL_MAX_M", "pdl_mode", "pdl_enabled", "launch_options", "pdl_prologue", "pdl_trigger"]
 
-PDL_MAX_M = 4
+PDL_MAX_M = 16
 W4A16_PDL_MAX_M = 1
 
 

@@ -100,9 +100,12 @@ def resolve_norm_backend(backend: str | None, x: torch.Tensor) -> str:
 #       compile 4221; q_c -> Triton 4 rows x 8 warps 4055 vs 3973 (2 x 4); kv_c 32768 -> CUDA
 #       32 threads x 16 rows 3897 vs 3753 (x 8); 4096 x 7168 -> CUDA with the shuffle reduction
 #       (hints 8) 3960 vs 3833 (compile 3845).
+#   Round 5 (benchmarks/results/session4/rms_norm_gaps4_r3.txt, 5 interleaved passes): 32768 x 7168
+#       out of place is CUDA again: the CUDA two-pass loop kernel (2 vectors x 256 threads, PDL,
+#       hints 32) 4204 GB/s vs Triton's loop 4187 and compile 4219 (pass spreads 223.3-226.2 vs
+#       222.4-228.5 us: a tie within noise, 0.4 % behind on the medians).
 AUTO_BACKEND_RULES: tuple[tuple[int, int, int, bool | None, bool | None, str], ...] = (
     (16384, 2561, 3072, False, False, "triton"),
-    (16384, 12289, 14336, False, False, "triton"),
 )
 
 
@@ -271,6 +274,11 @@ CUDA_AUTO: CudaKnobs = (0, 0, 0, 0, 0, 0, 0)
 #   fused add 32768 x 7168: the 448-thread row kernel at 32 registers + PDL 4135 GB/s vs auto 4063
 #       (rows over 16383 of 8-14 KB; fewer rows keep the automatic plan, not measured).
 #   32768 x 7168 plain: + the shuffle reduction (hints bit 8) 4195 vs 4176.
+# Round 5 (session 4, benchmarks/results/session4/rms_norm_gaps4_r3.txt, 5 interleaved passes):
+#   16 x 7168: the committed 448-thread row kernel 1.98 us stays the fastest point; the mbarrier
+#       cluster kernel measured 2.23-2.65 us (compile 2.88). 32768 x 7168 plain: the CUDA loop
+#       kernel (2, 256, 1, 0, 1, 0, 32) 4204 GB/s (rule below; compile 4219). Fused add 32768 x 7168:
+#       the committed (0, 448, 1, 0, 1, 0, 16) 4109-4110 GB/s, the best point (compile 3330).
 # Round 5 knobs (csrc/norm_launch.h; timed by `bench_rms_norm.py --focus gaps4`, which prints the
 # line to set per case): cluster 2 / 4 / 8 / 16 + hints 64 = the mbarrier cluster kernel for few
 # rows (+ 128 warp pushes; prefetch 2 = weight before the PDL wait), loop kernel hints 32 + 64 plain
@@ -288,6 +296,7 @@ CUDA_KNOB_RULES: tuple[tuple[int, int, bool | None, CudaKnobs], ...] = (
     (1 << 62, 8192, None, CUDA_AUTO),
     (16383, 1 << 62, True, CUDA_AUTO),
     (1 << 62, 14336, True, (0, 448, 1, 0, 1, 0, 16)),
+    (1 << 62, 14336, False, (2, 256, 1, 0, 1, 0, 32)),
     (1 << 62, 1 << 62, False, (0, 0, 0, 1, 1, 0, 8)),
 )
 

@@ -332,12 +332,14 @@ def triton_supported(packed: W4A16Weights) -> bool:
     return packed.num_groups == 1 or packed.group_size % 16 == 0
 
 
-def cuda_supported(x: torch.Tensor, packed: W4A16Weights) -> bool:
+def cuda_supported(x: torch.Tensor, packed: W4A16Weights, *, check_pointers: bool = True) -> bool:
     """Cases the CUDA tensor-core decode kernel takes (shapes, dtypes, strides, alignment).
 
     4-bit, no act-order permutation, x fp16 / bf16 on CUDA with 1 <= M <= 16 rows, K a multiple
     of 4, group size per channel, a multiple of 128, or 16 / 32 / 64; x's pointer 8-byte aligned
     and its row stride a multiple of 4 elements. Everything else takes the Triton path.
+    ``check_pointers=False`` leaves out the two pointer checks (torch.compile cannot trace a
+    data pointer; the op re-checks them at run time and takes the Triton kernel if they fail).
     """
     if x.device.type != "cuda" or x.dtype not in (torch.float16, torch.bfloat16):
         return False
@@ -349,9 +351,13 @@ def cuda_supported(x: torch.Tensor, packed: W4A16Weights) -> bool:
     g = packed.group_size
     if packed.num_groups > 1 and not (g % 128 == 0 or g in (16, 32, 64)):
         return False
-    if x.data_ptr() % 8 or (m > 1 and x.dim() >= 2 and x.stride(-2) % 4):
+    if (m > 1 and x.dim() >= 2 and x.stride(-2) % 4) or packed.qweight.stride(0) % 4:
         return False
-    return packed.qweight.data_ptr() % 16 == 0 and packed.qweight.stride(0) % 4 == 0
+    return not check_pointers or _cuda_pointers_ok(x, packed)
+
+
+def _cuda_pointers_ok(x: torch.Tensor, packed: W4A16Weights) -> bool:
+    return x.data_ptr() % 8 == 0 and packed.qweight.data_ptr() % 16 == 0
 
 
 def w4a16_backend(x: torch.Tensor, packed: W4A16Weights) -> str:
@@ -370,7 +376,8 @@ def w4a16_backend(x: torch.Tensor, packed: W4A16Weights) -> str:
         return "reference"
     m = x.numel() // max(x.shape[-1], 1)
     tall = packed.n >= 8 * packed.k
-    if m <= (_CUDA_MAX_M_TALL if tall else _CUDA_MAX_M) and _cuda_failed is None and cuda_supported(x, packed):
+    if (m <= (_CUDA_MAX_M_TALL if tall else _CUDA_MAX_M) and _cuda_failed is None
+            and cuda_supported(x, packed, check_pointers=not torch.compiler.is_compiling())):
         return "cuda"
     for bound, name, tall_name in _M_THRESHOLDS:
         if m <= bound:
@@ -469,10 +476,11 @@ def _w4a16_mm(
     from qlinear.kernels import w4a16_triton
 
     if backend == "cuda":
-        y = _cuda_gemv(x, packed, bias)
+        # pointers were not checked when a compiled graph chose this backend (cuda_supported)
+        y = _cuda_gemv(x, packed, bias) if _cuda_pointers_ok(x, packed) else None
         if y is not None:
             return y
-        backend = "triton"  # extension unavailable
+        backend = "triton"  # extension unavailable, or a misaligned pointer
     if backend == "triton":
         return w4a16_triton.w4a16_gemm(x, packed, bias)
     if backend == "triton_wg":

@@ -139,7 +139,8 @@ def test_torch_compile():
 def test_backend_choice_and_3d_input():
     packed, w = _layer(2112, 7168, "sym")
     x = _x(6, 7168, torch.bfloat16).view(2, 3, 7168)
-    assert ops.w4a16_backend(x, packed) == "triton"
+    assert ops.w4a16_backend(x, packed) == "cuda"  # M <= _CUDA_MAX_M
+    assert ops.w4a16_backend(_x(32, 7168, torch.bfloat16), packed) == "triton"
     assert ops.w4a16_backend(x.float(), packed) == "reference"
     assert ops.w4a16_backend(_x(4096, 7168, torch.bfloat16), packed) == "dequant_cublas"
     x128 = _x(128, 7168, torch.bfloat16, seed=3)
