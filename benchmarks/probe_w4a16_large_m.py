@@ -1,0 +1,72 @@
+"""Where the merged W4A16 layer's time goes at large M (issue 7: the fused MLA step at M = 4096).
+
+    python benchmarks/probe_w4a16_large_m.py [--out DIR]
+
+2112x7168 (the merged MLA projection) and its 1536 / 576 shards, GPTQ 4-bit group 128, cold packed
+weights (copies rotated past L2), bf16 x [M, 7168], CUDA graphs, 3 interleaved passes (median):
+dequantize alone (v1 / v2), dequantize + F.linear (the "dequant_cublas" backend, v1 / v2), the same
+GEMM on a static bf16 weight (rotated copies too), and the two shard layers back to back.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from _layers import build_layer  # noqa: E402
+from _timing import bench_graph, buffers_to_defeat_l2, env_info, write_results  # noqa: E402
+
+from qlinear.kernels import w4a16_triton as wt  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--ms", type=int, nargs="+", default=[4096, 1024])
+    args = ap.parse_args()
+    k = 7168
+    cp = buffers_to_defeat_l2(2112 * k // 2, max_buffers=24)
+    built = [build_layer("w4a16", k, [1536, 576], device="cuda", split=True) for _ in range(cp)]
+    merged = [b[0].quant_method.packed(b[0]) for b in built]
+    shards = [[s.quant_method.packed(s) for s in b[1]] for b in built]
+    cw = buffers_to_defeat_l2(2 * 2112 * k, max_buffers=8)
+    wb = [torch.randn(2112, k, device="cuda", dtype=torch.bfloat16) * 0.05 for _ in range(cw)]
+
+    def deq_lin(p, x, v):
+        return F.linear(x, wt.w4a16_dequantize(p, x.dtype, version=v))
+
+    cases = {
+        "dequantize v1": lambda i, x: wt.w4a16_dequantize(merged[i % cp], x.dtype, version=1),
+        "dequantize v2": lambda i, x: wt.w4a16_dequantize(merged[i % cp], x.dtype, version=2),
+        "bf16 F.linear (static weight)": lambda i, x: F.linear(x, wb[i % cw]),
+        "dequant v1 + F.linear": lambda i, x: deq_lin(merged[i % cp], x, 1),
+        "dequant v2 + F.linear": lambda i, x: deq_lin(merged[i % cp], x, 2),
+        "shards: 2 x (dequant v1 + F.linear)": lambda i, x: [deq_lin(p, x, 1) for p in shards[i % cp]],
+        "layer forward (auto)": lambda i, x: built[i % cp][0](x),
+        "shard layers forward (auto)": lambda i, x: [s(x) for s in built[i % cp][1]],
+    }
+    rows = []
+    for m in args.ms:
+        xs = [torch.randn(m, k, device="cuda", dtype=torch.bfloat16) for _ in range(2)]
+        n = max(cp, 2)
+        res = {name: [] for name in cases}
+        for _ in range(3):
+            for name, fn in cases.items():
+                res[name].append(bench_graph(lambda i, fn=fn: fn(i, xs[i % 2]), n_buffers=n)["median_us"])
+        for name, v in res.items():
+            us = statistics.median(v)
+            rows.append(dict(case=f"M={m} 2112x7168", impl=name, us=us, passes=v))
+            print(f"W4L M={m:5d} {name:38s} {us:8.1f} us  passes {' '.join(f'{t:.1f}' for t in v)}", flush=True)
+    write_results("probe_w4a16_large_m", rows, env_info(), args.out, metric="us")
+
+
+if __name__ == "__main__":
+    main()
