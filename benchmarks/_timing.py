@@ -8,8 +8,8 @@ the same run, environment info, and JSON + PNG result files.
     write_results(name, rows, meta, out_dir) -> (json path, png path or None)
 
 Timing: the first :func:`bench_graph` of a process first keeps the GPU busy for 0.5 s
-(:func:`warm_up_gpu`) so clocks have ramped. ``fn(i)`` runs one call on input set ``i % n_buffers``. A CUDA graph captures
-``inner`` consecutive calls cycling through the input sets (so data that would fit in L2 comes
+(:func:`warm_up_gpu`) so clocks have ramped. ``fn(i)`` runs one call on input set
+``i % n_buffers``. A CUDA graph captures ``inner`` consecutive calls cycling through the input sets (so data that would fit in L2 comes
 from HBM when the caller provides enough sets); every replay is timed with CUDA events and
 divided by ``inner``. Falls back to ``triton.testing.do_bench`` when capture fails.
 """
