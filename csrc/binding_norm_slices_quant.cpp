@@ -54,13 +54,13 @@ std::vector<qlinear::NsqSlice> make_slices(at::TensorList outs, const std::vecto
     TORCH_CHECK(w.device() == x.device() && w.scalar_type() == x.scalar_type() && w.dim() == 1 &&
                     w.size(0) == width && (width == 1 || w.stride(0) == 1),
                 "weights[", s, "]: expected a contiguous [", width, "] ", x.scalar_type(), " on ", x.device(),
-                ", got shape ", w.sizes(), " dtype ", w.scalar_type());
+                ", got shape ", w.sizes(), " strides ", w.strides(), " dtype ", w.scalar_type(), " on ", w.device());
     const at::Tensor& o = outs[s];
     const bool quant = scales[s].has_value();
     TORCH_CHECK(o.device() == x.device() && o.dim() == 2 && o.size(0) == M && o.size(1) == width &&
                     (width == 1 || o.stride(1) == 1),
                 "outs[", s, "]: expected [", M, ", ", width, "] with stride(1) == 1 on ", x.device(), ", got shape ",
-                o.sizes(), " strides ", o.strides());
+                o.sizes(), " strides ", o.strides(), " on ", o.device());
     qlinear::NsqSlice& d = sl[s];
     d.out = o.data_ptr();
     d.out_stride = o.stride(0);
@@ -75,7 +75,7 @@ std::vector<qlinear::NsqSlice> make_slices(at::TensorList outs, const std::vecto
       TORCH_CHECK(sc.device() == x.device() && sc.scalar_type() == at::kFloat && sc.dim() == 2 && sc.size(0) == M &&
                       sc.size(1) == G,
                   "scales[", s, "]: expected float32 [", M, ", ", G, "] on ", x.device(), ", got shape ", sc.sizes(),
-                  " dtype ", sc.scalar_type());
+                  " dtype ", sc.scalar_type(), " on ", sc.device());
       d.scales = sc.data_ptr<float>();
       d.s_row = sc.stride(0);
       d.s_col = sc.stride(1);

@@ -44,8 +44,10 @@ cudaError_t launch_typed(const NsqArgs& a, const nsq::SliceSet& set, int nv, int
 }  // namespace
 
 bool rms_norm_slices_quant_supported(const NsqArgs& a) {
+  // rows: the kernel's warp task index (row x n_slices + slice, plus at most 31 idle tokens in the
+  // last block) is an int
   if (a.dtype == NsqDType::kFloat32 || a.group_size != 128 || a.slices == nullptr || a.n_slices < 1 ||
-      a.n_slices > kNsqMaxSlices || a.x == nullptr || a.rows < 0 || a.rows >= (int64_t{1} << 30))
+      a.n_slices > kNsqMaxSlices || a.x == nullptr || a.rows < 0 || (a.rows + 32) * a.n_slices > INT32_MAX)
     return false;
   // e4m3 conversion instructions (cvt.rn.satfinite.e4m3x2): sm_89+
   if (devattr::cc_major() < 9) {

@@ -52,7 +52,7 @@ struct NsqConfig {
 
 // True when the one-launch kernel takes these arguments (16-bit dtype, sm_89+, group 128, 16-byte
 // aligned rows and slices, widths % 8 (plain) / % 128 (quantized), widths <= 2048, 8-byte aligned
-// code rows, rows < 2^30); callers fall back to per-slice kernels otherwise.
+// code rows, (rows + 32) x slices < 2^31); callers fall back to per-slice kernels otherwise.
 bool rms_norm_slices_quant_supported(const NsqArgs& args);
 
 // All slices in one launch; cudaErrorNotSupported when !rms_norm_slices_quant_supported(args),
