@@ -3,7 +3,9 @@
     rms_norm(x, w):            y = x / sqrt(mean(x^2, -1) + eps) * w
     fused_add_rms_norm(x, r, w): r <- x + r;  x <- r / sqrt(mean(r^2, -1) + eps) * w   (in place)
     rms_norm_slices(x, (b0, b1, .., bn), (w1, .., wn)): y_i = rms_norm(x[..., b_{i-1}:b_i], w_i) for
-                               every slice, one launch on CUDA (DeepSeek MLA's q_c / kv_c)
+                               every slice, one launch on CUDA (DeepSeek MLA's q_c / kv_c); with
+                               quant_fp8, chosen slices come out as e4m3 codes + per-token-group
+                               fp32 scales (rms_norm_quant_fp8's numerics) in the same launch
 
 Accumulation is fp32 on every backend. Backends: ``"cuda"`` (csrc/ kernels, built on first use),
 ``"triton"`` and ``"reference"`` (fp32 PyTorch, the CPU path). The choice: the ``backend``
@@ -15,7 +17,8 @@ rows, cache hints, threads per row...) come from :data:`CUDA_KNOB_RULES` (measur
 no rule matches use the launcher's automatic plan).
 
 The ops are registered as torch custom ops (``torch.ops.qlinear.rms_norm``,
-``torch.ops.qlinear.fused_add_rms_norm``, ``torch.ops.qlinear.rms_norm_slices``) with fake implementations and declared mutations, so
+``torch.ops.qlinear.fused_add_rms_norm``, ``torch.ops.qlinear.rms_norm_slices``,
+``torch.ops.qlinear.rms_norm_slices_quant``) with fake implementations and declared mutations, so
 ``torch.compile`` and CUDA-graph capture see them as single opaque nodes.
 """
 
@@ -534,7 +537,8 @@ def _rms_norm_slices_fake(
 # (csrc/norm_slices_quant.cuh); from this many rows on it runs the two tuned per-slice kernels
 # (rms_norm_quant_fp8's row kernels per quantized slice + the plain norm per plain slice), which
 # move more bytes per second at large M. Set from benchmarks/gpu_mlanorm.sh (one-launch vs
-# two-launch tail at M = 1 .. 32768).
+# two-launch tail at M = 1 .. 32768; session 4, benchmarks/results/session4/mlanorm_r3.txt, MLA
+# 2112-wide bf16 rows: one launch 3.90 vs two 6.98 us at M = 1024, 14.01 vs 11.97 at M = 4096).
 SLICES_QUANT_ONE_LAUNCH_MAX_ROWS = 4096
 # PDL for the one-launch kernel (its weights are read before the wait: norm weights are
 # parameters, never written by the kernel launched just before).
@@ -766,16 +770,17 @@ def rms_norm_slices(
     ``(q, scales)`` with ``q`` e4m3 ``[T, W_i]`` and fp32 ``scales`` ``[T, cdiv(W_i, group_size)]``
     (strides ``(1, T)`` with ``column_major_scales``), exactly :func:`qlinear.ops.rms_norm_quant_fp8`'s
     numerics: ``y = x_i * rsqrt(mean(x_i^2) + eps) * w_i`` in fp32 (never rounded to x's dtype),
-    ``scale = max(amax_group(|y|), 1e-10) / 448``, ``q = e4m3_rn(y / scale)``. Needs 2-D ``x``
-    ``[T, W]``. E.g. MLA with an FP8 q_b_proj::
+    ``scale = max(amax_group(|y|), 1e-10) / 448``, ``q = e4m3_rn(clamp(y / scale, -448, 448))``.
+    Needs 2-D ``x`` ``[T, W]``. E.g. MLA with an FP8 q_b_proj::
 
         (q_fp8, q_scales), kv_c = rms_norm_slices(qkv, (0, 1536, 2048), (w_q, w_kv), 1e-6,
                                                   quant_fp8=(True, False))
 
-    On CUDA this is ONE launch for up to 4 slices of bf16 / fp16 rows (group 128, 16-byte aligned
-    slices, widths <= 2048) below :data:`SLICES_QUANT_ONE_LAUNCH_MAX_ROWS` rows; otherwise one
-    launch per slice (rms_norm_quant_fp8's kernels and the plain norm's). ``inplace`` applies to
-    the plain slices (quantized ones always get new buffers).
+    On CUDA (sm_89+) this is ONE launch for up to 4 slices of bf16 / fp16 rows (group 128, 16-byte
+    aligned rows and slices, widths <= 2048 and a multiple of 128 for quantized slices, of 8 for
+    plain ones) below :data:`SLICES_QUANT_ONE_LAUNCH_MAX_ROWS` rows; otherwise one launch per slice
+    (rms_norm_quant_fp8's kernels and the plain norm's). ``inplace`` applies to the plain slices
+    (quantized ones always get new buffers).
     """
     _check_slice_args(x, bounds, weights)
     bounds = [int(b) for b in bounds]
@@ -794,7 +799,6 @@ def rms_norm_slices(
         outs = [torch.empty(v.shape, dtype=x.dtype, device=x.device) for v in views]
     _rms_norm_slices_op(outs, x, bounds, weights, float(eps), resolve_norm_backend(backend, x))
     return outs
-
 
 
 def _rms_norm_slices_fp8(

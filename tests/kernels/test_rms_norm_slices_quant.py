@@ -46,6 +46,26 @@ def test_mla_matches_per_slice_ops(dtype, column_major, M):
     assert torch.equal(qkv, before)
 
 
+def test_formula_written_out():
+    # Independent of qlinear.reference: the docstring's formula in fp32, e4m3 through torch's cast
+    # (round to nearest even). A tolerance-free check would only re-run the same torch ops, so
+    # compare the dequantized values: |q * scale - y| <= half an e4m3 step (2^-4 relative) of |y|,
+    # or 2^-10 * scale near zero (e4m3's smallest subnormal step is 2^-9).
+    M, W, G = 6, 1536, 128
+    qkv = _x((M, 2112), seed=7)
+    w_q, w_kv = _weights(MLA, seed=8)
+    (q, s), _ = rms_norm_slices(qkv, MLA, (w_q, w_kv), EPS, quant_fp8=(True, False), backend="reference")
+    xf = qkv[:, :W].float()
+    y = xf * torch.rsqrt(xf.square().mean(-1, keepdim=True) + EPS) * w_q.float()
+    scale = y.view(M, W // G, G).abs().amax(-1).clamp_min(1e-10) / 448
+    assert torch.allclose(s, scale, rtol=1e-6, atol=0)
+    back = q.float().view(M, W // G, G) * s[..., None]
+    err = (back - y.view(M, W // G, G)).abs()
+    bound = torch.maximum(y.view(M, W // G, G).abs() * 2.0**-4, s[..., None] * 2.0**-10)
+    assert bool((err <= bound * 1.0001).all()), float((err / bound).max())
+    assert float(back.abs().amax()) > 0
+
+
 @pytest.mark.parametrize("group", [64, 128, 100])
 def test_group_sizes_and_all_quantized(group):
     bounds = (0, 256, 640)
