@@ -623,12 +623,16 @@ GEMM_CONFIGS: dict = {
 # benchmarks/gpu_fp8small.sh measures both on cold weights and prints the entries to commit.
 SMALL_M_PATH = "split"
 SWAP_AB_MAX_M = 16
-# Swap-AB entries, the same format as GEMM_CONFIGS. NOT YET MEASURED: first guesses from the
-# byte budget (cold weights: >= ~30 KB of weight loads in flight per SM, whole waves of
-# programs, few N tiles because every N tile re-reads and, fused, re-quantizes the activations):
+# Swap-AB entries, the same format as GEMM_CONFIGS. First guesses from the byte budget (cold
+# weights: >= ~30 KB of weight loads in flight per SM, whole waves of programs, few N tiles
+# because every N tile re-reads and, fused, re-quantizes the activations):
 #   2112x7168 : 33 tiles of 64 rows x 4 K slices = 132 programs of 14 K blocks (one per SM)
 #   24576x1536: 192 tiles of 128 rows, 12 K blocks, no split (1.45 programs per SM)
 #   7168x16384: 56 tiles of 128 rows x 5 slices = 280 programs of 26 K blocks
+# Measured in session 4 (benchmarks/results/session4/fp8small_r2.log, "table" rows, whole layer,
+# cold weights): slower than the split path at every point, e.g. M = 1 15.22 / 16.20 / 43.78 us
+# vs 9.18 / 13.93 / 34.59; hence SMALL_M_PATH "split". The swap-AB configs that did win (M <= 4,
+# quantization launch kept) are GEMM_CONFIGS entries instead.
 SWAP_AB_CONFIGS: dict = {
     (2112, 7168): ((16, _G(16, 64, 4, 4, 6, swap_ab=True, fuse_quant=True)),),
     (24576, 1536): ((16, _G(16, 128, 1, 4, 4, swap_ab=True, fuse_quant=True)),),

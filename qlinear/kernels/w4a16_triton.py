@@ -82,11 +82,10 @@ class W4A16Config:
     """Launch parameters. ``kernel`` "gemv" (decode, block_m must be 1), "mma" (tensor cores,
     one K=16 dot per plane, block_m >= 16), "mma_sb" (tensor cores, one dot per superblock) or
     "wg" (one dot per superblock chained through one accumulator: Hopper wgmma; see
-    :func:`wg_config`). K per loop iteration is ``sb_per_iter`` superblocks (128 columns each at
-    4 bits, 64 at 8 bits).
+    :func:`wg_config`).
 
-    ``sb_per_iter`` superblocks (16 words per row each) per loop iteration; ``split_k`` 0 = auto
-    (enough programs for ~2 waves over the SMs).
+    ``sb_per_iter`` superblocks (16 words per row each: 128 columns at 4 bits, 64 at 8 bits) per
+    loop iteration; ``split_k`` 0 = auto (enough programs for ~2 waves over the SMs).
     """
 
     kernel: str
@@ -124,10 +123,14 @@ _DEFAULT_CONFIGS: tuple[tuple[int, W4A16Config], ...] = (
 )
 
 
-# "wg" kernel (backend "triton_wg" in qlinear.ops.w4a16): per-M defaults, same lookup rule.
-# NOT MEASURED YET: benchmarks/gpu_w4a16wg.sh sweeps block_n 64/128, block_m 64/128, sb_per_iter
-# 1/2, stages 3/4, warps 4/8, split-K at M = 64 .. 1024 and prints the BEST config per (shape, M).
-# split_k 0 = auto (~2 waves over the SMs).
+# "wg" kernel (backend "triton_wg" in qlinear.ops.w4a16): per-M defaults, same lookup rule;
+# split_k 0 = auto (~2 waves over the SMs). benchmarks/gpu_w4a16wg.sh sweeps block_n 64/128,
+# block_m 64/128, sb_per_iter 1/2, stages 3/4, warps 4/8, split-K at M = 64 .. 1024. Session 4
+# (benchmarks/results/session4/w4a16wg_r2.log, cold weights, us, "triton_wg (wg_config)" vs the
+# best swept point; 2112x7168 / 24576x1536 / 7168x16384): M = 128, where auto dispatch uses it,
+# 27.2 / 40.2 / 124.7 vs 26.8 / 39.6 / 123.9; M = 256 (tall-skinny layers) 66.4 vs 64.2 on
+# 24576x1536. At M = 64 the bm64 row is 35.6 vs 23.5 on 24576x1536 (best: no split, 3 stages),
+# but auto dispatch keeps "triton" there.
 _WG_CONFIGS: tuple[tuple[int, W4A16Config], ...] = (
     (64, W4A16Config("wg", block_n=64, block_m=64, sb_per_iter=1, split_k=0, num_warps=4, num_stages=4)),
     (1 << 62, W4A16Config("wg", block_n=64, block_m=128, sb_per_iter=1, split_k=0, num_warps=4, num_stages=3)),

@@ -31,7 +31,8 @@ N % 4 != 0; auto-chosen for M <= :data:`_CUDA_MAX_M` (:data:`_CUDA_MAX_M_TALL` w
 (``qlinear.kernels.w4a16_triton``: a CUDA-core split-K GEMV for M <= 4
 and a tensor-core split-K kernel for small and medium M), ``"triton_wg"`` (the same module's "wg"
 kernel: the dequantized tile as the register operand of one wgmma chain per tile, x from shared memory,
-for M = 64 .. 1024; :func:`qlinear.kernels.w4a16_triton.wg_config`), ``"dequant_cublas"`` (fused dequantize into
+launch from :func:`qlinear.kernels.w4a16_triton.wg_config`; auto-chosen for M = 65 .. 128, and up to
+256 when N >= 8 K), ``"dequant_cublas"`` (fused dequantize into
 a bf16/fp16 buffer, then cuBLAS; for large M) and ``"reference"`` (fp32, any device). Choice:
 ``backend=`` argument, then ``QLINEAR_W4A16_BACKEND``, then :data:`_M_THRESHOLDS`.
 """
@@ -74,14 +75,18 @@ _ENV_VAR = "QLINEAR_W4A16_BACKEND"
 #   M = 4096 dequant_cublas 192 / 485 / 1434 vs triton mma 412 / 878 / 2678: dequant_cublas.
 # Session 2 (benchmarks/results/session2/bench_w4a16_mma.json) confirmed M = 64 on triton: mma_sb
 # 17.5 / 23.5 / 93.6 vs dequant_cublas 27.9 / 59.4 / 177.6.
-# Session 4 (benchmarks/results/session4/w4a16wg_r2.log, cold weights, us; wg = "triton_wg" at its
-# default config, current = this table before the change, bf16 in parentheses), shapes as above:
-#   M = 64   wg 18.2 / 23.5 / 104.5 vs triton 17.1 / 23.7 / 94.9 (13.1 / 21.6 / 62.4): triton.
-#   M = 128  wg 27.0 / 39.6 / 123.9 vs dequant_cublas 27.4, triton 45.7, dequant_cublas 181.6
-#            (14.1 / 24.1 / 69.3): wg everywhere (1.0x / 0.87x / 0.68x of the old choice).
-#   M = 256  wg 34.9 / 64.2 / 229.5 vs dequant_cublas 33.6, triton 79.3, dequant_cublas 225.0:
-#            wg on tall-skinny layers only.
-#   M = 1024 wg 92.3 / 241.5 / 740.5 vs dequant_cublas 62.6 / 152.3 / 456.9: dequant_cublas.
+# Session 4 (benchmarks/results/session4/w4a16wg_r2.log, cold weights, us; wg = the best swept
+# "wg" config, with "triton_wg" at its default wg_config in brackets; vs = this table before the
+# change; bf16 in parentheses), shapes as above:
+#   M = 64   wg 18.2 / 23.5 / 104.5 [18.3 / 35.6 / 106.4] vs triton 17.1 / 23.7 / 94.9
+#            (13.1 / 21.6 / 62.4): triton.
+#   M = 128  wg 26.8 / 39.6 / 123.9 [27.2 / 40.2 / 124.7] vs dequant_cublas 27.4, triton 45.7,
+#            dequant_cublas 181.6 (14.1 / 24.1 / 69.3): wg everywhere (default config: 0.99x /
+#            0.88x / 0.69x of the old choice).
+#   M = 256  wg 34.9 / 64.2 / 229.5 [35.7 / 66.4 / 229.8] vs dequant_cublas 33.6, triton 79.3,
+#            dequant_cublas 225.0: wg on tall-skinny layers only.
+#   M = 1024 wg 92.3 / 241.5 / 740.5 [93.6 / 250.5 / 740.4] vs dequant_cublas 62.6 / 152.3 / 456.9:
+#            dequant_cublas.
 # Still 1.65-1.9x bf16 at M = 128: the wg kernel reaches 140-245 TFLOP/s, bf16 cuBLAS 275-434.
 _M_THRESHOLDS: tuple[tuple[int, str, Optional[str]], ...] = (
     (64, "triton", None),  # decode .. small batches: weights read once, dequantized in registers
