@@ -9,8 +9,9 @@
 // (NV=1,2, plus its 32-register variant); the two-pass loop kernel (3 dtypes x 2 / 4 vectors per
 // step) and its fp16 / bf16 store / load variants (VAR 1..3); the row kernel with hints 4 / 5 (fp16 /
 // bf16, NV=1,2, both launch bounds); the mbarrier cluster kernel (fp16 / bf16, NV=1,2, block or warp
-// pushes; the plain half also with the weight before the PDL wait). Plain only: the vec kernels with the weight loaded before the PDL wait, the persistent
-// kernel (NV=2,4) and the multi-slice kernel (3 dtypes x NV=2,4).
+// pushes; the plain half also with the weight before the PDL wait). Plain only: the vec kernels
+// with the weight loaded before the PDL wait, the persistent kernel (NV=2,4) and the multi-slice
+// kernel (3 dtypes x NV=2,4).
 #define QLINEAR_NORM_LAUNCH_SLICES
 #include "norm_launch_impl.cuh"
 

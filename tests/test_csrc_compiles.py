@@ -95,7 +95,11 @@ def test_binding_schemas_parse(source):
     # C++ exception in a static initializer), long after every CPU test passed: parse them here.
     import torch
 
-    schemas = _op_schemas((CSRC / source).read_text())
+    text = (CSRC / source).read_text()
+    schemas = _op_schemas(text)
+    # every m.def must have been read as a schema, or a definition would go unchecked
+    defs = text.count("m.def(")
+    assert len(schemas) == defs, f"{source}: read {len(schemas)} schema strings for {defs} m.def calls"
     for schema in schemas:
         try:
             torch._C.parse_schema(schema)
