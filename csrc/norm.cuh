@@ -45,6 +45,8 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include "pdl.cuh"
+
 namespace qlinear {
 namespace norm {
 
@@ -84,20 +86,6 @@ union Pack {
   T e[N];
 };
 
-// Programmatic dependent launch. wait: block until the preceding grid has completed and its
-// memory is visible (returns at once when this grid was launched without PDL); every global access
-// must come after it. launch_dependents: the next grid may start launching (it still waits for our
-// completion before touching memory), so calling it early is always safe.
-__device__ __forceinline__ void pdl_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void pdl_launch_dependents() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
-}
 
 // Cache hints for streamed rows (each byte is touched once). CH = load hint + 4 * store hint.
 //   load 0: plain ld.global; 1: ld.global.cs (evict-first in L1 and L2); 2: L1::no_allocate;
@@ -274,8 +262,8 @@ __global__ void __launch_bounds__(1024)
       if (j < nvec) wv[PREW ? k : 0].raw = __ldg(reinterpret_cast<const uint4*>(weight) + j);
     }
   }
-  pdl_wait();
-  pdl_launch_dependents();
+  pdl::wait();
+  pdl::launch_dependents();
   if (active) {
     T* s = row_ptr<T>(src, row, n_inner);
     T* r = FUSED ? row_ptr<T>(res, row, n_inner) : nullptr;
@@ -363,8 +351,8 @@ __global__ void __launch_bounds__(1024, MINB)
     for (int k = 0; k < NV; ++k)
       if (k * tpr + t < nvec) wv[PREW ? k : 0].raw = __ldg(wp + k * tpr + t);
   }
-  pdl_wait();
-  pdl_launch_dependents();
+  pdl::wait();
+  pdl::launch_dependents();
 #pragma unroll
   for (int k = 0; k < NV; ++k)
     if (k * tpr + t < nvec) v[k].raw = ld_row<CH>(s + k * tpr + t);
@@ -489,8 +477,8 @@ __global__ void __launch_bounds__(1024)
   uint4* r = FUSED ? reinterpret_cast<uint4*>(row_ptr<T>(res, row, n_inner)) : nullptr;
   uint4* d = reinterpret_cast<uint4*>(row_ptr<T>(dst, row, n_inner));
   const uint4* wp = reinterpret_cast<const uint4*>(weight);
-  pdl_wait();
-  pdl_launch_dependents();
+  pdl::wait();
+  pdl::launch_dependents();
   float ss = 0.f;
   for (int base = t; base < nvec; base += UNR * tpr) {
     Pack<T> v[UNR];
@@ -581,8 +569,8 @@ __global__ void __launch_bounds__(512)
   const uint32_t n_groups = (n_rows + rpb - 1) / rpb;
   const int nvec = hidden / VW;
 
-  pdl_wait();
-  pdl_launch_dependents();
+  pdl::wait();
+  pdl::launch_dependents();
   Pack<T> cur[NV];
   uint32_t g = blockIdx.x;
   uint32_t row = g * rpb + sub;
@@ -655,8 +643,8 @@ __global__ void __launch_bounds__(1024)
   __shared__ float warp_part[32];
   __shared__ float cluster_part[8];
 
-  pdl_wait();
-  pdl_launch_dependents();
+  pdl::wait();
+  pdl::launch_dependents();
   T* s = row_ptr<T>(src, row, n_inner);
   T* r = FUSED ? row_ptr<T>(res, row, n_inner) : nullptr;
   Pack<T> v[NV];
@@ -793,8 +781,8 @@ __global__ void __launch_bounds__(1024)
   // every CTA's mbarrier is initialized before anyone arrives on it remotely
   asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
   asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
-  pdl_wait();
-  pdl_launch_dependents();
+  pdl::wait();
+  pdl::launch_dependents();
 #pragma unroll
   for (int k = 0; k < NV; ++k) {
     const int i = k * nthr + tid;
@@ -905,8 +893,8 @@ __global__ void __launch_bounds__(1024)
   float ss = 0.f;
   T* s = nullptr;
   T* r = nullptr;
-  pdl_wait();
-  pdl_launch_dependents();
+  pdl::wait();
+  pdl::launch_dependents();
   if (active) {
     s = row_ptr<T>(src, row, n_inner);
     if (FUSED) r = row_ptr<T>(res, row, n_inner);
@@ -978,8 +966,8 @@ __global__ void __launch_bounds__(1024)
   const T* __restrict__ weight = static_cast<const T*>(set.weight[s]);
   const Rows out = set.out[s];
 
-  pdl_wait();
-  pdl_launch_dependents();
+  pdl::wait();
+  pdl::launch_dependents();
   float ss = 0.f;
   if (set.vec[s]) {  // uniform over the block: group_sum's barrier is reached by every thread
     const int nvec = width / VW;

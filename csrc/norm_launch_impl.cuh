@@ -268,48 +268,16 @@ bool make_cluster_mbar_plan(bool vec_ok, bool fused, int64_t n_rows, int64_t hid
   return true;
 }
 
-// A plain <<<>>> launch, or cudaLaunchKernelEx when PDL or a cluster is asked for.
-template <typename... KArgs, typename... Args>
-cudaError_t launch_kernel(void (*kernel)(KArgs...), dim3 grid, dim3 block, cudaStream_t stream, bool pdl,
-                          int cluster, Args... args) {
-  if (!pdl && cluster <= 1) {
-    kernel<<<grid, block, 0, stream>>>(args...);
-    return cudaGetLastError();
-  }
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = grid;
-  cfg.blockDim = block;
-  cfg.dynamicSmemBytes = 0;
-  cfg.stream = stream;
-  cudaLaunchAttribute attrs[2];
-  unsigned n = 0;
-  if (pdl) {
-    attrs[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attrs[n].val.programmaticStreamSerializationAllowed = 1;
-    ++n;
-  }
-  if (cluster > 1) {
-    attrs[n].id = cudaLaunchAttributeClusterDimension;
-    attrs[n].val.clusterDim.x = static_cast<unsigned>(cluster);
-    attrs[n].val.clusterDim.y = 1;
-    attrs[n].val.clusterDim.z = 1;
-    ++n;
-  }
-  cfg.attrs = attrs;
-  cfg.numAttrs = n;
-  return cudaLaunchKernelEx(&cfg, kernel, args...);
-}
-
 template <typename T, bool FUSED, int CH>
 cudaError_t launch_hinted(const Plan& p, dim3 grid, int threads, Rows dst, Rows src, Rows res, const T* w,
                           uint32_t nr, uint32_t ni, int h, float eps, cudaStream_t stream) {
   switch (p.nv) {
     case 2:
-      return launch_kernel(norm::rms_norm_vec_kernel<T, 2, FUSED, 0, CH>, grid, threads, stream, p.pdl, 0,
-                           dst, src, res, w, nr, ni, h, p.tpr_log2, eps);
+      return pdl::launch(norm::rms_norm_vec_kernel<T, 2, FUSED, 0, CH>, grid, threads, stream, p.pdl, 0,
+                         dst, src, res, w, nr, ni, h, p.tpr_log2, eps);
     default:
-      return launch_kernel(norm::rms_norm_vec_kernel<T, 4, FUSED, 0, CH>, grid, threads, stream, p.pdl, 0,
-                           dst, src, res, w, nr, ni, h, p.tpr_log2, eps);
+      return pdl::launch(norm::rms_norm_vec_kernel<T, 4, FUSED, 0, CH>, grid, threads, stream, p.pdl, 0,
+                         dst, src, res, w, nr, ni, h, p.tpr_log2, eps);
   }
 }
 
@@ -320,14 +288,14 @@ cudaError_t launch_vec(const Plan& p, dim3 grid, int threads, Rows dst, Rows src
                        uint32_t ni, int h, float eps, cudaStream_t stream) {
   if constexpr (!FUSED) {
     if (p.prefetch_weight == 2)
-      return launch_kernel(norm::rms_norm_vec_kernel<T, NV, false, 2>, grid, threads, stream, p.pdl, 0, dst, src,
-                           res, w, nr, ni, h, p.tpr_log2, eps);
+      return pdl::launch(norm::rms_norm_vec_kernel<T, NV, false, 2>, grid, threads, stream, p.pdl, 0, dst, src,
+                         res, w, nr, ni, h, p.tpr_log2, eps);
   }
   if (p.prefetch_weight)
-    return launch_kernel(norm::rms_norm_vec_kernel<T, NV, FUSED, 1>, grid, threads, stream, p.pdl, 0, dst, src,
-                         res, w, nr, ni, h, p.tpr_log2, eps);
-  return launch_kernel(norm::rms_norm_vec_kernel<T, NV, FUSED, 0>, grid, threads, stream, p.pdl, 0, dst, src, res,
-                       w, nr, ni, h, p.tpr_log2, eps);
+    return pdl::launch(norm::rms_norm_vec_kernel<T, NV, FUSED, 1>, grid, threads, stream, p.pdl, 0, dst, src,
+                       res, w, nr, ni, h, p.tpr_log2, eps);
+  return pdl::launch(norm::rms_norm_vec_kernel<T, NV, FUSED, 0>, grid, threads, stream, p.pdl, 0, dst, src, res,
+                     w, nr, ni, h, p.tpr_log2, eps);
 }
 
 // Blocks of `kernel` one SM holds at `threads` threads (cached: the occupancy query is a driver
@@ -367,8 +335,8 @@ cudaError_t launch_persistent(const Plan& p, int64_t n_rows, int threads, Rows d
     const int64_t groups = (n_rows + p.rows_per_block - 1) / p.rows_per_block;
     int64_t blocks = int64_t{per_sm} * sm_count();
     if (blocks > groups) blocks = groups;
-    return launch_kernel(kernel, dim3(static_cast<unsigned>(blocks)), dim3(threads), stream, p.pdl, 0, dst, src, w,
-                         nr, ni, h, p.tpr_log2, eps);
+    return pdl::launch(kernel, dim3(static_cast<unsigned>(blocks)), dim3(threads), stream, p.pdl, 0, dst, src, w,
+                       nr, ni, h, p.tpr_log2, eps);
   };
   if constexpr (sizeof(T) == 2) {
     if (p.cache_hints == 4) {
@@ -387,19 +355,19 @@ cudaError_t launch_row_nv(const Plan& p, dim3 grid, Rows dst, Rows src, Rows res
                           float eps, cudaStream_t stream) {
   const dim3 block(static_cast<unsigned>(p.row_threads));
   if constexpr (MINB == 2) {
-    return launch_kernel(norm::rms_norm_row_kernel<T, NV, FUSED, 0, 2>, grid, block, stream, p.pdl, 0, dst, src, res,
-                         w, ni, h, eps);
+    return pdl::launch(norm::rms_norm_row_kernel<T, NV, FUSED, 0, 2>, grid, block, stream, p.pdl, 0, dst, src, res,
+                       w, ni, h, eps);
   } else {
     if constexpr (!FUSED) {
       if (p.prefetch_weight == 2)
-        return launch_kernel(norm::rms_norm_row_kernel<T, NV, false, 2, 1>, grid, block, stream, p.pdl, 0, dst, src,
-                             res, w, ni, h, eps);
+        return pdl::launch(norm::rms_norm_row_kernel<T, NV, false, 2, 1>, grid, block, stream, p.pdl, 0, dst, src,
+                           res, w, ni, h, eps);
     }
     if (p.prefetch_weight)
-      return launch_kernel(norm::rms_norm_row_kernel<T, NV, FUSED, 1, 1>, grid, block, stream, p.pdl, 0, dst, src,
-                           res, w, ni, h, eps);
-    return launch_kernel(norm::rms_norm_row_kernel<T, NV, FUSED, 0, 1>, grid, block, stream, p.pdl, 0, dst, src, res,
-                         w, ni, h, eps);
+      return pdl::launch(norm::rms_norm_row_kernel<T, NV, FUSED, 1, 1>, grid, block, stream, p.pdl, 0, dst, src,
+                         res, w, ni, h, eps);
+    return pdl::launch(norm::rms_norm_row_kernel<T, NV, FUSED, 0, 1>, grid, block, stream, p.pdl, 0, dst, src, res,
+                       w, ni, h, eps);
   }
 }
 
@@ -409,10 +377,10 @@ cudaError_t launch_row_ch(const Plan& p, dim3 grid, Rows dst, Rows src, Rows res
                           float eps, cudaStream_t stream) {
   const dim3 block(static_cast<unsigned>(p.row_threads));
   if (p.nv == 1)
-    return launch_kernel(norm::rms_norm_row_kernel<T, 1, FUSED, 0, MINB, CH>, grid, block, stream, p.pdl, 0, dst, src,
-                         res, w, ni, h, eps);
-  return launch_kernel(norm::rms_norm_row_kernel<T, 2, FUSED, 0, MINB, CH>, grid, block, stream, p.pdl, 0, dst, src,
+    return pdl::launch(norm::rms_norm_row_kernel<T, 1, FUSED, 0, MINB, CH>, grid, block, stream, p.pdl, 0, dst, src,
                        res, w, ni, h, eps);
+  return pdl::launch(norm::rms_norm_row_kernel<T, 2, FUSED, 0, MINB, CH>, grid, block, stream, p.pdl, 0, dst, src,
+                     res, w, ni, h, eps);
 }
 
 template <typename T, bool FUSED>
@@ -440,10 +408,10 @@ template <typename T, bool FUSED, int VAR>
 cudaError_t launch_loop_v(const Plan& p, dim3 grid, Rows dst, Rows src, Rows res, const T* w, uint32_t ni, int h,
                           float eps, cudaStream_t stream) {
   if (p.loop_unroll == 4)
-    return launch_kernel(norm::rms_norm_loop_kernel<T, FUSED, 4, VAR>, grid, p.loop_threads, stream, p.pdl, 0, dst,
-                         src, res, w, ni, h, eps);
-  return launch_kernel(norm::rms_norm_loop_kernel<T, FUSED, 2, VAR>, grid, p.loop_threads, stream, p.pdl, 0, dst, src,
-                       res, w, ni, h, eps);
+    return pdl::launch(norm::rms_norm_loop_kernel<T, FUSED, 4, VAR>, grid, p.loop_threads, stream, p.pdl, 0, dst,
+                       src, res, w, ni, h, eps);
+  return pdl::launch(norm::rms_norm_loop_kernel<T, FUSED, 2, VAR>, grid, p.loop_threads, stream, p.pdl, 0, dst, src,
+                     res, w, ni, h, eps);
 }
 
 template <typename T, bool FUSED>
@@ -468,8 +436,8 @@ cudaError_t launch_cluster_mbar_k(const Plan& p, int64_t n_rows, Rows dst, Rows 
     if (allowed != cudaSuccess) return allowed;
   }
   const dim3 grid(static_cast<unsigned>(n_rows * p.mbar_cluster));
-  return launch_kernel(kernel, grid, dim3(static_cast<unsigned>(p.mbar_threads)), stream, p.pdl, p.mbar_cluster, dst,
-                       src, res, w, ni, h, p.mbar_cluster, eps);
+  return pdl::launch(kernel, grid, dim3(static_cast<unsigned>(p.mbar_threads)), stream, p.pdl, p.mbar_cluster, dst,
+                     src, res, w, ni, h, p.mbar_cluster, eps);
 }
 
 template <typename T, bool FUSED, int NV>
@@ -505,9 +473,9 @@ cudaError_t launch_typed(const Plan& p, Rows dst, Rows src, Rows res, const void
     const int cthreads = 1 << p.tpr_log2;
     const int cs = 1 << p.cluster_log2;
 #define QLINEAR_NORM_CLUSTER(NV)                                                                          \
-  return launch_kernel(norm::rms_norm_cluster_kernel<T, NV, FUSED>, cgrid, cthreads, stream, p.pdl, cs, dst, \
-                       src, res, w, ni, h, p.cluster_log2, eps)
-    if (p.nv == 1) QLINEAR_NORM_CLUSTER(1);
+  return pdl::launch(norm::rms_norm_cluster_kernel<T, NV, FUSED>, cgrid, cthreads, stream, p.pdl, cs, dst, \
+                     src, res, w, ni, h, p.cluster_log2, eps)
+  if (p.nv == 1) QLINEAR_NORM_CLUSTER(1);
     QLINEAR_NORM_CLUSTER(2);
 #undef QLINEAR_NORM_CLUSTER
   }
@@ -520,10 +488,10 @@ cudaError_t launch_typed(const Plan& p, Rows dst, Rows src, Rows res, const void
       if (p.loop_var != 0) return launch_loop_var<T, FUSED>(p, grid, dst, src, res, w, ni, h, eps, stream);
     }
     if (p.loop_unroll == 4)
-      return launch_kernel(norm::rms_norm_loop_kernel<T, FUSED, 4>, grid, p.loop_threads, stream, p.pdl, 0, dst, src,
-                           res, w, ni, h, eps);
-    return launch_kernel(norm::rms_norm_loop_kernel<T, FUSED, 2>, grid, p.loop_threads, stream, p.pdl, 0, dst, src,
+      return pdl::launch(norm::rms_norm_loop_kernel<T, FUSED, 4>, grid, p.loop_threads, stream, p.pdl, 0, dst, src,
                          res, w, ni, h, eps);
+    return pdl::launch(norm::rms_norm_loop_kernel<T, FUSED, 2>, grid, p.loop_threads, stream, p.pdl, 0, dst, src,
+                       res, w, ni, h, eps);
   }
   if constexpr (sizeof(T) == 2) {
     if (p.row_threads > 0) return launch_row<T, FUSED>(p, n_rows, dst, src, res, w, ni, h, eps, stream);
@@ -531,10 +499,10 @@ cudaError_t launch_typed(const Plan& p, Rows dst, Rows src, Rows res, const void
       const int threads = p.rows_per_block << p.tpr_log2;
       const dim3 grid(static_cast<unsigned>((n_rows + p.rows_per_block - 1) / p.rows_per_block));
       if (p.prefetch_weight)
-        return launch_kernel(norm::rms_norm_vec_kernel<T, 4, FUSED, 1, 0, 1>, grid, threads, stream, p.pdl, 0, dst,
-                             src, res, w, nr, ni, h, p.tpr_log2, eps);
-      return launch_kernel(norm::rms_norm_vec_kernel<T, 4, FUSED, 0, 0, 1>, grid, threads, stream, p.pdl, 0, dst,
+        return pdl::launch(norm::rms_norm_vec_kernel<T, 4, FUSED, 1, 0, 1>, grid, threads, stream, p.pdl, 0, dst,
                            src, res, w, nr, ni, h, p.tpr_log2, eps);
+      return pdl::launch(norm::rms_norm_vec_kernel<T, 4, FUSED, 0, 0, 1>, grid, threads, stream, p.pdl, 0, dst,
+                         src, res, w, nr, ni, h, p.tpr_log2, eps);
     }
   }
   const int threads = p.rows_per_block << p.tpr_log2;
@@ -558,11 +526,11 @@ cudaError_t launch_typed(const Plan& p, Rows dst, Rows src, Rows res, const void
     case 2: return launch_vec<T, FUSED, 2>(p, grid, threads, dst, src, res, w, nr, ni, h, eps, stream);
     case 4: return launch_vec<T, FUSED, 4>(p, grid, threads, dst, src, res, w, nr, ni, h, eps, stream);
     case 8:
-      return launch_kernel(norm::rms_norm_vec_kernel<T, 8, FUSED, 0>, grid, threads, stream, p.pdl, 0, dst, src,
-                           res, w, nr, ni, h, p.tpr_log2, eps);
+      return pdl::launch(norm::rms_norm_vec_kernel<T, 8, FUSED, 0>, grid, threads, stream, p.pdl, 0, dst, src,
+                         res, w, nr, ni, h, p.tpr_log2, eps);
     default:
-      return launch_kernel(norm::rms_norm_generic_kernel<T, FUSED>, grid, threads, stream, p.pdl, 0, dst, src,
-                           res, w, nr, ni, h, p.tpr_log2, eps);
+      return pdl::launch(norm::rms_norm_generic_kernel<T, FUSED>, grid, threads, stream, p.pdl, 0, dst, src,
+                         res, w, nr, ni, h, p.tpr_log2, eps);
   }
 }
 
@@ -607,8 +575,8 @@ template <typename T>
 cudaError_t launch_slices(int nv, dim3 grid, int threads, bool pdl, Rows src, const norm::SliceSet& set,
                           uint32_t nr, uint32_t ni, float eps, cudaStream_t stream) {
   if (nv <= 2)
-    return launch_kernel(norm::rms_norm_slices_kernel<T, 2>, grid, threads, stream, pdl, 0, src, set, nr, ni, eps);
-  return launch_kernel(norm::rms_norm_slices_kernel<T, 4>, grid, threads, stream, pdl, 0, src, set, nr, ni, eps);
+    return pdl::launch(norm::rms_norm_slices_kernel<T, 2>, grid, threads, stream, pdl, 0, src, set, nr, ni, eps);
+  return pdl::launch(norm::rms_norm_slices_kernel<T, 4>, grid, threads, stream, pdl, 0, src, set, nr, ni, eps);
 }
 
 cudaError_t slices_impl(NormOperand x, const NormSlice* slices, int n_slices, int64_t n_rows, int64_t n_inner,

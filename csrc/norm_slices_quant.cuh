@@ -22,6 +22,7 @@
 #pragma once
 
 #include "norm_quant.cuh"
+#include "pdl.cuh"
 
 namespace qlinear {
 namespace nsq {
@@ -45,16 +46,6 @@ struct SliceSet {
   int n;
 };
 
-__device__ __forceinline__ void pdl_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void pdl_launch_dependents() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
-}
 
 // NV: 16-byte vectors per lane the registers hold (slices of up to 256 NV 16-bit elements).
 template <typename T, int NV>
@@ -83,8 +74,8 @@ __global__ void __launch_bounds__(256) rms_norm_slices_quant_kernel(const void* 
     const int v = lane + 32 * j;
     wv[j] = v < nvec ? __ldg(reinterpret_cast<const uint4*>(sl.weight) + v) : make_uint4(0u, 0u, 0u, 0u);
   }
-  pdl_wait();
-  pdl_launch_dependents();
+  pdl::wait();
+  pdl::launch_dependents();
   const uint4* xr = reinterpret_cast<const uint4*>(static_cast<const T*>(x) + row * x_stride + sl.col);
   uint4 xv[NV];
 #pragma unroll

@@ -17,20 +17,8 @@ cudaError_t launch_nv(const NsqArgs& a, const nsq::SliceSet& set, int warps, int
                       cudaStream_t stream) {
   auto kernel = nsq::rms_norm_slices_quant_kernel<T, NV>;
   const int rows = static_cast<int>(a.rows);
-  if (!pdl) {
-    kernel<<<blocks, 32 * warps, 0, stream>>>(a.x, a.x_stride, set, rows, a.eps, a.scale_eps);
-    return cudaGetLastError();
-  }
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(static_cast<unsigned>(blocks));
-  cfg.blockDim = dim3(static_cast<unsigned>(32 * warps));
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  return cudaLaunchKernelEx(&cfg, kernel, a.x, a.x_stride, set, rows, a.eps, a.scale_eps);
+  return pdl::launch(kernel, dim3(static_cast<unsigned>(blocks)), dim3(static_cast<unsigned>(32 * warps)), stream, pdl, 0,
+                     a.x, a.x_stride, set, rows, a.eps, a.scale_eps);
 }
 
 template <typename T>

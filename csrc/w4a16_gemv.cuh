@@ -34,6 +34,8 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include "pdl.cuh"
+
 namespace qlinear {
 namespace w4a16g {
 
@@ -158,17 +160,6 @@ __device__ __forceinline__ uint4 load_stream(const uint32_t* p) {
 
 __device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
 
-__device__ __forceinline__ void grid_dep_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-}
-
-__device__ __forceinline__ void grid_dep_launch() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
-}
 
 // (v & 0x000F000F) | magic in one LOP3 (0xEA = a & b | c): with both constants as immediates
 // ptxas splits it into an AND and an OR, so the magic number stays in a register.
@@ -474,7 +465,7 @@ __global__ void __launch_bounds__(reg_threads<R, U, NT, PF>(), 1) reg_gemv_kerne
 #pragma unroll
           for (int h = 0; h < 2; ++h) prefetch_l2(wrow[r][h] + (sb_begin + u) * 16);
   }
-  grid_dep_wait();
+  pdl::wait();
 
   int sb = sb_begin;
   if constexpr (PF) {
@@ -505,7 +496,7 @@ __global__ void __launch_bounds__(reg_threads<R, U, NT, PF>(), 1) reg_gemv_kerne
     reg_load<1, R, NT, true>(p, c, sb, wrow, xrow, rows, t);
     reg_compute<XT, 1, R, NT, MODE>(c, tot, sink, magic);
   }
-  grid_dep_launch();
+  pdl::launch_dependents();
   if constexpr (MODE != 0) {
     // keeps the loads (and dequant) alive; practically never stores
     if (sink == 0x9E3779B9u) static_cast<XT*>(p.out)[0] = Mma<XT>::from_f(1.f);
@@ -564,7 +555,7 @@ __global__ void __launch_bounds__(max_threads<R, U, NT>(), 1) mma_gemv_kernel(co
 #pragma unroll
           for (int h = 0; h < 2; ++h) prefetch_l2(wp[r][h] + (sb_begin + u) * 16);
   }
-  grid_dep_wait();
+  pdl::wait();
 
   for (int sb0 = sb_begin; sb0 < sb_end; sb0 += U) {
     uint4 w[U][R][2];
@@ -627,7 +618,7 @@ __global__ void __launch_bounds__(max_threads<R, U, NT>(), 1) mma_gemv_kernel(co
       }
     }
   }
-  grid_dep_launch();
+  pdl::launch_dependents();
   reduce_store<XT, R, NT>(p, tot, row0);
 }
 
@@ -758,7 +749,7 @@ __global__ void __launch_bounds__(ring_threads<WR, WK, S, ST, NT>(), 1) ring_gem
 #pragma unroll
   for (int s = 0; s < ST - 1; ++s)
     if (s < nst) ring_issue<WR, WK, S, NT>(rp, smem + s * rp.stage_bytes, s, row0, false);
-  grid_dep_wait();
+  pdl::wait();
 #pragma unroll
   for (int s = 0; s < ST - 1; ++s) {
     if (s < nst) ring_issue<WR, WK, S, NT>(rp, smem + s * rp.stage_bytes, s, row0, true);
@@ -859,7 +850,7 @@ __global__ void __launch_bounds__(ring_threads<WR, WK, S, ST, NT>(), 1) ring_gem
       }
     }
   }
-  grid_dep_launch();
+  pdl::launch_dependents();
   if constexpr (MODE != 0) {
     // keeps the loads (and dequant) alive; practically never stores
     if (sink == 0x9E3779B9u) static_cast<XT*>(p.out)[0] = Mma<XT>::from_f(1.f);
@@ -914,21 +905,7 @@ inline cudaError_t launch_kernel(K* kernel, dim3 grid, dim3 block, size_t smem, 
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
     if (e != cudaSuccess) return e;
   }
-  if (!pdl) {
-    kernel<<<grid, block, smem, stream>>>(p);
-    return cudaGetLastError();
-  }
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = grid;
-  cfg.blockDim = block;
-  cfg.dynamicSmemBytes = smem;
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  return cudaLaunchKernelEx(&cfg, kernel, p);
+  return pdl::launch_smem(kernel, grid, block, smem, stream, pdl, 0, p);
 }
 
 template <typename XT, int WR, int WK, int S, int ST, int NT, int MODE>

@@ -55,6 +55,7 @@ HEADERS = (
     "norm_launch_impl.cuh",
     "norm_quant.cuh",
     "norm_quant_launch.h",
+    "pdl.cuh",
     "w4a16_gemv.cuh",
     "w4a16_gemv_launch.h",
     "norm_slices_quant.cuh",

@@ -1,0 +1,69 @@
+// Programmatic dependent launch (PDL, sm_90+): the device-side calls and the host launch, shared
+// by every kernel family (norm, norm-slices + FP8, W4A16 decode). CUDA runtime only, no torch.
+//
+// wait: block until the preceding grid has completed and its memory is visible (returns at once
+// when this grid was launched without PDL); every global access that may depend on the previous
+// kernel must come after it. launch_dependents: the next grid may start launching (it still waits
+// for our completion before touching memory), so calling it early is always safe.
+#pragma once
+
+#include <cuda_runtime.h>
+#include <stddef.h>
+
+namespace qlinear {
+namespace pdl {
+
+__device__ __forceinline__ void wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+// A plain <<<>>> launch, or cudaLaunchKernelEx when PDL (programmatic stream serialization) or a
+// thread-block cluster of `cluster` > 1 CTAs along x is asked for.
+template <typename... KArgs, typename... Args>
+inline cudaError_t launch_smem(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                               bool pdl, int cluster, Args... args) {
+  if (!pdl && cluster <= 1) {
+    kernel<<<grid, block, smem, stream>>>(args...);
+    return cudaGetLastError();
+  }
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cudaLaunchAttribute attrs[2];
+  unsigned n = 0;
+  if (pdl) {
+    attrs[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attrs[n].val.programmaticStreamSerializationAllowed = 1;
+    ++n;
+  }
+  if (cluster > 1) {
+    attrs[n].id = cudaLaunchAttributeClusterDimension;
+    attrs[n].val.clusterDim.x = static_cast<unsigned>(cluster);
+    attrs[n].val.clusterDim.y = 1;
+    attrs[n].val.clusterDim.z = 1;
+    ++n;
+  }
+  cfg.attrs = attrs;
+  cfg.numAttrs = n;
+  return cudaLaunchKernelEx(&cfg, kernel, args...);
+}
+
+// launch_smem without dynamic shared memory.
+template <typename... KArgs, typename... Args>
+inline cudaError_t launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, cudaStream_t stream, bool pdl, int cluster,
+                          Args... args) {
+  return launch_smem(kernel, grid, block, 0, stream, pdl, cluster, args...);
+}
+
+}  // namespace pdl
+}  // namespace qlinear
