@@ -86,6 +86,40 @@ union Pack {
   T e[N];
 };
 
+// One 16-byte load with an L1 qualifier and an L2 eviction-priority policy (createpolicy +
+// cache_hint); L1Q and L2P are string literals, e.g. "no_allocate" and "evict_last".
+#define QLINEAR_LD_V4_POLICY(v, p, L1Q, L2P)                                                   \
+  asm volatile("{\n\t.reg .b64 pol;\n\t"                                                       \
+               "createpolicy.fractional.L2::" L2P ".b64 pol, 1.0;\n\t"                          \
+               "ld.global.L1::" L1Q ".L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], pol;\n\t}"   \
+               : "=r"((v).x), "=r"((v).y), "=r"((v).z), "=r"((v).w)                             \
+               : "l"(p)                                                                       \
+               : "memory")
+
+// 16-byte row load that bypasses L1 and tags the line in L2 with an eviction priority
+// (EL 1: evict-last, kept for a second read; 0: evict-first, its last use).
+template <int EL>
+__device__ __forceinline__ uint4 ld_l2_prio(const void* p) {
+  uint4 v;
+  if constexpr (EL == 1) {
+    QLINEAR_LD_V4_POLICY(v, p, "no_allocate", "evict_last");
+  } else {
+    QLINEAR_LD_V4_POLICY(v, p, "no_allocate", "evict_first");
+  }
+  return v;
+}
+
+// As ld_l2_prio, but the line may allocate in L1 with the matching L1 priority.
+template <int EL>
+__device__ __forceinline__ uint4 ld_l1_l2_prio(const void* p) {
+  uint4 v;
+  if constexpr (EL == 1) {
+    QLINEAR_LD_V4_POLICY(v, p, "evict_last", "evict_last");
+  } else {
+    QLINEAR_LD_V4_POLICY(v, p, "evict_first", "evict_first");
+  }
+  return v;
+}
 
 // Cache hints for streamed rows (each byte is touched once). CH = load hint + 4 * store hint.
 //   load 0: plain ld.global; 1: ld.global.cs (evict-first in L1 and L2); 2: L1::no_allocate;
@@ -104,13 +138,7 @@ __device__ __forceinline__ uint4 ld_row(const void* p) {
                  : "l"(p)
                  : "memory");
   } else if constexpr (LH == 3) {
-    asm volatile(
-        "{\n\t.reg .b64 pol;\n\t"
-        "createpolicy.fractional.L2::evict_first.b64 pol, 1.0;\n\t"
-        "ld.global.L1::evict_first.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], pol;\n\t}"
-        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-        : "l"(p)
-        : "memory");
+    v = ld_l1_l2_prio<0>(p);
   } else {
     v = *static_cast<const uint4*>(p);
   }
@@ -391,55 +419,6 @@ __global__ void __launch_bounds__(1024, MINB)
       st_row<CH>(d + j, v[k].raw);
     }
   }
-}
-
-// 16-byte row load that bypasses L1 and tags the line in L2 with an eviction priority
-// (EL 1: evict-last, kept for a second read; 0: evict-first, its last use).
-template <int EL>
-__device__ __forceinline__ uint4 ld_l2_prio(const void* p) {
-  uint4 v;
-  if constexpr (EL == 1) {
-    asm volatile(
-        "{\n\t.reg .b64 pol;\n\t"
-        "createpolicy.fractional.L2::evict_last.b64 pol, 1.0;\n\t"
-        "ld.global.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], pol;\n\t}"
-        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-        : "l"(p)
-        : "memory");
-  } else {
-    asm volatile(
-        "{\n\t.reg .b64 pol;\n\t"
-        "createpolicy.fractional.L2::evict_first.b64 pol, 1.0;\n\t"
-        "ld.global.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], pol;\n\t}"
-        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-        : "l"(p)
-        : "memory");
-  }
-  return v;
-}
-
-// As ld_l2_prio, but the line may allocate in L1 with the matching L1 priority.
-template <int EL>
-__device__ __forceinline__ uint4 ld_l1_l2_prio(const void* p) {
-  uint4 v;
-  if constexpr (EL == 1) {
-    asm volatile(
-        "{\n\t.reg .b64 pol;\n\t"
-        "createpolicy.fractional.L2::evict_last.b64 pol, 1.0;\n\t"
-        "ld.global.L1::evict_last.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], pol;\n\t}"
-        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-        : "l"(p)
-        : "memory");
-  } else {
-    asm volatile(
-        "{\n\t.reg .b64 pol;\n\t"
-        "createpolicy.fractional.L2::evict_first.b64 pol, 1.0;\n\t"
-        "ld.global.L1::evict_first.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], pol;\n\t}"
-        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-        : "l"(p)
-        : "memory");
-  }
-  return v;
 }
 
 // The loop kernel's row load: L2 priority EL, L1 behaviour by VAR bit 1.
