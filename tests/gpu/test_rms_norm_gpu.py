@@ -372,6 +372,40 @@ def test_cache_hint_knob(H, tpr, hints, fused, dtype):
     _run_knobs(300, H, dtype, fused, (0, tpr, 0, 0, 0, 0, hints))
 
 
+def _check_pdl_chain(ops, w, x0, r0, knobs, dtype):
+    """Four rounds of fused add -> norm -> norm, each kernel reading what the previous one wrote
+    (and overwriting what it read), launched with ``knobs`` inside a CUDA graph, against the same
+    chain launched eagerly with the automatic plan. A global access before griddepcontrol.wait
+    would show up as a mismatch."""
+
+    def chain(x, r, y, k):
+        for _ in range(4):
+            ops.fused_add_rms_norm(x[None], r[None], w, EPS, *k)  # r += x; x = norm(r)
+            ops.rms_norm(y[None], x[None], w, EPS, *k)  # y = norm(x)
+            ops.rms_norm(x[None], y[None], w, EPS, *k)  # x = norm(y)
+
+    xe, re, ye = x0.clone(), r0.clone(), torch.empty_like(x0)
+    chain(xe, re, ye, (0,) * 7)
+    xg, rg, yg = x0.clone(), r0.clone(), torch.empty_like(x0)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        chain(xg.clone(), rg.clone(), yg.clone(), knobs)
+    torch.cuda.current_stream().wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        chain(xg, rg, yg, knobs)
+    for _ in range(3):
+        xg.copy_(x0)
+        rg.copy_(r0)
+        graph.replay()
+        torch.cuda.synchronize()
+        # the cluster kernels sum in another order: later steps may differ by an ulp
+        _close(rg, re, dtype)
+        _close(xg, xe, dtype)
+        _close(yg, ye, dtype)
+
+
 @pytest.mark.parametrize("knobs", [(0, 0, 0, 0, 1, 0, 0), (0, 0, 0, 1, 1, 0, 0), (-1, 0, 0, 0, 1, 0, 0),
                                    (0, 0, 0, 0, 1, 8, 0), (0, 0, 0, 0, 1, 0, 5), (0, 256, 1, 2, 1, 0, 0),
                                    (0, 1024, 1, 2, 1, 0, 0), (0, 0, -4, 0, 1, 0, 0), (0, 0, -2, 0, 1, 0, 4)],
@@ -389,32 +423,7 @@ def test_pdl_chain_in_cuda_graph(knobs):
         x0 = (torch.randn(T, H, device="cuda", generator=_gen(T)) * 2).to(dtype)
         r0 = torch.randn(T, H, device="cuda", generator=_gen(H)).to(dtype)
 
-        def chain(x, r, y, k):
-            for _ in range(4):
-                ops.fused_add_rms_norm(x[None], r[None], w, EPS, *k)  # r += x; x = norm(r)
-                ops.rms_norm(y[None], x[None], w, EPS, *k)  # y = norm(x)
-                ops.rms_norm(x[None], y[None], w, EPS, *k)  # x = norm(y)
-
-        xe, re, ye = x0.clone(), r0.clone(), torch.empty_like(x0)
-        chain(xe, re, ye, (0,) * 7)
-        xg, rg, yg = x0.clone(), r0.clone(), torch.empty_like(x0)
-        s = torch.cuda.Stream()
-        s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s):
-            chain(xg.clone(), rg.clone(), yg.clone(), knobs)
-        torch.cuda.current_stream().wait_stream(s)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            chain(xg, rg, yg, knobs)
-        for _ in range(3):
-            xg.copy_(x0)
-            rg.copy_(r0)
-            graph.replay()
-            torch.cuda.synchronize()
-            # the cluster kernel sums in another order: later steps may differ by an ulp
-            _close(rg, re, dtype)
-            _close(xg, xe, dtype)
-            _close(yg, ye, dtype)
+        _check_pdl_chain(ops, w, x0, r0, knobs, dtype)
 
 
 def test_knob_rules_dispatch(monkeypatch):
@@ -724,31 +733,7 @@ def test_cluster_mbar_in_place_3d_and_pdl_graph():
         x0 = (torch.randn(16, 7168, device="cuda", generator=_gen(21)) * 2).to(dtype)
         r0 = torch.randn(16, 7168, device="cuda", generator=_gen(22)).to(dtype)
 
-        def chain(x, r, y, k):
-            for _ in range(4):
-                ops.fused_add_rms_norm(x[None], r[None], w, EPS, *k)
-                ops.rms_norm(y[None], x[None], w, EPS, *k)
-                ops.rms_norm(x[None], y[None], w, EPS, *k)
-
-        xe, re, ye = x0.clone(), r0.clone(), torch.empty_like(x0)
-        chain(xe, re, ye, (0,) * 7)
-        xg, rg, yg = x0.clone(), r0.clone(), torch.empty_like(x0)
-        s = torch.cuda.Stream()
-        s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s):
-            chain(xg.clone(), rg.clone(), yg.clone(), knobs)
-        torch.cuda.current_stream().wait_stream(s)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            chain(xg, rg, yg, knobs)
-        for _ in range(3):
-            xg.copy_(x0)
-            rg.copy_(r0)
-            graph.replay()
-            torch.cuda.synchronize()
-            _close(rg, re, dtype)
-            _close(xg, xe, dtype)
-            _close(yg, ye, dtype)
+        _check_pdl_chain(ops, w, x0, r0, knobs, dtype)
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
