@@ -18,11 +18,10 @@ results may differ from the reference by one bf16 ulp; the tolerances allow it.
 from __future__ import annotations
 
 import os
-import pathlib
-import subprocess
 import sys
 
 import pytest
+from _interpreter import rerun_interpreted
 import torch
 
 if "triton" not in sys.modules and not torch.cuda.is_available():
@@ -53,13 +52,7 @@ def nt():
 
 @pytest.mark.skipif(IN_PROCESS, reason="the tests run in this process")
 def test_interpreted_in_subprocess():
-    env = dict(os.environ, TRITON_INTERPRET="1", CUDA_VISIBLE_DEVICES="")
-    root = pathlib.Path(__file__).resolve().parents[2]
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(pathlib.Path(__file__).resolve())],
-        cwd=root, env=env, capture_output=True, text=True, timeout=600,
-    )
-    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
+    proc = rerun_interpreted(__file__, {"CUDA_VISIBLE_DEVICES": ""}, timeout=600)
     assert " passed" in proc.stdout
 
 

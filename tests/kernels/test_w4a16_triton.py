@@ -7,26 +7,16 @@ the variable set; the kernel tests themselves only run inside that subprocess.
 """
 
 import os
-import pathlib
-import subprocess
-import sys
 
 import pytest
+from _interpreter import rerun_interpreted
 
 INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
 
 
 @pytest.mark.skipif(INTERPRETED, reason="this is the driver; the subprocess runs the kernel tests")
 def test_interpreted_kernels():
-    env = dict(os.environ, TRITON_INTERPRET="1")
-    root = pathlib.Path(__file__).resolve().parents[2]
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH")]))
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__],
-        env=env, capture_output=True, text=True, cwd=root,
-    )
-    print(proc.stdout[-3000:])
-    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
+    rerun_interpreted(__file__)
 
 
 if INTERPRETED:
