@@ -2,6 +2,7 @@
 the same run, environment info, and JSON + PNG result files.
 
     bench_graph(fn, n_buffers=1)  -> {"median_us", "p20_us", "p80_us", "method"}
+    bench_rotated(fns, xs)        -> bench_graph of fns[i % len(fns)](xs[i % len(xs)])
     buffers_to_defeat_l2(bytes_per_call) -> how many input sets to rotate through
     copy_ceiling_gbps()           -> device-to-device copy rate, read + write bytes counted
     env_info()                    -> GPU, torch, triton, CUDA, git commit
@@ -27,7 +28,7 @@ from typing import Callable
 
 import torch
 
-__all__ = ["bench_graph", "buffers_to_defeat_l2", "copy_ceiling_gbps", "env_info", "write_results", "l2_bytes",
+__all__ = ["bench_graph", "bench_rotated", "buffers_to_defeat_l2", "copy_ceiling_gbps", "env_info", "write_results", "l2_bytes",
            "warm_up_gpu"]
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
@@ -149,6 +150,14 @@ def bench_graph(
         med, p20, p80 = triton.testing.do_bench(call, quantiles=[0.5, 0.2, 0.8])
         return {"median_us": med * 1000, "p20_us": p20 * 1000, "p80_us": p80 * 1000,
                 "method": f"do_bench (graph capture failed: {type(exc).__name__})"}
+
+
+def bench_rotated(fns, xs, **kwargs) -> dict[str, float | str]:
+    """:func:`bench_graph` of call ``i`` = ``fns[i % len(fns)](xs[i % len(xs)])``: ``fns`` one
+    callable per weight copy (a single callable is one copy) and ``xs`` the input sets, so
+    weights and inputs both rotate (every set is used)."""
+    fns = fns if isinstance(fns, (list, tuple)) else [fns]
+    return bench_graph(lambda i: fns[i % len(fns)](xs[i % len(xs)]), n_buffers=max(len(fns), len(xs)), **kwargs)
 
 
 def copy_ceiling_gbps(nbytes: int = 1 << 30) -> float:

@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _layers import build_layer  # noqa: E402
-from _timing import bench_graph, buffers_to_defeat_l2, env_info, write_results  # noqa: E402
+from _timing import bench_rotated, buffers_to_defeat_l2, env_info, write_results  # noqa: E402
 
 from qlinear.kernels import _pdl, fp8_triton  # noqa: E402
 
@@ -54,7 +54,7 @@ def main() -> None:
                 fp8_triton.PREFETCH_WEIGHTS, _pdl.PDL_MAX_M, fp8_triton.QUANT_ROW_BLOCK = pf, pdl_max, qrows
                 try:
                     err = ((layers[0](xs[0]).float() - ref).norm() / ref.norm()).item()
-                    t = bench_graph(lambda i: layers[i % copies](xs[i % 2]), n_buffers=max(copies, 2))
+                    t = bench_rotated(layers, xs)
                 finally:
                     fp8_triton.PREFETCH_WEIGHTS, _pdl.PDL_MAX_M, fp8_triton.QUANT_ROW_BLOCK = saved
                 rows.append(dict(case=f"M={m} {n}x{k}", impl=name, us=t["median_us"], p20_us=t["p20_us"],

@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _layers import build_layer  # noqa: E402
-from _timing import bench_graph, buffers_to_defeat_l2, copy_ceiling_gbps, env_info, write_results  # noqa: E402
+from _timing import bench_rotated, buffers_to_defeat_l2, copy_ceiling_gbps, env_info, write_results  # noqa: E402
 
 MS = [1, 2, 4, 16, 64, 128, 1024, 4096]
 SHAPES = [(2112, 7168), (24576, 1536), (7168, 16384)]
@@ -45,11 +45,8 @@ def weight_bytes(fmt: str, n: int, k: int) -> int:
 
 def time_layer(fns, m: int, k: int, x_bytes_per_call: int) -> dict:
     """Time ``fns[i % len(fns)](x_i)``: ``fns`` is one callable or one per weight copy."""
-    fns = fns if isinstance(fns, (list, tuple)) else [fns]
     nx = buffers_to_defeat_l2(x_bytes_per_call, max_buffers=8)
-    xs = [torch.randn(m, k, device="cuda", dtype=torch.bfloat16) for _ in range(nx)]
-    n = max(nx, len(fns))
-    return bench_graph(lambda i: fns[i % len(fns)](xs[i % nx]), n_buffers=n)
+    return bench_rotated(fns, [torch.randn(m, k, device="cuda", dtype=torch.bfloat16) for _ in range(nx)])
 
 
 def weight_copies(args, nbytes: int) -> int:

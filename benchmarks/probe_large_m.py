@@ -23,13 +23,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _layers import build_layer  # noqa: E402
-from _timing import bench_graph, buffers_to_defeat_l2, copy_ceiling_gbps, env_info, write_results  # noqa: E402
+from _timing import bench_rotated, buffers_to_defeat_l2, copy_ceiling_gbps, env_info, write_results  # noqa: E402
 
 
 def rotate(fns, m, k, nx=2):
-    xs = [torch.randn(m, k, device="cuda", dtype=torch.bfloat16) for _ in range(nx)]
-    n = max(nx, len(fns))
-    return bench_graph(lambda i: fns[i % len(fns)](xs[i % nx]), n_buffers=n)["median_us"]
+    return bench_rotated(fns, [torch.randn(m, k, device="cuda", dtype=torch.bfloat16) for _ in range(nx)])["median_us"]
 
 
 def main() -> None:
