@@ -94,12 +94,13 @@ def main() -> None:
                     help="cold: rotate weight copies past L2 as a decode step does; hot: one copy")
     ap.add_argument("--passes", type=int, default=3, help="interleaved fused / unfused passes (median reported)")
     ap.add_argument("--formats", nargs="+", default=["bf16", "fp8-block", "w4a16"])
+    ap.add_argument("--ms", type=int, nargs="+", default=MS)
     args = ap.parse_args()
     torch.manual_seed(0)
     rows = []
     for fmt in args.formats:
         fused, unfused = pipelines(fmt, args.weights)
-        for m in MS:
+        for m in args.ms:
             nx = buffers_to_defeat_l2(2 * m * HIDDEN, max_buffers=8)
             hs = [torch.randn(m, HIDDEN, device="cuda", dtype=torch.bfloat16) for _ in range(nx)]
             nbuf = max(nx, fused.copies)

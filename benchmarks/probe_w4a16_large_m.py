@@ -31,6 +31,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=None)
     ap.add_argument("--ms", type=int, nargs="+", default=[4096, 1024])
+    ap.add_argument("--passes", type=int, default=3)
     args = ap.parse_args()
     k = 7168
     cp = buffers_to_defeat_l2(2112 * k // 2, max_buffers=24)
@@ -43,6 +44,14 @@ def main() -> None:
     def deq_lin(p, x, v):
         return F.linear(x, wt.w4a16_dequantize(p, x.dtype, version=v))
 
+    def split_mm(x, w, cuts):
+        # one output, several GEMMs writing its column slices (cuBLAS takes the row stride as ldc)
+        out = torch.empty((x.shape[0], w.shape[0]), device=x.device, dtype=x.dtype)
+        for a, b in zip(cuts[:-1], cuts[1:]):
+            torch.mm(x, w[a:b].t(), out=out[:, a:b])
+        return out
+
+
     cases = {
         "dequantize v1": lambda i, x: wt.w4a16_dequantize(merged[i % cp], x.dtype, version=1),
         "dequantize v2": lambda i, x: wt.w4a16_dequantize(merged[i % cp], x.dtype, version=2),
@@ -50,6 +59,11 @@ def main() -> None:
         "dequant v1 + F.linear": lambda i, x: deq_lin(merged[i % cp], x, 1),
         "dequant v2 + F.linear": lambda i, x: deq_lin(merged[i % cp], x, 2),
         "shards: 2 x (dequant v1 + F.linear)": lambda i, x: [deq_lin(p, x, 1) for p in shards[i % cp]],
+        "dequant v1 + mm into slices 1536|576": lambda i, x: split_mm(x, wt.w4a16_dequantize(merged[i % cp], x.dtype, version=1), (0, 1536, 2112)),
+        "dequant v1 + mm into slices 1024|2112": lambda i, x: split_mm(x, wt.w4a16_dequantize(merged[i % cp], x.dtype, version=1), (0, 1024, 2112)),
+        "bf16 mm into slices 1536|576 (static)": lambda i, x: split_mm(x, wb[i % cw], (0, 1536, 2112)),
+        "bf16 mm into slices 2048|64 (static)": lambda i, x: split_mm(x, wb[i % cw], (0, 2048, 2112)),
+        "bf16 F.linear 2048 rows (static)": lambda i, x: F.linear(x, wb[i % cw][:2048]),
         "layer forward (auto)": lambda i, x: built[i % cp][0](x),
         "shard layers forward (auto)": lambda i, x: [s(x) for s in built[i % cp][1]],
     }
@@ -58,7 +72,7 @@ def main() -> None:
         xs = [torch.randn(m, k, device="cuda", dtype=torch.bfloat16) for _ in range(2)]
         n = max(cp, 2)
         res = {name: [] for name in cases}
-        for _ in range(3):
+        for _ in range(args.passes):
             for name, fn in cases.items():
                 res[name].append(bench_graph(lambda i, fn=fn: fn(i, xs[i % 2]), n_buffers=n)["median_us"])
         for name, v in res.items():
