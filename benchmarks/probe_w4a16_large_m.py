@@ -32,6 +32,7 @@ def main() -> None:
     ap.add_argument("--out", default=None)
     ap.add_argument("--ms", type=int, nargs="+", default=[4096, 1024])
     ap.add_argument("--passes", type=int, default=3)
+    ap.add_argument("--cases", choices=["all", "after"], default="all")
     args = ap.parse_args()
     k = 7168
     cp = buffers_to_defeat_l2(2112 * k // 2, max_buffers=24)
@@ -67,6 +68,24 @@ def main() -> None:
         "layer forward (auto)": lambda i, x: built[i % cp][0](x),
         "shard layers forward (auto)": lambda i, x: [s(x) for s in built[i % cp][1]],
     }
+    if args.cases == "after":
+        # Is the GEMM slower after the dequantize because it reads a just-written weight, or
+        # because anything ran before it?  And does cuBLAS prefer a K-major (transposed) weight?
+        scratch = [None]
+        wbt = [w.t().contiguous() for w in wb]
+
+        def deq_then_static(i, x):
+            scratch[0] = wt.w4a16_dequantize(merged[i % cp], x.dtype, version=1)
+            return F.linear(x, wb[i % cw])
+
+        cases = {
+            "bf16 F.linear (static weight)": cases["bf16 F.linear (static weight)"],
+            "dequant v1, then F.linear on another (static) weight": deq_then_static,
+            "dequant v1 + F.linear": cases["dequant v1 + F.linear"],
+            "bf16 x @ W^T with W stored [K, N] (static)": lambda i, x: torch.mm(x, wbt[i % cw]),
+            "layer forward (auto)": cases["layer forward (auto)"],
+            "shard layers forward (auto)": cases["shard layers forward (auto)"],
+        }
     rows = []
     for m in args.ms:
         xs = [torch.randn(m, k, device="cuda", dtype=torch.bfloat16) for _ in range(2)]
