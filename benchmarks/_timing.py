@@ -2,6 +2,7 @@
 the same run, environment info, and JSON + PNG result files.
 
     bench_graph(fn, n_buffers=1)  -> {"median_us", "p20_us", "p80_us", "method"}
+    bench_graphs_interleaved({name: fn}) -> the same per name, graph replays alternated
     bench_rotated(fns, xs)        -> bench_graph of fns[i % len(fns)](xs[i % len(xs)])
     buffers_to_defeat_l2(bytes_per_call) -> how many input sets to rotate through
     copy_ceiling_gbps()           -> device-to-device copy rate, read + write bytes counted
@@ -28,7 +29,7 @@ from typing import Callable
 
 import torch
 
-__all__ = ["bench_graph", "bench_rotated", "buffers_to_defeat_l2", "copy_ceiling_gbps", "env_info", "write_results", "l2_bytes",
+__all__ = ["bench_graph", "bench_graphs_interleaved", "bench_rotated", "buffers_to_defeat_l2", "copy_ceiling_gbps", "env_info", "write_results", "l2_bytes",
            "warm_up_gpu"]
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
@@ -150,6 +151,60 @@ def bench_graph(
         med, p20, p80 = triton.testing.do_bench(call, quantiles=[0.5, 0.2, 0.8])
         return {"median_us": med * 1000, "p20_us": p20 * 1000, "p80_us": p80 * 1000,
                 "method": f"do_bench (graph capture failed: {type(exc).__name__})"}
+
+
+def bench_graphs_interleaved(
+    fns: dict[str, Callable[[int], object]],
+    n_buffers: int = 1,
+    reps: int = 30,
+    target_replay_us: float = 2000.0,
+) -> dict[str, dict]:
+    """Like :func:`bench_graph` for several callables at once, with their graph replays
+    alternated (a, b, a, b, ...) instead of timed one after the other.
+
+    A comparison of two ~200 us steps is about a few %, while the clocks of a busy H200 drift by
+    more than that between measurements seconds apart; alternating single replays puts both
+    sides in the same thermal state. Returns ``{name: {"median_us", "p20_us", "p80_us",
+    "samples_us", "method"}}``; ``samples_us[r]`` of every name come from the same round ``r``.
+    """
+    if not _warmed:
+        warm_up_gpu()
+    graphs, inners = {}, {}
+    for name, fn in fns.items():
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            for i in range(2 * max(1, min(n_buffers, 4))):
+                fn(i % n_buffers)
+        torch.cuda.current_stream().wait_stream(stream)
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for i in range(4):
+            fn(i % n_buffers)
+        end.record()
+        torch.cuda.synchronize()
+        rough_us = max(start.elapsed_time(end) * 1000.0 / 4, 0.5)
+        inner = int(min(2000, max(4, n_buffers, target_replay_us // rough_us)))
+        inner = -(-inner // n_buffers) * n_buffers
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for i in range(inner):
+                fn(i % n_buffers)
+        graph.replay()
+        graphs[name], inners[name] = graph, inner
+    torch.cuda.synchronize()
+    samples: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(reps):
+        for name, graph in graphs.items():
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            graph.replay()
+            end.record()
+            end.synchronize()
+            samples[name].append(start.elapsed_time(end) * 1000.0 / inners[name])
+    graphs.clear()
+    return {name: {**_quantiles(v), "samples_us": v, "method": f"cuda_graph(inner={inners[name]}), replays alternated"}
+            for name, v in samples.items()}
 
 
 def bench_rotated(fns, xs, **kwargs) -> dict[str, float | str]:

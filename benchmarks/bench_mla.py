@@ -17,8 +17,10 @@ hidden [M, 7168] ->
            q_c = rms_norm(q); kv_c = rms_norm(kv[:, :512].contiguous())
                   (fp8-block: then per_token_group_quant_fp8(q_c))
 Both paths use the same checkpoint tensors and qlinear's own kernels, so the difference is the
-fusion alone. Times with CUDA graphs for M in {1, 16, 128, 1024, 4096}; checks that the outputs
-agree within the quantization tolerance; writes mla.json + mla.png.
+fusion alone. Times with CUDA graphs for M in {1, 16, 128, 1024, 4096}: each of --passes passes
+alternates fused and unfused graph replays (--interleave replays, the default since session 5: at
+M = 4096 the clocks drift by more between back-to-back measurements than the few % compared);
+checks that the outputs agree within the quantization tolerance; writes mla.json + mla.png.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _layers import build_layer  # noqa: E402
-from _timing import bench_graph, buffers_to_defeat_l2, env_info, write_results  # noqa: E402
+from _timing import bench_graph, bench_graphs_interleaved, buffers_to_defeat_l2, env_info, write_results  # noqa: E402
 
 from qlinear.ops import per_token_group_quant_fp8, rms_norm, rms_norm_slices  # noqa: E402
 
@@ -95,6 +97,9 @@ def main() -> None:
     ap.add_argument("--passes", type=int, default=3, help="interleaved fused / unfused passes (median reported)")
     ap.add_argument("--formats", nargs="+", default=["bf16", "fp8-block", "w4a16"])
     ap.add_argument("--ms", type=int, nargs="+", default=MS)
+    ap.add_argument("--interleave", choices=["replays", "passes"], default="replays",
+                    help="replays: each pass alternates fused / unfused graph replays (same clocks); "
+                         "passes: each pass times fused, then unfused (sessions 1-4)")
     args = ap.parse_args()
     torch.manual_seed(0)
     rows = []
@@ -111,8 +116,13 @@ def main() -> None:
             # times both back to back and the pass medians are reported.
             passes = []
             for _ in range(args.passes):
-                t_f = bench_graph(lambda i: fused(i, hs[i % nx]), n_buffers=nbuf)
-                t_u = bench_graph(lambda i: unfused(i, hs[i % nx]), n_buffers=nbuf)
+                if args.interleave == "replays":
+                    t = bench_graphs_interleaved({"f": lambda i: fused(i, hs[i % nx]),
+                                                  "u": lambda i: unfused(i, hs[i % nx])}, n_buffers=nbuf)
+                    t_f, t_u = t["f"], t["u"]
+                else:
+                    t_f = bench_graph(lambda i: fused(i, hs[i % nx]), n_buffers=nbuf)
+                    t_u = bench_graph(lambda i: unfused(i, hs[i % nx]), n_buffers=nbuf)
                 passes.append((t_f, t_u))
             f_us = statistics.median(p[0]["median_us"] for p in passes)
             u_us = statistics.median(p[1]["median_us"] for p in passes)
@@ -129,7 +139,7 @@ def main() -> None:
                   flush=True)
         torch.cuda.empty_cache()
     meta = {**env_info(), "timing": "CUDA graph replay, median of 30; median of --passes interleaved passes",
-            "passes": args.passes, "weights": args.weights}
+            "passes": args.passes, "weights": args.weights, "interleave": args.interleave}
     write_results("mla" + ("_hot" if args.weights == "hot" else ""), rows, meta, args.out, metric="us")
 
 
