@@ -47,6 +47,8 @@ SOURCES = (
     "w4a16_ring_f16.cu",
     "binding_norm_slices_quant.cpp",
     "norm_slices_quant_launch.cu",
+    "binding_fp8_gemv.cpp",
+    "fp8_gemv_launch.cu",
 )
 HEADERS = (
     "device_attrs.h",
@@ -60,6 +62,8 @@ HEADERS = (
     "w4a16_gemv_launch.h",
     "norm_slices_quant.cuh",
     "norm_slices_quant_launch.h",
+    "fp8_gemv.cuh",
+    "fp8_gemv_launch.h",
 )
 _SOURCES, _HEADERS = SOURCES, HEADERS
 CUDA_FLAGS = (

@@ -7,6 +7,12 @@ Backend choice, for every op: the ``backend=`` argument, then the op's environme
 use the fp32 references of ``qlinear.reference.fp8``, CUDA tensors the Triton kernels of
 ``qlinear.kernels.fp8_triton`` or ``torch._scaled_mm`` (cuBLAS / CUTLASS).
 
+The block-scaled GEMM has a fourth backend, "cuda": one launch of the CUDA extension's decode kernel
+(``csrc/fp8_gemv.cuh``, M <= 16) that quantizes x itself, bit-identical codes and scales to
+:func:`per_token_group_quant_fp8`. Auto dispatch takes it for M <= :data:`FP8_CUDA_MAX_M` (0 = never
+until measured); where it does not apply (extension unavailable, K % 128, alignment, dtype) it falls
+back to "triton".
+
 The device-facing work runs inside ``torch.library`` custom ops (namespace ``qlinear``) with fake
 implementations, so ``torch.compile`` traces through them and CUDA graphs capture them; the
 backend is resolved before the op is entered and passed to it as a string.
@@ -47,10 +53,13 @@ __all__ = [
     "fp8_scaled_backend",
     "rms_norm_quant_fp8",
     "FP8_BLOCK_DISPATCH",
+    "FP8_CUDA_MAX_M",
+    "FP8_CUDA_CONFIG",
+    "fp8_block_gemv_cuda",
 ]
 
 _QUANT_BACKENDS = ("triton", "reference")
-_BLOCK_BACKENDS = ("scaled_mm", "triton", "reference")
+_BLOCK_BACKENDS = ("scaled_mm", "triton", "cuda", "reference")
 _SCALED_BACKENDS = ("scaled_mm", "reference")
 _NORM_BACKENDS = ("cuda", "triton", "reference")
 _ACT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
@@ -97,6 +106,130 @@ FP8_BLOCK_DISPATCH: dict = {
 }
 
 
+# The "cuda" one-launch decode kernel in auto dispatch: taken for M <= this bound where it applies
+# (_cuda_gemv_ok). An int for every shape, or a dict keyed by the weight's (N, K) with None for
+# every other shape. 0 until the H200 sweep (benchmarks/gpu_fp8cuda.sh) has been read.
+FP8_CUDA_MAX_M: "int | dict" = 0
+
+# Launch config of the "cuda" kernel: code S * 10000 + R * 1000 + PF * 100 + W (csrc/fp8_gemv_launch.h;
+# 0 = the launcher's automatic choice). An int, or a dict keyed by (N, K) of tuples of (max_m, code)
+# (the first with M <= max_m wins), None for every other shape.
+FP8_CUDA_CONFIG: "int | dict" = 0
+
+# Workspace of the split-K launches, per device: kFp8GemvCounters (4096) int32 arrival counters,
+# zeroed once here and reset by the kernel, then fp32 partial tiles.
+_CUDA_WS_COUNTERS = 4096
+_CUDA_WS_WORDS = _CUDA_WS_COUNTERS + (1 << 21)
+_cuda_ws: dict = {}
+_cuda_failed: Optional[str] = None
+
+
+def _by_shape(table, N: int, K: int):
+    if isinstance(table, dict):
+        return table.get((N, K), table.get(None, 0))
+    return table
+
+
+def _cuda_max_m(N: int, K: int) -> int:
+    return int(_by_shape(FP8_CUDA_MAX_M, N, K) or 0)
+
+
+def _cuda_config(M: int, N: int, K: int) -> int:
+    entry = _by_shape(FP8_CUDA_CONFIG, N, K)
+    if isinstance(entry, (tuple, list)):
+        for max_m, code in entry:
+            if M <= max_m:
+                return int(code)
+        return 0
+    return int(entry or 0)
+
+
+def _cuda_gemv_ok(x: torch.Tensor, weight: torch.Tensor, block_size, check_pointers: bool = True) -> bool:
+    """Whether the "cuda" kernel takes these operands: CUDA fp16 / bf16 x [M <= 16, K] (2-D view),
+    K % 128 == 0, block (128, 128), sm_89+, 16-byte aligned x / weight rows and pointers."""
+    if x.device.type != "cuda" or x.dtype not in (torch.float16, torch.bfloat16) or tuple(block_size) != (128, 128):
+        return False
+    K = x.shape[-1]
+    M = x.numel() // max(K, 1)
+    if not 1 <= M <= 16 or K % 128 or weight.stride(0) % 16:
+        return False
+    cap = cuda_capability(x.device.index or 0)
+    if cap is None or cap < (8, 9):
+        return False
+    x2 = _flat(x) if x.dim() != 2 else x
+    if x2.dim() != 2 or (M > 1 and x2.stride(0) % 8):
+        return False
+    return not check_pointers or (x2.data_ptr() % 16 == 0 and weight.data_ptr() % 16 == 0)
+
+
+def _cuda_ops():
+    """``torch.ops.qlinear_C`` or None (the first load failure is warned about once and remembered)."""
+    global _cuda_failed
+    if _cuda_failed is not None:
+        return None
+    # Function-local import (the one allowed kind): keeps the extension loader off `import qlinear.ops`.
+    from qlinear.kernels import cuda_ext
+
+    if cuda_ext.is_available():
+        return cuda_ext.load()
+    _cuda_failed = cuda_ext.failure_reason() or "unknown"
+    import warnings
+
+    warnings.warn(
+        f"qlinear: CUDA extension unavailable ({_cuda_failed}); fp8_block_linear uses Triton",
+        RuntimeWarning,
+        stacklevel=3,
+    )
+    return None
+
+
+def _cuda_workspace(device: torch.device) -> Optional[torch.Tensor]:
+    ws = _cuda_ws.get(device.index)
+    if ws is None:
+        if torch.cuda.is_current_stream_capturing():
+            return None  # never allocate it inside a graph capture (its pool would own it)
+        ws = torch.zeros(_CUDA_WS_WORDS, dtype=torch.int32, device=device)
+        _cuda_ws[device.index] = ws
+    return ws
+
+
+def fp8_block_gemv_cuda(
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    weight_scale_inv: torch.Tensor,
+    bias: Optional[torch.Tensor] = None,
+    *,
+    config: Optional[int] = None,
+    pdl: Optional[bool] = None,
+) -> Optional[torch.Tensor]:
+    """The "cuda" backend on a 2-D ``x`` [M <= 16, K]: ``[M, N]`` in x's dtype, or None where it
+    does not apply (:func:`_cuda_gemv_ok`, extension unavailable, config not supported, workspace not
+    yet allocated during a graph capture). ``config``: launch code (see :data:`FP8_CUDA_CONFIG`;
+    None = that table); ``pdl`` None: on for M <= ``qlinear.kernels._pdl.PDL_MAX_M`` on sm_90+.
+
+    The split-K launches share one workspace per device: launches of this kernel must not run
+    concurrently on two streams of the same device.
+    """
+    if x.dim() != 2 or not _cuda_gemv_ok(x, weight, (128, 128)):
+        return None
+    ops = _cuda_ops()
+    if ops is None:
+        return None
+    ws = _cuda_workspace(x.device)
+    if ws is None:
+        return None
+    M, K = x.shape
+    N = weight.shape[0]
+    code = _cuda_config(M, N, K) if config is None else int(config)
+    if ops.fp8_block_gemv_supported(x, weight, weight_scale_inv, ws, code) != 0:
+        return None
+    if pdl is None:
+        from qlinear.kernels import _pdl  # function-local: imports triton
+
+        pdl = M <= _pdl.PDL_MAX_M and _pdl.pdl_enabled(x.device)
+    return ops.fp8_block_gemv(x, weight, weight_scale_inv, bias, ws, code, bool(pdl), _ref.FP8_SCALE_EPS)
+
+
 def _scaled_mm_cuda_ok() -> bool:
     version = torch.version.cuda
     if not version:
@@ -125,14 +258,19 @@ def fp8_block_backend(
     weight_scale_inv: Optional[torch.Tensor] = None,
 ) -> str:
     """Backend that ``fp8_block_linear(x, weight, ...)`` picks when ``backend`` is None:
-    ``QLINEAR_FP8_BLOCK_BACKEND`` if set, else "reference" off CUDA, else the dispatch table
-    (:data:`FP8_BLOCK_DISPATCH`) where cuBLAS blockwise applies (Hopper, CUDA >= 12.9, shapes
-    above), else "triton"."""
+    ``QLINEAR_FP8_BLOCK_BACKEND`` if set, else "reference" off CUDA, else "cuda" for M <=
+    :data:`FP8_CUDA_MAX_M` where that kernel applies and the extension has not failed to load, else
+    the dispatch table (:data:`FP8_BLOCK_DISPATCH`) where cuBLAS blockwise applies (Hopper, CUDA >=
+    12.9, shapes above), else "triton"."""
     env = env_backend("QLINEAR_FP8_BLOCK_BACKEND", _BLOCK_BACKENDS)
     if env is not None:
         return env
     if x.device.type != "cuda":
         return "reference"
+    N, K = weight.shape
+    if (_cuda_failed is None and x.numel() // max(K, 1) <= _cuda_max_m(N, K)
+            and _cuda_gemv_ok(x, weight, block_size, check_pointers=not torch.compiler.is_compiling())):
+        return "cuda"
     if not _scaled_mm_block_ok(x, weight, block_size, weight_scale_inv):
         return "triton"
     N, K = weight.shape
@@ -280,6 +418,12 @@ def _block_linear_op(
     block = (block_n, block_k)
     if backend == "reference":
         return _ref.fp8_block_linear_ref(x, weight, weight_scale_inv, block, bias)
+    if backend == "cuda":
+        # falls back to "triton" where the kernel does not apply (see fp8_block_gemv_cuda)
+        y = fp8_block_gemv_cuda(x, weight, weight_scale_inv, bias) if block == (128, 128) else None
+        if y is not None:
+            return y
+        backend = "triton"
     k = _kernels()
     M = x.shape[0]
     if backend == "triton":
@@ -324,7 +468,8 @@ def fp8_block_linear(
     multiplier: ``W[n, k] = weight[n, k] * weight_scale_inv[n // bn, k // bk]``; ``block_size =
     (bn, bk)``; ``bias`` [N] in ``x.dtype``. ``x`` is quantized per row in groups of ``bk``
     (:func:`per_token_group_quant_fp8`), the GEMM accumulates in fp32. Returns ``x.dtype`` [..., N].
-    Backends: "scaled_mm" (cuBLAS blockwise, Hopper), "triton", "reference";
+    Backends: "scaled_mm" (cuBLAS blockwise, Hopper), "triton", "cuda" (one-launch decode kernel,
+    M <= 16, K % 128 == 0, block (128, 128), fp16 / bf16; elsewhere it runs "triton"), "reference";
     :func:`fp8_block_backend` tells which one None picks.
     """
     _check_act("x", x)
@@ -341,7 +486,9 @@ def fp8_block_linear(
     be = backend if backend is not None else fp8_block_backend(x, weight, (bn, bk), weight_scale_inv)
     if be not in _BLOCK_BACKENDS:
         raise ValueError(f"backend: expected one of {_BLOCK_BACKENDS} or None, got {be!r}")
-    if be == "triton" and (bk < 16 or bk & (bk - 1)):
+    if be == "cuda" and not x.is_cuda:
+        raise ValueError(f"backend 'cuda' needs CUDA tensors, got x on {x.device}; use backend='reference'")
+    if be in ("triton", "cuda") and (bk < 16 or bk & (bk - 1)):
         raise ValueError(f"block_size: the Triton kernel needs bk a power of two >= 16, got {block_size}")
     if be == "scaled_mm":
         if (bn, bk) != (128, 128) or N % 16 or K % 16 or cdiv(K, 128) % 4:

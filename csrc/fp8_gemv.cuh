@@ -1,0 +1,325 @@
+// One-launch FP8 block-scaled decode GEMM for M <= 16 rows of activations (device code, no torch).
+//
+//   y[m, n] = bias[n] + sum_kb sw[n / 128, kb] * sx[m, kb] * sum_{k in kb} q[m, k] * w[n, k]
+//
+// x [M, K] bf16 / fp16 is quantized in the kernel per row and 128-group exactly as
+// qlinear.ops.per_token_group_quant_fp8 does (norm_quant.cuh's helpers: scale = max(amax, eps) / 448
+// and q = e4m3_rn_satfinite(x / scale), both IEEE-rounded divisions), so codes and scales are the
+// quantize-then-GEMM path's bit for bit; only the fp32 summation order differs.
+//
+// Swap AB on mma.sync.m16n8k32 (e4m3 x e4m3 -> f32): 16 weight rows are the MMA's M side (A, row =
+// K-major, the weight's own layout), 8 tokens the N side (B; two token tiles for M > 8; tokens
+// >= M get zero fragments and no loads). Fragments (PTX ISA, m16n8k32 .e4m3): lane (g = lane / 4,
+// t = lane % 4) holds a0 / a2 = row g at k {4t..4t+3} / {16+4t..16+4t+3}, a1 / a3 = row g + 8 at the
+// same k, b0 / b1 = token g at those k; c0, c1 = (row g, tokens 2t, 2t+1), c2, c3 = row g + 8.
+// The dot product is invariant under any k permutation applied to A and B alike, so lane t
+// feeds the MMA from the bytes it loaded itself: per 128-k block it reads 16 contiguous bytes at
+// k = 16t and at k = 64 + 16t of its rows (each 16-byte load instruction of the warp then covers 64
+// contiguous bytes of 8 rows: whole 32-byte sectors), and MMA step s = 0..3 of the block takes
+// bytes 8 (s % 2) .. +7 of chunk s / 2 (low word = a0 / b0, high word = a2 / b1). No shared memory,
+// no ldmatrix. x is quantized for token g at the same 32 k; the group's amax is a max over the 4
+// lanes of a token (xor-shuffles 1, 2).
+//
+// Work split: a CTA owns R row tiles of 16 rows (x quantized once per k-block and reused for the
+// R tiles) and the k-blocks [s * kbs, (s + 1) * kbs) of split s = blockIdx.y; its W warps take
+// those k-blocks round-robin (neighbouring warps read neighbouring 128-byte pieces of each row).
+// Each k-block's 4 MMA steps go to a fresh fragment, then acc += frag * (sw * sx[token]). The warps
+// reduce through shared memory; with S > 1 splits each CTA stores its fp32 partial tile into the
+// workspace and the last-arriving CTA of a tile group (arrival counter) sums the S partials in split
+// order (deterministic), adds the bias, stores, and resets the counter to 0 (graph replays reuse it).
+// PF = 1: the next k-block's weights are loaded before this one's MMAs (two register stages).
+// PDL: the first k-block's weights and scales are requested before griddepcontrol.wait, x after.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "norm_quant.cuh"
+#include "pdl.cuh"
+
+namespace qlinear {
+namespace fp8g {
+
+struct Params {
+  void* out;
+  int64_t out_stride;  // elements between rows of out
+  const void* x;
+  int64_t x_stride;  // elements between rows of x
+  const uint8_t* w;  // e4m3 [n, k]
+  int64_t w_stride;  // bytes between rows
+  const float* wsi;  // [cdiv(n, 128), k / 128]
+  int64_t wsi_s0, wsi_s1;
+  const void* bias;  // [n] in x's dtype or null
+  float* ws;         // split partials (splits > 1)
+  int* counters;     // one per tile group, zero between launches
+  int m, n, kb;      // kb = k / 128
+  int splits, kb_per_split;
+  float scale_eps;
+};
+
+template <typename XT>
+struct XTraits;
+
+template <>
+struct XTraits<__nv_bfloat16> {
+  static __device__ __forceinline__ float lo(uint32_t u) { return __uint_as_float(u << 16); }
+  static __device__ __forceinline__ float hi(uint32_t u) { return __uint_as_float(u & 0xffff0000u); }
+  static __device__ __forceinline__ __nv_bfloat16 from(float v) { return __float2bfloat16_rn(v); }
+  static __device__ __forceinline__ float to(__nv_bfloat16 v) { return __bfloat162float(v); }
+};
+
+template <>
+struct XTraits<__half> {
+  static __device__ __forceinline__ float lo(uint32_t u) { return __half2float(__ushort_as_half(static_cast<unsigned short>(u & 0xffffu))); }
+  static __device__ __forceinline__ float hi(uint32_t u) { return __half2float(__ushort_as_half(static_cast<unsigned short>(u >> 16))); }
+  static __device__ __forceinline__ __half from(float v) { return __float2half_rn(v); }
+  static __device__ __forceinline__ float to(__half v) { return __half2float(v); }
+};
+
+// Streamed weight bytes (each read once): read-only path, no L1 allocation, 256-byte L2 fetch.
+__device__ __forceinline__ uint4 ld_weight(const uint8_t* p) {
+  uint4 v;
+  asm("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+      : "l"(p));
+  return v;
+}
+
+__device__ __forceinline__ void mma_e4m3(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                         uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+// One k-block of weights for R row tiles: [r][h][c] = row g + 8 h of tile r, chunk c (k = 64 c + 16 t).
+template <int R>
+struct WStage {
+  uint4 v[R][2][2];
+  float sw[R];
+};
+
+// Weight rows are kept as 32-bit indices (64-bit pointers would cost 4 R more registers).
+template <int R>
+__device__ __forceinline__ void load_stage(WStage<R>& st, const Params& p, const int (&rows)[R][2], int t, int kb) {
+  const uint8_t* base = p.w + static_cast<int64_t>(kb) * 128 + 16 * t;
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const uint8_t* row = base + static_cast<int64_t>(rows[r][h]) * p.w_stride;
+#pragma unroll
+      for (int c = 0; c < 2; ++c) st.v[r][h][c] = ld_weight(row + c * 64);
+    }
+    st.sw[r] = __ldg(p.wsi + static_cast<int64_t>(rows[r][0] / 128) * p.wsi_s0 + static_cast<int64_t>(kb) * p.wsi_s1);
+  }
+}
+
+// x of token tile nt at k-block kb quantized for this lane: q[c * 4 + j] = codes of k = 64 c + 16 t +
+// 4 j .. +3 (low byte first); returns the group scale (0 for tokens >= M, whose codes are 0).
+template <typename XT>
+__device__ __forceinline__ float quant_x(uint32_t (&q)[8], const XT* xrow, bool valid, int kb, int t, float eps) {
+  uint4 raw[2][2];
+  if (valid) {
+    const uint4* p = reinterpret_cast<const uint4*>(xrow + static_cast<int64_t>(kb) * 128 + 16 * t);
+#pragma unroll
+    for (int c = 0; c < 2; ++c) {
+      raw[c][0] = p[c * 8];
+      raw[c][1] = p[c * 8 + 1];
+    }
+  } else {
+#pragma unroll
+    for (int c = 0; c < 2; ++c) raw[c][0] = raw[c][1] = make_uint4(0, 0, 0, 0);
+  }
+  // the 32 values are converted twice (amax, then quotients) rather than held as fp32: that would
+  // cost 32 registers per token tile
+  float amax = 0.f;
+#pragma unroll
+  for (int c = 0; c < 2; ++c) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const uint32_t u[4] = {raw[c][h].x, raw[c][h].y, raw[c][h].z, raw[c][h].w};
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        amax = fmaxf(amax, fmaxf(fabsf(XTraits<XT>::lo(u[j])), fabsf(XTraits<XT>::hi(u[j]))));
+    }
+  }
+  amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
+  amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
+  const float scale = nq::div_by(fmaxf(amax, eps), nq::kE4m3Max, nq::kRcpE4m3Max);
+  const float rs = nq::div_rcp(scale);
+#pragma unroll
+  for (int c = 0; c < 2; ++c) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const uint32_t u[4] = {raw[c][h].x, raw[c][h].y, raw[c][h].z, raw[c][h].w};
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        // word c * 4 + 2h + j holds elements 8h + 4j .. +3 of chunk c = two packed pairs
+        const uint32_t u0 = u[2 * j], u1 = u[2 * j + 1];
+        q[c * 4 + h * 2 + j] =
+            nq::e4m3x2(nq::div_by(XTraits<XT>::lo(u0), scale, rs), nq::div_by(XTraits<XT>::hi(u0), scale, rs)) |
+            (nq::e4m3x2(nq::div_by(XTraits<XT>::lo(u1), scale, rs), nq::div_by(XTraits<XT>::hi(u1), scale, rs)) << 16);
+      }
+    }
+  }
+  return valid ? scale : 0.f;
+}
+
+template <typename XT, int NT, int R>
+__device__ __forceinline__ void do_block(float (&acc)[R][NT][4], const WStage<R>& st, const XT* const (&xrow)[NT],
+                                         const bool (&xvalid)[NT], int kb, int lane, float eps) {
+  const int t = lane & 3;
+  uint32_t q[NT][8];
+  float sxc[NT][2];
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt) {
+    const float sx = quant_x<XT>(q[nt], xrow[nt], xvalid[nt], kb, t, eps);
+    // C columns of this lane are tokens 2t, 2t + 1, whose scales lanes 8t and 8t + 4 computed
+    sxc[nt][0] = __shfl_sync(0xffffffffu, sx, 8 * t);
+    sxc[nt][1] = __shfl_sync(0xffffffffu, sx, 8 * t + 4);
+  }
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    float frag[NT][4];
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) frag[nt][0] = frag[nt][1] = frag[nt][2] = frag[nt][3] = 0.f;
+#pragma unroll
+    for (int s = 0; s < 4; ++s) {
+      const int c = s >> 1;
+      const uint4& lo = st.v[r][0][c];
+      const uint4& hi = st.v[r][1][c];
+      const uint32_t a0 = (s & 1) ? lo.z : lo.x, a2 = (s & 1) ? lo.w : lo.y;
+      const uint32_t a1 = (s & 1) ? hi.z : hi.x, a3 = (s & 1) ? hi.w : hi.y;
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) mma_e4m3(frag[nt], a0, a1, a2, a3, q[nt][c * 4 + (s & 1) * 2], q[nt][c * 4 + (s & 1) * 2 + 1]);
+    }
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) {
+      const float s0 = st.sw[r] * sxc[nt][0], s1 = st.sw[r] * sxc[nt][1];
+      acc[r][nt][0] = fmaf(frag[nt][0], s0, acc[r][nt][0]);
+      acc[r][nt][1] = fmaf(frag[nt][1], s1, acc[r][nt][1]);
+      acc[r][nt][2] = fmaf(frag[nt][2], s0, acc[r][nt][2]);
+      acc[r][nt][3] = fmaf(frag[nt][3], s1, acc[r][nt][3]);
+    }
+  }
+}
+
+// Threads per CTA an instance is compiled for, i.e. its register cap (65536 / threads): each tile
+// of a weight stage holds 16 registers, each token tile 24 (raw x + codes) and 8 R accumulators.
+template <int NT, int R, int PF>
+constexpr int max_threads() {
+  return R == 1 ? 512 : (R == 2 && NT == 1 ? (PF ? 384 : 512) : 256);
+}
+
+// Shared memory of a launch: the warps' partial tiles plus the last-arrival flag.
+inline size_t smem_bytes(int R, int NT, int warps) {
+  return sizeof(float) * static_cast<size_t>(warps) * R * NT * 128 + 16;
+}
+
+template <typename XT, int NT, int R, int PF>
+__global__ void __launch_bounds__(max_threads<NT, R, PF>(), 1) fp8_gemv_kernel(const Params p) {
+  extern __shared__ float red[];
+  constexpr int V = R * NT * 4;  // accumulator values per lane
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, W = blockDim.x >> 5;
+  const int g = lane >> 2, t = lane & 3;
+  const int tg = blockIdx.x, split = blockIdx.y;
+  const int row0 = tg * R * 16;
+  const int kb_lo = split * p.kb_per_split;
+  const int kb_hi = min(kb_lo + p.kb_per_split, p.kb);
+
+  int rows[R][2];
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    // rows past N read row N - 1 (valid memory); their results are never stored. A 16-row tile
+    // lies inside one 128-row scale block, so row g's block is the tile's.
+#pragma unroll
+    for (int h = 0; h < 2; ++h) rows[r][h] = min(row0 + r * 16 + h * 8 + g, p.n - 1);
+  }
+
+  float acc[R][NT][4];
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) acc[r][nt][0] = acc[r][nt][1] = acc[r][nt][2] = acc[r][nt][3] = 0.f;
+
+  int kb = kb_lo + warp;
+  WStage<R> st0, st1;
+  if (kb < kb_hi) load_stage<R>(st0, p, rows, t, kb);
+
+  pdl::wait();
+  pdl::launch_dependents();
+
+  const XT* xrow[NT];
+  bool xvalid[NT];
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt) {
+    const int m = nt * 8 + g;
+    xvalid[nt] = m < p.m;
+    xrow[nt] = static_cast<const XT*>(p.x) + static_cast<int64_t>(xvalid[nt] ? m : 0) * p.x_stride;
+  }
+
+  if constexpr (PF) {
+    for (; kb < kb_hi; kb += 2 * W) {
+      if (kb + W < kb_hi) load_stage<R>(st1, p, rows, t, kb + W);
+      do_block<XT, NT, R>(acc, st0, xrow, xvalid, kb, lane, p.scale_eps);
+      if (kb + W >= kb_hi) break;
+      if (kb + 2 * W < kb_hi) load_stage<R>(st0, p, rows, t, kb + 2 * W);
+      do_block<XT, NT, R>(acc, st1, xrow, xvalid, kb + W, lane, p.scale_eps);
+    }
+  } else {
+    for (; kb < kb_hi; kb += W) {
+      if (kb != kb_lo + warp) load_stage<R>(st0, p, rows, t, kb);
+      do_block<XT, NT, R>(acc, st0, xrow, xvalid, kb, lane, p.scale_eps);
+    }
+  }
+  (void)st1;
+
+  // warps -> shared memory [warp][v][lane] (conflict-free), then one thread per value sums the warps
+  const float* flat = &acc[0][0][0];
+#pragma unroll
+  for (int v = 0; v < V; ++v) red[(warp * V + v) * 32 + lane] = flat[v];
+  __syncthreads();
+
+  constexpr int NV = V * 32;
+  if (p.splits > 1) {
+    float* slot = p.ws + (static_cast<int64_t>(tg) * p.splits + split) * NV;
+    for (int idx = threadIdx.x; idx < NV; idx += blockDim.x) {
+      float s = 0.f;
+      for (int w = 0; w < W; ++w) s += red[w * NV + idx];
+      __stcg(slot + idx, s);
+    }
+    // classic last-block reduction: publish the partial, count arrivals, the last CTA sums
+    __threadfence();
+    __syncthreads();
+    int* flag = reinterpret_cast<int*>(red + static_cast<size_t>(W) * NV);
+    if (threadIdx.x == 0) *flag = atomicAdd(p.counters + tg, 1) == p.splits - 1;
+    __syncthreads();
+    if (!*flag) return;
+    __threadfence();
+    if (threadIdx.x == 0) p.counters[tg] = 0;  // ready for the next launch (graph replays)
+  }
+  const float* base = p.ws + static_cast<int64_t>(tg) * p.splits * NV;
+  for (int idx = threadIdx.x; idx < NV; idx += blockDim.x) {
+    const int v = idx >> 5, ln = idx & 31;
+    const int i = v & 3, nt = (v >> 2) % NT, r = v / (4 * NT);
+    const int row = row0 + r * 16 + (ln >> 2) + (i >> 1) * 8;
+    const int tok = nt * 8 + 2 * (ln & 3) + (i & 1);
+    if (row >= p.n || tok >= p.m) continue;
+    float s = 0.f;
+    if (p.splits > 1) {
+      for (int sp = 0; sp < p.splits; ++sp) s += __ldcg(base + static_cast<int64_t>(sp) * NV + idx);
+    } else {
+      for (int w = 0; w < W; ++w) s += red[w * NV + idx];
+    }
+    if (p.bias != nullptr) s += XTraits<XT>::to(static_cast<const XT*>(p.bias)[row]);
+    static_cast<XT*>(p.out)[static_cast<int64_t>(tok) * p.out_stride + row] = XTraits<XT>::from(s);
+  }
+}
+
+}  // namespace fp8g
+}  // namespace qlinear

@@ -1,0 +1,63 @@
+// Host launcher of the one-launch FP8 block-scaled decode GEMM (fp8_gemv.cuh): x [m <= 16, k] fp16 /
+// bf16 quantized in the kernel, e4m3 weight [n, k] with fp32 128 x 128 block scales. Raw pointers,
+// strides in elements (weight: bytes), a cudaStream_t; no torch headers.
+#pragma once
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+namespace qlinear {
+
+enum class Fp8GDType : int { kFloat16 = 0, kBFloat16 = 1 };
+
+// Counters at the front of the int32 workspace (one per tile group of a split-K launch); the fp32
+// partials follow them. Zeroed once by the caller, reset by the kernel after each use.
+constexpr int64_t kFp8GemvCounters = 4096;
+
+// out [m, n] (row stride out_stride, x's dtype) = quant(x [m, k]) @ (weight * block scales).T + bias.
+struct Fp8GemvArgs {
+  void* out = nullptr;
+  int64_t out_stride = 0;
+  const void* x = nullptr;
+  int64_t x_stride = 0;
+  Fp8GDType dtype = Fp8GDType::kBFloat16;  // x, out and bias
+  const uint8_t* weight = nullptr;         // e4m3 [n, k], row stride w_stride bytes
+  int64_t w_stride = 0;
+  const float* wsi = nullptr;  // [cdiv(n, 128), k / 128], strides wsi_s0, wsi_s1
+  int64_t wsi_s0 = 0, wsi_s1 = 0;
+  const void* bias = nullptr;  // [n] or null
+  int32_t* workspace = nullptr;  // kFp8GemvCounters counters, then fp32 partials
+  int64_t workspace_words = 0;
+  int64_t m = 0, n = 0, k = 0;
+  float scale_eps = 1e-10f;
+};
+
+// A launch config, code S * 10000 + R * 1000 + PF * 100 + W (0 = automatic): R row tiles of 16 per CTA
+// (1, 2, 4), PF = weights of the next k-block loaded before this one's MMAs (R <= 2), W warps per CTA
+// splitting the k-blocks (1 .. 16; 8 for R = 4), S CTAs splitting K (1 .. 99; S > 1 uses the
+// workspace). fp8_gemv_configs lists the compiled (R, PF) pairs as R * 10 + PF.
+struct Fp8GemvConfig {
+  int r = 0, pf = 0, warps = 0, splits = 0;
+};
+
+enum class Fp8GemvSupport : int {
+  kOk = 0,
+  kBadM = 1,           // m < 1 or m > 16
+  kBadK = 2,           // k % 128 != 0 or k < 128 or k >= 2^24
+  kBadN = 3,           // n < 1 or n >= 2^30
+  kMisaligned = 4,     // x / weight not 16-byte aligned, x row stride % 8 or weight row stride % 16 != 0
+  kBadConfig = 5,      // (R, PF) not compiled, warps or splits out of range
+  kWorkspace = 6,      // split-K needs more counters / partials than the workspace holds
+};
+
+Fp8GemvConfig fp8_gemv_decode(int64_t code);
+int64_t fp8_gemv_encode(const Fp8GemvConfig& c);
+// The config the launcher uses for code `code` on these operands (automatic fields resolved).
+Fp8GemvConfig fp8_gemv_resolve(const Fp8GemvArgs& a, int64_t code);
+Fp8GemvSupport fp8_gemv_supported(const Fp8GemvArgs& a, int64_t code);
+int fp8_gemv_configs(int* codes, int cap);
+// cudaErrorInvalidValue for unsupported cases (check fp8_gemv_supported first), else the launch error.
+cudaError_t fp8_gemv_launch(const Fp8GemvArgs& a, cudaStream_t stream, int64_t code, bool pdl,
+                            Fp8GemvConfig* used = nullptr);
+
+}  // namespace qlinear

@@ -1,0 +1,192 @@
+"""The one-launch FP8 block-scaled decode kernel (backend "cuda", csrc/fp8_gemv.cuh) on a GPU.
+
+Against ``qlinear.reference.fp8.fp8_block_linear_ref`` (the same per-token-group quantization, then
+an fp32 GEMM of the dequantized operands) on fresh random data: M in {1, 2, 3, 4, 7, 8, 9, 15, 16}
+x the DeepSeek shapes and a ragged N x bf16 / fp16, strided x rows, bias; every compiled (R, PF)
+pair with one and several K splits; CUDA-graph replays (the split-K arrival counters must be reset);
+the fallbacks to "triton" and the errors of the raw op; auto dispatch through FP8_CUDA_MAX_M.
+"""
+
+import functools
+
+import pytest
+import torch
+
+from qlinear.ops import fp8 as ops
+from qlinear.reference import fp8 as ref
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
+]
+
+DEV = "cuda"
+TOL = 1e-2
+MS = (1, 2, 3, 4, 7, 8, 9, 15, 16)
+SHAPES = [(2112, 7168), (24576, 1536), (7168, 16384), (1536, 7168), (576, 7168), (200, 1024)]
+# S * 10000 + R * 1000 + PF * 100 + W (csrc/fp8_gemv_launch.h)
+CODES = [11104, 11016, 41108, 12104, 32004, 22108, 14008, 34004, 81002, 11101]
+
+
+def _ext():
+    from qlinear.kernels import cuda_ext
+
+    if not cuda_ext.is_available():
+        pytest.skip(f"CUDA extension unavailable: {cuda_ext.failure_reason()}")
+    return cuda_ext.load()
+
+
+@functools.lru_cache(maxsize=4)
+def _weight(n, k, seed=0):
+    gen = torch.Generator(device=DEV).manual_seed(seed)
+    w = (torch.randn(n, k, device=DEV, generator=gen) * 64).clamp(-448, 448).to(torch.float8_e4m3fn)
+    wsi = torch.rand((n + 127) // 128, k // 128, device=DEV, generator=gen) * 1e-3 + 1e-4
+    return w, wsi
+
+
+def _x(m, k, dtype, seed, row_pad=0):
+    gen = torch.Generator(device=DEV).manual_seed(1000 + seed)
+    x = torch.randn(m, k + row_pad, device=DEV, generator=gen) * 3
+    x[:, :k:37] *= 50  # uneven group maxima
+    return x.to(dtype)[:, :k]
+
+
+def _check(y, x, w, wsi, b, what):
+    want = ref.fp8_block_linear_ref(x, w, wsi, (128, 128), b).float()
+    assert y.shape == want.shape and y.dtype == x.dtype, what
+    err = ((y.float() - want).norm() / want.norm()).item()
+    assert err <= TOL, f"rel err {err:.3e} ({what})"
+    close = torch.isclose(y.float(), want, rtol=3e-2, atol=3e-2 * want.abs().max().item())
+    assert bool(close.all()), f"{int((~close).sum())} wrong elements ({what})"
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_shapes_auto_config(shape, dtype):
+    _ext()
+    n, k = shape
+    w, wsi = _weight(n, k)
+    for m in MS:
+        x = _x(m, k, dtype, m, row_pad=64 if m % 2 else 0)  # odd M: strided rows
+        b = torch.randn(n, device=DEV).to(dtype) if m % 3 == 0 else None
+        y = ops.fp8_block_gemv_cuda(x, w, wsi, b)
+        assert y is not None, f"kernel did not take M={m} {n}x{k}"
+        _check(y, x, w, wsi, b, f"M={m} {n}x{k} {dtype}")
+        # the public op with backend="cuda" is the same launch
+        y2 = ops.fp8_block_linear(x, w, wsi, bias=b, backend="cuda")
+        assert torch.equal(y, y2)
+
+
+@pytest.mark.parametrize("code", CODES)
+@pytest.mark.parametrize("m", [1, 5, 8, 12, 16])
+def test_configs(code, m):
+    _ext()
+    for n, k in [(1536, 7168), (200, 1024)]:
+        w, wsi = _weight(n, k)
+        x = _x(m, k, torch.bfloat16, m + code)
+        b = torch.randn(n, device=DEV).to(torch.bfloat16)
+        y = ops.fp8_block_gemv_cuda(x, w, wsi, b, config=code)
+        if y is None:  # a config over the warp cap of this M bucket is refused, not mislaunched
+            pytest.skip(f"config {code} unsupported at M={m}")
+        _check(y, x, w, wsi, b, f"M={m} {n}x{k} config={code}")
+
+
+def test_quantization_matches_quantizer():
+    """Codes and scales are the quantizer's: a weight of one-hot rows reads q * sx back exactly."""
+    _ext()
+    k = 256
+    n = 256
+    w = torch.zeros(n, k, device=DEV)
+    w[torch.arange(n), torch.arange(n)] = 1.0  # row j picks x[:, j]
+    w = w.to(torch.float8_e4m3fn)
+    wsi = torch.ones(2, 2, device=DEV)
+    for dtype in (torch.bfloat16, torch.float16):
+        x = _x(16, k, dtype, 7)
+        x[3, :128] = 0  # an all-zero group: scale = eps / 448
+        q, s = ops.per_token_group_quant_fp8(x, 128)
+        want = q.float() * s.repeat_interleave(128, dim=1)
+        y = ops.fp8_block_gemv_cuda(x, w, wsi, None, config=11016)  # 1 split: fp32 exact, then cast
+        assert torch.equal(y, want.to(dtype)), "codes or scales differ from per_token_group_quant_fp8"
+
+
+def test_graph_replay_split_k():
+    _ext()
+    n, k = 1536, 7168
+    w, wsi = _weight(n, k)
+    x = _x(4, k, torch.bfloat16, 3)
+    for code in (41108, 0):
+        eager = ops.fp8_block_gemv_cuda(x, w, wsi, None, config=code)
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            ops.fp8_block_gemv_cuda(x, w, wsi, None, config=code)  # warm-up outside the capture
+        torch.cuda.current_stream().wait_stream(s)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            y = ops.fp8_block_gemv_cuda(x, w, wsi, None, config=code)
+        g.replay()
+        first = y.clone()
+        g.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(first, y) and torch.equal(first, eager), f"replays differ (config {code})"
+    # the counters are back to zero
+    ws = ops._cuda_ws[x.device.index]
+    assert int(ws[: ops._CUDA_WS_COUNTERS].abs().sum()) == 0
+
+
+def test_fallbacks_to_triton():
+    _ext()
+    w, wsi = _weight(576, 7168)
+    # misaligned x (pointer 2 bytes off a 16-byte boundary): "cuda" runs the Triton path
+    buf = torch.randn(2, 7168 + 8, device=DEV).to(torch.bfloat16)
+    x = buf[:, 1:7169]
+    assert not ops._cuda_gemv_ok(x, w, (128, 128))
+    y = ops.fp8_block_linear(x, w, wsi, backend="cuda")
+    _check(y, x, w, wsi, None, "misaligned x")
+    # K % 128 != 0
+    w2 = (torch.randn(256, 192, device=DEV) * 8).to(torch.float8_e4m3fn)
+    s2 = torch.rand(2, 2, device=DEV) * 1e-2
+    x2 = torch.randn(3, 192, device=DEV).to(torch.bfloat16)
+    y2 = ops.fp8_block_linear(x2, w2, s2, backend="cuda")
+    _check(y2, x2, w2, s2, None, "K=192")
+    # M > 16 and fp32 x
+    x3 = _x(17, 7168, torch.bfloat16, 0)
+    _check(ops.fp8_block_linear(x3, w, wsi, backend="cuda"), x3, w, wsi, None, "M=17")
+    assert ops.fp8_block_gemv_cuda(x3, w, wsi) is None
+    assert ops.fp8_block_gemv_cuda(x3[:4].float(), w, wsi) is None
+
+
+def test_raw_op_errors():
+    C = _ext()
+    w, wsi = _weight(576, 7168)
+    ws = torch.zeros(4096 + 1024, dtype=torch.int32, device=DEV)
+    x = _x(2, 7168, torch.bfloat16, 0)
+    with pytest.raises(TypeError, match="weight"):
+        C.fp8_block_gemv(x, w.view(torch.uint8), wsi, None, ws, 0, False, 1e-10)
+    with pytest.raises(RuntimeError, match="weight_scale_inv"):
+        C.fp8_block_gemv(x, w, wsi[:, :3], None, ws, 0, False, 1e-10)
+    with pytest.raises(RuntimeError, match="bias"):
+        C.fp8_block_gemv(x, w, wsi, torch.zeros(5, device=DEV, dtype=torch.bfloat16), ws, 0, False, 1e-10)
+    buf = torch.randn(2, 7168 + 8, device=DEV).to(torch.bfloat16)
+    with pytest.raises(RuntimeError, match="not supported"):
+        C.fp8_block_gemv(buf[:, 1:7169], w, wsi, None, ws, 0, False, 1e-10)
+    # a split-K config whose partials do not fit the small workspace: refused (code 6)
+    assert C.fp8_block_gemv_supported(x, w, wsi, ws, 81002) == 6
+    with pytest.raises(RuntimeError, match="workspace"):
+        C.fp8_block_gemv(x, w, wsi, None, torch.zeros(10, dtype=torch.int32, device=DEV), 0, False, 1e-10)
+
+
+def test_auto_dispatch(monkeypatch):
+    _ext()
+    w, wsi = _weight(576, 7168)
+    x = _x(4, 7168, torch.bfloat16, 1)
+    monkeypatch.delenv("QLINEAR_FP8_BLOCK_BACKEND", raising=False)
+    monkeypatch.setattr(ops, "FP8_CUDA_MAX_M", 0)
+    assert ops.fp8_block_backend(x, w, (128, 128), wsi) != "cuda"
+    monkeypatch.setattr(ops, "FP8_CUDA_MAX_M", {(576, 7168): 4, None: 0})
+    assert ops.fp8_block_backend(x, w, (128, 128), wsi) == "cuda"
+    assert ops.fp8_block_backend(_x(5, 7168, torch.bfloat16, 1), w, (128, 128), wsi) != "cuda"
+    _check(ops.fp8_block_linear(x, w, wsi), x, w, wsi, None, "auto")
+    monkeypatch.setattr(ops, "FP8_CUDA_MAX_M", 16)
+    assert ops.fp8_block_backend(_x(16, 7168, torch.bfloat16, 1), w, (128, 128), wsi) == "cuda"
+    assert ops.fp8_block_backend(_x(17, 7168, torch.bfloat16, 1), w, (128, 128), wsi) != "cuda"

@@ -1,0 +1,61 @@
+"""CPU-side logic of the FP8 block GEMM's "cuda" backend (qlinear.ops.fp8): the FP8_CUDA_MAX_M /
+FP8_CUDA_CONFIG tables, the operand test, and the errors / dispatch off CUDA. The kernel itself is
+tested on a GPU in tests/gpu/test_fp8_cuda_gemv.py."""
+
+import pytest
+import torch
+
+from qlinear.ops import fp8 as ops
+
+
+def _operands(m=2, n=256, k=256):
+    x = torch.randn(m, k, dtype=torch.bfloat16)
+    w = (torch.randn(n, k) * 4).to(torch.float8_e4m3fn)
+    wsi = torch.rand(n // 128, k // 128) * 1e-2
+    return x, w, wsi
+
+
+def test_cuda_is_a_block_backend():
+    assert "cuda" in ops._BLOCK_BACKENDS
+    assert ops.FP8_CUDA_MAX_M == 0  # off until measured
+
+
+def test_tables_by_shape(monkeypatch):
+    monkeypatch.setattr(ops, "FP8_CUDA_MAX_M", {(2112, 7168): 16, None: 4})
+    assert ops._cuda_max_m(2112, 7168) == 16 and ops._cuda_max_m(1, 128) == 4
+    monkeypatch.setattr(ops, "FP8_CUDA_MAX_M", 8)
+    assert ops._cuda_max_m(2112, 7168) == 8
+    monkeypatch.setattr(ops, "FP8_CUDA_MAX_M", {(2112, 7168): 16})
+    assert ops._cuda_max_m(576, 7168) == 0
+    monkeypatch.setattr(ops, "FP8_CUDA_CONFIG", {(2112, 7168): ((4, 11116), (16, 14008)), None: 41108})
+    assert ops._cuda_config(1, 2112, 7168) == 11116
+    assert ops._cuda_config(9, 2112, 7168) == 14008
+    assert ops._cuda_config(17, 2112, 7168) == 0
+    assert ops._cuda_config(3, 576, 7168) == 41108
+    monkeypatch.setattr(ops, "FP8_CUDA_CONFIG", 0)
+    assert ops._cuda_config(3, 576, 7168) == 0
+
+
+def test_operand_test_off_cuda():
+    x, w, _ = _operands()
+    assert not ops._cuda_gemv_ok(x, w, (128, 128))
+    assert ops.fp8_block_gemv_cuda(x, w, _operands()[2]) is None
+
+
+def test_cpu_dispatch_ignores_cuda_bound(monkeypatch):
+    monkeypatch.delenv("QLINEAR_FP8_BLOCK_BACKEND", raising=False)
+    monkeypatch.setattr(ops, "FP8_CUDA_MAX_M", 16)
+    x, w, wsi = _operands()
+    assert ops.fp8_block_backend(x, w, (128, 128), wsi) == "reference"
+
+
+def test_env_selects_cuda(monkeypatch):
+    monkeypatch.setenv("QLINEAR_FP8_BLOCK_BACKEND", "cuda")
+    x, w, wsi = _operands()
+    assert ops.fp8_block_backend(x, w, (128, 128), wsi) == "cuda"
+
+
+def test_cuda_backend_on_cpu_is_an_error():
+    x, w, wsi = _operands()
+    with pytest.raises(ValueError, match="backend 'cuda' needs CUDA tensors"):
+        ops.fp8_block_linear(x, w, wsi, backend="cuda")
