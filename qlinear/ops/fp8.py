@@ -108,13 +108,35 @@ FP8_BLOCK_DISPATCH: dict = {
 
 # The "cuda" one-launch decode kernel in auto dispatch: taken for M <= this bound where it applies
 # (_cuda_gemv_ok). An int for every shape, or a dict keyed by the weight's (N, K) with None for
-# every other shape. 0 until the H200 sweep (benchmarks/gpu_fp8cuda.sh) has been read.
-FP8_CUDA_MAX_M: "int | dict" = 0
+# every other shape.
+# H200 sweep, session 5 (benchmarks/results/session5/fp8cuda_r1.json: whole op, cold weights, the
+# graph replays of all candidates alternated), us at M = 1 / 4 / 8 / 16, "cuda" best config vs the
+# committed Triton path in the same run:
+#   2112x7168   6.95 / 7.10 / 7.36 / 11.96  vs 9.30 / 9.23 / 9.49 / 11.43   -> cuda for M <= 8
+#   1536x7168   6.70 / 6.87 / 6.88 / 10.67  vs 8.73 / 8.77 / 9.09 / 9.85    -> cuda for M <= 8
+#    576x7168   5.35 / 5.41 / 5.42 /  7.46  vs 6.59 / 6.69 / 7.03 / 7.70    -> cuda for M <= 16
+#   24576x1536 15.61 / 16.04 / 16.44 / 20.16 vs 16.14 / 16.95 / 16.35 / 17.95 -> cuda for M <= 4
+#   7168x16384 41.1 / 43.1 / 40.3 / 47.0    vs 35.5 / 37.0 / 36.0 / 37.1    -> Triton
+# Other shapes: Triton (not measured).
+FP8_CUDA_MAX_M: "int | dict" = {
+    (2112, 7168): 8,
+    (1536, 7168): 8,
+    (576, 7168): 16,
+    (24576, 1536): 4,
+    None: 0,
+}
 
 # Launch config of the "cuda" kernel: code S * 10000 + R * 1000 + PF * 100 + W (csrc/fp8_gemv_launch.h;
 # 0 = the launcher's automatic choice). An int, or a dict keyed by (N, K) of tuples of (max_m, code)
-# (the first with M <= max_m wins), None for every other shape.
-FP8_CUDA_CONFIG: "int | dict" = 0
+# (the first with M <= max_m wins), None for every other shape. From the same sweep: one CTA per
+# 16-row tile with 16 warps splitting K and the next k-block prefetched (11116) on the 7168-wide
+# MLA shapes; 576 rows (36 tiles) need K split over 4 CTAs (41108 / 42108 for two token tiles).
+FP8_CUDA_CONFIG: "int | dict" = {
+    (2112, 7168): ((8, 11116),),
+    (1536, 7168): ((8, 11116),),
+    (576, 7168): ((8, 41108), (16, 42108)),
+    None: 0,
+}
 
 # Workspace of the split-K launches, per device: kFp8GemvCounters (4096) int32 arrival counters,
 # zeroed once here and reset by the kernel, then fp32 partial tiles.
