@@ -309,6 +309,19 @@ def _loop_block(n_rows: int, hidden: int, elem_size: int, config: tuple[int, ...
     return loop
 
 
+def _loop_stages(n_rows: int, hidden: int, elem_size: int, config: tuple[int, ...] | None = None) -> int:
+    """``num_stages`` of the two-pass loop kernel: ``config[5]`` if given (> 0), else the rule's 7th
+    field, else Triton's default (3). A row of 7168 bf16 is under two 4096-element chunks, so the
+    software pipeline of ``tl.range`` has nothing to overlap; inductor's reductions use 1."""
+    rules = _FEW_ROW_RULES if n_rows <= _FEW_ROWS else _MANY_ROW_RULES
+    row_bytes = hidden * elem_size
+    rule = next((r for r in rules if row_bytes <= r[0]), rules[-1])
+    want = tuple(config) if config is not None else ()
+    if len(want) > 5 and int(want[5]) > 0:
+        return int(want[5])
+    return int(rule[6]) if len(rule) > 6 and rule[6] > 0 else 3
+
+
 def _check_views(name: str, t: torch.Tensor, like: torch.Tensor) -> None:
     if t.dim() != 3 or t.shape != like.shape or (t.shape[2] > 1 and t.stride(2) != 1):
         raise ValueError(
@@ -334,7 +347,7 @@ def _launch(out, x, residual, weight, eps, config) -> None:
             res, res.stride(0) if fused else 0, res.stride(1) if fused else 0,
             weight,
             n_inner, eps,
-            H=hidden, FUSED=fused, R=loop, num_warps=num_warps,
+            H=hidden, FUSED=fused, R=loop, num_warps=num_warps, num_stages=_loop_stages(n_rows, hidden, x.element_size(), config),
         )
         return
     if static and n_outer == 1:
@@ -372,8 +385,8 @@ def rms_norm_triton(
 
     ``out`` may be ``x`` (in place). Dtypes: fp16 / bf16 / fp32, all three tensors alike (the
     caller checks); ``weight`` is a contiguous ``[H]`` vector. ``config = (rows per program,
-    num_warps[, evict[, static[, loop]]])`` overrides the launch rules (benchmarks sweep it; 0 =
-    automatic, see :func:`_launch_params` and :func:`_loop_block`).
+    num_warps[, evict[, static[, loop[, stages]]]])`` overrides the launch rules (benchmarks sweep
+    it; 0 = automatic, see :func:`_launch_params`, :func:`_loop_block` and :func:`_loop_stages`).
     """
     _check_views("x", x, x)
     _check_views("out", out, x)
