@@ -28,7 +28,15 @@
 // workspace and the last-arriving CTA of a tile group (arrival counter) sums the S partials in split
 // order (deterministic), adds the bias, stores, and resets the counter to 0 (graph replays reuse it).
 // PF = 1: the next k-block's weights are loaded before this one's MMAs (two register stages).
+// PF = 2, 3: a ring of PF + 1 register stages, PF k-blocks of weights in flight while one is
+// multiplied (more bytes in flight per SM for the bandwidth-bound large shapes).
 // PDL: the first k-block's weights and scales are requested before griddepcontrol.wait, x after.
+//
+// PQ (pre-quantized x): x arrives as e4m3 codes [M, K] (row stride x_stride bytes) plus fp32 group
+// scales xs [M, K / 128] from per_token_group_quant_fp8 (launched just before, the GEMM with PDL so
+// its first weight loads overlap the quantizer); the B fragments are the codes at the same k
+// positions (16 bytes at k = 16t and 64 + 16t), so every CTA skips the quantization of M x K values
+// that otherwise grows with M (each CTA repeats it for its k range).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -52,6 +60,8 @@ struct Params {
   const float* wsi;  // [cdiv(n, 128), k / 128]
   int64_t wsi_s0, wsi_s1;
   const void* bias;  // [n] in x's dtype or null
+  const float* xs;  // PQ: x's group scales [m, kb], strides xs_s0, xs_s1 (x then holds e4m3 codes)
+  int64_t xs_s0, xs_s1;
   float* ws;         // split partials (splits > 1)
   int* counters;     // one per tile group, zero between launches
   int m, n, kb;      // kb = k / 128
@@ -170,18 +180,42 @@ __device__ __forceinline__ float quant_x(uint32_t (&q)[8], const XT* xrow, bool 
   return valid ? scale : 0.f;
 }
 
-template <typename XT, int NT, int R>
-__device__ __forceinline__ void do_block(float (&acc)[R][NT][4], const WStage<R>& st, const XT* const (&xrow)[NT],
-                                         const bool (&xvalid)[NT], int kb, int lane, float eps) {
+// Pre-quantized x of token tile nt at k-block kb for this lane: the codes at the k positions quant_x
+// produces (two 16-byte loads), zero for tokens >= M.
+__device__ __forceinline__ void load_codes(uint32_t (&q)[8], const uint8_t* xrow, bool valid, int kb, int t) {
+  uint4 c0 = make_uint4(0, 0, 0, 0), c1 = c0;
+  if (valid) {
+    const uint4* p = reinterpret_cast<const uint4*>(xrow + static_cast<int64_t>(kb) * 128 + 16 * t);
+    c0 = p[0];
+    c1 = p[4];
+  }
+  q[0] = c0.x, q[1] = c0.y, q[2] = c0.z, q[3] = c0.w;
+  q[4] = c1.x, q[5] = c1.y, q[6] = c1.z, q[7] = c1.w;
+}
+
+template <typename XT, int NT, int R, bool PQ>
+__device__ __forceinline__ void do_block(float (&acc)[R][NT][4], const WStage<R>& st, const void* const (&xrow)[NT],
+                                         const bool (&xvalid)[NT], int kb, int lane, const Params& p) {
   const int t = lane & 3;
   uint32_t q[NT][8];
   float sxc[NT][2];
 #pragma unroll
   for (int nt = 0; nt < NT; ++nt) {
-    const float sx = quant_x<XT>(q[nt], xrow[nt], xvalid[nt], kb, t, eps);
-    // C columns of this lane are tokens 2t, 2t + 1, whose scales lanes 8t and 8t + 4 computed
-    sxc[nt][0] = __shfl_sync(0xffffffffu, sx, 8 * t);
-    sxc[nt][1] = __shfl_sync(0xffffffffu, sx, 8 * t + 4);
+    if constexpr (PQ) {
+      load_codes(q[nt], static_cast<const uint8_t*>(xrow[nt]), xvalid[nt], kb, t);
+      // C columns of this lane are tokens 2t, 2t + 1
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const int tok = nt * 8 + 2 * t + j;
+        sxc[nt][j] = tok < p.m ? __ldg(p.xs + static_cast<int64_t>(tok) * p.xs_s0 + static_cast<int64_t>(kb) * p.xs_s1)
+                               : 0.f;
+      }
+    } else {
+      const float sx = quant_x<XT>(q[nt], static_cast<const XT*>(xrow[nt]), xvalid[nt], kb, t, p.scale_eps);
+      // C columns of this lane are tokens 2t, 2t + 1, whose scales lanes 8t and 8t + 4 computed
+      sxc[nt][0] = __shfl_sync(0xffffffffu, sx, 8 * t);
+      sxc[nt][1] = __shfl_sync(0xffffffffu, sx, 8 * t + 4);
+    }
   }
 #pragma unroll
   for (int r = 0; r < R; ++r) {
@@ -210,10 +244,11 @@ __device__ __forceinline__ void do_block(float (&acc)[R][NT][4], const WStage<R>
 }
 
 // Threads per CTA an instance is compiled for, i.e. its register cap (65536 / threads): each tile
-// of a weight stage holds 16 registers, each token tile 24 (raw x + codes) and 8 R accumulators.
-template <int NT, int R, int PF>
-constexpr int max_threads() {
-  return R == 1 ? 512 : (R == 2 && NT == 1 ? (PF ? 384 : 512) : 256);
+// of a weight stage holds 17 registers (PF + 1 stages), each token tile 24 (raw x + codes; 8 with
+// PQ) and 8 R accumulators.
+__host__ __device__ constexpr int max_threads(int NT, int R, int PF, bool PQ) {
+  return R == 1 ? (PF <= 1 || (PF == 2 && (NT == 1 || PQ)) ? 512 : (PF == 2 || NT == 1 || PQ ? 384 : 256))
+                : (R == 2 && NT == 1 ? (PF == 0 ? 512 : (PF == 1 ? 384 : 256)) : 256);
 }
 
 // Shared memory of a launch: the warps' partial tiles plus the last-arrival flag.
@@ -221,8 +256,8 @@ inline size_t smem_bytes(int R, int NT, int warps) {
   return sizeof(float) * static_cast<size_t>(warps) * R * NT * 128 + 16;
 }
 
-template <typename XT, int NT, int R, int PF>
-__global__ void __launch_bounds__(max_threads<NT, R, PF>(), 1) fp8_gemv_kernel(const Params p) {
+template <typename XT, int NT, int R, int PF, bool PQ>
+__global__ void __launch_bounds__(max_threads(NT, R, PF, PQ), 1) fp8_gemv_kernel(const Params p) {
   extern __shared__ float red[];
   constexpr int V = R * NT * 4;  // accumulator values per lane
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, W = blockDim.x >> 5;
@@ -248,36 +283,48 @@ __global__ void __launch_bounds__(max_threads<NT, R, PF>(), 1) fp8_gemv_kernel(c
     for (int nt = 0; nt < NT; ++nt) acc[r][nt][0] = acc[r][nt][1] = acc[r][nt][2] = acc[r][nt][3] = 0.f;
 
   int kb = kb_lo + warp;
-  WStage<R> st0, st1;
-  if (kb < kb_hi) load_stage<R>(st0, p, rows, t, kb);
+  constexpr int NS = PF + 1;  // register stages
+  WStage<R> st[NS];
+  // the weights do not depend on the previous grid: the first PF k-blocks (one without PF) are
+  // requested before the wait
+#pragma unroll
+  for (int i = 0; i < (PF > 0 ? PF : 1); ++i)
+    if (kb + i * W < kb_hi) load_stage<R>(st[i], p, rows, t, kb + i * W);
 
   pdl::wait();
   pdl::launch_dependents();
 
-  const XT* xrow[NT];
+  const void* xrow[NT];
   bool xvalid[NT];
 #pragma unroll
   for (int nt = 0; nt < NT; ++nt) {
     const int m = nt * 8 + g;
     xvalid[nt] = m < p.m;
-    xrow[nt] = static_cast<const XT*>(p.x) + static_cast<int64_t>(xvalid[nt] ? m : 0) * p.x_stride;
+    const int64_t off = static_cast<int64_t>(xvalid[nt] ? m : 0) * p.x_stride;
+    if constexpr (PQ)
+      xrow[nt] = static_cast<const uint8_t*>(p.x) + off;
+    else
+      xrow[nt] = static_cast<const XT*>(p.x) + off;
   }
 
-  if constexpr (PF) {
-    for (; kb < kb_hi; kb += 2 * W) {
-      if (kb + W < kb_hi) load_stage<R>(st1, p, rows, t, kb + W);
-      do_block<XT, NT, R>(acc, st0, xrow, xvalid, kb, lane, p.scale_eps);
-      if (kb + W >= kb_hi) break;
-      if (kb + 2 * W < kb_hi) load_stage<R>(st0, p, rows, t, kb + 2 * W);
-      do_block<XT, NT, R>(acc, st1, xrow, xvalid, kb + W, lane, p.scale_eps);
+  if constexpr (PF > 0) {
+    // ring of NS stages: block kb + i W sits in stage i; stage (i + PF) % NS is refilled with block
+    // kb + (i + PF) W before block kb + i W is multiplied (stage indices are compile-time constants)
+    for (; kb < kb_hi; kb += NS * W) {
+#pragma unroll
+      for (int i = 0; i < NS; ++i) {
+        const int kbi = kb + i * W;
+        if (kbi >= kb_hi) break;
+        if (kbi + PF * W < kb_hi) load_stage<R>(st[(i + PF) % NS], p, rows, t, kbi + PF * W);
+        do_block<XT, NT, R, PQ>(acc, st[i], xrow, xvalid, kbi, lane, p);
+      }
     }
   } else {
     for (; kb < kb_hi; kb += W) {
-      if (kb != kb_lo + warp) load_stage<R>(st0, p, rows, t, kb);
-      do_block<XT, NT, R>(acc, st0, xrow, xvalid, kb, lane, p.scale_eps);
+      if (kb != kb_lo + warp) load_stage<R>(st[0], p, rows, t, kb);
+      do_block<XT, NT, R, PQ>(acc, st[0], xrow, xvalid, kb, lane, p);
     }
   }
-  (void)st1;
 
   // warps -> shared memory [warp][v][lane] (conflict-free), then one thread per value sums the warps
   const float* flat = &acc[0][0][0];

@@ -1,47 +1,19 @@
 // Launcher of the FP8 block-scaled decode GEMM (fp8_gemv.cuh): support checks, the automatic
 // config, and the dispatch over the compiled instances (dtype x NT x (R, PF)).
-#include "fp8_gemv.cuh"
+#include "fp8_gemv_dispatch.cuh"
 #include "fp8_gemv_launch.h"
 #include "device_attrs.h"
 
 namespace qlinear {
+namespace fp8g {
+QLINEAR_FP8G_LAUNCH_PQ(launch_quant, false)
+}  // namespace fp8g
+
 namespace {
 
 using fp8g::Params;
 
-// Compiled (R, PF) pairs as R * 10 + PF.
-constexpr int kPairs[] = {10, 11, 20, 21, 40};
-
-bool pair_compiled(int r, int pf) {
-  for (int c : kPairs)
-    if (c == r * 10 + pf) return true;
-  return false;
-}
-
-int max_warps(int nt, int r, int pf) {
-  if (r == 1) return fp8g::max_threads<1, 1, 0>() / 32;
-  if (r == 2 && nt == 1) return (pf ? fp8g::max_threads<1, 2, 1>() : fp8g::max_threads<1, 2, 0>()) / 32;
-  return fp8g::max_threads<2, 4, 0>() / 32;
-}
-
-template <typename XT, int NT, int R, int PF>
-cudaError_t launch_one(const Params& p, int tgs, int warps, bool pdl, cudaStream_t stream) {
-  const dim3 grid(static_cast<unsigned>(tgs), static_cast<unsigned>(p.splits));
-  return pdl::launch_smem(fp8g::fp8_gemv_kernel<XT, NT, R, PF>, grid, dim3(32 * warps),
-                          fp8g::smem_bytes(R, NT, warps), stream, pdl, 1, p);
-}
-
-template <typename XT, int NT>
-cudaError_t launch_nt(const Params& p, const Fp8GemvConfig& c, int tgs, bool pdl, cudaStream_t stream) {
-  switch (c.r * 10 + c.pf) {
-    case 10: return launch_one<XT, NT, 1, 0>(p, tgs, c.warps, pdl, stream);
-    case 11: return launch_one<XT, NT, 1, 1>(p, tgs, c.warps, pdl, stream);
-    case 20: return launch_one<XT, NT, 2, 0>(p, tgs, c.warps, pdl, stream);
-    case 21: return launch_one<XT, NT, 2, 1>(p, tgs, c.warps, pdl, stream);
-    case 40: return launch_one<XT, NT, 4, 0>(p, tgs, c.warps, pdl, stream);
-    default: return cudaErrorInvalidValue;
-  }
-}
+int max_warps(int nt, int r, int pf, bool pq) { return fp8g::max_threads(nt, r, pf, pq) / 32; }
 
 int64_t cdiv64(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -55,7 +27,8 @@ int64_t partial_words(const Fp8GemvArgs& a, const Fp8GemvConfig& c) {
 Fp8GemvConfig fp8_gemv_decode(int64_t code) {
   Fp8GemvConfig c;
   if (code <= 0) return c;
-  c.splits = static_cast<int>(code / 10000);
+  c.preq = static_cast<int>((code / 1000000) % 10);
+  c.splits = static_cast<int>((code / 10000) % 100);
   c.r = static_cast<int>((code / 1000) % 10);
   c.pf = static_cast<int>((code / 100) % 10);
   c.warps = static_cast<int>(code % 100);
@@ -63,22 +36,24 @@ Fp8GemvConfig fp8_gemv_decode(int64_t code) {
 }
 
 int64_t fp8_gemv_encode(const Fp8GemvConfig& c) {
-  return int64_t{c.splits} * 10000 + c.r * 1000 + c.pf * 100 + c.warps;
+  return int64_t{c.preq} * 1000000 + int64_t{c.splits} * 10000 + c.r * 1000 + c.pf * 100 + c.warps;
 }
 
 // Automatic choice (zero fields of the code): R = 1 for m <= 4, 2 for m <= 8, 4 above (x is quantized
-// once per CTA per k-block: more rows per CTA cut that work, which grows with m); PF = 1 where
-// compiled. Warps: about 16 resident warps per SM over the grid (8 for R = 4, register-bound), at
+// once per CTA per k-block: more rows per CTA cut that work, which grows with m; pre-quantized x:
+// R = 1); PF = 1 where compiled. Warps: about 16 resident warps per SM over the grid (8 for R = 4, register-bound), at
 // least two k-blocks per warp; a tile group needing more warps than a CTA holds splits K over CTAs.
 Fp8GemvConfig fp8_gemv_resolve(const Fp8GemvArgs& a, int64_t code) {
   Fp8GemvConfig c = fp8_gemv_decode(code);
+  const bool pq = a.x_scales != nullptr;
+  c.preq = pq ? 1 : 0;
   if (c.r <= 0) {
-    c.r = a.m <= 4 ? 1 : (a.m <= 8 ? 2 : 4);
+    c.r = pq || a.m <= 4 ? 1 : (a.m <= 8 ? 2 : 4);
     c.pf = c.r <= 2 ? 1 : 0;
   }
   const int64_t kb = a.k / 128;
   const int64_t tgs = cdiv64(cdiv64(a.n, 16), c.r);
-  const int wmax = max_warps(a.m > 8 ? 2 : 1, c.r, c.pf);
+  const int wmax = max_warps(a.m > 8 ? 2 : 1, c.r, c.pf, pq);
   const int64_t target = static_cast<int64_t>(devattr::sm_count()) * (c.r >= 4 ? 8 : 16);
   int64_t wpt = cdiv64(target, tgs);
   const int64_t cap = kb / 2 > 0 ? kb / 2 : 1;
@@ -110,11 +85,15 @@ Fp8GemvSupport fp8_gemv_supported(const Fp8GemvArgs& a, int64_t code) {
   if (a.m < 1 || a.m > 16) return Fp8GemvSupport::kBadM;
   if (a.k < 128 || a.k % 128 != 0 || a.k >= (int64_t{1} << 24)) return Fp8GemvSupport::kBadK;
   if (a.n < 1 || a.n >= (int64_t{1} << 30)) return Fp8GemvSupport::kBadN;
-  if (reinterpret_cast<uintptr_t>(a.x) % 16 != 0 || (a.m > 1 && a.x_stride % 8 != 0) ||
+  const bool pq = a.x_scales != nullptr;
+  if (a.x == nullptr || a.weight == nullptr || a.wsi == nullptr) return Fp8GemvSupport::kBadPointer;
+  if (reinterpret_cast<uintptr_t>(a.x) % 16 != 0 || (a.m > 1 && a.x_stride % (pq ? 16 : 8) != 0) ||
       reinterpret_cast<uintptr_t>(a.weight) % 16 != 0 || (a.n > 1 && a.w_stride % 16 != 0))
     return Fp8GemvSupport::kMisaligned;
   const Fp8GemvConfig c = fp8_gemv_resolve(a, code);
-  if (!pair_compiled(c.r, c.pf) || c.warps < 1 || c.warps > max_warps(a.m > 8 ? 2 : 1, c.r, c.pf) || c.splits < 1 || c.splits > 99)
+  if (fp8_gemv_decode(code).preq > 1 || (fp8_gemv_decode(code).preq == 1 && !pq)) return Fp8GemvSupport::kBadConfig;
+  if (!fp8g::pair_compiled(c.r, c.pf, pq) || c.warps < 1 || c.warps > max_warps(a.m > 8 ? 2 : 1, c.r, c.pf, pq) ||
+      c.splits < 1 || c.splits > 99)
     return Fp8GemvSupport::kBadConfig;
   if (c.splits > 1) {
     const int64_t tgs = cdiv64(cdiv64(a.n, 16), c.r);
@@ -126,8 +105,8 @@ Fp8GemvSupport fp8_gemv_supported(const Fp8GemvArgs& a, int64_t code) {
 }
 
 int fp8_gemv_configs(int* codes, int cap) {
-  const int n = static_cast<int>(sizeof(kPairs) / sizeof(int));
-  for (int i = 0; i < n && i < cap; ++i) codes[i] = kPairs[i];
+  const int n = static_cast<int>(sizeof(fp8g::kPairs) / sizeof(int));
+  for (int i = 0; i < n && i < cap; ++i) codes[i] = fp8g::kPairs[i];
   return n;
 }
 
@@ -147,6 +126,9 @@ cudaError_t fp8_gemv_launch(const Fp8GemvArgs& a, cudaStream_t stream, int64_t c
   p.wsi_s0 = a.wsi_s0;
   p.wsi_s1 = a.wsi_s1;
   p.bias = a.bias;
+  p.xs = a.x_scales;
+  p.xs_s0 = a.xs_s0;
+  p.xs_s1 = a.xs_s1;
   p.counters = a.workspace;
   p.ws = a.workspace != nullptr ? reinterpret_cast<float*>(a.workspace + kFp8GemvCounters) : nullptr;
   p.m = static_cast<int>(a.m);
@@ -157,11 +139,9 @@ cudaError_t fp8_gemv_launch(const Fp8GemvArgs& a, cudaStream_t stream, int64_t c
   p.scale_eps = a.scale_eps;
   const int tgs = static_cast<int>(cdiv64(cdiv64(a.n, 16), c.r));
   const bool use_pdl = pdl && devattr::cc_major() >= 9;
-  const bool two = a.m > 8;
-  if (a.dtype == Fp8GDType::kBFloat16)
-    return two ? launch_nt<__nv_bfloat16, 2>(p, c, tgs, use_pdl, stream)
-               : launch_nt<__nv_bfloat16, 1>(p, c, tgs, use_pdl, stream);
-  return two ? launch_nt<__half, 2>(p, c, tgs, use_pdl, stream) : launch_nt<__half, 1>(p, c, tgs, use_pdl, stream);
+  const bool bf16 = a.dtype == Fp8GDType::kBFloat16, two = a.m > 8;
+  if (a.x_scales != nullptr) return fp8g::launch_preq(p, bf16, two, c.r, c.pf, c.warps, tgs, use_pdl, stream);
+  return fp8g::launch_quant(p, bf16, two, c.r, c.pf, c.warps, tgs, use_pdl, stream);
 }
 
 }  // namespace qlinear

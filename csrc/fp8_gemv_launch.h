@@ -1,6 +1,7 @@
 // Host launcher of the one-launch FP8 block-scaled decode GEMM (fp8_gemv.cuh): x [m <= 16, k] fp16 /
-// bf16 quantized in the kernel, e4m3 weight [n, k] with fp32 128 x 128 block scales. Raw pointers,
-// strides in elements (weight: bytes), a cudaStream_t; no torch headers.
+// bf16 quantized in the kernel (or pre-quantized: e4m3 codes + fp32 group scales), e4m3 weight [n, k]
+// with fp32 128 x 128 block scales. Raw pointers, strides in elements (weight and codes: bytes), a
+// cudaStream_t; no torch headers.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -18,9 +19,11 @@ constexpr int64_t kFp8GemvCounters = 4096;
 struct Fp8GemvArgs {
   void* out = nullptr;
   int64_t out_stride = 0;
-  const void* x = nullptr;
-  int64_t x_stride = 0;
-  Fp8GDType dtype = Fp8GDType::kBFloat16;  // x, out and bias
+  const void* x = nullptr;  // x [m, k] in `dtype`, or its e4m3 codes when x_scales is set
+  int64_t x_stride = 0;     // elements (codes: bytes)
+  const float* x_scales = nullptr;  // pre-quantized x: fp32 group scales [m, k / 128], strides xs_s0, xs_s1
+  int64_t xs_s0 = 0, xs_s1 = 0;
+  Fp8GDType dtype = Fp8GDType::kBFloat16;  // x (unless pre-quantized), out and bias
   const uint8_t* weight = nullptr;         // e4m3 [n, k], row stride w_stride bytes
   int64_t w_stride = 0;
   const float* wsi = nullptr;  // [cdiv(n, 128), k / 128], strides wsi_s0, wsi_s1
@@ -32,12 +35,15 @@ struct Fp8GemvArgs {
   float scale_eps = 1e-10f;
 };
 
-// A launch config, code S * 10000 + R * 1000 + PF * 100 + W (0 = automatic): R row tiles of 16 per CTA
-// (1, 2, 4), PF = weights of the next k-block loaded before this one's MMAs (R <= 2), W warps per CTA
-// splitting the k-blocks (1 .. 16; 8 for R = 4), S CTAs splitting K (1 .. 99; S > 1 uses the
-// workspace). fp8_gemv_configs lists the compiled (R, PF) pairs as R * 10 + PF.
+// A launch config, code Q * 1000000 + S * 10000 + R * 1000 + PF * 100 + W (0 = automatic): R row
+// tiles of 16 per CTA (1, 2, 4), PF = k-blocks of weights loaded ahead of the one being multiplied
+// (0 .. 3; which (R, PF) pairs are compiled: fp8_gemv_configs), W warps per CTA splitting the
+// k-blocks (1 .. 16, fewer where the register cap allows fewer threads), S CTAs splitting K (1 .. 99;
+// S > 1 uses the workspace). Q = 1: x pre-quantized (x_scales set); a code with Q = 1 is refused
+// without x_scales, the operands decide otherwise (the digit tells the Python caller which op to
+// run). fp8_gemv_configs lists the compiled (R, PF) pairs as R * 10 + PF.
 struct Fp8GemvConfig {
-  int r = 0, pf = 0, warps = 0, splits = 0;
+  int r = 0, pf = 0, warps = 0, splits = 0, preq = 0;
 };
 
 enum class Fp8GemvSupport : int {
@@ -45,9 +51,11 @@ enum class Fp8GemvSupport : int {
   kBadM = 1,           // m < 1 or m > 16
   kBadK = 2,           // k % 128 != 0 or k < 128 or k >= 2^24
   kBadN = 3,           // n < 1 or n >= 2^30
-  kMisaligned = 4,     // x / weight not 16-byte aligned, x row stride % 8 or weight row stride % 16 != 0
-  kBadConfig = 5,      // (R, PF) not compiled, warps or splits out of range
+  kMisaligned = 4,     // x / weight not 16-byte aligned, x row stride % 8 (codes: bytes % 16) or weight
+                       // row stride % 16 != 0
+  kBadConfig = 5,      // (R, PF) not compiled, warps or splits out of range, Q = 1 without x_scales
   kWorkspace = 6,      // split-K needs more counters / partials than the workspace holds
+  kBadPointer = 7,     // x, weight, weight scales or (pre-quantized) x_scales null
 };
 
 Fp8GemvConfig fp8_gemv_decode(int64_t code);

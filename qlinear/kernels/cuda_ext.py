@@ -49,6 +49,7 @@ SOURCES = (
     "norm_slices_quant_launch.cu",
     "binding_fp8_gemv.cpp",
     "fp8_gemv_launch.cu",
+    "fp8_gemv_launch_preq.cu",
 )
 HEADERS = (
     "device_attrs.h",
@@ -64,6 +65,7 @@ HEADERS = (
     "norm_slices_quant_launch.h",
     "fp8_gemv.cuh",
     "fp8_gemv_launch.h",
+    "fp8_gemv_dispatch.cuh",
 )
 _SOURCES, _HEADERS = SOURCES, HEADERS
 CUDA_FLAGS = (

@@ -9,8 +9,9 @@ use the fp32 references of ``qlinear.reference.fp8``, CUDA tensors the Triton ke
 
 The block-scaled GEMM has a fourth backend, "cuda": one launch of the CUDA extension's decode kernel
 (``csrc/fp8_gemv.cuh``, M <= 16) that quantizes x itself, bit-identical codes and scales to
-:func:`per_token_group_quant_fp8`. Auto dispatch takes it for M <= :data:`FP8_CUDA_MAX_M` (0 = never
-until measured); where it does not apply (extension unavailable, K % 128, alignment, dtype) it falls
+:func:`per_token_group_quant_fp8` (or, with a Q = 1 config code, runs that quantizer first and
+reads its codes). Auto dispatch takes it for M <= :data:`FP8_CUDA_MAX_M` (0 = never until
+measured); where it does not apply (extension unavailable, K % 128, alignment, dtype) it falls
 back to "triton".
 
 The device-facing work runs inside ``torch.library`` custom ops (namespace ``qlinear``) with fake
@@ -126,23 +127,35 @@ FP8_CUDA_MAX_M: "int | dict" = {
     None: 0,
 }
 
-# Launch config of the "cuda" kernel: code S * 10000 + R * 1000 + PF * 100 + W (csrc/fp8_gemv_launch.h;
-# 0 = the launcher's automatic choice). An int, or a dict keyed by (N, K) of tuples of (max_m, code)
-# (the first with M <= max_m wins), None for every other shape. From the same sweep: one CTA per
-# 16-row tile with 16 warps splitting K and the next k-block prefetched (11116) on the 7168-wide
-# MLA shapes; 576 rows (36 tiles) need K split over 4 CTAs (41108 / 42108 for two token tiles).
+# Launch config of the "cuda" kernel: code Q * 1000000 + S * 10000 + R * 1000 + PF * 100 + W
+# (csrc/fp8_gemv_launch.h; 0 = the launcher's automatic choice). Q = 1: x is quantized first by
+# per_token_group_quant_fp8 (Triton, the same codes and scales) and the GEMM, launched with PDL,
+# reads the codes (fp8_block_gemv_preq) instead of re-quantizing x in every CTA; not set anywhere
+# until an H200 sweep (benchmarks/bench_fp8_cuda.py, "cuda:1xxxxxx" rows) shows it faster.
+# PF = 2, 3 keep that many k-blocks of weights in flight (compiled for R = 1, and PF = 2 for R = 2).
+# An int, or a dict keyed by (N, K) of tuples of (max_m, code) (the first with M <= max_m wins),
+# None for every other shape. From the session-5 sweep: one CTA per 16-row tile with 16 warps
+# splitting K and the next k-block prefetched (11116) on the 7168-wide MLA shapes; 576 rows (36
+# tiles) need K split over 4 CTAs (41108 / 42108 for two token tiles).
 FP8_CUDA_CONFIG: "int | dict" = {
     (2112, 7168): ((8, 11116),),
     (1536, 7168): ((8, 11116),),
     (576, 7168): ((8, 41108), (16, 42108)),
     None: 0,
 }
+_CUDA_PREQ = 1000000  # the Q digit of a config code
 
-# Workspace of the split-K launches, per device: kFp8GemvCounters (4096) int32 arrival counters,
-# zeroed once here and reset by the kernel, then fp32 partial tiles.
+# Workspaces of the split-K launches: kFp8GemvCounters (4096) int32 arrival counters, zeroed once
+# here and reset by the kernel, then fp32 partial tiles. One per (device, stream): two split-K
+# launches running at the same time on two streams would otherwise share counters and partials
+# and corrupt each other's results. Allocated on a stream's first eager call, never inside a
+# graph capture (the graph's private pool would own it): a capture on a stream without its own
+# workspace uses the device's capture workspace (allocated with the first eager workspace of that
+# device), so graphs captured on such streams must not be replayed concurrently with one another;
+# warm up on the capture stream to give its graph a workspace of its own.
 _CUDA_WS_COUNTERS = 4096
 _CUDA_WS_WORDS = _CUDA_WS_COUNTERS + (1 << 21)
-_cuda_ws: dict = {}
+_cuda_ws: dict = {}  # (device index, stream id or "capture") -> int32 workspace
 _cuda_failed: Optional[str] = None
 
 
@@ -206,12 +219,19 @@ def _cuda_ops():
 
 
 def _cuda_workspace(device: torch.device) -> Optional[torch.Tensor]:
-    ws = _cuda_ws.get(device.index)
-    if ws is None:
-        if torch.cuda.is_current_stream_capturing():
-            return None  # never allocate it inside a graph capture (its pool would own it)
-        ws = torch.zeros(_CUDA_WS_WORDS, dtype=torch.int32, device=device)
-        _cuda_ws[device.index] = ws
+    """The split-K workspace of the current stream of ``device`` (see ``_cuda_ws``), or None during a
+    graph capture when neither that stream nor the device has one yet."""
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    stream = torch.cuda.current_stream(index).cuda_stream
+    ws = _cuda_ws.get((index, stream))
+    if ws is not None:
+        return ws
+    if torch.cuda.is_current_stream_capturing():
+        return _cuda_ws.get((index, "capture"))
+    ws = torch.zeros(_CUDA_WS_WORDS, dtype=torch.int32, device=device)
+    _cuda_ws[(index, stream)] = ws
+    if (index, "capture") not in _cuda_ws:
+        _cuda_ws[(index, "capture")] = torch.zeros(_CUDA_WS_WORDS, dtype=torch.int32, device=device)
     return ws
 
 
@@ -227,10 +247,10 @@ def fp8_block_gemv_cuda(
     """The "cuda" backend on a 2-D ``x`` [M <= 16, K]: ``[M, N]`` in x's dtype, or None where it
     does not apply (:func:`_cuda_gemv_ok`, extension unavailable, config not supported, workspace not
     yet allocated during a graph capture). ``config``: launch code (see :data:`FP8_CUDA_CONFIG`;
-    None = that table); ``pdl`` None: on for M <= ``qlinear.kernels._pdl.PDL_MAX_M`` on sm_90+.
+    None = that table; Q = 1 quantizes x with :func:`per_token_group_quant_fp8` first and launches
+    the GEMM on the codes); ``pdl`` None: on for M <= ``qlinear.kernels._pdl.PDL_MAX_M`` on sm_90+.
 
-    The split-K launches share one workspace per device: launches of this kernel must not run
-    concurrently on two streams of the same device.
+    Split-K launches use a workspace per (device, stream) (``_cuda_ws``).
     """
     if x.dim() != 2 or not _cuda_gemv_ok(x, weight, (128, 128)):
         return None
@@ -243,12 +263,17 @@ def fp8_block_gemv_cuda(
     M, K = x.shape
     N = weight.shape[0]
     code = _cuda_config(M, N, K) if config is None else int(config)
-    if ops.fp8_block_gemv_supported(x, weight, weight_scale_inv, ws, code) != 0:
-        return None
     if pdl is None:
         from qlinear.kernels import _pdl  # function-local: imports triton
 
         pdl = M <= _pdl.PDL_MAX_M and _pdl.pdl_enabled(x.device)
+    if (code // _CUDA_PREQ) % 10 == 1:
+        q, s = _kernels().per_token_group_quant_fp8(x, 128, scale_eps=_ref.FP8_SCALE_EPS)
+        if ops.fp8_block_gemv_supported(q, weight, weight_scale_inv, ws, code, s) != 0:
+            return None
+        return ops.fp8_block_gemv_preq(q, s, weight, weight_scale_inv, bias, ws, x.dtype, code, bool(pdl))
+    if ops.fp8_block_gemv_supported(x, weight, weight_scale_inv, ws, code) != 0:
+        return None
     return ops.fp8_block_gemv(x, weight, weight_scale_inv, bias, ws, code, bool(pdl), _ref.FP8_SCALE_EPS)
 
 

@@ -3,11 +3,18 @@
 Against ``qlinear.reference.fp8.fp8_block_linear_ref`` (the same per-token-group quantization, then
 an fp32 GEMM of the dequantized operands) on fresh random data: M in {1, 2, 3, 4, 7, 8, 9, 15, 16}
 x the DeepSeek shapes and a ragged N x bf16 / fp16, strided x rows, bias; every compiled (R, PF)
-pair with one and several K splits; CUDA-graph replays (the split-K arrival counters must be reset);
-the fallbacks to "triton" and the errors of the raw op; auto dispatch through FP8_CUDA_MAX_M.
+pair with one and several K splits, in-kernel and pre-quantized x (Q = 1: bit-identical to the
+in-kernel path at the same config); CUDA-graph replays (the split-K arrival counters must be reset);
+split-K launches on two streams at once (one workspace per stream); the fallbacks to "triton" and
+the errors of the raw op (each case in a subprocess, so a crash names the case); auto dispatch
+through FP8_CUDA_MAX_M.
 """
 
 import functools
+import os
+import subprocess
+import sys
+import textwrap
 
 import pytest
 import torch
@@ -25,7 +32,9 @@ TOL = 1e-2
 MS = (1, 2, 3, 4, 7, 8, 9, 15, 16)
 SHAPES = [(2112, 7168), (24576, 1536), (7168, 16384), (1536, 7168), (576, 7168), (200, 1024)]
 # S * 10000 + R * 1000 + PF * 100 + W (csrc/fp8_gemv_launch.h)
-CODES = [11104, 11016, 41108, 12104, 32004, 22108, 14008, 34004, 81002, 11101]
+CODES = [11104, 11016, 41108, 12104, 32004, 22108, 14008, 34004, 81002, 11101, 11208, 11312, 21204, 31204]
+# pre-quantized x (Q = 1); R = 4 is not compiled for it
+PREQ_CODES = [1011104, 1011016, 1041108, 1011116, 1011216, 1011312, 1021104, 1021204, 1031204]
 
 
 def _ext():
@@ -91,6 +100,42 @@ def test_configs(code, m):
         _check(y, x, w, wsi, b, f"M={m} {n}x{k} config={code}")
 
 
+@pytest.mark.parametrize("code", PREQ_CODES)
+@pytest.mark.parametrize("m", [1, 5, 8, 12, 16])
+def test_preq_configs(code, m):
+    _ext()
+    for n, k in [(1536, 7168), (200, 1024)]:
+        w, wsi = _weight(n, k)
+        for dtype in (torch.bfloat16, torch.float16):
+            x = _x(m, k, dtype, m + code, row_pad=64 if m % 2 else 0)
+            b = torch.randn(n, device=DEV).to(dtype) if m % 2 else None
+            y = ops.fp8_block_gemv_cuda(x, w, wsi, b, config=code)
+            if y is None:
+                pytest.skip(f"config {code} unsupported at M={m}")
+            _check(y, x, w, wsi, b, f"M={m} {n}x{k} {dtype} config={code}")
+            # same tiles, warps and splits as the in-kernel quantization: the same codes and scales
+            # go through the same fp32 sums
+            y0 = ops.fp8_block_gemv_cuda(x, w, wsi, b, config=code % 1000000)
+            if y0 is not None:
+                assert torch.equal(y, y0), f"pre-quantized differs from in-kernel (M={m} {n}x{k} {code})"
+
+
+def test_preq_raw_op():
+    C = _ext()
+    n, k = 576, 7168
+    w, wsi = _weight(n, k)
+    x = _x(3, k, torch.bfloat16, 11)
+    q, s = ops.per_token_group_quant_fp8(x, 128)
+    ws = ops._cuda_workspace(x.device)
+    assert C.fp8_block_gemv_supported(q, w, wsi, ws, 1011104, s) == 0
+    assert C.fp8_block_gemv_resolve(q, w, wsi, ws, 0, s) // 1000000 == 1
+    # a Q = 1 code without pre-quantized x is refused (code 5)
+    assert C.fp8_block_gemv_supported(x, w, wsi, ws, 1011104) == 5
+    y = C.fp8_block_gemv_preq(q, s, w, wsi, None, ws, torch.float16, 0, False)
+    assert y.dtype == torch.float16
+    _check(y.to(torch.bfloat16), x, w, wsi, None, "preq raw op, fp16 out")
+
+
 def test_quantization_matches_quantizer():
     """Codes and scales are the quantizer's: a weight of one-hot rows reads q * sx back exactly."""
     _ext()
@@ -129,9 +174,31 @@ def test_graph_replay_split_k():
         g.replay()
         torch.cuda.synchronize()
         assert torch.equal(first, y) and torch.equal(first, eager), f"replays differ (config {code})"
-    # the counters are back to zero
-    ws = ops._cuda_ws[x.device.index]
-    assert int(ws[: ops._CUDA_WS_COUNTERS].abs().sum()) == 0
+    # the counters of every workspace (per stream, and the capture one) are back to zero
+    for key, ws in ops._cuda_ws.items():
+        assert int(ws[: ops._CUDA_WS_COUNTERS].abs().sum()) == 0, key
+
+
+def test_split_k_two_streams():
+    """Split-K launches on two streams at once: each stream has its own counters and partials."""
+    _ext()
+    n, k = 1536, 7168
+    w, wsi = _weight(n, k)
+    xs = [_x(4, k, torch.bfloat16, 20 + i) for i in range(2)]
+    want = [ops.fp8_block_gemv_cuda(x, w, wsi, None, config=41108) for x in xs]
+    streams = [torch.cuda.Stream() for _ in range(2)]
+    outs = [[], []]
+    for s in streams:
+        s.wait_stream(torch.cuda.current_stream())
+    for _ in range(50):
+        for i, s in enumerate(streams):
+            with torch.cuda.stream(s):
+                outs[i].append(ops.fp8_block_gemv_cuda(xs[i], w, wsi, None, config=41108))
+    for s in streams:
+        torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+    for i in range(2):
+        assert all(torch.equal(y, want[i]) for y in outs[i]), f"stream {i}: a result differs"
 
 
 def test_fallbacks_to_triton():
@@ -156,24 +223,63 @@ def test_fallbacks_to_triton():
     assert ops.fp8_block_gemv_cuda(x3[:4].float(), w, wsi) is None
 
 
-def test_raw_op_errors():
-    C = _ext()
-    w, wsi = _weight(576, 7168)
+# Each error case of the raw op, run in a child process (a crash there is a test failure naming the
+# case, not the end of pytest). Every case prints "CASE <name> <outcome>"; outcome "ok" when the op
+# raised the expected error type with the expected word in its message (or returned the expected code).
+_ERROR_CASES = textwrap.dedent(
+    """
+    import sys, torch
+    from qlinear.kernels import cuda_ext
+    C = cuda_ext.load()
+    DEV = "cuda"
+    w = (torch.randn(576, 7168, device=DEV) * 8).to(torch.float8_e4m3fn)
+    wsi = torch.rand(5, 56, device=DEV) * 1e-3 + 1e-4
     ws = torch.zeros(4096 + 1024, dtype=torch.int32, device=DEV)
-    x = _x(2, 7168, torch.bfloat16, 0)
-    with pytest.raises(TypeError, match="weight"):
-        C.fp8_block_gemv(x, w.view(torch.uint8), wsi, None, ws, 0, False, 1e-10)
-    with pytest.raises(RuntimeError, match="weight_scale_inv"):
-        C.fp8_block_gemv(x, w, wsi[:, :3], None, ws, 0, False, 1e-10)
-    with pytest.raises(RuntimeError, match="bias"):
-        C.fp8_block_gemv(x, w, wsi, torch.zeros(5, device=DEV, dtype=torch.bfloat16), ws, 0, False, 1e-10)
+    x = torch.randn(2, 7168, device=DEV).to(torch.bfloat16)
     buf = torch.randn(2, 7168 + 8, device=DEV).to(torch.bfloat16)
-    with pytest.raises(RuntimeError, match="not supported"):
-        C.fp8_block_gemv(buf[:, 1:7169], w, wsi, None, ws, 0, False, 1e-10)
-    # a split-K config whose partials do not fit the small workspace: refused (code 6)
-    assert C.fp8_block_gemv_supported(x, w, wsi, ws, 81002) == 6
-    with pytest.raises(RuntimeError, match="workspace"):
-        C.fp8_block_gemv(x, w, wsi, None, torch.zeros(10, dtype=torch.int32, device=DEV), 0, False, 1e-10)
+    q = torch.zeros(2, 7168, device=DEV).to(torch.float8_e4m3fn)
+    s = torch.ones(2, 56, device=DEV)
+    cases = [
+        ("uint8_weight", TypeError, "weight", lambda: C.fp8_block_gemv(x, w.view(torch.uint8), wsi, None, ws, 0, False, 1e-10)),
+        ("wsi_shape", RuntimeError, "weight_scale_inv", lambda: C.fp8_block_gemv(x, w, wsi[:, :3], None, ws, 0, False, 1e-10)),
+        ("bias_shape", RuntimeError, "bias", lambda: C.fp8_block_gemv(x, w, wsi, torch.zeros(5, device=DEV, dtype=torch.bfloat16), ws, 0, False, 1e-10)),
+        ("misaligned_x", RuntimeError, "not supported", lambda: C.fp8_block_gemv(buf[:, 1:7169], w, wsi, None, ws, 0, False, 1e-10)),
+        ("small_workspace", RuntimeError, "workspace", lambda: C.fp8_block_gemv(x, w, wsi, None, torch.zeros(10, dtype=torch.int32, device=DEV), 0, False, 1e-10)),
+        ("x_on_cpu", RuntimeError, "x", lambda: C.fp8_block_gemv(x.cpu(), w, wsi, None, ws, 0, False, 1e-10)),
+        ("scale_eps", RuntimeError, "scale_eps", lambda: C.fp8_block_gemv(x, w, wsi, None, ws, 0, False, 0.0)),
+        ("preq_scales_shape", RuntimeError, "x_scales", lambda: C.fp8_block_gemv_preq(q, s[:, :5], w, wsi, None, ws, torch.bfloat16, 0, False)),
+        ("preq_codes_dtype", TypeError, "xq", lambda: C.fp8_block_gemv_preq(x, s, w, wsi, None, ws, torch.bfloat16, 0, False)),
+        ("preq_out_dtype", TypeError, "out_dtype", lambda: C.fp8_block_gemv_preq(q, s, w, wsi, None, ws, torch.float32, 0, False)),
+        ("preq_code_without_scales", None, 5, lambda: C.fp8_block_gemv_supported(x, w, wsi, ws, 1011104)),
+        ("split_k_small_workspace", None, 6, lambda: C.fp8_block_gemv_supported(x, w, wsi, ws, 81002)),
+    ]
+    for name, err, want, fn in cases:
+        print("START", name, flush=True)
+        try:
+            got = fn()
+        except Exception as e:  # noqa: BLE001
+            ok = err is not None and isinstance(e, err) and str(want) in str(e)
+            print("CASE", name, "ok" if ok else f"wrong error {type(e).__name__}: {str(e)[:200]!r}", flush=True)
+            continue
+        ok = err is None and got == want
+        print("CASE", name, "ok" if ok else f"no error (returned {got!r})", flush=True)
+    """
+)
+
+
+def test_raw_op_errors():
+    _ext()
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([os.getcwd()] + [p for p in sys.path if p])
+    r = subprocess.run([sys.executable, "-c", _ERROR_CASES], capture_output=True, text=True, timeout=120, env=env)
+    lines = r.stdout.splitlines()
+    started = [ln.split()[1] for ln in lines if ln.startswith("START ")]
+    bad = [ln for ln in lines if ln.startswith("CASE ") and not ln.endswith(" ok")]
+    if r.returncode != 0:
+        last = started[-1] if started else "(before the first case)"
+        pytest.fail(f"error-case process died (rc {r.returncode}) in case {last}; stderr tail: {r.stderr[-800:]}")
+    assert not bad, "\n".join(bad)
+    assert len([ln for ln in lines if ln.startswith("CASE ")]) == len(started) == 12, r.stdout
 
 
 def test_auto_dispatch(monkeypatch):

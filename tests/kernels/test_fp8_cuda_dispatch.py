@@ -60,3 +60,17 @@ def test_cuda_backend_on_cpu_is_an_error():
     x, w, wsi = _operands()
     with pytest.raises(ValueError, match="backend 'cuda' needs CUDA tensors"):
         ops.fp8_block_linear(x, w, wsi, backend="cuda")
+
+
+def test_config_codes_well_formed():
+    """Every code in FP8_CUDA_CONFIG is Q * 1000000 + S * 10000 + R * 1000 + PF * 100 + W with Q in
+    {0, 1} (1: pre-quantized x), R in {1, 2, 4}, PF <= 3 and no R = 4 with Q = 1 (not compiled)."""
+    table = ops.FP8_CUDA_CONFIG
+    entries = table.values() if isinstance(table, dict) else [table]
+    codes = [c for e in entries for c in ((x[1] for x in e) if isinstance(e, (tuple, list)) else [e])]
+    for code in codes:
+        if code == 0:
+            continue
+        q, s, r, pf, w = code // 1000000, code // 10000 % 100, code // 1000 % 10, code // 100 % 10, code % 100
+        assert q in (0, 1) and 1 <= s <= 99 and r in (1, 2, 4) and pf <= 3 and 1 <= w <= 16, code
+        assert not (q == 1 and r == 4), code
