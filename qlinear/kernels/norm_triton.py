@@ -161,6 +161,8 @@ def _rms_norm_rows_kernel(
 # rows are in flight; the second read costs L2 bandwidth only. FUSED: pass 1 also stores
 # residual <- x + residual, and pass 2 re-reads that stored residual. H is a compile-time
 # constant; row offsets follow the 3-D view (one division per program).
+# FLAT: one row stride (n_outer == 1) and every operand spans < 2^31 elements: the row offset is
+# pid * stride in 32-bit arithmetic, with no division by n_inner (as in inductor's kernel).
 @triton.jit(do_not_specialize=["n_inner"])
 def _rms_norm_loop_kernel(
     Y_ptr, Y_s0, Y_s1,
@@ -171,13 +173,19 @@ def _rms_norm_loop_kernel(
     H: tl.constexpr,
     FUSED: tl.constexpr,
     R: tl.constexpr,
+    FLAT: tl.constexpr,
 ):
     pid = tl.program_id(0)
-    outer = (pid // n_inner).to(tl.int64)
-    inner = (pid % n_inner).to(tl.int64)
-    x_row = X_ptr + outer * X_s0 + inner * X_s1
-    y_row = Y_ptr + outer * Y_s0 + inner * Y_s1
-    r_row = R_ptr + outer * R_s0 + inner * R_s1
+    if FLAT:
+        x_row = X_ptr + pid * X_s1
+        y_row = Y_ptr + pid * Y_s1
+        r_row = R_ptr + pid * R_s1
+    else:
+        outer = (pid // n_inner).to(tl.int64)
+        inner = (pid % n_inner).to(tl.int64)
+        x_row = X_ptr + outer * X_s0 + inner * X_s1
+        y_row = Y_ptr + outer * Y_s0 + inner * Y_s1
+        r_row = R_ptr + outer * R_s0 + inner * R_s1
     cols = tl.arange(0, R)
     acc = tl.zeros((R,), dtype=tl.float32)
     for off in tl.range(0, H, R):
@@ -341,13 +349,18 @@ def _launch(out, x, residual, weight, eps, config) -> None:
     res = residual if fused else x  # unused when not fused: any valid pointer, strides 0
     loop = _loop_block(n_rows, hidden, x.element_size(), config)
     if loop:
+        want = tuple(config) if config is not None else ()
+        flat = n_outer == 1 and all(n_rows * t.stride(1) + hidden < 2**31 for t in ((out, x, res) if fused else (out, x)))
+        if len(want) > 6 and int(want[6]) == 0:
+            flat = False
         _rms_norm_loop_kernel[(n_rows,)](
             out, out.stride(0), out.stride(1),
             x, x.stride(0), x.stride(1),
             res, res.stride(0) if fused else 0, res.stride(1) if fused else 0,
             weight,
             n_inner, eps,
-            H=hidden, FUSED=fused, R=loop, num_warps=num_warps, num_stages=_loop_stages(n_rows, hidden, x.element_size(), config),
+            H=hidden, FUSED=fused, R=loop, FLAT=flat, num_warps=num_warps,
+            num_stages=_loop_stages(n_rows, hidden, x.element_size(), config),
         )
         return
     if static and n_outer == 1:
@@ -385,8 +398,9 @@ def rms_norm_triton(
 
     ``out`` may be ``x`` (in place). Dtypes: fp16 / bf16 / fp32, all three tensors alike (the
     caller checks); ``weight`` is a contiguous ``[H]`` vector. ``config = (rows per program,
-    num_warps[, evict[, static[, loop[, stages]]]])`` overrides the launch rules (benchmarks sweep
-    it; 0 = automatic, see :func:`_launch_params`, :func:`_loop_block` and :func:`_loop_stages`).
+    num_warps[, evict[, static[, loop[, stages[, flat]]]]])`` overrides the launch rules (benchmarks
+    sweep it; 0 = automatic, see :func:`_launch_params`, :func:`_loop_block` and :func:`_loop_stages`;
+    flat 0 keeps the loop kernel's 3-D row addressing where the flat one would apply).
     """
     _check_views("x", x, x)
     _check_views("out", out, x)

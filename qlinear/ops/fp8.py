@@ -110,37 +110,39 @@ FP8_BLOCK_DISPATCH: dict = {
 # The "cuda" one-launch decode kernel in auto dispatch: taken for M <= this bound where it applies
 # (_cuda_gemv_ok). An int for every shape, or a dict keyed by the weight's (N, K) with None for
 # every other shape.
-# H200 sweep, session 5 (benchmarks/results/session5/fp8cuda_r1.json: whole op, cold weights, the
-# graph replays of all candidates alternated), us at M = 1 / 4 / 8 / 16, "cuda" best config vs the
-# committed Triton path in the same run:
-#   2112x7168   6.95 / 7.10 / 7.36 / 11.96  vs 9.30 / 9.23 / 9.49 / 11.43   -> cuda for M <= 8
-#   1536x7168   6.70 / 6.87 / 6.88 / 10.67  vs 8.73 / 8.77 / 9.09 / 9.85    -> cuda for M <= 8
-#    576x7168   5.35 / 5.41 / 5.42 /  7.46  vs 6.59 / 6.69 / 7.03 / 7.70    -> cuda for M <= 16
-#   24576x1536 15.61 / 16.04 / 16.44 / 20.16 vs 16.14 / 16.95 / 16.35 / 17.95 -> cuda for M <= 4
-#   7168x16384 41.1 / 43.1 / 40.3 / 47.0    vs 35.5 / 37.0 / 36.0 / 37.1    -> Triton
+# H200, session 5, two sweeps (benchmarks/results/session5/fp8cuda_r1.json, fp8cuda_r2.json: whole
+# op incl. activation quantization, cold weights, graph replays of all candidates alternated), us
+# at M = 1 / 4 / 8 / 12 / 16 from r2, best "cuda" code vs backend="triton" in the same run:
+#   2112x7168   7.44 / 7.59 / 7.35 / 10.74 / 11.43  vs 9.40 / 9.38 / 9.57 / 9.84 / 10.45 -> cuda M <= 8
+#   1536x7168   6.71 / 6.82 / 6.81 /  8.95 /  9.15  vs 8.61 / 8.81 / 8.97 / 9.45 / 9.70  -> cuda M <= 16
+#    576x7168   5.34 / 5.45 / 5.54 /  7.07 /  7.17  vs 6.65 / 6.80 / 7.10 / 7.33 / 7.67  -> cuda M <= 16
+#   24576x1536 25.3 / 25.2 / 19.9 / 20.1 / 21.1    vs 14.7 / 15.9 / 15.9 / 16.2 / 15.8  -> Triton
+#   7168x16384 46.4 / 42.3 / 42.3 / 48.8 / 48.6    vs 35.0 / 36.1 / 36.6 / 37.6 / 38.3  -> Triton
+# (r1 had the launcher's automatic config on 24576x1536 at 15.6 / 16.0 us vs Triton 16.1 / 17.0 at
+# M = 1 / 4; r2 measured that same dispatch at 16.5 / 16.8 vs Triton 14.7 / 15.9, so it is off.)
+# The wide shapes stay on Triton: this kernel streams at most ~2.9 TB/s there (no smem ring).
 # Other shapes: Triton (not measured).
 FP8_CUDA_MAX_M: "int | dict" = {
     (2112, 7168): 8,
-    (1536, 7168): 8,
+    (1536, 7168): 16,
     (576, 7168): 16,
-    (24576, 1536): 4,
     None: 0,
 }
 
 # Launch config of the "cuda" kernel: code Q * 1000000 + S * 10000 + R * 1000 + PF * 100 + W
 # (csrc/fp8_gemv_launch.h; 0 = the launcher's automatic choice). Q = 1: x is quantized first by
 # per_token_group_quant_fp8 (Triton, the same codes and scales) and the GEMM, launched with PDL,
-# reads the codes (fp8_block_gemv_preq) instead of re-quantizing x in every CTA; not set anywhere
-# until an H200 sweep (benchmarks/bench_fp8_cuda.py, "cuda:1xxxxxx" rows) shows it faster.
-# PF = 2, 3 keep that many k-blocks of weights in flight (compiled for R = 1, and PF = 2 for R = 2).
+# reads the codes (fp8_block_gemv_preq) instead of re-quantizing x in every CTA. PF = 1, 2, 3 keep
+# that many k-blocks of weights in flight (compiled for R = 1, and PF <= 2 for R = 2).
 # An int, or a dict keyed by (N, K) of tuples of (max_m, code) (the first with M <= max_m wins),
-# None for every other shape. From the session-5 sweep: one CTA per 16-row tile with 16 warps
-# splitting K and the next k-block prefetched (11116) on the 7168-wide MLA shapes; 576 rows (36
-# tiles) need K split over 4 CTAs (41108 / 42108 for two token tiles).
+# None for every other shape. From the sweeps: one CTA per 16-row tile with 16 warps splitting K and
+# the next k-block prefetched (11116) on the 7168-wide MLA shapes, x pre-quantized from M = 9 on
+# 1536 rows (1011116); 576 rows (36 tiles) split K over 4 CTAs (41108, pre-quantized 1041108 for
+# two token tiles).
 FP8_CUDA_CONFIG: "int | dict" = {
     (2112, 7168): ((8, 11116),),
-    (1536, 7168): ((8, 11116),),
-    (576, 7168): ((8, 41108), (16, 42108)),
+    (1536, 7168): ((8, 11116), (16, 1011116)),
+    (576, 7168): ((8, 41108), (16, 1041108)),
     None: 0,
 }
 _CUDA_PREQ = 1000000  # the Q digit of a config code

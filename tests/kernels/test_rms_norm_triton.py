@@ -253,12 +253,13 @@ def test_static_rule_field(nt, monkeypatch):
         nt._launch_params(1000, 512, 2, (2, 1, 0, 3))
 
 
-@pytest.mark.parametrize("config", [(0, 1, -1, -1, 16), (0, 4, -1, -1, 32), (1, 2, 0, 0, 128)], ids=str)
+@pytest.mark.parametrize("config", [(0, 1, -1, -1, 16), (0, 4, -1, -1, 32), (1, 2, 0, 0, 128),
+                                    (0, 4, -1, -1, 32, 1, 0), (1, 2, 0, 0, 16, 2, 1)], ids=str)
 @pytest.mark.parametrize("T,H", [(5, 64), (3, 37)])
 @pytest.mark.parametrize("dtype", [torch.float16, torch.float32])
 def test_loop_kernel(nt, T, H, config, dtype):
     """The two-pass loop kernel (5th config field R): R dividing H, not dividing it, R > H;
-    strided rows, plain and fused."""
+    6th num_stages, 7th flat (0 = the 3-D row addressing); strided rows, plain and fused."""
     _check_strided_plain_and_fused(nt, T, H, config, dtype)
 
 
