@@ -37,7 +37,42 @@ CASES = {
 }
 
 
+# A CPU-only extension built here (load_inline, the same compiler flags as qlinear's): does any
+# c10::Error from a TORCH_LIBRARY op kill the process, or only some kinds?
+INLINE = r"""
+#include <torch/library.h>
+#include <c10/util/Exception.h>
+void throw_kind(int64_t kind) {
+  if (kind == 0) TORCH_CHECK(false, "plain error");
+  if (kind == 1) TORCH_CHECK(false, "error with an int ", kind);
+  if (kind == 2) TORCH_CHECK_TYPE(false, "type error with an int ", kind);
+  if (kind == 3) TORCH_CHECK_VALUE(false, "value error with an int ", kind);
+  if (kind == 4) TORCH_CHECK_INDEX(false, "index error with an int ", kind);
+}
+TORCH_LIBRARY(qlinear_probe_err, m) { m.def("throw_kind(int kind) -> ()", &throw_kind); }
+"""
+PRE_INLINE = """
+import torch
+from torch.utils.cpp_extension import load_inline
+load_inline("qlinear_probe_err", cpp_sources=[SRC], is_python_module=False, build_directory=BUILD)
+"""
+
+
 def main() -> None:
+    import os
+    import tempfile
+
+    build = os.path.join(tempfile.gettempdir(), "qlinear_probe_err")
+    os.makedirs(build, exist_ok=True)
+    for kind, label in enumerate(("TORCH_CHECK", "TORCH_CHECK + int", "TORCH_CHECK_TYPE", "TORCH_CHECK_VALUE",
+                                  "TORCH_CHECK_INDEX")):
+        src = (f"SRC = {INLINE!r}\nBUILD = {build!r}\n" + PRE_INLINE
+               + f"try:\n    torch.ops.qlinear_probe_err.throw_kind({kind})\nexcept Exception as e:\n"
+               "    print(type(e).__name__, str(e).splitlines()[0][:120])\n")
+        p = subprocess.run([sys.executable, "-X", "faulthandler", "-c", src], capture_output=True, text=True, timeout=300)
+        tail = (p.stdout.strip().splitlines() or [""])[-1]
+        err = " | ".join(p.stderr.strip().splitlines()[-2:]) if p.returncode else ""
+        print(f"BINDERR inline {label:28s} rc={p.returncode:4d} {tail} {err[:200]}", flush=True)
     for name, code in CASES.items():
         src = PRE + f"try:\n    {code}\n    print('NO ERROR')\nexcept Exception as e:\n    print(type(e).__name__, str(e).splitlines()[0][:160])\n"
         p = subprocess.run([sys.executable, "-X", "faulthandler", "-c", src], capture_output=True, text=True, timeout=120)

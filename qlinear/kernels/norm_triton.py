@@ -160,37 +160,43 @@ def _rms_norm_rows_kernel(
 # scales and stores. A chunk's registers are all a thread holds, so occupancy is high and many
 # rows are in flight; the second read costs L2 bandwidth only. FUSED: pass 1 also stores
 # residual <- x + residual, and pass 2 re-reads that stored residual. H is a compile-time
-# constant; row offsets follow the 3-D view (one division per program).
+# constant; without FLAT, row offsets follow the 3-D view (one division per program).
 # FLAT: one row stride (n_outer == 1) and every operand spans < 2^31 elements: the row offset is
-# pid * stride in 32-bit arithmetic, with no division by n_inner (as in inductor's kernel).
-@triton.jit(do_not_specialize=["n_inner"])
+# pid * stride in 32-bit arithmetic, with no division by n_inner (as in inductor's kernel); then
+# ROWS rows per program share each weight chunk ([ROWS, R] tiles; ROWS is 1 otherwise).
+@triton.jit(do_not_specialize=["n_inner", "n_rows"])
 def _rms_norm_loop_kernel(
     Y_ptr, Y_s0, Y_s1,
     X_ptr, X_s0, X_s1,
     R_ptr, R_s0, R_s1,
     W_ptr,
-    n_inner, eps,
+    n_inner, n_rows, eps,
     H: tl.constexpr,
     FUSED: tl.constexpr,
     R: tl.constexpr,
     FLAT: tl.constexpr,
+    ROWS: tl.constexpr,
 ):
     pid = tl.program_id(0)
     if FLAT:
-        x_row = X_ptr + pid * X_s1
-        y_row = Y_ptr + pid * Y_s1
-        r_row = R_ptr + pid * R_s1
+        rows = pid * ROWS + tl.arange(0, ROWS)
+        row_ok = (rows < n_rows)[:, None]
+        x_row = X_ptr + (rows * X_s1)[:, None]
+        y_row = Y_ptr + (rows * Y_s1)[:, None]
+        r_row = R_ptr + (rows * R_s1)[:, None]
     else:
         outer = (pid // n_inner).to(tl.int64)
         inner = (pid % n_inner).to(tl.int64)
-        x_row = X_ptr + outer * X_s0 + inner * X_s1
-        y_row = Y_ptr + outer * Y_s0 + inner * Y_s1
-        r_row = R_ptr + outer * R_s0 + inner * R_s1
-    cols = tl.arange(0, R)
-    acc = tl.zeros((R,), dtype=tl.float32)
+        row_ok = tl.full((1, 1), 1, tl.int1)
+        zero = tl.zeros((1, 1), dtype=tl.int64)  # [1, 1] pointer blocks, as in the FLAT path
+        x_row = (X_ptr + outer * X_s0 + inner * X_s1) + zero
+        y_row = (Y_ptr + outer * Y_s0 + inner * Y_s1) + zero
+        r_row = (R_ptr + outer * R_s0 + inner * R_s1) + zero
+    cols = tl.arange(0, R)[None, :]
+    acc = tl.zeros((ROWS, R), dtype=tl.float32)
     for off in tl.range(0, H, R):
         cc = off + cols
-        m = cc < H
+        m = row_ok & (cc < H)
         if FUSED:
             # x is overwritten by pass 2 (never re-read): evict-first; the new residual is
             # re-read by pass 2 and stays in L2
@@ -202,15 +208,15 @@ def _rms_norm_loop_kernel(
             v = tl.load(x_row + cc, mask=m, other=0.0, eviction_policy="evict_last")
         vf = v.to(tl.float32)
         acc += vf * vf
-    inv = tl.rsqrt(tl.sum(acc, axis=0) / H + eps)
+    inv = tl.rsqrt(tl.sum(acc, axis=1) / H + eps)[:, None]
     for off in tl.range(0, H, R):
         cc = off + cols
-        m = cc < H
+        m = row_ok & (cc < H)
         if FUSED:
             vf = tl.load(r_row + cc, mask=m, other=0.0, eviction_policy="evict_first").to(tl.float32)
         else:
             vf = tl.load(x_row + cc, mask=m, other=0.0, eviction_policy="evict_first").to(tl.float32)
-        w = tl.load(W_ptr + cc, mask=m, other=0.0, eviction_policy="evict_last").to(tl.float32)
+        w = tl.load(W_ptr + cc, mask=cc < H, other=0.0, eviction_policy="evict_last").to(tl.float32)
         tl.store(y_row + cc, (vf * inv * w).to(Y_ptr.dtype.element_ty), mask=m)
 
 
@@ -353,13 +359,14 @@ def _launch(out, x, residual, weight, eps, config) -> None:
         flat = n_outer == 1 and all(n_rows * t.stride(1) + hidden < 2**31 for t in ((out, x, res) if fused else (out, x)))
         if len(want) > 6 and int(want[6]) == 0:
             flat = False
-        _rms_norm_loop_kernel[(n_rows,)](
+        loop_rows = rows if flat else 1
+        _rms_norm_loop_kernel[(triton.cdiv(n_rows, loop_rows),)](
             out, out.stride(0), out.stride(1),
             x, x.stride(0), x.stride(1),
             res, res.stride(0) if fused else 0, res.stride(1) if fused else 0,
             weight,
-            n_inner, eps,
-            H=hidden, FUSED=fused, R=loop, FLAT=flat, num_warps=num_warps,
+            n_inner, n_rows, eps,
+            H=hidden, FUSED=fused, R=loop, FLAT=flat, ROWS=loop_rows, num_warps=num_warps,
             num_stages=_loop_stages(n_rows, hidden, x.element_size(), config),
         )
         return

@@ -254,13 +254,28 @@ def test_static_rule_field(nt, monkeypatch):
 
 
 @pytest.mark.parametrize("config", [(0, 1, -1, -1, 16), (0, 4, -1, -1, 32), (1, 2, 0, 0, 128),
-                                    (0, 4, -1, -1, 32, 1, 0), (1, 2, 0, 0, 16, 2, 1)], ids=str)
+                                    (0, 4, -1, -1, 32, 1, 0), (1, 2, 0, 0, 16, 2, 1), (2, 2, 0, 0, 32, 1, 1),
+                                    (4, 4, 0, 0, 16, 3, 1)], ids=str)
 @pytest.mark.parametrize("T,H", [(5, 64), (3, 37)])
 @pytest.mark.parametrize("dtype", [torch.float16, torch.float32])
 def test_loop_kernel(nt, T, H, config, dtype):
     """The two-pass loop kernel (5th config field R): R dividing H, not dividing it, R > H;
-    6th num_stages, 7th flat (0 = the 3-D row addressing); strided rows, plain and fused."""
+    6th num_stages, 7th flat (0 = the 3-D row addressing), 1st rows per program (flat only: 2 and
+    4 with T = 5 / 3 leave a partial last program); strided rows, plain and fused."""
     _check_strided_plain_and_fused(nt, T, H, config, dtype)
+
+
+@pytest.mark.parametrize("config", [(1, 2, 0, 0, 16), (4, 2, 0, 0, 32, 1, 1)], ids=str)
+def test_loop_kernel_3d_rows(nt, config):
+    """The loop kernel on a [2, 3, H] view whose two leading strides do not merge (n_outer > 1):
+    the 3-D row addressing, whatever the config asks for the flat one."""
+    H = 40
+    base = (torch.randn(2, 5, H + 6, generator=_gen(9)) * 2).to(torch.float32)
+    x = base[:, 1:4, 2 : 2 + H]
+    w = _weight(H, torch.float32)
+    out = torch.empty(2, 3, H)
+    nt.rms_norm_triton(out, x, w, EPS, config)
+    _close(out, rms_norm_ref(x, w, EPS), torch.float32)
 
 
 def test_loop_rule_field(nt, monkeypatch):
