@@ -246,8 +246,24 @@ _MANY_ROW_RULES: tuple[tuple[int, ...], ...] = (
 _FEW_ROW_RULES: tuple[tuple[int, ...], ...] = (
     (1 << 62, 1, 0, 0, 0),
 )
+# From 16384 rows, rows of 12-14 KB (7168 bf16) take the loop kernel with 16 warps, 4096-element
+# chunks, no software pipelining and (one-stride rows) flat addressing: H200, session 5
+# (benchmarks/results/session5/rmscontig_r3, contiguous 32768 x 7168 plain, replays alternated):
+# 4283 GB/s vs 8 warps 4202 and the CUDA loop kernel 4231 (torch.compile 4297); the run before,
+# 4269 vs 4231 / 4215 (compile 4278). At 4096 rows 16 warps was 1 % slower than 8 (30.80 vs
+# 30.39 us), so fewer rows keep _MANY_ROW_RULES. The fused add with this config was not timed.
+_HUGE_ROWS = 16384
+_HUGE_ROW_RULES: tuple[tuple[int, ...], ...] = tuple(
+    (14336, 1, 16, 0, 0, 4096, 1) if r[0] == 14336 else r for r in _MANY_ROW_RULES
+)
 _MIN_PROGRAMS = 264  # about two per SM on an H100 / H200
 _FEW_ROWS = 132  # rows at or below this count use _FEW_ROW_RULES (the latency regime)
+
+
+def _rules(n_rows: int) -> tuple[tuple[int, ...], ...]:
+    if n_rows <= _FEW_ROWS:
+        return _FEW_ROW_RULES
+    return _HUGE_ROW_RULES if n_rows >= _HUGE_ROWS else _MANY_ROW_RULES
 
 
 def _launch_params(
@@ -265,7 +281,7 @@ def _launch_params(
         block_h, n_chunks = triton.next_power_of_2(hidden), 1
     else:
         block_h, n_chunks = _CHUNK, triton.cdiv(hidden, _CHUNK)
-    rules = _FEW_ROW_RULES if n_rows <= _FEW_ROWS else _MANY_ROW_RULES
+    rules = _rules(n_rows)
     row_bytes = hidden * elem_size
     rule = next((r for r in rules if row_bytes <= r[0]), rules[-1])
     _, rule_rows, rule_warps, rule_evict = rule[:4]
@@ -313,7 +329,7 @@ def _loop_block(n_rows: int, hidden: int, elem_size: int, config: tuple[int, ...
     rule's). R is a power of two >= 16; rows of more than ``_MAX_SINGLE_PASS`` elements keep the
     chunked kernel unless a config asks.
     """
-    rules = _FEW_ROW_RULES if n_rows <= _FEW_ROWS else _MANY_ROW_RULES
+    rules = _rules(n_rows)
     row_bytes = hidden * elem_size
     rule = next((r for r in rules if row_bytes <= r[0]), rules[-1])
     want = tuple(config) if config is not None else ()
@@ -327,7 +343,7 @@ def _loop_stages(n_rows: int, hidden: int, elem_size: int, config: tuple[int, ..
     """``num_stages`` of the two-pass loop kernel: ``config[5]`` if given (> 0), else the rule's 7th
     field, else Triton's default (3). A row of 7168 bf16 is under two 4096-element chunks, so the
     software pipeline of ``tl.range`` has nothing to overlap; inductor's reductions use 1."""
-    rules = _FEW_ROW_RULES if n_rows <= _FEW_ROWS else _MANY_ROW_RULES
+    rules = _rules(n_rows)
     row_bytes = hidden * elem_size
     rule = next((r for r in rules if row_bytes <= r[0]), rules[-1])
     want = tuple(config) if config is not None else ()

@@ -654,12 +654,15 @@ def test_cuda_loop_kernel_in_place_and_3d():
 
 
 # few shapes x configs: each (H, R, warps) is a Triton compile
-@pytest.mark.parametrize("config", [(1, 8, 0, 0, 1024), (1, 4, 0, 0, 2048), (1, 16, 0, 0, 4096)], ids=str)
+@pytest.mark.parametrize("config", [(1, 8, 0, 0, 1024), (1, 4, 0, 0, 2048), (1, 16, 0, 0, 4096),
+                                    (1, 16, 0, 0, 4096, 1, 1), (2, 16, 0, 0, 4096, 1, 1), (1, 8, 0, 0, 2048, 3, 0)],
+                         ids=str)
 @pytest.mark.parametrize("fused", [False, True])
 @pytest.mark.parametrize("T,H", [(300, 7168), (7, 769)])
 def test_triton_loop_kernel(T, H, config, fused):
-    """The Triton two-pass loop kernel (5th config field R): R dividing H or not, R > H, strided
-    rows, plain and fused (the residual is exact)."""
+    """The Triton two-pass loop kernel (5th config field R; 6th num_stages, 7th flat, 1st rows per
+    program on the flat path): R dividing H or not, R > H, strided rows, plain and fused (the
+    residual is exact)."""
     _check_triton_strided(T, H, config, fused, seed_x=T * 3 + H, seed_r=T + 11)
 
 
