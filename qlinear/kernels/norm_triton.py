@@ -248,7 +248,7 @@ _FEW_ROW_RULES: tuple[tuple[int, ...], ...] = (
 )
 # From 16384 rows, rows of 12-14 KB (7168 bf16) take the loop kernel with 16 warps, 4096-element
 # chunks, no software pipelining and (one-stride rows) flat addressing: H200, session 5
-# (benchmarks/results/session5/rmscontig_r3, contiguous 32768 x 7168 plain, replays alternated):
+# (benchmarks/results/session5/probe5_r3 and probe5_r2, contiguous 32768 x 7168 plain, replays alternated):
 # 4283 GB/s vs 8 warps 4202 and the CUDA loop kernel 4231 (torch.compile 4297); the run before,
 # 4269 vs 4231 / 4215 (compile 4278). At 4096 rows 16 warps was 1 % slower than 8 (30.80 vs
 # 30.39 us), so fewer rows keep _MANY_ROW_RULES. The fused add with this config was not timed.

@@ -107,7 +107,7 @@ def resolve_norm_backend(backend: str | None, x: torch.Tensor) -> str:
 #       out of place is CUDA again: the CUDA two-pass loop kernel (2 vectors x 256 threads, PDL,
 #       hints 32) 4204 GB/s vs Triton's loop 4187 and compile 4219 (pass spreads 223.3-226.2 vs
 #       222.4-228.5 us: a tie within noise, 0.4 % behind on the medians).
-#   Session 5 (benchmarks/results/session5/rmscontig_r*, all candidates' graph replays alternated):
+#   Session 5 (benchmarks/results/session5/probe5_r2, probe5_r3, all candidates' graph replays alternated):
 #       32768 x 7168 out of place -> Triton's loop kernel with 16 warps, flat addressing
 #       (norm_triton._HUGE_ROW_RULES): 4283 / 4269 GB/s in two runs vs this CUDA loop kernel 4231 /
 #       4215 and torch.compile 4297 / 4278 (still 0.2-0.3 % behind compile).
