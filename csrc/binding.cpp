@@ -14,9 +14,12 @@
 #include <c10/cuda/CUDAStream.h>
 #include <torch/library.h>
 
+#include "msg.h"
 #include "norm_launch.h"
 
 namespace {
+
+namespace msg = qlinear::msg;  // messages without stream number formatting: see msg.h
 
 qlinear::NormDType to_norm_dtype(const at::Tensor& t, const char* name) {
   switch (t.scalar_type()) {
@@ -27,31 +30,33 @@ qlinear::NormDType to_norm_dtype(const at::Tensor& t, const char* name) {
     case at::kFloat:
       return qlinear::NormDType::kFloat32;
     default:
-      TORCH_CHECK_TYPE(false, name, ": expected float16, bfloat16 or float32, got ", t.scalar_type());
+      TORCH_CHECK_TYPE(false, msg::cat(name, ": expected float16, bfloat16 or float32, got ", t.scalar_type()));
   }
   return qlinear::NormDType::kFloat32;
 }
 
 void check_operand(const at::Tensor& t, const char* name, const at::Tensor& ref) {
-  TORCH_CHECK(t.is_cuda(), name, ": expected a CUDA tensor, got device ", t.device());
-  TORCH_CHECK(t.device() == ref.device(), name, ": on ", t.device(), " but x is on ", ref.device());
-  TORCH_CHECK_TYPE(t.scalar_type() == ref.scalar_type(), name, ": dtype ", t.scalar_type(),
-                   " differs from x's ", ref.scalar_type());
-  TORCH_CHECK(t.dim() == 3, name, ": expected a 3-D [outer, inner, H] view, got ", t.dim(), " dims");
-  TORCH_CHECK(t.sizes() == ref.sizes(), name, ": shape ", t.sizes(), " differs from x's ", ref.sizes());
-  TORCH_CHECK(t.size(2) <= 1 || t.stride(2) == 1, name, ": expected stride(-1) == 1, got strides ",
-              t.strides());
+  TORCH_CHECK(t.is_cuda(), msg::cat(name, ": expected a CUDA tensor, got device ", t.device()));
+  TORCH_CHECK(t.device() == ref.device(), msg::cat(name, ": on ", t.device(), " but x is on ", ref.device()));
+  TORCH_CHECK_TYPE(t.scalar_type() == ref.scalar_type(),
+                   msg::cat(name, ": dtype ", t.scalar_type(), " differs from x's ", ref.scalar_type()));
+  TORCH_CHECK(t.dim() == 3,
+              msg::cat(name, ": expected a 3-D [outer, inner, H] view, got ", msg::num(t.dim()), " dims"));
+  TORCH_CHECK(t.sizes() == ref.sizes(),
+              msg::cat(name, ": shape ", msg::shape(t), " differs from x's ", msg::shape(ref)));
+  TORCH_CHECK(t.size(2) <= 1 || t.stride(2) == 1,
+              msg::cat(name, ": expected stride(-1) == 1, got strides ", msg::strides(t)));
 }
 
 void check_weight(const at::Tensor& w, const at::Tensor& x) {
-  TORCH_CHECK(w.is_cuda() && w.device() == x.device(), "weight: expected a tensor on ", x.device(),
-              ", got ", w.device());
-  TORCH_CHECK_TYPE(w.scalar_type() == x.scalar_type(), "weight: dtype ", w.scalar_type(),
-                   " differs from x's ", x.scalar_type());
-  TORCH_CHECK(w.dim() == 1 && w.size(0) == x.size(2), "weight: expected shape (", x.size(2),
-              ",), got ", w.sizes());
-  TORCH_CHECK(w.size(0) <= 1 || w.stride(0) == 1, "weight: expected a contiguous vector, got stride ",
-              w.stride(0));
+  TORCH_CHECK(w.is_cuda() && w.device() == x.device(),
+              msg::cat("weight: expected a tensor on ", x.device(), ", got ", w.device()));
+  TORCH_CHECK_TYPE(w.scalar_type() == x.scalar_type(),
+                   msg::cat("weight: dtype ", w.scalar_type(), " differs from x's ", x.scalar_type()));
+  TORCH_CHECK(w.dim() == 1 && w.size(0) == x.size(2),
+              msg::cat("weight: expected shape (", msg::num(x.size(2)), ",), got ", msg::shape(w)));
+  TORCH_CHECK(w.size(0) <= 1 || w.stride(0) == 1,
+              msg::cat("weight: expected a contiguous vector, got stride ", msg::num(w.stride(0))));
 }
 
 qlinear::NormOperand operand(const at::Tensor& t) {
@@ -82,7 +87,7 @@ void rms_norm(const at::Tensor& out, const at::Tensor& x, const at::Tensor& weig
       operand(out), operand(x), weight.data_ptr(), x.size(0) * x.size(1), x.size(1), x.size(2),
       static_cast<float>(eps), to_norm_dtype(x, "x"), c10::cuda::getCurrentCUDAStream(x.device().index()).stream(),
       make_config(vecs_per_thread, threads_per_row, rows_per_block, prefetch_weight, pdl, cluster, cache_hints));
-  TORCH_CHECK(err == cudaSuccess, "qlinear rms_norm launch failed: ", cudaGetErrorString(err));
+  TORCH_CHECK(err == cudaSuccess, msg::cat("qlinear rms_norm launch failed: ", cudaGetErrorString(err)));
 }
 
 void fused_add_rms_norm(const at::Tensor& x, const at::Tensor& residual, const at::Tensor& weight,
@@ -97,7 +102,7 @@ void fused_add_rms_norm(const at::Tensor& x, const at::Tensor& residual, const a
       operand(x), operand(residual), weight.data_ptr(), x.size(0) * x.size(1), x.size(1), x.size(2),
       static_cast<float>(eps), to_norm_dtype(x, "x"), c10::cuda::getCurrentCUDAStream(x.device().index()).stream(),
       make_config(vecs_per_thread, threads_per_row, rows_per_block, prefetch_weight, pdl, cluster, cache_hints));
-  TORCH_CHECK(err == cudaSuccess, "qlinear fused_add_rms_norm launch failed: ", cudaGetErrorString(err));
+  TORCH_CHECK(err == cudaSuccess, msg::cat("qlinear fused_add_rms_norm launch failed: ", cudaGetErrorString(err)));
 }
 
 // outs[s] <- rms_norm(x[..., bounds[s]:bounds[s + 1]], weights[s]) for every slice, one launch.
@@ -108,36 +113,43 @@ void rms_norm_slices(at::TensorList outs, const at::Tensor& x, at::IntArrayRef b
                      double eps, int64_t vecs_per_thread, int64_t block_threads, int64_t pdl) {
   check_operand(x, "x", x);
   const int64_t n = static_cast<int64_t>(weights.size());
-  TORCH_CHECK(n >= 1 && n <= qlinear::kNormMaxSlices, "weights: expected 1 to ", qlinear::kNormMaxSlices,
-              " slices per launch, got ", n);
-  TORCH_CHECK(static_cast<int64_t>(outs.size()) == n, "outs: expected ", n, " tensors (one per weight), got ",
-              outs.size());
-  TORCH_CHECK(static_cast<int64_t>(bounds.size()) == n + 1, "bounds: expected ", n + 1,
-              " column offsets for ", n, " slices, got ", bounds.size());
-  TORCH_CHECK(bounds[0] >= 0 && bounds[n] <= x.size(2), "bounds: expected offsets within [0, ", x.size(2),
-              "], got ", bounds);
+  TORCH_CHECK(n >= 1 && n <= qlinear::kNormMaxSlices,
+              msg::cat("weights: expected 1 to ", msg::num(qlinear::kNormMaxSlices), " slices per launch, got ",
+                       msg::num(n)));
+  TORCH_CHECK(static_cast<int64_t>(outs.size()) == n,
+              msg::cat("outs: expected ", msg::num(n), " tensors (one per weight), got ", msg::num(outs.size())));
+  TORCH_CHECK(static_cast<int64_t>(bounds.size()) == n + 1,
+              msg::cat("bounds: expected ", msg::num(n + 1), " column offsets for ", msg::num(n), " slices, got ",
+                       msg::num(bounds.size())));
+  TORCH_CHECK(bounds[0] >= 0 && bounds[n] <= x.size(2),
+              msg::cat("bounds: expected offsets within [0, ", msg::num(x.size(2)), "], got ", msg::dims(bounds)));
   qlinear::NormSlice slices[qlinear::kNormMaxSlices];
   for (int64_t s = 0; s < n; ++s) {
-    TORCH_CHECK(bounds[s] < bounds[s + 1], "bounds: expected strictly increasing offsets, got ", bounds);
+    TORCH_CHECK(bounds[s] < bounds[s + 1],
+                msg::cat("bounds: expected strictly increasing offsets, got ", msg::dims(bounds)));
     const int64_t width = bounds[s + 1] - bounds[s];
     const at::Tensor& o = outs[s];
     const at::Tensor& w = weights[s];
-    TORCH_CHECK(o.is_cuda() && o.device() == x.device(), "outs[", s, "]: expected a tensor on ", x.device(),
-                ", got ", o.device());
-    TORCH_CHECK_TYPE(o.scalar_type() == x.scalar_type(), "outs[", s, "]: dtype ", o.scalar_type(),
-                     " differs from x's ", x.scalar_type());
-    TORCH_CHECK(o.dim() == 3 && o.size(0) == x.size(0) && o.size(1) == x.size(1) && o.size(2) == width, "outs[",
-                s, "]: expected shape [", x.size(0), ", ", x.size(1), ", ", width, "], got ", o.sizes());
-    TORCH_CHECK(width <= 1 || o.stride(2) == 1, "outs[", s, "]: expected stride(-1) == 1, got strides ",
-                o.strides());
-    TORCH_CHECK(w.is_cuda() && w.device() == x.device(), "weights[", s, "]: expected a tensor on ", x.device(),
-                ", got ", w.device());
-    TORCH_CHECK_TYPE(w.scalar_type() == x.scalar_type(), "weights[", s, "]: dtype ", w.scalar_type(),
-                     " differs from x's ", x.scalar_type());
-    TORCH_CHECK(w.dim() == 1 && w.size(0) == width, "weights[", s, "]: expected shape (", width, ",), got ",
-                w.sizes());
-    TORCH_CHECK(width <= 1 || w.stride(0) == 1, "weights[", s, "]: expected a contiguous vector, got stride ",
-                w.stride(0));
+    TORCH_CHECK(o.is_cuda() && o.device() == x.device(),
+                msg::cat("outs[", msg::num(s), "]: expected a tensor on ", x.device(), ", got ", o.device()));
+    TORCH_CHECK_TYPE(o.scalar_type() == x.scalar_type(),
+                     msg::cat("outs[", msg::num(s), "]: dtype ", o.scalar_type(), " differs from x's ",
+                              x.scalar_type()));
+    TORCH_CHECK(o.dim() == 3 && o.size(0) == x.size(0) && o.size(1) == x.size(1) && o.size(2) == width,
+                msg::cat("outs[", msg::num(s), "]: expected shape [", msg::num(x.size(0)), ", ",
+                         msg::num(x.size(1)), ", ", msg::num(width), "], got ", msg::shape(o)));
+    TORCH_CHECK(width <= 1 || o.stride(2) == 1,
+                msg::cat("outs[", msg::num(s), "]: expected stride(-1) == 1, got strides ", msg::strides(o)));
+    TORCH_CHECK(w.is_cuda() && w.device() == x.device(),
+                msg::cat("weights[", msg::num(s), "]: expected a tensor on ", x.device(), ", got ", w.device()));
+    TORCH_CHECK_TYPE(w.scalar_type() == x.scalar_type(),
+                     msg::cat("weights[", msg::num(s), "]: dtype ", w.scalar_type(), " differs from x's ",
+                              x.scalar_type()));
+    TORCH_CHECK(w.dim() == 1 && w.size(0) == width,
+                msg::cat("weights[", msg::num(s), "]: expected shape (", msg::num(width), ",), got ", msg::shape(w)));
+    TORCH_CHECK(width <= 1 || w.stride(0) == 1,
+                msg::cat("weights[", msg::num(s), "]: expected a contiguous vector, got stride ",
+                         msg::num(w.stride(0))));
     slices[s] = qlinear::NormSlice{operand(o), w.data_ptr(), bounds[s], width};
   }
   const c10::cuda::CUDAGuard guard(x.device());
@@ -148,7 +160,7 @@ void rms_norm_slices(at::TensorList outs, const at::Tensor& x, at::IntArrayRef b
   const cudaError_t err = qlinear::rms_norm_slices_launch(
       operand(x), slices, static_cast<int>(n), x.size(0) * x.size(1), x.size(1), static_cast<float>(eps),
       to_norm_dtype(x, "x"), c10::cuda::getCurrentCUDAStream(x.device().index()).stream(), cfg);
-  TORCH_CHECK(err == cudaSuccess, "qlinear rms_norm_slices launch failed: ", cudaGetErrorString(err));
+  TORCH_CHECK(err == cudaSuccess, msg::cat("qlinear rms_norm_slices launch failed: ", cudaGetErrorString(err)));
 }
 
 }  // namespace

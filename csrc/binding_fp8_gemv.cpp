@@ -15,11 +15,10 @@
 // workspace int32 (counters zeroed once).
 //
 // Every operand is validated (devices, dtypes, dims, sizes, strides) into an error message before
-// any data pointer is read, and the message is thrown directly from this file (C10_THROW_ERROR, the
-// form TORCH_CHECK_TYPE uses) rather than through TORCH_CHECK's out-of-line c10 failure function:
-// on the H200 image the first failing TORCH_CHECK of this binding (the weight_scale_inv shape) took
-// the process down with a host segfault while the TORCH_CHECK_TYPE just before it raised normally
-// (cause not proven; the tensor arguments were valid, no pointer had been read).
+// any data pointer is read, and the message is thrown directly from this file (C10_THROW_ERROR).
+// Messages are built by msg::cat from strings only: on the H200 image any c10 error whose message
+// streams a number (the weight_scale_inv shape check here) kills the process with a segfault, while
+// string-only messages raise normally (see msg.h).
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -28,13 +27,15 @@
 #include <torch/library.h>
 
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "fp8_gemv_launch.h"
+#include "msg.h"
 
 namespace {
+
+namespace msg = qlinear::msg;  // messages without stream number formatting: see msg.h
 
 // An operand error: `type` selects TypeError (wrong dtype) over RuntimeError.
 struct Problem {
@@ -43,12 +44,11 @@ struct Problem {
   explicit operator bool() const { return !msg.empty(); }
 };
 
+// args: strings, ScalarTypes and Devices (msg::cat; numbers through msg::num / msg::shape).
 template <typename... Args>
 Problem problem(bool type, const Args&... args) {
-  std::ostringstream os;
-  (os << ... << args);
   Problem p;
-  p.msg = os.str();
+  p.msg = msg::cat(args...);
   p.type = type;
   return p;
 }
@@ -77,28 +77,29 @@ Problem check_operands(const at::Tensor& x, bool preq, const at::Tensor& w, cons
     return problem(true, xname, ": expected ", preq ? "float8_e4m3fn" : "float16 or bfloat16", ", got ",
                    x.scalar_type());
   if (x.dim() != 2 || x.stride(1) != 1)
-    return problem(false, xname, ": expected [M, K] with stride(1) == 1, got sizes ", x.sizes(), " strides ",
-                   x.strides());
+    return problem(false, xname, ": expected [M, K] with stride(1) == 1, got sizes ", msg::shape(x), " strides ",
+                   msg::strides(x));
   const int64_t k = x.size(1);
   if (Problem p = check_on(w, "weight", x)) return p;
   if (w.scalar_type() != at::kFloat8_e4m3fn)
     return problem(true, "weight: expected float8_e4m3fn, got ", w.scalar_type());
   if (w.dim() != 2 || w.size(1) != k || w.stride(1) != 1)
-    return problem(false, "weight: expected [N, ", k, "] with stride(1) == 1, got sizes ", w.sizes(), " strides ",
-                   w.strides());
+    return problem(false, "weight: expected [N, ", msg::num(k), "] with stride(1) == 1, got sizes ", msg::shape(w),
+                   " strides ", msg::strides(w));
   const int64_t n = w.size(0);
   if (Problem p = check_on(wsi, "weight_scale_inv", x)) return p;
   if (wsi.scalar_type() != at::kFloat)
     return problem(true, "weight_scale_inv: expected float32, got ", wsi.scalar_type());
   if (wsi.dim() != 2 || wsi.size(0) != (n + 127) / 128 || wsi.size(1) != (k + 127) / 128)
-    return problem(false, "weight_scale_inv: expected [", (n + 127) / 128, ", ", (k + 127) / 128, "], got sizes ",
-                   wsi.sizes());
+    return problem(false, "weight_scale_inv: expected [", msg::num((n + 127) / 128), ", ", msg::num((k + 127) / 128),
+                   "], got sizes ", msg::shape(wsi));
   if (Problem p = check_on(workspace, "workspace", x)) return p;
   if (workspace.scalar_type() != at::kInt)
     return problem(true, "workspace: expected int32, got ", workspace.scalar_type());
   if (!workspace.is_contiguous() || workspace.numel() < qlinear::kFp8GemvCounters)
-    return problem(false, "workspace: expected a contiguous int32 tensor of at least ", qlinear::kFp8GemvCounters,
-                   " elements, got sizes ", workspace.sizes(), " strides ", workspace.strides());
+    return problem(false, "workspace: expected a contiguous int32 tensor of at least ",
+                   msg::num(qlinear::kFp8GemvCounters), " elements, got sizes ", msg::shape(workspace), " strides ",
+                   msg::strides(workspace));
   return {};
 }
 
@@ -107,7 +108,8 @@ Problem check_x_scales(const at::Tensor& xs, const at::Tensor& xq) {
   if (xs.scalar_type() != at::kFloat) return problem(true, "x_scales: expected float32, got ", xs.scalar_type());
   const int64_t g = (xq.size(1) + 127) / 128;
   if (xs.dim() != 2 || xs.size(0) != xq.size(0) || xs.size(1) != g)
-    return problem(false, "x_scales: expected [", xq.size(0), ", ", g, "], got sizes ", xs.sizes());
+    return problem(false, "x_scales: expected [", msg::num(xq.size(0)), ", ", msg::num(g), "], got sizes ",
+                   msg::shape(xs));
   return {};
 }
 
@@ -115,8 +117,8 @@ Problem check_bias(const std::optional<at::Tensor>& bias, const at::Tensor& x, a
   if (!bias) return {};
   if (Problem p = check_on(*bias, "bias", x)) return p;
   if (bias->scalar_type() != dtype || bias->dim() != 1 || bias->size(0) != n || (n > 1 && bias->stride(0) != 1))
-    return problem(false, "bias: expected a contiguous [", n, "] of dtype ", dtype, ", got sizes ", bias->sizes(),
-                   " strides ", bias->strides(), " dtype ", bias->scalar_type());
+    return problem(false, "bias: expected a contiguous [", msg::num(n), "] of dtype ", dtype, ", got sizes ",
+                   msg::shape(*bias), " strides ", msg::strides(*bias), " dtype ", bias->scalar_type());
   return {};
 }
 
@@ -175,13 +177,15 @@ at::Tensor run(qlinear::Fp8GemvArgs& a, const at::Tensor& x, const std::optional
   a.out_stride = out.stride(0);
   const qlinear::Fp8GemvSupport why = qlinear::fp8_gemv_supported(a, config);
   if (why != qlinear::Fp8GemvSupport::kOk)
-    throw_problem(problem(false, "qlinear fp8_block_gemv: case not supported (code ", static_cast<int>(why),
-                  ", see Fp8GemvSupport in csrc/fp8_gemv_launch.h): M=", a.m, " N=", a.n, " K=", a.k,
-                  " x row stride=", a.x_stride, " weight row stride=", a.w_stride, " config=", config,
-                  " workspace words=", a.workspace_words));
+    throw_problem(problem(false, "qlinear fp8_block_gemv: case not supported (code ", msg::num(static_cast<int>(why)),
+                          ", see Fp8GemvSupport in csrc/fp8_gemv_launch.h): M=", msg::num(a.m), " N=", msg::num(a.n),
+                          " K=", msg::num(a.k), " x row stride=", msg::num(a.x_stride), " weight row stride=",
+                          msg::num(a.w_stride), " config=", msg::num(config), " workspace words=",
+                          msg::num(a.workspace_words)));
   const cudaError_t err =
       qlinear::fp8_gemv_launch(a, c10::cuda::getCurrentCUDAStream(x.device().index()).stream(), config, pdl);
-  if (err != cudaSuccess) throw_problem(problem(false, "qlinear fp8_block_gemv launch failed: ", cudaGetErrorString(err)));
+  if (err != cudaSuccess)
+    throw_problem(problem(false, "qlinear fp8_block_gemv launch failed: ", cudaGetErrorString(err)));
   return out;
 }
 
@@ -191,7 +195,7 @@ at::Tensor fp8_block_gemv(const at::Tensor& x, const at::Tensor& w, const at::Te
   throw_if(check_operands(x, false, w, wsi, workspace));
   throw_if(check_bias(bias, x, x.scalar_type(), w.size(0)));
   if (!(scale_eps >= 1e-30))
-    throw_problem(problem(false, "scale_eps: expected >= 1e-30 (a normal fp32 scale), got ", scale_eps));
+    throw_problem(problem(false, "scale_eps: expected >= 1e-30 (a normal fp32 scale), got ", msg::num(scale_eps)));
   qlinear::Fp8GemvArgs a = make_args(x, std::nullopt, w, wsi, workspace, x.scalar_type());
   a.scale_eps = static_cast<float>(scale_eps);
   return run(a, x, bias, x.scalar_type(), config, pdl);

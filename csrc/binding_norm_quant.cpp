@@ -8,9 +8,12 @@
 
 #include <optional>
 
+#include "msg.h"
 #include "norm_quant_launch.h"
 
 namespace {
+
+namespace msg = qlinear::msg;  // messages without stream number formatting: see msg.h
 
 qlinear::NqDType to_dtype(const at::Tensor& t, const char* name) {
   switch (t.scalar_type()) {
@@ -21,14 +24,14 @@ qlinear::NqDType to_dtype(const at::Tensor& t, const char* name) {
     case at::kFloat:
       return qlinear::NqDType::kFloat32;
     default:
-      TORCH_CHECK_TYPE(false, name, ": expected float16, bfloat16 or float32, got ", t.scalar_type());
+      TORCH_CHECK_TYPE(false, msg::cat(name, ": expected float16, bfloat16 or float32, got ", t.scalar_type()));
   }
   return qlinear::NqDType::kFloat32;
 }
 
 void check_cuda(const at::Tensor& t, const char* name, const at::Tensor& x) {
-  TORCH_CHECK(t.is_cuda() && t.device() == x.device(), name, ": expected a tensor on ", x.device(), ", got ",
-              t.device());
+  TORCH_CHECK(t.is_cuda() && t.device() == x.device(),
+              msg::cat(name, ": expected a tensor on ", x.device(), ", got ", t.device()));
 }
 
 bool overlap(const at::Tensor& a, const at::Tensor& b) {
@@ -50,37 +53,42 @@ int64_t rms_norm_quant_fp8_variant(const at::Tensor& q, const at::Tensor& scales
                                    const std::optional<at::Tensor>& residual, const at::Tensor& weight, double eps,
                                    double scale_eps, int64_t group_size, int64_t warps_per_block,
                                    int64_t blocks_per_sm, int64_t path, int64_t prefetch, int64_t variant) {
-  TORCH_CHECK(x.is_cuda(), "x: expected a CUDA tensor, got device ", x.device());
-  TORCH_CHECK(x.dim() == 2, "x: expected [M, K], got ", x.dim(), " dims");
+  TORCH_CHECK(x.is_cuda(), msg::cat("x: expected a CUDA tensor, got device ", x.device()));
+  TORCH_CHECK(x.dim() == 2, msg::cat("x: expected [M, K], got ", msg::num(x.dim()), " dims"));
   const int64_t M = x.size(0), K = x.size(1);
-  TORCH_CHECK(K > 0, "x: expected K > 0, got shape ", x.sizes());
-  TORCH_CHECK(x.stride(1) == 1, "x: expected stride(1) == 1, got strides ", x.strides());
-  TORCH_CHECK(group_size > 0, "group_size: expected a positive integer, got ", group_size);
+  TORCH_CHECK(K > 0, msg::cat("x: expected K > 0, got shape ", msg::shape(x)));
+  TORCH_CHECK(x.stride(1) == 1, msg::cat("x: expected stride(1) == 1, got strides ", msg::strides(x)));
+  TORCH_CHECK(group_size > 0, msg::cat("group_size: expected a positive integer, got ", msg::num(group_size)));
   const qlinear::NqDType dt = to_dtype(x, "x");
   const int64_t G = (K + group_size - 1) / group_size;
 
   check_cuda(q, "q", x);
-  TORCH_CHECK_TYPE(q.scalar_type() == at::kFloat8_e4m3fn, "q: expected float8_e4m3fn, got ", q.scalar_type());
-  TORCH_CHECK(q.dim() == 2 && q.size(0) == M && q.size(1) == K && q.stride(1) == 1, "q: expected [", M, ", ", K,
-              "] with stride(1) == 1, got shape ", q.sizes(), " strides ", q.strides());
+  TORCH_CHECK_TYPE(q.scalar_type() == at::kFloat8_e4m3fn,
+                   msg::cat("q: expected float8_e4m3fn, got ", q.scalar_type()));
+  TORCH_CHECK(q.dim() == 2 && q.size(0) == M && q.size(1) == K && q.stride(1) == 1,
+              msg::cat("q: expected [", msg::num(M), ", ", msg::num(K), "] with stride(1) == 1, got shape ",
+                       msg::shape(q), " strides ", msg::strides(q)));
   check_cuda(scales, "scales", x);
-  TORCH_CHECK_TYPE(scales.scalar_type() == at::kFloat, "scales: expected float32, got ", scales.scalar_type());
-  TORCH_CHECK(scales.dim() == 2 && scales.size(0) == M && scales.size(1) == G, "scales: expected shape [", M, ", ",
-              G, "], got ", scales.sizes());
+  TORCH_CHECK_TYPE(scales.scalar_type() == at::kFloat,
+                   msg::cat("scales: expected float32, got ", scales.scalar_type()));
+  TORCH_CHECK(scales.dim() == 2 && scales.size(0) == M && scales.size(1) == G,
+              msg::cat("scales: expected shape [", msg::num(M), ", ", msg::num(G), "], got ", msg::shape(scales)));
 
   check_cuda(weight, "weight", x);
   TORCH_CHECK(weight.dim() == 1 && weight.size(0) == K && (K == 1 || weight.stride(0) == 1),
-              "weight: expected a contiguous [", K, "], got shape ", weight.sizes(), " strides ", weight.strides());
+              msg::cat("weight: expected a contiguous [", msg::num(K), "], got shape ", msg::shape(weight),
+                       " strides ", msg::strides(weight)));
   const qlinear::NqDType wdt = to_dtype(weight, "weight");
 
   qlinear::NormQuantArgs a;
   if (residual.has_value()) {
     const at::Tensor& r = *residual;
     check_cuda(r, "residual", x);
-    TORCH_CHECK_TYPE(r.scalar_type() == x.scalar_type(), "residual: dtype ", r.scalar_type(), " differs from x's ",
-                     x.scalar_type());
-    TORCH_CHECK(r.dim() == 2 && r.sizes() == x.sizes() && r.stride(1) == 1, "residual: expected shape ", x.sizes(),
-                " with stride(1) == 1, got shape ", r.sizes(), " strides ", r.strides());
+    TORCH_CHECK_TYPE(r.scalar_type() == x.scalar_type(),
+                     msg::cat("residual: dtype ", r.scalar_type(), " differs from x's ", x.scalar_type()));
+    TORCH_CHECK(r.dim() == 2 && r.sizes() == x.sizes() && r.stride(1) == 1,
+                msg::cat("residual: expected shape ", msg::shape(x), " with stride(1) == 1, got shape ",
+                         msg::shape(r), " strides ", msg::strides(r)));
     // x is read through the read-only cache while residual is written
     TORCH_CHECK(!overlap(r, x), "residual: must not overlap x");
     a.residual = r.data_ptr();
@@ -114,7 +122,7 @@ int64_t rms_norm_quant_fp8_variant(const at::Tensor& q, const at::Tensor& scales
   const c10::cuda::CUDAGuard guard(x.device());
   const cudaError_t err = qlinear::rms_norm_quant_fp8_launch(
       a, c10::cuda::getCurrentCUDAStream(x.device().index()).stream(), cfg, &used);
-  TORCH_CHECK(err == cudaSuccess, "qlinear rms_norm_quant_fp8 launch failed: ", cudaGetErrorString(err));
+  TORCH_CHECK(err == cudaSuccess, msg::cat("qlinear rms_norm_quant_fp8 launch failed: ", cudaGetErrorString(err)));
   return used;
 }
 

@@ -10,9 +10,12 @@
 #include <optional>
 #include <vector>
 
+#include "msg.h"
 #include "norm_slices_quant_launch.h"
 
 namespace {
+
+namespace msg = qlinear::msg;  // messages without stream number formatting: see msg.h
 
 qlinear::NsqDType nsq_dtype(const at::Tensor& x) {
   switch (x.scalar_type()) {
@@ -23,7 +26,7 @@ qlinear::NsqDType nsq_dtype(const at::Tensor& x) {
     case at::kFloat:
       return qlinear::NsqDType::kFloat32;
     default:
-      TORCH_CHECK_TYPE(false, "x: expected float16, bfloat16 or float32, got ", x.scalar_type());
+      TORCH_CHECK_TYPE(false, msg::cat("x: expected float16, bfloat16 or float32, got ", x.scalar_type()));
   }
   return qlinear::NsqDType::kFloat32;
 }
@@ -33,34 +36,40 @@ qlinear::NsqDType nsq_dtype(const at::Tensor& x) {
 std::vector<qlinear::NsqSlice> make_slices(at::TensorList outs, const std::vector<std::optional<at::Tensor>>& scales,
                                            const at::Tensor& x, at::IntArrayRef bounds, at::TensorList weights,
                                            int64_t group_size) {
-  TORCH_CHECK(x.is_cuda(), "x: expected a CUDA tensor, got device ", x.device());
-  TORCH_CHECK(x.dim() == 2 && (x.size(1) <= 1 || x.stride(1) == 1), "x: expected [M, W] with stride(1) == 1, got shape ",
-              x.sizes(), " strides ", x.strides());
-  TORCH_CHECK(group_size > 0, "group_size: expected a positive integer, got ", group_size);
+  TORCH_CHECK(x.is_cuda(), msg::cat("x: expected a CUDA tensor, got device ", x.device()));
+  TORCH_CHECK(x.dim() == 2 && (x.size(1) <= 1 || x.stride(1) == 1),
+              msg::cat("x: expected [M, W] with stride(1) == 1, got shape ", msg::shape(x), " strides ",
+                       msg::strides(x)));
+  TORCH_CHECK(group_size > 0, msg::cat("group_size: expected a positive integer, got ", msg::num(group_size)));
   const int64_t n = static_cast<int64_t>(weights.size());
-  TORCH_CHECK(n >= 1 && n <= qlinear::kNsqMaxSlices, "weights: expected 1 to ", qlinear::kNsqMaxSlices,
-              " slices per launch, got ", n);
+  TORCH_CHECK(n >= 1 && n <= qlinear::kNsqMaxSlices,
+              msg::cat("weights: expected 1 to ", msg::num(qlinear::kNsqMaxSlices), " slices per launch, got ",
+                       msg::num(n)));
   TORCH_CHECK(static_cast<int64_t>(outs.size()) == n && static_cast<int64_t>(scales.size()) == n &&
                   static_cast<int64_t>(bounds.size()) == n + 1,
-              "outs / scales / bounds: expected ", n, " / ", n, " / ", n + 1, " entries, got ", outs.size(), " / ",
-              scales.size(), " / ", bounds.size());
+              msg::cat("outs / scales / bounds: expected ", msg::num(n), " / ", msg::num(n), " / ", msg::num(n + 1),
+                       " entries, got ", msg::num(outs.size()), " / ", msg::num(scales.size()), " / ",
+                       msg::num(bounds.size())));
   const int64_t M = x.size(0);
   std::vector<qlinear::NsqSlice> sl(n);
   for (int64_t s = 0; s < n; ++s) {
     const int64_t col = bounds[s], width = bounds[s + 1] - bounds[s];
-    TORCH_CHECK(col >= 0 && width > 0 && bounds[s + 1] <= x.size(1), "bounds: slice ", s, " [", col, ", ",
-                bounds[s + 1], ") outside x's ", x.size(1), " columns or empty");
+    TORCH_CHECK(col >= 0 && width > 0 && bounds[s + 1] <= x.size(1),
+                msg::cat("bounds: slice ", msg::num(s), " [", msg::num(col), ", ", msg::num(bounds[s + 1]),
+                         ") outside x's ", msg::num(x.size(1)), " columns or empty"));
     const at::Tensor& w = weights[s];
     TORCH_CHECK(w.device() == x.device() && w.scalar_type() == x.scalar_type() && w.dim() == 1 &&
                     w.size(0) == width && (width == 1 || w.stride(0) == 1),
-                "weights[", s, "]: expected a contiguous [", width, "] ", x.scalar_type(), " on ", x.device(),
-                ", got shape ", w.sizes(), " strides ", w.strides(), " dtype ", w.scalar_type(), " on ", w.device());
+                msg::cat("weights[", msg::num(s), "]: expected a contiguous [", msg::num(width), "] ",
+                         x.scalar_type(), " on ", x.device(), ", got shape ", msg::shape(w), " strides ",
+                         msg::strides(w), " dtype ", w.scalar_type(), " on ", w.device()));
     const at::Tensor& o = outs[s];
     const bool quant = scales[s].has_value();
     TORCH_CHECK(o.device() == x.device() && o.dim() == 2 && o.size(0) == M && o.size(1) == width &&
                     (width == 1 || o.stride(1) == 1),
-                "outs[", s, "]: expected [", M, ", ", width, "] with stride(1) == 1 on ", x.device(), ", got shape ",
-                o.sizes(), " strides ", o.strides(), " on ", o.device());
+                msg::cat("outs[", msg::num(s), "]: expected [", msg::num(M), ", ", msg::num(width),
+                         "] with stride(1) == 1 on ", x.device(), ", got shape ", msg::shape(o), " strides ",
+                         msg::strides(o), " on ", o.device()));
     qlinear::NsqSlice& d = sl[s];
     d.out = o.data_ptr();
     d.out_stride = o.stride(0);
@@ -68,20 +77,22 @@ std::vector<qlinear::NsqSlice> make_slices(at::TensorList outs, const std::vecto
     d.col = col;
     d.width = width;
     if (quant) {
-      TORCH_CHECK_TYPE(o.scalar_type() == at::kFloat8_e4m3fn, "outs[", s, "]: expected float8_e4m3fn, got ",
-                       o.scalar_type());
+      TORCH_CHECK_TYPE(o.scalar_type() == at::kFloat8_e4m3fn,
+                       msg::cat("outs[", msg::num(s), "]: expected float8_e4m3fn, got ", o.scalar_type()));
       const at::Tensor& sc = *scales[s];
       const int64_t G = (width + group_size - 1) / group_size;
       TORCH_CHECK(sc.device() == x.device() && sc.scalar_type() == at::kFloat && sc.dim() == 2 && sc.size(0) == M &&
                       sc.size(1) == G,
-                  "scales[", s, "]: expected float32 [", M, ", ", G, "] on ", x.device(), ", got shape ", sc.sizes(),
-                  " dtype ", sc.scalar_type(), " on ", sc.device());
+                  msg::cat("scales[", msg::num(s), "]: expected float32 [", msg::num(M), ", ", msg::num(G), "] on ",
+                           x.device(), ", got shape ", msg::shape(sc), " dtype ", sc.scalar_type(), " on ",
+                           sc.device()));
       d.scales = sc.data_ptr<float>();
       d.s_row = sc.stride(0);
       d.s_col = sc.stride(1);
     } else {
-      TORCH_CHECK_TYPE(o.scalar_type() == x.scalar_type(), "outs[", s, "]: expected ", x.scalar_type(),
-                       " (x's dtype), got ", o.scalar_type());
+      TORCH_CHECK_TYPE(o.scalar_type() == x.scalar_type(),
+                       msg::cat("outs[", msg::num(s), "]: expected ", x.scalar_type(), " (x's dtype), got ",
+                                o.scalar_type()));
     }
   }
   return sl;
@@ -123,7 +134,8 @@ bool rms_norm_slices_quant(at::TensorList outs, const std::vector<std::optional<
   const cudaError_t err = qlinear::rms_norm_slices_quant_launch(
       make_args(x, sl, group_size, eps, scale_eps), c10::cuda::getCurrentCUDAStream(x.device().index()).stream(), cfg);
   if (err == cudaErrorNotSupported) return false;
-  TORCH_CHECK(err == cudaSuccess, "qlinear rms_norm_slices_quant launch failed: ", cudaGetErrorString(err));
+  TORCH_CHECK(err == cudaSuccess,
+              msg::cat("qlinear rms_norm_slices_quant launch failed: ", cudaGetErrorString(err)));
   return true;
 }
 

@@ -18,9 +18,12 @@
 #include <optional>
 #include <vector>
 
+#include "msg.h"
 #include "w4a16_gemv_launch.h"
 
 namespace {
+
+namespace msg = qlinear::msg;  // messages without stream number formatting: see msg.h
 
 qlinear::W4GDType fdtype(const at::Tensor& t, const char* name) {
   switch (t.scalar_type()) {
@@ -31,42 +34,48 @@ qlinear::W4GDType fdtype(const at::Tensor& t, const char* name) {
     case at::kFloat:
       return qlinear::W4GDType::kFloat32;
     default:
-      TORCH_CHECK_TYPE(false, name, ": expected float16, bfloat16 or float32, got ", t.scalar_type());
+      TORCH_CHECK_TYPE(false, msg::cat(name, ": expected float16, bfloat16 or float32, got ", t.scalar_type()));
   }
   return qlinear::W4GDType::kFloat32;
 }
 
 void check_on(const at::Tensor& t, const char* name, const at::Tensor& x) {
-  TORCH_CHECK(t.is_cuda() && t.device() == x.device(), name, ": expected a tensor on ", x.device(), ", got ",
-              t.device());
+  TORCH_CHECK(t.is_cuda() && t.device() == x.device(),
+              msg::cat(name, ": expected a tensor on ", x.device(), ", got ", t.device()));
 }
 
 qlinear::W4GemvArgs make_args(const at::Tensor& x, const at::Tensor& qweight, const at::Tensor& scales,
                               const std::optional<at::Tensor>& zeros, int64_t group_size) {
-  TORCH_CHECK(x.is_cuda(), "x: expected a CUDA tensor, got device ", x.device());
+  TORCH_CHECK(x.is_cuda(), msg::cat("x: expected a CUDA tensor, got device ", x.device()));
   TORCH_CHECK_TYPE(x.scalar_type() == at::kHalf || x.scalar_type() == at::kBFloat16,
-                   "x: expected float16 or bfloat16, got ", x.scalar_type());
+                   msg::cat("x: expected float16 or bfloat16, got ", x.scalar_type()));
   TORCH_CHECK(x.dim() == 2 && (x.size(1) <= 1 || x.stride(1) == 1),
-              "x: expected [M, K] with stride(1) == 1, got sizes ", x.sizes(), " strides ", x.strides());
+              msg::cat("x: expected [M, K] with stride(1) == 1, got sizes ", msg::shape(x), " strides ",
+                       msg::strides(x)));
   const int64_t k = x.size(1);
   check_on(qweight, "qweight", x);
-  TORCH_CHECK_TYPE(qweight.scalar_type() == at::kInt, "qweight: expected int32, got ", qweight.scalar_type());
+  TORCH_CHECK_TYPE(qweight.scalar_type() == at::kInt,
+                   msg::cat("qweight: expected int32, got ", qweight.scalar_type()));
   const int64_t words = (k + 127) / 128 * 16;
   TORCH_CHECK(qweight.dim() == 2 && qweight.size(1) == words && qweight.stride(1) == 1,
-              "qweight: expected [N, ", words, "] with stride(1) == 1, got sizes ", qweight.sizes(), " strides ",
-              qweight.strides());
+              msg::cat("qweight: expected [N, ", msg::num(words), "] with stride(1) == 1, got sizes ",
+                       msg::shape(qweight), " strides ", msg::strides(qweight)));
   const int64_t n = qweight.size(0);
   check_on(scales, "scales", x);
   TORCH_CHECK(scales.dim() == 2 && scales.size(1) == n && scales.size(0) >= 1 && scales.is_contiguous(),
-              "scales: expected a contiguous [G, ", n, "], got sizes ", scales.sizes(), " strides ", scales.strides());
+              msg::cat("scales: expected a contiguous [G, ", msg::num(n), "], got sizes ", msg::shape(scales),
+                       " strides ", msg::strides(scales)));
   const int64_t groups = scales.size(0);
-  TORCH_CHECK(groups == 1 || groups * group_size == k, "group_size: ", group_size, " x G=", groups,
-              " does not cover K=", k);
+  TORCH_CHECK(groups == 1 || groups * group_size == k,
+              msg::cat("group_size: ", msg::num(group_size), " x G=", msg::num(groups), " does not cover K=",
+                       msg::num(k)));
   if (zeros) {
     check_on(*zeros, "zeros", x);
-    TORCH_CHECK_TYPE(zeros->scalar_type() == at::kByte, "zeros: expected uint8, got ", zeros->scalar_type());
-    TORCH_CHECK(zeros->sizes() == scales.sizes() && zeros->is_contiguous(), "zeros: expected a contiguous ",
-                scales.sizes(), ", got sizes ", zeros->sizes(), " strides ", zeros->strides());
+    TORCH_CHECK_TYPE(zeros->scalar_type() == at::kByte,
+                     msg::cat("zeros: expected uint8, got ", zeros->scalar_type()));
+    TORCH_CHECK(zeros->sizes() == scales.sizes() && zeros->is_contiguous(),
+                msg::cat("zeros: expected a contiguous ", msg::shape(scales), ", got sizes ", msg::shape(*zeros),
+                         " strides ", msg::strides(*zeros)));
   }
   qlinear::W4GemvArgs a;
   a.x = x.data_ptr();
@@ -109,36 +118,39 @@ int64_t w4a16_gemv(const at::Tensor& out, const at::Tensor& x, const at::Tensor&
                    int64_t row_tiles, int64_t chunk, int64_t warps, int64_t pdl, int64_t ring, int64_t pipe) {
   qlinear::W4GemvArgs a = make_args(x, qweight, scales, zeros, group_size);
   check_on(out, "out", x);
-  TORCH_CHECK_TYPE(out.scalar_type() == x.scalar_type(), "out: dtype ", out.scalar_type(), " differs from x's ",
-                   x.scalar_type());
+  TORCH_CHECK_TYPE(out.scalar_type() == x.scalar_type(),
+                   msg::cat("out: dtype ", out.scalar_type(), " differs from x's ", x.scalar_type()));
   TORCH_CHECK(out.dim() == 2 && out.size(0) == a.m && out.size(1) == a.n && (a.n <= 1 || out.stride(1) == 1),
-              "out: expected [", a.m, ", ", a.n, "] with stride(1) == 1, got sizes ", out.sizes(), " strides ",
-              out.strides());
+              msg::cat("out: expected [", msg::num(a.m), ", ", msg::num(a.n), "] with stride(1) == 1, got sizes ",
+                       msg::shape(out), " strides ", msg::strides(out)));
   a.out = out.data_ptr();
   a.out_stride = out.stride(0);
   if (bias) {
     check_on(*bias, "bias", x);
     TORCH_CHECK(bias->dim() == 1 && bias->size(0) == a.n && (a.n <= 1 || bias->stride(0) == 1),
-                "bias: expected a contiguous [", a.n, "], got sizes ", bias->sizes(), " strides ", bias->strides());
+                msg::cat("bias: expected a contiguous [", msg::num(a.n), "], got sizes ", msg::shape(*bias),
+                         " strides ", msg::strides(*bias)));
     a.bias = bias->data_ptr();
     a.bias_dtype = fdtype(*bias, "bias");
   }
   if (a.m == 0 || a.n == 0) return 0;
   const qlinear::W4GemvConfig cfg = make_config(row_tiles, chunk, warps, pdl, ring, pipe);
   const qlinear::W4GemvSupport why = qlinear::w4_gemv_supported(a, cfg);
-  TORCH_CHECK(why == qlinear::W4GemvSupport::kOk, "qlinear w4a16_gemv: case not supported (code ",
-              static_cast<int>(why), ", see W4GemvSupport in csrc/w4a16_gemv_launch.h): M=", a.m, " N=", a.n,
-              " K=", a.k, " group_size=", group_size, " config=(", row_tiles, ", ", chunk, ", ", warps, ", ", pipe, ") ring=", ring);
+  TORCH_CHECK(why == qlinear::W4GemvSupport::kOk,
+              msg::cat("qlinear w4a16_gemv: case not supported (code ", msg::num(static_cast<int>(why)),
+                       ", see W4GemvSupport in csrc/w4a16_gemv_launch.h): M=", msg::num(a.m), " N=", msg::num(a.n),
+                       " K=", msg::num(a.k), " group_size=", msg::num(group_size), " config=(", msg::num(row_tiles),
+                       ", ", msg::num(chunk), ", ", msg::num(warps), ", ", msg::num(pipe), ") ring=", msg::num(ring)));
   const c10::cuda::CUDAGuard guard(x.device());
   qlinear::W4GemvConfig used;
   const cudaError_t err =
       qlinear::w4_gemv_launch(a, c10::cuda::getCurrentCUDAStream(x.device().index()).stream(), cfg, &used);
-  TORCH_CHECK(err == cudaSuccess, "qlinear w4a16_gemv launch failed: ", cudaGetErrorString(err));
+  TORCH_CHECK(err == cudaSuccess, msg::cat("qlinear w4a16_gemv launch failed: ", cudaGetErrorString(err)));
   return used.ring > 0 ? used.ring : -used.warps;
 }
 
 std::vector<int64_t> w4a16_ring_configs(int64_t nt) {
-  TORCH_CHECK(nt == 1 || nt == 2, "nt: expected 1 or 2, got ", nt);
+  TORCH_CHECK(nt == 1 || nt == 2, msg::cat("nt: expected 1 or 2, got ", msg::num(nt)));
   int codes[32];
   const int n = qlinear::w4_ring_configs(static_cast<int>(nt), codes, 32);
   return std::vector<int64_t>(codes, codes + (n < 32 ? n : 32));

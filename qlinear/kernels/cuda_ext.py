@@ -66,6 +66,7 @@ HEADERS = (
     "fp8_gemv.cuh",
     "fp8_gemv_launch.h",
     "fp8_gemv_dispatch.cuh",
+    "msg.h",
 )
 _SOURCES, _HEADERS = SOURCES, HEADERS
 CUDA_FLAGS = (
