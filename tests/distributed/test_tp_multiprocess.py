@@ -17,7 +17,6 @@ from __future__ import annotations
 import datetime
 import os
 import re
-import socket
 import tempfile
 import time
 import traceback
@@ -280,9 +279,11 @@ def _run_case_here(case: Case, ckpt_dir: Path, device: str) -> dict[str, Any]:
     return res
 
 
-def _worker(rank: int, world: int, port: int, case_file: str, out_dir: str) -> None:
+def _worker(rank: int, world: int, store_file: str, case_file: str, out_dir: str) -> None:
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
+    # A file store in the run's private directory: no TCP port to pick and release, so no other
+    # process can take it before rank 0 binds it (a CI dry run once lost rank 1 to SIGABRT there).
+    dist.init_process_group("gloo", init_method=f"file://{store_file}", rank=rank, world_size=world,
                             timeout=datetime.timedelta(seconds=60))
     try:
         cases = torch.load(case_file, weights_only=False)
@@ -293,14 +294,9 @@ def _worker(rank: int, world: int, port: int, case_file: str, out_dir: str) -> N
         dist.destroy_process_group()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _spawn(world: int, case_file: Path, out_dir: Path) -> None:
-    ctx = mp.start_processes(_worker, args=(world, _free_port(), str(case_file), str(out_dir)), nprocs=world,
+    store = out_dir / "gloo_store"
+    ctx = mp.start_processes(_worker, args=(world, str(store), str(case_file), str(out_dir)), nprocs=world,
                              join=False, start_method="spawn")
     deadline = time.monotonic() + DEADLINE_S
     try:
