@@ -86,6 +86,48 @@ def warm_up_gpu(seconds: float | None = None) -> None:
         elapsed_ms += start.elapsed_time(end)
 
 
+def _sized_inner(fn: Callable[[int], object], n_buffers: int, warmup: int, target_replay_us: float) -> int:
+    """Warm ``fn`` up on a side stream (the stream graph capture will use), time 4 eager calls and
+    return the calls per replay for ~``target_replay_us``: at least ``n_buffers`` (a multiple of it,
+    so every input set is used) and at least 4, at most 2000."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for i in range(max(warmup, 1) * max(1, min(n_buffers, 4))):
+            fn(i % n_buffers)
+    torch.cuda.current_stream().wait_stream(stream)
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for i in range(4):
+        fn(i % n_buffers)
+    end.record()
+    torch.cuda.synchronize()
+    rough_us = max(start.elapsed_time(end) * 1000.0 / 4, 0.5)
+    inner = int(min(2000, max(4, n_buffers, target_replay_us // rough_us)))
+    return -(-inner // n_buffers) * n_buffers
+
+
+def _captured(fn: Callable[[int], object], n_buffers: int, inner: int) -> "torch.cuda.CUDAGraph":
+    """A graph of ``inner`` consecutive calls ``fn(i % n_buffers)``, replayed once."""
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for i in range(inner):
+            fn(i % n_buffers)
+    graph.replay()
+    return graph
+
+
+def _replay_us(graph: "torch.cuda.CUDAGraph", inner: int) -> float:
+    """Microseconds per call of one timed replay."""
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    graph.replay()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) * 1000.0 / inner
+
+
 def bench_graph(
     fn: Callable[[int], object],
     n_buffers: int = 1,
@@ -101,39 +143,12 @@ def bench_graph(
     """
     if not _warmed:
         warm_up_gpu()
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        for i in range(max(warmup, 1) * max(1, min(n_buffers, 4))):
-            fn(i % n_buffers)
-    torch.cuda.current_stream().wait_stream(stream)
-    torch.cuda.synchronize()
-    # a rough per-call time to size the graph
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for i in range(4):
-        fn(i % n_buffers)
-    end.record()
-    torch.cuda.synchronize()
-    rough_us = max(start.elapsed_time(end) * 1000.0 / 4, 0.5)
-    if inner is None:
-        inner = int(min(2000, max(4, n_buffers, target_replay_us // rough_us)))
-        inner = -(-inner // n_buffers) * n_buffers
+    sized = _sized_inner(fn, n_buffers, warmup, target_replay_us)
+    inner = sized if inner is None else inner
     try:
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            for i in range(inner):
-                fn(i % n_buffers)
-        graph.replay()
+        graph = _captured(fn, n_buffers, inner)
         torch.cuda.synchronize()
-        samples = []
-        for _ in range(reps):
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            graph.replay()
-            end.record()
-            end.synchronize()
-            samples.append(start.elapsed_time(end) * 1000.0 / inner)
+        samples = [_replay_us(graph, inner) for _ in range(reps)]
         del graph
         out: dict[str, float | str] = dict(_quantiles(samples))
         out["method"] = f"cuda_graph(inner={inner})"
@@ -171,37 +186,13 @@ def bench_graphs_interleaved(
         warm_up_gpu()
     graphs, inners = {}, {}
     for name, fn in fns.items():
-        stream = torch.cuda.Stream()
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream):
-            for i in range(2 * max(1, min(n_buffers, 4))):
-                fn(i % n_buffers)
-        torch.cuda.current_stream().wait_stream(stream)
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for i in range(4):
-            fn(i % n_buffers)
-        end.record()
-        torch.cuda.synchronize()
-        rough_us = max(start.elapsed_time(end) * 1000.0 / 4, 0.5)
-        inner = int(min(2000, max(4, n_buffers, target_replay_us // rough_us)))
-        inner = -(-inner // n_buffers) * n_buffers
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            for i in range(inner):
-                fn(i % n_buffers)
-        graph.replay()
-        graphs[name], inners[name] = graph, inner
+        inners[name] = _sized_inner(fn, n_buffers, 2, target_replay_us)
+        graphs[name] = _captured(fn, n_buffers, inners[name])
     torch.cuda.synchronize()
     samples: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(reps):
         for name, graph in graphs.items():
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            graph.replay()
-            end.record()
-            end.synchronize()
-            samples[name].append(start.elapsed_time(end) * 1000.0 / inners[name])
+            samples[name].append(_replay_us(graph, inners[name]))
     graphs.clear()
     return {name: {**_quantiles(v), "samples_us": v, "method": f"cuda_graph(inner={inners[name]}), replays alternated"}
             for name, v in samples.items()}
