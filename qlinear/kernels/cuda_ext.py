@@ -26,11 +26,12 @@ import shutil
 import subprocess
 import sysconfig
 import threading
+import warnings
 from pathlib import Path
 
 import torch
 
-__all__ = ["load", "is_available", "failure_reason", "csrc_dir", "EXT_NAME", "CUDA_FLAGS", "jit_cuda_flags", "SOURCES", "HEADERS"]
+__all__ = ["load", "is_available", "failure_reason", "failed", "ops_or_none", "csrc_dir", "EXT_NAME", "CUDA_FLAGS", "jit_cuda_flags", "SOURCES", "HEADERS"]
 
 EXT_NAME = "qlinear_norm_C"
 # Translation units (one launcher .cu + one binding .cpp per kernel family) and the headers whose
@@ -260,3 +261,24 @@ def is_available() -> bool:
 def failure_reason() -> str | None:
     """Why the last :func:`is_available` returned False (None if it did not fail)."""
     return _failure
+
+
+def failed() -> bool:
+    """True once a load attempt has failed; asking never starts a build (cheap enough for dispatch)."""
+    return _failure is not None
+
+
+_warned: set[str] = set()
+
+
+def ops_or_none(fallback: str, stacklevel: int = 3):
+    """``torch.ops.qlinear_C`` when the extension loads (:func:`is_available`), else None after one
+    RuntimeWarning per process and ``fallback``: "qlinear: CUDA extension unavailable (<reason>);
+    <fallback>". ``stacklevel`` counts from this function (3 = the caller's caller)."""
+    if is_available():
+        return load()
+    if fallback not in _warned:
+        _warned.add(fallback)
+        warnings.warn(f"qlinear: CUDA extension unavailable ({_failure}); {fallback}", RuntimeWarning,
+                      stacklevel=stacklevel)
+    return None

@@ -158,7 +158,6 @@ _CUDA_PREQ = 1000000  # the Q digit of a config code
 _CUDA_WS_COUNTERS = 4096
 _CUDA_WS_WORDS = _CUDA_WS_COUNTERS + (1 << 21)
 _cuda_ws: dict = {}  # (device index, stream id or "capture") -> int32 workspace
-_cuda_failed: Optional[str] = None
 
 
 def _by_shape(table, N: int, K: int):
@@ -200,24 +199,17 @@ def _cuda_gemv_ok(x: torch.Tensor, weight: torch.Tensor, block_size, check_point
 
 
 def _cuda_ops():
-    """``torch.ops.qlinear_C`` or None (the first load failure is warned about once and remembered)."""
-    global _cuda_failed
-    if _cuda_failed is not None:
-        return None
+    """``torch.ops.qlinear_C`` or None (a load failure is warned about once and remembered)."""
     # Function-local import (the one allowed kind): keeps the extension loader off `import qlinear.ops`.
     from qlinear.kernels import cuda_ext
 
-    if cuda_ext.is_available():
-        return cuda_ext.load()
-    _cuda_failed = cuda_ext.failure_reason() or "unknown"
-    import warnings
+    return cuda_ext.ops_or_none("fp8_block_linear uses Triton", stacklevel=4)
 
-    warnings.warn(
-        f"qlinear: CUDA extension unavailable ({_cuda_failed}); fp8_block_linear uses Triton",
-        RuntimeWarning,
-        stacklevel=3,
-    )
-    return None
+
+def _cuda_ext_failed() -> bool:
+    from qlinear.kernels import cuda_ext
+
+    return cuda_ext.failed()
 
 
 def _cuda_workspace(device: torch.device) -> Optional[torch.Tensor]:
@@ -317,7 +309,7 @@ def fp8_block_backend(
     if x.device.type != "cuda":
         return "reference"
     N, K = weight.shape
-    if (_cuda_failed is None and x.numel() // max(K, 1) <= _cuda_max_m(N, K)
+    if (not _cuda_ext_failed() and x.numel() // max(K, 1) <= _cuda_max_m(N, K)
             and _cuda_gemv_ok(x, weight, block_size, check_pointers=not torch.compiler.is_compiling())):
         return "cuda"
     if not _scaled_mm_block_ok(x, weight, block_size, weight_scale_inv):
@@ -655,30 +647,17 @@ def fp8_scaled_linear(
 
 # weight dtypes the CUDA kernels read (converted to fp32 in the kernel)
 _CUDA_NORM_WEIGHT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
-_cuda_norm_failure_warned = False
 
 
 def _norm_quant_gpu_default(weight: torch.Tensor) -> str:
     """"cuda" when the CUDA extension loads and reads this weight dtype, else "triton"."""
-    global _cuda_norm_failure_warned
     if weight.dtype not in _CUDA_NORM_WEIGHT_DTYPES:
         return "triton"
     # Function-local import (the one allowed kind): keeps the extension loader, and with it
     # torch.utils.cpp_extension, off the `import qlinear.ops` path.
     from qlinear.kernels import cuda_ext
 
-    if cuda_ext.is_available():
-        return "cuda"
-    if not _cuda_norm_failure_warned:
-        _cuda_norm_failure_warned = True
-        import warnings
-
-        warnings.warn(
-            f"qlinear: CUDA extension unavailable ({cuda_ext.failure_reason()}); rms_norm_quant_fp8 uses Triton",
-            RuntimeWarning,
-            stacklevel=3,
-        )
-    return "triton"
+    return "cuda" if cuda_ext.ops_or_none("rms_norm_quant_fp8 uses Triton", stacklevel=4) is not None else "triton"
 
 
 def _norm_quant_cuda(

@@ -25,7 +25,6 @@ The ops are registered as torch custom ops (``torch.ops.qlinear.rms_norm``,
 from __future__ import annotations
 
 import itertools
-import warnings
 from collections.abc import Iterator, Sequence
 
 import torch
@@ -38,7 +37,6 @@ __all__ = ["rms_norm", "fused_add_rms_norm", "rms_norm_slices", "NORM_BACKENDS",
 
 NORM_BACKENDS = ("cuda", "triton", "reference")
 _ENV_VAR = "QLINEAR_NORM_BACKEND"
-_cuda_ext_failure_warned = False
 
 
 def resolve_norm_backend(backend: str | None, x: torch.Tensor) -> str:
@@ -46,7 +44,6 @@ def resolve_norm_backend(backend: str | None, x: torch.Tensor) -> str:
 
     Raises ValueError for an unknown name or a CPU tensor sent to ``"cuda"`` / ``"triton"``.
     """
-    global _cuda_ext_failure_warned
     if backend is not None and backend != "auto":
         if backend not in NORM_BACKENDS:
             raise ValueError(f"backend: expected one of {NORM_BACKENDS} or None, got {backend!r}")
@@ -60,17 +57,8 @@ def resolve_norm_backend(backend: str | None, x: torch.Tensor) -> str:
         # torch.utils.cpp_extension, off the `import qlinear.ops` path.
         from qlinear.kernels import cuda_ext
 
-        if cuda_ext.is_available():
-            return "cuda"
-        if not _cuda_ext_failure_warned:
-            _cuda_ext_failure_warned = True
-            warnings.warn(
-                f"qlinear: CUDA norm extension unavailable ({cuda_ext.failure_reason()}); "
-                "using the Triton RMSNorm kernels",
-                RuntimeWarning,
-                stacklevel=3,
-            )
-        return "triton"
+        ops = cuda_ext.ops_or_none("the RMSNorm ops use their Triton kernels", stacklevel=4)
+        return "cuda" if ops is not None else "triton"
     if chosen in ("cuda", "triton") and x.device.type != "cuda":
         raise ValueError(
             f"backend {chosen!r} needs CUDA tensors, got x on {x.device}; "

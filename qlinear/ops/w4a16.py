@@ -39,7 +39,6 @@ a bf16/fp16 buffer, then cuBLAS; for large M) and ``"reference"`` (fp32, any dev
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
@@ -117,7 +116,6 @@ _CUDA_CONFIG: tuple[int, int, int] = (0, 0, 0)
 # launcher's choice (ring where it applies: groups >= 128 or per channel, N % 4 == 0), -1 = round
 # 1's register kernel.
 _CUDA_RING = 0
-_cuda_failed: str | None = None  # why the extension did not load (then "cuda" falls back to triton)
 
 _SCALE_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 
@@ -381,7 +379,7 @@ def w4a16_backend(x: torch.Tensor, packed: W4A16Weights) -> str:
         return "reference"
     m = x.numel() // max(x.shape[-1], 1)
     tall = packed.n >= 8 * packed.k
-    if (m <= (_CUDA_MAX_M_TALL if tall else _CUDA_MAX_M) and _cuda_failed is None
+    if (m <= (_CUDA_MAX_M_TALL if tall else _CUDA_MAX_M) and not _cuda_ext_failed()
             and cuda_supported(x, packed, check_pointers=not torch.compiler.is_compiling())):
         return "cuda"
     for bound, name, tall_name in _M_THRESHOLDS:
@@ -496,22 +494,18 @@ def _w4a16_mm(
 
 
 def _cuda_ext_ops():
-    """``torch.ops.qlinear_C`` or None (the first failure is warned about once and remembered)."""
-    global _cuda_failed
-    if _cuda_failed is not None:
-        return None
+    """``torch.ops.qlinear_C`` or None (a load failure is warned about once and remembered; then
+    "cuda" falls back to triton)."""
     # Function-local import (the one allowed kind): keeps the extension loader off `import qlinear.ops`.
     from qlinear.kernels import cuda_ext
 
-    if cuda_ext.is_available():
-        return cuda_ext.load()
-    _cuda_failed = cuda_ext.failure_reason() or "unknown"
-    warnings.warn(
-        f"qlinear: CUDA extension unavailable ({_cuda_failed}); W4A16 decode uses the Triton path",
-        RuntimeWarning,
-        stacklevel=2,
-    )
-    return None
+    return cuda_ext.ops_or_none("W4A16 decode uses the Triton path", stacklevel=4)
+
+
+def _cuda_ext_failed() -> bool:
+    from qlinear.kernels import cuda_ext
+
+    return cuda_ext.failed()
 
 
 def cuda_gemv(

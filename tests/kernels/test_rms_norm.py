@@ -401,6 +401,28 @@ def test_cuda_ext_loader_without_cuda(monkeypatch, tmp_path):
         assert "without CUDA" in cuda_ext.failure_reason()
 
 
+def test_cuda_ext_ops_or_none_warns_once_per_fallback(monkeypatch):
+    """The one place the ops ask for the extension: a failed load is remembered (failed(), no new
+    build attempt), and each fallback text is warned about once per process."""
+    import warnings
+
+    from qlinear.kernels import cuda_ext
+
+    monkeypatch.setattr(cuda_ext, "_loaded", False)
+    monkeypatch.setattr(cuda_ext, "_failure", "RuntimeError: no nvcc here")
+    monkeypatch.setattr(cuda_ext, "_warned", set())
+    monkeypatch.setattr(cuda_ext, "load", lambda *a, **k: pytest.fail("a remembered failure must not rebuild"))
+    assert cuda_ext.failed()
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        for _ in range(3):
+            assert cuda_ext.ops_or_none("op A uses Triton") is None
+            assert cuda_ext.ops_or_none("op B uses Triton") is None
+    texts = [str(w.message) for w in seen if issubclass(w.category, RuntimeWarning)]
+    assert texts == ["qlinear: CUDA extension unavailable (RuntimeError: no nvcc here); op A uses Triton",
+                     "qlinear: CUDA extension unavailable (RuntimeError: no nvcc here); op B uses Triton"]
+
+
 def test_bench_gap4_points_are_launchable_knobs():
     """bench_rms_norm --focus gaps4: every CUDA point is a 7-int NormConfig; the mbarrier cluster
     points (hints bit 64 + a cluster) give each CTA of a 7168-wide bf16 row enough threads x
