@@ -260,10 +260,14 @@ _MIN_PROGRAMS = 264  # about two per SM on an H100 / H200
 _FEW_ROWS = 132  # rows at or below this count use _FEW_ROW_RULES (the latency regime)
 
 
-def _rules(n_rows: int) -> tuple[tuple[int, ...], ...]:
+def _rule(n_rows: int, hidden: int, elem_size: int) -> tuple[int, ...]:
+    """The first rule of the table for this row count whose max row bytes covers the row."""
     if n_rows <= _FEW_ROWS:
-        return _FEW_ROW_RULES
-    return _HUGE_ROW_RULES if n_rows >= _HUGE_ROWS else _MANY_ROW_RULES
+        rules = _FEW_ROW_RULES
+    else:
+        rules = _HUGE_ROW_RULES if n_rows >= _HUGE_ROWS else _MANY_ROW_RULES
+    row_bytes = hidden * elem_size
+    return next((r for r in rules if row_bytes <= r[0]), rules[-1])
 
 
 def _launch_params(
@@ -281,9 +285,7 @@ def _launch_params(
         block_h, n_chunks = triton.next_power_of_2(hidden), 1
     else:
         block_h, n_chunks = _CHUNK, triton.cdiv(hidden, _CHUNK)
-    rules = _rules(n_rows)
-    row_bytes = hidden * elem_size
-    rule = next((r for r in rules if row_bytes <= r[0]), rules[-1])
+    rule = _rule(n_rows, hidden, elem_size)
     _, rule_rows, rule_warps, rule_evict = rule[:4]
     rule_static = rule[4] if len(rule) > 4 else 0
     want = tuple(config) if config is not None else ()
@@ -329,9 +331,7 @@ def _loop_block(n_rows: int, hidden: int, elem_size: int, config: tuple[int, ...
     rule's). R is a power of two >= 16; rows of more than ``_MAX_SINGLE_PASS`` elements keep the
     chunked kernel unless a config asks.
     """
-    rules = _rules(n_rows)
-    row_bytes = hidden * elem_size
-    rule = next((r for r in rules if row_bytes <= r[0]), rules[-1])
+    rule = _rule(n_rows, hidden, elem_size)
     want = tuple(config) if config is not None else ()
     loop = int(want[4]) if len(want) > 4 and int(want[4]) >= 0 else (rule[5] if len(rule) > 5 else 0)
     if loop and (loop < 16 or loop & (loop - 1)):
@@ -343,9 +343,7 @@ def _loop_stages(n_rows: int, hidden: int, elem_size: int, config: tuple[int, ..
     """``num_stages`` of the two-pass loop kernel: ``config[5]`` if given (> 0), else the rule's 7th
     field, else Triton's default (3). A row of 7168 bf16 is under two 4096-element chunks, so the
     software pipeline of ``tl.range`` has nothing to overlap; inductor's reductions use 1."""
-    rules = _rules(n_rows)
-    row_bytes = hidden * elem_size
-    rule = next((r for r in rules if row_bytes <= r[0]), rules[-1])
+    rule = _rule(n_rows, hidden, elem_size)
     want = tuple(config) if config is not None else ()
     if len(want) > 5 and int(want[5]) > 0:
         return int(want[5])
