@@ -309,13 +309,13 @@ def fp8_block_backend(
     if x.device.type != "cuda":
         return "reference"
     N, K = weight.shape
-    if (not _cuda_ext_failed() and x.numel() // max(K, 1) <= _cuda_max_m(N, K)
+    M = x.numel() // max(K, 1)
+    if (not _cuda_ext_failed() and M <= _cuda_max_m(N, K)
             and _cuda_gemv_ok(x, weight, block_size, check_pointers=not torch.compiler.is_compiling())):
         return "cuda"
     if not _scaled_mm_block_ok(x, weight, block_size, weight_scale_inv):
         return "triton"
-    N, K = weight.shape
-    return _table_backend(x.numel() // max(K, 1), N, K)
+    return _table_backend(M, N, K)
 
 
 def _table_backend(M: int, N: int, K: int) -> str:
