@@ -14,26 +14,13 @@
 #include <c10/cuda/CUDAStream.h>
 #include <torch/library.h>
 
+#include "binding_util.h"
 #include "msg.h"
 #include "norm_launch.h"
 
 namespace {
 
 namespace msg = qlinear::msg;  // messages without stream number formatting: see msg.h
-
-qlinear::NormDType to_norm_dtype(const at::Tensor& t, const char* name) {
-  switch (t.scalar_type()) {
-    case at::kHalf:
-      return qlinear::NormDType::kFloat16;
-    case at::kBFloat16:
-      return qlinear::NormDType::kBFloat16;
-    case at::kFloat:
-      return qlinear::NormDType::kFloat32;
-    default:
-      TORCH_CHECK_TYPE(false, msg::cat(name, ": expected float16, bfloat16 or float32, got ", t.scalar_type()));
-  }
-  return qlinear::NormDType::kFloat32;
-}
 
 void check_operand(const at::Tensor& t, const char* name, const at::Tensor& ref) {
   TORCH_CHECK(t.is_cuda(), msg::cat(name, ": expected a CUDA tensor, got device ", t.device()));
@@ -85,7 +72,7 @@ void rms_norm(const at::Tensor& out, const at::Tensor& x, const at::Tensor& weig
   const c10::cuda::CUDAGuard guard(x.device());
   const cudaError_t err = qlinear::rms_norm_launch(
       operand(out), operand(x), weight.data_ptr(), x.size(0) * x.size(1), x.size(1), x.size(2),
-      static_cast<float>(eps), to_norm_dtype(x, "x"), c10::cuda::getCurrentCUDAStream(x.device().index()).stream(),
+      static_cast<float>(eps), qlinear::float_dtype<qlinear::NormDType>(x, "x"), c10::cuda::getCurrentCUDAStream(x.device().index()).stream(),
       make_config(vecs_per_thread, threads_per_row, rows_per_block, prefetch_weight, pdl, cluster, cache_hints));
   TORCH_CHECK(err == cudaSuccess, msg::cat("qlinear rms_norm launch failed: ", cudaGetErrorString(err)));
 }
@@ -100,7 +87,7 @@ void fused_add_rms_norm(const at::Tensor& x, const at::Tensor& residual, const a
   const c10::cuda::CUDAGuard guard(x.device());
   const cudaError_t err = qlinear::fused_add_rms_norm_launch(
       operand(x), operand(residual), weight.data_ptr(), x.size(0) * x.size(1), x.size(1), x.size(2),
-      static_cast<float>(eps), to_norm_dtype(x, "x"), c10::cuda::getCurrentCUDAStream(x.device().index()).stream(),
+      static_cast<float>(eps), qlinear::float_dtype<qlinear::NormDType>(x, "x"), c10::cuda::getCurrentCUDAStream(x.device().index()).stream(),
       make_config(vecs_per_thread, threads_per_row, rows_per_block, prefetch_weight, pdl, cluster, cache_hints));
   TORCH_CHECK(err == cudaSuccess, msg::cat("qlinear fused_add_rms_norm launch failed: ", cudaGetErrorString(err)));
 }
@@ -159,7 +146,7 @@ void rms_norm_slices(at::TensorList outs, const at::Tensor& x, at::IntArrayRef b
   cfg.pdl = static_cast<int>(pdl);
   const cudaError_t err = qlinear::rms_norm_slices_launch(
       operand(x), slices, static_cast<int>(n), x.size(0) * x.size(1), x.size(1), static_cast<float>(eps),
-      to_norm_dtype(x, "x"), c10::cuda::getCurrentCUDAStream(x.device().index()).stream(), cfg);
+      qlinear::float_dtype<qlinear::NormDType>(x, "x"), c10::cuda::getCurrentCUDAStream(x.device().index()).stream(), cfg);
   TORCH_CHECK(err == cudaSuccess, msg::cat("qlinear rms_norm_slices launch failed: ", cudaGetErrorString(err)));
 }
 

@@ -8,26 +8,13 @@
 
 #include <optional>
 
+#include "binding_util.h"
 #include "msg.h"
 #include "norm_quant_launch.h"
 
 namespace {
 
 namespace msg = qlinear::msg;  // messages without stream number formatting: see msg.h
-
-qlinear::NqDType to_dtype(const at::Tensor& t, const char* name) {
-  switch (t.scalar_type()) {
-    case at::kHalf:
-      return qlinear::NqDType::kFloat16;
-    case at::kBFloat16:
-      return qlinear::NqDType::kBFloat16;
-    case at::kFloat:
-      return qlinear::NqDType::kFloat32;
-    default:
-      TORCH_CHECK_TYPE(false, msg::cat(name, ": expected float16, bfloat16 or float32, got ", t.scalar_type()));
-  }
-  return qlinear::NqDType::kFloat32;
-}
 
 void check_cuda(const at::Tensor& t, const char* name, const at::Tensor& x) {
   TORCH_CHECK(t.is_cuda() && t.device() == x.device(),
@@ -59,7 +46,7 @@ int64_t rms_norm_quant_fp8_variant(const at::Tensor& q, const at::Tensor& scales
   TORCH_CHECK(K > 0, msg::cat("x: expected K > 0, got shape ", msg::shape(x)));
   TORCH_CHECK(x.stride(1) == 1, msg::cat("x: expected stride(1) == 1, got strides ", msg::strides(x)));
   TORCH_CHECK(group_size > 0, msg::cat("group_size: expected a positive integer, got ", msg::num(group_size)));
-  const qlinear::NqDType dt = to_dtype(x, "x");
+  const qlinear::NqDType dt = qlinear::float_dtype<qlinear::NqDType>(x, "x");
   const int64_t G = (K + group_size - 1) / group_size;
 
   check_cuda(q, "q", x);
@@ -78,7 +65,7 @@ int64_t rms_norm_quant_fp8_variant(const at::Tensor& q, const at::Tensor& scales
   TORCH_CHECK(weight.dim() == 1 && weight.size(0) == K && (K == 1 || weight.stride(0) == 1),
               msg::cat("weight: expected a contiguous [", msg::num(K), "], got shape ", msg::shape(weight),
                        " strides ", msg::strides(weight)));
-  const qlinear::NqDType wdt = to_dtype(weight, "weight");
+  const qlinear::NqDType wdt = qlinear::float_dtype<qlinear::NqDType>(weight, "weight");
 
   qlinear::NormQuantArgs a;
   if (residual.has_value()) {

@@ -10,26 +10,13 @@
 #include <optional>
 #include <vector>
 
+#include "binding_util.h"
 #include "msg.h"
 #include "norm_slices_quant_launch.h"
 
 namespace {
 
 namespace msg = qlinear::msg;  // messages without stream number formatting: see msg.h
-
-qlinear::NsqDType nsq_dtype(const at::Tensor& x) {
-  switch (x.scalar_type()) {
-    case at::kHalf:
-      return qlinear::NsqDType::kFloat16;
-    case at::kBFloat16:
-      return qlinear::NsqDType::kBFloat16;
-    case at::kFloat:
-      return qlinear::NsqDType::kFloat32;
-    default:
-      TORCH_CHECK_TYPE(false, msg::cat("x: expected float16, bfloat16 or float32, got ", x.scalar_type()));
-  }
-  return qlinear::NsqDType::kFloat32;
-}
 
 // outs[s]: x's dtype [M, W_s] (plain) or float8_e4m3fn [M, W_s] (quantized, scales[s] given);
 // scales[s]: fp32 [M, cdiv(W_s, group_size)], any strides.
@@ -104,7 +91,7 @@ qlinear::NsqArgs make_args(const at::Tensor& x, const std::vector<qlinear::NsqSl
   a.x = x.data_ptr();
   a.x_stride = x.stride(0);
   a.rows = x.size(0);
-  a.dtype = nsq_dtype(x);
+  a.dtype = qlinear::float_dtype<qlinear::NsqDType>(x, "x");
   a.slices = sl.data();
   a.n_slices = static_cast<int>(sl.size());
   a.group_size = group_size;

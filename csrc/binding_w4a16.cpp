@@ -18,26 +18,13 @@
 #include <optional>
 #include <vector>
 
+#include "binding_util.h"
 #include "msg.h"
 #include "w4a16_gemv_launch.h"
 
 namespace {
 
 namespace msg = qlinear::msg;  // messages without stream number formatting: see msg.h
-
-qlinear::W4GDType fdtype(const at::Tensor& t, const char* name) {
-  switch (t.scalar_type()) {
-    case at::kHalf:
-      return qlinear::W4GDType::kFloat16;
-    case at::kBFloat16:
-      return qlinear::W4GDType::kBFloat16;
-    case at::kFloat:
-      return qlinear::W4GDType::kFloat32;
-    default:
-      TORCH_CHECK_TYPE(false, msg::cat(name, ": expected float16, bfloat16 or float32, got ", t.scalar_type()));
-  }
-  return qlinear::W4GDType::kFloat32;
-}
 
 void check_on(const at::Tensor& t, const char* name, const at::Tensor& x) {
   TORCH_CHECK(t.is_cuda() && t.device() == x.device(),
@@ -80,11 +67,11 @@ qlinear::W4GemvArgs make_args(const at::Tensor& x, const at::Tensor& qweight, co
   qlinear::W4GemvArgs a;
   a.x = x.data_ptr();
   a.x_stride = x.stride(0);
-  a.x_dtype = fdtype(x, "x");
+  a.x_dtype = qlinear::float_dtype<qlinear::W4GDType>(x, "x");
   a.qweight = qweight.data_ptr<int32_t>();
   a.qw_stride = qweight.stride(0);
   a.scales = scales.data_ptr();
-  a.scale_dtype = fdtype(scales, "scales");
+  a.scale_dtype = qlinear::float_dtype<qlinear::W4GDType>(scales, "scales");
   a.zeros = zeros ? zeros->data_ptr<uint8_t>() : nullptr;
   a.m = x.size(0);
   a.n = n;
@@ -131,7 +118,7 @@ int64_t w4a16_gemv(const at::Tensor& out, const at::Tensor& x, const at::Tensor&
                 msg::cat("bias: expected a contiguous [", msg::num(a.n), "], got sizes ", msg::shape(*bias),
                          " strides ", msg::strides(*bias)));
     a.bias = bias->data_ptr();
-    a.bias_dtype = fdtype(*bias, "bias");
+    a.bias_dtype = qlinear::float_dtype<qlinear::W4GDType>(*bias, "bias");
   }
   if (a.m == 0 || a.n == 0) return 0;
   const qlinear::W4GemvConfig cfg = make_config(row_tiles, chunk, warps, pdl, ring, pipe);

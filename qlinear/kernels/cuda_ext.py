@@ -68,6 +68,7 @@ HEADERS = (
     "fp8_gemv_launch.h",
     "fp8_gemv_dispatch.cuh",
     "msg.h",
+    "binding_util.h",
 )
 _SOURCES, _HEADERS = SOURCES, HEADERS
 CUDA_FLAGS = (
