@@ -26,28 +26,9 @@ if INTERPRETED:
     from qlinear.ops import w4a16 as ops
     from qlinear.reference import w4a16 as ref
 
-    def _data(n, k, group, bits, sym, seed, bounds=None):
-        gen = torch.Generator().manual_seed(seed)
-        g = k if group == -1 else group
-        q = torch.randint(0, 1 << bits, (n, k), generator=gen, dtype=torch.int32)
-        z = None if sym else torch.randint(0, 1 << bits, (n, k // g), generator=gen, dtype=torch.int32)
-        s = torch.rand(n, k // g, generator=gen) * 0.02 + 1e-3
-        g_idx = None
-        if bounds is not None:
-            labels = torch.arange(k) // g
-            g_idx = [(r0, r1, labels[torch.randperm(k, generator=gen)]) for r0, r1 in zip(bounds[:-1], bounds[1:])]
-        packed = ops.pack_w4a16(q, z, s, group, bits=bits, g_idx=g_idx)
-        return packed, ref.dequantize_canonical(q, z, s, group, g_idx, bits=bits).double()
-
-    def _x(m, k, dtype, seed, strided=False):
-        gen = torch.Generator().manual_seed(seed)
-        base = torch.randn(m, k + 24 if strided else k, generator=gen).to(dtype)
-        x = base[:, 8 : 8 + k] if strided else base
-        assert (x.stride(0) != k) == strided
-        return x
-
-    def _rel(y, want):
-        return ((y.double() - want).norm() / want.norm()).item()
+    from _w4a16_data import activations as _x
+    from _w4a16_data import layer as _data
+    from _w4a16_data import rel as _rel
 
     # (kernel, block_m): the CUDA-core GEMV and the tensor-core kernel.
     KERNELS = [("gemv", 1), ("mma", 16)]

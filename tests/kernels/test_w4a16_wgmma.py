@@ -34,33 +34,10 @@ if INTERPRETED:
 
     from qlinear.kernels import w4a16_triton as wt
     from qlinear.ops import w4a16 as ops
-    from qlinear.reference import w4a16 as ref
 
-    def _data(n, k, group, bits, sym, seed, bounds=None, half_scales=False):
-        gen = torch.Generator().manual_seed(seed)
-        g = k if group == -1 else group
-        q = torch.randint(0, 1 << bits, (n, k), generator=gen, dtype=torch.int32)
-        z = None if sym else torch.randint(0, 1 << bits, (n, k // g), generator=gen, dtype=torch.int32)
-        s = torch.rand(n, k // g, generator=gen) * 0.02 + 1e-3
-        if half_scales:
-            s = s.half().float()  # fp16-exact: stored as fp16, the 16-bit dequantization path
-        g_idx = None
-        if bounds is not None:
-            labels = torch.arange(k) // g
-            g_idx = [(r0, r1, labels[torch.randperm(k, generator=gen)]) for r0, r1 in zip(bounds[:-1], bounds[1:])]
-        packed = ops.pack_w4a16(q, z, s, group, bits=bits, g_idx=g_idx,
-                                scale_dtype=torch.float16 if half_scales else None)
-        return packed, ref.dequantize_canonical(q, z, s, group, g_idx, bits=bits).double()
-
-    def _x(m, k, dtype, seed, strided=False):
-        gen = torch.Generator().manual_seed(seed)
-        base = torch.randn(m, k + 24 if strided else k, generator=gen).to(dtype)
-        x = base[:, 8 : 8 + k] if strided else base
-        assert (x.stride(0) != k) == strided
-        return x
-
-    def _rel(y, want):
-        return ((y.double() - want).norm() / want.norm()).item()
+    from _w4a16_data import activations as _x
+    from _w4a16_data import layer as _data
+    from _w4a16_data import rel as _rel
 
     def _cfg(block_n=32, block_m=16, split=1, sb=1, group_m=8):
         return wt.W4A16Config("wg", block_n=block_n, block_m=block_m, sb_per_iter=sb, split_k=split, group_m=group_m)
