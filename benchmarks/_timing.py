@@ -87,7 +87,7 @@ def warm_up_gpu(seconds: float | None = None) -> None:
 
 
 # Below this eager time per call, _sized_inner re-times the call inside a small CUDA graph.
-_EAGER_BOUND_US = 60.0
+_EAGER_BOUND_US = 1000.0
 
 
 def _sized_inner(fn: Callable[[int], object], n_buffers: int, warmup: int, target_replay_us: float) -> int:
@@ -109,9 +109,9 @@ def _sized_inner(fn: Callable[[int], object], n_buffers: int, warmup: int, targe
     torch.cuda.synchronize()
     rough_us = max(start.elapsed_time(end) * 1000.0 / 4, 0.5)
     if rough_us < _EAGER_BOUND_US:
-        # Eager calls this short are paced by the CPU (Python + launch), not the GPU: sizing on
-        # them gave ~15 calls per replay for a 2 us kernel, so the replay's own launch (a few us)
-        # was charged ~0.3 us per call. Time a small graph instead.
+        # Eager calls may be paced by the CPU (Python dispatch, guards, launch: 20-100 us), not the
+        # GPU: sizing on them gave 16-32 calls per replay for a 1.5 us kernel, so the replay's own
+        # launch (a few us) was charged ~0.3 us per call. Time a small graph instead.
         k = -(-32 // n_buffers) * n_buffers
         graph = _captured(fn, n_buffers, k)
         torch.cuda.synchronize()

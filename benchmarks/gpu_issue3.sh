@@ -14,6 +14,8 @@ timeout 60 python -m pytest -q -p no:cacheprovider tests/gpu/test_fp8_cuda_gemv.
 echo "== latency"
 timeout 70 python benchmarks/probe_latency.py --out "$OUT" --passes 2 2>&1 | grep -E "^LAT|dispatch|Error" 
 echo "== contiguous"
-timeout 80 python benchmarks/probe_rms_contig.py --rows 32768 --out "$OUT" 2>&1 | grep -E "RMSC|Error" | head -n 30
+TORCHINDUCTOR_CACHE_DIR="$OUT/inductor_cache" timeout 80 python benchmarks/probe_rms_contig.py --rows 32768 --out "$OUT" 2>&1 | grep -E "RMSC|Error" | head -n 30
+echo "== inductor's chosen configs"
+find "$OUT/inductor_cache" -name "*.best_config" -exec cat {} \; -exec echo \; 2>/dev/null | head -n 10
 echo "total $(( $(date +%s) - t_all )) s"
 gpu_cleanup
