@@ -6,7 +6,7 @@
 //   torch.ops.qlinear_C.w4a16_gemv_supported(x, qweight, scales, zeros, group_size, row_tiles=0,
 //                                            chunk=0, warps=0, ring=0, pipe=0) -> int   (0 = supported,
 //                                            else a W4GemvSupport code)
-//   torch.ops.qlinear_C.w4a16_ring_configs(int nt) -> int[]   (compiled ring codes)
+//   torch.ops.qlinear_C.w4a16_ring_configs(int nt) -> int[]   (compiled ring codes, then bulk ring codes >= 10000)
 //   torch.ops.qlinear_C.w4a16_reg_configs() -> int[]   (compiled register-kernel codes R U NT pipe)
 // x [M, K] (stride(1) == 1), out [M, N]; qweight int32 [N, ceil(K/128)*16]; scales [G, N];
 // zeros uint8 [G, N] or None; 4-bit weights without act-order only.

@@ -643,6 +643,7 @@ struct RingParams {
   int ssz;        // bytes per scale (2 or 4)
   int stage_bytes;
   int off_x, off_s, off_z;  // offsets inside a stage
+  int off_bar;              // bulk kernel: the ST mbarriers (8 bytes each) after the ring / reduction space
 };
 
 __device__ __forceinline__ uint32_t smem_u32(const void* p) {
@@ -731,6 +732,111 @@ __device__ __forceinline__ void ring_issue(const RingParams& rp, char* base, int
   }
 }
 
+// One stage of the ring (slot `b`, stage index st): warp (wr, wk) multiplies its S superblocks of
+// the stage into tot (both ring kernels share it; MODE as in ring_gemv_kernel).
+template <typename XT, int WR, int WK, int S, int NT, int MODE>
+__device__ __forceinline__ void ring_stage(const RingParams& rp, const char* b, int st, int wr, int wk, int g, int t,
+                                           uint32_t magic, float (&tot)[NT][4], uint32_t& sink) {
+  using Sh = RingShape<WK, S>;
+  const Params& p = rp.p;
+#pragma unroll
+  for (int s = 0; s < S; ++s) {
+    const int j = wk * S + s;  // superblock inside the stage
+    if (st * Sh::kSbs + j >= p.nsb) break;
+    const char* wrow = b + (wr * 16 + g) * Sh::kPitchW + j * 64 + t * 16;
+    const uint4 w0 = *reinterpret_cast<const uint4*>(wrow);
+    const uint4 w1 = *reinterpret_cast<const uint4*>(wrow + 8 * Sh::kPitchW);
+    if constexpr (MODE == 1) {
+      sink ^= w0.x ^ w0.y ^ w0.z ^ w0.w ^ w1.x ^ w1.y ^ w1.z ^ w1.w;
+      continue;
+    }
+    const int sr = j * 16 * WR + wr * 16 + g;  // (superblock, row) index of row g
+    float sc0, sc1;
+    if (rp.ssz == 4) {
+      sc0 = reinterpret_cast<const float*>(b + rp.off_s)[sr];
+      sc1 = reinterpret_cast<const float*>(b + rp.off_s)[sr + 8];
+    } else if (p.scale_kind == FKind::kBFloat16) {
+      sc0 = __bfloat162float(reinterpret_cast<const __nv_bfloat16*>(b + rp.off_s)[sr]);
+      sc1 = __bfloat162float(reinterpret_cast<const __nv_bfloat16*>(b + rp.off_s)[sr + 8]);
+    } else {
+      sc0 = __half2float(reinterpret_cast<const __half*>(b + rp.off_s)[sr]);
+      sc1 = __half2float(reinterpret_cast<const __half*>(b + rp.off_s)[sr + 8]);
+    }
+    uint32_t z0 = 8u, z1 = 8u;
+    if (p.zeros != nullptr) {
+      z0 = reinterpret_cast<const uint8_t*>(b + rp.off_z)[sr];
+      z1 = reinterpret_cast<const uint8_t*>(b + rp.off_z)[sr + 8];
+    }
+    const uint32_t zp0 = nzero<XT>(z0), zp1 = nzero<XT>(z1);
+    uint32_t lo[4], hi[4];
+    split_words(w0, lo);
+    split_words(w1, hi);
+    uint2 xv[NT][8];
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) {
+      // token rows past M read staged row M - 1: their mma columns are never stored
+      const int tok = min(g + 8 * nt, rp.xrows - 1);
+      const char* xr = b + rp.off_x + tok * Sh::kPitchX + j * 256 + t * 8;
+#pragma unroll
+      for (int i = 0; i < 8; ++i) xv[nt][i] = *reinterpret_cast<const uint2*>(xr + 32 * i);
+    }
+    float acc[2][NT][4];  // even / odd planes: two independent mma chains
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      uint32_t a[4];
+      a_frag_i<XT>(i, a, lo, hi, zp0, zp1, magic);
+      if constexpr (MODE == 2) {
+        sink ^= a[0] ^ a[1] ^ a[2] ^ a[3];
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt) sink ^= xv[nt][i].x ^ xv[nt][i].y;
+      } else {
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt) {
+          if (i < 2) {
+            Mma<XT>::mma0(acc[i & 1][nt], a, xv[nt][i].x, xv[nt][i].y);
+          } else {
+            Mma<XT>::mma(acc[i & 1][nt], a, xv[nt][i].x, xv[nt][i].y);
+          }
+        }
+      }
+    }
+    if constexpr (MODE == 2) {
+      sink ^= __float_as_uint(sc0) ^ __float_as_uint(sc1);
+    } else {
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+        tot[nt][0] = fmaf(acc[0][nt][0] + acc[1][nt][0], sc0, tot[nt][0]);
+        tot[nt][1] = fmaf(acc[0][nt][1] + acc[1][nt][1], sc0, tot[nt][1]);
+        tot[nt][2] = fmaf(acc[0][nt][2] + acc[1][nt][2], sc1, tot[nt][2]);
+        tot[nt][3] = fmaf(acc[0][nt][3] + acc[1][nt][3], sc1, tot[nt][3]);
+      }
+    }
+  }
+}
+
+// Cross-warp (K part) reduction of the ring kernels in the drained ring (smem), fixed order:
+// deterministic; + bias, store.
+template <typename XT, int WR, int WK, int NT>
+__device__ __forceinline__ void ring_reduce_store(const Params& p, char* smem, const float (&tot)[NT][4], int wr,
+                                                  int wk, int row0) {
+  const int lane = threadIdx.x & 31;
+  __syncthreads();
+  constexpr int V = NT * 4 * 32;
+  float* red = reinterpret_cast<float*>(smem);
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+    for (int c = 0; c < 4; ++c) red[(wk * WR + wr) * V + (nt * 4 + c) * 32 + lane] = tot[nt][c];
+  __syncthreads();
+  for (int v = threadIdx.x; v < WR * V; v += blockDim.x) {
+    const int r = v / V, e = v % V;
+    float s = 0.f;
+    for (int k = 0; k < WK; ++k) s += red[(k * WR + r) * V + e];
+    const int ln = e & 31, c = (e >> 5) & 3, nt = e >> 7;
+    store_frag<XT>(p, row0 + r * 16, nt, ln, c, s);
+  }
+}
+
 template <typename XT, int WR, int WK, int S, int ST, int NT, int MODE>
 __global__ void __launch_bounds__(ring_threads<WR, WK, S, ST, NT>(), 1) ring_gemv_kernel(const RingParams rp) {
   using Sh = RingShape<WK, S>;
@@ -775,80 +881,7 @@ __global__ void __launch_bounds__(ring_threads<WR, WK, S, ST, NT>(), 1) ring_gem
       }
       cp_commit();
     }
-    const char* b = smem + (st % ST) * rp.stage_bytes;
-#pragma unroll
-    for (int s = 0; s < S; ++s) {
-      const int j = wk * S + s;  // superblock inside the stage
-      if (st * Sh::kSbs + j >= p.nsb) break;
-      const char* wrow = b + (wr * 16 + g) * Sh::kPitchW + j * 64 + t * 16;
-      const uint4 w0 = *reinterpret_cast<const uint4*>(wrow);
-      const uint4 w1 = *reinterpret_cast<const uint4*>(wrow + 8 * Sh::kPitchW);
-      if constexpr (MODE == 1) {
-        sink ^= w0.x ^ w0.y ^ w0.z ^ w0.w ^ w1.x ^ w1.y ^ w1.z ^ w1.w;
-        continue;
-      }
-      const int sr = j * 16 * WR + wr * 16 + g;  // (superblock, row) index of row g
-      float sc0, sc1;
-      if (rp.ssz == 4) {
-        sc0 = reinterpret_cast<const float*>(b + rp.off_s)[sr];
-        sc1 = reinterpret_cast<const float*>(b + rp.off_s)[sr + 8];
-      } else if (p.scale_kind == FKind::kBFloat16) {
-        sc0 = __bfloat162float(reinterpret_cast<const __nv_bfloat16*>(b + rp.off_s)[sr]);
-        sc1 = __bfloat162float(reinterpret_cast<const __nv_bfloat16*>(b + rp.off_s)[sr + 8]);
-      } else {
-        sc0 = __half2float(reinterpret_cast<const __half*>(b + rp.off_s)[sr]);
-        sc1 = __half2float(reinterpret_cast<const __half*>(b + rp.off_s)[sr + 8]);
-      }
-      uint32_t z0 = 8u, z1 = 8u;
-      if (p.zeros != nullptr) {
-        z0 = reinterpret_cast<const uint8_t*>(b + rp.off_z)[sr];
-        z1 = reinterpret_cast<const uint8_t*>(b + rp.off_z)[sr + 8];
-      }
-      const uint32_t zp0 = nzero<XT>(z0), zp1 = nzero<XT>(z1);
-      uint32_t lo[4], hi[4];
-      split_words(w0, lo);
-      split_words(w1, hi);
-      uint2 xv[NT][8];
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt) {
-        // token rows past M read staged row M - 1: their mma columns are never stored
-        const int tok = min(g + 8 * nt, rp.xrows - 1);
-        const char* xr = b + rp.off_x + tok * Sh::kPitchX + j * 256 + t * 8;
-#pragma unroll
-        for (int i = 0; i < 8; ++i) xv[nt][i] = *reinterpret_cast<const uint2*>(xr + 32 * i);
-      }
-      float acc[2][NT][4];  // even / odd planes: two independent mma chains
-#pragma unroll
-      for (int i = 0; i < 8; ++i) {
-        uint32_t a[4];
-        a_frag_i<XT>(i, a, lo, hi, zp0, zp1, magic);
-        if constexpr (MODE == 2) {
-          sink ^= a[0] ^ a[1] ^ a[2] ^ a[3];
-#pragma unroll
-          for (int nt = 0; nt < NT; ++nt) sink ^= xv[nt][i].x ^ xv[nt][i].y;
-        } else {
-#pragma unroll
-          for (int nt = 0; nt < NT; ++nt) {
-            if (i < 2) {
-              Mma<XT>::mma0(acc[i & 1][nt], a, xv[nt][i].x, xv[nt][i].y);
-            } else {
-              Mma<XT>::mma(acc[i & 1][nt], a, xv[nt][i].x, xv[nt][i].y);
-            }
-          }
-        }
-      }
-      if constexpr (MODE == 2) {
-        sink ^= __float_as_uint(sc0) ^ __float_as_uint(sc1);
-      } else {
-#pragma unroll
-        for (int nt = 0; nt < NT; ++nt) {
-          tot[nt][0] = fmaf(acc[0][nt][0] + acc[1][nt][0], sc0, tot[nt][0]);
-          tot[nt][1] = fmaf(acc[0][nt][1] + acc[1][nt][1], sc0, tot[nt][1]);
-          tot[nt][2] = fmaf(acc[0][nt][2] + acc[1][nt][2], sc1, tot[nt][2]);
-          tot[nt][3] = fmaf(acc[0][nt][3] + acc[1][nt][3], sc1, tot[nt][3]);
-        }
-      }
-    }
+    ring_stage<XT, WR, WK, S, NT, MODE>(rp, smem + (st % ST) * rp.stage_bytes, st, wr, wk, g, t, magic, tot, sink);
   }
   pdl::launch_dependents();
   if constexpr (MODE != 0) {
@@ -857,23 +890,162 @@ __global__ void __launch_bounds__(ring_threads<WR, WK, S, ST, NT>(), 1) ring_gem
     return;
   }
 
-  // Cross-warp (K part) reduction in the drained ring, fixed order: deterministic.
+  // drain the ring (nothing is in flight past the last stage; kept for safety)
   cp_wait<0>();
+  ring_reduce_store<XT, WR, WK, NT>(p, smem, tot, wr, wk, row0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bulk ring kernel (round 4, sm_90): the ring kernel's stages and compute (ring_stage), but the
+// stages are filled by one warp with cp.async.bulk (TMA, 1-D) copies completing on one mbarrier
+// per slot, instead of 16-byte cp.async by every thread. Round 2's ring spent ~300 of its ~650
+// SASS instructions per warp per stage (1424: 2 superblocks per warp) on cp.async address math
+// and predicates (ladder, 7168x16384: loads only 17.9 us, + dequant 32.3 us, full 33.6 us, the
+// plain-load ceiling 15.6 us: issue-bound, not byte-bound). Here a stage costs the CTA one bulk
+// copy per row (S WK * 64 contiguous bytes), one per superblock for scales and zeros, one per x
+// row, spread over the warps; then every warp waits on the slot's barrier. Needs N % 16 == 0, K % 128 == 0, 16-byte
+// aligned qweight / scales / zeros / x and x row stride % 8 == 0 (bulk copies: 16-byte aligned
+// addresses and sizes); the launcher falls back to the cp.async ring otherwise.
+
+__device__ __forceinline__ void mbar_init(uint32_t bar, int count) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+#endif
+}
+__device__ __forceinline__ void mbar_fence_init() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+#endif
+}
+// One arrival that also raises the phase's expected transaction bytes.
+__device__ __forceinline__ void mbar_arrive_tx(uint32_t bar, uint32_t bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+#endif
+}
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  uint32_t done = 0;
+  do {
+    asm volatile(
+        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+  } while (!done);
+#endif
+}
+// bytes (a multiple of 16) from global src to shared dst (both 16-byte aligned), completing on bar.
+__device__ __forceinline__ void bulk_copy(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
+               "l"(src), "r"(bytes), "r"(bar)
+               : "memory");
+#endif
+}
+
+// The copies of stage st into slot `base` (barrier bar), spread over the CTA's warps (copy c:
+// warp c % NW, lane c / NW; a bulk copy takes uniform operands, so ptxas serializes a warp's
+// active lanes: ~10 instructions per copy). wx = false: weights (one copy per row), scales and
+// zeros (one per superblock), thread 0 first arms the barrier with the whole stage's bytes, x
+// included (a copy may land before the arming: the transaction count may go negative until then);
+// wx = true: the x rows. Rows past N are not copied (their stale smem only feeds output rows that
+// are never stored).
+template <int WR, int WK, int S>
+__device__ __forceinline__ void bulk_issue(const RingParams& rp, char* base, uint32_t bar, int st, int row0, bool wx) {
+  using Sh = RingShape<WK, S>;
+  constexpr int NW = WR * WK;
+  const Params& p = rp.p;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int c0 = warp + NW * lane;
+  const int sb0 = st * Sh::kSbs;
+  const int nsbs = min(Sh::kSbs, p.nsb - sb0);
+  const int rows = min(16 * WR, p.n - row0);
+  const uint32_t xbytes = static_cast<uint32_t>(nsbs) * 256u;
+  if (!wx) {
+    if (threadIdx.x == 0) {
+      const uint32_t per_sb = static_cast<uint32_t>(rows) * (64u + rp.ssz + (p.zeros != nullptr ? 1u : 0u));
+      mbar_arrive_tx(bar, per_sb * nsbs + xbytes * rp.xrows);
+    }
+    const int nz = p.zeros != nullptr ? nsbs : 0;
+    for (int c = c0; c < rows + nsbs + nz; c += 32 * NW) {
+      if (c < rows) {
+        bulk_copy(smem_u32(base) + c * Sh::kPitchW, p.qw + static_cast<int64_t>(row0 + c) * p.qw_stride + sb0 * 16,
+                  static_cast<uint32_t>(nsbs) * 64u, bar);
+      } else if (c < rows + nsbs) {
+        const int j = c - rows;
+        const int64_t gbase = static_cast<int64_t>(group_of_sb(sb0 + j, p.grp_mul)) * p.n + row0;
+        bulk_copy(smem_u32(base + rp.off_s) + j * 16 * WR * rp.ssz,
+                  static_cast<const char*>(p.scales) + gbase * rp.ssz, static_cast<uint32_t>(rows * rp.ssz), bar);
+      } else {
+        const int j = c - rows - nsbs;
+        const int64_t gbase = static_cast<int64_t>(group_of_sb(sb0 + j, p.grp_mul)) * p.n + row0;
+        bulk_copy(smem_u32(base + rp.off_z) + j * 16 * WR, p.zeros + gbase, static_cast<uint32_t>(rows), bar);
+      }
+    }
+  } else {
+    for (int r = c0; r < rp.xrows; r += 32 * NW)
+      bulk_copy(smem_u32(base + rp.off_x) + r * Sh::kPitchX,
+                static_cast<const char*>(p.x) + (static_cast<int64_t>(r) * p.x_stride + sb0 * 128) * 2, xbytes, bar);
+  }
+}
+
+template <typename XT, int WR, int WK, int S, int ST, int NT, int MODE>
+__global__ void __launch_bounds__(32 * WR * WK, 1) bulk_gemv_kernel(const RingParams rp) {
+  using Sh = RingShape<WK, S>;
+  const Params& p = rp.p;
+  extern __shared__ __align__(16) char smem[];
+  const int lane = threadIdx.x & 31;
+  const int warp = threadIdx.x >> 5;
+  const int wr = warp % WR, wk = warp / WR;
+  const int g = lane >> 2, t = lane & 3;
+  const int row0 = blockIdx.x * (16 * WR);
+  const int nst = (p.nsb + Sh::kSbs - 1) / Sh::kSbs;
+  const uint32_t bar0 = smem_u32(smem + rp.off_bar);
+  if (threadIdx.x == 0) {
+#pragma unroll
+    for (int s = 0; s < ST; ++s) mbar_init(bar0 + 8 * s, 1);
+    mbar_fence_init();
+  }
   __syncthreads();
-  constexpr int V = NT * 4 * 32;
-  float* red = reinterpret_cast<float*>(smem);
+  uint32_t magic;  // in a register: the fused LOP3 takes one immediate only
+  asm("mov.b32 %0, %1;" : "=r"(magic) : "n"(Mma<XT>::kMagic));
+
+  // prologue: weights / scales / zeros of the first ST - 1 stages before the dependency wait, x after
+#pragma unroll
+  for (int s = 0; s < ST - 1; ++s)
+    if (s < nst) bulk_issue<WR, WK, S>(rp, smem + s * rp.stage_bytes, bar0 + 8 * s, s, row0, false);
+  pdl::wait();
+#pragma unroll
+  for (int s = 0; s < ST - 1; ++s)
+    if (s < nst) bulk_issue<WR, WK, S>(rp, smem + s * rp.stage_bytes, bar0 + 8 * s, s, row0, true);
+
+  float tot[NT][4];
 #pragma unroll
   for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
-    for (int c = 0; c < 4; ++c) red[(wk * WR + wr) * V + (nt * 4 + c) * 32 + lane] = tot[nt][c];
-  __syncthreads();
-  for (int v = threadIdx.x; v < WR * V; v += blockDim.x) {
-    const int r = v / V, e = v % V;
-    float s = 0.f;
-    for (int k = 0; k < WK; ++k) s += red[(k * WR + r) * V + e];
-    const int ln = e & 31, c = (e >> 5) & 3, nt = e >> 7;
-    store_frag<XT>(p, row0 + r * 16, nt, ln, c, s);
+    for (int c = 0; c < 4; ++c) tot[nt][c] = 0.f;
+  uint32_t sink = 0;
+
+  for (int st = 0; st < nst; ++st) {
+    const int nx = st + ST - 1;
+    if (nx < nst) {
+      // slot nx % ST held stage st - 1: every warp must be done reading it
+      __syncthreads();
+      char* b = smem + (nx % ST) * rp.stage_bytes;
+      bulk_issue<WR, WK, S>(rp, b, bar0 + 8 * (nx % ST), nx, row0, false);
+      bulk_issue<WR, WK, S>(rp, b, bar0 + 8 * (nx % ST), nx, row0, true);
+    }
+    mbar_wait(bar0 + 8 * (st % ST), static_cast<uint32_t>((st / ST) & 1));
+    ring_stage<XT, WR, WK, S, NT, MODE>(rp, smem + (st % ST) * rp.stage_bytes, st, wr, wk, g, t, magic, tot, sink);
   }
+  pdl::launch_dependents();
+  if constexpr (MODE != 0) {
+    if (sink == 0x9E3779B9u) static_cast<XT*>(p.out)[0] = Mma<XT>::from_f(1.f);
+    return;
+  }
+  // every stage was waited for: no copy is in flight, the ring is free for the reduction
+  ring_reduce_store<XT, WR, WK, NT>(p, smem, tot, wr, wk, row0);
 }
 
 // Host-side layout of one stage (offsets 16-byte aligned) for the ring kernel.
@@ -918,6 +1090,58 @@ inline cudaError_t ring_launch(const Params& p, bool pdl, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>((p.n + 16 * WR - 1) / (16 * WR)));
   return launch_kernel(ring_gemv_kernel<XT, WR, WK, S, ST, NT, MODE>, grid, dim3(32 * WR * WK), smem, pdl, stream,
                        rp);
+}
+
+template <typename XT, int WR, int WK, int S, int ST, int NT, int MODE>
+inline cudaError_t bulk_launch(const Params& p, bool pdl, cudaStream_t stream) {
+  RingParams rp{};
+  rp.p = p;
+  rp.ssz = p.scale_kind == FKind::kFloat32 ? 4 : 2;
+  ring_layout<WR, WK, S, NT>(rp);
+  const size_t data = ring_smem<WR, WK, S, ST, NT>(rp);
+  rp.off_bar = static_cast<int>((data + 15) & ~static_cast<size_t>(15));
+  const size_t smem = static_cast<size_t>(rp.off_bar) + 8 * ST;
+  const dim3 grid(static_cast<unsigned>((p.n + 16 * WR - 1) / (16 * WR)));
+  return launch_kernel(bulk_gemv_kernel<XT, WR, WK, S, ST, NT, MODE>, grid, dim3(32 * WR * WK), smem, pdl, stream,
+                       rp);
+}
+
+// Bulk ring shapes compiled (code: 10000 + WR WK S ST as decimal digits, the ring's digits),
+// per token tiles. Long K (many / few 16-row tiles): one row tile, 4 or 8 K warps, 4-8 stages;
+// short K (24576x1536: 12 superblocks): 2 or 4 row tiles, one K warp, the whole K in 2-3 stages.
+constexpr int kBulkNT1[] = {11424, 11426, 11444, 11824, 11818, 11814, 12224, 14143, 12143, 14123};
+constexpr int kBulkNT2[] = {11414, 11424, 11824, 11814, 12224, 14124, 14143, 12143};
+
+template <typename XT, int MODE>
+inline cudaError_t bulk_dispatch(const Params& p, int code, int nt, bool pdl, cudaStream_t s) {
+  if (nt == 1) {
+    switch (code) {
+      case 11424: return bulk_launch<XT, 1, 4, 2, 4, 1, MODE>(p, pdl, s);
+      case 11426: return bulk_launch<XT, 1, 4, 2, 6, 1, MODE>(p, pdl, s);
+      case 11444: return bulk_launch<XT, 1, 4, 4, 4, 1, MODE>(p, pdl, s);
+      case 11824: return bulk_launch<XT, 1, 8, 2, 4, 1, MODE>(p, pdl, s);
+      case 11818: return bulk_launch<XT, 1, 8, 1, 8, 1, MODE>(p, pdl, s);
+      case 11814: return bulk_launch<XT, 1, 8, 1, 4, 1, MODE>(p, pdl, s);
+      case 12224: return bulk_launch<XT, 2, 2, 2, 4, 1, MODE>(p, pdl, s);
+      case 14143: return bulk_launch<XT, 4, 1, 4, 3, 1, MODE>(p, pdl, s);
+      case 12143: return bulk_launch<XT, 2, 1, 4, 3, 1, MODE>(p, pdl, s);
+      case 14123: return bulk_launch<XT, 4, 1, 2, 3, 1, MODE>(p, pdl, s);
+      default: break;
+    }
+  } else {
+    switch (code) {
+      case 11414: return bulk_launch<XT, 1, 4, 1, 4, 2, MODE>(p, pdl, s);
+      case 11424: return bulk_launch<XT, 1, 4, 2, 4, 2, MODE>(p, pdl, s);
+      case 11824: return bulk_launch<XT, 1, 8, 2, 4, 2, MODE>(p, pdl, s);
+      case 11814: return bulk_launch<XT, 1, 8, 1, 4, 2, MODE>(p, pdl, s);
+      case 12224: return bulk_launch<XT, 2, 2, 2, 4, 2, MODE>(p, pdl, s);
+      case 14124: return bulk_launch<XT, 4, 1, 2, 4, 2, MODE>(p, pdl, s);
+      case 14143: return bulk_launch<XT, 4, 1, 4, 3, 2, MODE>(p, pdl, s);
+      case 12143: return bulk_launch<XT, 2, 1, 4, 3, 2, MODE>(p, pdl, s);
+      default: break;
+    }
+  }
+  return cudaErrorInvalidValue;
 }
 
 // Ring shapes compiled (code: WR WK S ST as decimal digits), per token tiles. NT = 1: one row
@@ -996,6 +1220,10 @@ constexpr int reg_code_threads(int code) {
 // Defined in w4a16_ring_bf16.cu / w4a16_ring_f16.cu (MODE 0).
 cudaError_t reg_dispatch_bf16(const Params& p, int code, int warps, bool pdl, cudaStream_t s);
 cudaError_t reg_dispatch_f16(const Params& p, int code, int warps, bool pdl, cudaStream_t s);
+
+// Defined in w4a16_bulk_bf16.cu / w4a16_bulk_f16.cu (MODE 0).
+cudaError_t bulk_dispatch_bf16(const Params& p, int code, int nt, bool pdl, cudaStream_t s);
+cudaError_t bulk_dispatch_f16(const Params& p, int code, int nt, bool pdl, cudaStream_t s);
 
 // Defined in w4a16_ring_bf16.cu / w4a16_ring_f16.cu (MODE 0).
 cudaError_t ring_dispatch_bf16(const Params& p, int code, int nt, bool pdl, cudaStream_t s);

@@ -1,6 +1,7 @@
 // Launcher of the W4A16 tensor-core decode kernels (w4a16_gemv.cuh): support checks, the automatic
 // launch config, and the dispatch over the compiled instances (ring kernel: dtype, WR, WK, S, ST, NT;
-// register kernel: dtype, R, U, NT, PF, both in w4a16_ring_<dtype>.cu; sub-group kernel: here).
+// register kernel: dtype, R, U, NT, PF, both in w4a16_ring_<dtype>.cu; bulk ring kernel: the ring's
+// digits + 10000, in w4a16_bulk_<dtype>.cu; sub-group kernel: here).
 #include "w4a16_gemv.cuh"
 #include "w4a16_gemv_launch.h"
 #include "device_attrs.h"
@@ -48,7 +49,27 @@ bool ring_ok(const W4GemvArgs& a) {
          reinterpret_cast<uintptr_t>(a.zeros) % 4 == 0;
 }
 
+// The bulk ring kernel's cp.async.bulk copies: sm_90, 16-byte aligned addresses and sizes (rows of
+// 16 scales / zeros per copy: N % 16 == 0; whole superblocks of x: K % 128 == 0).
+bool bulk_ok(const W4GemvArgs& a) {
+  auto al16 = [](const void* q) { return reinterpret_cast<uintptr_t>(q) % 16 == 0; };
+  return cc_major() >= 9 && !sub_group(a) && a.n % 16 == 0 && a.k % 128 == 0 && al16(a.x) && al16(a.scales) &&
+         al16(a.zeros) && (a.m <= 1 || a.x_stride % 8 == 0);
+}
+
+bool bulk_compiled(int nt, int code) {
+  if (nt == 1) {
+    for (int c : w4a16g::kBulkNT1)
+      if (c == code) return true;
+  } else {
+    for (int c : w4a16g::kBulkNT2)
+      if (c == code) return true;
+  }
+  return false;
+}
+
 bool ring_compiled(int nt, int code) {
+  if (code >= 10000) return bulk_compiled(nt, code);
   if (nt == 1) {
     for (int c : w4a16g::kRingNT1)
       if (c == code) return true;
@@ -87,7 +108,7 @@ W4GemvConfig w4_gemv_resolve(const W4GemvArgs& a, const W4GemvConfig& cfg) {
   if (c.pdl > 0 && cc_major() < 9) c.pdl = 0;
   if (c.ring > 0) {
     c.row_tiles = c.chunk = 0;
-    c.warps = (c.ring / 1000) * ((c.ring / 100) % 10);
+    c.warps = ((c.ring % 10000) / 1000) * ((c.ring / 100) % 10);
     return c;
   }
   if (sub_group(a)) {
@@ -138,6 +159,10 @@ W4GemvSupport w4_gemv_supported(const W4GemvArgs& a, const W4GemvConfig& cfg) {
     return W4GemvSupport::kMisaligned;
   const W4GemvConfig c = w4_gemv_resolve(a, cfg);
   const int nt = a.m > 8 ? 2 : 1;
+  if (c.ring >= 10000) {
+    if (!bulk_ok(a)) return W4GemvSupport::kNoBulk;
+    return bulk_compiled(nt, c.ring) ? W4GemvSupport::kOk : W4GemvSupport::kBadConfig;
+  }
   if (c.ring > 0) {
     if (!ring_ok(a)) return W4GemvSupport::kNoRing;
     return ring_compiled(nt, c.ring) ? W4GemvSupport::kOk : W4GemvSupport::kBadConfig;
@@ -175,6 +200,11 @@ cudaError_t w4_gemv_launch(const W4GemvArgs& a, cudaStream_t stream, W4GemvConfi
   p.bias_kind = fkind(a.bias_dtype);
   p.pdl_prefetch = c.pdl > 0 ? 1 : 0;
   const int nt = a.m > 8 ? 2 : 1;
+  if (c.ring >= 10000) {
+    // instances live in w4a16_bulk_bf16.cu / w4a16_bulk_f16.cu
+    return a.x_dtype == W4GDType::kBFloat16 ? w4a16g::bulk_dispatch_bf16(p, c.ring, nt, c.pdl > 0, stream)
+                                            : w4a16g::bulk_dispatch_f16(p, c.ring, nt, c.pdl > 0, stream);
+  }
   if (c.ring > 0) {
     // instances live in w4a16_ring_bf16.cu / w4a16_ring_f16.cu (parallel compiles)
     return a.x_dtype == W4GDType::kBFloat16 ? w4a16g::ring_dispatch_bf16(p, c.ring, nt, c.pdl > 0, stream)
@@ -193,10 +223,19 @@ cudaError_t w4_gemv_launch(const W4GemvArgs& a, cudaStream_t stream, W4GemvConfi
 }
 
 int w4_ring_configs(int nt, int* codes, int cap) {
-  const int* src = nt == 1 ? w4a16g::kRingNT1 : w4a16g::kRingNT2;
-  const int n = nt == 1 ? static_cast<int>(sizeof(w4a16g::kRingNT1) / sizeof(int))
-                        : static_cast<int>(sizeof(w4a16g::kRingNT2) / sizeof(int));
-  for (int i = 0; i < n && i < cap; ++i) codes[i] = src[i];
+  int n = 0;
+  auto add = [&](const int* src, int len) {
+    for (int i = 0; i < len; ++i, ++n)
+      if (n < cap) codes[n] = src[i];
+  };
+  constexpr int kI = static_cast<int>(sizeof(int));
+  if (nt == 1) {
+    add(w4a16g::kRingNT1, static_cast<int>(sizeof(w4a16g::kRingNT1)) / kI);
+    add(w4a16g::kBulkNT1, static_cast<int>(sizeof(w4a16g::kBulkNT1)) / kI);
+  } else {
+    add(w4a16g::kRingNT2, static_cast<int>(sizeof(w4a16g::kRingNT2)) / kI);
+    add(w4a16g::kBulkNT2, static_cast<int>(sizeof(w4a16g::kBulkNT2)) / kI);
+  }
   return n;
 }
 

@@ -36,7 +36,11 @@ struct W4GemvArgs {
 // ring: the cp.async ring kernel's shape WR * 1000 + WK * 100 + S * 10 + ST (16 WR rows per CTA,
 // WK warps over K, S superblocks per warp per stage, ST stages; see w4_ring_configs()), 0 = auto
 // (the ring kernel for M <= 8 on rows of <= 16 superblocks where it applies, else the register
-// kernel), -1 = the register kernel (row_tiles / chunk / warps / pipe then apply).
+// kernel), -1 = the register kernel (row_tiles / chunk / warps / pipe then apply). 10000 + the same
+// four digits = the bulk ring kernel (sm_90 cp.async.bulk copies on mbarriers instead of per-thread
+// cp.async: same stage layout and compute; needs N % 16 == 0, K % 128 == 0, 16-byte aligned x /
+// scales / zeros, x row stride % 8 == 0, else kNoBulk), only when asked for (auto never picks it).
+// 5-digit codes: 1 WR WK S ST (e.g. 11424 = the bulk 1424).
 // pipe: the register kernel double-buffers its chunks (next chunk's loads issued before this
 // chunk's math); compiled (row_tiles, chunk, NT, pipe) codes: w4_reg_configs().
 struct W4GemvConfig {
@@ -59,12 +63,14 @@ enum class W4GemvSupport : int {
   kBadConfig = 6,     // (row_tiles, chunk) not compiled or warps out of range
   kTooLarge = 7,      // n >= 2^31 or k >= 2^22
   kNoRing = 8,        // ring kernel asked for: groups < 128, N % 4 != 0 or scales / zeros not 4-byte aligned
+  kNoBulk = 9,        // bulk ring asked for: not sm_90+, groups < 128, N % 16 != 0, K % 128 != 0, x / scales /
+                      // zeros not 16-byte aligned or x row stride % 8 != 0
 };
 
 W4GemvSupport w4_gemv_supported(const W4GemvArgs& a, const W4GemvConfig& cfg);
 
-// The compiled ring shapes for M <= 8 (nt = 1) or M <= 16 (nt = 2): writes up to `cap` codes,
-// returns how many there are.
+// The compiled ring shapes for M <= 8 (nt = 1) or M <= 16 (nt = 2), cp.async ring codes then bulk
+// ring codes (>= 10000): writes up to `cap` codes, returns how many there are.
 int w4_ring_configs(int nt, int* codes, int cap);
 
 // The compiled register-kernel configs: codes R * 1000 + U * 100 + NT * 10 + pipe (NT = 1: M <= 8,

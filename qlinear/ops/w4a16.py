@@ -114,8 +114,18 @@ _CUDA_MAX_M_TALL = 16
 _CUDA_CONFIG: tuple[int, int, int] = (0, 0, 0)
 # Ring kernel shape code WR*1000 + WK*100 + S*10 + ST (w4a16_gemv.cuh kRingNT1 / kRingNT2), 0 = the
 # launcher's choice (ring where it applies: groups >= 128 or per channel, N % 4 == 0), -1 = round
-# 1's register kernel.
+# 1's register kernel; 10000 + the same digits = the bulk ring kernel (sm_90 cp.async.bulk on
+# mbarriers, w4a16_gemv.cuh kBulkNT1 / kBulkNT2; N % 16 == 0, K % 128 == 0, 16-byte aligned x /
+# scales / zeros).
 _CUDA_RING = 0
+# Per-class ring codes for automatic calls (_CUDA_RING == 0, no config), ahead of the launcher's
+# own choice: {(shape class, token tiles): code}, class "short" (K <= 2048: few superblocks per
+# row, e.g. 24576x1536), "few" (N <= 3072: about one 16-row tile per SM, e.g. 2112x7168) or "many"
+# (otherwise, e.g. 7168x16384); token tiles 1 (M <= 8) or 2 (M <= 16). A bulk code (>= 10000) is
+# used only where the bulk kernel applies (_cuda_bulk_ok), else the launcher decides. Session 6:
+# set from the SET line of benchmarks/gpu_w4ring.sh (alternated replays, cold weights); empty =
+# the launcher's choice everywhere.
+_CUDA_RING_AUTO: dict[tuple[str, int], int] = {}
 
 _SCALE_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 
@@ -520,7 +530,9 @@ def cuda_gemv(
     ``[M, N]`` in x's dtype, or None when the extension is unavailable.
 
     ``ring``: the cp.async ring kernel's shape code (see :data:`_CUDA_RING`; 0 = automatic, -1 =
-    the register kernel); None = -1 when ``config`` is given, else :data:`_CUDA_RING`. ``config`` =
+    the register kernel, >= 10000 = the bulk ring kernel); None = -1 when ``config`` is given, else
+    :data:`_CUDA_RING` (then :data:`_CUDA_RING_AUTO` when that is 0). An explicit 0 is the
+    launcher's own choice. ``config`` =
     the register kernel's (row tiles per CTA, superblocks per chunk, warps per CTA[, pipe: 1 =
     double-buffered chunks]; ``w4a16_reg_configs()`` lists the compiled ones), 0 = automatic
     (default :data:`_CUDA_CONFIG`); ``pdl`` None follows ``qlinear.kernels._pdl`` (on for M <= PDL_MAX_M).
@@ -542,6 +554,8 @@ def _cuda_gemv(x, packed, bias, config=None, pdl=None, ring=None):
         pdl = m <= _pdl.PDL_MAX_M and _pdl.pdl_enabled(x.device)
     if ring is None:
         ring = -1 if config is not None else _CUDA_RING
+        if ring == 0 and config is None and _CUDA_RING_AUTO:
+            ring = _cuda_auto_ring(x, packed)
     cfg = tuple(config if config is not None else _CUDA_CONFIG)
     if len(cfg) not in (3, 4):
         raise ValueError(f"config: expected (row_tiles, chunk, warps[, pipe]), got {config!r}")
@@ -552,6 +566,37 @@ def _cuda_gemv(x, packed, bias, config=None, pdl=None, ring=None):
         int(pipe),
     )
     return out
+
+
+def _cuda_shape_class(n: int, k: int) -> str:
+    """The shape class of :data:`_CUDA_RING_AUTO`: "short" (K <= 2048), "few" (N <= 3072), "many"."""
+    return "short" if k <= 2048 else ("few" if n <= 3072 else "many")
+
+
+_SM90: dict[int, bool] = {}
+
+
+def _cuda_bulk_ok(x: torch.Tensor, packed: W4A16Weights) -> bool:
+    """Whether the bulk ring kernel applies (csrc/w4a16_gemv_launch.cu bulk_ok): sm_90+, groups of
+    >= 128 or per channel, N % 16 == 0, K % 128 == 0, x / scales / zeros 16-byte aligned, x row
+    stride % 8 == 0."""
+    dev = x.device.index if x.device.index is not None else torch.cuda.current_device()
+    if dev not in _SM90:
+        _SM90[dev] = torch.cuda.get_device_capability(dev)[0] >= 9
+    m, k = x.shape
+    grouped = packed.num_groups == 1 or packed.group_size % 128 == 0
+    zeros = packed.zeros
+    return (_SM90[dev] and grouped and packed.n % 16 == 0 and k % 128 == 0 and x.data_ptr() % 16 == 0
+            and packed.scales.data_ptr() % 16 == 0 and (zeros is None or zeros.data_ptr() % 16 == 0)
+            and (m <= 1 or x.stride(0) % 8 == 0))
+
+
+def _cuda_auto_ring(x: torch.Tensor, packed: W4A16Weights) -> int:
+    """:data:`_CUDA_RING_AUTO`'s code for this call, or 0 (the launcher's choice)."""
+    code = _CUDA_RING_AUTO.get((_cuda_shape_class(packed.n, x.shape[1]), 1 if x.shape[0] <= 8 else 2), 0)
+    if code >= 10000 and not _cuda_bulk_ok(x, packed):
+        return 0
+    return code
 
 
 @_w4a16_mm.register_fake

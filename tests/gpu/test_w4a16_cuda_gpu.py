@@ -6,7 +6,10 @@ asymmetric zeros x group 128 / 64 / 32 / 256 / per channel x bf16 / fp16, merged
 ragged N and K, every launch config the benchmark sweeps, CUDA-graph capture and the dispatch; the
 ring kernel (round 2): every compiled shape code, groups / scale dtypes, its fallback to the
 register kernel, PDL and graph capture; the round-3 register kernel: every compiled code (R, U, NT,
-pipe) x scale dtypes x groups 128 / 384 / per channel x ragged K (the tail step) x warp counts.
+pipe) x scale dtypes x groups 128 / 384 / per channel x ragged K (the tail step) x warp counts; the
+bulk ring kernel (session 6, codes >= 10000): every code x the three shapes, sym / asym, bf16 /
+fp16, groups 128 / 256 / per channel, partial CTAs (N % (16 WR) != 0), fp32 scales, strided x,
+graph + PDL, its refusals (kNoBulk) and the _CUDA_RING_AUTO table's fallback.
 """
 
 import pytest
@@ -158,7 +161,7 @@ def test_dispatch_and_fallbacks():
 def _ring_codes(nt):
     from qlinear.kernels import cuda_ext
 
-    return list(cuda_ext.load().w4a16_ring_configs(nt))
+    return [c for c in cuda_ext.load().w4a16_ring_configs(nt) if c < 10000]  # bulk codes: tests below
 
 
 def test_ring_every_code():
@@ -263,3 +266,107 @@ def test_reg_every_code(dtype):
             for warps in (1, 3, 8):
                 for m in ms:
                     _check(packed, w, m, dtype=dtype, bias=m % 2 == 1, config=(r, u, warps, pipe), seed=m + code)
+
+
+# ---- bulk ring kernel (session 6, ring codes >= 10000: sm_90 cp.async.bulk + mbarrier ring)
+
+
+def _bulk_codes(nt):
+    from qlinear.kernels import cuda_ext
+
+    codes = [c for c in cuda_ext.load().w4a16_ring_configs(nt) if c >= 10000]
+    assert codes, "no bulk ring codes compiled"
+    return codes
+
+
+def _needs_sm90():
+    if torch.cuda.get_device_capability()[0] < 9:
+        pytest.skip("the bulk ring kernel needs sm_90")
+
+
+def _check_ring(packed, w, m, code, dtype=torch.bfloat16, bias=True, seed=0, x=None):
+    gen = torch.Generator(device=DEV).manual_seed(2000 + seed)
+    if x is None:
+        x = torch.randn(m, packed.k, device=DEV, generator=gen).to(dtype)
+    b = torch.randn(packed.n, device=DEV, generator=gen).to(dtype) if bias else None
+    y = ops.cuda_gemv(x, packed, b, ring=code)
+    assert y is not None and y.dtype == x.dtype and y.shape == (x.shape[0], packed.n)
+    want = x.float() @ w.T + (b.float() if b is not None else 0)
+    err = ((y.float() - want).norm() / want.norm()).item()
+    assert err <= TOL, f"rel err {err:.3e} (M={x.shape[0]} N={packed.n} K={packed.k} code={code})"
+    close = torch.isclose(y.float(), want, rtol=3e-2, atol=3e-2 * want.abs().max().item())
+    assert bool(close.all()), f"{int((~close).sum())} wrong elements (M={x.shape[0]} N={packed.n} code={code})"
+
+
+@pytest.mark.parametrize("shape", [(2112, 7168), (24576, 1536), (7168, 16384)])
+def test_bulk_codes_big_shapes(shape):
+    _needs_sm90()
+    packed, w = _layer(*shape, seed=shape[1])
+    for nt, ms in ((1, (1, 4, 8)), (2, (9, 16))):
+        for code in _bulk_codes(nt):
+            for m in ms:
+                _check_ring(packed, w, m, code, bias=m % 2 == 1, seed=m + code)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("asym", [True, False])
+@pytest.mark.parametrize("group", [128, 256, -1])
+def test_bulk_groups_dtypes_ragged_n(group, asym, dtype):
+    # N = 1040 (65 tiles: a partial CTA for WR = 2 / 4), 48 (< one WR = 4 CTA); K = 1024 / 2304
+    _needs_sm90()
+    sdt = torch.float16 if dtype == torch.float16 else torch.bfloat16
+    for n, k in ((1040, 1024), (48, 2304)):
+        if group != -1 and k % group:
+            continue
+        packed, w = _layer(n, k, group, asym, sdt, seed=n + k)
+        for nt, ms in ((1, (1, 3, 8)), (2, (9, 16))):
+            for code in _bulk_codes(nt):
+                for m in ms:
+                    _check_ring(packed, w, m, code, dtype=dtype, bias=m % 2 == 0, seed=m)
+
+
+def test_bulk_fp32_scales_strided_x_and_graph():
+    _needs_sm90()
+    packed, w = _layer(2112, 7168, 128, True, torch.float32, seed=11)
+    for code in (11424, 11824):
+        _check_ring(packed, w, 1, code, seed=1)
+    # x rows with a padded stride (multiple of 8 elements): still bulk-able
+    xs = torch.randn(16, 7168 + 64, device=DEV).to(torch.bfloat16)[:, :7168]
+    packed16, w16 = _layer(2112, 7168, seed=12)
+    _check_ring(packed16, w16, 5, 11424, x=xs[:5])
+    _check_ring(packed16, w16, 16, 11824, x=xs)
+    # CUDA graph capture with PDL
+    x = torch.randn(4, 7168, device=DEV, dtype=torch.bfloat16)
+    out = ops.cuda_gemv(x, packed16, ring=11424, pdl=True)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        out = ops.cuda_gemv(x, packed16, ring=11424, pdl=True)
+    x.copy_(torch.randn_like(x))
+    g.replay()
+    torch.cuda.synchronize()
+    want = x.float() @ w16.T
+    assert ((out.float() - want).norm() / want.norm()).item() <= TOL
+
+
+def test_bulk_refuses_unaligned_and_auto_table_falls_back(monkeypatch):
+    _needs_sm90()
+    from qlinear.kernels import cuda_ext
+
+    lib = cuda_ext.load()
+    packed, w = _layer(1000, 1024, seed=13)  # N % 16 != 0: no bulk
+    x = torch.randn(1, 1024, device=DEV, dtype=torch.bfloat16)
+    code = lib.w4a16_gemv_supported(x, packed.qweight, packed.scales, packed.zeros, 128, 0, 0, 0, 11424, 0)
+    assert code == 9  # W4GemvSupport::kNoBulk
+    with pytest.raises(RuntimeError, match="not supported"):
+        ops.cuda_gemv(x, packed, ring=11424)
+    # K % 128 != 0: no bulk either
+    p2, _ = _layer(64, 1000, -1, True, seed=14)
+    x2 = torch.randn(1, 1000, device=DEV, dtype=torch.bfloat16)
+    assert lib.w4a16_gemv_supported(x2, p2.qweight, p2.scales, p2.zeros, 1000, 0, 0, 0, 11424, 0) == 9
+    # the auto table: bulk where it applies, the launcher's choice elsewhere; both exact
+    monkeypatch.setattr(ops, "_CUDA_RING_AUTO", {("few", 1): 11424, ("many", 1): 11424, ("short", 1): 14143,
+                                                 ("few", 2): 11824, ("many", 2): 11824, ("short", 2): 14124})
+    for n, k in ((1000, 1024), (1024, 1024), (2112, 1536)):
+        pk, wk = _layer(n, k, seed=n)
+        for m in (1, 16):
+            _check(pk, wk, m, seed=m)
