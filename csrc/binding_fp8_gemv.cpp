@@ -9,8 +9,7 @@
 //                                      x_scales=None) -> int   (0 = supported, else a Fp8GemvSupport code)
 //   torch.ops.qlinear_C.fp8_block_gemv_resolve(x, weight, weight_scale_inv, workspace, config=0,
 //                                      x_scales=None) -> int   (the config code a launch would use)
-//   torch.ops.qlinear_C.fp8_block_gemv_configs() -> int[]   (compiled (R, PF) pairs as R * 10 + PF, ring
-//                                      instances as 100 + R * 10; config codes: fp8_gemv_launch.h)
+//   torch.ops.qlinear_C.fp8_block_gemv_configs() -> int[]   (compiled (R, PF) pairs as R * 10 + PF)
 // x [M <= 16, K] fp16 / bf16 (stride(1) == 1; with x_scales: e4m3 codes), weight e4m3 [N, K]
 // (stride(1) == 1), weight_scale_inv fp32 [cdiv(N, 128), K / 128], bias [N] in the output dtype,
 // workspace int32 (counters zeroed once).

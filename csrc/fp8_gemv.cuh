@@ -32,18 +32,6 @@
 // multiplied (more bytes in flight per SM for the bandwidth-bound large shapes).
 // PDL: the first k-block's weights and scales are requested before griddepcontrol.wait, x after.
 //
-// RING (shared-memory ring, p.ring = G stages, 2..9): instead of register stages each warp owns G
-// slots of R * (2048 + 128) bytes in shared memory and keeps G - 1 k-blocks in flight with 16-byte
-// cp.async (LDGSTS, L1 bypassed) + commit_group / wait_group; only the block being multiplied sits
-// in registers, so the bytes in flight no longer cost registers (the register ring capped the
-// wide shapes at ~2.9 TB/s). Every lane reads back exactly the 16-byte pieces and the scale it
-// copied itself (the k permutation above makes each lane consume its own loads), so the ring needs
-// no barrier or mbarrier: wait_group(G - 2) orders a lane's copies before its own reads. Slot
-// layout [r][h][c][lane] x 16 bytes (consecutive lanes on consecutive 16 bytes: conflict-free),
-// then the scale [r][lane] x 4 bytes. The slot refilled in an iteration is the one read in the
-// previous iteration, whose values the previous MMAs consumed (no write-after-read hazard). The
-// warps' reduction buffer aliases the ring after a final wait_group 0 + __syncthreads.
-//
 // PQ (pre-quantized x): x arrives as e4m3 codes [M, K] (row stride x_stride bytes) plus fp32 group
 // scales xs [M, K / 128] from per_token_group_quant_fp8 (launched just before, the GEMM with PDL so
 // its first weight loads overlap the quantizer); the B fragments are the codes at the same k
@@ -79,7 +67,6 @@ struct Params {
   int m, n, kb;      // kb = k / 128
   int splits, kb_per_split;
   float scale_eps;
-  int ring;  // RING: stages G per warp (2 .. 9)
 };
 
 template <typename XT>
@@ -206,70 +193,6 @@ __device__ __forceinline__ void load_codes(uint32_t (&q)[8], const uint8_t* xrow
   q[4] = c1.x, q[5] = c1.y, q[6] = c1.z, q[7] = c1.w;
 }
 
-// Shared-memory ring (RING): bytes of one warp's slot, the async copies into it and the read-back.
-__host__ __device__ constexpr int ring_slot_bytes(int R) { return R * (2048 + 128); }
-
-__device__ __forceinline__ uint32_t smem_addr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-// weight bytes are read once: .cg (L2 only) with the same 256-byte L2 fetch as ld_weight
-__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;" ::"r"(dst), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async4(uint32_t dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(dst), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
-}
-// wait_group needs an immediate; n = G - 2 is warp-uniform, so the switch does not diverge
-__device__ __forceinline__ void cp_async_wait_dyn(int n) {
-  switch (n) {
-    case 0: cp_async_wait<0>(); break;
-    case 1: cp_async_wait<1>(); break;
-    case 2: cp_async_wait<2>(); break;
-    case 3: cp_async_wait<3>(); break;
-    case 4: cp_async_wait<4>(); break;
-    case 5: cp_async_wait<5>(); break;
-    case 6: cp_async_wait<6>(); break;
-    default: cp_async_wait<7>(); break;
-  }
-}
-
-// Block kb of this lane's rows into the slot at shared address `slot` (see RING above).
-template <int R>
-__device__ __forceinline__ void ring_issue(uint32_t slot, const Params& p, const int (&rows)[R][2], int lane, int kb) {
-  const uint8_t* base = p.w + static_cast<int64_t>(kb) * 128 + 16 * (lane & 3);
-#pragma unroll
-  for (int r = 0; r < R; ++r) {
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const uint8_t* row = base + static_cast<int64_t>(rows[r][h]) * p.w_stride;
-#pragma unroll
-      for (int c = 0; c < 2; ++c) cp_async16(slot + (((r * 2 + h) * 2 + c) * 32 + lane) * 16, row + c * 64);
-    }
-    cp_async4(slot + R * 2048 + (r * 32 + lane) * 4,
-              p.wsi + static_cast<int64_t>(rows[r][0] / 128) * p.wsi_s0 + static_cast<int64_t>(kb) * p.wsi_s1);
-  }
-}
-
-template <int R>
-__device__ __forceinline__ void ring_read(WStage<R>& st, const char* slot, int lane) {
-#pragma unroll
-  for (int r = 0; r < R; ++r) {
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-#pragma unroll
-      for (int c = 0; c < 2; ++c)
-        st.v[r][h][c] = *reinterpret_cast<const uint4*>(slot + (((r * 2 + h) * 2 + c) * 32 + lane) * 16);
-    }
-    st.sw[r] = *reinterpret_cast<const float*>(slot + R * 2048 + (r * 32 + lane) * 4);
-  }
-}
-
 template <typename XT, int NT, int R, bool PQ>
 __device__ __forceinline__ void do_block(float (&acc)[R][NT][4], const WStage<R>& st, const void* const (&xrow)[NT],
                                          const bool (&xvalid)[NT], int kb, int lane, const Params& p) {
@@ -322,25 +245,20 @@ __device__ __forceinline__ void do_block(float (&acc)[R][NT][4], const WStage<R>
 
 // Threads per CTA an instance is compiled for, i.e. its register cap (65536 / threads): each tile
 // of a weight stage holds 17 registers (PF + 1 stages), each token tile 24 (raw x + codes; 8 with
-// PQ) and 8 R accumulators. The ring holds one register stage (as PF = 0).
-__host__ __device__ constexpr int max_threads(int NT, int R, int PF, bool PQ, bool RING = false) {
-  return RING ? (R == 1 ? 512 : (R == 2 ? (NT == 1 || PQ ? 512 : 384) : (NT == 1 ? 384 : 256)))
-              : (R == 1 ? (PF <= 1 || (PF == 2 && (NT == 1 || PQ)) ? 512 : (PF == 2 || NT == 1 || PQ ? 384 : 256))
-                        : (R == 2 && NT == 1 ? (PF == 0 ? 512 : (PF == 1 ? 384 : 256)) : 256));
+// PQ) and 8 R accumulators.
+__host__ __device__ constexpr int max_threads(int NT, int R, int PF, bool PQ) {
+  return R == 1 ? (PF <= 1 || (PF == 2 && (NT == 1 || PQ)) ? 512 : (PF == 2 || NT == 1 || PQ ? 384 : 256))
+                : (R == 2 && NT == 1 ? (PF == 0 ? 512 : (PF == 1 ? 384 : 256)) : 256);
 }
 
-// Shared memory of a launch: the warps' partial tiles plus the last-arrival flag; with a ring of
-// `ring` stages, at least the warps' slots (the partial tiles alias them).
-inline size_t smem_bytes(int R, int NT, int warps, int ring = 0) {
-  const size_t red = sizeof(float) * static_cast<size_t>(warps) * R * NT * 128 + 16;
-  const size_t slots = static_cast<size_t>(warps) * ring * ring_slot_bytes(R);
-  return red > slots ? red : slots;
+// Shared memory of a launch: the warps' partial tiles plus the last-arrival flag.
+inline size_t smem_bytes(int R, int NT, int warps) {
+  return sizeof(float) * static_cast<size_t>(warps) * R * NT * 128 + 16;
 }
 
-template <typename XT, int NT, int R, int PF, bool PQ, bool RING>
-__global__ void __launch_bounds__(max_threads(NT, R, PF, PQ, RING), 1) fp8_gemv_kernel(const Params p) {
-  static_assert(!RING || PF == 0, "the smem ring replaces the register prefetch");
-  extern __shared__ __align__(16) float red[];
+template <typename XT, int NT, int R, int PF, bool PQ>
+__global__ void __launch_bounds__(max_threads(NT, R, PF, PQ), 1) fp8_gemv_kernel(const Params p) {
+  extern __shared__ float red[];
   constexpr int V = R * NT * 4;  // accumulator values per lane
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, W = blockDim.x >> 5;
   const int g = lane >> 2, t = lane & 3;
@@ -367,22 +285,11 @@ __global__ void __launch_bounds__(max_threads(NT, R, PF, PQ, RING), 1) fp8_gemv_
   int kb = kb_lo + warp;
   constexpr int NS = PF + 1;  // register stages
   WStage<R> st[NS];
-  // RING: this warp's blocks are kb + j W, j < nblk; block j lives in slot j % G
-  const int G = RING ? p.ring : 1;
-  const int nblk = kb < kb_hi ? (kb_hi - kb + W - 1) / W : 0;
-  const uint32_t ring = RING ? smem_addr(red) + static_cast<uint32_t>(warp * G * ring_slot_bytes(R)) : 0u;
-  // the weights do not depend on the previous grid: the first PF k-blocks (one without PF; G - 1
-  // with the ring) are requested before the wait
-  if constexpr (RING) {
-    for (int j = 0; j < G - 1; ++j) {
-      if (j < nblk) ring_issue<R>(ring + j * ring_slot_bytes(R), p, rows, lane, kb + j * W);
-      cp_async_commit();  // empty groups too: group j is always block j
-    }
-  } else {
+  // the weights do not depend on the previous grid: the first PF k-blocks (one without PF) are
+  // requested before the wait
 #pragma unroll
-    for (int i = 0; i < (PF > 0 ? PF : 1); ++i)
-      if (kb + i * W < kb_hi) load_stage<R>(st[i], p, rows, t, kb + i * W);
-  }
+  for (int i = 0; i < (PF > 0 ? PF : 1); ++i)
+    if (kb + i * W < kb_hi) load_stage<R>(st[i], p, rows, t, kb + i * W);
 
   pdl::wait();
   pdl::launch_dependents();
@@ -400,23 +307,7 @@ __global__ void __launch_bounds__(max_threads(NT, R, PF, PQ, RING), 1) fp8_gemv_
       xrow[nt] = static_cast<const XT*>(p.x) + off;
   }
 
-  if constexpr (RING) {
-    const char* ring_ptr = reinterpret_cast<const char*>(red) + warp * G * ring_slot_bytes(R);
-    int slot = 0, fill = G - 1;  // slot of block j, slot refilled with block j + G - 1
-    for (int j = 0; j < nblk; ++j) {
-      cp_async_wait_dyn(G - 2);  // groups 0 .. j complete
-      WStage<R> cur;
-      ring_read<R>(cur, ring_ptr + slot * ring_slot_bytes(R), lane);
-      if (j + G - 1 < nblk) ring_issue<R>(ring + fill * ring_slot_bytes(R), p, rows, lane, kb + (j + G - 1) * W);
-      cp_async_commit();
-      do_block<XT, NT, R, PQ>(acc, cur, xrow, xvalid, kb + j * W, lane, p);
-      slot = slot + 1 == G ? 0 : slot + 1;
-      fill = fill + 1 == G ? 0 : fill + 1;
-    }
-    // the partial tiles below alias the ring: every warp's copies and reads are done first
-    cp_async_wait<0>();
-    __syncthreads();
-  } else if constexpr (PF > 0) {
+  if constexpr (PF > 0) {
     // ring of NS stages: block kb + i W sits in stage i; stage (i + PF) % NS is refilled with block
     // kb + (i + PF) W before block kb + i W is multiplied (stage indices are compile-time constants)
     for (; kb < kb_hi; kb += NS * W) {

@@ -1,6 +1,5 @@
 // Launcher of the FP8 block-scaled decode GEMM (fp8_gemv.cuh): support checks, the automatic
-// config, and the dispatch over the compiled instances (dtype x NT x (R, PF), and the ring's
-// dtype x NT x R).
+// config, and the dispatch over the compiled instances (dtype x NT x (R, PF)).
 #include "fp8_gemv_dispatch.cuh"
 #include "fp8_gemv_launch.h"
 #include "device_attrs.h"
@@ -14,7 +13,7 @@ namespace {
 
 using fp8g::Params;
 
-int max_warps(int nt, int r, int pf, bool pq, int ring) { return fp8g::max_threads(nt, r, pf, pq, ring > 0) / 32; }
+int max_warps(int nt, int r, int pf, bool pq) { return fp8g::max_threads(nt, r, pf, pq) / 32; }
 
 int64_t cdiv64(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -28,7 +27,6 @@ int64_t partial_words(const Fp8GemvArgs& a, const Fp8GemvConfig& c) {
 Fp8GemvConfig fp8_gemv_decode(int64_t code) {
   Fp8GemvConfig c;
   if (code <= 0) return c;
-  c.ring = static_cast<int>((code / 10000000) % 10);
   c.preq = static_cast<int>((code / 1000000) % 10);
   c.splits = static_cast<int>((code / 10000) % 100);
   c.r = static_cast<int>((code / 1000) % 10);
@@ -38,12 +36,12 @@ Fp8GemvConfig fp8_gemv_decode(int64_t code) {
 }
 
 int64_t fp8_gemv_encode(const Fp8GemvConfig& c) {
-  return int64_t{c.ring} * 10000000 + int64_t{c.preq} * 1000000 + int64_t{c.splits} * 10000 + c.r * 1000 + c.pf * 100 + c.warps;
+  return int64_t{c.preq} * 1000000 + int64_t{c.splits} * 10000 + c.r * 1000 + c.pf * 100 + c.warps;
 }
 
 // Automatic choice (zero fields of the code): R = 1 for m <= 4, 2 for m <= 8, 4 above (x is quantized
 // once per CTA per k-block: more rows per CTA cut that work, which grows with m; pre-quantized x:
-// R = 1); PF = 1 where compiled (ring: PF = 0; G is never chosen automatically: 0 = register path). Warps: about 16 resident warps per SM over the grid (8 for R = 4, register-bound), at
+// R = 1); PF = 1 where compiled. Warps: about 16 resident warps per SM over the grid (8 for R = 4, register-bound), at
 // least two k-blocks per warp; a tile group needing more warps than a CTA holds splits K over CTAs.
 Fp8GemvConfig fp8_gemv_resolve(const Fp8GemvArgs& a, int64_t code) {
   Fp8GemvConfig c = fp8_gemv_decode(code);
@@ -51,11 +49,11 @@ Fp8GemvConfig fp8_gemv_resolve(const Fp8GemvArgs& a, int64_t code) {
   c.preq = pq ? 1 : 0;
   if (c.r <= 0) {
     c.r = pq || a.m <= 4 ? 1 : (a.m <= 8 ? 2 : 4);
-    c.pf = c.r <= 2 && c.ring == 0 ? 1 : 0;
+    c.pf = c.r <= 2 ? 1 : 0;
   }
   const int64_t kb = a.k / 128;
   const int64_t tgs = cdiv64(cdiv64(a.n, 16), c.r);
-  const int wmax = max_warps(a.m > 8 ? 2 : 1, c.r, c.pf, pq, c.ring);
+  const int wmax = max_warps(a.m > 8 ? 2 : 1, c.r, c.pf, pq);
   const int64_t target = static_cast<int64_t>(devattr::sm_count()) * (c.r >= 4 ? 8 : 16);
   int64_t wpt = cdiv64(target, tgs);
   const int64_t cap = kb / 2 > 0 ? kb / 2 : 1;
@@ -94,11 +92,8 @@ Fp8GemvSupport fp8_gemv_supported(const Fp8GemvArgs& a, int64_t code) {
     return Fp8GemvSupport::kMisaligned;
   const Fp8GemvConfig c = fp8_gemv_resolve(a, code);
   if (fp8_gemv_decode(code).preq > 1 || (fp8_gemv_decode(code).preq == 1 && !pq)) return Fp8GemvSupport::kBadConfig;
-  if (!fp8g::pair_compiled(c.r, c.pf, pq, c.ring) || c.ring == 1 ||
-      c.warps < 1 || c.warps > max_warps(a.m > 8 ? 2 : 1, c.r, c.pf, pq, c.ring) || c.splits < 1 || c.splits > 99)
-    return Fp8GemvSupport::kBadConfig;
-  if (c.ring > 0 &&
-      fp8g::smem_bytes(c.r, a.m > 8 ? 2 : 1, c.warps, c.ring) > static_cast<size_t>(fp8g::smem_optin()))
+  if (!fp8g::pair_compiled(c.r, c.pf, pq) || c.warps < 1 || c.warps > max_warps(a.m > 8 ? 2 : 1, c.r, c.pf, pq) ||
+      c.splits < 1 || c.splits > 99)
     return Fp8GemvSupport::kBadConfig;
   if (c.splits > 1) {
     const int64_t tgs = cdiv64(cdiv64(a.n, 16), c.r);
@@ -142,14 +137,9 @@ cudaError_t fp8_gemv_launch(const Fp8GemvArgs& a, cudaStream_t stream, int64_t c
   p.splits = c.splits;
   p.kb_per_split = static_cast<int>(cdiv64(kb, c.splits));
   p.scale_eps = a.scale_eps;
-  p.ring = c.ring;
   const int tgs = static_cast<int>(cdiv64(cdiv64(a.n, 16), c.r));
   const bool use_pdl = pdl && devattr::cc_major() >= 9;
   const bool bf16 = a.dtype == Fp8GDType::kBFloat16, two = a.m > 8;
-  if (c.ring > 0) {
-    if (a.x_scales != nullptr) return fp8g::launch_ring_preq(p, bf16, two, c.r, c.pf, c.warps, tgs, use_pdl, stream);
-    return fp8g::launch_ring_quant(p, bf16, two, c.r, c.pf, c.warps, tgs, use_pdl, stream);
-  }
   if (a.x_scales != nullptr) return fp8g::launch_preq(p, bf16, two, c.r, c.pf, c.warps, tgs, use_pdl, stream);
   return fp8g::launch_quant(p, bf16, two, c.r, c.pf, c.warps, tgs, use_pdl, stream);
 }

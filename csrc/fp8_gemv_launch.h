@@ -35,22 +35,15 @@ struct Fp8GemvArgs {
   float scale_eps = 1e-10f;
 };
 
-// A launch config, code G * 10000000 + Q * 1000000 + S * 10000 + R * 1000 + PF * 100 + W (0 =
-// automatic):
-//   W  (2 digits) warps per CTA splitting the k-blocks (1 .. 16, fewer where the register cap of the
-//      instance allows fewer threads; 0 = automatic),
-//   PF k-blocks of weights loaded ahead into registers (0 .. 3; must be 0 with G > 0),
-//   R  row tiles of 16 per CTA (1, 2, 4; which (R, PF) pairs are compiled: fp8_gemv_configs),
-//   S  (2 digits) CTAs splitting K (1 .. 99; S > 1 uses the workspace; 0 = automatic),
-//   Q  1: x pre-quantized (x_scales set); a code with Q = 1 is refused without x_scales, the
-//      operands decide otherwise (the digit tells the Python caller which op to run),
-//   G  shared-memory cp.async ring of G stages per warp (2 .. 9; G - 1 k-blocks in flight, R * 2176
-//      bytes per stage and warp, W * G * R * 2176 bytes per CTA at most the device's opt-in shared
-//      memory); 0 = the register path (PF).
-// fp8_gemv_configs lists the compiled register (R, PF) pairs as R * 10 + PF and the ring's R
-// values as 100 + R * 10.
+// A launch config, code Q * 1000000 + S * 10000 + R * 1000 + PF * 100 + W (0 = automatic): R row
+// tiles of 16 per CTA (1, 2, 4), PF = k-blocks of weights loaded ahead of the one being multiplied
+// (0 .. 3; which (R, PF) pairs are compiled: fp8_gemv_configs), W warps per CTA splitting the
+// k-blocks (1 .. 16, fewer where the register cap allows fewer threads), S CTAs splitting K (1 .. 99;
+// S > 1 uses the workspace). Q = 1: x pre-quantized (x_scales set); a code with Q = 1 is refused
+// without x_scales, the operands decide otherwise (the digit tells the Python caller which op to
+// run). fp8_gemv_configs lists the compiled (R, PF) pairs as R * 10 + PF.
 struct Fp8GemvConfig {
-  int r = 0, pf = 0, warps = 0, splits = 0, preq = 0, ring = 0;
+  int r = 0, pf = 0, warps = 0, splits = 0, preq = 0;
 };
 
 enum class Fp8GemvSupport : int {
@@ -60,8 +53,7 @@ enum class Fp8GemvSupport : int {
   kBadN = 3,           // n < 1 or n >= 2^30
   kMisaligned = 4,     // x / weight not 16-byte aligned, x row stride % 8 (codes: bytes % 16) or weight
                        // row stride % 16 != 0
-  kBadConfig = 5,      // (R, PF) / ring R not compiled, G = 1, PF > 0 with a ring, warps or splits out of
-                       // range, ring larger than the shared memory, Q = 1 without x_scales
+  kBadConfig = 5,      // (R, PF) not compiled, warps or splits out of range, Q = 1 without x_scales
   kWorkspace = 6,      // split-K needs more counters / partials than the workspace holds
   kBadPointer = 7,     // x, weight, weight scales or (pre-quantized) x_scales null
 };

@@ -120,9 +120,7 @@ FP8_BLOCK_DISPATCH: dict = {
 #   7168x16384 46.4 / 42.3 / 42.3 / 48.8 / 48.6    vs 35.0 / 36.1 / 36.6 / 37.6 / 38.3  -> Triton
 # (r1 had the launcher's automatic config on 24576x1536 at 15.6 / 16.0 us vs Triton 16.1 / 17.0 at
 # M = 1 / 4; r2 measured that same dispatch at 16.5 / 16.8 vs Triton 14.7 / 15.9, so it is off.)
-# The wide shapes stay on Triton: the register-prefetch kernel streams at most ~2.9 TB/s there; the
-# shared-memory ring (G digit of FP8_CUDA_CONFIG's codes) is swept for them by
-# benchmarks/gpu_fp8ring.sh, whose SET lines give both tables.
+# The wide shapes stay on Triton: this kernel streams at most ~2.9 TB/s there (no smem ring).
 # Other shapes: Triton (not measured).
 FP8_CUDA_MAX_M: "int | dict" = {
     (2112, 7168): 8,
@@ -131,16 +129,11 @@ FP8_CUDA_MAX_M: "int | dict" = {
     None: 0,
 }
 
-# Launch config of the "cuda" kernel: code G * 10000000 + Q * 1000000 + S * 10000 + R * 1000 + PF * 100
-# + W (csrc/fp8_gemv_launch.h; 0 = the launcher's automatic choice): W warps per CTA splitting the
-# k-blocks (2 digits), PF k-blocks of weights prefetched into registers, R row tiles of 16 per CTA, S
-# CTAs splitting K (2 digits). Q = 1: x is quantized first by per_token_group_quant_fp8 (Triton, the
-# same codes and scales) and the GEMM, launched with PDL, reads the codes (fp8_block_gemv_preq)
-# instead of re-quantizing x in every CTA. PF = 1, 2, 3 keep that many k-blocks of weights in flight
-# in registers (compiled for R = 1, and PF <= 2 for R = 2). G = 2..9 (PF = 0, R = 1, 2, 4): each warp
-# streams its weights through a private cp.async ring of G stages in shared memory (G - 1 k-blocks in
-# flight without registers; W * G * R * 2176 bytes per CTA), e.g. 40011008 = ring of 4, no K split,
-# R = 1, 8 warps.
+# Launch config of the "cuda" kernel: code Q * 1000000 + S * 10000 + R * 1000 + PF * 100 + W
+# (csrc/fp8_gemv_launch.h; 0 = the launcher's automatic choice). Q = 1: x is quantized first by
+# per_token_group_quant_fp8 (Triton, the same codes and scales) and the GEMM, launched with PDL,
+# reads the codes (fp8_block_gemv_preq) instead of re-quantizing x in every CTA. PF = 1, 2, 3 keep
+# that many k-blocks of weights in flight (compiled for R = 1, and PF <= 2 for R = 2).
 # An int, or a dict keyed by (N, K) of tuples of (max_m, code) (the first with M <= max_m wins),
 # None for every other shape. From the sweeps: one CTA per 16-row tile with 16 warps splitting K and
 # the next k-block prefetched (11116) on the 7168-wide MLA shapes, x pre-quantized from M = 9 on

@@ -7,10 +7,7 @@ pair with one and several K splits, in-kernel and pre-quantized x (Q = 1: bit-id
 in-kernel path at the same config); CUDA-graph replays (the split-K arrival counters must be reset);
 split-K launches on two streams at once (one workspace per stream); the fallbacks to "triton" and
 the errors of the raw op (each case in a subprocess, so a crash names the case); auto dispatch
-through FP8_CUDA_MAX_M. The shared-memory ring (G digit): ragged M x the five DeepSeek shapes and a
-ragged N x bf16 / fp16 x in-kernel / pre-quantized x, bit-identical to the register path at the same
-(S, R, W) (same per-warp block order, same fp32 sums), graph replays of a split ring launch, and the
-codes the launcher must refuse.
+through FP8_CUDA_MAX_M.
 """
 
 import functools
@@ -38,12 +35,6 @@ SHAPES = [(2112, 7168), (24576, 1536), (7168, 16384), (1536, 7168), (576, 7168),
 CODES = [11104, 11016, 41108, 12104, 32004, 22108, 14008, 34004, 81002, 11101, 11208, 11312, 21204, 31204]
 # pre-quantized x (Q = 1); R = 4 is not compiled for it
 PREQ_CODES = [1011104, 1011016, 1041108, 1011116, 1011216, 1011312, 1021104, 1021204, 1031204]
-
-# G * 10000000 + Q * 1000000 + S * 10000 + R * 1000 + W: shared-memory ring of G stages per warp
-RING_CODES = [20011008, 40011001, 40011014, 90011004, 70041002, 30012008, 40022004, 40014004, 30044008,
-              60031002, 30324001]
-RING_PREQ_CODES = [41011008, 41044004, 31012008, 41161001]
-RING_SHAPES = [(2112, 7168), (24576, 1536), (7168, 16384), (1536, 7168), (576, 7168), (200, 1024)]
 
 
 def _ext():
@@ -305,70 +296,3 @@ def test_auto_dispatch(monkeypatch):
     monkeypatch.setattr(ops, "FP8_CUDA_MAX_M", 16)
     assert ops.fp8_block_backend(_x(16, 7168, torch.bfloat16, 1), w, (128, 128), wsi) == "cuda"
     assert ops.fp8_block_backend(_x(17, 7168, torch.bfloat16, 1), w, (128, 128), wsi) != "cuda"
-
-
-def _register_twin(code):
-    """The register-path code with the same (Q, S, R, W) as a ring code (PF = 0 where compiled, else
-    PF = 1: the prefetch depth does not change the per-warp block order or the sums)."""
-    base = code % 10000000
-    r = base // 1000 % 10
-    return base if r == 4 else base + 100
-
-
-@pytest.mark.parametrize("code", RING_CODES + RING_PREQ_CODES)
-def test_ring_configs(code):
-    """Every ring code on ragged M x every shape x both dtypes against the fp32 reference, and equal
-    to the register path at the same (Q, S, R, W) bit for bit."""
-    _ext()
-    checked = 0
-    for si, (n, k) in enumerate(RING_SHAPES):
-        w, wsi = _weight(n, k)
-        for mi, m in enumerate((1, 3, 5, 8, 9, 13, 16)):
-            dtype = torch.bfloat16 if (mi + si) % 2 == 0 else torch.float16
-            x = _x(m, k, dtype, m + code % 997, row_pad=64 if m % 2 else 0)
-            b = torch.randn(n, device=DEV).to(dtype) if m % 3 == 1 else None
-            y = ops.fp8_block_gemv_cuda(x, w, wsi, b, config=code)
-            if y is None:  # over the warp cap of this M bucket or the shared memory
-                continue
-            checked += 1
-            what = f"M={m} {n}x{k} {dtype} config={code}"
-            _check(y, x, w, wsi, b, what)
-            twin = ops.fp8_block_gemv_cuda(x, w, wsi, b, config=_register_twin(code))
-            if twin is not None:
-                assert torch.equal(y, twin), f"ring differs from the register path {_register_twin(code)} ({what})"
-    assert checked > 0, f"config {code} was refused everywhere"
-
-
-def test_ring_graph_replay_and_refusals():
-    C = _ext()
-    n, k = 1536, 7168
-    w, wsi = _weight(n, k)
-    x = _x(12, k, torch.bfloat16, 5)
-    ws = ops._cuda_workspace(x.device)
-    code = 40044004  # ring of 4, split K over 4 CTAs, R = 4
-    eager = ops.fp8_block_gemv_cuda(x, w, wsi, None, config=code)
-    assert eager is not None
-    _check(eager, x, w, wsi, None, "ring split-K eager")
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        ops.fp8_block_gemv_cuda(x, w, wsi, None, config=code)
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        y = ops.fp8_block_gemv_cuda(x, w, wsi, None, config=code)
-    g.replay()
-    first = y.clone()
-    g.replay()
-    torch.cuda.synchronize()
-    assert torch.equal(first, y) and torch.equal(first, eager), "ring replays differ"
-    for key, buf in ops._cuda_ws.items():
-        assert int(buf[: ops._CUDA_WS_COUNTERS].abs().sum()) == 0, key
-    # refused with kBadConfig (5): G = 1, PF > 0 with a ring, R = 3, a ring over the shared memory
-    for bad in (10011008, 40011108, 40013004, 90011016):
-        assert C.fp8_block_gemv_supported(x, w, wsi, ws, bad) == 5, bad
-        assert ops.fp8_block_gemv_cuda(x, w, wsi, None, config=bad) is None, bad
-    # the launcher reports the ring digit back
-    assert C.fp8_block_gemv_resolve(x, w, wsi, ws, 40011008) == 40011008
-    assert C.fp8_block_gemv_resolve(x, w, wsi, ws, 40000000) // 10000000 == 4
-    assert 110 in list(C.fp8_block_gemv_configs())
