@@ -152,33 +152,6 @@ def _rms_norm_rows_kernel(
         tl.store(Y_ptr + y_off, (vf * inv[:, None] * w).to(Y_ptr.dtype.element_ty), mask=mask)
 
 
-@triton.jit
-def _loop_row(y_row, x_row, r_row, W_ptr, eps, H: tl.constexpr, FUSED: tl.constexpr, R: tl.constexpr):
-    # one row of _rms_norm_loop_kernel (same passes and eviction hints), for the persistent grid
-    cols = tl.arange(0, R)
-    acc = tl.zeros((R,), dtype=tl.float32)
-    for off in tl.range(0, H, R):
-        cc = off + cols
-        m = cc < H
-        if FUSED:
-            v = tl.load(x_row + cc, mask=m, other=0.0, eviction_policy="evict_first")
-            r = tl.load(r_row + cc, mask=m, other=0.0, eviction_policy="evict_first")
-            v = (v.to(tl.float32) + r.to(tl.float32)).to(r_row.dtype.element_ty)
-            tl.store(r_row + cc, v, mask=m, eviction_policy="evict_last")
-        else:
-            v = tl.load(x_row + cc, mask=m, other=0.0, eviction_policy="evict_last")
-        vf = v.to(tl.float32)
-        acc += vf * vf
-    inv = tl.rsqrt(tl.sum(acc, axis=0) / H + eps)
-    for off in tl.range(0, H, R):
-        cc = off + cols
-        m = cc < H
-        src = r_row if FUSED else x_row
-        vf = tl.load(src + cc, mask=m, other=0.0, eviction_policy="evict_first").to(tl.float32)
-        w = tl.load(W_ptr + cc, mask=m, other=0.0, eviction_policy="evict_last").to(tl.float32)
-        tl.store(y_row + cc, (vf * inv * w).to(y_row.dtype.element_ty), mask=m)
-
-
 # Two passes over one row per program, the structure inductor generates for the fp32 reference
 # at 32768 x 7168 (benchmarks/results/session3/inductor_contig_32768x7168.py.txt), which ran at the
 # copy ceiling while every single-pass kernel stayed 2-3 % below: pass 1 streams the row in
@@ -203,14 +176,7 @@ def _rms_norm_loop_kernel(
     R: tl.constexpr,
     FLAT: tl.constexpr,
     ROWS: tl.constexpr,
-    PERSIST: tl.constexpr = 0,
 ):
-    if PERSIST:
-        # a fixed grid of programs strides over the rows (FLAT, ROWS = 1 only): no block is
-        # scheduled per row, and a program's next row is issued right behind its last store
-        for row in tl.range(tl.program_id(0), n_rows, tl.num_programs(0)):
-            _loop_row(Y_ptr + row * Y_s1, X_ptr + row * X_s1, R_ptr + row * R_s1, W_ptr, eps, H, FUSED, R)
-        return
     pid = tl.program_id(0)
     if FLAT:
         rows = pid * ROWS + tl.arange(0, ROWS)
@@ -384,10 +350,6 @@ def _loop_stages(n_rows: int, hidden: int, elem_size: int, config: tuple[int, ..
     return int(rule[6]) if len(rule) > 6 and rule[6] > 0 else 3
 
 
-def _num_sms(device: torch.device) -> int:
-    return torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else 4
-
-
 def _check_views(name: str, t: torch.Tensor, like: torch.Tensor) -> None:
     if t.dim() != 3 or t.shape != like.shape or (t.shape[2] > 1 and t.stride(2) != 1):
         raise ValueError(
@@ -412,18 +374,13 @@ def _launch(out, x, residual, weight, eps, config) -> None:
         if len(want) > 6 and int(want[6]) == 0:
             flat = False
         loop_rows = rows if flat else 1
-        persist = int(want[7]) if len(want) > 7 else 0
-        if persist > 0 and not (flat and loop_rows == 1):
-            raise ValueError("config: persist (8th field) needs flat one-stride rows and 1 row per program")
-        grid = min(n_rows, persist * _num_sms(x.device)) if persist > 0 else triton.cdiv(n_rows, loop_rows)
-        _rms_norm_loop_kernel[(grid,)](
+        _rms_norm_loop_kernel[(triton.cdiv(n_rows, loop_rows),)](
             out, out.stride(0), out.stride(1),
             x, x.stride(0), x.stride(1),
             res, res.stride(0) if fused else 0, res.stride(1) if fused else 0,
             weight,
             n_inner, n_rows, eps,
-            H=hidden, FUSED=fused, R=loop, FLAT=flat, ROWS=loop_rows, PERSIST=1 if persist > 0 else 0,
-            num_warps=num_warps,
+            H=hidden, FUSED=fused, R=loop, FLAT=flat, ROWS=loop_rows, num_warps=num_warps,
             num_stages=_loop_stages(n_rows, hidden, x.element_size(), config),
         )
         return
@@ -462,10 +419,9 @@ def rms_norm_triton(
 
     ``out`` may be ``x`` (in place). Dtypes: fp16 / bf16 / fp32, all three tensors alike (the
     caller checks); ``weight`` is a contiguous ``[H]`` vector. ``config = (rows per program,
-    num_warps[, evict[, static[, loop[, stages[, flat[, persist]]]]]])`` overrides the launch rules
-    (benchmarks sweep it; 0 = automatic, see :func:`_launch_params`, :func:`_loop_block` and
-    :func:`_loop_stages`; flat 0 keeps the loop kernel's 3-D row addressing where the flat one would
-    apply; persist P > 0 runs the loop kernel on P programs per SM striding over the rows).
+    num_warps[, evict[, static[, loop[, stages[, flat]]]]])`` overrides the launch rules (benchmarks
+    sweep it; 0 = automatic, see :func:`_launch_params`, :func:`_loop_block` and :func:`_loop_stages`;
+    flat 0 keeps the loop kernel's 3-D row addressing where the flat one would apply).
     """
     _check_views("x", x, x)
     _check_views("out", out, x)
