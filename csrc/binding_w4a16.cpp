@@ -97,6 +97,7 @@ int64_t w4a16_gemv_supported(const at::Tensor& x, const at::Tensor& qweight, con
                              const std::optional<at::Tensor>& zeros, int64_t group_size, int64_t row_tiles,
                              int64_t chunk, int64_t warps, int64_t ring, int64_t pipe) {
   const qlinear::W4GemvArgs a = make_args(x, qweight, scales, zeros, group_size);
+  const c10::cuda::CUDAGuard guard(x.device());
   return static_cast<int64_t>(qlinear::w4_gemv_supported(a, make_config(row_tiles, chunk, warps, 0, ring, pipe)));
 }
 
@@ -121,18 +122,21 @@ int64_t w4a16_gemv(const at::Tensor& out, const at::Tensor& x, const at::Tensor&
     a.bias_dtype = qlinear::float_dtype<qlinear::W4GDType>(*bias, "bias");
   }
   if (a.m == 0 || a.n == 0) return 0;
+  const c10::cuda::CUDAGuard guard(x.device());  // the support check reads the device's attributes
   const qlinear::W4GemvConfig cfg = make_config(row_tiles, chunk, warps, pdl, ring, pipe);
   const qlinear::W4GemvSupport why = qlinear::w4_gemv_supported(a, cfg);
   TORCH_CHECK(why == qlinear::W4GemvSupport::kOk,
-              msg::cat("qlinear w4a16_gemv: case not supported (code ", msg::num(static_cast<int>(why)),
-                       ", see W4GemvSupport in csrc/w4a16_gemv_launch.h): M=", msg::num(a.m), " N=", msg::num(a.n),
-                       " K=", msg::num(a.k), " group_size=", msg::num(group_size), " config=(", msg::num(row_tiles),
-                       ", ", msg::num(chunk), ", ", msg::num(warps), ", ", msg::num(pipe), ") ring=", msg::num(ring)));
-  const c10::cuda::CUDAGuard guard(x.device());
+              msg::cat("qlinear w4a16_gemv: case not supported (code ", msg::num(static_cast<int>(why)), ": ",
+                       qlinear::w4_gemv_support_reason(why), "; W4GemvSupport in csrc/w4a16_gemv_launch.h): M=",
+                       msg::num(a.m), " N=", msg::num(a.n), " K=", msg::num(a.k), " group_size=", msg::num(group_size),
+                       " config=(", msg::num(row_tiles), ", ", msg::num(chunk), ", ", msg::num(warps), ", ",
+                       msg::num(pipe), ") ring=", msg::num(ring)));
   qlinear::W4GemvConfig used;
   const cudaError_t err =
       qlinear::w4_gemv_launch(a, c10::cuda::getCurrentCUDAStream(x.device().index()).stream(), cfg, &used);
-  TORCH_CHECK(err == cudaSuccess, msg::cat("qlinear w4a16_gemv launch failed: ", cudaGetErrorString(err)));
+  TORCH_CHECK(err == cudaSuccess, msg::cat("qlinear w4a16_gemv launch failed: ", cudaGetErrorString(err), " (M=",
+                                           msg::num(a.m), " N=", msg::num(a.n), " K=", msg::num(a.k), " ring=",
+                                           msg::num(used.ring), " warps=", msg::num(used.warps), ")"));
   return used.ring > 0 ? used.ring : -used.warps;
 }
 

@@ -1048,23 +1048,48 @@ __global__ void __launch_bounds__(32 * WR * WK, 1) bulk_gemv_kernel(const RingPa
   ring_reduce_store<XT, WR, WK, NT>(p, smem, tot, wr, wk, row0);
 }
 
-// Host-side layout of one stage (offsets 16-byte aligned) for the ring kernel.
+// Host-side layout of one stage (offsets 16-byte aligned) of the ring kernels, from the shape
+// digits at run time (the pitches of RingShape); ring_smem_bytes below is the same arithmetic
+// (kept constexpr for the compiled-list check), and the launches take their size from it, so the
+// launcher's up-front shared-memory check sees exactly the size launched.
+inline void ring_layout_rt(RingParams& rp, int wr, int wk, int s) {
+  auto up16 = [](int v) { return (v + 15) & ~15; };
+  const int sbs = wk * s;
+  const int pitch_w = sbs * 64 + ((sbs & 1) ? 0 : 64);
+  const int pitch_x = sbs * 256 + 32;
+  rp.off_x = 16 * wr * pitch_w;
+  rp.off_s = up16(rp.off_x + rp.xrows * pitch_x);
+  rp.off_z = up16(rp.off_s + sbs * 16 * wr * 4);
+  rp.stage_bytes = up16(rp.off_z + sbs * 16 * wr);
+}
+
+// Dynamic shared memory of a ring (bulk: code >= 10000, + its ST mbarriers after the data) for
+// xrows staged x rows: max(ST stages, the cross-warp reduction). 1824 / 11824 at 16 x rows would
+// need 339 KB, past the 227 KB an sm_90 CTA may opt into: hence kTooMuchSmem and kRingFits.
+constexpr size_t ring_smem_bytes(int code, int nt, int xrows) {
+  const int c = code % 10000;
+  const int wr = c / 1000, wk = (c / 100) % 10, s = (c / 10) % 10, st = c % 10;
+  const int sbs = wk * s;
+  const int pitch_w = sbs * 64 + ((sbs & 1) ? 0 : 64);
+  const int pitch_x = sbs * 256 + 32;
+  const int off_s = (16 * wr * pitch_w + xrows * pitch_x + 15) & ~15;
+  const int off_z = (off_s + sbs * 16 * wr * 4 + 15) & ~15;
+  const int stage = (off_z + sbs * 16 * wr + 15) & ~15;
+  const size_t ring = static_cast<size_t>(st) * stage;
+  const size_t red = sizeof(float) * wk * wr * nt * 128;
+  const size_t data = ring > red ? ring : red;
+  return code >= 10000 ? ((data + 15) & ~static_cast<size_t>(15)) + 8 * st : data;
+}
+
 template <int WR, int WK, int S, int NT>
 inline void ring_layout(RingParams& rp) {
-  using Sh = RingShape<WK, S>;
-  auto up16 = [](int v) { return (v + 15) & ~15; };
   rp.xrows = rp.p.m < 8 * NT ? rp.p.m : 8 * NT;
-  rp.off_x = 16 * WR * Sh::kPitchW;
-  rp.off_s = up16(rp.off_x + rp.xrows * Sh::kPitchX);
-  rp.off_z = up16(rp.off_s + Sh::kSbs * 16 * WR * 4);
-  rp.stage_bytes = up16(rp.off_z + Sh::kSbs * 16 * WR);
+  ring_layout_rt(rp, WR, WK, S);
 }
 
 template <int WR, int WK, int S, int ST, int NT>
 inline size_t ring_smem(const RingParams& rp) {
-  const size_t ring = static_cast<size_t>(ST) * rp.stage_bytes;
-  const size_t red = sizeof(float) * WK * WR * NT * 128;
-  return ring > red ? ring : red;
+  return ring_smem_bytes(WR * 1000 + WK * 100 + S * 10 + ST, NT, rp.xrows);
 }
 
 // Launches one instance (host side; shared by the launcher and the micro-benchmark TU):
@@ -1098,9 +1123,8 @@ inline cudaError_t bulk_launch(const Params& p, bool pdl, cudaStream_t stream) {
   rp.p = p;
   rp.ssz = p.scale_kind == FKind::kFloat32 ? 4 : 2;
   ring_layout<WR, WK, S, NT>(rp);
-  const size_t data = ring_smem<WR, WK, S, ST, NT>(rp);
-  rp.off_bar = static_cast<int>((data + 15) & ~static_cast<size_t>(15));
-  const size_t smem = static_cast<size_t>(rp.off_bar) + 8 * ST;
+  const size_t smem = ring_smem_bytes(10000 + WR * 1000 + WK * 100 + S * 10 + ST, NT, rp.xrows);
+  rp.off_bar = static_cast<int>(smem - 8 * ST);
   const dim3 grid(static_cast<unsigned>((p.n + 16 * WR - 1) / (16 * WR)));
   return launch_kernel(bulk_gemv_kernel<XT, WR, WK, S, ST, NT, MODE>, grid, dim3(32 * WR * WK), smem, pdl, stream,
                        rp);
@@ -1110,7 +1134,9 @@ inline cudaError_t bulk_launch(const Params& p, bool pdl, cudaStream_t stream) {
 // per token tiles. Long K (many / few 16-row tiles): one row tile, 4 or 8 K warps, 4-8 stages;
 // short K (24576x1536: 12 superblocks): 2 or 4 row tiles, one K warp, the whole K in 2-3 stages.
 constexpr int kBulkNT1[] = {11424, 11426, 11444, 11824, 11818, 11814, 12224, 14143, 12143, 14123};
-constexpr int kBulkNT2[] = {11414, 11424, 11824, 11814, 12224, 14124, 14143, 12143};
+// (No 11824 at NT = 2: 16 x rows of 16 superblocks make a 85 KB stage, 4 stages 339 KB > 227 KB;
+// session 6 run 2 launched it and got cudaErrorInvalidValue at M >= 10.)
+constexpr int kBulkNT2[] = {11414, 11424, 11814, 12224, 14124, 14143, 12143};
 
 template <typename XT, int MODE>
 inline cudaError_t bulk_dispatch(const Params& p, int code, int nt, bool pdl, cudaStream_t s) {
@@ -1132,7 +1158,6 @@ inline cudaError_t bulk_dispatch(const Params& p, int code, int nt, bool pdl, cu
     switch (code) {
       case 11414: return bulk_launch<XT, 1, 4, 1, 4, 2, MODE>(p, pdl, s);
       case 11424: return bulk_launch<XT, 1, 4, 2, 4, 2, MODE>(p, pdl, s);
-      case 11824: return bulk_launch<XT, 1, 8, 2, 4, 2, MODE>(p, pdl, s);
       case 11814: return bulk_launch<XT, 1, 8, 1, 4, 2, MODE>(p, pdl, s);
       case 12224: return bulk_launch<XT, 2, 2, 2, 4, 2, MODE>(p, pdl, s);
       case 14124: return bulk_launch<XT, 4, 1, 2, 4, 2, MODE>(p, pdl, s);
@@ -1148,6 +1173,19 @@ inline cudaError_t bulk_dispatch(const Params& p, int code, int nt, bool pdl, cu
 // tile with 4 or 8 warps over K (long K), 2 or 4 row tiles with few K warps (short K, many rows).
 constexpr int kRingNT1[] = {1424, 1824, 1444, 2224, 4124, 4143};
 constexpr int kRingNT2[] = {1414, 2224, 4124};
+
+// The opt-in shared-memory limit of an sm_90 CTA (227 KB); every compiled ring / bulk code must
+// fit at its largest M (8 NT x rows), so on an H100 / H200 every listed code launches at every M.
+// Smaller parts (sm_80: 163 KB, sm_86 / sm_89: 99 KB) are checked at run time (kTooMuchSmem).
+constexpr size_t kSm90SmemOptin = 227 * 1024;
+template <size_t L>
+constexpr bool ring_codes_fit(const int (&codes)[L], int nt) {
+  for (size_t i = 0; i < L; ++i)
+    if (ring_smem_bytes(codes[i], nt, 8 * nt) > kSm90SmemOptin) return false;
+  return true;
+}
+static_assert(ring_codes_fit(kRingNT1, 1) && ring_codes_fit(kRingNT2, 2), "a ring code exceeds 227 KB of smem");
+static_assert(ring_codes_fit(kBulkNT1, 1) && ring_codes_fit(kBulkNT2, 2), "a bulk ring code exceeds 227 KB of smem");
 
 template <typename XT, int MODE>
 inline cudaError_t ring_dispatch(const Params& p, int code, int nt, bool pdl, cudaStream_t s) {

@@ -84,6 +84,12 @@ bool ring_compiled(int nt, int code) {
 // bytes in flight; one 16-row tile per CTA while the tiles number about one wave (2112x7168:
 // 132 tiles -> 8 K warps), 4 K warps for more tiles (7168x16384: 448), 64 rows per CTA when a row
 // is short (24576x1536: 12 superblocks, one stage of 4 per warp).
+// The largest dynamic shared memory a CTA may opt into on the current device (read once).
+int smem_optin() {
+  static int cache[64] = {0};
+  return devattr::cached(cudaDevAttrMaxSharedMemoryPerBlockOptin, 48 * 1024, cache);
+}
+
 int auto_ring(int nt, int64_t n, int64_t nsb, int sms) {
   const int64_t tiles = (n + 15) / 16;
   if (nt == 1) {
@@ -159,13 +165,13 @@ W4GemvSupport w4_gemv_supported(const W4GemvArgs& a, const W4GemvConfig& cfg) {
     return W4GemvSupport::kMisaligned;
   const W4GemvConfig c = w4_gemv_resolve(a, cfg);
   const int nt = a.m > 8 ? 2 : 1;
-  if (c.ring >= 10000) {
-    if (!bulk_ok(a)) return W4GemvSupport::kNoBulk;
-    return bulk_compiled(nt, c.ring) ? W4GemvSupport::kOk : W4GemvSupport::kBadConfig;
-  }
   if (c.ring > 0) {
-    if (!ring_ok(a)) return W4GemvSupport::kNoRing;
-    return ring_compiled(nt, c.ring) ? W4GemvSupport::kOk : W4GemvSupport::kBadConfig;
+    if (c.ring >= 10000 ? !bulk_ok(a) : !ring_ok(a))
+      return c.ring >= 10000 ? W4GemvSupport::kNoBulk : W4GemvSupport::kNoRing;
+    if (!ring_compiled(nt, c.ring)) return W4GemvSupport::kBadConfig;
+    // refused here rather than failing in cudaFuncSetAttribute / the launch (cudaErrorInvalidValue)
+    if (w4_ring_smem_bytes(c.ring, a.m) > static_cast<size_t>(smem_optin())) return W4GemvSupport::kTooMuchSmem;
+    return W4GemvSupport::kOk;
   }
   const bool sub = sub_group(a);
   if (sub ? (c.row_tiles != 1 || c.chunk != 2) : !reg_compiled(reg_code(nt, c.row_tiles, c.chunk, c.pipe)))
@@ -174,7 +180,37 @@ W4GemvSupport w4_gemv_supported(const W4GemvArgs& a, const W4GemvConfig& cfg) {
   return W4GemvSupport::kOk;
 }
 
-cudaError_t w4_gemv_launch(const W4GemvArgs& a, cudaStream_t stream, W4GemvConfig cfg, W4GemvConfig* used) {
+const char* w4_gemv_support_reason(W4GemvSupport s) {
+  switch (s) {
+    case W4GemvSupport::kOk: return "supported";
+    case W4GemvSupport::kBadM: return "M must be 1..16";
+    case W4GemvSupport::kBadDtype: return "x must be float16 or bfloat16";
+    case W4GemvSupport::kBadK: return "K must be a positive multiple of 4";
+    case W4GemvSupport::kBadGroup: return "group size must be 16, 32, 64, a multiple of 128 or K";
+    case W4GemvSupport::kMisaligned:
+      return "x must be 8-byte aligned with row stride % 4 == 0, qweight 16-byte aligned with row stride % 4 == 0";
+    case W4GemvSupport::kBadConfig:
+      return "config / ring code not compiled for this token-tile count (M <= 8 / M <= 16), or warps out of range";
+    case W4GemvSupport::kTooLarge: return "N must be < 2^31 and K < 2^22";
+    case W4GemvSupport::kNoRing:
+      return "ring kernel needs groups >= 128 or per channel, N % 4 == 0, 4-byte aligned scales / zeros";
+    case W4GemvSupport::kNoBulk:
+      return "bulk ring kernel needs sm_90+, groups >= 128 or per channel, N % 16 == 0, K % 128 == 0, 16-byte "
+             "aligned x / scales / zeros, x row stride % 8 == 0";
+    case W4GemvSupport::kTooMuchSmem:
+      return "ring code's shared memory at this M exceeds the device's per-block opt-in limit";
+  }
+  return "unknown";
+}
+
+size_t w4_ring_smem_bytes(int code, int64_t m) {
+  if (code <= 0 || m < 1 || m > 16) return 0;
+  const int nt = m > 8 ? 2 : 1;
+  return w4a16g::ring_smem_bytes(code, nt, static_cast<int>(m < 8 * nt ? m : 8 * nt));
+}
+
+namespace {
+cudaError_t launch_impl(const W4GemvArgs& a, cudaStream_t stream, const W4GemvConfig& cfg, W4GemvConfig* used) {
   if (w4_gemv_supported(a, cfg) != W4GemvSupport::kOk) return cudaErrorInvalidValue;
   const W4GemvConfig c = w4_gemv_resolve(a, cfg);
   if (used != nullptr) *used = c;
@@ -220,6 +256,16 @@ cudaError_t w4_gemv_launch(const W4GemvArgs& a, cudaStream_t stream, W4GemvConfi
   const int code = reg_code(nt, c.row_tiles, c.chunk, c.pipe);
   return bf ? w4a16g::reg_dispatch_bf16(p, code, c.warps, c.pdl > 0, stream)
             : w4a16g::reg_dispatch_f16(p, code, c.warps, c.pdl > 0, stream);
+}
+
+}  // namespace
+
+cudaError_t w4_gemv_launch(const W4GemvArgs& a, cudaStream_t stream, W4GemvConfig cfg, W4GemvConfig* used) {
+  const cudaError_t e = launch_impl(a, stream, cfg, used);
+  // a failed cudaFuncSetAttribute / launch also sets the thread's last error, which the next
+  // unrelated torch kernel check would report as its own: consume it here, the caller has it
+  if (e != cudaSuccess) (void)cudaGetLastError();
+  return e;
 }
 
 int w4_ring_configs(int nt, int* codes, int cap) {

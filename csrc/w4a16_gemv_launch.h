@@ -65,7 +65,15 @@ enum class W4GemvSupport : int {
   kNoRing = 8,        // ring kernel asked for: groups < 128, N % 4 != 0 or scales / zeros not 4-byte aligned
   kNoBulk = 9,        // bulk ring asked for: not sm_90+, groups < 128, N % 16 != 0, K % 128 != 0, x / scales /
                       // zeros not 16-byte aligned or x row stride % 8 != 0
+  kTooMuchSmem = 10,  // the ring / bulk code's dynamic shared memory at this M exceeds the device's per-CTA
+                      // opt-in limit (227 KB on sm_90: every compiled code fits there; smaller on sm_8x)
 };
+
+// A short reason for a W4GemvSupport value ("supported" for kOk), for error messages.
+const char* w4_gemv_support_reason(W4GemvSupport s);
+
+// Dynamic shared memory (bytes) a ring / bulk ring code (>= 10000) needs at M rows of x, 0 for other codes.
+size_t w4_ring_smem_bytes(int code, int64_t m);
 
 W4GemvSupport w4_gemv_supported(const W4GemvArgs& a, const W4GemvConfig& cfg);
 

@@ -118,14 +118,30 @@ _CUDA_CONFIG: tuple[int, int, int] = (0, 0, 0)
 # mbarriers, w4a16_gemv.cuh kBulkNT1 / kBulkNT2; N % 16 == 0, K % 128 == 0, 16-byte aligned x /
 # scales / zeros).
 _CUDA_RING = 0
-# Per-class ring codes for automatic calls (_CUDA_RING == 0, no config), ahead of the launcher's
-# own choice: {(shape class, token tiles): code}, class "short" (K <= 2048: few superblocks per
-# row, e.g. 24576x1536), "few" (N <= 3072: about one 16-row tile per SM, e.g. 2112x7168) or "many"
-# (otherwise, e.g. 7168x16384); token tiles 1 (M <= 8) or 2 (M <= 16). A bulk code (>= 10000) is
-# used only where the bulk kernel applies (_cuda_bulk_ok), else the launcher decides. Session 6:
-# set from the SET line of benchmarks/gpu_w4ring.sh (alternated replays, cold weights); empty =
-# the launcher's choice everywhere.
-_CUDA_RING_AUTO: dict[tuple[str, int], int] = {}
+# Per-class kernels for automatic calls (_CUDA_RING == 0, no config), ahead of the launcher's own
+# choice: {(shape class, tiles): code}. Class "short" (K <= 2048: few superblocks per row, e.g.
+# 24576x1536), "few" (N <= 3072: about one 16-row tile per SM, e.g. 2112x7168) or "many"
+# (otherwise, e.g. 7168x16384). tiles: 1 = M <= 8, 2 = 9 <= M <= 16, 0 = M == 1 only (ahead of
+# tiles 1). code: a ring code (< 10000 cp.async ring, >= 10000 bulk ring), -1 = the register
+# kernel, 0 / absent = the launcher's choice; a ring / bulk code is used only where that kernel
+# applies (_cuda_ring_ok / _cuda_bulk_ok), else the launcher decides.
+# Session 6 run 2 (benchmarks/results/session6/run2/w4ring, H200, cold weights, alternated replays,
+# us; "launcher" = the launcher's choice, which was the dispatch before this table):
+#   few  M=1: register 6.32 (launcher, = register) vs bulk 11824 7.46        -> ('few', 0): -1
+#   few  M=4 / 8: bulk 11824 6.51 / 6.78 vs register 7.09 / 8.32            -> ('few', 1): 11824
+#   few  M=16: bulk 11814 10.42 vs register 11.71                           -> ('few', 2): 11814
+#   short M=1: ring 4143 11.05 (launcher) vs 4124 11.93, register 15.75     -> ('short', 0): 4143
+#   short M=4 / 8: ring 4124 12.18 / 12.50 vs 4143 (launcher) 15.23 / 15.68 -> ('short', 1): 4124
+#   short M=16: register 18.58 vs ring 4124 22.03, 2224 20.16              -> ('short', 2): -1
+#   many M=1 / 4 / 8 / 16: register 31.44 / 32.09 / 32.72 / 47.76 vs best bulk 32.59 (11824) /
+#     43.38 / 47.73 (11814) / 56.30 (12224)                                 -> ('many', 1|2): -1
+#   (11824 at M = 16 was the launch failure: 339 KB of shared memory; it is no longer compiled for
+#   M > 8.) Re-measured by benchmarks/gpu_w4ring.sh (its AUTO lines: this table vs the launcher).
+_CUDA_RING_AUTO: dict[tuple[str, int], int] = {
+    ("few", 0): -1, ("few", 1): 11824, ("few", 2): 11814,
+    ("short", 0): 4143, ("short", 1): 4124, ("short", 2): -1,
+    ("many", 1): -1, ("many", 2): -1,
+}
 
 _SCALE_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 
@@ -591,11 +607,27 @@ def _cuda_bulk_ok(x: torch.Tensor, packed: W4A16Weights) -> bool:
             and (m <= 1 or x.stride(0) % 8 == 0))
 
 
+def _cuda_ring_ok(packed: W4A16Weights) -> bool:
+    """Whether the cp.async ring kernel applies (csrc/w4a16_gemv_launch.cu ring_ok): groups of >= 128
+    or per channel, N % 4 == 0, 4-byte aligned scales / zeros."""
+    grouped = packed.num_groups == 1 or packed.group_size % 128 == 0
+    zeros = packed.zeros
+    return (grouped and packed.n % 4 == 0 and packed.scales.data_ptr() % 4 == 0
+            and (zeros is None or zeros.data_ptr() % 4 == 0))
+
+
 def _cuda_auto_ring(x: torch.Tensor, packed: W4A16Weights) -> int:
-    """:data:`_CUDA_RING_AUTO`'s code for this call, or 0 (the launcher's choice)."""
-    code = _CUDA_RING_AUTO.get((_cuda_shape_class(packed.n, x.shape[1]), 1 if x.shape[0] <= 8 else 2), 0)
-    if code >= 10000 and not _cuda_bulk_ok(x, packed):
-        return 0
+    """:data:`_CUDA_RING_AUTO`'s code for this call (-1 = the register kernel), or 0 (the
+    launcher's choice)."""
+    m = x.shape[0]
+    cls = _cuda_shape_class(packed.n, x.shape[1])
+    code = _CUDA_RING_AUTO.get((cls, 0)) if m == 1 else None
+    if code is None:
+        code = _CUDA_RING_AUTO.get((cls, 1 if m <= 8 else 2), 0)
+    if code >= 10000:
+        return code if _cuda_bulk_ok(x, packed) else 0
+    if code > 0:
+        return code if _cuda_ring_ok(packed) else 0
     return code
 
 

@@ -9,7 +9,8 @@ register kernel, PDL and graph capture; the round-3 register kernel: every compi
 pipe) x scale dtypes x groups 128 / 384 / per channel x ragged K (the tail step) x warp counts; the
 bulk ring kernel (session 6, codes >= 10000): every code x the three shapes, sym / asym, bf16 /
 fp16, groups 128 / 256 / per channel, partial CTAs (N % (16 WR) != 0), fp32 scales, strided x,
-graph + PDL, its refusals (kNoBulk) and the _CUDA_RING_AUTO table's fallback.
+graph + PDL, its refusals (kNoBulk, codes too large for shared memory refused before launch) and the
+_CUDA_RING_AUTO table (its fallbacks, and its choices on the three measured shapes).
 """
 
 import pytest
@@ -334,7 +335,7 @@ def test_bulk_fp32_scales_strided_x_and_graph():
     xs = torch.randn(16, 7168 + 64, device=DEV).to(torch.bfloat16)[:, :7168]
     packed16, w16 = _layer(2112, 7168, seed=12)
     _check_ring(packed16, w16, 5, 11424, x=xs[:5])
-    _check_ring(packed16, w16, 16, 11824, x=xs)
+    _check_ring(packed16, w16, 16, 11814, x=xs)
     # CUDA graph capture with PDL
     x = torch.randn(4, 7168, device=DEV, dtype=torch.bfloat16)
     out = ops.cuda_gemv(x, packed16, ring=11424, pdl=True)
@@ -365,8 +366,50 @@ def test_bulk_refuses_unaligned_and_auto_table_falls_back(monkeypatch):
     assert lib.w4a16_gemv_supported(x2, p2.qweight, p2.scales, p2.zeros, 1000, 0, 0, 0, 11424, 0) == 9
     # the auto table: bulk where it applies, the launcher's choice elsewhere; both exact
     monkeypatch.setattr(ops, "_CUDA_RING_AUTO", {("few", 1): 11424, ("many", 1): 11424, ("short", 1): 14143,
-                                                 ("few", 2): 11824, ("many", 2): 11824, ("short", 2): 14124})
+                                                 ("few", 2): 11814, ("many", 2): 11814, ("short", 2): 14124})
     for n, k in ((1000, 1024), (1024, 1024), (2112, 1536)):
         pk, wk = _layer(n, k, seed=n)
         for m in (1, 16):
             _check(pk, wk, m, seed=m)
+    # M == 1 entries, the register kernel (-1) and a cp.async ring code where the ring does not apply
+    monkeypatch.setattr(ops, "_CUDA_RING_AUTO", {("short", 0): -1, ("short", 1): 4124, ("short", 2): 4124})
+    for n in (1024, 1002):  # N % 4 != 0: no ring, the launcher decides
+        pk, wk = _layer(n, 1024, seed=n)
+        for m in (1, 3, 12):
+            x = torch.randn(m, 1024, device=DEV, dtype=torch.bfloat16)
+            want = -1 if m == 1 else (4124 if n % 4 == 0 else 0)
+            assert ops._cuda_auto_ring(x, pk) == want, (n, m)
+            _check(pk, wk, m, seed=m)
+
+
+def test_too_large_ring_is_refused_up_front():
+    # session 6 run 2: bulk 11824 at M = 16 needed 339 KB of shared memory (> 227 KB) and failed at
+    # launch with cudaErrorInvalidValue; now it is not compiled for M > 8 and refused before launch
+    from qlinear.kernels import cuda_ext
+
+    lib = cuda_ext.load()
+    assert 11824 not in lib.w4a16_ring_configs(2) and 1824 not in lib.w4a16_ring_configs(2)
+    packed, _ = _layer(2112, 7168, seed=15)
+    x = torch.randn(16, 7168, device=DEV, dtype=torch.bfloat16)
+    for code in (11824, 1824):
+        assert lib.w4a16_gemv_supported(x, packed.qweight, packed.scales, packed.zeros, 128, 0, 0, 0, code, 0) == 6
+        with pytest.raises(RuntimeError, match="not supported .*not compiled"):
+            ops.cuda_gemv(x, packed, ring=code)
+    torch.cuda.synchronize()  # no error left pending for the next kernel
+    torch.zeros(1, device=DEV).add_(1)
+
+
+# the committed dispatch table (qlinear/ops/w4a16.py _CUDA_RING_AUTO) on the measured shapes
+AUTO_WANT = {(2112, 7168): {1: -1, 4: 11824, 16: 11814}, (24576, 1536): {1: 4143, 4: 4124, 16: -1},
+             (7168, 16384): {1: -1, 4: -1, 16: -1}}
+
+
+@pytest.mark.parametrize("shape", list(AUTO_WANT))
+def test_auto_table_on_measured_shapes(shape):
+    if torch.cuda.get_device_capability()[0] < 9:
+        pytest.skip("the table's bulk codes need sm_90")
+    packed, w = _layer(*shape, seed=shape[0] + 1)
+    for m, want in AUTO_WANT[shape].items():
+        x = torch.randn(m, shape[1], device=DEV, dtype=torch.bfloat16)
+        assert ops._cuda_auto_ring(x, packed) == want, (shape, m)
+        _check(packed, w, m, seed=m + 40)
