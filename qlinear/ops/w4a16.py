@@ -143,6 +143,12 @@ _CUDA_RING_AUTO: dict[tuple[str, int], int] = {
     ("many", 1): -1, ("many", 2): -1,
 }
 
+# Register-kernel configs (row tiles per CTA, superblocks per chunk, warps, pipe) for automatic
+# calls that _CUDA_RING_AUTO sends to the register kernel (-1), same keys; absent = _CUDA_CONFIG
+# (the launcher's heuristic). Only for groups of >= 128 or per channel (smaller groups have their
+# own fixed tile). Set from benchmarks/bench_w4reg.py (gpu_w4reg.sh), whose SET line prints it.
+_CUDA_REG_AUTO: dict[tuple[str, int], tuple[int, int, int, int]] = {}
+
 _SCALE_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 
 
@@ -572,6 +578,8 @@ def _cuda_gemv(x, packed, bias, config=None, pdl=None, ring=None):
         ring = -1 if config is not None else _CUDA_RING
         if ring == 0 and config is None and _CUDA_RING_AUTO:
             ring = _cuda_auto_ring(x, packed)
+            if ring == -1:
+                config = _cuda_auto_reg(x, packed)
     cfg = tuple(config if config is not None else _CUDA_CONFIG)
     if len(cfg) not in (3, 4):
         raise ValueError(f"config: expected (row_tiles, chunk, warps[, pipe]), got {config!r}")
@@ -629,6 +637,16 @@ def _cuda_auto_ring(x: torch.Tensor, packed: W4A16Weights) -> int:
     if code > 0:
         return code if _cuda_ring_ok(packed) else 0
     return code
+
+
+def _cuda_auto_reg(x: torch.Tensor, packed: W4A16Weights) -> tuple[int, int, int, int] | None:
+    """:data:`_CUDA_REG_AUTO`'s register config for this call, or None (the launcher's heuristic)."""
+    if not _CUDA_REG_AUTO or not (packed.num_groups == 1 or packed.group_size % 128 == 0):
+        return None
+    m = x.shape[0]
+    cls = _cuda_shape_class(packed.n, x.shape[1])
+    cfg = _CUDA_REG_AUTO.get((cls, 0)) if m == 1 else None
+    return cfg if cfg is not None else _CUDA_REG_AUTO.get((cls, 1 if m <= 8 else 2))
 
 
 @_w4a16_mm.register_fake

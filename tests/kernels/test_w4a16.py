@@ -196,3 +196,23 @@ def test_opcheck_reference(act_order):
 def test_import_does_not_load_triton():
     code = "import sys, qlinear.ops.w4a16, qlinear.reference.w4a16; assert 'triton' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_cuda_auto_reg_table(monkeypatch):
+    """_CUDA_REG_AUTO: the M == 1 entry first, then the tile entry; None without an entry and for
+    groups under 128 (their register tile is fixed by the launcher)."""
+
+    def packed(n, k, group):
+        q = torch.randint(0, 16, (n, k), dtype=torch.int32)
+        s = torch.rand(n, k // group) + 0.5
+        return ops.pack_w4a16(q, None, s, group)
+
+    monkeypatch.setattr(ops, "_CUDA_REG_AUTO", {("many", 0): (1, 2, 8, 0), ("many", 2): (2, 1, 4, 0)})
+    big = packed(3200, 2304, 128)
+    assert ops._cuda_shape_class(big.n, big.k) == "many"
+    assert ops._cuda_auto_reg(torch.randn(1, 2304), big) == (1, 2, 8, 0)
+    assert ops._cuda_auto_reg(torch.randn(4, 2304), big) is None
+    assert ops._cuda_auto_reg(torch.randn(12, 2304), big) == (2, 1, 4, 0)
+    assert ops._cuda_auto_reg(torch.randn(1, 2304), packed(3200, 2304, 64)) is None
+    monkeypatch.setattr(ops, "_CUDA_REG_AUTO", {})
+    assert ops._cuda_auto_reg(torch.randn(1, 2304), big) is None

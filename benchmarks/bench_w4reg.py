@@ -1,0 +1,122 @@
+"""W4A16 register decode kernel: launch configs for the cases the dispatch table sends to it
+(``_CUDA_RING_AUTO`` = -1), against its automatic config, the committed dispatch and bf16, all
+candidates of a case in one alternated-replay measurement, weights cold (rotated copies).
+
+Cases: 7168x16384 at M = 1, 4, 8, 16; 2112x7168 at M = 1; 24576x1536 at M = 16 (asymmetric int4,
+group 128, bf16). Candidates: bf16 ``F.linear`` first (the first candidate of an alternation
+round reads slow), a second copy of "reg auto" ("reg auto#2") to show that position effect,
+"auto" (the committed dispatch), "reg auto" (``ring=-1``, the launcher's config), its PDL-off
+variant, and every (R, U, W, pipe) of ``REG_CONFIGS`` that is compiled.
+Prints one line per candidate, ``BEST case: config us vs reg auto`` and a ``SET`` line with the
+``_CUDA_REG_AUTO`` table (per shape class and tiles 0 = M 1, 1 = M 2..8, 2 = M 9..16: the config
+with the lowest summed time where it beats "reg auto" by > 2 %).
+    python benchmarks/bench_w4reg.py --out DIR [--reps 15]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _timing import bench_graphs_interleaved, buffers_to_defeat_l2, env_info, write_results  # noqa: E402
+from bench_w4a16 import make_canonical, rotated, weight_bytes  # noqa: E402
+
+from qlinear.kernels import cuda_ext  # noqa: E402
+from qlinear.ops import w4a16 as ops  # noqa: E402
+
+CASES = {(7168, 16384): [1, 4, 8, 16], (2112, 7168): [1], (24576, 1536): [16]}
+# (row tiles, superblocks per chunk, warps, pipe) per token-tile count
+REG_CONFIGS = {1: [(1, 2, 8, 0), (1, 2, 16, 0), (1, 2, 4, 0), (2, 2, 8, 0), (4, 1, 8, 0), (1, 1, 16, 1), (1, 1, 8, 1),
+                   (2, 1, 8, 0)],
+               2: [(2, 1, 4, 0), (2, 1, 8, 0), (1, 2, 8, 0), (1, 1, 8, 1), (2, 1, 8, 1), (1, 2, 4, 0)]}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--reps", type=int, default=15)
+    args = ap.parse_args()
+    cuda_ext.load()
+    rows: list[dict] = []
+    sums: dict[tuple[str, int], dict[str, float]] = {}
+    lines: list[str] = []
+    for (n, k), ms in CASES.items():
+        cls = ops._cuda_shape_class(n, k)
+        q, z, s, g, _ = make_canonical(n, k)
+        packed = ops.pack_w4a16(q, z, s, g)
+        ref_w = ((q.float() - z.float().repeat_interleave(g, 1)) * s.float().repeat_interleave(g, 1)).cuda()
+        del q, z, s
+        wb = weight_bytes(packed)
+        nbuf = buffers_to_defeat_l2(wb, max_buffers=24)
+        packs = rotated(packed, nbuf)
+        nb16 = buffers_to_defeat_l2(2 * n * k, 24)
+        w16 = [torch.randn(n, k, device="cuda", dtype=torch.bfloat16) for _ in range(nb16)]
+        nall = max(nbuf, nb16)
+        for m in ms:
+            case = f"M={m} {n}x{k}"
+            nt = 1 if m <= 8 else 2
+            tiles = 0 if m == 1 else nt
+            xs = [torch.randn(m, k, device="cuda", dtype=torch.bfloat16) for _ in range(4)]
+            want = xs[0].float() @ ref_w.t()
+            fns = {"bf16 F.linear": lambda i: F.linear(xs[i % 4], w16[i % nb16]),
+                   "reg auto#2": lambda i: ops.cuda_gemv(xs[i % 4], packs[i % nbuf], ring=-1),
+                   "auto": lambda i: ops.cuda_gemv(xs[i % 4], packs[i % nbuf]),
+                   "reg auto": lambda i: ops.cuda_gemv(xs[i % 4], packs[i % nbuf], ring=-1),
+                   "reg auto nopdl": lambda i: ops.cuda_gemv(xs[i % 4], packs[i % nbuf], ring=-1, pdl=False)}
+            for cfg in REG_CONFIGS[nt]:
+                fns["reg R{} U{} W{} P{}".format(*cfg)] = (
+                    lambda i, c=cfg: ops.cuda_gemv(xs[i % 4], packs[i % nbuf], config=c))
+            ok = {}
+            for name, fn in fns.items():
+                try:
+                    y = fn(0)
+                    if name != "bf16 F.linear":
+                        err = ((y.float() - want).norm() / want.norm()).item()
+                        if not err <= 1e-2:
+                            raise RuntimeError(f"rel err {err:.3g}")
+                    ok[name] = fn
+                except Exception as exc:  # noqa: BLE001 - a config that is not compiled / refused
+                    print(f"{case:>18}  {name:<20} skipped: {type(exc).__name__}: {str(exc)[:140]}", flush=True)
+            torch.cuda.synchronize()
+            res = bench_graphs_interleaved(ok, n_buffers=nall, reps=args.reps, target_replay_us=400.0)
+            for name, r in res.items():
+                r = dict(r)
+                r.pop("samples_us", None)
+                gbps = wb / (r["median_us"] * 1e-6) / 1e9
+                rows.append(dict(case=case, impl=name, m=m, n=n, k=k, weight_bytes=wb, gbps=gbps, **r))
+                print(f"{case:>18}  {name:<20} {r['median_us']:8.2f} us {gbps:7.0f} GB/s", flush=True)
+            regs = {nm: r["median_us"] for nm, r in res.items() if nm.startswith("reg R")}
+            base = res["reg auto"]["median_us"]
+            if regs:
+                b = min(regs, key=regs.get)
+                lines.append(f"BEST {case:>18}: {b:<18} {regs[b]:7.2f} us | reg auto {base:7.2f} (x{base / regs[b]:.3f})"
+                             f" | reg auto#2 {res['reg auto#2']['median_us']:7.2f} | auto {res['auto']['median_us']:7.2f}"
+                             f" | nopdl {res['reg auto nopdl']['median_us']:7.2f} | bf16 {res['bf16 F.linear']['median_us']:7.2f}")
+            d = sums.setdefault((cls, tiles), {})
+            for nm, us in list(regs.items()) + [("reg auto", base)]:
+                d[nm] = d.get(nm, 0.0) + us
+        del packs, w16, ref_w
+        torch.cuda.empty_cache()
+    print()
+    for ln in lines:
+        print(ln)
+    table = {}
+    for key, d in sums.items():
+        regs = {nm: us for nm, us in d.items() if nm.startswith("reg R")}
+        if not regs:
+            continue
+        b = min(regs, key=regs.get)
+        print(f"CLASS {key}: {b} {regs[b]:.2f} us summed vs reg auto {d['reg auto']:.2f}")
+        if regs[b] < d["reg auto"] / 1.02:
+            table[key] = tuple(int(v[1:]) for v in b.split()[1:])
+    print(f"SET qlinear/ops/w4a16.py: _CUDA_REG_AUTO = {table!r}")
+    write_results("w4reg", rows, env_info(), args.out, metric="median_us")
+
+
+if __name__ == "__main__":
+    main()
