@@ -147,7 +147,15 @@ _CUDA_RING_AUTO: dict[tuple[str, int], int] = {
 # calls that _CUDA_RING_AUTO sends to the register kernel (-1), same keys; absent = _CUDA_CONFIG
 # (the launcher's heuristic). Only for groups of >= 128 or per channel (smaller groups have their
 # own fixed tile). Set from benchmarks/bench_w4reg.py (gpu_w4reg.sh), whose SET line prints it.
-_CUDA_REG_AUTO: dict[tuple[str, int], tuple[int, int, int, int]] = {}
+# Session 6 run 6 (benchmarks/results/session6/run6/w4reg, H200, cold weights, alternated replays,
+# us, vs the launcher's config in the same alternation):
+#   many M=1: R1 U2 W4 26.22 vs 31.81          many M=4 / 8: R1 U2 W4 28.78 / 35.77 vs 32.35 / 32.69
+#     (no single config wins both: launcher's kept)
+#   many M=16: R2 U1 W4 44.59 vs 47.40         short M=16: R2 U1 W4 16.14 vs 18.71
+#   few M=1: R1 U1 W16 pipe 6.23 vs 6.33 (under 2 %: launcher's kept)
+_CUDA_REG_AUTO: dict[tuple[str, int], tuple[int, int, int, int]] = {
+    ("many", 0): (1, 2, 4, 0), ("many", 2): (2, 1, 4, 0), ("short", 2): (2, 1, 4, 0),
+}
 
 _SCALE_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 
