@@ -186,13 +186,17 @@ def bench_graphs_interleaved(
     n_buffers: int = 1,
     reps: int = 30,
     target_replay_us: float = 2000.0,
+    settle: bool = True,
 ) -> dict[str, dict]:
     """Like :func:`bench_graph` for several callables at once, with their graph replays
     alternated (a, b, a, b, ...) instead of timed one after the other.
 
     A comparison of two ~200 us steps is about a few %, while the clocks of a busy H200 drift by
     more than that between measurements seconds apart; alternating single replays puts both
-    sides in the same thermal state. Returns ``{name: {"median_us", "p20_us", "p80_us",
+    sides in the same thermal state. ``settle``: each timed replay follows an untimed replay of the
+    same graph. Without it the replay right after a heavy candidate read slow (session 6: one
+    kernel 34.65 us right after bf16 F.linear on 7168x16384, 31.81 us two slots later in the same
+    round), a clock / power state that outlasts the heavy graph. Returns ``{name: {"median_us", "p20_us", "p80_us",
     "samples_us", "method"}}``; ``samples_us[r]`` of every name come from the same round ``r``.
     """
     if not _warmed:
@@ -205,9 +209,12 @@ def bench_graphs_interleaved(
     samples: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(reps):
         for name, graph in graphs.items():
+            if settle:
+                graph.replay()
             samples[name].append(_replay_us(graph, inners[name]))
     graphs.clear()
-    return {name: {**_quantiles(v), "samples_us": v, "method": f"cuda_graph(inner={inners[name]}), replays alternated"}
+    how = "replays alternated, each after an untimed one" if settle else "replays alternated"
+    return {name: {**_quantiles(v), "samples_us": v, "method": f"cuda_graph(inner={inners[name]}), {how}"}
             for name, v in samples.items()}
 
 
