@@ -4,9 +4,9 @@
 source "$(dirname "$0")/_gpu_build.sh"
 export PYTHONPATH="${PYTHONPATH:-$PWD}"
 gpu_build w4reg
-timeout 60 python -m pytest -q -p no:cacheprovider tests/gpu/test_w4a16_cuda_gpu.py >"$OUT/w4reg_pytest.txt" 2>&1
+timeout 40 python -m pytest -q -p no:cacheprovider tests/gpu/test_w4a16_cuda_gpu.py >"$OUT/w4reg_pytest.txt" 2>&1
 echo "tests: $(tail -n 1 "$OUT/w4reg_pytest.txt")"
-timeout 100 python benchmarks/bench_w4reg.py --out "$OUT" > "$OUT/w4reg_bench.txt" 2>&1
+timeout 140 python benchmarks/bench_w4reg.py --out "$OUT" > "$OUT/w4reg_bench.txt" 2>&1
 echo "bench rc=$?"
 grep -E "BEST|CLASS|SET|skipped|Error" "$OUT/w4reg_bench.txt" | head -40
 gpu_cleanup
