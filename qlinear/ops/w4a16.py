@@ -130,6 +130,7 @@ _CUDA_RING = 0
 #   few  M=1: register 6.32 (launcher, = register) vs bulk 11824 7.46        -> ('few', 0): -1
 #   few  M=4 / 8: bulk 11824 6.51 / 6.78 vs register 7.09 / 8.32            -> ('few', 1): 11824
 #   few  M=16: bulk 11814 10.42 vs register 11.71                           -> ('few', 2): 11814
+#     (run 8: the register kernel with R1 U1 W8 pipe, _CUDA_REG_AUTO, 10.05 vs 10.31: now -1)
 #   short M=1: ring 4143 11.05 (launcher) vs 4124 11.93, register 15.75     -> ('short', 0): 4143
 #   short M=4 / 8: ring 4124 12.18 / 12.50 vs 4143 (launcher) 15.23 / 15.68 -> ('short', 1): 4124
 #   short M=16: register 18.58 vs ring 4124 22.03, 2224 20.16              -> ('short', 2): -1
@@ -138,23 +139,28 @@ _CUDA_RING = 0
 #   (11824 at M = 16 was the launch failure: 339 KB of shared memory; it is no longer compiled for
 #   M > 8.) Re-measured by benchmarks/gpu_w4ring.sh (its AUTO lines: this table vs the launcher).
 _CUDA_RING_AUTO: dict[tuple[str, int], int] = {
-    ("few", 0): -1, ("few", 1): 11824, ("few", 2): 11814,
+    ("few", 0): -1, ("few", 1): 11824, ("few", 2): -1,
     ("short", 0): 4143, ("short", 1): 4124, ("short", 2): -1,
     ("many", 1): -1, ("many", 2): -1,
 }
 
 # Register-kernel configs (row tiles per CTA, superblocks per chunk, warps, pipe) for automatic
-# calls that _CUDA_RING_AUTO sends to the register kernel (-1), same keys; absent = _CUDA_CONFIG
-# (the launcher's heuristic). Only for groups of >= 128 or per channel (smaller groups have their
-# own fixed tile). Set from benchmarks/bench_w4reg.py (gpu_w4reg.sh), whose SET line prints it.
-# Session 6 run 6 (benchmarks/results/session6/run6/w4reg, H200, cold weights, alternated replays,
-# us, vs the launcher's config in the same alternation):
-#   many M=1: R1 U2 W4 26.22 vs 31.81          many M=4 / 8: R1 U2 W4 28.78 / 35.77 vs 32.35 / 32.69
-#     (no single config wins both: launcher's kept)
-#   many M=16: R2 U1 W4 44.59 vs 47.40         short M=16: R2 U1 W4 16.14 vs 18.71
-#   few M=1: R1 U1 W16 pipe 6.23 vs 6.33 (under 2 %: launcher's kept)
+# calls that _CUDA_RING_AUTO sends to the register kernel (-1). Keys (shape class, tiles) as there,
+# plus tiles 4 = M 2..4 (and M 1 without a tiles-0 entry), looked up before tiles 1; absent =
+# _CUDA_CONFIG (the launcher's heuristic). Only for groups of >= 128 or per channel (smaller groups
+# have their own fixed tile). Set from benchmarks/bench_w4reg.py (gpu_w4reg.sh).
+# H200, session 6 run 8 (benchmarks/results/session6/run8/w4reg: cold weights, alternated replays,
+# each timed replay after an untimed one of the same graph; us vs the launcher's config "reg auto"
+# and the table before this entry "auto", same round):
+#   many M=1 / 2 / 4: R1 U2 W4 25.28 / 25.57 / 27.91 vs reg auto 31.04 / 31.01 / 31.30
+#   many M=8: R1 U2 W4 34.56 vs reg auto 31.93 (R2 U2 W4 31.51, within 2 %): launcher's config
+#   many M=16: R2 U1 W4 pipe 41.30 vs reg auto 46.80, R2 U1 W4 (run 6's entry) 43.84
+#   few M=16: R1 U1 W8 pipe 10.05 vs bulk ring 11814 10.31 (the ring table's entry before), reg auto 11.46
+#   short M=16: R2 U1 W2 14.14 vs R2 U1 W4 (run 6's entry) 15.99, reg auto 18.31
+#   few M=1: R1 U2 W16 6.18 vs reg auto 6.21; short M=1: ring 4143 10.95 stays (best register 12.16)
 _CUDA_REG_AUTO: dict[tuple[str, int], tuple[int, int, int, int]] = {
-    ("many", 0): (1, 2, 4, 0), ("many", 2): (2, 1, 4, 0), ("short", 2): (2, 1, 4, 0),
+    ("many", 0): (1, 2, 4, 0), ("many", 4): (1, 2, 4, 0), ("many", 2): (2, 1, 4, 1),
+    ("few", 2): (1, 1, 8, 1), ("short", 2): (2, 1, 2, 0),
 }
 
 _SCALE_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
@@ -653,8 +659,8 @@ def _cuda_auto_reg(x: torch.Tensor, packed: W4A16Weights) -> tuple[int, int, int
         return None
     m = x.shape[0]
     cls = _cuda_shape_class(packed.n, x.shape[1])
-    cfg = _CUDA_REG_AUTO.get((cls, 0)) if m == 1 else None
-    return cfg if cfg is not None else _CUDA_REG_AUTO.get((cls, 1 if m <= 8 else 2))
+    keys = ([(cls, 0)] if m == 1 else []) + ([(cls, 4)] if m <= 4 else []) + [(cls, 1 if m <= 8 else 2)]
+    return next((_CUDA_REG_AUTO[key] for key in keys if key in _CUDA_REG_AUTO), None)
 
 
 @_w4a16_mm.register_fake

@@ -400,8 +400,11 @@ def test_too_large_ring_is_refused_up_front():
 
 
 # the committed dispatch table (qlinear/ops/w4a16.py _CUDA_RING_AUTO) on the measured shapes
-AUTO_WANT = {(2112, 7168): {1: -1, 4: 11824, 16: 11814}, (24576, 1536): {1: 4143, 4: 4124, 16: -1},
+AUTO_WANT = {(2112, 7168): {1: -1, 4: 11824, 16: -1}, (24576, 1536): {1: 4143, 4: 4124, 16: -1},
              (7168, 16384): {1: -1, 4: -1, 16: -1}}
+# ... and _CUDA_REG_AUTO's register configs where the ring table says -1 (None: the launcher's)
+REG_WANT = {(2112, 7168): {1: None, 16: (1, 1, 8, 1)}, (24576, 1536): {16: (2, 1, 2, 0)},
+            (7168, 16384): {1: (1, 2, 4, 0), 4: (1, 2, 4, 0), 16: (2, 1, 4, 1)}}
 
 
 @pytest.mark.parametrize("shape", list(AUTO_WANT))
@@ -412,4 +415,6 @@ def test_auto_table_on_measured_shapes(shape):
     for m, want in AUTO_WANT[shape].items():
         x = torch.randn(m, shape[1], device=DEV, dtype=torch.bfloat16)
         assert ops._cuda_auto_ring(x, packed) == want, (shape, m)
+        if m in REG_WANT[shape]:
+            assert ops._cuda_auto_reg(x, packed) == REG_WANT[shape][m], (shape, m)
         _check(packed, w, m, seed=m + 40)

@@ -212,6 +212,13 @@ def test_cuda_auto_reg_table(monkeypatch):
     assert ops._cuda_shape_class(big.n, big.k) == "many"
     assert ops._cuda_auto_reg(torch.randn(1, 2304), big) == (1, 2, 8, 0)
     assert ops._cuda_auto_reg(torch.randn(4, 2304), big) is None
+    # tiles 4 (M 2..4) before tiles 1 (M 2..8)
+    monkeypatch.setattr(ops, "_CUDA_REG_AUTO", {("many", 4): (1, 2, 4, 0), ("many", 1): (4, 1, 8, 0),
+                                                ("many", 2): (2, 1, 4, 0)})
+    assert ops._cuda_auto_reg(torch.randn(1, 2304), big) == (1, 2, 4, 0)
+    assert ops._cuda_auto_reg(torch.randn(4, 2304), big) == (1, 2, 4, 0)
+    assert ops._cuda_auto_reg(torch.randn(5, 2304), big) == (4, 1, 8, 0)
+    monkeypatch.setattr(ops, "_CUDA_REG_AUTO", {("many", 0): (1, 2, 8, 0), ("many", 2): (2, 1, 4, 0)})
     assert ops._cuda_auto_reg(torch.randn(12, 2304), big) == (2, 1, 4, 0)
     assert ops._cuda_auto_reg(torch.randn(1, 2304), packed(3200, 2304, 64)) is None
     monkeypatch.setattr(ops, "_CUDA_REG_AUTO", {})
