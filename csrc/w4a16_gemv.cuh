@@ -34,6 +34,10 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include <iterator>
+#include <type_traits>
+#include <utility>
+
 #include "pdl.cuh"
 
 namespace qlinear {
@@ -1138,37 +1142,6 @@ constexpr int kBulkNT1[] = {11424, 11426, 11444, 11824, 11818, 11814, 12224, 141
 // session 6 run 2 launched it and got cudaErrorInvalidValue at M >= 10.)
 constexpr int kBulkNT2[] = {11414, 11424, 11814, 12224, 14124, 14143, 12143};
 
-template <typename XT, int MODE>
-inline cudaError_t bulk_dispatch(const Params& p, int code, int nt, bool pdl, cudaStream_t s) {
-  if (nt == 1) {
-    switch (code) {
-      case 11424: return bulk_launch<XT, 1, 4, 2, 4, 1, MODE>(p, pdl, s);
-      case 11426: return bulk_launch<XT, 1, 4, 2, 6, 1, MODE>(p, pdl, s);
-      case 11444: return bulk_launch<XT, 1, 4, 4, 4, 1, MODE>(p, pdl, s);
-      case 11824: return bulk_launch<XT, 1, 8, 2, 4, 1, MODE>(p, pdl, s);
-      case 11818: return bulk_launch<XT, 1, 8, 1, 8, 1, MODE>(p, pdl, s);
-      case 11814: return bulk_launch<XT, 1, 8, 1, 4, 1, MODE>(p, pdl, s);
-      case 12224: return bulk_launch<XT, 2, 2, 2, 4, 1, MODE>(p, pdl, s);
-      case 14143: return bulk_launch<XT, 4, 1, 4, 3, 1, MODE>(p, pdl, s);
-      case 12143: return bulk_launch<XT, 2, 1, 4, 3, 1, MODE>(p, pdl, s);
-      case 14123: return bulk_launch<XT, 4, 1, 2, 3, 1, MODE>(p, pdl, s);
-      default: break;
-    }
-  } else {
-    switch (code) {
-      case 11414: return bulk_launch<XT, 1, 4, 1, 4, 2, MODE>(p, pdl, s);
-      case 11424: return bulk_launch<XT, 1, 4, 2, 4, 2, MODE>(p, pdl, s);
-      case 11814: return bulk_launch<XT, 1, 8, 1, 4, 2, MODE>(p, pdl, s);
-      case 12224: return bulk_launch<XT, 2, 2, 2, 4, 2, MODE>(p, pdl, s);
-      case 14124: return bulk_launch<XT, 4, 1, 2, 4, 2, MODE>(p, pdl, s);
-      case 14143: return bulk_launch<XT, 4, 1, 4, 3, 2, MODE>(p, pdl, s);
-      case 12143: return bulk_launch<XT, 2, 1, 4, 3, 2, MODE>(p, pdl, s);
-      default: break;
-    }
-  }
-  return cudaErrorInvalidValue;
-}
-
 // Ring shapes compiled (code: WR WK S ST as decimal digits), per token tiles. NT = 1: one row
 // tile with 4 or 8 warps over K (long K), 2 or 4 row tiles with few K warps (short K, many rows).
 constexpr int kRingNT1[] = {1424, 1824, 1444, 2224, 4124, 4143};
@@ -1187,27 +1160,43 @@ constexpr bool ring_codes_fit(const int (&codes)[L], int nt) {
 static_assert(ring_codes_fit(kRingNT1, 1) && ring_codes_fit(kRingNT2, 2), "a ring code exceeds 227 KB of smem");
 static_assert(ring_codes_fit(kBulkNT1, 1) && ring_codes_fit(kBulkNT2, 2), "a bulk ring code exceeds 227 KB of smem");
 
+// Whether code is one of codes (the compiled-shape lists above).
+template <size_t L>
+constexpr bool code_listed(const int (&codes)[L], int code) {
+  for (size_t i = 0; i < L; ++i)
+    if (codes[i] == code) return true;
+  return false;
+}
+
+// Launches the ring (code < 10000) or bulk ring instance of the entry of Codes equal to code, its
+// template arguments read from the code's digits (WR WK S ST of code % 10000), so the lists above
+// are the only place a compiled shape is named; cudaErrorInvalidValue when code is not listed.
+template <typename XT, int NT, int MODE, const auto& Codes, size_t... I>
+inline cudaError_t launch_listed(const Params& p, int code, bool pdl, cudaStream_t s, std::index_sequence<I...>) {
+  cudaError_t r = cudaErrorInvalidValue;
+  auto one = [&](auto c) {
+    constexpr int full = decltype(c)::value, d = full % 10000;
+    if constexpr (full >= 10000) {
+      r = bulk_launch<XT, d / 1000, d / 100 % 10, d / 10 % 10, d % 10, NT, MODE>(p, pdl, s);
+    } else {
+      r = ring_launch<XT, d / 1000, d / 100 % 10, d / 10 % 10, d % 10, NT, MODE>(p, pdl, s);
+    }
+    return true;
+  };
+  (void)((code == Codes[I] && one(std::integral_constant<int, Codes[I]>{})) || ...);
+  return r;
+}
+
 template <typename XT, int MODE>
 inline cudaError_t ring_dispatch(const Params& p, int code, int nt, bool pdl, cudaStream_t s) {
-  if (nt == 1) {
-    switch (code) {
-      case 1424: return ring_launch<XT, 1, 4, 2, 4, 1, MODE>(p, pdl, s);
-      case 1824: return ring_launch<XT, 1, 8, 2, 4, 1, MODE>(p, pdl, s);
-      case 1444: return ring_launch<XT, 1, 4, 4, 4, 1, MODE>(p, pdl, s);
-      case 2224: return ring_launch<XT, 2, 2, 2, 4, 1, MODE>(p, pdl, s);
-      case 4124: return ring_launch<XT, 4, 1, 2, 4, 1, MODE>(p, pdl, s);
-      case 4143: return ring_launch<XT, 4, 1, 4, 3, 1, MODE>(p, pdl, s);
-      default: break;
-    }
-  } else {
-    switch (code) {
-      case 1414: return ring_launch<XT, 1, 4, 1, 4, 2, MODE>(p, pdl, s);
-      case 2224: return ring_launch<XT, 2, 2, 2, 4, 2, MODE>(p, pdl, s);
-      case 4124: return ring_launch<XT, 4, 1, 2, 4, 2, MODE>(p, pdl, s);
-      default: break;
-    }
-  }
-  return cudaErrorInvalidValue;
+  return nt == 1 ? launch_listed<XT, 1, MODE, kRingNT1>(p, code, pdl, s, std::make_index_sequence<std::size(kRingNT1)>{})
+                 : launch_listed<XT, 2, MODE, kRingNT2>(p, code, pdl, s, std::make_index_sequence<std::size(kRingNT2)>{});
+}
+
+template <typename XT, int MODE>
+inline cudaError_t bulk_dispatch(const Params& p, int code, int nt, bool pdl, cudaStream_t s) {
+  return nt == 1 ? launch_listed<XT, 1, MODE, kBulkNT1>(p, code, pdl, s, std::make_index_sequence<std::size(kBulkNT1)>{})
+                 : launch_listed<XT, 2, MODE, kBulkNT2>(p, code, pdl, s, std::make_index_sequence<std::size(kBulkNT2)>{});
 }
 
 // Register-kernel instances compiled into the extension (code: R U NT PF as decimal digits).

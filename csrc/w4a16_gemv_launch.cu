@@ -57,27 +57,10 @@ bool bulk_ok(const W4GemvArgs& a) {
          al16(a.zeros) && (a.m <= 1 || a.x_stride % 8 == 0);
 }
 
-bool bulk_compiled(int nt, int code) {
-  if (nt == 1) {
-    for (int c : w4a16g::kBulkNT1)
-      if (c == code) return true;
-  } else {
-    for (int c : w4a16g::kBulkNT2)
-      if (c == code) return true;
-  }
-  return false;
-}
-
 bool ring_compiled(int nt, int code) {
-  if (code >= 10000) return bulk_compiled(nt, code);
-  if (nt == 1) {
-    for (int c : w4a16g::kRingNT1)
-      if (c == code) return true;
-  } else {
-    for (int c : w4a16g::kRingNT2)
-      if (c == code) return true;
-  }
-  return false;
+  using namespace w4a16g;
+  if (code >= 10000) return nt == 1 ? code_listed(kBulkNT1, code) : code_listed(kBulkNT2, code);
+  return nt == 1 ? code_listed(kRingNT1, code) : code_listed(kRingNT2, code);
 }
 
 // Automatic ring shape. Round-1 data (H200): the grid must fill 132 SMs with enough cp.async
