@@ -30,7 +30,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from _timing import bench_graph, copy_ceiling_gbps, env_info, l2_bytes, write_results  # noqa: E402
+from _timing import bench_graph, buffers_to_defeat_l2, copy_ceiling_gbps, env_info, l2_bytes, write_results  # noqa: E402
 
 from qlinear.kernels import w4a16_triton as kern  # noqa: E402
 from qlinear.ops import w4a16 as ops  # noqa: E402
@@ -112,6 +112,21 @@ def rotated(packed: ops.W4A16Weights, copies: int) -> list[ops.W4A16Weights]:
         t = {name: v.clone() for name, v in packed.tensors().items()}
         out.append(ops.W4A16Weights.from_tensors(t))
     return out
+
+
+def cold_layers(n: int, k: int, max_buffers: int = 24, with_reference: bool = False):
+    """A random asymmetric group-128 int4 layer for decode benchmarks with cold weights:
+    ``(packs, weight_bytes, w16, reference)`` = the packed copies to rotate (enough to defeat L2,
+    at most ``max_buffers``), its weight bytes, as many bf16 ``[n, k]`` weights for the ``F.linear``
+    anchor, and (``with_reference``) the fp32 weight from ``dequantize_canonical``, else None."""
+    q, z, s, g, _ = make_canonical(n, k)
+    packed = ops.pack_w4a16(q, z, s, g)
+    reference = ref.dequantize_canonical(q, z, s, g) if with_reference else None
+    wb = weight_bytes(packed)
+    packs = rotated(packed, buffers_to_defeat_l2(wb, max_buffers=max_buffers))
+    w16 = [torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
+           for _ in range(buffers_to_defeat_l2(2 * n * k, max_buffers))]
+    return packs, wb, w16, reference
 
 
 def time_fn(fn, m: int, k: int, nbuf: int) -> dict:

@@ -23,8 +23,8 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _timing import bench_graphs_interleaved, buffers_to_defeat_l2, env_info, write_results  # noqa: E402
-from bench_w4a16 import make_canonical, rotated, weight_bytes  # noqa: E402
+from _timing import bench_graphs_interleaved, env_info, write_results  # noqa: E402
+from bench_w4a16 import cold_layers  # noqa: E402
 
 from qlinear.kernels import cuda_ext  # noqa: E402
 from qlinear.ops import w4a16 as ops  # noqa: E402
@@ -51,15 +51,8 @@ def main() -> None:
     lines: list[str] = []
     for (n, k), ms in CASES.items():
         cls = ops._cuda_shape_class(n, k)
-        q, z, s, g, _ = make_canonical(n, k)
-        packed = ops.pack_w4a16(q, z, s, g)
-        ref_w = ((q.float() - z.float().repeat_interleave(g, 1)) * s.float().repeat_interleave(g, 1)).cuda()
-        del q, z, s
-        wb = weight_bytes(packed)
-        nbuf = buffers_to_defeat_l2(wb, max_buffers=24)
-        packs = rotated(packed, nbuf)
-        nb16 = buffers_to_defeat_l2(2 * n * k, 24)
-        w16 = [torch.randn(n, k, device="cuda", dtype=torch.bfloat16) for _ in range(nb16)]
+        packs, wb, w16, ref_w = cold_layers(n, k, with_reference=True)
+        nbuf, nb16 = len(packs), len(w16)
         nall = max(nbuf, nb16)
         for m in ms:
             case = f"M={m} {n}x{k}"

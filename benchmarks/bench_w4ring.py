@@ -32,8 +32,8 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _timing import bench_graphs_interleaved, buffers_to_defeat_l2, env_info, write_results  # noqa: E402
-from bench_w4a16 import make_canonical, make_tinygemm, rotated, weight_bytes  # noqa: E402
+from _timing import bench_graphs_interleaved, env_info, write_results  # noqa: E402
+from bench_w4a16 import cold_layers, make_tinygemm  # noqa: E402
 
 from qlinear.kernels import cuda_ext  # noqa: E402
 from qlinear.ops import w4a16 as ops  # noqa: E402
@@ -61,14 +61,8 @@ def main() -> None:
     sums: dict[tuple[str, int], dict[str, float]] = {}
     for n, k in SHAPES:
         cls = ops._cuda_shape_class(n, k)
-        q, z, s, g, _ = make_canonical(n, k)
-        packed = ops.pack_w4a16(q, z, s, g)
-        del q, z, s
-        wb = weight_bytes(packed)
-        nbuf = buffers_to_defeat_l2(wb, max_buffers=24)
-        packs = rotated(packed, nbuf)
-        nb16 = buffers_to_defeat_l2(2 * n * k, 24)
-        w16 = [torch.randn(n, k, device="cuda", dtype=torch.bfloat16) for _ in range(nb16)]
+        packs, wb, w16, _ = cold_layers(n, k)
+        nbuf, nb16 = len(packs), len(w16)
         try:
             tgs = [make_tinygemm(n, k) for _ in range(nbuf)]
             for f in tgs:
