@@ -121,8 +121,8 @@ _CUDA_RING = 0
 # Per-class kernels for automatic calls (_CUDA_RING == 0, no config), ahead of the launcher's own
 # choice: {(shape class, tiles): code}. Class "short" (K <= 2048: few superblocks per row, e.g.
 # 24576x1536), "few" (N <= 3072: about one 16-row tile per SM, e.g. 2112x7168) or "many"
-# (otherwise, e.g. 7168x16384). tiles: 1 = M <= 8, 2 = 9 <= M <= 16, 0 = M == 1 only (ahead of
-# tiles 1). code: a ring code (< 10000 cp.async ring, >= 10000 bulk ring), -1 = the register
+# (otherwise, e.g. 7168x16384). tiles: 1 = M <= 8, 2 = 9 <= M <= 16, 0 = M == 1 only and 4 = M <= 4
+# (looked up in the order 0, 4, then 1: _cuda_table_entry). code: a ring code (< 10000 cp.async ring, >= 10000 bulk ring), -1 = the register
 # kernel, 0 / absent = the launcher's choice; a ring / bulk code is used only where that kernel
 # applies (_cuda_ring_ok / _cuda_bulk_ok), else the launcher decides.
 # Session 6 run 2 (benchmarks/results/session6/run2/w4ring, H200, cold weights, alternated replays,
@@ -145,8 +145,8 @@ _CUDA_RING_AUTO: dict[tuple[str, int], int] = {
 }
 
 # Register-kernel configs (row tiles per CTA, superblocks per chunk, warps, pipe) for automatic
-# calls that _CUDA_RING_AUTO sends to the register kernel (-1). Keys (shape class, tiles) as there,
-# plus tiles 4 = M 2..4 (and M 1 without a tiles-0 entry), looked up before tiles 1; absent =
+# calls that _CUDA_RING_AUTO sends to the register kernel (-1). Keys (shape class, tiles) as there;
+# absent =
 # _CUDA_CONFIG (the launcher's heuristic). Only for groups of >= 128 or per channel (smaller groups
 # have their own fixed tile). Set from benchmarks/bench_w4reg.py (gpu_w4reg.sh).
 # H200, session 6 run 8 (benchmarks/results/session6/run8/w4reg: cold weights, alternated replays,
@@ -614,6 +614,11 @@ def _cuda_shape_class(n: int, k: int) -> str:
 _SM90: dict[int, bool] = {}
 
 
+def _grouped_128(packed: W4A16Weights) -> bool:
+    """Groups of a multiple of 128 columns, or per channel: one group per superblock or more."""
+    return packed.num_groups == 1 or packed.group_size % 128 == 0
+
+
 def _cuda_bulk_ok(x: torch.Tensor, packed: W4A16Weights) -> bool:
     """Whether the bulk ring kernel applies (csrc/w4a16_gemv_launch.cu bulk_ok): sm_90+, groups of
     >= 128 or per channel, N % 16 == 0, K % 128 == 0, x / scales / zeros 16-byte aligned, x row
@@ -622,9 +627,8 @@ def _cuda_bulk_ok(x: torch.Tensor, packed: W4A16Weights) -> bool:
     if dev not in _SM90:
         _SM90[dev] = torch.cuda.get_device_capability(dev)[0] >= 9
     m, k = x.shape
-    grouped = packed.num_groups == 1 or packed.group_size % 128 == 0
     zeros = packed.zeros
-    return (_SM90[dev] and grouped and packed.n % 16 == 0 and k % 128 == 0 and x.data_ptr() % 16 == 0
+    return (_SM90[dev] and _grouped_128(packed) and packed.n % 16 == 0 and k % 128 == 0 and x.data_ptr() % 16 == 0
             and packed.scales.data_ptr() % 16 == 0 and (zeros is None or zeros.data_ptr() % 16 == 0)
             and (m <= 1 or x.stride(0) % 8 == 0))
 
@@ -632,20 +636,25 @@ def _cuda_bulk_ok(x: torch.Tensor, packed: W4A16Weights) -> bool:
 def _cuda_ring_ok(packed: W4A16Weights) -> bool:
     """Whether the cp.async ring kernel applies (csrc/w4a16_gemv_launch.cu ring_ok): groups of >= 128
     or per channel, N % 4 == 0, 4-byte aligned scales / zeros."""
-    grouped = packed.num_groups == 1 or packed.group_size % 128 == 0
     zeros = packed.zeros
-    return (grouped and packed.n % 4 == 0 and packed.scales.data_ptr() % 4 == 0
+    return (_grouped_128(packed) and packed.n % 4 == 0 and packed.scales.data_ptr() % 4 == 0
             and (zeros is None or zeros.data_ptr() % 4 == 0))
+
+
+def _cuda_table_entry(table: dict, x: torch.Tensor, packed: W4A16Weights):
+    """The entry of a per-class dispatch table (:data:`_CUDA_RING_AUTO`, :data:`_CUDA_REG_AUTO`) for
+    this call, or None: keys (shape class, tiles) looked up in the order tiles 0 (M == 1), 4
+    (M <= 4), then 1 (M <= 8) or 2 (M 9..16)."""
+    m = x.shape[0]
+    cls = _cuda_shape_class(packed.n, x.shape[1])
+    keys = ([(cls, 0)] if m == 1 else []) + ([(cls, 4)] if m <= 4 else []) + [(cls, 1 if m <= 8 else 2)]
+    return next((table[key] for key in keys if key in table), None)
 
 
 def _cuda_auto_ring(x: torch.Tensor, packed: W4A16Weights) -> int:
     """:data:`_CUDA_RING_AUTO`'s code for this call (-1 = the register kernel), or 0 (the
     launcher's choice)."""
-    m = x.shape[0]
-    cls = _cuda_shape_class(packed.n, x.shape[1])
-    code = _CUDA_RING_AUTO.get((cls, 0)) if m == 1 else None
-    if code is None:
-        code = _CUDA_RING_AUTO.get((cls, 1 if m <= 8 else 2), 0)
+    code = _cuda_table_entry(_CUDA_RING_AUTO, x, packed) or 0
     if code >= 10000:
         return code if _cuda_bulk_ok(x, packed) else 0
     if code > 0:
@@ -655,12 +664,7 @@ def _cuda_auto_ring(x: torch.Tensor, packed: W4A16Weights) -> int:
 
 def _cuda_auto_reg(x: torch.Tensor, packed: W4A16Weights) -> tuple[int, int, int, int] | None:
     """:data:`_CUDA_REG_AUTO`'s register config for this call, or None (the launcher's heuristic)."""
-    if not _CUDA_REG_AUTO or not (packed.num_groups == 1 or packed.group_size % 128 == 0):
-        return None
-    m = x.shape[0]
-    cls = _cuda_shape_class(packed.n, x.shape[1])
-    keys = ([(cls, 0)] if m == 1 else []) + ([(cls, 4)] if m <= 4 else []) + [(cls, 1 if m <= 8 else 2)]
-    return next((_CUDA_REG_AUTO[key] for key in keys if key in _CUDA_REG_AUTO), None)
+    return _cuda_table_entry(_CUDA_REG_AUTO, x, packed) if _grouped_128(packed) else None
 
 
 @_w4a16_mm.register_fake
