@@ -30,7 +30,7 @@ from typing import Callable
 import torch
 
 __all__ = ["bench_graph", "bench_graphs_interleaved", "bench_rotated", "buffers_to_defeat_l2", "copy_ceiling_gbps", "env_info", "write_results", "l2_bytes",
-           "warm_up_gpu"]
+           "warm_up_gpu", "runnable"]
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
@@ -216,6 +216,25 @@ def bench_graphs_interleaved(
     how = "replays alternated, each after an untimed one" if settle else "replays alternated"
     return {name: {**_quantiles(v), "samples_us": v, "method": f"cuda_graph(inner={inners[name]}), {how}"}
             for name, v in samples.items()}
+
+
+def runnable(fns: dict[str, Callable[[int], object]], check: Callable[[str, object], None] | None = None,
+             label: str = "") -> dict[str, Callable[[int], object]]:
+    """The candidates of ``fns`` that run, ahead of timing them: each is called once (``fn(0)``,
+    which also compiles it) and synchronized, then ``check(name, result)``, when given, may raise
+    for a wrong result. A candidate that raises (a config a launcher refuses, a wrong output) is
+    printed as ``<label><name>: skipped (...)`` and left out."""
+    ok = {}
+    for name, fn in fns.items():
+        try:
+            result = fn(0)
+            torch.cuda.synchronize()
+            if check is not None:
+                check(name, result)
+            ok[name] = fn
+        except Exception as exc:  # noqa: BLE001 - reported and left out, the others are still timed
+            print(f"{label}{name}: skipped ({type(exc).__name__}: {str(exc)[:140]})", flush=True)
+    return ok
 
 
 def bench_rotated(fns, xs, **kwargs) -> dict[str, float | str]:

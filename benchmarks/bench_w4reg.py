@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _timing import bench_graphs_interleaved, env_info, write_results  # noqa: E402
+from _timing import bench_graphs_interleaved, env_info, runnable, write_results  # noqa: E402
 from bench_w4a16 import cold_layers  # noqa: E402
 
 from qlinear.kernels import cuda_ext  # noqa: E402
@@ -68,18 +68,14 @@ def main() -> None:
             for cfg in REG_CONFIGS[nt]:
                 fns["reg R{} U{} W{} P{}".format(*cfg)] = (
                     lambda i, c=cfg: ops.cuda_gemv(xs[i % 4], packs[i % nbuf], config=c))
-            ok = {}
-            for name, fn in fns.items():
-                try:
-                    y = fn(0)
-                    if name != "bf16 F.linear":
-                        err = ((y.float() - want).norm() / want.norm()).item()
-                        if not err <= 1e-2:
-                            raise RuntimeError(f"rel err {err:.3g}")
-                    ok[name] = fn
-                except Exception as exc:  # noqa: BLE001 - a config that is not compiled / refused
-                    print(f"{case:>18}  {name:<20} skipped: {type(exc).__name__}: {str(exc)[:140]}", flush=True)
-            torch.cuda.synchronize()
+
+            def check(name, y):
+                if name != "bf16 F.linear":
+                    err = ((y.float() - want).norm() / want.norm()).item()
+                    if not err <= 1e-2:
+                        raise RuntimeError(f"rel err {err:.3g}")
+
+            ok = runnable(fns, check, f"{case:>18}  ")
             res = bench_graphs_interleaved(ok, n_buffers=nall, reps=args.reps, target_replay_us=400.0)
             for name, r in res.items():
                 r = dict(r)

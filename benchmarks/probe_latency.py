@@ -22,7 +22,7 @@ import torch.nn.functional as F
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _timing import bench_graphs_interleaved, buffers_to_defeat_l2, env_info, write_results  # noqa: E402
+from _timing import bench_graphs_interleaved, buffers_to_defeat_l2, env_info, runnable, write_results  # noqa: E402
 
 from qlinear.kernels import cuda_ext  # noqa: E402
 from qlinear.ops import rms_norm  # noqa: E402
@@ -69,13 +69,7 @@ def main() -> None:
             k = (0, 32, 1, 2, pdl, 0, 0)
             cands[f"floor 16x64 {'pdl' if pdl else 'no-pdl'}"] = (
                 lambda i, k=k: ops.rms_norm(small_out[i][None], small[i][None], w_small, EPS, *k))
-        for name, fn in list(cands.items()):
-            try:
-                fn(0)
-                torch.cuda.synchronize()
-            except Exception as exc:  # a knob set the launcher refuses
-                print(f"LAT {mode} {name}: skipped ({type(exc).__name__}: {str(exc)[:100]})", flush=True)
-                cands.pop(name)
+        cands = runnable(cands, label=f"LAT {mode} ")
         ref = rms_norm_ref(xs[0], w, EPS)
         err = (rms_norm(xs[0], w, EPS).float() - ref.float()).abs().max().item()
         print(f"LAT {mode}: max abs err of the api vs the fp32 reference {err:.3g}", flush=True)

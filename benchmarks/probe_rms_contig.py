@@ -16,7 +16,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _timing import bench_graphs_interleaved, buffers_to_defeat_l2, copy_ceiling_gbps, env_info, write_results  # noqa: E402
+from _timing import bench_graphs_interleaved, buffers_to_defeat_l2, copy_ceiling_gbps, env_info, runnable, write_results  # noqa: E402
 
 from qlinear.kernels import cuda_ext  # noqa: E402
 from qlinear.kernels.norm_triton import rms_norm_triton  # noqa: E402
@@ -54,17 +54,15 @@ def main() -> None:
                 lambda i, cfg=cfg: rms_norm_triton(outs[i][None], xs[i][None], w, EPS, cfg))
         for knobs in ((2, 256, 1, 0, 1, 0, 32),):
             cands[f"cuda {knobs}"] = lambda i, k=knobs: ops.rms_norm(outs[i][None], xs[i][None], w, EPS, *k)
-        for name, fn in list(cands.items()):  # compile / check once outside the graphs
-            try:
-                fn(0)
-                torch.cuda.synchronize()
-                if name.startswith(("triton", "cuda")):
-                    err = (outs[0].float() - rms_norm_ref(xs[0], w, EPS).float()).abs().max().item()
-                    if not err < 0.05:
-                        raise RuntimeError(f"wrong result: max abs err {err:.3g}")
-            except Exception as exc:  # a config the kernel refuses
-                print(f"RMSC T={t} {name}: skipped ({type(exc).__name__}: {str(exc)[:120]})")
-                cands.pop(name)
+        want = rms_norm_ref(xs[0], w, EPS).float()
+
+        def check(name, _):
+            if name.startswith(("triton", "cuda")):
+                err = (outs[0].float() - want).abs().max().item()
+                if not err < 0.05:
+                    raise RuntimeError(f"wrong result: max abs err {err:.3g}")
+
+        cands = runnable(cands, check, f"RMSC T={t} ")
         for p in range(args.passes):
             res = bench_graphs_interleaved(cands, n_buffers=nb)
             base = res["torch.compile(ref)"]["median_us"]

@@ -16,7 +16,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _timing import bench_graphs_interleaved, buffers_to_defeat_l2, env_info, write_results  # noqa: E402
+from _timing import bench_graphs_interleaved, buffers_to_defeat_l2, env_info, runnable, write_results  # noqa: E402
 
 from qlinear.kernels import cuda_ext  # noqa: E402
 from qlinear.kernels.norm_triton import rms_norm_triton  # noqa: E402
@@ -56,17 +56,14 @@ def main() -> None:
     for c in TRITON:
         cands[f"triton {c}"] = lambda i, c=c: rms_norm_triton(shared[None], xs[i][None], w, EPS, c)
     want = rms_norm_ref(xs[0], w, EPS).float()
-    for name, fn in list(cands.items()):
-        try:
-            fn(0)
-            torch.cuda.synchronize()
-            if not name.startswith("torch"):
-                err = (shared.float() - want).abs().max().item()
-                if not err < 0.05:
-                    raise RuntimeError(f"wrong result: max abs err {err:.3g}")
-        except Exception as exc:
-            print(f"KVC {name}: skipped ({type(exc).__name__}: {str(exc)[:120]})", flush=True)
-            cands.pop(name)
+
+    def check(name, _):
+        if not name.startswith("torch"):
+            err = (shared.float() - want).abs().max().item()
+            if not err < 0.05:
+                raise RuntimeError(f"wrong result: max abs err {err:.3g}")
+
+    cands = runnable(cands, check, "KVC ")
     rows = []
     for p in range(args.passes):
         res = bench_graphs_interleaved(cands, n_buffers=nb)
