@@ -253,17 +253,16 @@ cudaError_t w4_gemv_launch(const W4GemvArgs& a, cudaStream_t stream, W4GemvConfi
 
 int w4_ring_configs(int nt, int* codes, int cap) {
   int n = 0;
-  auto add = [&](const int* src, int len) {
-    for (int i = 0; i < len; ++i, ++n)
-      if (n < cap) codes[n] = src[i];
+  auto add = [&](const auto& src) {
+    for (int c : src)
+      if (n++ < cap) codes[n - 1] = c;
   };
-  constexpr int kI = static_cast<int>(sizeof(int));
   if (nt == 1) {
-    add(w4a16g::kRingNT1, static_cast<int>(sizeof(w4a16g::kRingNT1)) / kI);
-    add(w4a16g::kBulkNT1, static_cast<int>(sizeof(w4a16g::kBulkNT1)) / kI);
+    add(w4a16g::kRingNT1);
+    add(w4a16g::kBulkNT1);
   } else {
-    add(w4a16g::kRingNT2, static_cast<int>(sizeof(w4a16g::kRingNT2)) / kI);
-    add(w4a16g::kBulkNT2, static_cast<int>(sizeof(w4a16g::kBulkNT2)) / kI);
+    add(w4a16g::kRingNT2);
+    add(w4a16g::kBulkNT2);
   }
   return n;
 }
