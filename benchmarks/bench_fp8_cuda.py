@@ -51,9 +51,14 @@ def candidates(m: int, n: int, k: int, quick: bool) -> list[int]:
         preq = [1011116, 1011216, 1011312, 1021108, 1021208]
         if tiles < 264:
             preq += [1041108, 1041208]
+    # x staged in shared memory once per CTA (Q = 2): more row tiles per CTA, K split to fill the SMs
+    if tiles < 264:
+        shared = [2011116, 2021116, 2022108, 2022116, 2024008, 2044008, 2044108, 2048004, 2084004, 2034008]
+    else:
+        shared = [2011108, 2012108, 2014008, 2014108, 2024008, 2024108, 2034008]
     if quick:
-        inkernel, preq = inkernel[:3], preq[:2]
-    return inkernel + preq
+        inkernel, preq, shared = inkernel[:3], preq[:2], shared[:3]
+    return inkernel + preq + shared
 
 
 def main() -> None:
@@ -61,6 +66,7 @@ def main() -> None:
     ap.add_argument("--out", default=None)
     ap.add_argument("--ms", type=int, nargs="+", default=[1, 4, 8, 12, 16])
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--shapes", nargs="+", default=None, help="NxK (default: all five)")
     args = ap.parse_args()
     if not cuda_ext.is_available():
         print(f"FP8CUDA extension unavailable: {cuda_ext.failure_reason()}")
@@ -71,7 +77,8 @@ def main() -> None:
     print(f"FP8CUDA copy ceiling {ceiling:.0f} GB/s (read+write)", flush=True)
     rows, best, base = [], {}, {}
     saved = ops.FP8_CUDA_CONFIG
-    for n, k in SHAPES:
+    shapes = SHAPES if args.shapes is None else [tuple(int(v) for v in s.split("x")) for s in args.shapes]
+    for n, k in shapes:
         copies = buffers_to_defeat_l2(n * k, max_buffers=24)
         ws = [(torch.randn(n, k, device="cuda") * 2).to(torch.float8_e4m3fn) for _ in range(copies)]
         ss = [torch.rand((n + 127) // 128, k // 128, device="cuda") * 2**-7 + 2**-8 for _ in range(copies)]
@@ -96,7 +103,7 @@ def main() -> None:
             table = ops._cuda_config(m, n, k)
             fns[f"cuda:table[{C.fp8_block_gemv_resolve(x, ws[0], ss[0], wsp, table)}]"] = make("cuda")
             for code in candidates(m, n, k, args.quick):
-                xa, extra = (q, (s,)) if code >= 1000000 else (x, ())
+                xa, extra = (q, (s,)) if code // 1000000 == 1 else (x, ())
                 if C.fp8_block_gemv_supported(xa, ws[0], ss[0], wsp, code, *extra) == 0:
                     fns[f"cuda:{code}"] = make("cuda", code)
             errs = {name: ((fn(0).float() - ref).norm() / ref.norm()).item() for name, fn in fns.items()}
@@ -110,8 +117,8 @@ def main() -> None:
                 rows.append(dict(case=f"M={m} {n}x{k}", impl=name, us=us, p20_us=t["p20_us"], p80_us=t["p80_us"],
                                  floor_us=floor_us, gbs=gbs, rel_err_vs_triton=errs[name]))
                 if name.startswith("cuda:") and errs[name] <= 1e-2 and not name.startswith("cuda:table"):
-                    pre = name.startswith("cuda:1")
-                    for key in ((m, n, k, "any"), (m, n, k, "preq" if pre else "inkernel")):
+                    kind = {1: "preq", 2: "shared"}.get(int(name[5:]) // 1000000, "inkernel")
+                    for key in ((m, n, k, "any"), (m, n, k, kind)):
                         if key not in best or us < best[key][0]:
                             best[key] = (us, name[5:])
             base[(m, n, k)] = (res["auto"]["median_us"], res["triton"]["median_us"])
@@ -119,8 +126,9 @@ def main() -> None:
             if b:
                 bi = best.get((m, n, k, "inkernel"), (float("nan"), "-"))
                 bp = best.get((m, n, k, "preq"), (float("nan"), "-"))
+                bs = best.get((m, n, k, "shared"), (float("nan"), "-"))
                 print(f"FP8CUDA M={m:<2d} {n}x{k} BEST {b[1]} {b[0]:.2f} us (in-kernel {bi[1]} {bi[0]:.2f}, "
-                      f"pre-quantized {bp[1]} {bp[0]:.2f}; auto {base[(m, n, k)][0]:.2f}, triton "
+                      f"pre-quantized {bp[1]} {bp[0]:.2f}, shared {bs[1]} {bs[0]:.2f}; auto {base[(m, n, k)][0]:.2f}, triton "
                       f"{base[(m, n, k)][1]:.2f})", flush=True)
         del ws, ss
         torch.cuda.empty_cache()

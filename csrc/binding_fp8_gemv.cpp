@@ -9,7 +9,7 @@
 //                                      x_scales=None) -> int   (0 = supported, else a Fp8GemvSupport code)
 //   torch.ops.qlinear_C.fp8_block_gemv_resolve(x, weight, weight_scale_inv, workspace, config=0,
 //                                      x_scales=None) -> int   (the config code a launch would use)
-//   torch.ops.qlinear_C.fp8_block_gemv_configs() -> int[]   (compiled (R, PF) pairs as R * 10 + PF)
+//   torch.ops.qlinear_C.fp8_block_gemv_configs(q=0) -> int[]   (compiled (R, PF) pairs of a Q digit as R * 10 + PF)
 // x [M <= 16, K] fp16 / bf16 (stride(1) == 1; with x_scales: e4m3 codes), weight e4m3 [N, K]
 // (stride(1) == 1), weight_scale_inv fp32 [cdiv(N, 128), K / 128], bias [N] in the output dtype,
 // workspace int32 (counters zeroed once).
@@ -213,9 +213,9 @@ at::Tensor fp8_block_gemv_preq(const at::Tensor& xq, const at::Tensor& xs, const
   return run(a, xq, bias, out_dtype, config, pdl);
 }
 
-std::vector<int64_t> fp8_block_gemv_configs() {
+std::vector<int64_t> fp8_block_gemv_configs(int64_t q) {
   int codes[32];
-  const int n = qlinear::fp8_gemv_configs(codes, 32);
+  const int n = qlinear::fp8_gemv_configs(codes, 32, static_cast<int>(q));
   return std::vector<int64_t>(codes, codes + (n < 32 ? n : 32));
 }
 
@@ -238,5 +238,5 @@ TORCH_LIBRARY_FRAGMENT(qlinear_C, m) {
       "fp8_block_gemv_resolve(Tensor x, Tensor weight, Tensor weight_scale_inv, Tensor workspace, "
       "int config=0, Tensor? x_scales=None) -> int",
       &fp8_block_gemv_resolve);
-  m.def("fp8_block_gemv_configs() -> int[]", &fp8_block_gemv_configs);
+  m.def("fp8_block_gemv_configs(int q=0) -> int[]", &fp8_block_gemv_configs);
 }

@@ -32,11 +32,18 @@
 // multiplied (more bytes in flight per SM for the bandwidth-bound large shapes).
 // PDL: the first k-block's weights and scales are requested before griddepcontrol.wait, x after.
 //
-// PQ (pre-quantized x): x arrives as e4m3 codes [M, K] (row stride x_stride bytes) plus fp32 group
-// scales xs [M, K / 128] from per_token_group_quant_fp8 (launched just before, the GEMM with PDL so
-// its first weight loads overlap the quantizer); the B fragments are the codes at the same k
-// positions (16 bytes at k = 16t and 64 + 16t), so every CTA skips the quantization of M x K values
-// that otherwise grows with M (each CTA repeats it for its k range).
+// XQ = where x is quantized:
+//  - kXWarp: each warp quantizes the x it multiplies, per k-block (above). The CTAs of one split
+//    repeat that work: (tile groups) x M x K values in all, which grows with M.
+//  - kXPre (pre-quantized x): x arrives as e4m3 codes [M, K] (row stride x_stride bytes) plus fp32
+//    group scales xs [M, K / 128] from per_token_group_quant_fp8 (launched just before, the GEMM with
+//    PDL so its first weight loads overlap the quantizer); the B fragments are the codes at the same
+//    k positions (16 bytes at k = 16t and 64 + 16t).
+//  - kXShared: the CTA's warps quantize the CTA's k range of x once, after requesting their first
+//    weight stages, into shared memory (codes [8 NT tokens][kbs * 128 + 64 bytes], the pad putting
+//    tokens g and g + 1 in different bank halves, then fp32 scales [8 NT][kbs]); after one barrier
+//    the B fragments come from there. No x registers are held in the main loop, so more row tiles
+//    per CTA fit and the quantization work, (tile groups) x M x K, shrinks with R.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -50,6 +57,9 @@
 namespace qlinear {
 namespace fp8g {
 
+// Where x is quantized (the kernel's XQ parameter; see the header comment).
+constexpr int kXWarp = 0, kXPre = 1, kXShared = 2;
+
 struct Params {
   void* out;
   int64_t out_stride;  // elements between rows of out
@@ -60,7 +70,7 @@ struct Params {
   const float* wsi;  // [cdiv(n, 128), k / 128]
   int64_t wsi_s0, wsi_s1;
   const void* bias;  // [n] in x's dtype or null
-  const float* xs;  // PQ: x's group scales [m, kb], strides xs_s0, xs_s1 (x then holds e4m3 codes)
+  const float* xs;  // kXPre: x's group scales [m, kb], strides xs_s0, xs_s1 (x then holds e4m3 codes)
   int64_t xs_s0, xs_s1;
   float* ws;         // split partials (splits > 1)
   int* counters;     // one per tile group, zero between launches
@@ -113,27 +123,43 @@ struct WStage {
   float sw[R];
 };
 
-// Weight rows are kept as 32-bit indices (64-bit pointers would cost 4 R more registers).
+// Row r h of the lane (row0g = the tile group's first row + g) is recomputed per load rather than
+// held: 2 R registers fewer, which the R = 6 / 8 instances need. Rows past N read row N - 1 (valid
+// memory; their results are never stored). A 16-row tile lies inside one 128-row scale block, so
+// row g's block is the tile's.
 template <int R>
-__device__ __forceinline__ void load_stage(WStage<R>& st, const Params& p, const int (&rows)[R][2], int t, int kb) {
+__device__ __forceinline__ void load_stage(WStage<R>& st, const Params& p, int row0g, int t, int kb) {
   const uint8_t* base = p.w + static_cast<int64_t>(kb) * 128 + 16 * t;
 #pragma unroll
   for (int r = 0; r < R; ++r) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const uint8_t* row = base + static_cast<int64_t>(rows[r][h]) * p.w_stride;
+      const int rw = min(row0g + r * 16 + h * 8, p.n - 1);
+      const uint8_t* row = base + static_cast<int64_t>(rw) * p.w_stride;
 #pragma unroll
       for (int c = 0; c < 2; ++c) st.v[r][h][c] = ld_weight(row + c * 64);
     }
-    st.sw[r] = __ldg(p.wsi + static_cast<int64_t>(rows[r][0] / 128) * p.wsi_s0 + static_cast<int64_t>(kb) * p.wsi_s1);
+    const int rb = min(row0g + r * 16, p.n - 1) / 128;
+    st.sw[r] = __ldg(p.wsi + static_cast<int64_t>(rb) * p.wsi_s0 + static_cast<int64_t>(kb) * p.wsi_s1);
+  }
+}
+
+// Asks L2 for rows [row0, row0 + rows) x k-blocks [kb_lo, kb_hi) of the weight, one 128-byte line
+// per thread and step (rows past N are skipped).
+__device__ __forceinline__ void prefetch_slice(const Params& p, int row0, int rows, int kb_lo, int kb_hi) {
+  const int lines = (kb_hi - kb_lo);  // 128-byte lines per row
+  const int nrows = min(rows, p.n - row0);
+  for (int i = threadIdx.x; i < nrows * lines; i += blockDim.x) {
+    const int r = i / lines, l = i - r * lines;
+    const uint8_t* ptr = p.w + static_cast<int64_t>(row0 + r) * p.w_stride + static_cast<int64_t>(kb_lo + l) * 128;
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(ptr));
   }
 }
 
 // x of token tile nt at k-block kb quantized for this lane: q[c * 4 + j] = codes of k = 64 c + 16 t +
 // 4 j .. +3 (low byte first); returns the group scale (0 for tokens >= M, whose codes are 0).
 template <typename XT>
-__device__ __forceinline__ float quant_x(uint32_t (&q)[8], const XT* xrow, bool valid, int kb, int t, float eps) {
-  uint4 raw[2][2];
+__device__ __forceinline__ void load_x(uint4 (&raw)[2][2], const XT* xrow, bool valid, int kb, int t) {
   if (valid) {
     const uint4* p = reinterpret_cast<const uint4*>(xrow + static_cast<int64_t>(kb) * 128 + 16 * t);
 #pragma unroll
@@ -145,6 +171,11 @@ __device__ __forceinline__ float quant_x(uint32_t (&q)[8], const XT* xrow, bool 
 #pragma unroll
     for (int c = 0; c < 2; ++c) raw[c][0] = raw[c][1] = make_uint4(0, 0, 0, 0);
   }
+}
+
+// The raw x of load_x quantized: codes q as quant_x returns them, and the group scale (0 when !valid).
+template <typename XT>
+__device__ __forceinline__ float quant_raw(uint32_t (&q)[8], const uint4 (&raw)[2][2], bool valid, float eps) {
   // the 32 values are converted twice (amax, then quotients) rather than held as fp32: that would
   // cost 32 registers per token tile
   float amax = 0.f;
@@ -180,6 +211,13 @@ __device__ __forceinline__ float quant_x(uint32_t (&q)[8], const XT* xrow, bool 
   return valid ? scale : 0.f;
 }
 
+template <typename XT>
+__device__ __forceinline__ float quant_x(uint32_t (&q)[8], const XT* xrow, bool valid, int kb, int t, float eps) {
+  uint4 raw[2][2];
+  load_x<XT>(raw, xrow, valid, kb, t);
+  return quant_raw<XT>(q, raw, valid, eps);
+}
+
 // Pre-quantized x of token tile nt at k-block kb for this lane: the codes at the k positions quant_x
 // produces (two 16-byte loads), zero for tokens >= M.
 __device__ __forceinline__ void load_codes(uint32_t (&q)[8], const uint8_t* xrow, bool valid, int kb, int t) {
@@ -193,15 +231,33 @@ __device__ __forceinline__ void load_codes(uint32_t (&q)[8], const uint8_t* xrow
   q[4] = c1.x, q[5] = c1.y, q[6] = c1.z, q[7] = c1.w;
 }
 
-template <typename XT, int NT, int R, bool PQ>
+// The shared-memory x of kXShared: codes of token tok start at base + tok * pitch (k-block kbl of the
+// CTA's range at + 128 kbl), its scales at base + 8 NT pitch + 4 (tok * kbs + kbl). Offsets, not
+// pointers: fewer registers through the main loop.
+struct XSmem {
+  const uint8_t* base;
+  int pitch, kbs;
+};
+
+template <typename XT, int NT, int R, int XQ>
 __device__ __forceinline__ void do_block(float (&acc)[R][NT][4], const WStage<R>& st, const void* const (&xrow)[NT],
-                                         const bool (&xvalid)[NT], int kb, int lane, const Params& p) {
+                                         const bool (&xvalid)[NT], int kb, int lane, const Params& p,
+                                         const XSmem& xsm, int kb_lo) {
   const int t = lane & 3;
   uint32_t q[NT][8];
   float sxc[NT][2];
 #pragma unroll
   for (int nt = 0; nt < NT; ++nt) {
-    if constexpr (PQ) {
+    if constexpr (XQ == kXShared) {
+      const int kbl = kb - kb_lo, g = lane >> 2;
+      const uint4* c = reinterpret_cast<const uint4*>(xsm.base + (nt * 8 + g) * xsm.pitch + kbl * 128 + 16 * t);
+      const uint4 c0 = c[0], c1 = c[4];
+      q[nt][0] = c0.x, q[nt][1] = c0.y, q[nt][2] = c0.z, q[nt][3] = c0.w;
+      q[nt][4] = c1.x, q[nt][5] = c1.y, q[nt][6] = c1.z, q[nt][7] = c1.w;
+      const float* sc = reinterpret_cast<const float*>(xsm.base + NT * 8 * xsm.pitch);
+#pragma unroll
+      for (int j = 0; j < 2; ++j) sxc[nt][j] = sc[(nt * 8 + 2 * t + j) * xsm.kbs + kbl];
+    } else if constexpr (XQ == kXPre) {
       load_codes(q[nt], static_cast<const uint8_t*>(xrow[nt]), xvalid[nt], kb, t);
       // C columns of this lane are tokens 2t, 2t + 1
 #pragma unroll
@@ -244,21 +300,32 @@ __device__ __forceinline__ void do_block(float (&acc)[R][NT][4], const WStage<R>
 }
 
 // Threads per CTA an instance is compiled for, i.e. its register cap (65536 / threads): each tile
-// of a weight stage holds 17 registers (PF + 1 stages), each token tile 24 (raw x + codes; 8 with
-// PQ) and 8 R accumulators.
-__host__ __device__ constexpr int max_threads(int NT, int R, int PF, bool PQ) {
-  return R == 1 ? (PF <= 1 || (PF == 2 && (NT == 1 || PQ)) ? 512 : (PF == 2 || NT == 1 || PQ ? 384 : 256))
+// of a weight stage holds 17 registers (PF + 1 stages), each token tile 24 (raw x + codes; 8 when
+// x is not quantized in the main loop) and 8 R accumulators.
+__host__ __device__ constexpr int max_threads(int NT, int R, int PF, int XQ) {
+  return R == 1 ? (PF <= 1 || (PF == 2 && (NT == 1 || XQ != kXWarp)) ? 512
+                                                                        : (PF == 2 || NT == 1 || XQ != kXWarp ? 384 : 256))
                 : (R == 2 && NT == 1 ? (PF == 0 ? 512 : (PF == 1 ? 384 : 256)) : 256);
 }
 
-// Shared memory of a launch: the warps' partial tiles plus the last-arrival flag.
-inline size_t smem_bytes(int R, int NT, int warps) {
-  return sizeof(float) * static_cast<size_t>(warps) * R * NT * 128 + 16;
+// kXShared: bytes between two tokens' codes (64 past a multiple of 128: conflict-free 16-byte
+// reads of 8 tokens x 4 lanes) and the size of the staged x for kbs k-blocks.
+__host__ __device__ constexpr int xs_pitch(int kbs) { return kbs * 128 + 64; }
+inline size_t xs_bytes(int NT, int kbs) {
+  return static_cast<size_t>(NT) * 8 * (xs_pitch(kbs) + sizeof(float) * kbs);
 }
 
-template <typename XT, int NT, int R, int PF, bool PQ>
-__global__ void __launch_bounds__(max_threads(NT, R, PF, PQ), 1) fp8_gemv_kernel(const Params p) {
-  extern __shared__ float red[];
+// Shared memory of a launch: the warps' partial tiles plus the last-arrival flag (kXShared: the
+// staged x, which the partial tiles overwrite after the main loop, when larger).
+inline size_t smem_bytes(int R, int NT, int warps, int XQ = kXWarp, int kbs = 0) {
+  const size_t red = sizeof(float) * static_cast<size_t>(warps) * R * NT * 128 + 16;
+  const size_t xs = XQ == kXShared ? xs_bytes(NT, kbs) : 0;
+  return red > xs ? red : xs;
+}
+
+template <typename XT, int NT, int R, int PF, int XQ>
+__global__ void __launch_bounds__(max_threads(NT, R, PF, XQ), 1) fp8_gemv_kernel(const Params p) {
+  extern __shared__ __align__(16) float red[];
   constexpr int V = R * NT * 4;  // accumulator values per lane
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, W = blockDim.x >> 5;
   const int g = lane >> 2, t = lane & 3;
@@ -267,14 +334,7 @@ __global__ void __launch_bounds__(max_threads(NT, R, PF, PQ), 1) fp8_gemv_kernel
   const int kb_lo = split * p.kb_per_split;
   const int kb_hi = min(kb_lo + p.kb_per_split, p.kb);
 
-  int rows[R][2];
-#pragma unroll
-  for (int r = 0; r < R; ++r) {
-    // rows past N read row N - 1 (valid memory); their results are never stored. A 16-row tile
-    // lies inside one 128-row scale block, so row g's block is the tile's.
-#pragma unroll
-    for (int h = 0; h < 2; ++h) rows[r][h] = min(row0 + r * 16 + h * 8 + g, p.n - 1);
-  }
+  const int row0g = row0 + g;
 
   float acc[R][NT][4];
 #pragma unroll
@@ -285,11 +345,19 @@ __global__ void __launch_bounds__(max_threads(NT, R, PF, PQ), 1) fp8_gemv_kernel
   int kb = kb_lo + warp;
   constexpr int NS = PF + 1;  // register stages
   WStage<R> st[NS];
-  // the weights do not depend on the previous grid: the first PF k-blocks (one without PF) are
-  // requested before the wait
+  // the first PF k-blocks (one without PF) of this warp
+  auto first_stages = [&]() {
 #pragma unroll
-  for (int i = 0; i < (PF > 0 ? PF : 1); ++i)
-    if (kb + i * W < kb_hi) load_stage<R>(st[i], p, rows, t, kb + i * W);
+    for (int i = 0; i < (PF > 0 ? PF : 1); ++i)
+      if (kb + i * W < kb_hi) load_stage<R>(st[i], p, row0g, t, kb + i * W);
+  };
+  // the weights do not depend on the previous grid: requested before the wait. kXShared asks L2
+  // for the CTA's whole weight slice instead (no registers held across the x staging, which then
+  // overlaps the HBM reads) and loads its register stages from L2 after the staging.
+  if constexpr (XQ == kXShared)
+    prefetch_slice(p, row0, R * 16, kb_lo, kb_hi);
+  else
+    first_stages();
 
   pdl::wait();
   pdl::launch_dependents();
@@ -301,10 +369,47 @@ __global__ void __launch_bounds__(max_threads(NT, R, PF, PQ), 1) fp8_gemv_kernel
     const int m = nt * 8 + g;
     xvalid[nt] = m < p.m;
     const int64_t off = static_cast<int64_t>(xvalid[nt] ? m : 0) * p.x_stride;
-    if constexpr (PQ)
+    if constexpr (XQ == kXPre)
       xrow[nt] = static_cast<const uint8_t*>(p.x) + off;
     else
       xrow[nt] = static_cast<const XT*>(p.x) + off;
+  }
+
+  XSmem xsm{};
+  if constexpr (XQ == kXShared) {
+    // item i = (k-block kb_lo + i / NT, token tile i % NT): lanes (g, t) quantize token 8 nt + g at
+    // k = 16 t + 64 c (c = 0, 1), exactly as quant_x does for kXWarp; the next item's x is loaded
+    // before this one is quantized (one L2 round trip per warp, not one per item)
+    const int kbs = p.kb_per_split;
+    xsm.base = reinterpret_cast<const uint8_t*>(red);
+    xsm.pitch = xs_pitch(kbs);
+    xsm.kbs = kbs;
+    uint8_t* codes = reinterpret_cast<uint8_t*>(red);
+    float* scales = reinterpret_cast<float*>(codes + NT * 8 * xsm.pitch);
+    const int items = (kb_hi - kb_lo) * NT;
+    // token tile of item i by selects (a run-time index into xrow / xvalid would put them on the stack)
+    auto item_x = [&](uint4(&dst)[2][2], int i) {
+      const bool hi = NT > 1 && (i % NT) != 0;
+      load_x<XT>(dst, static_cast<const XT*>(hi ? xrow[NT - 1] : xrow[0]), hi ? xvalid[NT - 1] : xvalid[0],
+                 kb_lo + i / NT, t);
+    };
+    uint4 raw[2][2];
+    if (warp < items) item_x(raw, warp);
+    for (int i = warp; i < items; i += W) {
+      const int nt = i % NT, kbl = i / NT, nx = i + W;
+      uint4 next[2][2];
+      if (nx < items) item_x(next, nx);
+      uint32_t q[8];
+      const float sx = quant_raw<XT>(q, raw, nt != 0 ? xvalid[NT - 1] : xvalid[0], p.scale_eps);
+      uint4* dst = reinterpret_cast<uint4*>(codes + (nt * 8 + g) * xsm.pitch + kbl * 128 + 16 * t);
+      dst[0] = make_uint4(q[0], q[1], q[2], q[3]);
+      dst[4] = make_uint4(q[4], q[5], q[6], q[7]);
+      if (t == 0) scales[(nt * 8 + g) * kbs + kbl] = sx;
+#pragma unroll
+      for (int c = 0; c < 2; ++c) raw[c][0] = next[c][0], raw[c][1] = next[c][1];
+    }
+    __syncthreads();
+    first_stages();
   }
 
   if constexpr (PF > 0) {
@@ -315,18 +420,19 @@ __global__ void __launch_bounds__(max_threads(NT, R, PF, PQ), 1) fp8_gemv_kernel
       for (int i = 0; i < NS; ++i) {
         const int kbi = kb + i * W;
         if (kbi >= kb_hi) break;
-        if (kbi + PF * W < kb_hi) load_stage<R>(st[(i + PF) % NS], p, rows, t, kbi + PF * W);
-        do_block<XT, NT, R, PQ>(acc, st[i], xrow, xvalid, kbi, lane, p);
+        if (kbi + PF * W < kb_hi) load_stage<R>(st[(i + PF) % NS], p, row0g, t, kbi + PF * W);
+        do_block<XT, NT, R, XQ>(acc, st[i], xrow, xvalid, kbi, lane, p, xsm, kb_lo);
       }
     }
   } else {
     for (; kb < kb_hi; kb += W) {
-      if (kb != kb_lo + warp) load_stage<R>(st[0], p, rows, t, kb);
-      do_block<XT, NT, R, PQ>(acc, st[0], xrow, xvalid, kb, lane, p);
+      if (kb != kb_lo + warp) load_stage<R>(st[0], p, row0g, t, kb);
+      do_block<XT, NT, R, XQ>(acc, st[0], xrow, xvalid, kb, lane, p, xsm, kb_lo);
     }
   }
 
   // warps -> shared memory [warp][v][lane] (conflict-free), then one thread per value sums the warps
+  if constexpr (XQ == kXShared) __syncthreads();  // the partial tiles overwrite the staged x
   const float* flat = &acc[0][0][0];
 #pragma unroll
   for (int v = 0; v < V; ++v) red[(warp * V + v) * 32 + lane] = flat[v];

@@ -6,14 +6,14 @@
 
 namespace qlinear {
 namespace fp8g {
-QLINEAR_FP8G_LAUNCH_PQ(launch_quant, false)
+QLINEAR_FP8G_LAUNCH_XQ(launch_quant, kXWarp)
 }  // namespace fp8g
 
 namespace {
 
 using fp8g::Params;
 
-int max_warps(int nt, int r, int pf, bool pq) { return fp8g::max_threads(nt, r, pf, pq) / 32; }
+int max_warps(int nt, int r, int pf, int xq) { return fp8g::max_threads(nt, r, pf, xq) / 32; }
 
 int64_t cdiv64(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -39,21 +39,24 @@ int64_t fp8_gemv_encode(const Fp8GemvConfig& c) {
   return int64_t{c.preq} * 1000000 + int64_t{c.splits} * 10000 + c.r * 1000 + c.pf * 100 + c.warps;
 }
 
+// The XQ of a resolved config (its Q digit: 0 per warp, 1 pre-quantized, 2 staged in shared memory).
+int xq_of(const Fp8GemvConfig& c) { return c.preq == 1 ? fp8g::kXPre : (c.preq == 2 ? fp8g::kXShared : fp8g::kXWarp); }
+
 // Automatic choice (zero fields of the code): R = 1 for m <= 4, 2 for m <= 8, 4 above (x is quantized
 // once per CTA per k-block: more rows per CTA cut that work, which grows with m; pre-quantized x:
-// R = 1); PF = 1 where compiled. Warps: about 16 resident warps per SM over the grid (8 for R = 4, register-bound), at
+// R = 1); PF = 1 where compiled (R = 4: 0). Q = 2 (x staged in shared memory) is never automatic. Warps: about 16 resident warps per SM over the grid (8 for R = 4, register-bound), at
 // least two k-blocks per warp; a tile group needing more warps than a CTA holds splits K over CTAs.
 Fp8GemvConfig fp8_gemv_resolve(const Fp8GemvArgs& a, int64_t code) {
   Fp8GemvConfig c = fp8_gemv_decode(code);
   const bool pq = a.x_scales != nullptr;
-  c.preq = pq ? 1 : 0;
+  c.preq = pq ? 1 : (c.preq == 2 ? 2 : 0);
   if (c.r <= 0) {
     c.r = pq || a.m <= 4 ? 1 : (a.m <= 8 ? 2 : 4);
     c.pf = c.r <= 2 ? 1 : 0;
   }
   const int64_t kb = a.k / 128;
   const int64_t tgs = cdiv64(cdiv64(a.n, 16), c.r);
-  const int wmax = max_warps(a.m > 8 ? 2 : 1, c.r, c.pf, pq);
+  const int wmax = max_warps(a.m > 8 ? 2 : 1, c.r, c.pf, xq_of(c));
   const int64_t target = static_cast<int64_t>(devattr::sm_count()) * (c.r >= 4 ? 8 : 16);
   int64_t wpt = cdiv64(target, tgs);
   const int64_t cap = kb / 2 > 0 ? kb / 2 : 1;
@@ -91,10 +94,17 @@ Fp8GemvSupport fp8_gemv_supported(const Fp8GemvArgs& a, int64_t code) {
       reinterpret_cast<uintptr_t>(a.weight) % 16 != 0 || (a.n > 1 && a.w_stride % 16 != 0))
     return Fp8GemvSupport::kMisaligned;
   const Fp8GemvConfig c = fp8_gemv_resolve(a, code);
-  if (fp8_gemv_decode(code).preq > 1 || (fp8_gemv_decode(code).preq == 1 && !pq)) return Fp8GemvSupport::kBadConfig;
-  if (!fp8g::pair_compiled(c.r, c.pf, pq) || c.warps < 1 || c.warps > max_warps(a.m > 8 ? 2 : 1, c.r, c.pf, pq) ||
+  const int q = fp8_gemv_decode(code).preq;
+  if (q > 2 || (q == 1 && !pq) || (q == 2 && pq)) return Fp8GemvSupport::kBadConfig;
+  const int xq = xq_of(c);
+  if (!fp8g::pair_compiled(c.r, c.pf, xq) || c.warps < 1 || c.warps > max_warps(a.m > 8 ? 2 : 1, c.r, c.pf, xq) ||
       c.splits < 1 || c.splits > 99)
     return Fp8GemvSupport::kBadConfig;
+  // the staged x must fit the device's shared memory per CTA (a split of few k-blocks is smaller)
+  if (xq == fp8g::kXShared &&
+      fp8g::smem_bytes(c.r, a.m > 8 ? 2 : 1, c.warps, xq, static_cast<int>(cdiv64(a.k / 128, c.splits))) >
+          static_cast<size_t>(devattr::smem_optin()))
+    return Fp8GemvSupport::kTooMuchSmem;
   if (c.splits > 1) {
     const int64_t tgs = cdiv64(cdiv64(a.n, 16), c.r);
     if (a.workspace == nullptr || tgs > kFp8GemvCounters ||
@@ -104,9 +114,18 @@ Fp8GemvSupport fp8_gemv_supported(const Fp8GemvArgs& a, int64_t code) {
   return Fp8GemvSupport::kOk;
 }
 
-int fp8_gemv_configs(int* codes, int cap) {
-  const int n = static_cast<int>(sizeof(fp8g::kPairs) / sizeof(int));
-  for (int i = 0; i < n && i < cap; ++i) codes[i] = fp8g::kPairs[i];
+int fp8_gemv_configs(int* codes, int cap, int q) {
+  const int xq = q == 1 ? fp8g::kXPre : (q == 2 ? fp8g::kXShared : fp8g::kXWarp);
+  int n = 0;
+  auto add = [&](const auto& list) {
+    for (int c : list) {
+      if (n < cap) codes[n] = c;
+      ++n;
+    }
+  };
+  if (xq == fp8g::kXPre) add(fp8g::kPairsPre);
+  else if (xq == fp8g::kXShared) add(fp8g::kPairsShared);
+  else add(fp8g::kPairsWarp);
   return n;
 }
 
@@ -141,6 +160,7 @@ cudaError_t fp8_gemv_launch(const Fp8GemvArgs& a, cudaStream_t stream, int64_t c
   const bool use_pdl = pdl && devattr::cc_major() >= 9;
   const bool bf16 = a.dtype == Fp8GDType::kBFloat16, two = a.m > 8;
   if (a.x_scales != nullptr) return fp8g::launch_preq(p, bf16, two, c.r, c.pf, c.warps, tgs, use_pdl, stream);
+  if (c.preq == 2) return fp8g::launch_xs(p, bf16, two, c.r, c.pf, c.warps, tgs, use_pdl, stream);
   return fp8g::launch_quant(p, bf16, two, c.r, c.pf, c.warps, tgs, use_pdl, stream);
 }
 

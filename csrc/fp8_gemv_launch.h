@@ -41,7 +41,9 @@ struct Fp8GemvArgs {
 // k-blocks (1 .. 16, fewer where the register cap allows fewer threads), S CTAs splitting K (1 .. 99;
 // S > 1 uses the workspace). Q = 1: x pre-quantized (x_scales set); a code with Q = 1 is refused
 // without x_scales, the operands decide otherwise (the digit tells the Python caller which op to
-// run). fp8_gemv_configs lists the compiled (R, PF) pairs as R * 10 + PF.
+// run). Q = 2: x quantized once per CTA into shared memory (refused with x_scales, and
+// where the CTA's k range of x does not fit the device's shared memory). fp8_gemv_configs lists the
+// compiled (R, PF) pairs of a Q as R * 10 + PF.
 struct Fp8GemvConfig {
   int r = 0, pf = 0, warps = 0, splits = 0, preq = 0;
 };
@@ -56,6 +58,7 @@ enum class Fp8GemvSupport : int {
   kBadConfig = 5,      // (R, PF) not compiled, warps or splits out of range, Q = 1 without x_scales
   kWorkspace = 6,      // split-K needs more counters / partials than the workspace holds
   kBadPointer = 7,     // x, weight, weight scales or (pre-quantized) x_scales null
+  kTooMuchSmem = 8,    // Q = 2: the staged x of a CTA's k range exceeds the shared memory per CTA
 };
 
 Fp8GemvConfig fp8_gemv_decode(int64_t code);
@@ -63,7 +66,7 @@ int64_t fp8_gemv_encode(const Fp8GemvConfig& c);
 // The config the launcher uses for code `code` on these operands (automatic fields resolved).
 Fp8GemvConfig fp8_gemv_resolve(const Fp8GemvArgs& a, int64_t code);
 Fp8GemvSupport fp8_gemv_supported(const Fp8GemvArgs& a, int64_t code);
-int fp8_gemv_configs(int* codes, int cap);
+int fp8_gemv_configs(int* codes, int cap, int q = 0);
 // cudaErrorInvalidValue for unsupported cases (check fp8_gemv_supported first), else the launch error.
 cudaError_t fp8_gemv_launch(const Fp8GemvArgs& a, cudaStream_t stream, int64_t code, bool pdl,
                             Fp8GemvConfig* used = nullptr);

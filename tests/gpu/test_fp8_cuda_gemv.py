@@ -3,8 +3,8 @@
 Against ``qlinear.reference.fp8.fp8_block_linear_ref`` (the same per-token-group quantization, then
 an fp32 GEMM of the dequantized operands) on fresh random data: M in {1, 2, 3, 4, 7, 8, 9, 15, 16}
 x the DeepSeek shapes and a ragged N x bf16 / fp16, strided x rows, bias; every compiled (R, PF)
-pair with one and several K splits, in-kernel and pre-quantized x (Q = 1: bit-identical to the
-in-kernel path at the same config); CUDA-graph replays (the split-K arrival counters must be reset);
+pair with one and several K splits, in-kernel, pre-quantized (Q = 1) and shared-memory staged
+(Q = 2) x, both bit-identical to the in-kernel path at the same config; CUDA-graph replays (the split-K arrival counters must be reset);
 split-K launches on two streams at once (one workspace per stream); the fallbacks to "triton" and
 the errors of the raw op (each case in a subprocess, so a crash names the case); auto dispatch
 through FP8_CUDA_MAX_M.
@@ -35,6 +35,8 @@ SHAPES = [(2112, 7168), (24576, 1536), (7168, 16384), (1536, 7168), (576, 7168),
 CODES = [11104, 11016, 41108, 12104, 32004, 22108, 14008, 34004, 81002, 11101, 11208, 11312, 21204, 31204]
 # pre-quantized x (Q = 1); R = 4 is not compiled for it
 PREQ_CODES = [1011104, 1011016, 1041108, 1011116, 1011216, 1011312, 1021104, 1021204, 1031204]
+# x staged in shared memory (Q = 2)
+XS_CODES = [2011104, 2011016, 2041108, 2022108, 2014008, 2044008, 2034104, 2024108, 2081104, 2021116]
 
 
 def _ext():
@@ -118,6 +120,43 @@ def test_preq_configs(code, m):
             y0 = ops.fp8_block_gemv_cuda(x, w, wsi, b, config=code % 1000000)
             if y0 is not None:
                 assert torch.equal(y, y0), f"pre-quantized differs from in-kernel (M={m} {n}x{k} {code})"
+
+
+@pytest.mark.parametrize("code", XS_CODES)
+@pytest.mark.parametrize("m", [1, 5, 8, 12, 16])
+def test_xs_configs(code, m):
+    _ext()
+    for n, k in [(2112, 7168), (1536, 7168), (200, 1024)]:
+        w, wsi = _weight(n, k)
+        for dtype in (torch.bfloat16, torch.float16):
+            x = _x(m, k, dtype, m + code, row_pad=64 if m % 2 else 0)
+            b = torch.randn(n, device=DEV).to(dtype) if m % 2 else None
+            y = ops.fp8_block_gemv_cuda(x, w, wsi, b, config=code)
+            if y is None:
+                pytest.skip(f"config {code} unsupported at M={m}")
+            _check(y, x, w, wsi, b, f"M={m} {n}x{k} {dtype} config={code}")
+            # where the per-warp quantization has the same (S, R, PF, W): the same codes and scales
+            # through the same fp32 sums
+            y0 = ops.fp8_block_gemv_cuda(x, w, wsi, b, config=code % 1000000)
+            if y0 is not None:
+                assert torch.equal(y, y0), f"shared-memory x differs from per-warp (M={m} {n}x{k} {code})"
+
+
+def test_xs_raw_op():
+    C = _ext()
+    assert sorted(C.fp8_block_gemv_configs(2)) == [10, 11, 20, 21, 40, 41]
+    assert 41 not in C.fp8_block_gemv_configs(0) and 40 not in C.fp8_block_gemv_configs(1)
+    w, wsi = _weight(7168, 16384)
+    x = _x(16, 16384, torch.bfloat16, 5)
+    q, s = ops.per_token_group_quant_fp8(x, 128)
+    ws = ops._cuda_workspace(x.device)
+    # one split: 16 tokens x 16 KB of codes do not fit a CTA's shared memory (code 8); two do
+    assert C.fp8_block_gemv_supported(x, w, wsi, ws, 2014008) == 8
+    assert C.fp8_block_gemv_supported(x, w, wsi, ws, 2024008) == 0
+    # a Q = 2 code with pre-quantized x is refused (code 5)
+    assert C.fp8_block_gemv_supported(q, w, wsi, ws, 2024008, s) == 5
+    y = ops.fp8_block_gemv_cuda(x, w, wsi, None, config=2024008)
+    _check(y, x, w, wsi, None, "7168x16384 M=16 config=2024008")
 
 
 def test_preq_raw_op():
