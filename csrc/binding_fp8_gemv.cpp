@@ -191,13 +191,16 @@ at::Tensor run(qlinear::Fp8GemvArgs& a, const at::Tensor& x, const std::optional
 
 at::Tensor fp8_block_gemv(const at::Tensor& x, const at::Tensor& w, const at::Tensor& wsi,
                           const std::optional<at::Tensor>& bias, const at::Tensor& workspace, int64_t config,
-                          bool pdl, double scale_eps) {
+                          bool pdl, double scale_eps, int64_t xg_spins) {
   throw_if(check_operands(x, false, w, wsi, workspace));
   throw_if(check_bias(bias, x, x.scalar_type(), w.size(0)));
   if (!(scale_eps >= 1e-30))
     throw_problem(problem(false, "scale_eps: expected >= 1e-30 (a normal fp32 scale), got ", msg::num(scale_eps)));
   qlinear::Fp8GemvArgs a = make_args(x, std::nullopt, w, wsi, workspace, x.scalar_type());
   a.scale_eps = static_cast<float>(scale_eps);
+  if (xg_spins < 0 || xg_spins > (int64_t{1} << 20))
+    throw_problem(problem(false, "xg_spins: expected 0 .. 2^20, got ", msg::num(xg_spins)));
+  a.xg_spins = static_cast<int>(xg_spins);
   return run(a, x, bias, x.scalar_type(), config, pdl);
 }
 
@@ -224,7 +227,7 @@ std::vector<int64_t> fp8_block_gemv_configs(int64_t q) {
 TORCH_LIBRARY_FRAGMENT(qlinear_C, m) {
   m.def(
       "fp8_block_gemv(Tensor x, Tensor weight, Tensor weight_scale_inv, Tensor? bias, Tensor workspace, "
-      "int config=0, bool pdl=False, float scale_eps=1e-10) -> Tensor",
+      "int config=0, bool pdl=False, float scale_eps=1e-10, int xg_spins=4096) -> Tensor",
       &fp8_block_gemv);
   m.def(
       "fp8_block_gemv_preq(Tensor xq, Tensor x_scales, Tensor weight, Tensor weight_scale_inv, Tensor? bias, "

@@ -32,11 +32,5 @@ inline int cc_major() {
   return cached(cudaDevAttrComputeCapabilityMajor, 0, cache);
 }
 
-// The largest dynamic shared memory a CTA may opt into on the current device (48 KB when unknown).
-inline int smem_optin() {
-  static int cache[64] = {0};
-  return cached(cudaDevAttrMaxSharedMemoryPerBlockOptin, 48 * 1024, cache);
-}
-
 }  // namespace devattr
 }  // namespace qlinear

@@ -39,11 +39,14 @@
 //    group scales xs [M, K / 128] from per_token_group_quant_fp8 (launched just before, the GEMM with
 //    PDL so its first weight loads overlap the quantizer); the B fragments are the codes at the same
 //    k positions (16 bytes at k = 16t and 64 + 16t).
-//  - kXShared: the CTA's warps quantize the CTA's k range of x once, after requesting their first
-//    weight stages, into shared memory (codes [8 NT tokens][kbs * 128 + 64 bytes], the pad putting
-//    tokens g and g + 1 in different bank halves, then fp32 scales [8 NT][kbs]); after one barrier
-//    the B fragments come from there. No x registers are held in the main loop, so more row tiles
-//    per CTA fit and the quantization work, (tile groups) x M x K, shrinks with R.
+//  - kXGlobal: x is quantized once per launch, by the kernel itself: item (k-block, token tile) i
+//    belongs to warp i / C of CTA i % C (C = the first CTAs, at most one per SM), which quantizes it right after the PDL wait,
+//    stores the codes and scales to a global scratch (codes [8 NT tokens][K], scales [8 NT][K / 128])
+//    and counts it. One thread per CTA waits until all items are counted (it does not have to wait
+//    long: every CTA produces before it waits), then the main loop loads each k-block's codes and
+//    scales from L2 along with its weights (PF stages ahead), as kXPre does, without a second
+//    launch. A CTA that waits too long (CTAs not co-resident) quantizes per warp instead: the same
+//    codes, so the same result. The last CTA to finish resets the two counters for the next launch.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -58,7 +61,7 @@ namespace qlinear {
 namespace fp8g {
 
 // Where x is quantized (the kernel's XQ parameter; see the header comment).
-constexpr int kXWarp = 0, kXPre = 1, kXShared = 2;
+constexpr int kXWarp = 0, kXPre = 1, kXGlobal = 2;
 
 struct Params {
   void* out;
@@ -72,6 +75,11 @@ struct Params {
   const void* bias;  // [n] in x's dtype or null
   const float* xs;  // kXPre: x's group scales [m, kb], strides xs_s0, xs_s1 (x then holds e4m3 codes)
   int64_t xs_s0, xs_s1;
+  uint8_t* xg_codes;  // kXGlobal scratch: codes [8 NT][K] (row stride K bytes), scales [8 NT][kb]
+  float* xg_scales;
+  int* xg_sync;       // kXGlobal: [0] items produced, [1] CTAs finished; zero between launches
+  int xg_ctas;        // kXGlobal: CTAs 0 .. xg_ctas - 1 produce the items
+  int xg_spins;       // kXGlobal: polls before a CTA gives up waiting and quantizes x itself
   float* ws;         // split partials (splits > 1)
   int* counters;     // one per tile group, zero between launches
   int m, n, kb;      // kb = k / 128
@@ -141,18 +149,6 @@ __device__ __forceinline__ void load_stage(WStage<R>& st, const Params& p, int r
     }
     const int rb = min(row0g + r * 16, p.n - 1) / 128;
     st.sw[r] = __ldg(p.wsi + static_cast<int64_t>(rb) * p.wsi_s0 + static_cast<int64_t>(kb) * p.wsi_s1);
-  }
-}
-
-// Asks L2 for rows [row0, row0 + rows) x k-blocks [kb_lo, kb_hi) of the weight, one 128-byte line
-// per thread and step (rows past N are skipped).
-__device__ __forceinline__ void prefetch_slice(const Params& p, int row0, int rows, int kb_lo, int kb_hi) {
-  const int lines = (kb_hi - kb_lo);  // 128-byte lines per row
-  const int nrows = min(rows, p.n - row0);
-  for (int i = threadIdx.x; i < nrows * lines; i += blockDim.x) {
-    const int r = i / lines, l = i - r * lines;
-    const uint8_t* ptr = p.w + static_cast<int64_t>(row0 + r) * p.w_stride + static_cast<int64_t>(kb_lo + l) * 128;
-    asm volatile("prefetch.global.L2 [%0];" ::"l"(ptr));
   }
 }
 
@@ -231,32 +227,41 @@ __device__ __forceinline__ void load_codes(uint32_t (&q)[8], const uint8_t* xrow
   q[4] = c1.x, q[5] = c1.y, q[6] = c1.z, q[7] = c1.w;
 }
 
-// The shared-memory x of kXShared: codes of token tok start at base + tok * pitch (k-block kbl of the
-// CTA's range at + 128 kbl), its scales at base + 8 NT pitch + 4 (tok * kbs + kbl). Offsets, not
-// pointers: fewer registers through the main loop.
-struct XSmem {
-  const uint8_t* base;
-  int pitch, kbs;
+// kXGlobal: one k-block of x codes for this lane (token g of each token tile, the 32 codes at the
+// k positions of quant_x) and the scales of tokens 2t, 2t + 1 (its C columns). Loaded from L2
+// (.cg: another SM wrote them this launch; L1 may hold an earlier launch's bytes).
+template <int NT>
+struct XStage {
+  uint4 c[NT][2];
+  float s[NT][2];
 };
+
+template <int NT>
+__device__ __forceinline__ void load_xstage(XStage<NT>& xs, const Params& p, int g, int t, int kb) {
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt) {
+    const uint8_t* row = p.xg_codes + static_cast<int64_t>(nt * 8 + g) * (p.kb * 128) + static_cast<int64_t>(kb) * 128 + 16 * t;
+    xs.c[nt][0] = __ldcg(reinterpret_cast<const uint4*>(row));
+    xs.c[nt][1] = __ldcg(reinterpret_cast<const uint4*>(row + 64));
+#pragma unroll
+    for (int j = 0; j < 2; ++j) xs.s[nt][j] = __ldcg(p.xg_scales + (nt * 8 + 2 * t + j) * p.kb + kb);
+  }
+}
 
 template <typename XT, int NT, int R, int XQ>
 __device__ __forceinline__ void do_block(float (&acc)[R][NT][4], const WStage<R>& st, const void* const (&xrow)[NT],
                                          const bool (&xvalid)[NT], int kb, int lane, const Params& p,
-                                         const XSmem& xsm, int kb_lo) {
+                                         const XStage<NT>& xs, bool xg_ready) {
   const int t = lane & 3;
   uint32_t q[NT][8];
   float sxc[NT][2];
 #pragma unroll
   for (int nt = 0; nt < NT; ++nt) {
-    if constexpr (XQ == kXShared) {
-      const int kbl = kb - kb_lo, g = lane >> 2;
-      const uint4* c = reinterpret_cast<const uint4*>(xsm.base + (nt * 8 + g) * xsm.pitch + kbl * 128 + 16 * t);
-      const uint4 c0 = c[0], c1 = c[4];
-      q[nt][0] = c0.x, q[nt][1] = c0.y, q[nt][2] = c0.z, q[nt][3] = c0.w;
-      q[nt][4] = c1.x, q[nt][5] = c1.y, q[nt][6] = c1.z, q[nt][7] = c1.w;
-      const float* sc = reinterpret_cast<const float*>(xsm.base + NT * 8 * xsm.pitch);
-#pragma unroll
-      for (int j = 0; j < 2; ++j) sxc[nt][j] = sc[(nt * 8 + 2 * t + j) * xsm.kbs + kbl];
+    if (XQ == kXGlobal && xg_ready) {
+      q[nt][0] = xs.c[nt][0].x, q[nt][1] = xs.c[nt][0].y, q[nt][2] = xs.c[nt][0].z, q[nt][3] = xs.c[nt][0].w;
+      q[nt][4] = xs.c[nt][1].x, q[nt][5] = xs.c[nt][1].y, q[nt][6] = xs.c[nt][1].z, q[nt][7] = xs.c[nt][1].w;
+      sxc[nt][0] = xs.s[nt][0];
+      sxc[nt][1] = xs.s[nt][1];
     } else if constexpr (XQ == kXPre) {
       load_codes(q[nt], static_cast<const uint8_t*>(xrow[nt]), xvalid[nt], kb, t);
       // C columns of this lane are tokens 2t, 2t + 1
@@ -300,28 +305,23 @@ __device__ __forceinline__ void do_block(float (&acc)[R][NT][4], const WStage<R>
 }
 
 // Threads per CTA an instance is compiled for, i.e. its register cap (65536 / threads): each tile
-// of a weight stage holds 17 registers (PF + 1 stages), each token tile 24 (raw x + codes; 8 when
-// x is not quantized in the main loop) and 8 R accumulators.
+// of a weight stage holds 17 registers (PF + 1 stages), each token tile 24 (raw x + codes; 8 with
+// pre-quantized x; kXGlobal keeps the per-warp path as its fallback and adds 10 per stage) and 8 R
+// accumulators.
 __host__ __device__ constexpr int max_threads(int NT, int R, int PF, int XQ) {
-  return R == 1 ? (PF <= 1 || (PF == 2 && (NT == 1 || XQ != kXWarp)) ? 512
-                                                                        : (PF == 2 || NT == 1 || XQ != kXWarp ? 384 : 256))
+  return XQ == kXGlobal ? (R == 1 ? (PF == 0 ? 512 : (PF == 1 ? 384 : 256)) : 256) :
+         R == 1 ? (PF <= 1 || (PF == 2 && (NT == 1 || XQ == kXPre)) ? 512
+                                                                      : (PF == 2 || NT == 1 || XQ == kXPre ? 384 : 256))
                 : (R == 2 && NT == 1 ? (PF == 0 ? 512 : (PF == 1 ? 384 : 256)) : 256);
 }
 
-// kXShared: bytes between two tokens' codes (64 past a multiple of 128: conflict-free 16-byte
-// reads of 8 tokens x 4 lanes) and the size of the staged x for kbs k-blocks.
-__host__ __device__ constexpr int xs_pitch(int kbs) { return kbs * 128 + 64; }
-inline size_t xs_bytes(int NT, int kbs) {
-  return static_cast<size_t>(NT) * 8 * (xs_pitch(kbs) + sizeof(float) * kbs);
+// Shared memory of a launch: the warps' partial tiles plus the last-arrival flag.
+inline size_t smem_bytes(int R, int NT, int warps) {
+  return sizeof(float) * static_cast<size_t>(warps) * R * NT * 128 + 16;
 }
 
-// Shared memory of a launch: the warps' partial tiles plus the last-arrival flag (kXShared: the
-// staged x, which the partial tiles overwrite after the main loop, when larger).
-inline size_t smem_bytes(int R, int NT, int warps, int XQ = kXWarp, int kbs = 0) {
-  const size_t red = sizeof(float) * static_cast<size_t>(warps) * R * NT * 128 + 16;
-  const size_t xs = XQ == kXShared ? xs_bytes(NT, kbs) : 0;
-  return red > xs ? red : xs;
-}
+// kXGlobal scratch in 32-bit words for k = 128 kb: codes of 16 tokens, their scales.
+__host__ __device__ constexpr int64_t xg_words(int64_t kb) { return 16 * kb * 32 + 16 * kb; }
 
 template <typename XT, int NT, int R, int PF, int XQ>
 __global__ void __launch_bounds__(max_threads(NT, R, PF, XQ), 1) fp8_gemv_kernel(const Params p) {
@@ -345,19 +345,12 @@ __global__ void __launch_bounds__(max_threads(NT, R, PF, XQ), 1) fp8_gemv_kernel
   int kb = kb_lo + warp;
   constexpr int NS = PF + 1;  // register stages
   WStage<R> st[NS];
-  // the first PF k-blocks (one without PF) of this warp
-  auto first_stages = [&]() {
+  XStage<NT> xst[NS];
+  // the weights do not depend on the previous grid: the first PF k-blocks (one without PF) are
+  // requested before the wait
 #pragma unroll
-    for (int i = 0; i < (PF > 0 ? PF : 1); ++i)
-      if (kb + i * W < kb_hi) load_stage<R>(st[i], p, row0g, t, kb + i * W);
-  };
-  // the weights do not depend on the previous grid: requested before the wait. kXShared asks L2
-  // for the CTA's whole weight slice instead (no registers held across the x staging, which then
-  // overlaps the HBM reads) and loads its register stages from L2 after the staging.
-  if constexpr (XQ == kXShared)
-    prefetch_slice(p, row0, R * 16, kb_lo, kb_hi);
-  else
-    first_stages();
+  for (int i = 0; i < (PF > 0 ? PF : 1); ++i)
+    if (kb + i * W < kb_hi) load_stage<R>(st[i], p, row0g, t, kb + i * W);
 
   pdl::wait();
   pdl::launch_dependents();
@@ -375,41 +368,44 @@ __global__ void __launch_bounds__(max_threads(NT, R, PF, XQ), 1) fp8_gemv_kernel
       xrow[nt] = static_cast<const XT*>(p.x) + off;
   }
 
-  XSmem xsm{};
-  if constexpr (XQ == kXShared) {
-    // item i = (k-block kb_lo + i / NT, token tile i % NT): lanes (g, t) quantize token 8 nt + g at
-    // k = 16 t + 64 c (c = 0, 1), exactly as quant_x does for kXWarp; the next item's x is loaded
-    // before this one is quantized (one L2 round trip per warp, not one per item)
-    const int kbs = p.kb_per_split;
-    xsm.base = reinterpret_cast<const uint8_t*>(red);
-    xsm.pitch = xs_pitch(kbs);
-    xsm.kbs = kbs;
-    uint8_t* codes = reinterpret_cast<uint8_t*>(red);
-    float* scales = reinterpret_cast<float*>(codes + NT * 8 * xsm.pitch);
-    const int items = (kb_hi - kb_lo) * NT;
-    // token tile of item i by selects (a run-time index into xrow / xvalid would put them on the stack)
-    auto item_x = [&](uint4(&dst)[2][2], int i) {
-      const bool hi = NT > 1 && (i % NT) != 0;
-      load_x<XT>(dst, static_cast<const XT*>(hi ? xrow[NT - 1] : xrow[0]), hi ? xvalid[NT - 1] : xvalid[0],
-                 kb_lo + i / NT, t);
-    };
-    uint4 raw[2][2];
-    if (warp < items) item_x(raw, warp);
-    for (int i = warp; i < items; i += W) {
-      const int nt = i % NT, kbl = i / NT, nx = i + W;
-      uint4 next[2][2];
-      if (nx < items) item_x(next, nx);
+  bool xg_ready = false;
+  if constexpr (XQ == kXGlobal) {
+    const int cta = blockIdx.y * gridDim.x + blockIdx.x, items = p.kb * NT;
+    for (int i = cta + p.xg_ctas * warp; cta < p.xg_ctas && i < items; i += p.xg_ctas * W) {
+      const int nt = i % NT, kbi = i / NT;
+      // token tile by selects (a run-time index into xrow / xvalid would put them on the stack)
+      const bool hi = NT > 1 && nt != 0;
       uint32_t q[8];
-      const float sx = quant_raw<XT>(q, raw, nt != 0 ? xvalid[NT - 1] : xvalid[0], p.scale_eps);
-      uint4* dst = reinterpret_cast<uint4*>(codes + (nt * 8 + g) * xsm.pitch + kbl * 128 + 16 * t);
-      dst[0] = make_uint4(q[0], q[1], q[2], q[3]);
-      dst[4] = make_uint4(q[4], q[5], q[6], q[7]);
-      if (t == 0) scales[(nt * 8 + g) * kbs + kbl] = sx;
-#pragma unroll
-      for (int c = 0; c < 2; ++c) raw[c][0] = next[c][0], raw[c][1] = next[c][1];
+      const float sx = quant_x<XT>(q, static_cast<const XT*>(hi ? xrow[NT - 1] : xrow[0]), hi ? xvalid[NT - 1] : xvalid[0],
+                                   kbi, t, p.scale_eps);
+      uint8_t* dst = p.xg_codes + static_cast<int64_t>(nt * 8 + g) * (p.kb * 128) + static_cast<int64_t>(kbi) * 128 + 16 * t;
+      __stcg(reinterpret_cast<uint4*>(dst), make_uint4(q[0], q[1], q[2], q[3]));
+      __stcg(reinterpret_cast<uint4*>(dst + 64), make_uint4(q[4], q[5], q[6], q[7]));
+      if (t == 0) __stcg(p.xg_scales + (nt * 8 + g) * p.kb + kbi, sx);
+      // every lane's stores are visible GPU-wide before the item is counted
+      __threadfence();
+      __syncwarp();
+      if (lane == 0) atomicAdd(p.xg_sync, 1);
+    }
+    // bounded wait: ~1-3 polls when the grid is co-resident; past the bound (a CTA that cannot be
+    // scheduled until others finish) this CTA quantizes per warp, which cannot deadlock
+    __shared__ int ready;
+    if (threadIdx.x == 0) {
+      int n = 0;
+      for (int spin = 0;; ++spin) {
+        asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(n) : "l"(p.xg_sync) : "memory");
+        if (n >= items || spin >= p.xg_spins) break;
+        __nanosleep(64);
+      }
+      ready = n >= items;
     }
     __syncthreads();
-    first_stages();
+    xg_ready = ready;
+    if (xg_ready) {
+#pragma unroll
+      for (int i = 0; i < (PF > 0 ? PF : 1); ++i)
+        if (kb + i * W < kb_hi) load_xstage<NT>(xst[i], p, g, t, kb + i * W);
+    }
   }
 
   if constexpr (PF > 0) {
@@ -420,19 +416,33 @@ __global__ void __launch_bounds__(max_threads(NT, R, PF, XQ), 1) fp8_gemv_kernel
       for (int i = 0; i < NS; ++i) {
         const int kbi = kb + i * W;
         if (kbi >= kb_hi) break;
-        if (kbi + PF * W < kb_hi) load_stage<R>(st[(i + PF) % NS], p, row0g, t, kbi + PF * W);
-        do_block<XT, NT, R, XQ>(acc, st[i], xrow, xvalid, kbi, lane, p, xsm, kb_lo);
+        if (kbi + PF * W < kb_hi) {
+          load_stage<R>(st[(i + PF) % NS], p, row0g, t, kbi + PF * W);
+          if (XQ == kXGlobal && xg_ready) load_xstage<NT>(xst[(i + PF) % NS], p, g, t, kbi + PF * W);
+        }
+        do_block<XT, NT, R, XQ>(acc, st[i], xrow, xvalid, kbi, lane, p, xst[i], xg_ready);
       }
     }
   } else {
     for (; kb < kb_hi; kb += W) {
-      if (kb != kb_lo + warp) load_stage<R>(st[0], p, row0g, t, kb);
-      do_block<XT, NT, R, XQ>(acc, st[0], xrow, xvalid, kb, lane, p, xsm, kb_lo);
+      if (kb != kb_lo + warp) {
+        load_stage<R>(st[0], p, row0g, t, kb);
+        if (XQ == kXGlobal && xg_ready) load_xstage<NT>(xst[0], p, g, t, kb);
+      }
+      do_block<XT, NT, R, XQ>(acc, st[0], xrow, xvalid, kb, lane, p, xst[0], xg_ready);
+    }
+  }
+
+  if constexpr (XQ == kXGlobal) {
+    // the last CTA past its main loop resets the counters (every CTA counted its items before)
+    __syncthreads();
+    if (threadIdx.x == 0 && atomicAdd(p.xg_sync + 1, 1) == static_cast<int>(gridDim.x * gridDim.y) - 1) {
+      p.xg_sync[0] = 0;
+      p.xg_sync[1] = 0;
     }
   }
 
   // warps -> shared memory [warp][v][lane] (conflict-free), then one thread per value sums the warps
-  if constexpr (XQ == kXShared) __syncthreads();  // the partial tiles overwrite the staged x
   const float* flat = &acc[0][0][0];
 #pragma unroll
   for (int v = 0; v < V; ++v) red[(warp * V + v) * 32 + lane] = flat[v];

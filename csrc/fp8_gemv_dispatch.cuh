@@ -1,6 +1,6 @@
 // Dispatch of the FP8 decode GEMM (fp8_gemv.cuh) over its compiled instances: dtype x NT x (R, PF)
 // for one XQ (where x is quantized). Each XQ is instantiated in its own translation unit
-// (fp8_gemv_launch.cu: kXWarp, fp8_gemv_launch_preq.cu: kXPre, fp8_gemv_launch_xs.cu: kXShared) so
+// (fp8_gemv_launch.cu: kXWarp, fp8_gemv_launch_preq.cu: kXPre, fp8_gemv_launch_xg.cu: kXGlobal) so
 // the three compile in parallel.
 #pragma once
 
@@ -11,10 +11,10 @@ namespace fp8g {
 
 // Compiled (R, PF) pairs as R * 10 + PF, per XQ. kXPre: no R = 4 (its two-token-tile instance
 // spills, and without the quantization work to share there is no reason for 4 row tiles per CTA).
-// kXShared: no deep prefetch (L2 holds the prefetched slice); R = 6 and 8 spill registers.
+// kXGlobal: the pairs the two-token-tile sweeps could pick (R = 4 has no x work left to share).
 constexpr int kPairsWarp[] = {10, 11, 12, 13, 20, 21, 22, 40};
 constexpr int kPairsPre[] = {10, 11, 12, 13, 20, 21, 22};
-constexpr int kPairsShared[] = {10, 11, 20, 21, 40, 41};
+constexpr int kPairsGlobal[] = {10, 11, 12, 20, 21};
 
 template <int N>
 constexpr bool in_list(const int (&list)[N], int code) {
@@ -25,20 +25,14 @@ constexpr bool in_list(const int (&list)[N], int code) {
 
 inline bool pair_compiled(int r, int pf, int xq) {
   const int code = r * 10 + pf;
-  return xq == kXPre ? in_list(kPairsPre, code) : (xq == kXShared ? in_list(kPairsShared, code) : in_list(kPairsWarp, code));
+  return xq == kXPre ? in_list(kPairsPre, code) : (xq == kXGlobal ? in_list(kPairsGlobal, code) : in_list(kPairsWarp, code));
 }
 
 template <typename XT, int NT, int R, int PF, int XQ>
 cudaError_t launch_one(const Params& p, int tgs, int warps, bool pdl, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(tgs), static_cast<unsigned>(p.splits));
-  const size_t smem = smem_bytes(R, NT, warps, XQ, p.kb_per_split);
-  auto* kernel = fp8_gemv_kernel<XT, NT, R, PF, XQ>;
-  if (smem > 48 * 1024) {
-    const cudaError_t e =
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
-    if (e != cudaSuccess) return e;
-  }
-  return pdl::launch_smem(kernel, grid, dim3(32 * warps), smem, stream, pdl, 1, p);
+  return pdl::launch_smem(fp8_gemv_kernel<XT, NT, R, PF, XQ>, grid, dim3(32 * warps), smem_bytes(R, NT, warps), stream,
+                          pdl, 1, p);
 }
 
 // Pairs of another XQ's list are never instantiated here (a switch case per pair of every list,
@@ -47,7 +41,7 @@ template <typename XT, int NT, int XQ, int R, int PF>
 cudaError_t launch_if(const Params& p, int tgs, int warps, bool pdl, cudaStream_t stream) {
   constexpr int code = R * 10 + PF;
   constexpr bool ok = XQ == kXPre ? in_list(kPairsPre, code)
-                                  : (XQ == kXShared ? in_list(kPairsShared, code) : in_list(kPairsWarp, code));
+                                  : (XQ == kXGlobal ? in_list(kPairsGlobal, code) : in_list(kPairsWarp, code));
   if constexpr (ok) return launch_one<XT, NT, R, PF, XQ>(p, tgs, warps, pdl, stream);
   else return cudaErrorInvalidValue;
 }
@@ -63,19 +57,18 @@ cudaError_t launch_nt(const Params& p, int r, int pf, int warps, int tgs, bool p
     case 21: return launch_if<XT, NT, XQ, 2, 1>(p, tgs, warps, pdl, stream);
     case 22: return launch_if<XT, NT, XQ, 2, 2>(p, tgs, warps, pdl, stream);
     case 40: return launch_if<XT, NT, XQ, 4, 0>(p, tgs, warps, pdl, stream);
-    case 41: return launch_if<XT, NT, XQ, 4, 1>(p, tgs, warps, pdl, stream);
     default: return cudaErrorInvalidValue;
   }
 }
 
 // bf16: out / bias (and unquantized x) dtype; two: M > 8 (two token tiles). launch_quant: x quantized
 // per warp (fp8_gemv_launch.cu), launch_preq: pre-quantized x (fp8_gemv_launch_preq.cu),
-// launch_xs: x staged in shared memory (fp8_gemv_launch_xs.cu).
+// launch_xg: x quantized once into global scratch (fp8_gemv_launch_xg.cu).
 cudaError_t launch_quant(const Params& p, bool bf16, bool two, int r, int pf, int warps, int tgs, bool pdl,
                          cudaStream_t stream);
 cudaError_t launch_preq(const Params& p, bool bf16, bool two, int r, int pf, int warps, int tgs, bool pdl,
                         cudaStream_t stream);
-cudaError_t launch_xs(const Params& p, bool bf16, bool two, int r, int pf, int warps, int tgs, bool pdl,
+cudaError_t launch_xg(const Params& p, bool bf16, bool two, int r, int pf, int warps, int tgs, bool pdl,
                       cudaStream_t stream);
 
 #define QLINEAR_FP8G_LAUNCH_XQ(NAME, XQ)                                                                      \

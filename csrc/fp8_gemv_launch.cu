@@ -4,6 +4,8 @@
 #include "fp8_gemv_launch.h"
 #include "device_attrs.h"
 
+#include <algorithm>
+
 namespace qlinear {
 namespace fp8g {
 QLINEAR_FP8G_LAUNCH_XQ(launch_quant, kXWarp)
@@ -39,12 +41,14 @@ int64_t fp8_gemv_encode(const Fp8GemvConfig& c) {
   return int64_t{c.preq} * 1000000 + int64_t{c.splits} * 10000 + c.r * 1000 + c.pf * 100 + c.warps;
 }
 
-// The XQ of a resolved config (its Q digit: 0 per warp, 1 pre-quantized, 2 staged in shared memory).
-int xq_of(const Fp8GemvConfig& c) { return c.preq == 1 ? fp8g::kXPre : (c.preq == 2 ? fp8g::kXShared : fp8g::kXWarp); }
+// The XQ of a resolved config (its Q digit: 0 per warp, 1 pre-quantized, 2 quantized once into the workspace).
+int xq_of(const Fp8GemvConfig& c) { return c.preq == 1 ? fp8g::kXPre : (c.preq == 2 ? fp8g::kXGlobal : fp8g::kXWarp); }
 
 // Automatic choice (zero fields of the code): R = 1 for m <= 4, 2 for m <= 8, 4 above (x is quantized
 // once per CTA per k-block: more rows per CTA cut that work, which grows with m; pre-quantized x:
-// R = 1); PF = 1 where compiled (R = 4: 0). Q = 2 (x staged in shared memory) is never automatic. Warps: about 16 resident warps per SM over the grid (8 for R = 4, register-bound), at
+// R = 1); PF = 1 where compiled (R = 4: 0). Q = 2 (x quantized once into the workspace) is never
+// automatic.
+// Warps: about 16 resident warps per SM over the grid (8 for R = 4, register-bound), at
 // least two k-blocks per warp; a tile group needing more warps than a CTA holds splits K over CTAs.
 Fp8GemvConfig fp8_gemv_resolve(const Fp8GemvArgs& a, int64_t code) {
   Fp8GemvConfig c = fp8_gemv_decode(code);
@@ -100,22 +104,18 @@ Fp8GemvSupport fp8_gemv_supported(const Fp8GemvArgs& a, int64_t code) {
   if (!fp8g::pair_compiled(c.r, c.pf, xq) || c.warps < 1 || c.warps > max_warps(a.m > 8 ? 2 : 1, c.r, c.pf, xq) ||
       c.splits < 1 || c.splits > 99)
     return Fp8GemvSupport::kBadConfig;
-  // the staged x must fit the device's shared memory per CTA (a split of few k-blocks is smaller)
-  if (xq == fp8g::kXShared &&
-      fp8g::smem_bytes(c.r, a.m > 8 ? 2 : 1, c.warps, xq, static_cast<int>(cdiv64(a.k / 128, c.splits))) >
-          static_cast<size_t>(devattr::smem_optin()))
-    return Fp8GemvSupport::kTooMuchSmem;
-  if (c.splits > 1) {
+  const int64_t xg = xq == fp8g::kXGlobal ? fp8g::xg_words(a.k / 128) : 0;
+  if (c.splits > 1 || xg > 0) {
     const int64_t tgs = cdiv64(cdiv64(a.n, 16), c.r);
-    if (a.workspace == nullptr || tgs > kFp8GemvCounters ||
-        partial_words(a, c) > a.workspace_words - kFp8GemvCounters)
+    if (a.workspace == nullptr || tgs > kFp8GemvCounters - (xg > 0 ? 2 : 0) ||
+        (c.splits > 1 ? partial_words(a, c) : 0) + xg > a.workspace_words - kFp8GemvCounters)
       return Fp8GemvSupport::kWorkspace;
   }
   return Fp8GemvSupport::kOk;
 }
 
 int fp8_gemv_configs(int* codes, int cap, int q) {
-  const int xq = q == 1 ? fp8g::kXPre : (q == 2 ? fp8g::kXShared : fp8g::kXWarp);
+  const int xq = q == 1 ? fp8g::kXPre : (q == 2 ? fp8g::kXGlobal : fp8g::kXWarp);
   int n = 0;
   auto add = [&](const auto& list) {
     for (int c : list) {
@@ -124,7 +124,7 @@ int fp8_gemv_configs(int* codes, int cap, int q) {
     }
   };
   if (xq == fp8g::kXPre) add(fp8g::kPairsPre);
-  else if (xq == fp8g::kXShared) add(fp8g::kPairsShared);
+  else if (xq == fp8g::kXGlobal) add(fp8g::kPairsGlobal);
   else add(fp8g::kPairsWarp);
   return n;
 }
@@ -160,7 +160,18 @@ cudaError_t fp8_gemv_launch(const Fp8GemvArgs& a, cudaStream_t stream, int64_t c
   const bool use_pdl = pdl && devattr::cc_major() >= 9;
   const bool bf16 = a.dtype == Fp8GDType::kBFloat16, two = a.m > 8;
   if (a.x_scales != nullptr) return fp8g::launch_preq(p, bf16, two, c.r, c.pf, c.warps, tgs, use_pdl, stream);
-  if (c.preq == 2) return fp8g::launch_xs(p, bf16, two, c.r, c.pf, c.warps, tgs, use_pdl, stream);
+  if (c.preq == 2) {
+    // x scratch at the end of the workspace, its two counters the last ones
+    const int64_t kbn = a.k / 128;
+    float* end = reinterpret_cast<float*>(a.workspace + a.workspace_words);
+    p.xg_codes = reinterpret_cast<uint8_t*>(end - fp8g::xg_words(kbn));
+    p.xg_scales = end - 16 * kbn;
+    p.xg_sync = a.workspace + kFp8GemvCounters - 2;
+    p.xg_spins = a.xg_spins;
+    // producers: the first CTAs, at most one per SM (those are resident first)
+    p.xg_ctas = static_cast<int>(std::min<int64_t>(int64_t{tgs} * c.splits, devattr::sm_count()));
+    return fp8g::launch_xg(p, bf16, two, c.r, c.pf, c.warps, tgs, use_pdl, stream);
+  }
   return fp8g::launch_quant(p, bf16, two, c.r, c.pf, c.warps, tgs, use_pdl, stream);
 }
 
