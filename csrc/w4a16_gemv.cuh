@@ -84,6 +84,8 @@ template <>
 struct Mma<__nv_bfloat16> {
   static constexpr uint32_t kMagic = 0x43004300u;  // bf16 128.0 twice
   static constexpr uint32_t kNegMagic = 0xC300C300u;  // -128.0 twice; + z in the mantissa: -(128 + z)
+  static constexpr uint32_t kOnes = 0x3F803F80u;      // 1.0 twice (the zero fold's x-sum fragment)
+  static constexpr float kMagicF = 128.f;             // kMagic's value
   // (magic | q) + neg as one packed add (fma with 1.0: from sm_80; ptxas emits HADD2.BF16)
   static __device__ __forceinline__ uint32_t add(uint32_t a, uint32_t b) {
     uint32_t d;
@@ -118,6 +120,8 @@ template <>
 struct Mma<__half> {
   static constexpr uint32_t kMagic = 0x64006400u;  // fp16 1024.0 twice
   static constexpr uint32_t kNegMagic = 0xE400E400u;  // -1024.0 twice; + z: -(1024 + z)
+  static constexpr uint32_t kOnes = 0x3C003C00u;      // 1.0 twice
+  static constexpr float kMagicF = 1024.f;
   static __device__ __forceinline__ uint32_t add(uint32_t a, uint32_t b) {
     uint32_t d;
     asm("add.rn.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
@@ -177,30 +181,38 @@ __device__ __forceinline__ uint32_t nib_or(uint32_t v, uint32_t magic) {
 // (index 0: words 0,1 of the lane's four, index 1: words 2,3; planes 0-3 from the low halves,
 // 4-7 from the high halves); nz / nz8 = the negated zero pairs -(magic + z) of rows g / g + 8
 // (nzero). Per register: one shift (none for planes 0 and 4), one LOP3, one packed add.
-template <typename XT, int I>
+// ZS false (the register kernel's zero fold): no add, the fragment holds magic + q (exact: 128 .. 143
+// in bf16, 1024 .. 1039 in fp16), nz / nz8 unused.
+template <typename XT, int I, bool ZS = true>
 __device__ __forceinline__ void a_frag(uint32_t (&a)[4], const uint32_t (&lo)[4], const uint32_t (&hi)[4],
                                        uint32_t nz, uint32_t nz8, uint32_t magic) {
   constexpr int S = 4 * (I & 3);
   constexpr int H = I >> 2;  // 0: low halves, 1: high halves
-  a[0] = Mma<XT>::add(nib_or(lo[H * 2 + 0] >> S, magic), nz);
-  a[2] = Mma<XT>::add(nib_or(lo[H * 2 + 1] >> S, magic), nz);
-  a[1] = Mma<XT>::add(nib_or(hi[H * 2 + 0] >> S, magic), nz8);
-  a[3] = Mma<XT>::add(nib_or(hi[H * 2 + 1] >> S, magic), nz8);
+  a[0] = nib_or(lo[H * 2 + 0] >> S, magic);
+  a[2] = nib_or(lo[H * 2 + 1] >> S, magic);
+  a[1] = nib_or(hi[H * 2 + 0] >> S, magic);
+  a[3] = nib_or(hi[H * 2 + 1] >> S, magic);
+  if constexpr (ZS) {
+    a[0] = Mma<XT>::add(a[0], nz);
+    a[2] = Mma<XT>::add(a[2], nz);
+    a[1] = Mma<XT>::add(a[1], nz8);
+    a[3] = Mma<XT>::add(a[3], nz8);
+  }
 }
 
 // Plane i with a run-time i in a fully unrolled loop (the switch folds away).
-template <typename XT>
+template <typename XT, bool ZS = true>
 __device__ __forceinline__ void a_frag_i(int i, uint32_t (&a)[4], const uint32_t (&lo)[4], const uint32_t (&hi)[4],
                                          uint32_t nz, uint32_t nz8, uint32_t magic) {
   switch (i) {
-    case 0: a_frag<XT, 0>(a, lo, hi, nz, nz8, magic); break;
-    case 1: a_frag<XT, 1>(a, lo, hi, nz, nz8, magic); break;
-    case 2: a_frag<XT, 2>(a, lo, hi, nz, nz8, magic); break;
-    case 3: a_frag<XT, 3>(a, lo, hi, nz, nz8, magic); break;
-    case 4: a_frag<XT, 4>(a, lo, hi, nz, nz8, magic); break;
-    case 5: a_frag<XT, 5>(a, lo, hi, nz, nz8, magic); break;
-    case 6: a_frag<XT, 6>(a, lo, hi, nz, nz8, magic); break;
-    default: a_frag<XT, 7>(a, lo, hi, nz, nz8, magic); break;
+    case 0: a_frag<XT, 0, ZS>(a, lo, hi, nz, nz8, magic); break;
+    case 1: a_frag<XT, 1, ZS>(a, lo, hi, nz, nz8, magic); break;
+    case 2: a_frag<XT, 2, ZS>(a, lo, hi, nz, nz8, magic); break;
+    case 3: a_frag<XT, 3, ZS>(a, lo, hi, nz, nz8, magic); break;
+    case 4: a_frag<XT, 4, ZS>(a, lo, hi, nz, nz8, magic); break;
+    case 5: a_frag<XT, 5, ZS>(a, lo, hi, nz, nz8, magic); break;
+    case 6: a_frag<XT, 6, ZS>(a, lo, hi, nz, nz8, magic); break;
+    default: a_frag<XT, 7, ZS>(a, lo, hi, nz, nz8, magic); break;
   }
 }
 
@@ -273,6 +285,26 @@ __device__ __forceinline__ void reduce_store(const Params& p, const float (&tot)
 // bounds tests only in the separate tail step of a partial last superblock.
 // PF: double-buffered chunks (the next chunk's loads are issued before this chunk's math).
 // MODE (micro-benchmark only): 0 full, 1 loads only (loaded words xor-ed), 2 loads + dequant.
+//
+// FOLD (zero-point fold; 0 = off, the default): the dequant's 32 packed adds per superblock and
+// row tile leave; the A fragments are the LOP3 results A = magic + q (C = 128 bf16 / 1024 fp16,
+// exact) and the subtraction of (C + z[n]) moves past the mma:
+//   sum_k (q - z) x = sum_k A x - (C + z[n]) xs[m],  xs[m] = sum of x[m, k] over the superblock.
+//  1: xs per token from 8 extra mma per superblock and token tile (all-ones A on the x fragments
+//     the warp holds; shared by the R row tiles), then tot += s (acc + (-(C + z)) xs) in fp32.
+//  2: no xs: each plane's mma is followed by one with A = -(C + z) per row (the negated zero
+//     pairs of FOLD 0) on the same x fragment and chain; the fold step is FOLD 0's.
+// SASS per superblock per warp (sm_90, bf16, loads and address math included; FOLD 0 / 1 / 2):
+// R1 U2 NT1 188 / 174 / 166, R4 U1 NT1 727 / 635 / 639, R2 U1 NT2 pipe 395 / 371 / 365.
+// Numerics: the products (C + q) x are exact in fp32 (8- / 11-bit significands), but the chains
+// now add terms up to (C + 15) |x| that cancel against (C + z) xs. Per superblock the fp32
+// rounding is of order 2^-24 (C + 15) sum_k |x| (a few times more where the tensor core's adder
+// truncates), against a contribution ~ 5 sqrt(128) |x| for random q - z: ~2e-5 (bf16) / ~1.5e-4
+// (fp16) of it as a bound, random in sign across superblocks, below the output's rounding (bf16
+// 2^-9, fp16 2^-11). A common offset in x (sum_k x ~ 128 |x|) costs cancellation of the same
+// order, no more (tests/gpu/test_w4a16_fold.py checks x = N(0, 1) + 4). The tail is unchanged: x
+// past K is zeroed (CHECK), so A x (padded q = 0: A = C) and xs get nothing from it. Inf / NaN in
+// x give NaN where FOLD 0 might give +-inf.
 
 template <int R, int U, int NT, bool PF>
 constexpr int reg_threads() {
@@ -353,9 +385,17 @@ __device__ __forceinline__ void reg_load(const Params& p, RegChunk<U, R, NT>& c,
       for (int h = 0; h < 2; ++h) c.z[u][r][h] = zs ? static_cast<uint32_t>(__ldg(p.zeros + gb[u] + rows[r][h])) : 8u;
 }
 
-template <typename XT, int U, int R, int NT, int MODE>
+// -(magic + z) as a float, exact (z < 2^23 - magic): 2^23 + z from the bits, subtracted from
+// 2^23 - magic (one LOP3 / IADD and one FADD, no I2F).
+template <typename XT>
+__device__ __forceinline__ float neg_magic_zero(uint32_t z) {
+  return (8388608.f - Mma<XT>::kMagicF) - __uint_as_float(0x4B000000u | z);
+}
+
+template <typename XT, int U, int R, int NT, int MODE, int FOLD = 0>
 __device__ __forceinline__ void reg_compute(const RegChunk<U, R, NT>& c, float (&tot)[R][NT][4], uint32_t& sink,
                                             uint32_t magic) {
+  static_assert(FOLD == 0 || MODE == 0, "the zero fold has no micro-benchmark modes");
 #pragma unroll
   for (int u = 0; u < U; ++u) {
     if constexpr (MODE == 1) {
@@ -370,21 +410,47 @@ __device__ __forceinline__ void reg_compute(const RegChunk<U, R, NT>& c, float (
 #pragma unroll
         for (int i = 0; i < 8; ++i) sink ^= c.x[u][nt][i].x ^ c.x[u][nt][i].y;
     } else {
-    uint32_t lo[R][4], hi[R][4], nz[R][2];
+    uint32_t lo[R][4], hi[R][4], nz[R][2] = {}, an[R][4];
 #pragma unroll
     for (int r = 0; r < R; ++r) {
       split_words(c.w[u][r][0], lo[r]);
       split_words(c.w[u][r][1], hi[r]);
-      nz[r][0] = nzero<XT>(c.z[u][r][0]);
-      nz[r][1] = nzero<XT>(c.z[u][r][1]);
+      if constexpr (FOLD != 1) {
+        nz[r][0] = nzero<XT>(c.z[u][r][0]);
+        nz[r][1] = nzero<XT>(c.z[u][r][1]);
+      }
+      if constexpr (FOLD == 2) {
+        // the A quad {nz, nz8, nz, nz8} as four values ptxas cannot prove equal (the upper two
+        // are the pairs with their halves swapped, the same bits): with plain copies it
+        // re-creates the quad with moves before almost every mma that reads it
+        an[r][0] = nz[r][0];
+        an[r][1] = nz[r][1];
+        an[r][2] = __byte_perm(nz[r][0], 0u, 0x1032);
+        an[r][3] = __byte_perm(nz[r][1], 0u, 0x1032);
+      }
     }
     float acc[2][R][NT][4];
+    // FOLD 1: sum_k x[m, k] over the superblock per token, two chains (even / odd planes) of
+    // all-ones A times the x fragments already in registers; C fragment register j of lane (g, t)
+    // holds token 2t + (j & 1) (rows are all alike)
+    float xacc[2][NT][4];
 #pragma unroll
-    for (int i = 0; i < 8; ++i)
+    for (int i = 0; i < 8; ++i) {
+      if constexpr (FOLD == 1) {
+        const uint32_t ones[4] = {Mma<XT>::kOnes, Mma<XT>::kOnes, Mma<XT>::kOnes, Mma<XT>::kOnes};
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt) {
+          if (i < 2) {
+            Mma<XT>::mma0(xacc[i & 1][nt], ones, c.x[u][nt][i].x, c.x[u][nt][i].y);
+          } else {
+            Mma<XT>::mma(xacc[i & 1][nt], ones, c.x[u][nt][i].x, c.x[u][nt][i].y);
+          }
+        }
+      }
 #pragma unroll
       for (int r = 0; r < R; ++r) {
         uint32_t a[4];
-        a_frag_i<XT>(i, a, lo[r], hi[r], nz[r][0], nz[r][1], magic);
+        a_frag_i<XT, FOLD == 0>(i, a, lo[r], hi[r], nz[r][0], nz[r][1], magic);
         if constexpr (MODE == 2) {
           sink ^= a[0] ^ a[1] ^ a[2] ^ a[3];
 #pragma unroll
@@ -397,12 +463,33 @@ __device__ __forceinline__ void reg_compute(const RegChunk<U, R, NT>& c, float (
             } else {
               Mma<XT>::mma(acc[i & 1][r][nt], a, c.x[u][nt][i].x, c.x[u][nt][i].y);
             }
+            if constexpr (FOLD == 2) {
+              // the zero term as a second product on the same chain: A = -(magic + z) per row
+              Mma<XT>::mma(acc[i & 1][r][nt], an[r], c.x[u][nt][i].x, c.x[u][nt][i].y);
+            }
           }
         }
       }
+    }
     if constexpr (MODE == 2) {
 #pragma unroll
       for (int r = 0; r < R; ++r) sink ^= __float_as_uint(c.s[u][r][0]) ^ __float_as_uint(c.s[u][r][1]);
+    } else if constexpr (FOLD == 1) {
+      float xs[NT][2];
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+        for (int j = 0; j < 2; ++j) xs[nt][j] = xacc[0][nt][j] + xacc[1][nt][j];
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        const float ncz[2] = {neg_magic_zero<XT>(c.z[u][r][0]), neg_magic_zero<XT>(c.z[u][r][1])};
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+          for (int q = 0; q < 4; ++q)
+            tot[r][nt][q] = fmaf(fmaf(ncz[q >> 1], xs[nt][q & 1], acc[0][r][nt][q] + acc[1][r][nt][q]),
+                                 c.s[u][r][q >> 1], tot[r][nt][q]);
+      }
     } else {
 #pragma unroll
       for (int r = 0; r < R; ++r)
@@ -418,7 +505,7 @@ __device__ __forceinline__ void reg_compute(const RegChunk<U, R, NT>& c, float (
 
 // R: 16-row tiles per CTA (every warp covers all of them); U: superblocks per chunk per warp;
 // NT: 8-token tiles (1: M <= 8, 2: M <= 16); PF: double-buffered chunks; MODE: see above.
-template <typename XT, int R, int U, int NT, bool PF, int MODE>
+template <typename XT, int R, int U, int NT, bool PF, int MODE, int FOLD = 0>
 __global__ void __launch_bounds__(reg_threads<R, U, NT, PF>(), 1) reg_gemv_kernel(const Params p) {
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x >> 5;
@@ -478,12 +565,12 @@ __global__ void __launch_bounds__(reg_threads<R, U, NT, PF>(), 1) reg_gemv_kerne
     while (sb + U <= full_end) {
       const bool more = sb + 2 * U <= full_end;
       if (more) reg_load<U, R, NT, false>(p, c1, sb + U, wrow, xrow, rows, t);
-      reg_compute<XT, U, R, NT, MODE>(c0, tot, sink, magic);
+      reg_compute<XT, U, R, NT, MODE, FOLD>(c0, tot, sink, magic);
       sb += U;
       if (!more) break;
       const bool more2 = sb + 2 * U <= full_end;
       if (more2) reg_load<U, R, NT, false>(p, c0, sb + U, wrow, xrow, rows, t);
-      reg_compute<XT, U, R, NT, MODE>(c1, tot, sink, magic);
+      reg_compute<XT, U, R, NT, MODE, FOLD>(c1, tot, sink, magic);
       sb += U;
       if (!more2) break;
     }
@@ -491,14 +578,14 @@ __global__ void __launch_bounds__(reg_threads<R, U, NT, PF>(), 1) reg_gemv_kerne
     for (; sb + U <= full_end; sb += U) {
       RegChunk<U, R, NT> c;
       reg_load<U, R, NT, false>(p, c, sb, wrow, xrow, rows, t);
-      reg_compute<XT, U, R, NT, MODE>(c, tot, sink, magic);
+      reg_compute<XT, U, R, NT, MODE, FOLD>(c, tot, sink, magic);
     }
   }
   // leftover superblocks of the slice (< U) and the partial last superblock, one at a time
   for (; sb < sb_end; ++sb) {
     RegChunk<1, R, NT> c;
     reg_load<1, R, NT, true>(p, c, sb, wrow, xrow, rows, t);
-    reg_compute<XT, 1, R, NT, MODE>(c, tot, sink, magic);
+    reg_compute<XT, 1, R, NT, MODE, FOLD>(c, tot, sink, magic);
   }
   pdl::launch_dependents();
   if constexpr (MODE != 0) {
@@ -1203,12 +1290,12 @@ inline cudaError_t bulk_dispatch(const Params& p, int code, int nt, bool pdl, cu
 // Every other (R, U, NT, PF) is a micro-benchmark instance only (csrc/probe).
 constexpr int kRegCodes[] = {1210, 1410, 2210, 4110, 1211, 1111, 4111, 1220, 2120, 1121, 2121};
 
-template <typename XT, int R, int U, int NT, bool PF, int MODE>
+template <typename XT, int R, int U, int NT, bool PF, int MODE, int FOLD = 0>
 inline cudaError_t reg_launch(const Params& p, int warps, bool pdl, cudaStream_t stream) {
   if (warps < 1 || warps * 32 > reg_threads<R, U, NT, PF>()) return cudaErrorInvalidValue;
   const dim3 grid(static_cast<unsigned>((p.n + 16 * R - 1) / (16 * R)));
   const size_t smem = sizeof(float) * static_cast<size_t>(R * NT * 128 * warps);
-  return launch_kernel(reg_gemv_kernel<XT, R, U, NT, PF, MODE>, grid, dim3(32 * warps), smem, pdl, stream, p);
+  return launch_kernel(reg_gemv_kernel<XT, R, U, NT, PF, MODE, FOLD>, grid, dim3(32 * warps), smem, pdl, stream, p);
 }
 
 template <typename XT, int MODE>
@@ -1243,6 +1330,27 @@ constexpr int reg_code_threads(int code) {
          : code == 2121 ? reg_threads<2, 1, 2, true>()
                         : 0;
 }
+
+// Zero-fold register instances (FOLD 1 and 2, see the register kernel's header), compiled for the
+// configs of qlinear/ops/w4a16.py _CUDA_REG_AUTO (1210, 2121, 1121, 2120) and the launcher's
+// defaults (1210, 4110, 2120) only (compile time); codes as kRegCodes.
+constexpr int kRegFoldCodes[] = {1210, 4110, 2120, 2121, 1121};
+
+template <typename XT, int FOLD>
+inline cudaError_t reg_fold_dispatch(const Params& p, int code, int warps, bool pdl, cudaStream_t s) {
+  switch (code) {
+    case 1210: return reg_launch<XT, 1, 2, 1, false, 0, FOLD>(p, warps, pdl, s);
+    case 4110: return reg_launch<XT, 4, 1, 1, false, 0, FOLD>(p, warps, pdl, s);
+    case 2120: return reg_launch<XT, 2, 1, 2, false, 0, FOLD>(p, warps, pdl, s);
+    case 2121: return reg_launch<XT, 2, 1, 2, true, 0, FOLD>(p, warps, pdl, s);
+    case 1121: return reg_launch<XT, 1, 1, 2, true, 0, FOLD>(p, warps, pdl, s);
+    default: return cudaErrorInvalidValue;
+  }
+}
+
+// fold 1 or 2; defined in w4a16_gemv_launch.cu.
+cudaError_t reg_fold_dispatch_bf16(const Params& p, int code, int fold, int warps, bool pdl, cudaStream_t s);
+cudaError_t reg_fold_dispatch_f16(const Params& p, int code, int fold, int warps, bool pdl, cudaStream_t s);
 
 // Defined in w4a16_ring_bf16.cu / w4a16_ring_f16.cu (MODE 0).
 cudaError_t reg_dispatch_bf16(const Params& p, int code, int warps, bool pdl, cudaStream_t s);

@@ -9,6 +9,7 @@
 namespace qlinear {
 namespace {
 
+using w4a16g::code_listed;
 using w4a16g::FKind;
 using w4a16g::Params;
 
@@ -22,10 +23,9 @@ bool sub_group(const W4GemvArgs& a) {
 // Register-kernel code of a config: R U NT PF as decimal digits (w4a16g::kRegCodes).
 int reg_code(int nt, int r, int u, int pipe) { return r * 1000 + u * 100 + nt * 10 + (pipe > 0 ? 1 : 0); }
 
-bool reg_compiled(int code) {
-  for (int c : w4a16g::kRegCodes)
-    if (c == code) return true;
-  return false;
+bool reg_compiled(int code, int fold) {
+  if (fold != 0) return code_listed(w4a16g::kRegFoldCodes, code);
+  return code_listed(w4a16g::kRegCodes, code);
 }
 
 int max_warps(int nt, int r, int u, int pipe, bool sub) {
@@ -93,7 +93,8 @@ W4GemvConfig w4_gemv_resolve(const W4GemvArgs& a, const W4GemvConfig& cfg) {
   const int64_t nsb = (a.k + 127) / 128;
   // Auto: round 3's register kernel, except short rows at M <= 8 (nsb <= 16, e.g. 24576x1536:
   // round 2 ring 4143 12.7 us / 4124 14.7 us at M = 1 / 4 vs the register kernel's 21.9 / 19.1).
-  if (c.ring == 0) c.ring = (ring_ok(a) && nt == 1 && nsb <= 16) ? auto_ring(nt, a.n, nsb, sms) : -1;
+  // (the zero fold exists in the register kernel only: asking for it picks that kernel)
+  if (c.ring == 0) c.ring = (c.fold == 0 && ring_ok(a) && nt == 1 && nsb <= 16) ? auto_ring(nt, a.n, nsb, sms) : -1;
   if (c.pdl > 0 && cc_major() < 9) c.pdl = 0;
   if (c.ring > 0) {
     c.row_tiles = c.chunk = 0;
@@ -148,6 +149,7 @@ W4GemvSupport w4_gemv_supported(const W4GemvArgs& a, const W4GemvConfig& cfg) {
     return W4GemvSupport::kMisaligned;
   const W4GemvConfig c = w4_gemv_resolve(a, cfg);
   const int nt = a.m > 8 ? 2 : 1;
+  if (c.fold < 0 || c.fold > 2 || (c.fold != 0 && (c.ring > 0 || sub_group(a)))) return W4GemvSupport::kBadConfig;
   if (c.ring > 0) {
     if (c.ring >= 10000 ? !bulk_ok(a) : !ring_ok(a))
       return c.ring >= 10000 ? W4GemvSupport::kNoBulk : W4GemvSupport::kNoRing;
@@ -157,7 +159,7 @@ W4GemvSupport w4_gemv_supported(const W4GemvArgs& a, const W4GemvConfig& cfg) {
     return W4GemvSupport::kOk;
   }
   const bool sub = sub_group(a);
-  if (sub ? (c.row_tiles != 1 || c.chunk != 2) : !reg_compiled(reg_code(nt, c.row_tiles, c.chunk, c.pipe)))
+  if (sub ? (c.row_tiles != 1 || c.chunk != 2) : !reg_compiled(reg_code(nt, c.row_tiles, c.chunk, c.pipe), c.fold))
     return W4GemvSupport::kBadConfig;
   if (c.warps < 1 || c.warps > max_warps(nt, c.row_tiles, c.chunk, c.pipe, sub)) return W4GemvSupport::kBadConfig;
   return W4GemvSupport::kOk;
@@ -173,7 +175,8 @@ const char* w4_gemv_support_reason(W4GemvSupport s) {
     case W4GemvSupport::kMisaligned:
       return "x must be 8-byte aligned with row stride % 4 == 0, qweight 16-byte aligned with row stride % 4 == 0";
     case W4GemvSupport::kBadConfig:
-      return "config / ring code not compiled for this token-tile count (M <= 8 / M <= 16), or warps out of range";
+      return "config / ring code not compiled for this token-tile count (M <= 8 / M <= 16) (with fold: not in "
+             "w4a16_reg_fold_configs), warps out of range, or fold not 0 / 1 / 2, with a ring code or groups < 128";
     case W4GemvSupport::kTooLarge: return "N must be < 2^31 and K < 2^22";
     case W4GemvSupport::kNoRing:
       return "ring kernel needs groups >= 128 or per channel, N % 4 == 0, 4-byte aligned scales / zeros";
@@ -237,6 +240,9 @@ cudaError_t launch_impl(const W4GemvArgs& a, cudaStream_t stream, const W4GemvCo
               : launch_sub<__half, 2>(p, c.warps, c.pdl > 0, stream);
   }
   const int code = reg_code(nt, c.row_tiles, c.chunk, c.pipe);
+  if (c.fold != 0)
+    return bf ? w4a16g::reg_fold_dispatch_bf16(p, code, c.fold, c.warps, c.pdl > 0, stream)
+              : w4a16g::reg_fold_dispatch_f16(p, code, c.fold, c.warps, c.pdl > 0, stream);
   return bf ? w4a16g::reg_dispatch_bf16(p, code, c.warps, c.pdl > 0, stream)
             : w4a16g::reg_dispatch_f16(p, code, c.warps, c.pdl > 0, stream);
 }
@@ -267,9 +273,27 @@ int w4_ring_configs(int nt, int* codes, int cap) {
   return n;
 }
 
+namespace w4a16g {
+cudaError_t reg_fold_dispatch_bf16(const Params& p, int code, int fold, int warps, bool pdl, cudaStream_t s) {
+  return fold == 1 ? reg_fold_dispatch<__nv_bfloat16, 1>(p, code, warps, pdl, s)
+                   : reg_fold_dispatch<__nv_bfloat16, 2>(p, code, warps, pdl, s);
+}
+cudaError_t reg_fold_dispatch_f16(const Params& p, int code, int fold, int warps, bool pdl, cudaStream_t s) {
+  return fold == 1 ? reg_fold_dispatch<__half, 1>(p, code, warps, pdl, s)
+                   : reg_fold_dispatch<__half, 2>(p, code, warps, pdl, s);
+}
+}  // namespace w4a16g
+
 int w4_reg_configs(int* codes, int cap) {
   const int n = static_cast<int>(sizeof(w4a16g::kRegCodes) / sizeof(int));
   for (int i = 0; i < n && i < cap; ++i) codes[i] = w4a16g::kRegCodes[i];
+  return n;
+}
+
+int w4_reg_fold_configs(int* codes, int cap) {
+  int n = 0;
+  for (int c : w4a16g::kRegFoldCodes)
+    if (n++ < cap) codes[n - 1] = c;
   return n;
 }
 

@@ -43,6 +43,9 @@ struct W4GemvArgs {
 // 5-digit codes: 1 WR WK S ST (e.g. 11424 = the bulk 1424).
 // pipe: the register kernel double-buffers its chunks (next chunk's loads issued before this
 // chunk's math); compiled (row_tiles, chunk, NT, pipe) codes: w4_reg_configs().
+// fold: the register kernel's zero-point fold (w4a16_gemv.cuh FOLD: 1 = per-token x sums, 2 = the
+// zero term as a second mma on each chain), 0 = off; non-zero selects the register kernel when
+// ring is 0 and needs a code in w4_reg_fold_configs() (groups >= 128 or per channel), else kBadConfig.
 struct W4GemvConfig {
   int row_tiles = 0;
   int chunk = 0;
@@ -50,6 +53,7 @@ struct W4GemvConfig {
   int pdl = 0;
   int ring = 0;
   int pipe = 0;
+  int fold = 0;
 };
 
 // Why a case is not taken (0 = supported).
@@ -60,7 +64,8 @@ enum class W4GemvSupport : int {
   kBadK = 3,          // k % 4 != 0 or k < 1
   kBadGroup = 4,      // group size not in {16, 32, 64, multiples of 128, K}
   kMisaligned = 5,    // x pointer not 8-byte aligned or x row stride % 4 != 0, qweight not 16-byte aligned
-  kBadConfig = 6,     // (row_tiles, chunk) not compiled or warps out of range
+  kBadConfig = 6,     // (row_tiles, chunk) not compiled (with fold: not in w4_reg_fold_configs) or warps out of
+                      // range, or fold not in {0, 1, 2} / with a ring code / groups < 128
   kTooLarge = 7,      // n >= 2^31 or k >= 2^22
   kNoRing = 8,        // ring kernel asked for: groups < 128, N % 4 != 0 or scales / zeros not 4-byte aligned
   kNoBulk = 9,        // bulk ring asked for: not sm_90+, groups < 128, N % 16 != 0, K % 128 != 0, x / scales /
@@ -84,6 +89,9 @@ int w4_ring_configs(int nt, int* codes, int cap);
 // The compiled register-kernel configs: codes R * 1000 + U * 100 + NT * 10 + pipe (NT = 1: M <= 8,
 // 2: M <= 16); writes up to `cap`, returns how many there are.
 int w4_reg_configs(int* codes, int cap);
+
+// The register-kernel codes compiled with the zero fold (both fold variants); as w4_reg_configs.
+int w4_reg_fold_configs(int* codes, int cap);
 
 // The config the launcher would use (zeros resolved); *used receives it when non-null.
 W4GemvConfig w4_gemv_resolve(const W4GemvArgs& a, const W4GemvConfig& cfg);
