@@ -83,6 +83,7 @@ struct Params {
   float* ws;         // split partials (splits > 1)
   int* counters;     // one per tile group, zero between launches
   int m, n, kb;      // kb = k / 128
+  int x_l1;          // kXWarp: prefetch the x of a warp's next k-block into L1 with its weights
   int splits, kb_per_split;
   float scale_eps;
 };
@@ -154,6 +155,19 @@ __device__ __forceinline__ void load_stage(WStage<R>& st, const Params& p, int r
 
 // x of token tile nt at k-block kb quantized for this lane: q[c * 4 + j] = codes of k = 64 c + 16 t +
 // 4 j .. +3 (low byte first); returns the group scale (0 for tokens >= M, whose codes are 0).
+// Asks L1 for the x bytes load_x will read for k-block kb (the 128-byte lines of this lane's two
+// 32-byte pieces; the four lanes of a token share them).
+template <typename XT, int NT>
+__device__ __forceinline__ void prefetch_x(const void* const (&xrow)[NT], const bool (&xvalid)[NT], int kb, int t) {
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt) {
+    if (!xvalid[nt]) continue;
+    const XT* p = static_cast<const XT*>(xrow[nt]) + static_cast<int64_t>(kb) * 128 + 16 * t;
+    asm volatile("prefetch.global.L1 [%0];" ::"l"(p));
+    asm volatile("prefetch.global.L1 [%0];" ::"l"(p + 64));
+  }
+}
+
 template <typename XT>
 __device__ __forceinline__ void load_x(uint4 (&raw)[2][2], const XT* xrow, bool valid, int kb, int t) {
   if (valid) {
@@ -367,6 +381,12 @@ __global__ void __launch_bounds__(max_threads(NT, R, PF, XQ), 1) fp8_gemv_kernel
     else
       xrow[nt] = static_cast<const XT*>(p.x) + off;
   }
+  const bool x_l1 = XQ == kXWarp && p.x_l1 != 0;
+  if (x_l1) {
+#pragma unroll
+    for (int i = 0; i < (PF > 0 ? PF : 1); ++i)
+      if (kb + i * W < kb_hi) prefetch_x<XT, NT>(xrow, xvalid, kb + i * W, t);
+  }
 
   bool xg_ready = false;
   if constexpr (XQ == kXGlobal) {
@@ -419,6 +439,7 @@ __global__ void __launch_bounds__(max_threads(NT, R, PF, XQ), 1) fp8_gemv_kernel
         if (kbi + PF * W < kb_hi) {
           load_stage<R>(st[(i + PF) % NS], p, row0g, t, kbi + PF * W);
           if (XQ == kXGlobal && xg_ready) load_xstage<NT>(xst[(i + PF) % NS], p, g, t, kbi + PF * W);
+          if (x_l1) prefetch_x<XT, NT>(xrow, xvalid, kbi + PF * W, t);
         }
         do_block<XT, NT, R, XQ>(acc, st[i], xrow, xvalid, kbi, lane, p, xst[i], xg_ready);
       }
@@ -429,6 +450,7 @@ __global__ void __launch_bounds__(max_threads(NT, R, PF, XQ), 1) fp8_gemv_kernel
         load_stage<R>(st[0], p, row0g, t, kb);
         if (XQ == kXGlobal && xg_ready) load_xstage<NT>(xst[0], p, g, t, kb);
       }
+      if (x_l1 && kb + W < kb_hi) prefetch_x<XT, NT>(xrow, xvalid, kb + W, t);
       do_block<XT, NT, R, XQ>(acc, st[0], xrow, xvalid, kb, lane, p, xst[0], xg_ready);
     }
   }

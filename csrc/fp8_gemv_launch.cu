@@ -30,6 +30,7 @@ Fp8GemvConfig fp8_gemv_decode(int64_t code) {
   Fp8GemvConfig c;
   if (code <= 0) return c;
   c.preq = static_cast<int>((code / 1000000) % 10);
+  c.xpf = static_cast<int>((code / 10000000) % 10);
   c.splits = static_cast<int>((code / 10000) % 100);
   c.r = static_cast<int>((code / 1000) % 10);
   c.pf = static_cast<int>((code / 100) % 10);
@@ -38,7 +39,7 @@ Fp8GemvConfig fp8_gemv_decode(int64_t code) {
 }
 
 int64_t fp8_gemv_encode(const Fp8GemvConfig& c) {
-  return int64_t{c.preq} * 1000000 + int64_t{c.splits} * 10000 + c.r * 1000 + c.pf * 100 + c.warps;
+  return int64_t{c.xpf} * 10000000 + int64_t{c.preq} * 1000000 + int64_t{c.splits} * 10000 + c.r * 1000 + c.pf * 100 + c.warps;
 }
 
 // The XQ of a resolved config (its Q digit: 0 per warp, 1 pre-quantized, 2 quantized once into the workspace).
@@ -99,7 +100,8 @@ Fp8GemvSupport fp8_gemv_supported(const Fp8GemvArgs& a, int64_t code) {
     return Fp8GemvSupport::kMisaligned;
   const Fp8GemvConfig c = fp8_gemv_resolve(a, code);
   const int q = fp8_gemv_decode(code).preq;
-  if (q > 2 || (q == 1 && !pq) || (q == 2 && pq)) return Fp8GemvSupport::kBadConfig;
+  if (q > 2 || (q == 1 && !pq) || (q == 2 && pq) || c.xpf > 1 || (c.xpf == 1 && q != 0) || code >= 20000000)
+    return Fp8GemvSupport::kBadConfig;
   const int xq = xq_of(c);
   if (!fp8g::pair_compiled(c.r, c.pf, xq) || c.warps < 1 || c.warps > max_warps(a.m > 8 ? 2 : 1, c.r, c.pf, xq) ||
       c.splits < 1 || c.splits > 99)
@@ -156,6 +158,7 @@ cudaError_t fp8_gemv_launch(const Fp8GemvArgs& a, cudaStream_t stream, int64_t c
   p.splits = c.splits;
   p.kb_per_split = static_cast<int>(cdiv64(kb, c.splits));
   p.scale_eps = a.scale_eps;
+  p.x_l1 = c.xpf;
   const int tgs = static_cast<int>(cdiv64(cdiv64(a.n, 16), c.r));
   const bool use_pdl = pdl && devattr::cc_major() >= 9;
   const bool bf16 = a.dtype == Fp8GDType::kBFloat16, two = a.m > 8;

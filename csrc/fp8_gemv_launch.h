@@ -39,7 +39,7 @@ struct Fp8GemvArgs {
   int xg_spins = 4096;
 };
 
-// A launch config, code Q * 1000000 + S * 10000 + R * 1000 + PF * 100 + W (0 = automatic): R row
+// A launch config, code X * 10000000 + Q * 1000000 + S * 10000 + R * 1000 + PF * 100 + W (0 = automatic): R row
 // tiles of 16 per CTA (1, 2, 4), PF = k-blocks of weights loaded ahead of the one being multiplied
 // (0 .. 3; which (R, PF) pairs are compiled: fp8_gemv_configs), W warps per CTA splitting the
 // k-blocks (1 .. 16, fewer where the register cap allows fewer threads), S CTAs splitting K (1 .. 99;
@@ -47,9 +47,10 @@ struct Fp8GemvArgs {
 // without x_scales, the operands decide otherwise (the digit tells the Python caller which op to
 // run). Q = 2: x quantized once per launch by the kernel into the workspace (after the partials;
 // refused with x_scales or without the room). fp8_gemv_configs lists the compiled (R, PF) pairs of
-// a Q as R * 10 + PF.
+// a Q as R * 10 + PF. X = 1 (x quantized per warp): each warp asks L1 for the x of its next k-block
+// when it requests that k-block's weights (the x loads of the quantization then hit L1).
 struct Fp8GemvConfig {
-  int r = 0, pf = 0, warps = 0, splits = 0, preq = 0;
+  int r = 0, pf = 0, warps = 0, splits = 0, preq = 0, xpf = 0;
 };
 
 enum class Fp8GemvSupport : int {

@@ -32,7 +32,8 @@ TOL = 1e-2
 MS = (1, 2, 3, 4, 7, 8, 9, 15, 16)
 SHAPES = [(2112, 7168), (24576, 1536), (7168, 16384), (1536, 7168), (576, 7168), (200, 1024)]
 # S * 10000 + R * 1000 + PF * 100 + W (csrc/fp8_gemv_launch.h)
-CODES = [11104, 11016, 41108, 12104, 32004, 22108, 14008, 34004, 81002, 11101, 11208, 11312, 21204, 31204]
+CODES = [11104, 11016, 41108, 12104, 32004, 22108, 14008, 34004, 81002, 11101, 11208, 11312, 21204, 31204,
+         10011116, 10041108, 10021204, 10014008, 10012108]  # X = 1: x prefetched into L1
 # pre-quantized x (Q = 1); R = 4 is not compiled for it
 PREQ_CODES = [1011104, 1011016, 1041108, 1011116, 1011216, 1011312, 1021104, 1021204, 1031204]
 # x quantized once per launch into the workspace (Q = 2)
@@ -185,8 +186,10 @@ def test_preq_raw_op():
     ws = ops._cuda_workspace(x.device)
     assert C.fp8_block_gemv_supported(q, w, wsi, ws, 1011104, s) == 0
     assert C.fp8_block_gemv_resolve(q, w, wsi, ws, 0, s) // 1000000 == 1
-    # a Q = 1 code without pre-quantized x is refused (code 5)
+    # a Q = 1 code without pre-quantized x is refused (code 5), as is X = 1 (L1 prefetch of x) with it
     assert C.fp8_block_gemv_supported(x, w, wsi, ws, 1011104) == 5
+    assert C.fp8_block_gemv_supported(q, w, wsi, ws, 11011104, s) == 5
+    assert C.fp8_block_gemv_supported(x, w, wsi, ws, 20011104) == 5
     y = C.fp8_block_gemv_preq(q, s, w, wsi, None, ws, torch.float16, 0, False)
     assert y.dtype == torch.float16
     _check(y.to(torch.bfloat16), x, w, wsi, None, "preq raw op, fp16 out")
