@@ -9,7 +9,7 @@
 //                                      x_scales=None) -> int   (0 = supported, else a Fp8GemvSupport code)
 //   torch.ops.qlinear_C.fp8_block_gemv_resolve(x, weight, weight_scale_inv, workspace, config=0,
 //                                      x_scales=None) -> int   (the config code a launch would use)
-//   torch.ops.qlinear_C.fp8_block_gemv_configs(q=0) -> int[]   (compiled (R, PF) pairs of a Q digit as R * 10 + PF)
+//   torch.ops.qlinear_C.fp8_block_gemv_configs() -> int[]   (compiled (R, PF) pairs as R * 10 + PF)
 // x [M <= 16, K] fp16 / bf16 (stride(1) == 1; with x_scales: e4m3 codes), weight e4m3 [N, K]
 // (stride(1) == 1), weight_scale_inv fp32 [cdiv(N, 128), K / 128], bias [N] in the output dtype,
 // workspace int32 (counters zeroed once).
@@ -191,16 +191,13 @@ at::Tensor run(qlinear::Fp8GemvArgs& a, const at::Tensor& x, const std::optional
 
 at::Tensor fp8_block_gemv(const at::Tensor& x, const at::Tensor& w, const at::Tensor& wsi,
                           const std::optional<at::Tensor>& bias, const at::Tensor& workspace, int64_t config,
-                          bool pdl, double scale_eps, int64_t xg_spins) {
+                          bool pdl, double scale_eps) {
   throw_if(check_operands(x, false, w, wsi, workspace));
   throw_if(check_bias(bias, x, x.scalar_type(), w.size(0)));
   if (!(scale_eps >= 1e-30))
     throw_problem(problem(false, "scale_eps: expected >= 1e-30 (a normal fp32 scale), got ", msg::num(scale_eps)));
   qlinear::Fp8GemvArgs a = make_args(x, std::nullopt, w, wsi, workspace, x.scalar_type());
   a.scale_eps = static_cast<float>(scale_eps);
-  if (xg_spins < 0 || xg_spins > (int64_t{1} << 20))
-    throw_problem(problem(false, "xg_spins: expected 0 .. 2^20, got ", msg::num(xg_spins)));
-  a.xg_spins = static_cast<int>(xg_spins);
   return run(a, x, bias, x.scalar_type(), config, pdl);
 }
 
@@ -216,9 +213,9 @@ at::Tensor fp8_block_gemv_preq(const at::Tensor& xq, const at::Tensor& xs, const
   return run(a, xq, bias, out_dtype, config, pdl);
 }
 
-std::vector<int64_t> fp8_block_gemv_configs(int64_t q) {
+std::vector<int64_t> fp8_block_gemv_configs() {
   int codes[32];
-  const int n = qlinear::fp8_gemv_configs(codes, 32, static_cast<int>(q));
+  const int n = qlinear::fp8_gemv_configs(codes, 32);
   return std::vector<int64_t>(codes, codes + (n < 32 ? n : 32));
 }
 
@@ -227,7 +224,7 @@ std::vector<int64_t> fp8_block_gemv_configs(int64_t q) {
 TORCH_LIBRARY_FRAGMENT(qlinear_C, m) {
   m.def(
       "fp8_block_gemv(Tensor x, Tensor weight, Tensor weight_scale_inv, Tensor? bias, Tensor workspace, "
-      "int config=0, bool pdl=False, float scale_eps=1e-10, int xg_spins=4096) -> Tensor",
+      "int config=0, bool pdl=False, float scale_eps=1e-10) -> Tensor",
       &fp8_block_gemv);
   m.def(
       "fp8_block_gemv_preq(Tensor xq, Tensor x_scales, Tensor weight, Tensor weight_scale_inv, Tensor? bias, "
@@ -241,5 +238,5 @@ TORCH_LIBRARY_FRAGMENT(qlinear_C, m) {
       "fp8_block_gemv_resolve(Tensor x, Tensor weight, Tensor weight_scale_inv, Tensor workspace, "
       "int config=0, Tensor? x_scales=None) -> int",
       &fp8_block_gemv_resolve);
-  m.def("fp8_block_gemv_configs(int q=0) -> int[]", &fp8_block_gemv_configs);
+  m.def("fp8_block_gemv_configs() -> int[]", &fp8_block_gemv_configs);
 }

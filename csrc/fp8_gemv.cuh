@@ -31,22 +31,15 @@
 // PF = 2, 3: a ring of PF + 1 register stages, PF k-blocks of weights in flight while one is
 // multiplied (more bytes in flight per SM for the bandwidth-bound large shapes).
 // PDL: the first k-block's weights and scales are requested before griddepcontrol.wait, x after.
+// L2W: before that, the CTA asks L2 for its whole weight slice (one cp.async.bulk.prefetch per row:
+// no registers), so the weight stream runs while the previous kernel (e.g. the x quantizer of PQ)
+// finishes, and the main loop reads L2.
 //
-// XQ = where x is quantized:
-//  - kXWarp: each warp quantizes the x it multiplies, per k-block (above). The CTAs of one split
-//    repeat that work: (tile groups) x M x K values in all, which grows with M.
-//  - kXPre (pre-quantized x): x arrives as e4m3 codes [M, K] (row stride x_stride bytes) plus fp32
-//    group scales xs [M, K / 128] from per_token_group_quant_fp8 (launched just before, the GEMM with
-//    PDL so its first weight loads overlap the quantizer); the B fragments are the codes at the same
-//    k positions (16 bytes at k = 16t and 64 + 16t).
-//  - kXGlobal: x is quantized once per launch, by the kernel itself: item (k-block, token tile) i
-//    belongs to warp i / C of CTA i % C (C = the first CTAs, at most one per SM), which quantizes it right after the PDL wait,
-//    stores the codes and scales to a global scratch (codes [8 NT tokens][K], scales [8 NT][K / 128])
-//    and counts it. One thread per CTA waits until all items are counted (it does not have to wait
-//    long: every CTA produces before it waits), then the main loop loads each k-block's codes and
-//    scales from L2 along with its weights (PF stages ahead), as kXPre does, without a second
-//    launch. A CTA that waits too long (CTAs not co-resident) quantizes per warp instead: the same
-//    codes, so the same result. The last CTA to finish resets the two counters for the next launch.
+// PQ (pre-quantized x): x arrives as e4m3 codes [M, K] (row stride x_stride bytes) plus fp32 group
+// scales xs [M, K / 128] from per_token_group_quant_fp8 (launched just before, the GEMM with PDL so
+// its first weight loads overlap the quantizer); the B fragments are the codes at the same k
+// positions (16 bytes at k = 16t and 64 + 16t), so every CTA skips the quantization of M x K values
+// that otherwise grows with M (each CTA repeats it for its k range).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -60,9 +53,6 @@
 namespace qlinear {
 namespace fp8g {
 
-// Where x is quantized (the kernel's XQ parameter; see the header comment).
-constexpr int kXWarp = 0, kXPre = 1, kXGlobal = 2;
-
 struct Params {
   void* out;
   int64_t out_stride;  // elements between rows of out
@@ -73,17 +63,11 @@ struct Params {
   const float* wsi;  // [cdiv(n, 128), k / 128]
   int64_t wsi_s0, wsi_s1;
   const void* bias;  // [n] in x's dtype or null
-  const float* xs;  // kXPre: x's group scales [m, kb], strides xs_s0, xs_s1 (x then holds e4m3 codes)
+  const float* xs;  // PQ: x's group scales [m, kb], strides xs_s0, xs_s1 (x then holds e4m3 codes)
   int64_t xs_s0, xs_s1;
-  uint8_t* xg_codes;  // kXGlobal scratch: codes [8 NT][K] (row stride K bytes), scales [8 NT][kb]
-  float* xg_scales;
-  int* xg_sync;       // kXGlobal: [0] items produced, [1] CTAs finished; zero between launches
-  int xg_ctas;        // kXGlobal: CTAs 0 .. xg_ctas - 1 produce the items
-  int xg_spins;       // kXGlobal: polls before a CTA gives up waiting and quantizes x itself
   float* ws;         // split partials (splits > 1)
   int* counters;     // one per tile group, zero between launches
   int m, n, kb;      // kb = k / 128
-  int x_l1;          // kXWarp: prefetch the x of a warp's next k-block into L1 with its weights
   int splits, kb_per_split;
   float scale_eps;
 };
@@ -132,44 +116,27 @@ struct WStage {
   float sw[R];
 };
 
-// Row r h of the lane (row0g = the tile group's first row + g) is recomputed per load rather than
-// held: 2 R registers fewer, which the R = 6 / 8 instances need. Rows past N read row N - 1 (valid
-// memory; their results are never stored). A 16-row tile lies inside one 128-row scale block, so
-// row g's block is the tile's.
+// Weight rows are kept as 32-bit indices (64-bit pointers would cost 4 R more registers).
 template <int R>
-__device__ __forceinline__ void load_stage(WStage<R>& st, const Params& p, int row0g, int t, int kb) {
+__device__ __forceinline__ void load_stage(WStage<R>& st, const Params& p, const int (&rows)[R][2], int t, int kb) {
   const uint8_t* base = p.w + static_cast<int64_t>(kb) * 128 + 16 * t;
 #pragma unroll
   for (int r = 0; r < R; ++r) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const int rw = min(row0g + r * 16 + h * 8, p.n - 1);
-      const uint8_t* row = base + static_cast<int64_t>(rw) * p.w_stride;
+      const uint8_t* row = base + static_cast<int64_t>(rows[r][h]) * p.w_stride;
 #pragma unroll
       for (int c = 0; c < 2; ++c) st.v[r][h][c] = ld_weight(row + c * 64);
     }
-    const int rb = min(row0g + r * 16, p.n - 1) / 128;
-    st.sw[r] = __ldg(p.wsi + static_cast<int64_t>(rb) * p.wsi_s0 + static_cast<int64_t>(kb) * p.wsi_s1);
+    st.sw[r] = __ldg(p.wsi + static_cast<int64_t>(rows[r][0] / 128) * p.wsi_s0 + static_cast<int64_t>(kb) * p.wsi_s1);
   }
 }
 
 // x of token tile nt at k-block kb quantized for this lane: q[c * 4 + j] = codes of k = 64 c + 16 t +
 // 4 j .. +3 (low byte first); returns the group scale (0 for tokens >= M, whose codes are 0).
-// Asks L1 for the x bytes load_x will read for k-block kb (the 128-byte lines of this lane's two
-// 32-byte pieces; the four lanes of a token share them).
-template <typename XT, int NT>
-__device__ __forceinline__ void prefetch_x(const void* const (&xrow)[NT], const bool (&xvalid)[NT], int kb, int t) {
-#pragma unroll
-  for (int nt = 0; nt < NT; ++nt) {
-    if (!xvalid[nt]) continue;
-    const XT* p = static_cast<const XT*>(xrow[nt]) + static_cast<int64_t>(kb) * 128 + 16 * t;
-    asm volatile("prefetch.global.L1 [%0];" ::"l"(p));
-    asm volatile("prefetch.global.L1 [%0];" ::"l"(p + 64));
-  }
-}
-
 template <typename XT>
-__device__ __forceinline__ void load_x(uint4 (&raw)[2][2], const XT* xrow, bool valid, int kb, int t) {
+__device__ __forceinline__ float quant_x(uint32_t (&q)[8], const XT* xrow, bool valid, int kb, int t, float eps) {
+  uint4 raw[2][2];
   if (valid) {
     const uint4* p = reinterpret_cast<const uint4*>(xrow + static_cast<int64_t>(kb) * 128 + 16 * t);
 #pragma unroll
@@ -181,11 +148,6 @@ __device__ __forceinline__ void load_x(uint4 (&raw)[2][2], const XT* xrow, bool 
 #pragma unroll
     for (int c = 0; c < 2; ++c) raw[c][0] = raw[c][1] = make_uint4(0, 0, 0, 0);
   }
-}
-
-// The raw x of load_x quantized: codes q as quant_x returns them, and the group scale (0 when !valid).
-template <typename XT>
-__device__ __forceinline__ float quant_raw(uint32_t (&q)[8], const uint4 (&raw)[2][2], bool valid, float eps) {
   // the 32 values are converted twice (amax, then quotients) rather than held as fp32: that would
   // cost 32 registers per token tile
   float amax = 0.f;
@@ -221,13 +183,6 @@ __device__ __forceinline__ float quant_raw(uint32_t (&q)[8], const uint4 (&raw)[
   return valid ? scale : 0.f;
 }
 
-template <typename XT>
-__device__ __forceinline__ float quant_x(uint32_t (&q)[8], const XT* xrow, bool valid, int kb, int t, float eps) {
-  uint4 raw[2][2];
-  load_x<XT>(raw, xrow, valid, kb, t);
-  return quant_raw<XT>(q, raw, valid, eps);
-}
-
 // Pre-quantized x of token tile nt at k-block kb for this lane: the codes at the k positions quant_x
 // produces (two 16-byte loads), zero for tokens >= M.
 __device__ __forceinline__ void load_codes(uint32_t (&q)[8], const uint8_t* xrow, bool valid, int kb, int t) {
@@ -241,42 +196,15 @@ __device__ __forceinline__ void load_codes(uint32_t (&q)[8], const uint8_t* xrow
   q[4] = c1.x, q[5] = c1.y, q[6] = c1.z, q[7] = c1.w;
 }
 
-// kXGlobal: one k-block of x codes for this lane (token g of each token tile, the 32 codes at the
-// k positions of quant_x) and the scales of tokens 2t, 2t + 1 (its C columns). Loaded from L2
-// (.cg: another SM wrote them this launch; L1 may hold an earlier launch's bytes).
-template <int NT>
-struct XStage {
-  uint4 c[NT][2];
-  float s[NT][2];
-};
-
-template <int NT>
-__device__ __forceinline__ void load_xstage(XStage<NT>& xs, const Params& p, int g, int t, int kb) {
-#pragma unroll
-  for (int nt = 0; nt < NT; ++nt) {
-    const uint8_t* row = p.xg_codes + static_cast<int64_t>(nt * 8 + g) * (p.kb * 128) + static_cast<int64_t>(kb) * 128 + 16 * t;
-    xs.c[nt][0] = __ldcg(reinterpret_cast<const uint4*>(row));
-    xs.c[nt][1] = __ldcg(reinterpret_cast<const uint4*>(row + 64));
-#pragma unroll
-    for (int j = 0; j < 2; ++j) xs.s[nt][j] = __ldcg(p.xg_scales + (nt * 8 + 2 * t + j) * p.kb + kb);
-  }
-}
-
-template <typename XT, int NT, int R, int XQ>
+template <typename XT, int NT, int R, bool PQ>
 __device__ __forceinline__ void do_block(float (&acc)[R][NT][4], const WStage<R>& st, const void* const (&xrow)[NT],
-                                         const bool (&xvalid)[NT], int kb, int lane, const Params& p,
-                                         const XStage<NT>& xs, bool xg_ready) {
+                                         const bool (&xvalid)[NT], int kb, int lane, const Params& p) {
   const int t = lane & 3;
   uint32_t q[NT][8];
   float sxc[NT][2];
 #pragma unroll
   for (int nt = 0; nt < NT; ++nt) {
-    if (XQ == kXGlobal && xg_ready) {
-      q[nt][0] = xs.c[nt][0].x, q[nt][1] = xs.c[nt][0].y, q[nt][2] = xs.c[nt][0].z, q[nt][3] = xs.c[nt][0].w;
-      q[nt][4] = xs.c[nt][1].x, q[nt][5] = xs.c[nt][1].y, q[nt][6] = xs.c[nt][1].z, q[nt][7] = xs.c[nt][1].w;
-      sxc[nt][0] = xs.s[nt][0];
-      sxc[nt][1] = xs.s[nt][1];
-    } else if constexpr (XQ == kXPre) {
+    if constexpr (PQ) {
       load_codes(q[nt], static_cast<const uint8_t*>(xrow[nt]), xvalid[nt], kb, t);
       // C columns of this lane are tokens 2t, 2t + 1
 #pragma unroll
@@ -320,12 +248,9 @@ __device__ __forceinline__ void do_block(float (&acc)[R][NT][4], const WStage<R>
 
 // Threads per CTA an instance is compiled for, i.e. its register cap (65536 / threads): each tile
 // of a weight stage holds 17 registers (PF + 1 stages), each token tile 24 (raw x + codes; 8 with
-// pre-quantized x; kXGlobal keeps the per-warp path as its fallback and adds 10 per stage) and 8 R
-// accumulators.
-__host__ __device__ constexpr int max_threads(int NT, int R, int PF, int XQ) {
-  return XQ == kXGlobal ? (R == 1 ? (PF == 0 ? 512 : (PF == 1 ? 384 : 256)) : 256) :
-         R == 1 ? (PF <= 1 || (PF == 2 && (NT == 1 || XQ == kXPre)) ? 512
-                                                                      : (PF == 2 || NT == 1 || XQ == kXPre ? 384 : 256))
+// PQ) and 8 R accumulators.
+__host__ __device__ constexpr int max_threads(int NT, int R, int PF, bool PQ) {
+  return R == 1 ? (PF <= 1 || (PF == 2 && (NT == 1 || PQ)) ? 512 : (PF == 2 || NT == 1 || PQ ? 384 : 256))
                 : (R == 2 && NT == 1 ? (PF == 0 ? 512 : (PF == 1 ? 384 : 256)) : 256);
 }
 
@@ -334,12 +259,24 @@ inline size_t smem_bytes(int R, int NT, int warps) {
   return sizeof(float) * static_cast<size_t>(warps) * R * NT * 128 + 16;
 }
 
-// kXGlobal scratch in 32-bit words for k = 128 kb: codes of 16 tokens, their scales.
-__host__ __device__ constexpr int64_t xg_words(int64_t kb) { return 16 * kb * 32 + 16 * kb; }
+// Bulk prefetch into L2 of rows [row0, row0 + rows) (clamped to N) x k-blocks [kb_lo, kb_hi) of the
+// weight: one instruction per row (rows are 16-byte aligned, the range a multiple of 128 bytes).
+__device__ __forceinline__ void prefetch_slice_l2(const Params& p, int row0, int rows, int kb_lo, int kb_hi) {
+  const int nrows = min(rows, p.n - row0);
+  const uint32_t bytes = static_cast<uint32_t>(kb_hi - kb_lo) * 128u;
+  for (int r = threadIdx.x; r < nrows; r += blockDim.x) {
+    const uint8_t* ptr = p.w + static_cast<int64_t>(row0 + r) * p.w_stride + static_cast<int64_t>(kb_lo) * 128;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(ptr), "r"(bytes) : "memory");
+#else
+    (void)ptr;
+#endif
+  }
+}
 
-template <typename XT, int NT, int R, int PF, int XQ>
-__global__ void __launch_bounds__(max_threads(NT, R, PF, XQ), 1) fp8_gemv_kernel(const Params p) {
-  extern __shared__ __align__(16) float red[];
+template <typename XT, int NT, int R, int PF, bool PQ, bool L2W = false>
+__global__ void __launch_bounds__(max_threads(NT, R, PF, PQ), 1) fp8_gemv_kernel(const Params p) {
+  extern __shared__ float red[];
   constexpr int V = R * NT * 4;  // accumulator values per lane
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, W = blockDim.x >> 5;
   const int g = lane >> 2, t = lane & 3;
@@ -348,7 +285,14 @@ __global__ void __launch_bounds__(max_threads(NT, R, PF, XQ), 1) fp8_gemv_kernel
   const int kb_lo = split * p.kb_per_split;
   const int kb_hi = min(kb_lo + p.kb_per_split, p.kb);
 
-  const int row0g = row0 + g;
+  int rows[R][2];
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    // rows past N read row N - 1 (valid memory); their results are never stored. A 16-row tile
+    // lies inside one 128-row scale block, so row g's block is the tile's.
+#pragma unroll
+    for (int h = 0; h < 2; ++h) rows[r][h] = min(row0 + r * 16 + h * 8 + g, p.n - 1);
+  }
 
   float acc[R][NT][4];
 #pragma unroll
@@ -359,12 +303,12 @@ __global__ void __launch_bounds__(max_threads(NT, R, PF, XQ), 1) fp8_gemv_kernel
   int kb = kb_lo + warp;
   constexpr int NS = PF + 1;  // register stages
   WStage<R> st[NS];
-  XStage<NT> xst[NS];
+  if constexpr (L2W) prefetch_slice_l2(p, row0, R * 16, kb_lo, kb_hi);
   // the weights do not depend on the previous grid: the first PF k-blocks (one without PF) are
   // requested before the wait
 #pragma unroll
   for (int i = 0; i < (PF > 0 ? PF : 1); ++i)
-    if (kb + i * W < kb_hi) load_stage<R>(st[i], p, row0g, t, kb + i * W);
+    if (kb + i * W < kb_hi) load_stage<R>(st[i], p, rows, t, kb + i * W);
 
   pdl::wait();
   pdl::launch_dependents();
@@ -376,56 +320,10 @@ __global__ void __launch_bounds__(max_threads(NT, R, PF, XQ), 1) fp8_gemv_kernel
     const int m = nt * 8 + g;
     xvalid[nt] = m < p.m;
     const int64_t off = static_cast<int64_t>(xvalid[nt] ? m : 0) * p.x_stride;
-    if constexpr (XQ == kXPre)
+    if constexpr (PQ)
       xrow[nt] = static_cast<const uint8_t*>(p.x) + off;
     else
       xrow[nt] = static_cast<const XT*>(p.x) + off;
-  }
-  const bool x_l1 = XQ == kXWarp && p.x_l1 != 0;
-  if (x_l1) {
-#pragma unroll
-    for (int i = 0; i < (PF > 0 ? PF : 1); ++i)
-      if (kb + i * W < kb_hi) prefetch_x<XT, NT>(xrow, xvalid, kb + i * W, t);
-  }
-
-  bool xg_ready = false;
-  if constexpr (XQ == kXGlobal) {
-    const int cta = blockIdx.y * gridDim.x + blockIdx.x, items = p.kb * NT;
-    for (int i = cta + p.xg_ctas * warp; cta < p.xg_ctas && i < items; i += p.xg_ctas * W) {
-      const int nt = i % NT, kbi = i / NT;
-      // token tile by selects (a run-time index into xrow / xvalid would put them on the stack)
-      const bool hi = NT > 1 && nt != 0;
-      uint32_t q[8];
-      const float sx = quant_x<XT>(q, static_cast<const XT*>(hi ? xrow[NT - 1] : xrow[0]), hi ? xvalid[NT - 1] : xvalid[0],
-                                   kbi, t, p.scale_eps);
-      uint8_t* dst = p.xg_codes + static_cast<int64_t>(nt * 8 + g) * (p.kb * 128) + static_cast<int64_t>(kbi) * 128 + 16 * t;
-      __stcg(reinterpret_cast<uint4*>(dst), make_uint4(q[0], q[1], q[2], q[3]));
-      __stcg(reinterpret_cast<uint4*>(dst + 64), make_uint4(q[4], q[5], q[6], q[7]));
-      if (t == 0) __stcg(p.xg_scales + (nt * 8 + g) * p.kb + kbi, sx);
-      // every lane's stores are visible GPU-wide before the item is counted
-      __threadfence();
-      __syncwarp();
-      if (lane == 0) atomicAdd(p.xg_sync, 1);
-    }
-    // bounded wait: ~1-3 polls when the grid is co-resident; past the bound (a CTA that cannot be
-    // scheduled until others finish) this CTA quantizes per warp, which cannot deadlock
-    __shared__ int ready;
-    if (threadIdx.x == 0) {
-      int n = 0;
-      for (int spin = 0;; ++spin) {
-        asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(n) : "l"(p.xg_sync) : "memory");
-        if (n >= items || spin >= p.xg_spins) break;
-        __nanosleep(64);
-      }
-      ready = n >= items;
-    }
-    __syncthreads();
-    xg_ready = ready;
-    if (xg_ready) {
-#pragma unroll
-      for (int i = 0; i < (PF > 0 ? PF : 1); ++i)
-        if (kb + i * W < kb_hi) load_xstage<NT>(xst[i], p, g, t, kb + i * W);
-    }
   }
 
   if constexpr (PF > 0) {
@@ -436,31 +334,14 @@ __global__ void __launch_bounds__(max_threads(NT, R, PF, XQ), 1) fp8_gemv_kernel
       for (int i = 0; i < NS; ++i) {
         const int kbi = kb + i * W;
         if (kbi >= kb_hi) break;
-        if (kbi + PF * W < kb_hi) {
-          load_stage<R>(st[(i + PF) % NS], p, row0g, t, kbi + PF * W);
-          if (XQ == kXGlobal && xg_ready) load_xstage<NT>(xst[(i + PF) % NS], p, g, t, kbi + PF * W);
-          if (x_l1) prefetch_x<XT, NT>(xrow, xvalid, kbi + PF * W, t);
-        }
-        do_block<XT, NT, R, XQ>(acc, st[i], xrow, xvalid, kbi, lane, p, xst[i], xg_ready);
+        if (kbi + PF * W < kb_hi) load_stage<R>(st[(i + PF) % NS], p, rows, t, kbi + PF * W);
+        do_block<XT, NT, R, PQ>(acc, st[i], xrow, xvalid, kbi, lane, p);
       }
     }
   } else {
     for (; kb < kb_hi; kb += W) {
-      if (kb != kb_lo + warp) {
-        load_stage<R>(st[0], p, row0g, t, kb);
-        if (XQ == kXGlobal && xg_ready) load_xstage<NT>(xst[0], p, g, t, kb);
-      }
-      if (x_l1 && kb + W < kb_hi) prefetch_x<XT, NT>(xrow, xvalid, kb + W, t);
-      do_block<XT, NT, R, XQ>(acc, st[0], xrow, xvalid, kb, lane, p, xst[0], xg_ready);
-    }
-  }
-
-  if constexpr (XQ == kXGlobal) {
-    // the last CTA past its main loop resets the counters (every CTA counted its items before)
-    __syncthreads();
-    if (threadIdx.x == 0 && atomicAdd(p.xg_sync + 1, 1) == static_cast<int>(gridDim.x * gridDim.y) - 1) {
-      p.xg_sync[0] = 0;
-      p.xg_sync[1] = 0;
+      if (kb != kb_lo + warp) load_stage<R>(st[0], p, rows, t, kb);
+      do_block<XT, NT, R, PQ>(acc, st[0], xrow, xvalid, kb, lane, p);
     }
   }
 

@@ -4,18 +4,16 @@
 #include "fp8_gemv_launch.h"
 #include "device_attrs.h"
 
-#include <algorithm>
-
 namespace qlinear {
 namespace fp8g {
-QLINEAR_FP8G_LAUNCH_XQ(launch_quant, kXWarp)
+QLINEAR_FP8G_LAUNCH_PQ(launch_quant, false)
 }  // namespace fp8g
 
 namespace {
 
 using fp8g::Params;
 
-int max_warps(int nt, int r, int pf, int xq) { return fp8g::max_threads(nt, r, pf, xq) / 32; }
+int max_warps(int nt, int r, int pf, bool pq) { return fp8g::max_threads(nt, r, pf, pq) / 32; }
 
 int64_t cdiv64(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -30,7 +28,7 @@ Fp8GemvConfig fp8_gemv_decode(int64_t code) {
   Fp8GemvConfig c;
   if (code <= 0) return c;
   c.preq = static_cast<int>((code / 1000000) % 10);
-  c.xpf = static_cast<int>((code / 10000000) % 10);
+  c.l2w = static_cast<int>((code / 10000000) % 10);
   c.splits = static_cast<int>((code / 10000) % 100);
   c.r = static_cast<int>((code / 1000) % 10);
   c.pf = static_cast<int>((code / 100) % 10);
@@ -39,29 +37,24 @@ Fp8GemvConfig fp8_gemv_decode(int64_t code) {
 }
 
 int64_t fp8_gemv_encode(const Fp8GemvConfig& c) {
-  return int64_t{c.xpf} * 10000000 + int64_t{c.preq} * 1000000 + int64_t{c.splits} * 10000 + c.r * 1000 + c.pf * 100 + c.warps;
+  return int64_t{c.l2w} * 10000000 + int64_t{c.preq} * 1000000 + int64_t{c.splits} * 10000 + c.r * 1000 + c.pf * 100 + c.warps;
 }
-
-// The XQ of a resolved config (its Q digit: 0 per warp, 1 pre-quantized, 2 quantized once into the workspace).
-int xq_of(const Fp8GemvConfig& c) { return c.preq == 1 ? fp8g::kXPre : (c.preq == 2 ? fp8g::kXGlobal : fp8g::kXWarp); }
 
 // Automatic choice (zero fields of the code): R = 1 for m <= 4, 2 for m <= 8, 4 above (x is quantized
 // once per CTA per k-block: more rows per CTA cut that work, which grows with m; pre-quantized x:
-// R = 1); PF = 1 where compiled (R = 4: 0). Q = 2 (x quantized once into the workspace) is never
-// automatic.
-// Warps: about 16 resident warps per SM over the grid (8 for R = 4, register-bound), at
+// R = 1); PF = 1 where compiled. Warps: about 16 resident warps per SM over the grid (8 for R = 4, register-bound), at
 // least two k-blocks per warp; a tile group needing more warps than a CTA holds splits K over CTAs.
 Fp8GemvConfig fp8_gemv_resolve(const Fp8GemvArgs& a, int64_t code) {
   Fp8GemvConfig c = fp8_gemv_decode(code);
   const bool pq = a.x_scales != nullptr;
-  c.preq = pq ? 1 : (c.preq == 2 ? 2 : 0);
+  c.preq = pq ? 1 : 0;
   if (c.r <= 0) {
     c.r = pq || a.m <= 4 ? 1 : (a.m <= 8 ? 2 : 4);
     c.pf = c.r <= 2 ? 1 : 0;
   }
   const int64_t kb = a.k / 128;
   const int64_t tgs = cdiv64(cdiv64(a.n, 16), c.r);
-  const int wmax = max_warps(a.m > 8 ? 2 : 1, c.r, c.pf, xq_of(c));
+  const int wmax = max_warps(a.m > 8 ? 2 : 1, c.r, c.pf, pq);
   const int64_t target = static_cast<int64_t>(devattr::sm_count()) * (c.r >= 4 ? 8 : 16);
   int64_t wpt = cdiv64(target, tgs);
   const int64_t cap = kb / 2 > 0 ? kb / 2 : 1;
@@ -99,35 +92,23 @@ Fp8GemvSupport fp8_gemv_supported(const Fp8GemvArgs& a, int64_t code) {
       reinterpret_cast<uintptr_t>(a.weight) % 16 != 0 || (a.n > 1 && a.w_stride % 16 != 0))
     return Fp8GemvSupport::kMisaligned;
   const Fp8GemvConfig c = fp8_gemv_resolve(a, code);
-  const int q = fp8_gemv_decode(code).preq;
-  if (q > 2 || (q == 1 && !pq) || (q == 2 && pq) || c.xpf > 1 || (c.xpf == 1 && q != 0) || code >= 20000000)
+  if (fp8_gemv_decode(code).preq > 1 || (fp8_gemv_decode(code).preq == 1 && !pq) || c.l2w > 1 || code >= 20000000)
     return Fp8GemvSupport::kBadConfig;
-  const int xq = xq_of(c);
-  if (!fp8g::pair_compiled(c.r, c.pf, xq) || c.warps < 1 || c.warps > max_warps(a.m > 8 ? 2 : 1, c.r, c.pf, xq) ||
+  if (!fp8g::pair_compiled(c.r, c.pf, pq, c.l2w == 1) || c.warps < 1 || c.warps > max_warps(a.m > 8 ? 2 : 1, c.r, c.pf, pq) ||
       c.splits < 1 || c.splits > 99)
     return Fp8GemvSupport::kBadConfig;
-  const int64_t xg = xq == fp8g::kXGlobal ? fp8g::xg_words(a.k / 128) : 0;
-  if (c.splits > 1 || xg > 0) {
+  if (c.splits > 1) {
     const int64_t tgs = cdiv64(cdiv64(a.n, 16), c.r);
-    if (a.workspace == nullptr || tgs > kFp8GemvCounters - (xg > 0 ? 2 : 0) ||
-        (c.splits > 1 ? partial_words(a, c) : 0) + xg > a.workspace_words - kFp8GemvCounters)
+    if (a.workspace == nullptr || tgs > kFp8GemvCounters ||
+        partial_words(a, c) > a.workspace_words - kFp8GemvCounters)
       return Fp8GemvSupport::kWorkspace;
   }
   return Fp8GemvSupport::kOk;
 }
 
-int fp8_gemv_configs(int* codes, int cap, int q) {
-  const int xq = q == 1 ? fp8g::kXPre : (q == 2 ? fp8g::kXGlobal : fp8g::kXWarp);
-  int n = 0;
-  auto add = [&](const auto& list) {
-    for (int c : list) {
-      if (n < cap) codes[n] = c;
-      ++n;
-    }
-  };
-  if (xq == fp8g::kXPre) add(fp8g::kPairsPre);
-  else if (xq == fp8g::kXGlobal) add(fp8g::kPairsGlobal);
-  else add(fp8g::kPairsWarp);
+int fp8_gemv_configs(int* codes, int cap) {
+  const int n = static_cast<int>(sizeof(fp8g::kPairs) / sizeof(int));
+  for (int i = 0; i < n && i < cap; ++i) codes[i] = fp8g::kPairs[i];
   return n;
 }
 
@@ -158,23 +139,11 @@ cudaError_t fp8_gemv_launch(const Fp8GemvArgs& a, cudaStream_t stream, int64_t c
   p.splits = c.splits;
   p.kb_per_split = static_cast<int>(cdiv64(kb, c.splits));
   p.scale_eps = a.scale_eps;
-  p.x_l1 = c.xpf;
   const int tgs = static_cast<int>(cdiv64(cdiv64(a.n, 16), c.r));
   const bool use_pdl = pdl && devattr::cc_major() >= 9;
   const bool bf16 = a.dtype == Fp8GDType::kBFloat16, two = a.m > 8;
+  if (c.l2w == 1) return fp8g::launch_l2(p, a.x_scales != nullptr, bf16, two, c.r, c.pf, c.warps, tgs, use_pdl, stream);
   if (a.x_scales != nullptr) return fp8g::launch_preq(p, bf16, two, c.r, c.pf, c.warps, tgs, use_pdl, stream);
-  if (c.preq == 2) {
-    // x scratch at the end of the workspace, its two counters the last ones
-    const int64_t kbn = a.k / 128;
-    float* end = reinterpret_cast<float*>(a.workspace + a.workspace_words);
-    p.xg_codes = reinterpret_cast<uint8_t*>(end - fp8g::xg_words(kbn));
-    p.xg_scales = end - 16 * kbn;
-    p.xg_sync = a.workspace + kFp8GemvCounters - 2;
-    p.xg_spins = a.xg_spins;
-    // producers: the first CTAs, at most one per SM (those are resident first)
-    p.xg_ctas = static_cast<int>(std::min<int64_t>(int64_t{tgs} * c.splits, devattr::sm_count()));
-    return fp8g::launch_xg(p, bf16, two, c.r, c.pf, c.warps, tgs, use_pdl, stream);
-  }
   return fp8g::launch_quant(p, bf16, two, c.r, c.pf, c.warps, tgs, use_pdl, stream);
 }
 

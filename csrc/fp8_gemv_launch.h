@@ -11,9 +11,8 @@ namespace qlinear {
 
 enum class Fp8GDType : int { kFloat16 = 0, kBFloat16 = 1 };
 
-// Counters at the front of the int32 workspace (one per tile group of a split-K launch; Q = 2 uses
-// the last two); the fp32 partials follow them, Q = 2's x scratch fills the end. Zeroed once by the
-// caller, reset by the kernel after each use.
+// Counters at the front of the int32 workspace (one per tile group of a split-K launch); the fp32
+// partials follow them. Zeroed once by the caller, reset by the kernel after each use.
 constexpr int64_t kFp8GemvCounters = 4096;
 
 // out [m, n] (row stride out_stride, x's dtype) = quant(x [m, k]) @ (weight * block scales).T + bias.
@@ -34,23 +33,18 @@ struct Fp8GemvArgs {
   int64_t workspace_words = 0;
   int64_t m = 0, n = 0, k = 0;
   float scale_eps = 1e-10f;
-  // Q = 2: polls of the produced-items counter before a CTA quantizes x itself (0: at once unless
-  // every item is already there; tests use it to reach that fallback)
-  int xg_spins = 4096;
 };
 
-// A launch config, code X * 10000000 + Q * 1000000 + S * 10000 + R * 1000 + PF * 100 + W (0 = automatic): R row
+// A launch config, code L * 10000000 + Q * 1000000 + S * 10000 + R * 1000 + PF * 100 + W (0 = automatic): R row
 // tiles of 16 per CTA (1, 2, 4), PF = k-blocks of weights loaded ahead of the one being multiplied
 // (0 .. 3; which (R, PF) pairs are compiled: fp8_gemv_configs), W warps per CTA splitting the
 // k-blocks (1 .. 16, fewer where the register cap allows fewer threads), S CTAs splitting K (1 .. 99;
 // S > 1 uses the workspace). Q = 1: x pre-quantized (x_scales set); a code with Q = 1 is refused
 // without x_scales, the operands decide otherwise (the digit tells the Python caller which op to
-// run). Q = 2: x quantized once per launch by the kernel into the workspace (after the partials;
-// refused with x_scales or without the room). fp8_gemv_configs lists the compiled (R, PF) pairs of
-// a Q as R * 10 + PF. X = 1 (x quantized per warp): each warp asks L1 for the x of its next k-block
-// when it requests that k-block's weights (the x loads of the quantization then hit L1).
+// run). L = 1: each CTA asks L2 for its whole weight slice before the PDL wait (compiled for
+// (R, PF) = (1, 1), (1, 2), (2, 1)). fp8_gemv_configs lists the compiled (R, PF) pairs as R * 10 + PF.
 struct Fp8GemvConfig {
-  int r = 0, pf = 0, warps = 0, splits = 0, preq = 0, xpf = 0;
+  int r = 0, pf = 0, warps = 0, splits = 0, preq = 0, l2w = 0;
 };
 
 enum class Fp8GemvSupport : int {
@@ -61,7 +55,7 @@ enum class Fp8GemvSupport : int {
   kMisaligned = 4,     // x / weight not 16-byte aligned, x row stride % 8 (codes: bytes % 16) or weight
                        // row stride % 16 != 0
   kBadConfig = 5,      // (R, PF) not compiled, warps or splits out of range, Q = 1 without x_scales
-  kWorkspace = 6,      // split-K (or Q = 2's x scratch) needs more than the workspace holds
+  kWorkspace = 6,      // split-K needs more counters / partials than the workspace holds
   kBadPointer = 7,     // x, weight, weight scales or (pre-quantized) x_scales null
 };
 
@@ -70,7 +64,7 @@ int64_t fp8_gemv_encode(const Fp8GemvConfig& c);
 // The config the launcher uses for code `code` on these operands (automatic fields resolved).
 Fp8GemvConfig fp8_gemv_resolve(const Fp8GemvArgs& a, int64_t code);
 Fp8GemvSupport fp8_gemv_supported(const Fp8GemvArgs& a, int64_t code);
-int fp8_gemv_configs(int* codes, int cap, int q = 0);
+int fp8_gemv_configs(int* codes, int cap);
 // cudaErrorInvalidValue for unsupported cases (check fp8_gemv_supported first), else the launch error.
 cudaError_t fp8_gemv_launch(const Fp8GemvArgs& a, cudaStream_t stream, int64_t code, bool pdl,
                             Fp8GemvConfig* used = nullptr);

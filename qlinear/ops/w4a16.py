@@ -158,9 +158,19 @@ _CUDA_RING_AUTO: dict[tuple[str, int], int] = {
 #   few M=16: R1 U1 W8 pipe 10.05 vs bulk ring 11814 10.31 (the ring table's entry before), reg auto 11.46
 #   short M=16: R2 U1 W2 14.14 vs R2 U1 W4 (run 6's entry) 15.99, reg auto 18.31
 #   few M=1: R1 U2 W16 6.18 vs reg auto 6.21; short M=1: ring 4143 10.95 stays (best register 12.16)
-_CUDA_REG_AUTO: dict[tuple[str, int], tuple[int, int, int, int]] = {
-    ("many", 0): (1, 2, 4, 0), ("many", 4): (1, 2, 4, 0), ("many", 2): (2, 1, 4, 1),
-    ("few", 2): (1, 1, 8, 1), ("short", 2): (2, 1, 2, 0),
+# A 5th element is the zero-point fold (csrc/w4a16_gemv.cuh FOLD: 1 = x sums by an all-ones mma, the
+# (magic + q) fragments unshifted; 0 / absent = off). Session 7 run 3
+# (benchmarks/results/session7/run3/w4fold, same method as run 8; us, fold 1 vs fold 0 at the same
+# config, the committed dispatch "auto" in brackets):
+#   few M=1 (R1 U2 W16): 5.91 vs 6.27 [6.27]        -> ('few', 0): fold 1
+#   short M=16 (R2 U1 W2): 13.33 vs 14.27 [14.30]   -> ('short', 2): fold 1
+#   many M=4 (R1 U2 W4): 26.32 vs 27.95 [27.99]     -> ('many', 4): fold 1
+#   many M=1: 25.31 vs 25.30 (tie: that case is not issue-bound), many M=16: 42.34 vs 41.89, few
+#   M=16: 10.66 vs 10.31, and fold 2 everywhere but short M=1 / 4 (where ring 4143 is faster
+#   still): fold off.
+_CUDA_REG_AUTO: dict[tuple[str, int], tuple[int, ...]] = {
+    ("many", 0): (1, 2, 4, 0), ("many", 4): (1, 2, 4, 0, 1), ("many", 2): (2, 1, 4, 1),
+    ("few", 0): (1, 2, 16, 0, 1), ("few", 2): (1, 1, 8, 1), ("short", 2): (2, 1, 2, 0, 1),
 }
 
 _SCALE_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
@@ -666,7 +676,7 @@ def _cuda_auto_ring(x: torch.Tensor, packed: W4A16Weights) -> int:
     return code
 
 
-def _cuda_auto_reg(x: torch.Tensor, packed: W4A16Weights) -> tuple[int, int, int, int] | None:
+def _cuda_auto_reg(x: torch.Tensor, packed: W4A16Weights) -> tuple[int, ...] | None:
     """:data:`_CUDA_REG_AUTO`'s register config for this call, or None (the launcher's heuristic)."""
     return _cuda_table_entry(_CUDA_REG_AUTO, x, packed) if _grouped_128(packed) else None
 
