@@ -31,9 +31,6 @@
 // PF = 2, 3: a ring of PF + 1 register stages, PF k-blocks of weights in flight while one is
 // multiplied (more bytes in flight per SM for the bandwidth-bound large shapes).
 // PDL: the first k-block's weights and scales are requested before griddepcontrol.wait, x after.
-// L2W: before that, the CTA asks L2 for its whole weight slice (one cp.async.bulk.prefetch per row:
-// no registers), so the weight stream runs while the previous kernel (e.g. the x quantizer of PQ)
-// finishes, and the main loop reads L2.
 //
 // PQ (pre-quantized x): x arrives as e4m3 codes [M, K] (row stride x_stride bytes) plus fp32 group
 // scales xs [M, K / 128] from per_token_group_quant_fp8 (launched just before, the GEMM with PDL so
@@ -259,22 +256,7 @@ inline size_t smem_bytes(int R, int NT, int warps) {
   return sizeof(float) * static_cast<size_t>(warps) * R * NT * 128 + 16;
 }
 
-// Bulk prefetch into L2 of rows [row0, row0 + rows) (clamped to N) x k-blocks [kb_lo, kb_hi) of the
-// weight: one instruction per row (rows are 16-byte aligned, the range a multiple of 128 bytes).
-__device__ __forceinline__ void prefetch_slice_l2(const Params& p, int row0, int rows, int kb_lo, int kb_hi) {
-  const int nrows = min(rows, p.n - row0);
-  const uint32_t bytes = static_cast<uint32_t>(kb_hi - kb_lo) * 128u;
-  for (int r = threadIdx.x; r < nrows; r += blockDim.x) {
-    const uint8_t* ptr = p.w + static_cast<int64_t>(row0 + r) * p.w_stride + static_cast<int64_t>(kb_lo) * 128;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(ptr), "r"(bytes) : "memory");
-#else
-    (void)ptr;
-#endif
-  }
-}
-
-template <typename XT, int NT, int R, int PF, bool PQ, bool L2W = false>
+template <typename XT, int NT, int R, int PF, bool PQ>
 __global__ void __launch_bounds__(max_threads(NT, R, PF, PQ), 1) fp8_gemv_kernel(const Params p) {
   extern __shared__ float red[];
   constexpr int V = R * NT * 4;  // accumulator values per lane
@@ -303,7 +285,6 @@ __global__ void __launch_bounds__(max_threads(NT, R, PF, PQ), 1) fp8_gemv_kernel
   int kb = kb_lo + warp;
   constexpr int NS = PF + 1;  // register stages
   WStage<R> st[NS];
-  if constexpr (L2W) prefetch_slice_l2(p, row0, R * 16, kb_lo, kb_hi);
   // the weights do not depend on the previous grid: the first PF k-blocks (one without PF) are
   // requested before the wait
 #pragma unroll

@@ -1,8 +1,7 @@
 // Dispatch of the FP8 decode GEMM (fp8_gemv.cuh) over its compiled instances: dtype x NT x (R, PF)
-// for one PQ (x quantized in the kernel / pre-quantized) and L2W (weight slice prefetched into L2).
-// Each (PQ, L2W) is instantiated in its own translation unit (fp8_gemv_launch.cu: PQ = false,
-// fp8_gemv_launch_preq.cu: PQ = true, fp8_gemv_launch_l2.cu: L2W, both PQ) so they compile in
-// parallel.
+// for one PQ (x quantized in the kernel / pre-quantized). Each PQ value is instantiated in its own
+// translation unit (fp8_gemv_launch.cu: PQ = false, fp8_gemv_launch_preq.cu: PQ = true) so the two
+// compile in parallel.
 #pragma once
 
 #include "fp8_gemv.cuh"
@@ -12,36 +11,18 @@ namespace fp8g {
 
 // Compiled (R, PF) pairs as R * 10 + PF (pre-quantized x: all but 40).
 constexpr int kPairs[] = {10, 11, 12, 13, 20, 21, 22, 40};
-// L2W instances: the pairs the M <= 16 sweeps pick.
-constexpr int kPairsL2[] = {11, 12, 21};
-
-inline bool pair_compiled(int r, int pf, bool pq, bool l2w = false) {
-  if (l2w) {
-    for (int c : kPairsL2)
-      if (c == r * 10 + pf) return true;
-    return false;
-  }
+inline bool pair_compiled(int r, int pf, bool pq) {
   if (pq && r == 4) return false;
   for (int c : kPairs)
     if (c == r * 10 + pf) return true;
   return false;
 }
 
-template <typename XT, int NT, int R, int PF, bool PQ, bool L2W = false>
+template <typename XT, int NT, int R, int PF, bool PQ>
 cudaError_t launch_one(const Params& p, int tgs, int warps, bool pdl, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(tgs), static_cast<unsigned>(p.splits));
-  return pdl::launch_smem(fp8_gemv_kernel<XT, NT, R, PF, PQ, L2W>, grid, dim3(32 * warps), smem_bytes(R, NT, warps),
-                          stream, pdl, 1, p);
-}
-
-template <typename XT, int NT, bool PQ>
-cudaError_t launch_nt_l2(const Params& p, int r, int pf, int warps, int tgs, bool pdl, cudaStream_t stream) {
-  switch (r * 10 + pf) {
-    case 11: return launch_one<XT, NT, 1, 1, PQ, true>(p, tgs, warps, pdl, stream);
-    case 12: return launch_one<XT, NT, 1, 2, PQ, true>(p, tgs, warps, pdl, stream);
-    case 21: return launch_one<XT, NT, 2, 1, PQ, true>(p, tgs, warps, pdl, stream);
-    default: return cudaErrorInvalidValue;
-  }
+  return pdl::launch_smem(fp8_gemv_kernel<XT, NT, R, PF, PQ>, grid, dim3(32 * warps), smem_bytes(R, NT, warps), stream,
+                          pdl, 1, p);
 }
 
 template <typename XT, int NT, bool PQ>
@@ -69,9 +50,6 @@ cudaError_t launch_quant(const Params& p, bool bf16, bool two, int r, int pf, in
                          cudaStream_t stream);
 cudaError_t launch_preq(const Params& p, bool bf16, bool two, int r, int pf, int warps, int tgs, bool pdl,
                         cudaStream_t stream);
-// launch_l2: the L2W instances (fp8_gemv_launch_l2.cu), pre-quantized x or not.
-cudaError_t launch_l2(const Params& p, bool pq, bool bf16, bool two, int r, int pf, int warps, int tgs, bool pdl,
-                      cudaStream_t stream);
 
 #define QLINEAR_FP8G_LAUNCH_PQ(NAME, PQ)                                                                      \
   cudaError_t NAME(const Params& p, bool bf16, bool two, int r, int pf, int warps, int tgs, bool pdl,         \
