@@ -1,7 +1,8 @@
 """Where the pre-quantized FP8 decode path (Q = 1) loses on 2112x7168 at M = 16 (issue 4): the GEMV on
-codes quantized once outside the timed graph ("gemv only", PDL on / off), the whole path (Triton
-quantizer + GEMV), the in-kernel path (11116) and the auto dispatch, on 2112x7168 and 1536x7168 with
-cold weights, alternated graph replays. One line per case: ``PREQ M=16 NxK name us``.
+codes quantized once outside the timed graph ("gemv only", PDL on / off, several configs), the whole
+path (Triton quantizer launched with QLINEAR_PDL late / early / off, then the GEMV with PDL on / off),
+the in-kernel path (11116) and the auto dispatch, on 2112x7168 and 1536x7168 with cold weights,
+alternated graph replays. One line per case: ``PREQ M=16 NxK name us``.
 
     python benchmarks/probe_fp8_preq.py [--out DIR]
 """
@@ -9,6 +10,7 @@ cold weights, alternated graph replays. One line per case: ``PREQ M=16 NxK name 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -45,15 +47,28 @@ def main() -> None:
         def gemv_only(code, pdl):
             return lambda i: C.fp8_block_gemv_preq(q, s, ws[i % copies], ss[i % copies], None, wsp, x.dtype, code, pdl)
 
-        fns = {
-            "gemv only 1011116 pdl": gemv_only(1011116, True),
-            "gemv only 1011116 nopdl": gemv_only(1011116, False),
-            "gemv only 1011216 pdl": gemv_only(1011216, True),
-            "quantizer only": lambda i: ops.per_token_group_quant_fp8(x, 128),
-            "quantizer + gemv 1011116": lambda i: ops.fp8_block_gemv_cuda(x, ws[i % copies], ss[i % copies], None, config=1011116),
-            "in-kernel 11116": lambda i: ops.fp8_block_gemv_cuda(x, ws[i % copies], ss[i % copies], None, config=11116),
-            "auto": lambda i: ops.fp8_block_linear(x, ws[i % copies], ss[i % copies]),
-        }
+        def path(code, qmode, pdl):
+            """quantizer (QLINEAR_PDL=qmode at launch) + the GEMV on its codes (pdl)"""
+            def fn(i):
+                saved = os.environ.get("QLINEAR_PDL")
+                os.environ["QLINEAR_PDL"] = qmode
+                try:
+                    return ops.fp8_block_gemv_cuda(x, ws[i % copies], ss[i % copies], None, config=code, pdl=pdl)
+                finally:
+                    if saved is None:
+                        del os.environ["QLINEAR_PDL"]
+                    else:
+                        os.environ["QLINEAR_PDL"] = saved
+            return fn
+
+        fns = {f"gemv only {c} pdl": gemv_only(c, True) for c in (1011116, 1011216, 1011312, 1012108, 1022108, 1021108)}
+        fns["gemv only 1011116 nopdl"] = gemv_only(1011116, False)
+        fns["quantizer only"] = lambda i: ops.per_token_group_quant_fp8(x, 128)
+        for code in (1011116, 1012108):
+            for qmode, pdl in (("late", True), ("early", True), ("off", True), ("late", False), ("off", False)):
+                fns[f"q {qmode} + gemv {code} {'pdl' if pdl else 'nopdl'}"] = path(code, qmode, pdl)
+        fns["in-kernel 11116"] = lambda i: ops.fp8_block_gemv_cuda(x, ws[i % copies], ss[i % copies], None, config=11116)
+        fns["auto"] = lambda i: ops.fp8_block_linear(x, ws[i % copies], ss[i % copies])
 
         def check(name, y):
             if isinstance(y, tuple):  # the quantizer alone
@@ -65,7 +80,7 @@ def main() -> None:
         fns = runnable(fns, check, f"PREQ M={m} {n}x{k} ")
         res = bench_graphs_interleaved(fns, n_buffers=copies, reps=15, target_replay_us=1000.0)
         for name, t in res.items():
-            print(f"PREQ M={m} {n}x{k} {name:<28s} {t['median_us']:6.2f} us", flush=True)
+            print(f"PREQ M={m} {n}x{k} {name:<34s} {t['median_us']:6.2f} us", flush=True)
             rows.append(dict(case=f"M={m} {n}x{k}", impl=name, us=t["median_us"], p20_us=t["p20_us"], p80_us=t["p80_us"]))
         del ws, ss
         torch.cuda.empty_cache()
