@@ -4,10 +4,10 @@ candidates of a case in one alternated-replay measurement, weights cold (rotated
 Cases: 2112x7168, 24576x1536, 7168x16384 at M = 1, 4, 16 (asymmetric int4, group 128, bf16).
 Candidates: bf16 ``F.linear`` first (the first slot of an alternation round reads slow; an anchor
 only), "auto" (``cuda_gemv(x, packed)``: the committed dispatch, ring or register), "reg f0" / "reg
-f1" / "reg f2" = the register kernel at the config the dispatch uses for it (``_CUDA_REG_AUTO``'s
-entry, else the launcher's default, its warps read back from the launch) with fold 0 / 1 / 2, and
-fold 1 and 2 at neighbouring configs (half / double the warps, the other fold-compiled row-tile
-codes of the token-tile count at the same warps).
+f1" = the register kernel at the config the dispatch uses for it (``_CUDA_REG_AUTO``'s entry
+without its fold element, else the launcher's default, its warps read back from the launch) with
+fold 0 / 1, and fold 1 at neighbouring configs (half / double the warps, the other fold-compiled
+row-tile codes of the token-tile count at the same warps).
 Prints one line per candidate (us, GB/s of the int4 weight bytes = qweight only), then per case
 ``FOLD case: best fold config us | reg f0 us (speed-up) | auto us``.
     python benchmarks/bench_w4fold.py --out DIR [--reps 15]
@@ -36,12 +36,13 @@ FOLD_CODES = {1: [(1, 2, 0), (4, 1, 0)], 2: [(2, 1, 0), (2, 1, 1), (1, 1, 1)]}
 
 
 def base_config(lib, x, packed) -> tuple[int, int, int, int]:
-    """(R, U, W, pipe) the dispatch gives the register kernel here: _CUDA_REG_AUTO's entry, else the
+    """(R, U, W, pipe) the dispatch gives the register kernel here: _CUDA_REG_AUTO's entry (its fold
+    element dropped: both folds are measured), else the
     launcher's default (w4_gemv_resolve: R1 U2 for <= 2 row tiles per SM at M <= 8, else R4 U1;
     R2 U1 at M > 8), whose warps the launch returns (-warps)."""
     cfg = ops._cuda_auto_reg(x, packed)
     if cfg is not None:
-        return tuple(cfg)
+        return (tuple(cfg) + (0,))[:4]
     m, n = x.shape[0], packed.n
     sms = torch.cuda.get_device_properties(x.device).multi_processor_count
     if m > 8:
@@ -81,12 +82,11 @@ def main() -> None:
             base = base_config(lib, xs[0], packs[0])
             fns = {"bf16 F.linear": lambda i: F.linear(xs[i % 4], w16[i % nb16]),
                    "auto": lambda i: ops.cuda_gemv(xs[i % 4], packs[i % nbuf])}
-            for fold in (0, 1, 2):
+            for fold in (0, 1):
                 fns[f"reg f{fold}"] = lambda i, c=base + (fold,): ops.cuda_gemv(xs[i % 4], packs[i % nbuf], config=c)
             for cfg in neighbours(base, nt):
-                for fold in (1, 2):
-                    fns["R{} U{} W{} P{} f{}".format(*cfg, fold)] = (
-                        lambda i, c=cfg + (fold,): ops.cuda_gemv(xs[i % 4], packs[i % nbuf], config=c))
+                fns["R{} U{} W{} P{} f1".format(*cfg)] = (
+                    lambda i, c=cfg + (1,): ops.cuda_gemv(xs[i % 4], packs[i % nbuf], config=c))
 
             def check(name, y):
                 if name != "bf16 F.linear":
@@ -104,12 +104,12 @@ def main() -> None:
                 rows.append(dict(case=case, impl=name, m=m, n=n, k=k, int4_bytes=wq, gbps=gbps, base_config=base, **r))
                 print(f"{case:>18}  {name:<20} {r['median_us']:8.2f} us {gbps:7.0f} GB/s", flush=True)
             us = {nm: r["median_us"] for nm, r in res.items()}
-            folded = {nm: v for nm, v in us.items() if nm in ("reg f1", "reg f2") or nm.endswith((" f1", " f2"))}
+            folded = {nm: v for nm, v in us.items() if nm.endswith(" f1")}
             if folded and "reg f0" in us:
                 b = min(folded, key=folded.get)
                 f0 = us["reg f0"]
                 lines.append(f"FOLD {case:>18}: {b:<20} {folded[b]:7.2f} us | reg f0 {f0:7.2f} (x{f0 / folded[b]:.3f})"
-                             f" | f1 {us.get('reg f1', float('nan')):7.2f} | f2 {us.get('reg f2', float('nan')):7.2f}"
+                             f" | f1 {us.get('reg f1', float('nan')):7.2f}"
                              f" | auto {us.get('auto', float('nan')):7.2f} | bf16 {us.get('bf16 F.linear', float('nan')):7.2f}")
         del packs, w16, ref_w
         torch.cuda.empty_cache()

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# W4A16 register decode kernel's zero-point fold (csrc/w4a16_gemv.cuh FOLD 1 / 2): GPU tests
+# W4A16 register decode kernel's zero-point fold (csrc/w4a16_gemv.cuh FOLD 1): GPU tests
 # (tests/gpu/test_w4a16_fold.py), then fold off / on at the dispatch's register configs and their
 # neighbours vs the committed dispatch (benchmarks/bench_w4fold.py; FOLD lines). <= ~100 s after the build.
 source "$(dirname "$0")/_gpu_build.sh"

@@ -8,7 +8,7 @@
 //                                            supported, else a W4GemvSupport code)
 //   torch.ops.qlinear_C.w4a16_ring_configs(int nt) -> int[]   (compiled ring codes, then bulk ring codes >= 10000)
 //   torch.ops.qlinear_C.w4a16_reg_configs() -> int[]   (compiled register-kernel codes R U NT pipe)
-//   torch.ops.qlinear_C.w4a16_reg_fold_configs() -> int[]   (the codes also compiled with fold 1 / 2)
+//   torch.ops.qlinear_C.w4a16_reg_fold_configs() -> int[]   (the codes also compiled with fold 1)
 // x [M, K] (stride(1) == 1), out [M, N]; qweight int32 [N, ceil(K/128)*16]; scales [G, N];
 // zeros uint8 [G, N] or None; 4-bit weights without act-order only.
 #include <ATen/core/Tensor.h>

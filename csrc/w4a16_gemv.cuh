@@ -286,16 +286,14 @@ __device__ __forceinline__ void reduce_store(const Params& p, const float (&tot)
 // PF: double-buffered chunks (the next chunk's loads are issued before this chunk's math).
 // MODE (micro-benchmark only): 0 full, 1 loads only (loaded words xor-ed), 2 loads + dequant.
 //
-// FOLD (zero-point fold; 0 = off, the default): the dequant's 32 packed adds per superblock and
-// row tile leave; the A fragments are the LOP3 results A = magic + q (C = 128 bf16 / 1024 fp16,
-// exact) and the subtraction of (C + z[n]) moves past the mma:
-//   sum_k (q - z) x = sum_k A x - (C + z[n]) xs[m],  xs[m] = sum of x[m, k] over the superblock.
-//  1: xs per token from 8 extra mma per superblock and token tile (all-ones A on the x fragments
-//     the warp holds; shared by the R row tiles), then tot += s (acc + (-(C + z)) xs) in fp32.
-//  2: no xs: each plane's mma is followed by one with A = -(C + z) per row (the negated zero
-//     pairs of FOLD 0) on the same x fragment and chain; the fold step is FOLD 0's.
-// SASS per superblock per warp (sm_90, bf16, loads and address math included; FOLD 0 / 1 / 2):
-// R1 U2 NT1 188 / 174 / 166, R4 U1 NT1 727 / 635 / 639, R2 U1 NT2 pipe 395 / 371 / 365.
+// FOLD (zero-point fold; 0 = off, the default; 1 = on): the dequant's 32 packed adds per
+// superblock and row tile leave; the A fragments are the LOP3 results A = magic + q (C = 128 bf16
+// / 1024 fp16, exact) and the subtraction of (C + z[n]) moves past the mma:
+//   sum_k (q - z) x = sum_k A x - (C + z[n]) xs[m],  xs[m] = sum of x[m, k] over the superblock,
+// xs per token from 8 extra mma per superblock and token tile (all-ones A on the x fragments the
+// warp holds; shared by the R row tiles), then tot += s (acc + (-(C + z)) xs) in fp32.
+// SASS per superblock per warp (sm_90, bf16, loads and address math included; FOLD 0 / 1):
+// R1 U2 NT1 188 / 174, R4 U1 NT1 727 / 635, R2 U1 NT2 pipe 395 / 371.
 // Numerics: the products (C + q) x are exact in fp32 (8- / 11-bit significands), but the chains
 // now add terms up to (C + 15) |x| that cancel against (C + z) xs. Per superblock the fp32
 // rounding is of order 2^-24 (C + 15) sum_k |x| (a few times more where the tensor core's adder
@@ -395,6 +393,7 @@ __device__ __forceinline__ float neg_magic_zero(uint32_t z) {
 template <typename XT, int U, int R, int NT, int MODE, int FOLD = 0>
 __device__ __forceinline__ void reg_compute(const RegChunk<U, R, NT>& c, float (&tot)[R][NT][4], uint32_t& sink,
                                             uint32_t magic) {
+  static_assert(FOLD == 0 || FOLD == 1, "FOLD is 0 (off) or 1 (the zero fold)");
   static_assert(FOLD == 0 || MODE == 0, "the zero fold has no micro-benchmark modes");
 #pragma unroll
   for (int u = 0; u < U; ++u) {
@@ -410,23 +409,14 @@ __device__ __forceinline__ void reg_compute(const RegChunk<U, R, NT>& c, float (
 #pragma unroll
         for (int i = 0; i < 8; ++i) sink ^= c.x[u][nt][i].x ^ c.x[u][nt][i].y;
     } else {
-    uint32_t lo[R][4], hi[R][4], nz[R][2] = {}, an[R][4];
+    uint32_t lo[R][4], hi[R][4], nz[R][2] = {};
 #pragma unroll
     for (int r = 0; r < R; ++r) {
       split_words(c.w[u][r][0], lo[r]);
       split_words(c.w[u][r][1], hi[r]);
-      if constexpr (FOLD != 1) {
+      if constexpr (FOLD == 0) {
         nz[r][0] = nzero<XT>(c.z[u][r][0]);
         nz[r][1] = nzero<XT>(c.z[u][r][1]);
-      }
-      if constexpr (FOLD == 2) {
-        // the A quad {nz, nz8, nz, nz8} as four values ptxas cannot prove equal (the upper two
-        // are the pairs with their halves swapped, the same bits): with plain copies it
-        // re-creates the quad with moves before almost every mma that reads it
-        an[r][0] = nz[r][0];
-        an[r][1] = nz[r][1];
-        an[r][2] = __byte_perm(nz[r][0], 0u, 0x1032);
-        an[r][3] = __byte_perm(nz[r][1], 0u, 0x1032);
       }
     }
     float acc[2][R][NT][4];
@@ -462,10 +452,6 @@ __device__ __forceinline__ void reg_compute(const RegChunk<U, R, NT>& c, float (
               Mma<XT>::mma0(acc[i & 1][r][nt], a, c.x[u][nt][i].x, c.x[u][nt][i].y);
             } else {
               Mma<XT>::mma(acc[i & 1][r][nt], a, c.x[u][nt][i].x, c.x[u][nt][i].y);
-            }
-            if constexpr (FOLD == 2) {
-              // the zero term as a second product on the same chain: A = -(magic + z) per row
-              Mma<XT>::mma(acc[i & 1][r][nt], an[r], c.x[u][nt][i].x, c.x[u][nt][i].y);
             }
           }
         }
@@ -1331,26 +1317,26 @@ constexpr int reg_code_threads(int code) {
                         : 0;
 }
 
-// Zero-fold register instances (FOLD 1 and 2, see the register kernel's header), compiled for the
+// Zero-fold register instances (FOLD 1, see the register kernel's header), compiled for the
 // configs of qlinear/ops/w4a16.py _CUDA_REG_AUTO (1210, 2121, 1121, 2120) and the launcher's
 // defaults (1210, 4110, 2120) only (compile time); codes as kRegCodes.
 constexpr int kRegFoldCodes[] = {1210, 4110, 2120, 2121, 1121};
 
-template <typename XT, int FOLD>
+template <typename XT>
 inline cudaError_t reg_fold_dispatch(const Params& p, int code, int warps, bool pdl, cudaStream_t s) {
   switch (code) {
-    case 1210: return reg_launch<XT, 1, 2, 1, false, 0, FOLD>(p, warps, pdl, s);
-    case 4110: return reg_launch<XT, 4, 1, 1, false, 0, FOLD>(p, warps, pdl, s);
-    case 2120: return reg_launch<XT, 2, 1, 2, false, 0, FOLD>(p, warps, pdl, s);
-    case 2121: return reg_launch<XT, 2, 1, 2, true, 0, FOLD>(p, warps, pdl, s);
-    case 1121: return reg_launch<XT, 1, 1, 2, true, 0, FOLD>(p, warps, pdl, s);
+    case 1210: return reg_launch<XT, 1, 2, 1, false, 0, 1>(p, warps, pdl, s);
+    case 4110: return reg_launch<XT, 4, 1, 1, false, 0, 1>(p, warps, pdl, s);
+    case 2120: return reg_launch<XT, 2, 1, 2, false, 0, 1>(p, warps, pdl, s);
+    case 2121: return reg_launch<XT, 2, 1, 2, true, 0, 1>(p, warps, pdl, s);
+    case 1121: return reg_launch<XT, 1, 1, 2, true, 0, 1>(p, warps, pdl, s);
     default: return cudaErrorInvalidValue;
   }
 }
 
-// fold 1 or 2; defined in w4a16_gemv_launch.cu.
-cudaError_t reg_fold_dispatch_bf16(const Params& p, int code, int fold, int warps, bool pdl, cudaStream_t s);
-cudaError_t reg_fold_dispatch_f16(const Params& p, int code, int fold, int warps, bool pdl, cudaStream_t s);
+// FOLD 1 instances; defined in w4a16_gemv_launch.cu.
+cudaError_t reg_fold_dispatch_bf16(const Params& p, int code, int warps, bool pdl, cudaStream_t s);
+cudaError_t reg_fold_dispatch_f16(const Params& p, int code, int warps, bool pdl, cudaStream_t s);
 
 // Defined in w4a16_ring_bf16.cu / w4a16_ring_f16.cu (MODE 0).
 cudaError_t reg_dispatch_bf16(const Params& p, int code, int warps, bool pdl, cudaStream_t s);

@@ -149,7 +149,7 @@ W4GemvSupport w4_gemv_supported(const W4GemvArgs& a, const W4GemvConfig& cfg) {
     return W4GemvSupport::kMisaligned;
   const W4GemvConfig c = w4_gemv_resolve(a, cfg);
   const int nt = a.m > 8 ? 2 : 1;
-  if (c.fold < 0 || c.fold > 2 || (c.fold != 0 && (c.ring > 0 || sub_group(a)))) return W4GemvSupport::kBadConfig;
+  if (c.fold < 0 || c.fold > 1 || (c.fold != 0 && (c.ring > 0 || sub_group(a)))) return W4GemvSupport::kBadConfig;
   if (c.ring > 0) {
     if (c.ring >= 10000 ? !bulk_ok(a) : !ring_ok(a))
       return c.ring >= 10000 ? W4GemvSupport::kNoBulk : W4GemvSupport::kNoRing;
@@ -176,7 +176,7 @@ const char* w4_gemv_support_reason(W4GemvSupport s) {
       return "x must be 8-byte aligned with row stride % 4 == 0, qweight 16-byte aligned with row stride % 4 == 0";
     case W4GemvSupport::kBadConfig:
       return "config / ring code not compiled for this token-tile count (M <= 8 / M <= 16) (with fold: not in "
-             "w4a16_reg_fold_configs), warps out of range, or fold not 0 / 1 / 2, with a ring code or groups < 128";
+             "w4a16_reg_fold_configs), warps out of range, or fold not 0 / 1, with a ring code or groups < 128";
     case W4GemvSupport::kTooLarge: return "N must be < 2^31 and K < 2^22";
     case W4GemvSupport::kNoRing:
       return "ring kernel needs groups >= 128 or per channel, N % 4 == 0, 4-byte aligned scales / zeros";
@@ -241,8 +241,8 @@ cudaError_t launch_impl(const W4GemvArgs& a, cudaStream_t stream, const W4GemvCo
   }
   const int code = reg_code(nt, c.row_tiles, c.chunk, c.pipe);
   if (c.fold != 0)
-    return bf ? w4a16g::reg_fold_dispatch_bf16(p, code, c.fold, c.warps, c.pdl > 0, stream)
-              : w4a16g::reg_fold_dispatch_f16(p, code, c.fold, c.warps, c.pdl > 0, stream);
+    return bf ? w4a16g::reg_fold_dispatch_bf16(p, code, c.warps, c.pdl > 0, stream)
+              : w4a16g::reg_fold_dispatch_f16(p, code, c.warps, c.pdl > 0, stream);
   return bf ? w4a16g::reg_dispatch_bf16(p, code, c.warps, c.pdl > 0, stream)
             : w4a16g::reg_dispatch_f16(p, code, c.warps, c.pdl > 0, stream);
 }
@@ -274,13 +274,11 @@ int w4_ring_configs(int nt, int* codes, int cap) {
 }
 
 namespace w4a16g {
-cudaError_t reg_fold_dispatch_bf16(const Params& p, int code, int fold, int warps, bool pdl, cudaStream_t s) {
-  return fold == 1 ? reg_fold_dispatch<__nv_bfloat16, 1>(p, code, warps, pdl, s)
-                   : reg_fold_dispatch<__nv_bfloat16, 2>(p, code, warps, pdl, s);
+cudaError_t reg_fold_dispatch_bf16(const Params& p, int code, int warps, bool pdl, cudaStream_t s) {
+  return reg_fold_dispatch<__nv_bfloat16>(p, code, warps, pdl, s);
 }
-cudaError_t reg_fold_dispatch_f16(const Params& p, int code, int fold, int warps, bool pdl, cudaStream_t s) {
-  return fold == 1 ? reg_fold_dispatch<__half, 1>(p, code, warps, pdl, s)
-                   : reg_fold_dispatch<__half, 2>(p, code, warps, pdl, s);
+cudaError_t reg_fold_dispatch_f16(const Params& p, int code, int warps, bool pdl, cudaStream_t s) {
+  return reg_fold_dispatch<__half>(p, code, warps, pdl, s);
 }
 }  // namespace w4a16g
 

@@ -43,9 +43,9 @@ struct W4GemvArgs {
 // 5-digit codes: 1 WR WK S ST (e.g. 11424 = the bulk 1424).
 // pipe: the register kernel double-buffers its chunks (next chunk's loads issued before this
 // chunk's math); compiled (row_tiles, chunk, NT, pipe) codes: w4_reg_configs().
-// fold: the register kernel's zero-point fold (w4a16_gemv.cuh FOLD: 1 = per-token x sums, 2 = the
-// zero term as a second mma on each chain), 0 = off; non-zero selects the register kernel when
-// ring is 0 and needs a code in w4_reg_fold_configs() (groups >= 128 or per channel), else kBadConfig.
+// fold: the register kernel's zero-point fold (w4a16_gemv.cuh FOLD: 1 = on, per-token x sums; 0 =
+// off); 1 selects the register kernel when ring is 0 and needs a code in w4_reg_fold_configs()
+// (groups >= 128 or per channel), else kBadConfig (as is any other value).
 struct W4GemvConfig {
   int row_tiles = 0;
   int chunk = 0;
@@ -65,7 +65,7 @@ enum class W4GemvSupport : int {
   kBadGroup = 4,      // group size not in {16, 32, 64, multiples of 128, K}
   kMisaligned = 5,    // x pointer not 8-byte aligned or x row stride % 4 != 0, qweight not 16-byte aligned
   kBadConfig = 6,     // (row_tiles, chunk) not compiled (with fold: not in w4_reg_fold_configs) or warps out of
-                      // range, or fold not in {0, 1, 2} / with a ring code / groups < 128
+                      // range, or fold not in {0, 1} / with a ring code / groups < 128
   kTooLarge = 7,      // n >= 2^31 or k >= 2^22
   kNoRing = 8,        // ring kernel asked for: groups < 128, N % 4 != 0 or scales / zeros not 4-byte aligned
   kNoBulk = 9,        // bulk ring asked for: not sm_90+, groups < 128, N % 16 != 0, K % 128 != 0, x / scales /
@@ -90,7 +90,7 @@ int w4_ring_configs(int nt, int* codes, int cap);
 // 2: M <= 16); writes up to `cap`, returns how many there are.
 int w4_reg_configs(int* codes, int cap);
 
-// The register-kernel codes compiled with the zero fold (both fold variants); as w4_reg_configs.
+// The register-kernel codes compiled with the zero fold (fold 1); as w4_reg_configs.
 int w4_reg_fold_configs(int* codes, int cap);
 
 // The config the launcher would use (zeros resolved); *used receives it when non-null.

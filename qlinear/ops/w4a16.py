@@ -166,8 +166,8 @@ _CUDA_RING_AUTO: dict[tuple[str, int], int] = {
 #   short M=16 (R2 U1 W2): 13.33 vs 14.27 [14.30]   -> ('short', 2): fold 1
 #   many M=4 (R1 U2 W4): 26.32 vs 27.95 [27.99]     -> ('many', 4): fold 1
 #   many M=1: 25.31 vs 25.30 (tie: that case is not issue-bound), many M=16: 42.34 vs 41.89, few
-#   M=16: 10.66 vs 10.31, and fold 2 everywhere but short M=1 / 4 (where ring 4143 is faster
-#   still): fold off.
+#   M=16: 10.66 vs 10.31: fold off. Fold 2 (the zero term as a second mma per plane, removed since)
+#   won nowhere but short M=1 / 4, where ring 4143 is faster still.
 _CUDA_REG_AUTO: dict[tuple[str, int], tuple[int, ...]] = {
     ("many", 0): (1, 2, 4, 0), ("many", 4): (1, 2, 4, 0, 1), ("many", 2): (2, 1, 4, 1),
     ("few", 0): (1, 2, 16, 0, 1), ("few", 2): (1, 1, 8, 1), ("short", 2): (2, 1, 2, 0, 1),
@@ -582,9 +582,9 @@ def cuda_gemv(
     the register kernel's (row tiles per CTA, superblocks per chunk, warps per CTA[, pipe: 1 =
     double-buffered chunks[, fold]]; ``w4a16_reg_configs()`` lists the compiled ones), 0 = automatic
     (default :data:`_CUDA_CONFIG`); ``pdl`` None follows ``qlinear.kernels._pdl`` (on for M <= PDL_MAX_M).
-    ``fold`` (default 0 = off): the register kernel's zero-point fold (``csrc/w4a16_gemv.cuh`` FOLD;
-    1 = per-token x sums, 2 = the zero term as a second mma per plane), compiled for the codes of
-    ``w4a16_reg_fold_configs()`` only (groups of >= 128 or per channel).
+    ``fold`` (default 0 = off, 1 = on; other values are refused): the register kernel's zero-point
+    fold (``csrc/w4a16_gemv.cuh`` FOLD: per-token x sums from an all-ones mma), compiled for the
+    codes of ``w4a16_reg_fold_configs()`` only (groups of >= 128 or per channel).
     """
     return _cuda_gemv(x, packed, bias, config, pdl, ring)
 

@@ -1,12 +1,12 @@
-"""The W4A16 register decode kernel's zero-point fold (csrc/w4a16_gemv.cuh FOLD 1 / 2, reached as the
+"""The W4A16 register decode kernel's zero-point fold (csrc/w4a16_gemv.cuh FOLD 1, reached as the
 5th element of ``cuda_gemv(config=...)``) on a GPU.
 
 Against ``x @ W.T + bias`` in fp32 with W from ``dequantize_canonical`` (the canonical formula, not
 the packed layout) on fresh random data: every fold-compiled code (``w4a16_reg_fold_configs``) x
-fold 1 / 2 x bf16 / fp16 x symmetric / asymmetric zeros x group 128 / 256 / per channel (with a
+fold 1 x bf16 / fp16 x symmetric / asymmetric zeros x group 128 / 256 / per channel (with a
 partial last superblock, K % 128 != 0: the tail step) x M in {1, 4, 9, 16}; x with a large common
 offset (the fold's cancellation: sum_k x is large there); fold vs fold 0 of the same config; the
-refusals (fold 3, sub-128 groups, a code compiled without the fold, fold with a ring code).
+refusals (fold 2 / 3, sub-128 groups, a code compiled without the fold, fold with a ring code).
 """
 
 import pytest
@@ -53,7 +53,7 @@ def _err(y, want):
     return ((y.float() - want).norm() / want.norm()).item()
 
 
-def _check(packed, w, x, b, cfg, fold):
+def _check(packed, w, x, b, cfg, fold=1):
     y = ops.cuda_gemv(x, packed, b, tuple(cfg) + (fold,))
     assert y is not None and y.dtype == x.dtype and y.shape == (x.shape[0], packed.n)
     want = x.float() @ w.T + (b.float() if b is not None else 0)
@@ -87,10 +87,9 @@ def test_fold_vs_reference(group, n, k, asym, dtype):
         b = torch.randn(n, device=DEV).to(dtype) if m % 2 else None
         for cfg in CONFIGS[nt]:
             y0 = ops.cuda_gemv(x, packed, b, tuple(cfg) + (0,))
-            for fold in (1, 2):
-                y = _check(packed, w, x, b, cfg, fold)
-                # fold vs no fold, same config: both within the output's rounding of each other
-                assert _err(y, y0.float()) <= 8e-3, f"fold {fold} vs 0: M={m} config={cfg}"
+            y = _check(packed, w, x, b, cfg)
+            # fold vs no fold, same config: both within the output's rounding of each other
+            assert _err(y, y0.float()) <= 8e-3, f"fold 1 vs 0: M={m} config={cfg}"
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
@@ -101,8 +100,7 @@ def test_fold_large_offset(dtype):
     for m in (1, 16):
         x = _x(m, 4096, dtype, seed=m, offset=4.0)
         for cfg in CONFIGS[1 if m <= 8 else 2][:2]:
-            for fold in (1, 2):
-                _check(packed, w, x, None, cfg, fold)
+            _check(packed, w, x, None, cfg)
 
 
 @pytest.mark.parametrize("shape", [(2112, 7168), (7168, 2048)])
@@ -110,17 +108,16 @@ def test_fold_big_shapes(shape):
     packed, w = _layer(*shape, 128, True, seed=shape[0])
     for m in (1, 16):
         x = _x(m, shape[1], torch.bfloat16, seed=m)
-        for fold in (1, 2):
-            # (0, 0, 0): the launcher's default config (fold-compiled: R1U2 / R4U1 / R2U1)
-            _check(packed, w, x, None, (0, 0, 0, 0), fold)
-            _check(packed, w, x, None, CONFIGS[1 if m <= 8 else 2][0], fold)
+        # (0, 0, 0): the launcher's default config (fold-compiled: R1U2 / R4U1 / R2U1)
+        _check(packed, w, x, None, (0, 0, 0, 0))
+        _check(packed, w, x, None, CONFIGS[1 if m <= 8 else 2][0])
 
 
 def test_fold_fp32_scales():
     packed, w = _layer(96, 1024, 128, True, scale_dtype=torch.float32, seed=3)
     for m in (1, 9):
-        _check(packed, w, _x(m, 1024, torch.bfloat16, seed=m), None, CONFIGS[1 if m <= 8 else 2][0], 1)
-        _check(packed, w, _x(m, 1024, torch.float16, seed=m), None, CONFIGS[1 if m <= 8 else 2][0], 2)
+        for dtype in (torch.bfloat16, torch.float16):
+            _check(packed, w, _x(m, 1024, dtype, seed=m), None, CONFIGS[1 if m <= 8 else 2][0])
 
 
 def test_fold_refusals():
@@ -128,7 +125,9 @@ def test_fold_refusals():
     packed, _ = _layer(64, 1024, 128, True)
     x = _x(1, 1024, torch.bfloat16, seed=0)
     with pytest.raises(RuntimeError, match="not supported"):
-        ops.cuda_gemv(x, packed, None, (1, 2, 4, 0, 3))  # fold must be 0 / 1 / 2
+        ops.cuda_gemv(x, packed, None, (1, 2, 4, 0, 2))  # fold 2 (the second-mma variant) was removed
+    with pytest.raises(RuntimeError, match="not supported"):
+        ops.cuda_gemv(x, packed, None, (1, 2, 4, 0, 3))  # fold must be 0 / 1
     with pytest.raises(RuntimeError, match="not supported"):
         ops.cuda_gemv(x, packed, None, (1, 4, 4, 0, 1))  # R1 U4: compiled without the fold
     with pytest.raises(RuntimeError, match="not supported"):
@@ -137,6 +136,7 @@ def test_fold_refusals():
     with pytest.raises(RuntimeError, match="not supported"):
         ops.cuda_gemv(x, sub, None, (1, 2, 4, 0, 1))  # groups < 128: the sub-group kernel
     assert lib.w4a16_gemv_supported(x, packed.qweight, packed.scales, packed.zeros, 128, 1, 2, 4, -1, 0, 1) == 0
+    assert lib.w4a16_gemv_supported(x, packed.qweight, packed.scales, packed.zeros, 128, 1, 2, 4, -1, 0, 2) == 6
     assert lib.w4a16_gemv_supported(x, packed.qweight, packed.scales, packed.zeros, 128, 1, 2, 4, -1, 0, 5) == 6
     # fold with ring = 0 (automatic) selects the register kernel: the launch returns -warps
     out = torch.empty(1, 64, device=DEV, dtype=torch.bfloat16)
