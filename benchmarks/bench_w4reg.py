@@ -10,7 +10,7 @@ variant, and every (R, U, W, pipe) of ``REG_CONFIGS`` that is compiled.
 Prints one line per candidate, ``BEST case: config us vs reg auto`` and a ``SET`` line with the
 ``_CUDA_REG_AUTO`` table (per shape class and tiles 0 = M 1, 1 = M 2..8, 2 = M 9..16: the config
 with the lowest summed time where it beats "reg auto" by > 2 %).
-    python benchmarks/bench_w4reg.py --out DIR [--reps 15]
+    python benchmarks/bench_w4reg.py --out DIR [--reps 15] [--ms 16]
 """
 
 from __future__ import annotations
@@ -32,24 +32,28 @@ from qlinear.ops import w4a16 as ops  # noqa: E402
 CASES = {(7168, 16384): [1, 2, 4, 8, 16], (2112, 7168): [1, 16], (24576, 1536): [1, 16]}
 # (row tiles, superblocks per chunk, warps, pipe) per token-tile count, from the compiled codes
 # (w4a16_gemv.cuh kRegCodes: NT 1 R1U2, R1U4, R2U2, R4U1, R1U2 pipe, R1U1 pipe, R4U1 pipe; NT 2 R1U2,
-# R2U1, R1U1 pipe, R2U1 pipe); a warp count over the code's limit is refused and skipped
+# R2U1, R1U1 pipe, R2U1 pipe, R4U1); a warp count over the code's limit is refused and skipped
 REG_CONFIGS = {1: [(1, 2, 2, 0), (1, 2, 4, 0), (1, 2, 8, 0), (1, 2, 16, 0), (1, 4, 2, 0), (1, 4, 4, 0), (1, 4, 8, 0),
                    (2, 2, 4, 0), (2, 2, 8, 0), (4, 1, 4, 0), (4, 1, 8, 0), (1, 2, 4, 1), (1, 1, 4, 1), (1, 1, 8, 1),
                    (1, 1, 16, 1), (4, 1, 4, 1)],
                2: [(2, 1, 2, 0), (2, 1, 4, 0), (2, 1, 8, 0), (1, 2, 4, 0), (1, 2, 8, 0), (1, 1, 4, 1), (1, 1, 8, 1),
-                   (2, 1, 4, 1), (2, 1, 8, 1)]}
+                   (2, 1, 4, 1), (2, 1, 8, 1), (4, 1, 4, 0), (4, 1, 8, 0)]}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=None)
     ap.add_argument("--reps", type=int, default=15)
+    ap.add_argument("--ms", type=int, nargs="+", default=None, help="only these M of CASES")
     args = ap.parse_args()
     cuda_ext.load()
     rows: list[dict] = []
     sums: dict[tuple[str, int], dict[str, float]] = {}
     lines: list[str] = []
     for (n, k), ms in CASES.items():
+        ms = [m for m in ms if args.ms is None or m in args.ms]
+        if not ms:
+            continue
         cls = ops._cuda_shape_class(n, k)
         packs, wb, w16, ref_w = cold_layers(n, k, with_reference=True)
         nbuf, nb16 = len(packs), len(w16)

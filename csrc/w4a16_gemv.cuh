@@ -1274,7 +1274,7 @@ inline cudaError_t bulk_dispatch(const Params& p, int code, int nt, bool pdl, cu
 
 // Register-kernel instances compiled into the extension (code: R U NT PF as decimal digits).
 // Every other (R, U, NT, PF) is a micro-benchmark instance only (csrc/probe).
-constexpr int kRegCodes[] = {1210, 1410, 2210, 4110, 1211, 1111, 4111, 1220, 2120, 1121, 2121};
+constexpr int kRegCodes[] = {1210, 1410, 2210, 4110, 1211, 1111, 4111, 1220, 2120, 1121, 2121, 4120};
 
 template <typename XT, int R, int U, int NT, bool PF, int MODE, int FOLD = 0>
 inline cudaError_t reg_launch(const Params& p, int warps, bool pdl, cudaStream_t stream) {
@@ -1298,6 +1298,7 @@ inline cudaError_t reg_dispatch(const Params& p, int code, int warps, bool pdl, 
     case 2120: return reg_launch<XT, 2, 1, 2, false, MODE>(p, warps, pdl, s);
     case 1121: return reg_launch<XT, 1, 1, 2, true, MODE>(p, warps, pdl, s);
     case 2121: return reg_launch<XT, 2, 1, 2, true, MODE>(p, warps, pdl, s);
+    case 4120: return reg_launch<XT, 4, 1, 2, false, MODE>(p, warps, pdl, s);
     default: return cudaErrorInvalidValue;
   }
 }
@@ -1314,6 +1315,7 @@ constexpr int reg_code_threads(int code) {
          : code == 2120 ? reg_threads<2, 1, 2, false>()
          : code == 1121 ? reg_threads<1, 1, 2, true>()
          : code == 2121 ? reg_threads<2, 1, 2, true>()
+         : code == 4120 ? reg_threads<4, 1, 2, false>()
                         : 0;
 }
 

@@ -30,7 +30,7 @@ MS = (1, 2, 3, 4, 8, 16)
 # (row tiles, superblocks per chunk, warps[, pipe]); compiled: w4a16_gemv.cuh kRegCodes
 CONFIGS_NT1 = [(1, 2, 4), (1, 4, 8), (2, 2, 8), (4, 1, 4), (1, 2, 16), (1, 4, 3), (1, 2, 8, 1), (1, 1, 16, 1),
                (4, 1, 8, 1), (4, 1, 3, 1)]
-CONFIGS_NT2 = [(1, 2, 8), (2, 1, 4), (2, 1, 8), (1, 1, 8, 1), (2, 1, 8, 1), (2, 1, 3, 1)]
+CONFIGS_NT2 = [(1, 2, 8), (2, 1, 4), (2, 1, 8), (1, 1, 8, 1), (2, 1, 8, 1), (2, 1, 3, 1), (4, 1, 8), (4, 1, 3)]
 
 
 def _canonical(n, k, group, asym, scale_dtype, seed):
