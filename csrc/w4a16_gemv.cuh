@@ -34,8 +34,6 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
-#include <cooperative_groups.h>
-
 #include <iterator>
 #include <type_traits>
 #include <utility>
@@ -252,10 +250,7 @@ __device__ __forceinline__ void store_frag(const Params& p, int tile_row0, int n
 
 // Cross-warp reduction of the per-warp partial sums tot (in dynamic shared memory, fixed order:
 // deterministic), + bias, store. red[warp][v], v = ((r * NT + nt) * 4 + c) * 32 + lane.
-// KS > 1 (a cluster of KS CTAs splitting K, see the register kernel): rank 0 also adds the other
-// ranks' partials, read from their shared memory (distributed shared memory), in rank order; a
-// second cluster barrier keeps those CTAs (and their shared memory) alive until it has.
-template <typename XT, int R, int NT, int KS = 1>
+template <typename XT, int R, int NT>
 __device__ __forceinline__ void reduce_store(const Params& p, const float (&tot)[R][NT][4], int row0) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
   constexpr int V = R * NT * 4 * 32;
@@ -266,30 +261,6 @@ __device__ __forceinline__ void reduce_store(const Params& p, const float (&tot)
     for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
       for (int c = 0; c < 4; ++c) red[warp * V + ((r * NT + nt) * 4 + c) * 32 + lane] = tot[r][nt][c];
-  if constexpr (KS > 1) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    namespace cg = cooperative_groups;
-    cg::cluster_group cluster = cg::this_cluster();
-    cluster.sync();
-    if (cluster.block_rank() == 0) {
-      for (int v = threadIdx.x; v < V; v += blockDim.x) {
-        float s = 0.f;
-#pragma unroll
-        for (int rk = 0; rk < KS; ++rk) {
-          const float* rred = cluster.map_shared_rank(red, rk);
-          for (int wi = 0; wi < nw; ++wi) s += rred[wi * V + v];
-        }
-        const int ln = v & 31, c = (v >> 5) & 3, rn = v >> 7;
-        const int nt = rn % NT, r = rn / NT;
-        store_frag<XT>(p, row0 + r * 16, nt, ln, c, s);
-      }
-    }
-    cluster.sync();
-#else
-    __trap();  // clusters need sm_90; the launcher refuses KS > 1 below it
-#endif
-    return;
-  }
   __syncthreads();
   for (int v = threadIdx.x; v < V; v += blockDim.x) {
     float s = 0.f;
@@ -520,20 +491,15 @@ __device__ __forceinline__ void reg_compute(const RegChunk<U, R, NT>& c, float (
 
 // R: 16-row tiles per CTA (every warp covers all of them); U: superblocks per chunk per warp;
 // NT: 8-token tiles (1: M <= 8, 2: M <= 16); PF: double-buffered chunks; MODE: see above.
-// KS: a cluster of KS consecutive CTAs shares one group of R row tiles and splits K between them
-// (CTA rank k takes slices k W .. k W + W - 1 of KS W; rank 0 reduces, reduce_store). Each CTA
-// then reads 1 / KS of x: at M = 9..16 the x fragments, re-read by every row group, are more
-// bytes than the weights, and more row tiles per CTA cut them without leaving SMs idle.
-template <typename XT, int R, int U, int NT, bool PF, int MODE, int FOLD = 0, int KS = 1>
+template <typename XT, int R, int U, int NT, bool PF, int MODE, int FOLD = 0>
 __global__ void __launch_bounds__(reg_threads<R, U, NT, PF>(), 1) reg_gemv_kernel(const Params p) {
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x >> 5;
   const int nw = blockDim.x >> 5;
   const int g = lane >> 2, t = lane & 3;
-  const int row0 = static_cast<int>(blockIdx.x / KS) * (16 * R);
-  const int slice = static_cast<int>(blockIdx.x % KS) * nw + warp, slices = KS * nw;
-  const int sb_begin = static_cast<int>(static_cast<int64_t>(p.nsb) * slice / slices);
-  const int sb_end = static_cast<int>(static_cast<int64_t>(p.nsb) * (slice + 1) / slices);
+  const int row0 = blockIdx.x * (16 * R);
+  const int sb_begin = static_cast<int>(static_cast<int64_t>(p.nsb) * warp / nw);
+  const int sb_end = static_cast<int>(static_cast<int64_t>(p.nsb) * (warp + 1) / nw);
   const int full_end = min(sb_end, p.k >> 7);  // superblocks with all 128 columns inside K
 
   const uint32_t* wrow[R][2];
@@ -613,7 +579,7 @@ __global__ void __launch_bounds__(reg_threads<R, U, NT, PF>(), 1) reg_gemv_kerne
     if (sink == 0x9E3779B9u) static_cast<XT*>(p.out)[0] = Mma<XT>::from_f(1.f);
     return;
   }
-  reduce_store<XT, R, NT, KS>(p, tot, row0);
+  reduce_store<XT, R, NT>(p, tot, row0);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1207,13 +1173,13 @@ inline size_t ring_smem(const RingParams& rp) {
 // programmatic stream serialization when pdl, the dynamic shared memory opt-in past 48 KB.
 template <typename K, typename P>
 inline cudaError_t launch_kernel(K* kernel, dim3 grid, dim3 block, size_t smem, bool pdl, cudaStream_t stream,
-                                 const P& p, int cluster = 0) {
+                                 const P& p) {
   if (smem > 48 * 1024) {
     const cudaError_t e =
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
     if (e != cudaSuccess) return e;
   }
-  return pdl::launch_smem(kernel, grid, block, smem, stream, pdl, cluster, p);
+  return pdl::launch_smem(kernel, grid, block, smem, stream, pdl, 0, p);
 }
 
 template <typename XT, int WR, int WK, int S, int ST, int NT, int MODE>
@@ -1309,16 +1275,13 @@ inline cudaError_t bulk_dispatch(const Params& p, int code, int nt, bool pdl, cu
 // Register-kernel instances compiled into the extension (code: R U NT PF as decimal digits).
 // Every other (R, U, NT, PF) is a micro-benchmark instance only (csrc/probe).
 constexpr int kRegCodes[] = {1210, 1410, 2210, 4110, 1211, 1111, 4111, 1220, 2120, 1121, 2121, 4120};
-// ... with K split over a cluster of 2 or 4 CTAs (sm_90): KS * 10000 + the code above.
-constexpr int kRegSplitCodes[] = {24120, 44120, 22121};
 
-template <typename XT, int R, int U, int NT, bool PF, int MODE, int FOLD = 0, int KS = 1>
+template <typename XT, int R, int U, int NT, bool PF, int MODE, int FOLD = 0>
 inline cudaError_t reg_launch(const Params& p, int warps, bool pdl, cudaStream_t stream) {
   if (warps < 1 || warps * 32 > reg_threads<R, U, NT, PF>()) return cudaErrorInvalidValue;
-  const dim3 grid(static_cast<unsigned>((p.n + 16 * R - 1) / (16 * R) * KS));
+  const dim3 grid(static_cast<unsigned>((p.n + 16 * R - 1) / (16 * R)));
   const size_t smem = sizeof(float) * static_cast<size_t>(R * NT * 128 * warps);
-  return launch_kernel(reg_gemv_kernel<XT, R, U, NT, PF, MODE, FOLD, KS>, grid, dim3(32 * warps), smem, pdl, stream, p,
-                       KS);
+  return launch_kernel(reg_gemv_kernel<XT, R, U, NT, PF, MODE, FOLD>, grid, dim3(32 * warps), smem, pdl, stream, p);
 }
 
 template <typename XT, int MODE>
@@ -1336,10 +1299,6 @@ inline cudaError_t reg_dispatch(const Params& p, int code, int warps, bool pdl, 
     case 1121: return reg_launch<XT, 1, 1, 2, true, MODE>(p, warps, pdl, s);
     case 2121: return reg_launch<XT, 2, 1, 2, true, MODE>(p, warps, pdl, s);
     case 4120: return reg_launch<XT, 4, 1, 2, false, MODE>(p, warps, pdl, s);
-    // K split over a cluster of KS CTAs: code KS * 10000 + R U NT PF (kRegSplitCodes)
-    case 24120: return reg_launch<XT, 4, 1, 2, false, MODE, 0, 2>(p, warps, pdl, s);
-    case 44120: return reg_launch<XT, 4, 1, 2, false, MODE, 0, 4>(p, warps, pdl, s);
-    case 22121: return reg_launch<XT, 2, 1, 2, true, MODE, 0, 2>(p, warps, pdl, s);
     default: return cudaErrorInvalidValue;
   }
 }
@@ -1357,7 +1316,6 @@ constexpr int reg_code_threads(int code) {
          : code == 1121 ? reg_threads<1, 1, 2, true>()
          : code == 2121 ? reg_threads<2, 1, 2, true>()
          : code == 4120 ? reg_threads<4, 1, 2, false>()
-         : code >= 10000 ? reg_code_threads(code % 10000)
                         : 0;
 }
 
