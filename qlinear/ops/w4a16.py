@@ -168,8 +168,12 @@ _CUDA_RING_AUTO: dict[tuple[str, int], int] = {
 #   many M=1: 25.31 vs 25.30 (tie: that case is not issue-bound), many M=16: 42.34 vs 41.89, few
 #   M=16: 10.66 vs 10.31: fold off. Fold 2 (the zero term as a second mma per plane, removed since)
 #   won nowhere but short M=1 / 4, where ring 4143 is faster still.
+# Session 7 runs 8 and 9 (benchmarks/results/session7/run8, run9: w4reg, same method): the new R4 U1
+# at two token tiles (code 4120) on many M=16: R4 U1 W8 36.21 / 36.33 vs R2 U1 W4 pipe (the entry
+# before) 41.29 / 41.70 -> ('many', 2): (4, 1, 8, 0); four row tiles share every x fragment, whose
+# re-reads from L2 outweigh the weights at M = 9..16. On 2112x7168 (33 CTAs) it is slower: 15.79.
 _CUDA_REG_AUTO: dict[tuple[str, int], tuple[int, ...]] = {
-    ("many", 0): (1, 2, 4, 0), ("many", 4): (1, 2, 4, 0, 1), ("many", 2): (2, 1, 4, 1),
+    ("many", 0): (1, 2, 4, 0), ("many", 4): (1, 2, 4, 0, 1), ("many", 2): (4, 1, 8, 0),
     ("few", 0): (1, 2, 16, 0, 1), ("few", 2): (1, 1, 8, 1), ("short", 2): (2, 1, 2, 0, 1),
 }
 
