@@ -237,6 +237,21 @@ def runnable(fns: dict[str, Callable[[int], object]], check: Callable[[str, obje
     return ok
 
 
+def rel_err_check(want: torch.Tensor, tol: float = 1e-2, skip: tuple[str, ...] = ()) -> Callable[[str, object], None]:
+    """A ``check`` for :func:`runnable`: raises when a candidate's output differs from ``want`` by
+    more than ``tol`` in relative Frobenius norm; candidates named in ``skip`` (anchors that are not
+    the same computation) and results that are not tensors (e.g. a quantizer's tuple) pass."""
+
+    def check(name: str, y: object) -> None:
+        if name in skip or not isinstance(y, torch.Tensor):
+            return
+        err = ((y.float() - want).norm() / want.norm()).item()
+        if not err <= tol:
+            raise RuntimeError(f"rel err {err:.3g}")
+
+    return check
+
+
 def bench_rotated(fns, xs, **kwargs) -> dict[str, float | str]:
     """:func:`bench_graph` of call ``i`` = ``fns[i % len(fns)](xs[i % len(xs)])``: ``fns`` one
     callable per weight copy (a single callable is one copy) and ``xs`` the input sets, so

@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _timing import bench_graphs_interleaved, env_info, runnable, write_results  # noqa: E402
+from _timing import bench_graphs_interleaved, env_info, rel_err_check, runnable, write_results  # noqa: E402
 from bench_w4a16 import cold_layers  # noqa: E402
 
 from qlinear.kernels import cuda_ext  # noqa: E402
@@ -88,13 +88,7 @@ def main() -> None:
                 fns["R{} U{} W{} P{} f1".format(*cfg)] = (
                     lambda i, c=cfg + (1,): ops.cuda_gemv(xs[i % 4], packs[i % nbuf], config=c))
 
-            def check(name, y):
-                if name != "bf16 F.linear":
-                    err = ((y.float() - want).norm() / want.norm()).item()
-                    if not err <= 1e-2:
-                        raise RuntimeError(f"rel err {err:.3g}")
-
-            ok = runnable(fns, check, f"{case:>18}  ")
+            ok = runnable(fns, rel_err_check(want, skip=("bf16 F.linear",)), f"{case:>18}  ")
             res = bench_graphs_interleaved(ok, n_buffers=max(nbuf, nb16), reps=args.reps, target_replay_us=400.0)
             print(f"{case:>18}  reg config (R U W pipe) = {base}", flush=True)
             for name, r in res.items():

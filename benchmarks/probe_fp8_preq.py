@@ -19,7 +19,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _timing import bench_graphs_interleaved, buffers_to_defeat_l2, env_info, runnable, write_results  # noqa: E402
+from _timing import bench_graphs_interleaved, buffers_to_defeat_l2, env_info, rel_err_check, runnable, write_results  # noqa: E402
 
 from qlinear.kernels import cuda_ext  # noqa: E402
 from qlinear.ops import fp8 as ops  # noqa: E402
@@ -70,14 +70,7 @@ def main() -> None:
         fns["in-kernel 11116"] = lambda i: ops.fp8_block_gemv_cuda(x, ws[i % copies], ss[i % copies], None, config=11116)
         fns["auto"] = lambda i: ops.fp8_block_linear(x, ws[i % copies], ss[i % copies])
 
-        def check(name, y):
-            if isinstance(y, tuple):  # the quantizer alone
-                return
-            err = ((y.float() - want).norm() / want.norm()).item()
-            if err > 1e-2:
-                raise ValueError(f"rel err {err:.3e}")
-
-        fns = runnable(fns, check, f"PREQ M={m} {n}x{k} ")
+        fns = runnable(fns, rel_err_check(want), f"PREQ M={m} {n}x{k} ")
         res = bench_graphs_interleaved(fns, n_buffers=copies, reps=15, target_replay_us=1000.0)
         for name, t in res.items():
             print(f"PREQ M={m} {n}x{k} {name:<34s} {t['median_us']:6.2f} us", flush=True)
