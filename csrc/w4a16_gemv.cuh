@@ -1276,6 +1276,30 @@ inline cudaError_t bulk_dispatch(const Params& p, int code, int nt, bool pdl, cu
 // Every other (R, U, NT, PF) is a micro-benchmark instance only (csrc/probe).
 constexpr int kRegCodes[] = {1210, 1410, 2210, 4110, 1211, 1111, 4111, 1220, 2120, 1121, 2121, 4120};
 
+// Zero-fold register instances (FOLD 1, see the register kernel's header), compiled for the
+// configs of qlinear/ops/w4a16.py _CUDA_REG_AUTO (1210, 2121, 1121, 2120) and the launcher's
+// defaults (1210, 4110, 2120) only (compile time); codes as kRegCodes.
+constexpr int kRegFoldCodes[] = {1210, 4110, 2120, 2121, 1121};
+
+// The template arguments of register code C, read from its digits.
+template <int C>
+struct RegCode {
+  static constexpr int R = C / 1000, U = C / 100 % 10, NT = C / 10 % 10;
+  static constexpr bool PF = C % 10 == 1;
+  static_assert(C >= 1000 && C < 10000 && U >= 1 && NT >= 1 && NT <= 2 && C % 10 <= 1,
+                "a register code is R U NT PF as decimal digits, NT 1 / 2, PF 0 / 1");
+  static constexpr int threads = reg_threads<R, U, NT, PF>();
+};
+
+// reg_code_threads gives every code the cap of its kRegCodes entry, fold instances included.
+template <size_t L>
+constexpr bool reg_codes_within(const int (&codes)[L]) {
+  for (size_t i = 0; i < L; ++i)
+    if (!code_listed(kRegCodes, codes[i])) return false;
+  return true;
+}
+static_assert(reg_codes_within(kRegFoldCodes), "every kRegFoldCodes entry must be in kRegCodes");
+
 template <typename XT, int R, int U, int NT, bool PF, int MODE, int FOLD = 0>
 inline cudaError_t reg_launch(const Params& p, int warps, bool pdl, cudaStream_t stream) {
   if (warps < 1 || warps * 32 > reg_threads<R, U, NT, PF>()) return cudaErrorInvalidValue;
@@ -1284,56 +1308,44 @@ inline cudaError_t reg_launch(const Params& p, int warps, bool pdl, cudaStream_t
   return launch_kernel(reg_gemv_kernel<XT, R, U, NT, PF, MODE, FOLD>, grid, dim3(32 * warps), smem, pdl, stream, p);
 }
 
+// Launches the register instance (FOLD, MODE) of the entry of Codes equal to code, its template
+// arguments read from the code's digits, so the lists above are the only place an instance is
+// named; cudaErrorInvalidValue when code is not listed.
+template <typename XT, int MODE, int FOLD, const auto& Codes, size_t... I>
+inline cudaError_t reg_launch_listed(const Params& p, int code, int warps, bool pdl, cudaStream_t s,
+                                     std::index_sequence<I...>) {
+  cudaError_t r = cudaErrorInvalidValue;
+  auto one = [&](auto c) {
+    using D = RegCode<decltype(c)::value>;
+    r = reg_launch<XT, D::R, D::U, D::NT, D::PF, MODE, FOLD>(p, warps, pdl, s);
+    return true;
+  };
+  (void)((code == Codes[I] && one(std::integral_constant<int, Codes[I]>{})) || ...);
+  return r;
+}
+
 template <typename XT, int MODE>
 inline cudaError_t reg_dispatch(const Params& p, int code, int warps, bool pdl, cudaStream_t s) {
-  switch (code) {
-    case 1210: return reg_launch<XT, 1, 2, 1, false, MODE>(p, warps, pdl, s);
-    case 1410: return reg_launch<XT, 1, 4, 1, false, MODE>(p, warps, pdl, s);
-    case 2210: return reg_launch<XT, 2, 2, 1, false, MODE>(p, warps, pdl, s);
-    case 4110: return reg_launch<XT, 4, 1, 1, false, MODE>(p, warps, pdl, s);
-    case 1211: return reg_launch<XT, 1, 2, 1, true, MODE>(p, warps, pdl, s);
-    case 1111: return reg_launch<XT, 1, 1, 1, true, MODE>(p, warps, pdl, s);
-    case 4111: return reg_launch<XT, 4, 1, 1, true, MODE>(p, warps, pdl, s);
-    case 1220: return reg_launch<XT, 1, 2, 2, false, MODE>(p, warps, pdl, s);
-    case 2120: return reg_launch<XT, 2, 1, 2, false, MODE>(p, warps, pdl, s);
-    case 1121: return reg_launch<XT, 1, 1, 2, true, MODE>(p, warps, pdl, s);
-    case 2121: return reg_launch<XT, 2, 1, 2, true, MODE>(p, warps, pdl, s);
-    case 4120: return reg_launch<XT, 4, 1, 2, false, MODE>(p, warps, pdl, s);
-    default: return cudaErrorInvalidValue;
-  }
+  return reg_launch_listed<XT, MODE, 0, kRegCodes>(p, code, warps, pdl, s,
+                                                   std::make_index_sequence<std::size(kRegCodes)>{});
 }
-
-constexpr int reg_code_threads(int code) {
-  return code == 1210   ? reg_threads<1, 2, 1, false>()
-         : code == 1410 ? reg_threads<1, 4, 1, false>()
-         : code == 2210 ? reg_threads<2, 2, 1, false>()
-         : code == 4110 ? reg_threads<4, 1, 1, false>()
-         : code == 1211 ? reg_threads<1, 2, 1, true>()
-         : code == 1111 ? reg_threads<1, 1, 1, true>()
-         : code == 4111 ? reg_threads<4, 1, 1, true>()
-         : code == 1220 ? reg_threads<1, 2, 2, false>()
-         : code == 2120 ? reg_threads<2, 1, 2, false>()
-         : code == 1121 ? reg_threads<1, 1, 2, true>()
-         : code == 2121 ? reg_threads<2, 1, 2, true>()
-         : code == 4120 ? reg_threads<4, 1, 2, false>()
-                        : 0;
-}
-
-// Zero-fold register instances (FOLD 1, see the register kernel's header), compiled for the
-// configs of qlinear/ops/w4a16.py _CUDA_REG_AUTO (1210, 2121, 1121, 2120) and the launcher's
-// defaults (1210, 4110, 2120) only (compile time); codes as kRegCodes.
-constexpr int kRegFoldCodes[] = {1210, 4110, 2120, 2121, 1121};
 
 template <typename XT>
 inline cudaError_t reg_fold_dispatch(const Params& p, int code, int warps, bool pdl, cudaStream_t s) {
-  switch (code) {
-    case 1210: return reg_launch<XT, 1, 2, 1, false, 0, 1>(p, warps, pdl, s);
-    case 4110: return reg_launch<XT, 4, 1, 1, false, 0, 1>(p, warps, pdl, s);
-    case 2120: return reg_launch<XT, 2, 1, 2, false, 0, 1>(p, warps, pdl, s);
-    case 2121: return reg_launch<XT, 2, 1, 2, true, 0, 1>(p, warps, pdl, s);
-    case 1121: return reg_launch<XT, 1, 1, 2, true, 0, 1>(p, warps, pdl, s);
-    default: return cudaErrorInvalidValue;
-  }
+  return reg_launch_listed<XT, 0, 1, kRegFoldCodes>(p, code, warps, pdl, s,
+                                                    std::make_index_sequence<std::size(kRegFoldCodes)>{});
+}
+
+template <size_t... I>
+constexpr int reg_listed_threads(int code, std::index_sequence<I...>) {
+  int t = 0;
+  (void)((code == kRegCodes[I] && ((t = RegCode<kRegCodes[I]>::threads), true)) || ...);
+  return t;
+}
+
+// Thread cap (reg_threads) of a kRegCodes instance; 0 when code is not listed.
+constexpr int reg_code_threads(int code) {
+  return reg_listed_threads(code, std::make_index_sequence<std::size(kRegCodes)>{});
 }
 
 // FOLD 1 instances; defined in w4a16_gemv_launch.cu.
