@@ -24,6 +24,7 @@ from qlinear.quantization import QuantizationConfig, UnquantizedLinearMethod, ge
 from qlinear.quantization.compressed_tensors import Fp8Scheme, IntWeightScheme, method_for_scheme
 from qlinear.reference.fp8 import per_token_group_quant_fp8_ref, per_token_quant_fp8_ref, static_quant_fp8_ref
 from qlinear.testing.compressed_tensors import CT_SCHEMES, legacy_zero_point_layout, make_ct_checkpoint
+from qlinear.testing.layers import changed, snapshot
 
 # CPU tests need the producer; the GPU test reads fixtures it wrote elsewhere (the GPU image has
 # no compressed-tensors).
@@ -379,16 +380,6 @@ def test_import_stays_light():
 # ---------------------------------------------------------------------------------------------
 
 
-def _snapshot(layer) -> dict[str, torch.Tensor]:
-    return {n: p.detach().clone() for n, p in layer.named_parameters()}
-
-
-def _unchanged(layer, before) -> bool:
-    # compare bit patterns: uninitialized memory may hold NaNs
-    return all(torch.equal(p.detach().view(torch.uint8), before[n].view(torch.uint8))
-               for n, p in layer.named_parameters())
-
-
 @pytest.fixture(scope="module")
 def asym_checkpoint():
     return make_ct_checkpoint(_weights(256, [128, 72], seed=7), "W4A16_ASYM")
@@ -403,11 +394,11 @@ def test_weight_shape_disagreeing_with_packed_tensor(asym_checkpoint):
         if i == 1:
             tensors["weight_shape"] = torch.tensor([64, 256])
         _load(layer, tensors, i)
-    before = _snapshot(layer)
+    before = snapshot(layer)
     expected = r"weight_shape.*expected.*kv_a_proj_with_mqa=\[72, 256\].*got.*kv_a_proj_with_mqa=\[64, 256\]"
     with pytest.raises(ValueError, match=expected):
         layer.process_weights_after_loading()
-    assert not layer.weights_finished and _unchanged(layer, before)
+    assert not layer.weights_finished and not changed(layer, before)
     assert not any(n.startswith("w4a16_") for n, _ in layer.named_buffers())
 
 
@@ -431,25 +422,25 @@ def test_bad_tensors_are_rejected_before_any_write(asym_checkpoint, name, bad, n
     state_dict, config, _ = asym_checkpoint
     layer = _layer(config, 256, [128, 72])
     _load(layer, _module_tensors(state_dict, ATTN + NAMES[0]), 0)
-    before = _snapshot(layer)
+    before = snapshot(layer)
     tensor = bad(state_dict[ATTN + NAMES[1] + "." + name])
     param = getattr(layer, name)
     with pytest.raises(LoadError, match=needle) as info:
         param.weight_loader(param, tensor, 1)
     assert f"{FUSED}.{name}" in str(info.value)
-    assert _unchanged(layer, before) and param.loaded_shards == {0}
+    assert not changed(layer, before) and param.loaded_shards == {0}
 
 
 @needs_ct
 def test_fp8_weight_in_the_wrong_dtype():
     state_dict, config, _ = make_ct_checkpoint(_weights(200, [128, 72], seed=9), "FP8_BLOCK")
     layer = _layer(config, 200, [128, 72])
-    before = _snapshot(layer)
+    before = snapshot(layer)
     with pytest.raises(LoadError, match=r"fused_qkv_a_proj.weight: expected dtype torch.float8_e4m3fn.*got torch.bfloat16"):
         layer.weight.weight_loader(layer.weight, torch.randn(72, 200, dtype=torch.bfloat16), 1)
     with pytest.raises(LoadError, match=r"weight_scale: shard 1 .*expected shape \(1, 2\), got \(2, 2\)"):
         layer.weight_scale.weight_loader(layer.weight_scale, torch.ones(2, 2, dtype=torch.bfloat16), 1)
-    assert _unchanged(layer, before)
+    assert not changed(layer, before)
 
 
 @needs_ct

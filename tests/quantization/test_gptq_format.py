@@ -16,6 +16,7 @@ from qlinear.parameter import LoadError
 from qlinear.quantization import UnquantizedLinearMethod, get_quantization_config
 from qlinear.quantization.gptq import GPTQConfig, GPTQLinearMethod
 from qlinear.testing.gptq import dequantize_gptq, gptq_config, quantize_gptq
+from qlinear.testing.layers import changed, snapshot
 
 K = 256
 SIZES = [[128, 72], [64, 40, 24]]  # 72: a multiple of 8 but not of 128
@@ -328,25 +329,12 @@ def test_alignment_errors_at_construction():
 # ---------------------------------------------------------------------------------------------
 
 
-def _snapshot(layer):
-    return {name: (p.data.clone(), set(p.loaded_shards)) for name, p in layer.named_parameters(recurse=False)}
-
-
-def _unchanged(layer, snap):
-    for name, p in layer.named_parameters(recurse=False):
-        data, shards = snap[name]
-        # byte comparison: unloaded rows are uninitialized memory, which may hold NaN patterns
-        # (NaN != NaN would fail torch.equal on an untouched tensor)
-        same = torch.equal(p.data.contiguous().view(torch.uint8), data.contiguous().view(torch.uint8))
-        assert same and p.loaded_shards == shards, f"{name} changed"
-
-
 def test_wrong_shapes_and_dtypes_leave_the_layer_untouched():
     sizes = [128, 72]
     shards = _shards(sizes, 4, 64, False, True, seed=11)
     layer = _layer(sizes, 4, 64, False, desc_act=True)
     _load(layer, shards[0][0], 0)
-    snap = _snapshot(layer)
+    snap = snapshot(layer)
     t1 = shards[1][0]
     cases = [
         ("qweight", t1["qweight"].T.contiguous(), 1,
@@ -369,7 +357,7 @@ def test_wrong_shapes_and_dtypes_leave_the_layer_untouched():
         param = getattr(layer, name)
         with pytest.raises(LoadError, match=pattern):
             param.weight_loader(param, tensor, shard)
-        _unchanged(layer, snap)
+        assert not changed(layer, snap)
     # the good tensors still load afterwards, and the layer works
     _load(layer, t1, 1)
     layer.process_weights_after_loading()
