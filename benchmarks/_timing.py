@@ -219,11 +219,12 @@ def bench_graphs_interleaved(
 
 
 def runnable(fns: dict[str, Callable[[int], object]], check: Callable[[str, object], None] | None = None,
-             label: str = "") -> dict[str, Callable[[int], object]]:
+             label: str = "", on_error: Callable[[str, Exception], None] | None = None) -> dict[str, Callable[[int], object]]:
     """The candidates of ``fns`` that run, ahead of timing them: each is called once (``fn(0)``,
     which also compiles it) and synchronized, then ``check(name, result)``, when given, may raise
     for a wrong result. A candidate that raises (a config a launcher refuses, a wrong output) is
-    printed as ``<label><name>: skipped (...)`` and left out."""
+    printed as ``<label><name>: skipped (...)``, passed to ``on_error(name, exc)`` when given (e.g.
+    to record it as a row), and left out."""
     ok = {}
     for name, fn in fns.items():
         try:
@@ -234,6 +235,8 @@ def runnable(fns: dict[str, Callable[[int], object]], check: Callable[[str, obje
             ok[name] = fn
         except Exception as exc:  # noqa: BLE001 - reported and left out, the others are still timed
             print(f"{label}{name}: skipped ({type(exc).__name__}: {str(exc)[:140]})", flush=True)
+            if on_error is not None:
+                on_error(name, exc)
     return ok
 
 

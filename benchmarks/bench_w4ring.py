@@ -32,7 +32,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _timing import bench_graphs_interleaved, env_info, write_results  # noqa: E402
+from _timing import bench_graphs_interleaved, env_info, runnable, write_results  # noqa: E402
 from bench_w4a16 import cold_layers, make_tinygemm  # noqa: E402
 
 from qlinear.kernels import cuda_ext  # noqa: E402
@@ -92,17 +92,16 @@ def main() -> None:
             fns["reg auto"] = lambda i: ops.cuda_gemv(xs[i % 4], packs[i % nbuf], ring=-1)
             for c in OLD_RING[nt] + bulk[nt]:
                 fns[f"ring {c}"] = lambda i, c=c: ops.cuda_gemv(xs[i % 4], packs[i % nbuf], ring=c)
-            # a config that cannot run here (e.g. bulk on a misaligned case) is left out, not fatal
-            ok = {}
-            for name, fn in fns.items():
-                try:
-                    fn(0)
-                    ok[name] = fn
-                except Exception as exc:  # noqa: BLE001
-                    print(f"{case:>18}  {name:<16} ERROR {type(exc).__name__}: {str(exc)[:160]}", flush=True)
-                    rows.append(dict(case=case, impl=name, m=m, n=n, k=k, error=str(exc)[:300]))
-                    n_err += 1
-            torch.cuda.synchronize()
+            # a config that cannot run here (e.g. bulk on a misaligned case) is left out, not fatal,
+            # and recorded as an error row
+            errors: list[str] = []
+
+            def record(name, exc, case=case, m=m):
+                rows.append(dict(case=case, impl=name, m=m, n=n, k=k, error=str(exc)[:300]))
+                errors.append(name)
+
+            ok = runnable(fns, label=f"{case:>18}  ", on_error=record)
+            n_err += len(errors)
             res = bench_graphs_interleaved(ok, n_buffers=nall, reps=args.reps, target_replay_us=400.0)
             for name, r in res.items():
                 r = dict(r)
