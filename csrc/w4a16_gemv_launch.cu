@@ -257,20 +257,22 @@ cudaError_t w4_gemv_launch(const W4GemvArgs& a, cudaStream_t stream, W4GemvConfi
   return e;
 }
 
-int w4_ring_configs(int nt, int* codes, int cap) {
-  int n = 0;
-  auto add = [&](const auto& src) {
-    for (int c : src)
-      if (n++ < cap) codes[n - 1] = c;
-  };
-  if (nt == 1) {
-    add(w4a16g::kRingNT1);
-    add(w4a16g::kBulkNT1);
-  } else {
-    add(w4a16g::kRingNT2);
-    add(w4a16g::kBulkNT2);
-  }
+namespace {
+
+// Appends a compiled-code list to codes[0 .. cap) after the n already there; returns the new count
+// (which may exceed cap: the caller learns how many there are).
+template <size_t N>
+int append_codes(const int (&list)[N], int* codes, int cap, int n) {
+  for (int c : list)
+    if (n++ < cap) codes[n - 1] = c;
   return n;
+}
+
+}  // namespace
+
+int w4_ring_configs(int nt, int* codes, int cap) {
+  if (nt == 1) return append_codes(w4a16g::kBulkNT1, codes, cap, append_codes(w4a16g::kRingNT1, codes, cap, 0));
+  return append_codes(w4a16g::kBulkNT2, codes, cap, append_codes(w4a16g::kRingNT2, codes, cap, 0));
 }
 
 namespace w4a16g {
@@ -282,17 +284,8 @@ cudaError_t reg_fold_dispatch_f16(const Params& p, int code, int warps, bool pdl
 }
 }  // namespace w4a16g
 
-int w4_reg_configs(int* codes, int cap) {
-  const int n = static_cast<int>(sizeof(w4a16g::kRegCodes) / sizeof(int));
-  for (int i = 0; i < n && i < cap; ++i) codes[i] = w4a16g::kRegCodes[i];
-  return n;
-}
+int w4_reg_configs(int* codes, int cap) { return append_codes(w4a16g::kRegCodes, codes, cap, 0); }
 
-int w4_reg_fold_configs(int* codes, int cap) {
-  int n = 0;
-  for (int c : w4a16g::kRegFoldCodes)
-    if (n++ < cap) codes[n - 1] = c;
-  return n;
-}
+int w4_reg_fold_configs(int* codes, int cap) { return append_codes(w4a16g::kRegFoldCodes, codes, cap, 0); }
 
 }  // namespace qlinear
