@@ -21,6 +21,8 @@ CONFIGS = {
     "fp8-block": {"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic",
                   "weight_block_size": [128, 128]},
     "w4a16": {"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": False, "sym": True},
+    # with zero points: what the W4A16 kernel sweeps (bench_w4reg, bench_w4ring) tune the tables on
+    "w4a16-asym": {"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": False, "sym": False},
 }
 
 

@@ -1,7 +1,7 @@
 """Whole-layer forward of a quantized MergedReplicatedLinear on the shapes of issue 4 / 5.
 
     python benchmarks/bench_linear.py --format fp8-block [--out DIR] [--quick]
-    python benchmarks/bench_linear.py --format w4a16
+    python benchmarks/bench_linear.py --format w4a16          # symmetric GPTQ; w4a16-asym: zero points
 
 Times ``layer(x)`` (activation quantization and every launch included, CUDA-graph replay) for
 M in {1, 2, 4, 16, 64, 128, 1024, 4096} on N x K in {2112 x 7168, 24576 x 1536, 7168 x 16384},
@@ -40,7 +40,7 @@ SPLIT = {(2112, 7168): [1536, 576]}
 
 
 def weight_bytes(fmt: str, n: int, k: int) -> int:
-    return {"bf16": 2 * n * k, "fp8-block": n * k, "w4a16": n * k // 2}[fmt]
+    return {"bf16": 2 * n * k, "fp8-block": n * k, "w4a16": n * k // 2, "w4a16-asym": n * k // 2}[fmt]
 
 
 def time_layer(fns, m: int, k: int, x_bytes_per_call: int) -> dict:
@@ -56,7 +56,8 @@ def weight_copies(args, nbytes: int) -> int:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--format", choices=["fp8-block", "w4a16", "bf16"], required=True)
+    ap.add_argument("--format", choices=["fp8-block", "w4a16", "w4a16-asym", "bf16"], required=True,
+                    help="w4a16: symmetric GPTQ (the acceptance runs); w4a16-asym: GPTQ with zero points")
     ap.add_argument("--out", default=None)
     ap.add_argument("--quick", action="store_true", help="fewer M values")
     ap.add_argument("--ms", type=int, nargs="+", default=None, help="these M values only")
@@ -70,7 +71,7 @@ def main() -> None:
     ceiling = copy_ceiling_gbps()
     rows = []
     tinygemm = None
-    if args.format == "w4a16":
+    if args.format.startswith("w4a16"):
         try:
             import bench_w4a16  # the op benchmark knows how to pack for tinygemm
 
