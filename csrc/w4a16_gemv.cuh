@@ -741,11 +741,29 @@ __device__ __forceinline__ void cp_wait() {
   asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
 }
 
+// Row pitches of a ring stage holding sbs superblocks per row: weights (= 64 mod 128) and x
+// (= 32 mod 128), and the stage's layout (16-byte aligned offsets) for wr 16-row tiles and xrows
+// staged x rows: weights, then x, scales, zeros. One arithmetic for the kernels (RingShape), the
+// host launch (ring_layout_rt) and the shared-memory size (ring_smem_bytes).
+constexpr int ring_pitch_w(int sbs) { return sbs * 64 + ((sbs & 1) ? 0 : 64); }
+constexpr int ring_pitch_x(int sbs) { return sbs * 256 + 32; }
+
+struct RingStageLayout {
+  int off_x, off_s, off_z, stage_bytes;
+};
+
+constexpr RingStageLayout ring_stage_layout(int wr, int sbs, int xrows) {
+  const int off_x = 16 * wr * ring_pitch_w(sbs);
+  const int off_s = (off_x + xrows * ring_pitch_x(sbs) + 15) & ~15;
+  const int off_z = (off_s + sbs * 16 * wr * 4 + 15) & ~15;
+  return {off_x, off_s, off_z, (off_z + sbs * 16 * wr + 15) & ~15};
+}
+
 template <int WK, int S>
 struct RingShape {
-  static constexpr int kSbs = WK * S;                                  // superblocks per stage
-  static constexpr int kPitchW = kSbs * 64 + ((kSbs & 1) ? 0 : 64);   // = 64 mod 128
-  static constexpr int kPitchX = kSbs * 256 + 32;                      // = 32 mod 128
+  static constexpr int kSbs = WK * S;  // superblocks per stage
+  static constexpr int kPitchW = ring_pitch_w(kSbs);
+  static constexpr int kPitchX = ring_pitch_x(kSbs);
 };
 
 template <int WR, int WK, int S, int ST, int NT>
@@ -1125,19 +1143,15 @@ __global__ void __launch_bounds__(32 * WR * WK, 1) bulk_gemv_kernel(const RingPa
   ring_reduce_store<XT, WR, WK, NT>(p, smem, tot, wr, wk, row0);
 }
 
-// Host-side layout of one stage (offsets 16-byte aligned) of the ring kernels, from the shape
-// digits at run time (the pitches of RingShape); ring_smem_bytes below is the same arithmetic
-// (kept constexpr for the compiled-list check), and the launches take their size from it, so the
-// launcher's up-front shared-memory check sees exactly the size launched.
+// Host-side layout of one stage of the ring kernels (ring_stage_layout), from the shape digits at
+// run time; ring_smem_bytes below sizes the launches from the same layout, so the launcher's
+// up-front shared-memory check sees exactly the size launched.
 inline void ring_layout_rt(RingParams& rp, int wr, int wk, int s) {
-  auto up16 = [](int v) { return (v + 15) & ~15; };
-  const int sbs = wk * s;
-  const int pitch_w = sbs * 64 + ((sbs & 1) ? 0 : 64);
-  const int pitch_x = sbs * 256 + 32;
-  rp.off_x = 16 * wr * pitch_w;
-  rp.off_s = up16(rp.off_x + rp.xrows * pitch_x);
-  rp.off_z = up16(rp.off_s + sbs * 16 * wr * 4);
-  rp.stage_bytes = up16(rp.off_z + sbs * 16 * wr);
+  const RingStageLayout l = ring_stage_layout(wr, wk * s, rp.xrows);
+  rp.off_x = l.off_x;
+  rp.off_s = l.off_s;
+  rp.off_z = l.off_z;
+  rp.stage_bytes = l.stage_bytes;
 }
 
 // Dynamic shared memory of a ring (bulk: code >= 10000, + its ST mbarriers after the data) for
@@ -1146,13 +1160,7 @@ inline void ring_layout_rt(RingParams& rp, int wr, int wk, int s) {
 constexpr size_t ring_smem_bytes(int code, int nt, int xrows) {
   const int c = code % 10000;
   const int wr = c / 1000, wk = (c / 100) % 10, s = (c / 10) % 10, st = c % 10;
-  const int sbs = wk * s;
-  const int pitch_w = sbs * 64 + ((sbs & 1) ? 0 : 64);
-  const int pitch_x = sbs * 256 + 32;
-  const int off_s = (16 * wr * pitch_w + xrows * pitch_x + 15) & ~15;
-  const int off_z = (off_s + sbs * 16 * wr * 4 + 15) & ~15;
-  const int stage = (off_z + sbs * 16 * wr + 15) & ~15;
-  const size_t ring = static_cast<size_t>(st) * stage;
+  const size_t ring = static_cast<size_t>(st) * ring_stage_layout(wr, wk * s, xrows).stage_bytes;
   const size_t red = sizeof(float) * wk * wr * nt * 128;
   const size_t data = ring > red ? ring : red;
   return code >= 10000 ? ((data + 15) & ~static_cast<size_t>(15)) + 8 * st : data;
