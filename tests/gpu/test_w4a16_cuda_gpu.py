@@ -49,19 +49,25 @@ def _layer(n, k, group=128, asym=True, scale_dtype=torch.bfloat16, seed=0):
     return packed, w
 
 
+def _assert_matches(y, x, w, b, packed, what):
+    """y of x [M, K] against the fp32 reference x @ w.T + b: shape and dtype, relative error <= TOL,
+    and every output element (a wrong row or token must fail, not just the norm)."""
+    m = x.shape[0]
+    assert y is not None and y.dtype == x.dtype and y.shape == (m, packed.n)
+    want = x.float() @ w.T + (b.float() if b is not None else 0)
+    err = ((y.float() - want).norm() / want.norm()).item()
+    assert err <= TOL, f"rel err {err:.3e} (M={m} N={packed.n} K={packed.k} {what})"
+    close = torch.isclose(y.float(), want, rtol=3e-2, atol=3e-2 * want.abs().max().item())
+    assert bool(close.all()), f"{int((~close).sum())} wrong elements (M={m} N={packed.n} {what})"
+
+
 def _check(packed, w, m, dtype=torch.bfloat16, bias=True, config=None, seed=0):
     gen = torch.Generator(device=DEV).manual_seed(1000 + seed)
     x = torch.randn(m, packed.k, device=DEV, generator=gen).to(dtype)
     b = torch.randn(packed.n, device=DEV, generator=gen).to(dtype) if bias else None
     assert ops.cuda_supported(x, packed)
     y = ops.w4a16_linear(x, packed, b, backend="cuda") if config is None else ops.cuda_gemv(x, packed, b, config)
-    assert y is not None and y.dtype == dtype and y.shape == (m, packed.n)
-    want = x.float() @ w.T + (b.float() if b is not None else 0)
-    err = ((y.float() - want).norm() / want.norm()).item()
-    assert err <= TOL, f"rel err {err:.3e} (M={m} N={packed.n} K={packed.k} config={config})"
-    # every output element, not just the norm: a wrong row or token must fail
-    close = torch.isclose(y.float(), want, rtol=3e-2, atol=3e-2 * want.abs().max().item())
-    assert bool(close.all()), f"{int((~close).sum())} wrong elements (M={m} N={packed.n} config={config})"
+    _assert_matches(y, x, w, b, packed, f"config={config}")
 
 
 @pytest.mark.parametrize("shape", [(2112, 7168), (24576, 1536), (7168, 16384)])
@@ -176,12 +182,7 @@ def test_ring_every_code():
                     gen = torch.Generator(device=DEV).manual_seed(m + code)
                     x = torch.randn(m, k, device=DEV, generator=gen).to(torch.bfloat16)
                     b = torch.randn(n, device=DEV, generator=gen).to(torch.bfloat16)
-                    y = ops.cuda_gemv(x, packed, b, ring=code)
-                    want = x.float() @ w.T + b.float()
-                    err = ((y.float() - want).norm() / want.norm()).item()
-                    assert err <= TOL, f"ring {code} M={m} {n}x{k}: rel err {err:.3e}"
-                    close = torch.isclose(y.float(), want, rtol=3e-2, atol=3e-2 * want.abs().max().item())
-                    assert bool(close.all()), f"ring {code} M={m} {n}x{k}: {int((~close).sum())} wrong"
+                    _assert_matches(ops.cuda_gemv(x, packed, b, ring=code), x, w, b, packed, f"ring {code}")
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
@@ -291,12 +292,7 @@ def _check_ring(packed, w, m, code, dtype=torch.bfloat16, bias=True, seed=0, x=N
         x = torch.randn(m, packed.k, device=DEV, generator=gen).to(dtype)
     b = torch.randn(packed.n, device=DEV, generator=gen).to(dtype) if bias else None
     y = ops.cuda_gemv(x, packed, b, ring=code)
-    assert y is not None and y.dtype == x.dtype and y.shape == (x.shape[0], packed.n)
-    want = x.float() @ w.T + (b.float() if b is not None else 0)
-    err = ((y.float() - want).norm() / want.norm()).item()
-    assert err <= TOL, f"rel err {err:.3e} (M={x.shape[0]} N={packed.n} K={packed.k} code={code})"
-    close = torch.isclose(y.float(), want, rtol=3e-2, atol=3e-2 * want.abs().max().item())
-    assert bool(close.all()), f"{int((~close).sum())} wrong elements (M={x.shape[0]} N={packed.n} code={code})"
+    _assert_matches(y, x, w, b, packed, f"code={code}")
 
 
 @pytest.mark.parametrize("shape", [(2112, 7168), (24576, 1536), (7168, 16384)])
