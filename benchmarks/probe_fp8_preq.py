@@ -1,10 +1,11 @@
 """Where the pre-quantized FP8 decode path (Q = 1) loses on 2112x7168 at M = 16 (issue 4): the GEMV on
 codes quantized once outside the timed graph ("gemv only", PDL on / off, several configs), the whole
 path (Triton quantizer launched with QLINEAR_PDL late / early / off, then the GEMV with PDL on / off),
-the in-kernel path (11116) and the auto dispatch, on 2112x7168 and 1536x7168 with cold weights,
-alternated graph replays. One line per case: ``PREQ M=16 NxK name us``.
+the in-kernel path (11116), Triton and the auto dispatch, on 2112x7168 and 1536x7168 (--shapes) with
+cold weights, alternated graph replays. Codes with Q = 2 stage the codes in shared memory
+(csrc/fp8_gemv.cuh XS). One line per case: ``PREQ M=16 NxK name us``.
 
-    python benchmarks/probe_fp8_preq.py [--out DIR]
+    python benchmarks/probe_fp8_preq.py [--out DIR] [--m 16] [--gemv-codes ...] [--pair-codes ...]
 """
 
 from __future__ import annotations
@@ -26,16 +27,28 @@ from qlinear.ops import fp8 as ops  # noqa: E402
 from qlinear.reference import fp8 as ref  # noqa: E402
 
 
+GEMV_CODES = "1011116,2011116,2011216,1011114,2011114,1011112,2011112,2011110,2021108,2011312"
+PAIR_CODES = "1011116,2011116,2011216,1011114,2011114,1011112,2011112,2021108,2011312"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=None)
     ap.add_argument("--m", type=int, default=16)
+    ap.add_argument("--shapes", default="2112x7168,1536x7168", help="comma-separated NxK")
+    ap.add_argument("--gemv-codes", default=GEMV_CODES, help="codes timed on codes quantized outside the graph")
+    ap.add_argument("--pair-codes", default=PAIR_CODES, help="codes timed after the quantizer (PDL late / early)")
+    ap.add_argument("--qmodes", default="late,early", help="QLINEAR_PDL of the quantizer launch in the pairs")
     args = ap.parse_args()
     C = cuda_ext.load()
     torch.manual_seed(0)
     rows = []
     m = args.m
-    for n, k in ((2112, 7168), (1536, 7168)):
+    shapes = [tuple(int(v) for v in sh.split("x")) for sh in args.shapes.split(",")]
+    gemv_codes = [int(c) for c in args.gemv_codes.split(",") if c]
+    pair_codes = [int(c) for c in args.pair_codes.split(",") if c]
+    qmodes = [q for q in args.qmodes.split(",") if q]
+    for n, k in shapes:
         copies = buffers_to_defeat_l2(n * k, max_buffers=24)
         ws = [(torch.randn(n, k, device="cuda") * 2).to(torch.float8_e4m3fn) for _ in range(copies)]
         ss = [torch.rand((n + 127) // 128, k // 128, device="cuda") * 2**-7 + 2**-8 for _ in range(copies)]
@@ -53,7 +66,10 @@ def main() -> None:
                 saved = os.environ.get("QLINEAR_PDL")
                 os.environ["QLINEAR_PDL"] = qmode
                 try:
-                    return ops.fp8_block_gemv_cuda(x, ws[i % copies], ss[i % copies], None, config=code, pdl=pdl)
+                    y = ops.fp8_block_gemv_cuda(x, ws[i % copies], ss[i % copies], None, config=code, pdl=pdl)
+                    if y is None:  # refused: timing the no-op would read as a fast kernel
+                        raise RuntimeError(f"config {code} refused")
+                    return y
                 finally:
                     if saved is None:
                         del os.environ["QLINEAR_PDL"]
@@ -61,13 +77,13 @@ def main() -> None:
                         os.environ["QLINEAR_PDL"] = saved
             return fn
 
-        fns = {f"gemv only {c} pdl": gemv_only(c, True) for c in (1011116, 1011216, 1011312, 1012108, 1022108, 1021108)}
-        fns["gemv only 1011116 nopdl"] = gemv_only(1011116, False)
+        fns = {f"gemv only {c} pdl": gemv_only(c, True) for c in gemv_codes}
         fns["quantizer only"] = lambda i: ops.per_token_group_quant_fp8(x, 128)
-        for code in (1011116, 1012108):
-            for qmode, pdl in (("late", True), ("early", True), ("off", True), ("late", False), ("off", False)):
-                fns[f"q {qmode} + gemv {code} {'pdl' if pdl else 'nopdl'}"] = path(code, qmode, pdl)
+        for code in pair_codes:
+            for qmode in qmodes:
+                fns[f"q {qmode} + gemv {code} pdl"] = path(code, qmode, True)
         fns["in-kernel 11116"] = lambda i: ops.fp8_block_gemv_cuda(x, ws[i % copies], ss[i % copies], None, config=11116)
+        fns["triton"] = lambda i: ops.fp8_block_linear(x, ws[i % copies], ss[i % copies], backend="triton")
         fns["auto"] = lambda i: ops.fp8_block_linear(x, ws[i % copies], ss[i % copies])
 
         fns = runnable(fns, rel_err_check(want), f"PREQ M={m} {n}x{k} ")
