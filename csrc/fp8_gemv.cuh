@@ -37,14 +37,6 @@
 // its first weight loads overlap the quantizer); the B fragments are the codes at the same k
 // positions (16 bytes at k = 16t and 64 + 16t), so every CTA skips the quantization of M x K values
 // that otherwise grows with M (each CTA repeats it for its k range).
-//
-// XS (staged codes, Q = 2 in a launch code; PQ and PF >= 1 only): the codes and group scales a lane
-// needs for a k-block are copied by that same lane with cp.async into its own shared-memory slot, PF
-// k-blocks ahead, together with the weight loads of that block. Without XS they are loaded from L2
-// right before the MMAs (the weights are in flight, the x bytes are not), and with 3-4 k-blocks per
-// warp on 2112 x 7168 that L2 latency is exposed on every block. Shared memory instead of registers
-// because the PF = 1 stage already holds 120+ of the 128 registers a 512-thread CTA may use. Each lane
-// reads back only the bytes it copied, so the cp.async wait alone orders them (no barrier).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -113,29 +105,6 @@ __device__ __forceinline__ void mma_e4m3(float (&d)[4], uint32_t a0, uint32_t a1
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
-
-// cp.async with zero fill: `bytes` of `src` (0: none read, the slot is zeroed) into shared `dst`.
-__device__ __forceinline__ void cp_async16(void* dst, const void* src, int bytes) {
-  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(d), "l"(src), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void cp_async4(void* dst, const void* src, int bytes) {
-  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(d), "l"(src), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
-}
-
-// XS slot of one (stage, warp): per token tile, the lane's two 16-byte code chunks ([nt][c][lane]) and
-// the scales of its C columns, tokens 2t and 2t + 1 ([nt][j][lane]); 40 bytes per lane and tile.
-template <int NT>
-struct XSlot {
-  uint4 codes[NT][2][32];
-  float scales[NT][2][32];
-};
 
 // One k-block of weights for R row tiles: [r][h][c] = row g + 8 h of tile r, chunk c (k = 64 c + 16 t).
 template <int R>
@@ -224,44 +193,15 @@ __device__ __forceinline__ void load_codes(uint32_t (&q)[8], const uint8_t* xrow
   q[4] = c1.x, q[5] = c1.y, q[6] = c1.z, q[7] = c1.w;
 }
 
-// XS: lane's copies of k-block kb's codes and scales into `slot` (tokens >= M: zero-filled).
-template <int NT>
-__device__ __forceinline__ void stage_x(XSlot<NT>& slot, const void* const (&xrow)[NT], const bool (&xvalid)[NT], int kb,
-                                        int lane, const Params& p) {
-  const int t = lane & 3;
-#pragma unroll
-  for (int nt = 0; nt < NT; ++nt) {
-    const uint8_t* src = static_cast<const uint8_t*>(xrow[nt]) + static_cast<int64_t>(kb) * 128 + 16 * t;
-#pragma unroll
-    for (int c = 0; c < 2; ++c) cp_async16(&slot.codes[nt][c][lane], src + 64 * c, xvalid[nt] ? 16 : 0);
-#pragma unroll
-    for (int j = 0; j < 2; ++j) {
-      const int tok = nt * 8 + 2 * t + j;
-      const bool ok = tok < p.m;
-      const float* sp = p.xs + static_cast<int64_t>(ok ? tok : 0) * p.xs_s0 + static_cast<int64_t>(kb) * p.xs_s1;
-      cp_async4(&slot.scales[nt][j][lane], sp, ok ? 4 : 0);
-    }
-  }
-}
-
-template <typename XT, int NT, int R, bool PQ, bool XS = false>
+template <typename XT, int NT, int R, bool PQ>
 __device__ __forceinline__ void do_block(float (&acc)[R][NT][4], const WStage<R>& st, const void* const (&xrow)[NT],
-                                         const bool (&xvalid)[NT], int kb, int lane, const Params& p,
-                                         const XSlot<NT>* slot = nullptr) {
+                                         const bool (&xvalid)[NT], int kb, int lane, const Params& p) {
   const int t = lane & 3;
   uint32_t q[NT][8];
   float sxc[NT][2];
 #pragma unroll
   for (int nt = 0; nt < NT; ++nt) {
-    if constexpr (XS) {
-#pragma unroll
-      for (int c = 0; c < 2; ++c) {
-        const uint4 v = slot->codes[nt][c][lane];
-        q[nt][c * 4] = v.x, q[nt][c * 4 + 1] = v.y, q[nt][c * 4 + 2] = v.z, q[nt][c * 4 + 3] = v.w;
-      }
-      sxc[nt][0] = slot->scales[nt][0][lane];
-      sxc[nt][1] = slot->scales[nt][1][lane];
-    } else if constexpr (PQ) {
+    if constexpr (PQ) {
       load_codes(q[nt], static_cast<const uint8_t*>(xrow[nt]), xvalid[nt], kb, t);
       // C columns of this lane are tokens 2t, 2t + 1
 #pragma unroll
@@ -311,17 +251,13 @@ __host__ __device__ constexpr int max_threads(int NT, int R, int PF, bool PQ) {
                 : (R == 2 && NT == 1 ? (PF == 0 ? 512 : (PF == 1 ? 384 : 256)) : 256);
 }
 
-// Shared memory of a launch: the warps' partial tiles plus the last-arrival flag, then (XS) the
-// x slots of PF + 1 stages per warp.
-__host__ __device__ inline size_t red_bytes(int R, int NT, int warps) { return sizeof(float) * static_cast<size_t>(warps) * R * NT * 128 + 16; }
-inline size_t smem_bytes(int R, int NT, int warps, int xs_stages = 0) {
-  const size_t slot = NT == 2 ? sizeof(XSlot<2>) : sizeof(XSlot<1>);
-  return red_bytes(R, NT, warps) + slot * static_cast<size_t>(warps) * xs_stages;
+// Shared memory of a launch: the warps' partial tiles plus the last-arrival flag.
+inline size_t smem_bytes(int R, int NT, int warps) {
+  return sizeof(float) * static_cast<size_t>(warps) * R * NT * 128 + 16;
 }
 
-template <typename XT, int NT, int R, int PF, bool PQ, bool XS = false>
+template <typename XT, int NT, int R, int PF, bool PQ>
 __global__ void __launch_bounds__(max_threads(NT, R, PF, PQ), 1) fp8_gemv_kernel(const Params p) {
-  static_assert(!XS || (PQ && PF > 0), "staged x needs pre-quantized codes and a ring of PF > 0 stages");
   extern __shared__ float red[];
   constexpr int V = R * NT * 4;  // accumulator values per lane
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, W = blockDim.x >> 5;
@@ -372,16 +308,6 @@ __global__ void __launch_bounds__(max_threads(NT, R, PF, PQ), 1) fp8_gemv_kernel
   }
 
   if constexpr (PF > 0) {
-    // XS: slot i * W + warp holds stage i's x; one cp.async group per k-block, committed even when
-    // empty so that "all but the last PF groups done" always means "this block's x has landed"
-    XSlot<NT>* slots = reinterpret_cast<XSlot<NT>*>(reinterpret_cast<char*>(red) + red_bytes(R, NT, W));
-    if constexpr (XS) {
-#pragma unroll
-      for (int i = 0; i < PF; ++i) {
-        if (kb + i * W < kb_hi) stage_x<NT>(slots[i * W + warp], xrow, xvalid, kb + i * W, lane, p);
-        cp_async_commit();
-      }
-    }
     // ring of NS stages: block kb + i W sits in stage i; stage (i + PF) % NS is refilled with block
     // kb + (i + PF) W before block kb + i W is multiplied (stage indices are compile-time constants)
     for (; kb < kb_hi; kb += NS * W) {
@@ -389,15 +315,8 @@ __global__ void __launch_bounds__(max_threads(NT, R, PF, PQ), 1) fp8_gemv_kernel
       for (int i = 0; i < NS; ++i) {
         const int kbi = kb + i * W;
         if (kbi >= kb_hi) break;
-        if (kbi + PF * W < kb_hi) {
-          load_stage<R>(st[(i + PF) % NS], p, rows, t, kbi + PF * W);
-          if constexpr (XS) stage_x<NT>(slots[((i + PF) % NS) * W + warp], xrow, xvalid, kbi + PF * W, lane, p);
-        }
-        if constexpr (XS) {
-          cp_async_commit();
-          cp_async_wait<PF>();
-        }
-        do_block<XT, NT, R, PQ, XS>(acc, st[i], xrow, xvalid, kbi, lane, p, &slots[i * W + warp]);
+        if (kbi + PF * W < kb_hi) load_stage<R>(st[(i + PF) % NS], p, rows, t, kbi + PF * W);
+        do_block<XT, NT, R, PQ>(acc, st[i], xrow, xvalid, kbi, lane, p);
       }
     }
   } else {

@@ -1,7 +1,7 @@
 // Dispatch of the FP8 decode GEMM (fp8_gemv.cuh) over its compiled instances: dtype x NT x (R, PF)
-// for one x mode (quantized in the kernel / pre-quantized codes loaded at use / pre-quantized codes
-// staged ahead, XS). Each mode is instantiated in its own translation unit (fp8_gemv_launch.cu,
-// fp8_gemv_launch_preq.cu, fp8_gemv_launch_staged.cu) so they compile in parallel.
+// for one PQ (x quantized in the kernel / pre-quantized). Each PQ value is instantiated in its own
+// translation unit (fp8_gemv_launch.cu: PQ = false, fp8_gemv_launch_preq.cu: PQ = true) so the two
+// compile in parallel.
 #pragma once
 
 #include "fp8_gemv.cuh"
@@ -9,71 +9,56 @@
 namespace qlinear {
 namespace fp8g {
 
-// Compiled (R, PF) pairs as R * 10 + PF (pre-quantized x: all but 40; staged x: PF >= 1 only).
+// Compiled (R, PF) pairs as R * 10 + PF (pre-quantized x: all but 40).
 constexpr int kPairs[] = {10, 11, 12, 13, 20, 21, 22, 40};
-inline bool pair_compiled(int r, int pf, bool pq, bool xs = false) {
+inline bool pair_compiled(int r, int pf, bool pq) {
   if (pq && r == 4) return false;
-  if (xs && pf < 1) return false;
   for (int c : kPairs)
     if (c == r * 10 + pf) return true;
   return false;
 }
 
-template <typename XT, int NT, int R, int PF, bool PQ, bool XS>
+template <typename XT, int NT, int R, int PF, bool PQ>
 cudaError_t launch_one(const Params& p, int tgs, int warps, bool pdl, cudaStream_t stream) {
-  if constexpr (XS && PF < 1) {
-    return cudaErrorInvalidValue;
-  } else {
-    const dim3 grid(static_cast<unsigned>(tgs), static_cast<unsigned>(p.splits));
-    const auto kernel = fp8_gemv_kernel<XT, NT, R, PF, PQ, XS>;
-    const size_t smem = smem_bytes(R, NT, warps, XS ? PF + 1 : 0);
-    if (smem > 48 * 1024) {
-      // opt-in above the default 48 KB (at most 16 warps x 3 stages or 12 x 4 of 2560-byte slots,
-      // plus the partials: < 140 KB)
-      const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
-      if (e != cudaSuccess) return e;
-    }
-    return pdl::launch_smem(kernel, grid, dim3(32 * warps), smem, stream, pdl, 1, p);
-  }
+  const dim3 grid(static_cast<unsigned>(tgs), static_cast<unsigned>(p.splits));
+  return pdl::launch_smem(fp8_gemv_kernel<XT, NT, R, PF, PQ>, grid, dim3(32 * warps), smem_bytes(R, NT, warps), stream,
+                          pdl, 1, p);
 }
 
-template <typename XT, int NT, bool PQ, bool XS>
+template <typename XT, int NT, bool PQ>
 cudaError_t launch_nt(const Params& p, int r, int pf, int warps, int tgs, bool pdl, cudaStream_t stream) {
   switch (r * 10 + pf) {
-    case 10: return launch_one<XT, NT, 1, 0, PQ, XS>(p, tgs, warps, pdl, stream);
-    case 11: return launch_one<XT, NT, 1, 1, PQ, XS>(p, tgs, warps, pdl, stream);
-    case 12: return launch_one<XT, NT, 1, 2, PQ, XS>(p, tgs, warps, pdl, stream);
-    case 13: return launch_one<XT, NT, 1, 3, PQ, XS>(p, tgs, warps, pdl, stream);
-    case 20: return launch_one<XT, NT, 2, 0, PQ, XS>(p, tgs, warps, pdl, stream);
-    case 21: return launch_one<XT, NT, 2, 1, PQ, XS>(p, tgs, warps, pdl, stream);
-    case 22: return launch_one<XT, NT, 2, 2, PQ, XS>(p, tgs, warps, pdl, stream);
+    case 10: return launch_one<XT, NT, 1, 0, PQ>(p, tgs, warps, pdl, stream);
+    case 11: return launch_one<XT, NT, 1, 1, PQ>(p, tgs, warps, pdl, stream);
+    case 12: return launch_one<XT, NT, 1, 2, PQ>(p, tgs, warps, pdl, stream);
+    case 13: return launch_one<XT, NT, 1, 3, PQ>(p, tgs, warps, pdl, stream);
+    case 20: return launch_one<XT, NT, 2, 0, PQ>(p, tgs, warps, pdl, stream);
+    case 21: return launch_one<XT, NT, 2, 1, PQ>(p, tgs, warps, pdl, stream);
+    case 22: return launch_one<XT, NT, 2, 2, PQ>(p, tgs, warps, pdl, stream);
     case 40:
       // not compiled pre-quantized: its two-token-tile instance spills, and without the quantization
       // work to share there is no reason for 4 row tiles per CTA
       if constexpr (PQ) return cudaErrorInvalidValue;
-      else return launch_one<XT, NT, 4, 0, PQ, XS>(p, tgs, warps, pdl, stream);
+      else return launch_one<XT, NT, 4, 0, PQ>(p, tgs, warps, pdl, stream);
     default: return cudaErrorInvalidValue;
   }
 }
 
 // bf16: out / bias (and unquantized x) dtype; two: M > 8 (two token tiles). launch_quant: x quantized
-// in the kernel (fp8_gemv_launch.cu), launch_preq: pre-quantized x (fp8_gemv_launch_preq.cu),
-// launch_staged: pre-quantized x staged ahead (fp8_gemv_launch_staged.cu).
+// in the kernel (fp8_gemv_launch.cu), launch_preq: pre-quantized x (fp8_gemv_launch_preq.cu).
 cudaError_t launch_quant(const Params& p, bool bf16, bool two, int r, int pf, int warps, int tgs, bool pdl,
                          cudaStream_t stream);
 cudaError_t launch_preq(const Params& p, bool bf16, bool two, int r, int pf, int warps, int tgs, bool pdl,
                         cudaStream_t stream);
-cudaError_t launch_staged(const Params& p, bool bf16, bool two, int r, int pf, int warps, int tgs, bool pdl,
-                          cudaStream_t stream);
 
-#define QLINEAR_FP8G_LAUNCH_PQ(NAME, PQ, XS)                                                                  \
+#define QLINEAR_FP8G_LAUNCH_PQ(NAME, PQ)                                                                      \
   cudaError_t NAME(const Params& p, bool bf16, bool two, int r, int pf, int warps, int tgs, bool pdl,         \
                    cudaStream_t stream) {                                                                     \
     if (bf16)                                                                                                  \
-      return two ? launch_nt<__nv_bfloat16, 2, PQ, XS>(p, r, pf, warps, tgs, pdl, stream)                      \
-                 : launch_nt<__nv_bfloat16, 1, PQ, XS>(p, r, pf, warps, tgs, pdl, stream);                     \
-    return two ? launch_nt<__half, 2, PQ, XS>(p, r, pf, warps, tgs, pdl, stream)                               \
-               : launch_nt<__half, 1, PQ, XS>(p, r, pf, warps, tgs, pdl, stream);                              \
+      return two ? launch_nt<__nv_bfloat16, 2, PQ>(p, r, pf, warps, tgs, pdl, stream)                          \
+                 : launch_nt<__nv_bfloat16, 1, PQ>(p, r, pf, warps, tgs, pdl, stream);                         \
+    return two ? launch_nt<__half, 2, PQ>(p, r, pf, warps, tgs, pdl, stream)                                   \
+               : launch_nt<__half, 1, PQ>(p, r, pf, warps, tgs, pdl, stream);                                  \
   }
 
 }  // namespace fp8g

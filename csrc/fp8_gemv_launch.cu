@@ -6,7 +6,7 @@
 
 namespace qlinear {
 namespace fp8g {
-QLINEAR_FP8G_LAUNCH_PQ(launch_quant, false, false)
+QLINEAR_FP8G_LAUNCH_PQ(launch_quant, false)
 }  // namespace fp8g
 
 namespace {
@@ -39,14 +39,14 @@ int64_t fp8_gemv_encode(const Fp8GemvConfig& c) {
   return int64_t{c.preq} * 1000000 + int64_t{c.splits} * 10000 + c.r * 1000 + c.pf * 100 + c.warps;
 }
 
-// Automatic choice (zero fields of the code; Q = 2 is kept, Q = 1 is implied by x_scales): R = 1 for m <= 4, 2 for m <= 8, 4 above (x is quantized
+// Automatic choice (zero fields of the code): R = 1 for m <= 4, 2 for m <= 8, 4 above (x is quantized
 // once per CTA per k-block: more rows per CTA cut that work, which grows with m; pre-quantized x:
 // R = 1); PF = 1 where compiled. Warps: about 16 resident warps per SM over the grid (8 for R = 4, register-bound), at
 // least two k-blocks per warp; a tile group needing more warps than a CTA holds splits K over CTAs.
 Fp8GemvConfig fp8_gemv_resolve(const Fp8GemvArgs& a, int64_t code) {
   Fp8GemvConfig c = fp8_gemv_decode(code);
   const bool pq = a.x_scales != nullptr;
-  c.preq = pq ? (c.preq == 2 ? 2 : 1) : 0;
+  c.preq = pq ? 1 : 0;
   if (c.r <= 0) {
     c.r = pq || a.m <= 4 ? 1 : (a.m <= 8 ? 2 : 4);
     c.pf = c.r <= 2 ? 1 : 0;
@@ -91,8 +91,8 @@ Fp8GemvSupport fp8_gemv_supported(const Fp8GemvArgs& a, int64_t code) {
       reinterpret_cast<uintptr_t>(a.weight) % 16 != 0 || (a.n > 1 && a.w_stride % 16 != 0))
     return Fp8GemvSupport::kMisaligned;
   const Fp8GemvConfig c = fp8_gemv_resolve(a, code);
-  if (fp8_gemv_decode(code).preq > 2 || (fp8_gemv_decode(code).preq >= 1 && !pq)) return Fp8GemvSupport::kBadConfig;
-  if (!fp8g::pair_compiled(c.r, c.pf, pq, c.preq == 2) || c.warps < 1 || c.warps > max_warps(a.m > 8 ? 2 : 1, c.r, c.pf, pq) ||
+  if (fp8_gemv_decode(code).preq > 1 || (fp8_gemv_decode(code).preq == 1 && !pq)) return Fp8GemvSupport::kBadConfig;
+  if (!fp8g::pair_compiled(c.r, c.pf, pq) || c.warps < 1 || c.warps > max_warps(a.m > 8 ? 2 : 1, c.r, c.pf, pq) ||
       c.splits < 1 || c.splits > 99)
     return Fp8GemvSupport::kBadConfig;
   if (c.splits > 1) {
@@ -140,8 +140,7 @@ cudaError_t fp8_gemv_launch(const Fp8GemvArgs& a, cudaStream_t stream, int64_t c
   const int tgs = static_cast<int>(cdiv64(cdiv64(a.n, 16), c.r));
   const bool use_pdl = pdl && devattr::cc_major() >= 9;
   const bool bf16 = a.dtype == Fp8GDType::kBFloat16, two = a.m > 8;
-  if (c.preq == 2) return fp8g::launch_staged(p, bf16, two, c.r, c.pf, c.warps, tgs, use_pdl, stream);
-  if (c.preq == 1) return fp8g::launch_preq(p, bf16, two, c.r, c.pf, c.warps, tgs, use_pdl, stream);
+  if (a.x_scales != nullptr) return fp8g::launch_preq(p, bf16, two, c.r, c.pf, c.warps, tgs, use_pdl, stream);
   return fp8g::launch_quant(p, bf16, two, c.r, c.pf, c.warps, tgs, use_pdl, stream);
 }
 

@@ -39,10 +39,9 @@ struct Fp8GemvArgs {
 // tiles of 16 per CTA (1, 2, 4), PF = k-blocks of weights loaded ahead of the one being multiplied
 // (0 .. 3; which (R, PF) pairs are compiled: fp8_gemv_configs), W warps per CTA splitting the
 // k-blocks (1 .. 16, fewer where the register cap allows fewer threads), S CTAs splitting K (1 .. 99;
-// S > 1 uses the workspace). Q = 1: x pre-quantized (x_scales set), codes loaded when used; Q = 2: the
-// same, codes and scales staged PF k-blocks ahead in shared memory (PF >= 1). A code with Q >= 1 is
-// refused without x_scales, the operands decide otherwise (Q = 0 with x_scales means Q = 1; the
-// digit tells the Python caller which op to run). fp8_gemv_configs lists the compiled (R, PF) pairs as R * 10 + PF.
+// S > 1 uses the workspace). Q = 1: x pre-quantized (x_scales set); a code with Q = 1 is refused
+// without x_scales, the operands decide otherwise (the digit tells the Python caller which op to
+// run). fp8_gemv_configs lists the compiled (R, PF) pairs as R * 10 + PF.
 struct Fp8GemvConfig {
   int r = 0, pf = 0, warps = 0, splits = 0, preq = 0;
 };
@@ -54,8 +53,7 @@ enum class Fp8GemvSupport : int {
   kBadN = 3,           // n < 1 or n >= 2^30
   kMisaligned = 4,     // x / weight not 16-byte aligned, x row stride % 8 (codes: bytes % 16) or weight
                        // row stride % 16 != 0
-  kBadConfig = 5,      // (R, PF) not compiled (Q = 2: PF = 0), warps or splits out of range, Q >= 1 without
-                       // x_scales, Q > 2
+  kBadConfig = 5,      // (R, PF) not compiled, warps or splits out of range, Q = 1 without x_scales
   kWorkspace = 6,      // split-K needs more counters / partials than the workspace holds
   kBadPointer = 7,     // x, weight, weight scales or (pre-quantized) x_scales null
 };

@@ -4,6 +4,6 @@
 
 namespace qlinear {
 namespace fp8g {
-QLINEAR_FP8G_LAUNCH_PQ(launch_preq, true, false)
+QLINEAR_FP8G_LAUNCH_PQ(launch_preq, true)
 }  // namespace fp8g
 }  // namespace qlinear

@@ -132,8 +132,7 @@ FP8_CUDA_MAX_M: "int | dict" = {
 # Launch config of the "cuda" kernel: code Q * 1000000 + S * 10000 + R * 1000 + PF * 100 + W
 # (csrc/fp8_gemv_launch.h; 0 = the launcher's automatic choice). Q = 1: x is quantized first by
 # per_token_group_quant_fp8 (Triton, the same codes and scales) and the GEMM, launched with PDL,
-# reads the codes (fp8_block_gemv_preq) instead of re-quantizing x in every CTA; Q = 2: the same,
-# with each warp copying its codes and scales into shared memory PF k-blocks ahead (cp.async). PF = 1, 2, 3 keep
+# reads the codes (fp8_block_gemv_preq) instead of re-quantizing x in every CTA. PF = 1, 2, 3 keep
 # that many k-blocks of weights in flight (compiled for R = 1, and PF <= 2 for R = 2).
 # An int, or a dict keyed by (N, K) of tuples of (max_m, code) (the first with M <= max_m wins),
 # None for every other shape. From the sweeps: one CTA per 16-row tile with 16 warps splitting K and
@@ -262,7 +261,7 @@ def fp8_block_gemv_cuda(
         from qlinear.kernels import _pdl  # function-local: imports triton
 
         pdl = M <= _pdl.PDL_MAX_M and _pdl.pdl_enabled(x.device)
-    if (code // _CUDA_PREQ) % 10 in (1, 2):
+    if (code // _CUDA_PREQ) % 10 == 1:
         q, s = _kernels().per_token_group_quant_fp8(x, 128, scale_eps=_ref.FP8_SCALE_EPS)
         if ops.fp8_block_gemv_supported(q, weight, weight_scale_inv, ws, code, s) != 0:
             return None
