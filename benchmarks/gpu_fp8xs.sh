@@ -1,19 +1,22 @@
 #!/usr/bin/env bash
-# FP8 decode GEMM with staged pre-quantized x (Q = 2, csrc/fp8_gemv.cuh XS): the kernel GPU tests,
-# then probe_fp8_preq.py at M = 16 (and M = 12 on 2112x7168), then the pending W4A16 CUDA tests.
-#   OUT=/some/dir bash benchmarks/gpu_fp8xs.sh   # ~150 s after the build
+# FP8 decode at M = 9..16 (issue 4): probe_fp8_preq.py on the pre-quantized CUDA path (warps per CTA,
+# quantizer PDL trigger) and the Triton path, per shape and M; then the FP8 CUDA kernel tests.
+#   OUT=/some/dir bash benchmarks/gpu_fp8xs.sh   # ~250 s after the build
 source "$(dirname "$0")/_gpu_build.sh"
 export PYTHONPATH="${PYTHONPATH:-$PWD}"
 gpu_build fp8xs
-timeout 150 python -m pytest -q -x -p no:cacheprovider tests/gpu/test_fp8_cuda_gemv.py >"$OUT/fp8xs_tests.txt" 2>&1
+probe() {  # probe NAME LIMIT ARGS...
+    local name=$1 limit=$2; shift 2
+    mkdir -p "$OUT/$name"
+    timeout "$limit" python benchmarks/probe_fp8_preq.py --out "$OUT/$name" "$@" 2>&1 | tee "$OUT/$name.log" | grep -E "PREQ|rror"
+}
+probe m16 120 --m 16 --shapes 2112x7168 --in-kernel 0
+probe m12 120 --m 12 --shapes 2112x7168 --in-kernel 0
+probe m9 120 --m 9 --shapes 2112x7168 --in-kernel 0 --gemv-codes 1011116,1011114 --pair-codes 1011116,1011115,1011114,1011113,1011214
+probe m16b 120 --m 16 --shapes 1536x7168,576x7168 --in-kernel 0 --gemv-codes 1011116,1011114,1041108,1041107 \
+    --pair-codes 1011116,1011115,1011114,1011214,1041108,1041107,1041106
+probe m16w 120 --m 16 --shapes 24576x1536,7168x16384 --in-kernel 0 --gemv-codes "" --pair-codes ""
+timeout 120 python -m pytest -q -x -p no:cacheprovider tests/gpu/test_fp8_cuda_gemv.py >"$OUT/fp8xs_tests.txt" 2>&1
 echo "fp8 cuda tests rc=$? | $(tail -n 1 "$OUT/fp8xs_tests.txt")"
 grep -E "^(FAILED|ERROR)|Error" "$OUT/fp8xs_tests.txt" | head -n 8
-mkdir -p "$OUT/m16" "$OUT/m12"
-timeout 120 python benchmarks/probe_fp8_preq.py --out "$OUT/m16" ${XS_ARGS:-} 2>&1 | tee "$OUT/fp8xs_m16.log" | grep -E "PREQ|rror"
-timeout 60 python benchmarks/probe_fp8_preq.py --out "$OUT/m12" --m 12 --shapes 2112x7168 \
-    --gemv-codes 1011116,2011116,2011216 --pair-codes "${XS_PAIR12:-1011116,2011116,2011216,2011114,2011112}" \
-    2>&1 | tee "$OUT/fp8xs_m12.log" | grep -E "PREQ|rror"
-timeout 90 python -m pytest -q -p no:cacheprovider tests/gpu/test_w4a16_cuda_gpu.py >"$OUT/w4cuda_tests.txt" 2>&1
-echo "w4a16 cuda tests rc=$? | $(tail -n 1 "$OUT/w4cuda_tests.txt")"
-grep -E "^(FAILED|ERROR)" "$OUT/w4cuda_tests.txt" | head -n 5
 gpu_cleanup

@@ -1,17 +1,16 @@
 """Where the pre-quantized FP8 decode path (Q = 1) loses on 2112x7168 at M = 16 (issue 4): the GEMV on
-codes quantized once outside the timed graph ("gemv only", PDL on / off, several configs), the whole
-path (Triton quantizer launched with QLINEAR_PDL late / early / off, then the GEMV with PDL on / off),
-the in-kernel path (11116), Triton and the auto dispatch, on 2112x7168 and 1536x7168 (--shapes) with
-cold weights, alternated graph replays. Codes with Q = 2 stage the codes in shared memory
-(csrc/fp8_gemv.cuh XS). One line per case: ``PREQ M=16 NxK name us``.
+codes quantized once outside the timed graph ("gemv only", PDL on, several configs), the whole path
+(the Triton quantizer with its PDL trigger late / early, then the GEMV with PDL), the in-kernel path
+(11116), the Triton path (quantizer trigger late / early) and the auto dispatch, on 2112x7168 and
+1536x7168 (--shapes) with cold weights, alternated graph replays. One line per case:
+``PREQ M=16 NxK name us``.
 
-    python benchmarks/probe_fp8_preq.py [--out DIR] [--m 16] [--gemv-codes ...] [--pair-codes ...]
+    python benchmarks/probe_fp8_preq.py [--out DIR] [--m 16] [--shapes ...] [--gemv-codes ...] [--pair-codes ...]
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
@@ -22,13 +21,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _timing import bench_graphs_interleaved, buffers_to_defeat_l2, env_info, rel_err_check, runnable, write_results  # noqa: E402
 
-from qlinear.kernels import cuda_ext  # noqa: E402
+from qlinear.kernels import cuda_ext, fp8_triton  # noqa: E402
 from qlinear.ops import fp8 as ops  # noqa: E402
 from qlinear.reference import fp8 as ref  # noqa: E402
 
 
-GEMV_CODES = "1011116,2011116,2011216,1011114,2011114,1011112,2011112,2011110,2021108,2011312"
-PAIR_CODES = "1011116,2011116,2011216,1011114,2011114,1011112,2011112,2021108,2011312"
+GEMV_CODES = "1011116,1011115,1011114,1011113,1011214,1011213,1021107"
+PAIR_CODES = "1011116,1011115,1011114,1011113,1011214,1011213,1021107"
 
 
 def main() -> None:
@@ -38,7 +37,8 @@ def main() -> None:
     ap.add_argument("--shapes", default="2112x7168,1536x7168", help="comma-separated NxK")
     ap.add_argument("--gemv-codes", default=GEMV_CODES, help="codes timed on codes quantized outside the graph")
     ap.add_argument("--pair-codes", default=PAIR_CODES, help="codes timed after the quantizer (PDL late / early)")
-    ap.add_argument("--qmodes", default="late,early", help="QLINEAR_PDL of the quantizer launch in the pairs")
+    ap.add_argument("--qmodes", default="late,early", help="PDL triggers of the quantizer launch in the pairs")
+    ap.add_argument("--in-kernel", type=int, default=1, help="also time the in-kernel-quantization path 11116")
     args = ap.parse_args()
     C = cuda_ext.load()
     torch.manual_seed(0)
@@ -60,30 +60,25 @@ def main() -> None:
         def gemv_only(code, pdl):
             return lambda i: C.fp8_block_gemv_preq(q, s, ws[i % copies], ss[i % copies], None, wsp, x.dtype, code, pdl)
 
-        def path(code, qmode, pdl):
-            """quantizer (QLINEAR_PDL=qmode at launch) + the GEMV on its codes (pdl)"""
+        def path(code, qmode):
+            """the quantizer (PDL trigger qmode) + the GEMV on its codes (PDL on)"""
             def fn(i):
-                saved = os.environ.get("QLINEAR_PDL")
-                os.environ["QLINEAR_PDL"] = qmode
-                try:
-                    y = ops.fp8_block_gemv_cuda(x, ws[i % copies], ss[i % copies], None, config=code, pdl=pdl)
-                    if y is None:  # refused: timing the no-op would read as a fast kernel
-                        raise RuntimeError(f"config {code} refused")
-                    return y
-                finally:
-                    if saved is None:
-                        del os.environ["QLINEAR_PDL"]
-                    else:
-                        os.environ["QLINEAR_PDL"] = saved
+                y = ops.fp8_block_gemv_cuda(x, ws[i % copies], ss[i % copies], None, config=code, pdl=True, quant_pdl=qmode)
+                if y is None:  # refused: timing the no-op would read as a fast kernel
+                    raise RuntimeError(f"config {code} refused")
+                return y
             return fn
 
         fns = {f"gemv only {c} pdl": gemv_only(c, True) for c in gemv_codes}
         fns["quantizer only"] = lambda i: ops.per_token_group_quant_fp8(x, 128)
         for code in pair_codes:
             for qmode in qmodes:
-                fns[f"q {qmode} + gemv {code} pdl"] = path(code, qmode, True)
-        fns["in-kernel 11116"] = lambda i: ops.fp8_block_gemv_cuda(x, ws[i % copies], ss[i % copies], None, config=11116)
-        fns["triton"] = lambda i: ops.fp8_block_linear(x, ws[i % copies], ss[i % copies], backend="triton")
+                fns[f"q {qmode} + gemv {code} pdl"] = path(code, qmode)
+        if args.in_kernel:
+            fns["in-kernel 11116"] = lambda i: ops.fp8_block_gemv_cuda(x, ws[i % copies], ss[i % copies], None, config=11116)
+        for qmode in qmodes:
+            fns[f"triton q {qmode}"] = (lambda qm: lambda i: fp8_triton.fp8_block_linear_triton(
+                x, ws[i % copies], ss[i % copies], (128, 128), quant_pdl=qm))(qmode)
         fns["auto"] = lambda i: ops.fp8_block_linear(x, ws[i % copies], ss[i % copies])
 
         fns = runnable(fns, rel_err_check(want), f"PREQ M={m} {n}x{k} ")

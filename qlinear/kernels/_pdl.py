@@ -70,13 +70,18 @@ def pdl_enabled(device: torch.device) -> bool:
     return pdl_mode(device) != "off"
 
 
-def launch_options(device: torch.device, m: int, max_m: int | None = None) -> dict:
+def launch_options(device: torch.device, m: int, max_m: int | None = None, trigger: str | None = None) -> dict:
     """Keyword arguments for ``kernel[grid](...)`` of a launch over ``m`` activation rows: the
     ``USE_PDL`` / ``PDL_EARLY`` constexprs every PDL-aware kernel takes, plus Triton's
     ``launch_pdl`` launch option when PDL is on (never passed to the CPU interpreter). PDL is on
-    for ``m <= max_m`` (default :data:`PDL_MAX_M`)."""
+    for ``m <= max_m`` (default :data:`PDL_MAX_M`). ``trigger`` "early" / "late" places this
+    launch's ``launch_dependents`` regardless of ``QLINEAR_PDL`` (which still turns PDL off)."""
+    if trigger not in (None, "early", "late"):
+        raise ValueError(f"trigger: expected None, 'early' or 'late', got {trigger!r}")
     bound = PDL_MAX_M if max_m is None else max_m
     mode = pdl_mode(device) if m <= bound else "off"
+    if mode != "off" and trigger is not None:
+        mode = trigger
     if mode == "off":
         return {"USE_PDL": False, "PDL_EARLY": False}
     return {"USE_PDL": True, "PDL_EARLY": mode == "early", "launch_pdl": True}

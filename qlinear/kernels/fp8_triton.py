@@ -235,6 +235,7 @@ def per_token_group_quant_fp8(
     pad_rows_to: int = 1,
     scale_eps: float = 1e-10,
     rows_per_prog: int | None = None,
+    pdl_trigger: str | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Quantize ``x`` [M, K] (fp16/bf16/fp32, ``stride(1) == 1``, any row stride) to e4m3 per
     ``group_size`` columns of each row.
@@ -243,7 +244,9 @@ def per_token_group_quant_fp8(
     where ``M_pad = round_up(M, pad_rows_to)`` (rows past M are zeros with tiny scales: the shape
     cuBLAS wants). With ``column_major_scales`` the scales are the transpose of a contiguous
     [G, M_pad] tensor (strides ``(1, M_pad)``). ``rows_per_prog``: activation rows per program
-    (rounded up to a power of two; default :func:`_quant_rows_per_prog`).
+    (rounded up to a power of two; default :func:`_quant_rows_per_prog`). ``pdl_trigger``: "early"
+    / "late" places the launch's PDL trigger (``qlinear.kernels._pdl.launch_options``); None follows
+    ``QLINEAR_PDL``.
     """
     M, K = x.shape
     G = cdiv(K, group_size)
@@ -274,7 +277,7 @@ def per_token_group_quant_fp8(
         ROWS=rows,
         INTERPRET=_interpret(),
         num_warps=min(16, max(2, rows * gpp * tile // 512)),
-        **launch_options(x.device, M),
+        **launch_options(x.device, M, trigger=pdl_trigger),
     )
     return q, s
 
@@ -874,13 +877,15 @@ def fp8_block_linear_triton(
     config: GemmConfig | None = None,
     scale_eps: float = 1e-10,
     fuse_quant: bool | None = None,
+    quant_pdl: str | None = None,
 ) -> torch.Tensor:
     """The whole block-scaled FP8 linear on Triton: ``x`` [M, K] -> ``x.dtype`` [M, N]:
     :func:`per_token_group_quant_fp8` (column-major scales) followed by :func:`fp8_block_gemm`
     with ``config`` (default: :func:`default_gemm_config`), or, with ``fuse_quant`` (default:
     ``config.swap_ab and config.fuse_quant``, or ``M <= FUSED_QUANT_MAX_M``), one GEMM launch that
     quantizes each [BLOCK_M, bk] activation tile in registers (same codes and scales, no
-    quantization launch; every N tile repeats the work, so it only pays at small M).
+    quantization launch; every N tile repeats the work, so it only pays at small M). ``quant_pdl``:
+    the quantization launch's PDL trigger ("early" / "late"; None: ``QLINEAR_PDL``).
     """
     bk = block_size[1]
     M, K = x.shape
@@ -891,7 +896,7 @@ def fp8_block_linear_triton(
     if fuse_quant:
         check_group_size(bk)
         return _launch_gemm(x, None, b, b_scale, block_size, x.dtype, bias, None, config, scale_eps)
-    q, s = per_token_group_quant_fp8(x, bk, column_major_scales=True, scale_eps=scale_eps)
+    q, s = per_token_group_quant_fp8(x, bk, column_major_scales=True, scale_eps=scale_eps, pdl_trigger=quant_pdl)
     return fp8_block_gemm(q, s, b, b_scale, block_size, x.dtype, bias, config=config)
 
 

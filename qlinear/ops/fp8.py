@@ -146,6 +146,13 @@ FP8_CUDA_CONFIG: "int | dict" = {
     None: 0,
 }
 _CUDA_PREQ = 1000000  # the Q digit of a config code
+# PDL trigger of the quantizer a Q = 1 code launches first ("early" / "late"; QLINEAR_PDL=0 still
+# turns PDL off). H200, session 8 run 1 (benchmarks/results/session8/run1, probe_fp8_preq.py, M = 16,
+# cold weights, us, quantizer late / early + the GEMV with PDL): 2112x7168 W = 16 (1011116) 13.13 /
+# 12.69, W = 14 (1011114) 12.96 / 9.27, W = 12 (1011112) 13.47 / 9.75; 1536x7168 1011116 8.53 / 9.04,
+# 1011114 8.56 / 8.54. With an early trigger the quantizer's CTAs start while the previous GEMV
+# still runs, which needs registers left on the SMs: 16 warps of 120-127 registers hold all of them.
+FP8_CUDA_QUANT_PDL = "late"
 
 # Workspaces of the split-K launches: kFp8GemvCounters (4096) int32 arrival counters, zeroed once
 # here and reset by the kernel, then fp32 partial tiles. One per (device, stream): two split-K
@@ -237,12 +244,14 @@ def fp8_block_gemv_cuda(
     *,
     config: Optional[int] = None,
     pdl: Optional[bool] = None,
+    quant_pdl: Optional[str] = None,
 ) -> Optional[torch.Tensor]:
     """The "cuda" backend on a 2-D ``x`` [M <= 16, K]: ``[M, N]`` in x's dtype, or None where it
     does not apply (:func:`_cuda_gemv_ok`, extension unavailable, config not supported, workspace not
     yet allocated during a graph capture). ``config``: launch code (see :data:`FP8_CUDA_CONFIG`;
     None = that table; Q = 1 quantizes x with :func:`per_token_group_quant_fp8` first and launches
-    the GEMM on the codes); ``pdl`` None: on for M <= ``qlinear.kernels._pdl.PDL_MAX_M`` on sm_90+.
+    the GEMM on the codes); ``pdl`` None: on for M <= ``qlinear.kernels._pdl.PDL_MAX_M`` on sm_90+;
+    ``quant_pdl``: that quantizer's PDL trigger, "early" / "late" (None: :data:`FP8_CUDA_QUANT_PDL`).
 
     Split-K launches use a workspace per (device, stream) (``_cuda_ws``).
     """
@@ -262,7 +271,8 @@ def fp8_block_gemv_cuda(
 
         pdl = M <= _pdl.PDL_MAX_M and _pdl.pdl_enabled(x.device)
     if (code // _CUDA_PREQ) % 10 == 1:
-        q, s = _kernels().per_token_group_quant_fp8(x, 128, scale_eps=_ref.FP8_SCALE_EPS)
+        trigger = FP8_CUDA_QUANT_PDL if quant_pdl is None else quant_pdl
+        q, s = _kernels().per_token_group_quant_fp8(x, 128, scale_eps=_ref.FP8_SCALE_EPS, pdl_trigger=trigger)
         if ops.fp8_block_gemv_supported(q, weight, weight_scale_inv, ws, code, s) != 0:
             return None
         return ops.fp8_block_gemv_preq(q, s, weight, weight_scale_inv, bias, ws, x.dtype, code, bool(pdl))
