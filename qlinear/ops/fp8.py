@@ -122,8 +122,12 @@ FP8_BLOCK_DISPATCH: dict = {
 # M = 1 / 4; r2 measured that same dispatch at 16.5 / 16.8 vs Triton 14.7 / 15.9, so it is off.)
 # The wide shapes stay on Triton: this kernel streams at most ~2.9 TB/s there (no smem ring).
 # Other shapes: Triton (not measured).
+# Session 8 (benchmarks/results/session8/run1, run2: probe_fp8_preq.py, cold weights, alternated graph
+# replays, us): 2112x7168 M = 9 / 12 / 16 pre-quantized with 14 warps and the quantizer's PDL trigger
+# early (1011114, FP8_CUDA_CONFIG) 8.81 / 9.03 / 9.35 (run 1: M = 16 9.27) vs the Triton path 9.18 /
+# 9.42 / 9.70 (run 1: 9.66) -> cuda M <= 16.
 FP8_CUDA_MAX_M: "int | dict" = {
-    (2112, 7168): 8,
+    (2112, 7168): 16,
     (1536, 7168): 16,
     (576, 7168): 16,
     None: 0,
@@ -134,20 +138,25 @@ FP8_CUDA_MAX_M: "int | dict" = {
 # per_token_group_quant_fp8 (Triton, the same codes and scales) and the GEMM, launched with PDL,
 # reads the codes (fp8_block_gemv_preq) instead of re-quantizing x in every CTA. PF = 1, 2, 3 keep
 # that many k-blocks of weights in flight (compiled for R = 1, and PF <= 2 for R = 2).
-# An int, or a dict keyed by (N, K) of tuples of (max_m, code) (the first with M <= max_m wins),
-# None for every other shape. From the sweeps: one CTA per 16-row tile with 16 warps splitting K and
-# the next k-block prefetched (11116) on the 7168-wide MLA shapes, x pre-quantized from M = 9 on
-# 1536 rows (1011116); 576 rows (36 tiles) split K over 4 CTAs (41108, pre-quantized 1041108 for
-# two token tiles).
+# An int, or a dict keyed by (N, K) of tuples of (max_m, code) or (max_m, code, trigger) (the first
+# with M <= max_m wins), None for every other shape; trigger ("early" / "late") is the PDL trigger of
+# a Q = 1 code's quantizer, FP8_CUDA_QUANT_PDL where absent. From the sweeps: one CTA per 16-row tile
+# with 16 warps splitting K and the next k-block prefetched (11116) on the 7168-wide MLA shapes, x
+# pre-quantized from M = 9 on 1536 rows (1011116); 576 rows (36 tiles) split K over 4 CTAs (41108,
+# pre-quantized 1041108 for two token tiles).
+# Session 8 run 2 (benchmarks/results/session8/run2, M = 16, us, quantizer trigger late / early):
+# 2112x7168 1011114 12.80 / 9.35 (16 warps, 1011116: 12.99 / 12.52; 13 warps 13.37 / 9.94; PF = 2
+# 1011214 12.48 / 9.63) -> 1011114 early for M = 9..16; 576x7168 1041108 6.68 / 6.49 -> early;
+# 1536x7168 1011116 8.41 / 9.19, 1011114 8.53 / 8.49 -> unchanged.
 FP8_CUDA_CONFIG: "int | dict" = {
-    (2112, 7168): ((8, 11116),),
+    (2112, 7168): ((8, 11116), (16, 1011114, "early")),
     (1536, 7168): ((8, 11116), (16, 1011116)),
-    (576, 7168): ((8, 41108), (16, 1041108)),
+    (576, 7168): ((8, 41108), (16, 1041108, "early")),
     None: 0,
 }
 _CUDA_PREQ = 1000000  # the Q digit of a config code
-# PDL trigger of the quantizer a Q = 1 code launches first ("early" / "late"; QLINEAR_PDL=0 still
-# turns PDL off). H200, session 8 run 1 (benchmarks/results/session8/run1, probe_fp8_preq.py, M = 16,
+# PDL trigger of the quantizer a Q = 1 code launches first when neither the call nor the
+# FP8_CUDA_CONFIG entry names one ("early" / "late"; QLINEAR_PDL=0 still turns PDL off). H200, session 8 run 1 (benchmarks/results/session8/run1, probe_fp8_preq.py, M = 16,
 # cold weights, us, quantizer late / early + the GEMV with PDL): 2112x7168 W = 16 (1011116) 13.13 /
 # 12.69, W = 14 (1011114) 12.96 / 9.27, W = 12 (1011112) 13.47 / 9.75; 1536x7168 1011116 8.53 / 9.04,
 # 1011114 8.56 / 8.54. With an early trigger the quantizer's CTAs start while the previous GEMV
@@ -177,14 +186,19 @@ def _cuda_max_m(N: int, K: int) -> int:
     return int(_by_shape(FP8_CUDA_MAX_M, N, K) or 0)
 
 
-def _cuda_config(M: int, N: int, K: int) -> int:
+def _cuda_entry(M: int, N: int, K: int) -> tuple[int, Optional[str]]:
+    """(code, quantizer trigger or None) of the :data:`FP8_CUDA_CONFIG` entry for M x N x K."""
     entry = _by_shape(FP8_CUDA_CONFIG, N, K)
     if isinstance(entry, (tuple, list)):
-        for max_m, code in entry:
-            if M <= max_m:
-                return int(code)
-        return 0
-    return int(entry or 0)
+        for row in entry:
+            if M <= row[0]:
+                return int(row[1]), (row[2] if len(row) > 2 else None)
+        return 0, None
+    return int(entry or 0), None
+
+
+def _cuda_config(M: int, N: int, K: int) -> int:
+    return _cuda_entry(M, N, K)[0]
 
 
 def _cuda_gemv_ok(x: torch.Tensor, weight: torch.Tensor, block_size, check_pointers: bool = True) -> bool:
@@ -251,7 +265,8 @@ def fp8_block_gemv_cuda(
     yet allocated during a graph capture). ``config``: launch code (see :data:`FP8_CUDA_CONFIG`;
     None = that table; Q = 1 quantizes x with :func:`per_token_group_quant_fp8` first and launches
     the GEMM on the codes); ``pdl`` None: on for M <= ``qlinear.kernels._pdl.PDL_MAX_M`` on sm_90+;
-    ``quant_pdl``: that quantizer's PDL trigger, "early" / "late" (None: :data:`FP8_CUDA_QUANT_PDL`).
+    ``quant_pdl``: that quantizer's PDL trigger, "early" / "late" (None: the table entry's, else
+    :data:`FP8_CUDA_QUANT_PDL`).
 
     Split-K launches use a workspace per (device, stream) (``_cuda_ws``).
     """
@@ -265,13 +280,13 @@ def fp8_block_gemv_cuda(
         return None
     M, K = x.shape
     N = weight.shape[0]
-    code = _cuda_config(M, N, K) if config is None else int(config)
+    code, table_trigger = _cuda_entry(M, N, K) if config is None else (int(config), None)
     if pdl is None:
         from qlinear.kernels import _pdl  # function-local: imports triton
 
         pdl = M <= _pdl.PDL_MAX_M and _pdl.pdl_enabled(x.device)
     if (code // _CUDA_PREQ) % 10 == 1:
-        trigger = FP8_CUDA_QUANT_PDL if quant_pdl is None else quant_pdl
+        trigger = quant_pdl or table_trigger or FP8_CUDA_QUANT_PDL
         q, s = _kernels().per_token_group_quant_fp8(x, 128, scale_eps=_ref.FP8_SCALE_EPS, pdl_trigger=trigger)
         if ops.fp8_block_gemv_supported(q, weight, weight_scale_inv, ws, code, s) != 0:
             return None

@@ -120,6 +120,21 @@ def test_preq_configs(code, m):
                 assert torch.equal(y, y0), f"pre-quantized differs from in-kernel (M={m} {n}x{k} {code})"
 
 
+@pytest.mark.parametrize("m", [9, 16])
+def test_quantizer_trigger_same_result(m):
+    """The quantizer's PDL trigger (FP8_CUDA_CONFIG's third field) moves only its launch_dependents:
+    early and late give the same bits, and the table's 2112x7168 entry matches the reference."""
+    _ext()
+    n, k = 2112, 7168
+    w, wsi = _weight(n, k)
+    x = _x(m, k, torch.bfloat16, 77 + m)
+    ys = {t: ops.fp8_block_gemv_cuda(x, w, wsi, None, config=1011114, quant_pdl=t) for t in ("early", "late")}
+    assert ys["early"] is not None and torch.equal(ys["early"], ys["late"])
+    y = ops.fp8_block_gemv_cuda(x, w, wsi, None)
+    assert y is not None
+    _check(y, x, w, wsi, None, f"M={m} table entry")
+
+
 def test_preq_raw_op():
     C = _ext()
     n, k = 576, 7168

@@ -35,6 +35,10 @@ def test_tables_by_shape(monkeypatch):
     assert ops._cuda_config(3, 576, 7168) == 41108
     monkeypatch.setattr(ops, "FP8_CUDA_CONFIG", 0)
     assert ops._cuda_config(3, 576, 7168) == 0
+    monkeypatch.setattr(ops, "FP8_CUDA_CONFIG", {(2112, 7168): ((8, 11116), (16, 1011114, "early"))})
+    assert ops._cuda_entry(4, 2112, 7168) == (11116, None)
+    assert ops._cuda_entry(12, 2112, 7168) == (1011114, "early")
+    assert ops._cuda_entry(12, 576, 7168) == (0, None)
 
 
 def test_operand_test_off_cuda():
@@ -67,6 +71,8 @@ def test_config_codes_well_formed():
     {0, 1} (1: pre-quantized x), R in {1, 2, 4}, PF <= 3 and no R = 4 with Q = 1 (not compiled)."""
     table = ops.FP8_CUDA_CONFIG
     entries = table.values() if isinstance(table, dict) else [table]
+    rows = [x for e in entries if isinstance(e, (tuple, list)) for x in e]
+    assert all(len(x) == 2 or (len(x) == 3 and x[2] in ("early", "late")) for x in rows), rows
     codes = [c for e in entries for c in ((x[1] for x in e) if isinstance(e, (tuple, list)) else [e])]
     for code in codes:
         if code == 0:
