@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # W4A16 register kernel with K split over a thread-block cluster at one token tile (codes 21210,
+# (ran once, session 8 run 4, at ea05587; the split codes were removed after it: no faster)
 # 41210, 21211): the CUDA W4A16 GPU tests (every compiled code, the split codes), then
 # bench_w4reg.py at M = 1 (7168x16384, 2112x7168, 24576x1536) with the split candidates.
 #   OUT=/some/dir bash benchmarks/gpu_w4split.sh   # <= ~150 s after the build

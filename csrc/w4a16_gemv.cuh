@@ -34,8 +34,6 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
-#include <cooperative_groups.h>
-
 #include <iterator>
 #include <type_traits>
 #include <utility>
@@ -252,10 +250,7 @@ __device__ __forceinline__ void store_frag(const Params& p, int tile_row0, int n
 
 // Cross-warp reduction of the per-warp partial sums tot (in dynamic shared memory, fixed order:
 // deterministic), + bias, store. red[warp][v], v = ((r * NT + nt) * 4 + c) * 32 + lane.
-// KS > 1 (a cluster of KS CTAs splitting K, see the register kernel): rank 0 also adds the other
-// ranks' partials, read from their shared memory (distributed shared memory), in rank order; a
-// second cluster barrier keeps those CTAs (and their shared memory) alive until it has.
-template <typename XT, int R, int NT, int KS = 1>
+template <typename XT, int R, int NT>
 __device__ __forceinline__ void reduce_store(const Params& p, const float (&tot)[R][NT][4], int row0) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
   constexpr int V = R * NT * 4 * 32;
@@ -266,30 +261,6 @@ __device__ __forceinline__ void reduce_store(const Params& p, const float (&tot)
     for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
       for (int c = 0; c < 4; ++c) red[warp * V + ((r * NT + nt) * 4 + c) * 32 + lane] = tot[r][nt][c];
-  if constexpr (KS > 1) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    namespace cg = cooperative_groups;
-    cg::cluster_group cluster = cg::this_cluster();
-    cluster.sync();
-    if (cluster.block_rank() == 0) {
-      for (int v = threadIdx.x; v < V; v += blockDim.x) {
-        float s = 0.f;
-#pragma unroll
-        for (int rk = 0; rk < KS; ++rk) {
-          const float* rred = cluster.map_shared_rank(red, rk);
-          for (int wi = 0; wi < nw; ++wi) s += rred[wi * V + v];
-        }
-        const int ln = v & 31, c = (v >> 5) & 3, rn = v >> 7;
-        const int nt = rn % NT, r = rn / NT;
-        store_frag<XT>(p, row0 + r * 16, nt, ln, c, s);
-      }
-    }
-    cluster.sync();
-#else
-    __trap();  // clusters need sm_90; the launcher refuses KS > 1 below it
-#endif
-    return;
-  }
   __syncthreads();
   for (int v = threadIdx.x; v < V; v += blockDim.x) {
     float s = 0.f;
@@ -520,20 +491,15 @@ __device__ __forceinline__ void reg_compute(const RegChunk<U, R, NT>& c, float (
 
 // R: 16-row tiles per CTA (every warp covers all of them); U: superblocks per chunk per warp;
 // NT: 8-token tiles (1: M <= 8, 2: M <= 16); PF: double-buffered chunks; MODE: see above.
-// KS: a cluster of KS consecutive CTAs shares one group of R row tiles and splits K between them
-// (CTA rank k takes slices k W .. k W + W - 1 of KS W; rank 0 reduces, reduce_store). Each CTA
-// then reads 1 / KS of x: at M = 9..16 the x fragments, re-read by every row group, are more
-// bytes than the weights, and more row tiles per CTA cut them without leaving SMs idle.
-template <typename XT, int R, int U, int NT, bool PF, int MODE, int FOLD = 0, int KS = 1>
+template <typename XT, int R, int U, int NT, bool PF, int MODE, int FOLD = 0>
 __global__ void __launch_bounds__(reg_threads<R, U, NT, PF>(), 1) reg_gemv_kernel(const Params p) {
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x >> 5;
   const int nw = blockDim.x >> 5;
   const int g = lane >> 2, t = lane & 3;
-  const int row0 = static_cast<int>(blockIdx.x / KS) * (16 * R);
-  const int slice = static_cast<int>(blockIdx.x % KS) * nw + warp, slices = KS * nw;
-  const int sb_begin = static_cast<int>(static_cast<int64_t>(p.nsb) * slice / slices);
-  const int sb_end = static_cast<int>(static_cast<int64_t>(p.nsb) * (slice + 1) / slices);
+  const int row0 = blockIdx.x * (16 * R);
+  const int sb_begin = static_cast<int>(static_cast<int64_t>(p.nsb) * warp / nw);
+  const int sb_end = static_cast<int>(static_cast<int64_t>(p.nsb) * (warp + 1) / nw);
   const int full_end = min(sb_end, p.k >> 7);  // superblocks with all 128 columns inside K
 
   const uint32_t* wrow[R][2];
@@ -613,7 +579,7 @@ __global__ void __launch_bounds__(reg_threads<R, U, NT, PF>(), 1) reg_gemv_kerne
     if (sink == 0x9E3779B9u) static_cast<XT*>(p.out)[0] = Mma<XT>::from_f(1.f);
     return;
   }
-  reduce_store<XT, R, NT, KS>(p, tot, row0);
+  reduce_store<XT, R, NT>(p, tot, row0);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1215,13 +1181,13 @@ inline size_t ring_smem(const RingParams& rp) {
 // programmatic stream serialization when pdl, the dynamic shared memory opt-in past 48 KB.
 template <typename K, typename P>
 inline cudaError_t launch_kernel(K* kernel, dim3 grid, dim3 block, size_t smem, bool pdl, cudaStream_t stream,
-                                 const P& p, int cluster = 0) {
+                                 const P& p) {
   if (smem > 48 * 1024) {
     const cudaError_t e =
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
     if (e != cudaSuccess) return e;
   }
-  return pdl::launch_smem(kernel, grid, block, smem, stream, pdl, cluster, p);
+  return pdl::launch_smem(kernel, grid, block, smem, stream, pdl, 0, p);
 }
 
 template <typename XT, int WR, int WK, int S, int ST, int NT, int MODE>
@@ -1317,26 +1283,19 @@ inline cudaError_t bulk_dispatch(const Params& p, int code, int nt, bool pdl, cu
 // Register-kernel instances compiled into the extension (code: R U NT PF as decimal digits).
 // Every other (R, U, NT, PF) is a micro-benchmark instance only (csrc/probe).
 constexpr int kRegCodes[] = {1210, 1410, 2210, 4110, 1211, 1111, 4111, 1220, 2120, 1121, 2121, 4120};
-// ... with K split over a cluster of KS = 2 or 4 CTAs (sm_90): KS * 10000 + a code above. Session 7
-// measured the M = 9..16 ones (24120, 44120, 22121: no faster, dropped); these are for M = 1 on
-// many-row layers, where 448 one-tile CTAs of 4 warps leave 3 or 4 per SM (ncu: 20 % occupancy).
-constexpr int kRegSplitCodes[] = {21210, 41210, 21211};
 
 // Zero-fold register instances (FOLD 1, see the register kernel's header); codes as kRegCodes.
 // qlinear/ops/w4a16.py _CUDA_REG_AUTO uses 1210 and 2120 with the fold; 4110, 2121, 1121 (the
 // launcher's defaults and session 6's table) are kept so sweeps can compare fold on / off there.
 constexpr int kRegFoldCodes[] = {1210, 4110, 2120, 2121, 1121};
 
-// The template arguments of register code C, read from its digits (KS: the cluster K split, 1 below
-// 10000).
+// The template arguments of register code C, read from its digits.
 template <int C>
 struct RegCode {
-  static constexpr int KS = C >= 10000 ? C / 10000 : 1;
-  static constexpr int B = C % 10000;
-  static constexpr int R = B / 1000, U = B / 100 % 10, NT = B / 10 % 10;
-  static constexpr bool PF = B % 10 == 1;
-  static_assert(B >= 1000 && U >= 1 && NT >= 1 && NT <= 2 && B % 10 <= 1 && (KS == 1 || KS == 2 || KS == 4),
-                "a register code is [KS] R U NT PF as decimal digits, NT 1 / 2, PF 0 / 1, KS 2 / 4");
+  static constexpr int R = C / 1000, U = C / 100 % 10, NT = C / 10 % 10;
+  static constexpr bool PF = C % 10 == 1;
+  static_assert(C >= 1000 && C < 10000 && U >= 1 && NT >= 1 && NT <= 2 && C % 10 <= 1,
+                "a register code is R U NT PF as decimal digits, NT 1 / 2, PF 0 / 1");
   static constexpr int threads = reg_threads<R, U, NT, PF>();
 };
 
@@ -1348,21 +1307,13 @@ constexpr bool reg_codes_within(const int (&codes)[L]) {
   return true;
 }
 static_assert(reg_codes_within(kRegFoldCodes), "every kRegFoldCodes entry must be in kRegCodes");
-template <size_t L>
-constexpr bool split_codes_within(const int (&codes)[L]) {
-  for (size_t i = 0; i < L; ++i)
-    if (codes[i] < 20000 || !code_listed(kRegCodes, codes[i] % 10000)) return false;
-  return true;
-}
-static_assert(split_codes_within(kRegSplitCodes), "every kRegSplitCodes entry must be KS * 10000 + a kRegCodes entry");
 
-template <typename XT, int R, int U, int NT, bool PF, int MODE, int FOLD = 0, int KS = 1>
+template <typename XT, int R, int U, int NT, bool PF, int MODE, int FOLD = 0>
 inline cudaError_t reg_launch(const Params& p, int warps, bool pdl, cudaStream_t stream) {
   if (warps < 1 || warps * 32 > reg_threads<R, U, NT, PF>()) return cudaErrorInvalidValue;
-  const dim3 grid(static_cast<unsigned>((p.n + 16 * R - 1) / (16 * R) * KS));
+  const dim3 grid(static_cast<unsigned>((p.n + 16 * R - 1) / (16 * R)));
   const size_t smem = sizeof(float) * static_cast<size_t>(R * NT * 128 * warps);
-  return launch_kernel(reg_gemv_kernel<XT, R, U, NT, PF, MODE, FOLD, KS>, grid, dim3(32 * warps), smem, pdl, stream, p,
-                       KS);
+  return launch_kernel(reg_gemv_kernel<XT, R, U, NT, PF, MODE, FOLD>, grid, dim3(32 * warps), smem, pdl, stream, p);
 }
 
 // Launches the register instance (FOLD, MODE) of the entry of Codes equal to code, its template
@@ -1374,7 +1325,7 @@ inline cudaError_t reg_launch_listed(const Params& p, int code, int warps, bool 
   cudaError_t r = cudaErrorInvalidValue;
   auto one = [&](auto c) {
     using D = RegCode<decltype(c)::value>;
-    r = reg_launch<XT, D::R, D::U, D::NT, D::PF, MODE, FOLD, D::KS>(p, warps, pdl, s);
+    r = reg_launch<XT, D::R, D::U, D::NT, D::PF, MODE, FOLD>(p, warps, pdl, s);
     return true;
   };
   (void)((code == Codes[I] && one(std::integral_constant<int, Codes[I]>{})) || ...);
@@ -1383,9 +1334,6 @@ inline cudaError_t reg_launch_listed(const Params& p, int code, int warps, bool 
 
 template <typename XT, int MODE>
 inline cudaError_t reg_dispatch(const Params& p, int code, int warps, bool pdl, cudaStream_t s) {
-  if (code >= 10000)
-    return reg_launch_listed<XT, MODE, 0, kRegSplitCodes>(p, code, warps, pdl, s,
-                                                          std::make_index_sequence<std::size(kRegSplitCodes)>{});
   return reg_launch_listed<XT, MODE, 0, kRegCodes>(p, code, warps, pdl, s,
                                                    std::make_index_sequence<std::size(kRegCodes)>{});
 }
@@ -1403,11 +1351,9 @@ constexpr int reg_listed_threads(int code, std::index_sequence<I...>) {
   return t;
 }
 
-// Thread cap (reg_threads) of a kRegCodes instance, or of the kRegCodes entry a kRegSplitCodes
-// instance splits; 0 when code is not listed.
+// Thread cap (reg_threads) of a kRegCodes instance; 0 when code is not listed.
 constexpr int reg_code_threads(int code) {
-  if (code >= 10000 && !code_listed(kRegSplitCodes, code)) return 0;
-  return reg_listed_threads(code % 10000, std::make_index_sequence<std::size(kRegCodes)>{});
+  return reg_listed_threads(code, std::make_index_sequence<std::size(kRegCodes)>{});
 }
 
 // FOLD 1 instances; defined in w4a16_gemv_launch.cu.

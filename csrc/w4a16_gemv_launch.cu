@@ -21,12 +21,9 @@ bool sub_group(const W4GemvArgs& a) {
 }
 
 // Register-kernel code of a config: R U NT PF as decimal digits (w4a16g::kRegCodes).
-int reg_code(int nt, int r, int u, int pipe, int ksplit = 1) {
-  return (ksplit > 1 ? ksplit * 10000 : 0) + r * 1000 + u * 100 + nt * 10 + (pipe > 0 ? 1 : 0);
-}
+int reg_code(int nt, int r, int u, int pipe) { return r * 1000 + u * 100 + nt * 10 + (pipe > 0 ? 1 : 0); }
 
 bool reg_compiled(int code, int fold) {
-  if (code >= 10000) return fold == 0 && code_listed(w4a16g::kRegSplitCodes, code);
   if (fold != 0) return code_listed(w4a16g::kRegFoldCodes, code);
   return code_listed(w4a16g::kRegCodes, code);
 }
@@ -97,8 +94,7 @@ W4GemvConfig w4_gemv_resolve(const W4GemvArgs& a, const W4GemvConfig& cfg) {
   // Auto: round 3's register kernel, except short rows at M <= 8 (nsb <= 16, e.g. 24576x1536:
   // round 2 ring 4143 12.7 us / 4124 14.7 us at M = 1 / 4 vs the register kernel's 21.9 / 19.1).
   // (the zero fold exists in the register kernel only: asking for it picks that kernel)
-  if (c.ksplit <= 1) c.ksplit = 1;
-  if (c.ring == 0) c.ring = (c.fold == 0 && c.ksplit == 1 && ring_ok(a) && nt == 1 && nsb <= 16) ? auto_ring(nt, a.n, nsb, sms) : -1;
+  if (c.ring == 0) c.ring = (c.fold == 0 && ring_ok(a) && nt == 1 && nsb <= 16) ? auto_ring(nt, a.n, nsb, sms) : -1;
   if (c.pdl > 0 && cc_major() < 9) c.pdl = 0;
   if (c.ring > 0) {
     c.row_tiles = c.chunk = 0;
@@ -154,9 +150,6 @@ W4GemvSupport w4_gemv_supported(const W4GemvArgs& a, const W4GemvConfig& cfg) {
   const W4GemvConfig c = w4_gemv_resolve(a, cfg);
   const int nt = a.m > 8 ? 2 : 1;
   if (c.fold < 0 || c.fold > 1 || (c.fold != 0 && (c.ring > 0 || sub_group(a)))) return W4GemvSupport::kBadConfig;
-  if ((c.ksplit != 1 && c.ksplit != 2 && c.ksplit != 4) ||
-      (c.ksplit > 1 && (c.ring > 0 || c.fold != 0 || sub_group(a) || cc_major() < 9)))
-    return W4GemvSupport::kBadConfig;
   if (c.ring > 0) {
     if (c.ring >= 10000 ? !bulk_ok(a) : !ring_ok(a))
       return c.ring >= 10000 ? W4GemvSupport::kNoBulk : W4GemvSupport::kNoRing;
@@ -166,8 +159,7 @@ W4GemvSupport w4_gemv_supported(const W4GemvArgs& a, const W4GemvConfig& cfg) {
     return W4GemvSupport::kOk;
   }
   const bool sub = sub_group(a);
-  if (sub ? (c.row_tiles != 1 || c.chunk != 2)
-          : !reg_compiled(reg_code(nt, c.row_tiles, c.chunk, c.pipe, c.ksplit), c.fold))
+  if (sub ? (c.row_tiles != 1 || c.chunk != 2) : !reg_compiled(reg_code(nt, c.row_tiles, c.chunk, c.pipe), c.fold))
     return W4GemvSupport::kBadConfig;
   if (c.warps < 1 || c.warps > max_warps(nt, c.row_tiles, c.chunk, c.pipe, sub)) return W4GemvSupport::kBadConfig;
   return W4GemvSupport::kOk;
@@ -247,7 +239,7 @@ cudaError_t launch_impl(const W4GemvArgs& a, cudaStream_t stream, const W4GemvCo
     return bf ? launch_sub<__nv_bfloat16, 2>(p, c.warps, c.pdl > 0, stream)
               : launch_sub<__half, 2>(p, c.warps, c.pdl > 0, stream);
   }
-  const int code = reg_code(nt, c.row_tiles, c.chunk, c.pipe, c.ksplit);
+  const int code = reg_code(nt, c.row_tiles, c.chunk, c.pipe);
   if (c.fold != 0)
     return bf ? w4a16g::reg_fold_dispatch_bf16(p, code, c.warps, c.pdl > 0, stream)
               : w4a16g::reg_fold_dispatch_f16(p, code, c.warps, c.pdl > 0, stream);
@@ -295,12 +287,5 @@ cudaError_t reg_fold_dispatch_f16(const Params& p, int code, int warps, bool pdl
 int w4_reg_configs(int* codes, int cap) { return append_codes(w4a16g::kRegCodes, codes, cap, 0); }
 
 int w4_reg_fold_configs(int* codes, int cap) { return append_codes(w4a16g::kRegFoldCodes, codes, cap, 0); }
-
-int w4_reg_split_configs(int* codes, int cap) {
-  int n = 0;
-  for (int c : w4a16g::kRegSplitCodes)
-    if (n++ < cap) codes[n - 1] = c;
-  return n;
-}
 
 }  // namespace qlinear

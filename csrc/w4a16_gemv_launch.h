@@ -46,8 +46,6 @@ struct W4GemvArgs {
 // fold: the register kernel's zero-point fold (w4a16_gemv.cuh FOLD: 1 = on, per-token x sums; 0 =
 // off); 1 selects the register kernel when ring is 0 and needs a code in w4_reg_fold_configs()
 // (groups >= 128 or per channel), else kBadConfig (as is any other value).
-// ksplit: 2 or 4 = a cluster of that many CTAs splits K for each group of row tiles (register kernel,
-// sm_90, fold 0; its compiled codes w4_reg_split_configs()), 0 / 1 = none; else kBadConfig.
 struct W4GemvConfig {
   int row_tiles = 0;
   int chunk = 0;
@@ -56,7 +54,6 @@ struct W4GemvConfig {
   int ring = 0;
   int pipe = 0;
   int fold = 0;
-  int ksplit = 0;
 };
 
 // Why a case is not taken (0 = supported).
@@ -68,8 +65,7 @@ enum class W4GemvSupport : int {
   kBadGroup = 4,      // group size not in {16, 32, 64, multiples of 128, K}
   kMisaligned = 5,    // x pointer not 8-byte aligned or x row stride % 4 != 0, qweight not 16-byte aligned
   kBadConfig = 6,     // (row_tiles, chunk) not compiled (with fold: not in w4_reg_fold_configs) or warps out of
-                      // range, or fold not in {0, 1} / with a ring code / groups < 128, or ksplit not in
-                      // {0, 1, 2, 4} / not compiled with it / with a ring code, fold, groups < 128, < sm_90
+                      // range, or fold not in {0, 1} / with a ring code / groups < 128
   kTooLarge = 7,      // n >= 2^31 or k >= 2^22
   kNoRing = 8,        // ring kernel asked for: groups < 128, N % 4 != 0 or scales / zeros not 4-byte aligned
   kNoBulk = 9,        // bulk ring asked for: not sm_90+, groups < 128, N % 16 != 0, K % 128 != 0, x / scales /
@@ -96,8 +92,6 @@ int w4_reg_configs(int* codes, int cap);
 
 // The register-kernel codes compiled with the zero fold (fold 1); as w4_reg_configs.
 int w4_reg_fold_configs(int* codes, int cap);
-// The K-split register codes (ksplit * 10000 + the register code); as w4_reg_configs.
-int w4_reg_split_configs(int* codes, int cap);
 
 // The config the launcher would use (zeros resolved); *used receives it when non-null.
 W4GemvConfig w4_gemv_resolve(const W4GemvArgs& a, const W4GemvConfig& cfg);

@@ -584,14 +584,11 @@ def cuda_gemv(
     :data:`_CUDA_RING` (then :data:`_CUDA_RING_AUTO` when that is 0). An explicit 0 is the
     launcher's own choice. ``config`` =
     the register kernel's (row tiles per CTA, superblocks per chunk, warps per CTA[, pipe: 1 =
-    double-buffered chunks[, fold[, ksplit]]]; ``w4a16_reg_configs()`` lists the compiled ones), 0 = automatic
+    double-buffered chunks[, fold]]; ``w4a16_reg_configs()`` lists the compiled ones), 0 = automatic
     (default :data:`_CUDA_CONFIG`); ``pdl`` None follows ``qlinear.kernels._pdl`` (on for M <= PDL_MAX_M).
     ``fold`` (default 0 = off, 1 = on; other values are refused): the register kernel's zero-point
     fold (``csrc/w4a16_gemv.cuh`` FOLD: per-token x sums from an all-ones mma), compiled for the
     codes of ``w4a16_reg_fold_configs()`` only (groups of >= 128 or per channel).
-    ``ksplit`` (default 0 / 1 = none; 2, 4): a thread-block cluster of that many CTAs splits K for
-    each group of row tiles, rank 0 adding the others' partial sums from their shared memory (sm_90,
-    fold 0; the codes of ``w4a16_reg_split_configs()``).
     """
     return _cuda_gemv(x, packed, bias, config, pdl, ring)
 
@@ -615,15 +612,14 @@ def _cuda_gemv(x, packed, bias, config=None, pdl=None, ring=None):
             if ring == -1:
                 config = _cuda_auto_reg(x, packed)
     cfg = tuple(config if config is not None else _CUDA_CONFIG)
-    if len(cfg) not in (3, 4, 5, 6):
-        raise ValueError(f"config: expected (row_tiles, chunk, warps[, pipe[, fold[, ksplit]]]), got {config!r}")
+    if len(cfg) not in (3, 4, 5):
+        raise ValueError(f"config: expected (row_tiles, chunk, warps[, pipe[, fold]]), got {config!r}")
     r, u, w = cfg[:3]
     pipe = cfg[3] if len(cfg) >= 4 else 0
-    fold = cfg[4] if len(cfg) >= 5 else 0
-    ksplit = cfg[5] if len(cfg) == 6 else 0
+    fold = cfg[4] if len(cfg) == 5 else 0
     ops.w4a16_gemv(
         out, x, packed.qweight, packed.scales, packed.zeros, bias, packed.group_size, r, u, w, int(pdl), int(ring),
-        int(pipe), int(fold), int(ksplit),
+        int(pipe), int(fold),
     )
     return out
 

@@ -270,37 +270,6 @@ def test_reg_every_code(dtype):
                     _check(packed, w, m, dtype=dtype, bias=m % 2 == 1, config=(r, u, warps, pipe), seed=m + code)
 
 
-@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
-def test_reg_split_codes(dtype):
-    """K split over a thread-block cluster (codes ksplit * 10000 + R U NT PF): every
-    compiled code against the fp32 reference, tails and odd warp counts included; ksplit values
-    that are not compiled, or combined with the fold or a ring code, are refused."""
-    if torch.cuda.get_device_capability()[0] < 9:
-        pytest.skip("thread-block clusters need sm_90")
-    from qlinear.kernels import cuda_ext
-
-    lib = cuda_ext.load()
-    codes = list(lib.w4a16_reg_split_configs())
-    assert codes and all(c >= 20000 for c in codes)
-    for n, k, group, asym in [(1000, 384, 128, True), (300, 1540, -1, True), (2112, 7168, 128, True), (64, 2304, 256, False)]:
-        sdt = torch.float16 if dtype == torch.float16 else torch.bfloat16
-        packed, w = _layer(n, k, group, asym, sdt, seed=n + k + 7)
-        for code in codes:
-            ks, rest = code // 10000, code % 10000
-            r, u, nt, pipe = rest // 1000, rest // 100 % 10, rest // 10 % 10, rest % 10
-            for warps in (3, 8):
-                for m in ((1, 8) if nt == 1 else (9, 16)):
-                    _check(packed, w, m, dtype=dtype, bias=m % 2 == 1, config=(r, u, warps, pipe, 0, ks), seed=m + code)
-    packed, _ = _layer(2112, 7168)
-    x = torch.randn(16, 7168, device=DEV, dtype=dtype)
-    z = packed.zeros
-    for ks, fold, ring in ((3, 0, 0), (2, 1, 0), (2, 0, 4124), (8, 0, 0)):
-        assert lib.w4a16_gemv_supported(x, packed.qweight, packed.scales, z, 128, 4, 1, 8, ring, 0, fold, ks) == 6, (ks, fold, ring)
-    assert lib.w4a16_gemv_supported(x[:1], packed.qweight, packed.scales, z, 128, 1, 2, 4, 0, 0, 0, 2) == 0
-    # a split of a code that is not in the split list (R4 U1 at two token tiles) is refused
-    assert lib.w4a16_gemv_supported(x, packed.qweight, packed.scales, z, 128, 4, 1, 8, 0, 0, 0, 2) == 6
-
-
 # ---- bulk ring kernel (session 6, ring codes >= 10000: sm_90 cp.async.bulk + mbarrier ring)
 
 
