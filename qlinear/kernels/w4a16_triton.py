@@ -70,7 +70,6 @@ __all__ = [
     "w4a16_gemm",
     "w4a16_dequantize",
     "w4a16_dequant_gemm",
-    "dequant_chunk_rows",
 ]
 
 _MAGIC = 0x4B000000  # fp32 bits of 2^23
@@ -545,20 +544,18 @@ def _w4a16_wg_kernel(
 
 @triton.jit
 def _w4a16_dequant_kernel(
-    W_ptr, QW_ptr, S_ptr, Z_ptr, N, K, G, num_sb, W_row_stride, QW_row_stride, ROW0, ROW_END,
+    W_ptr, QW_ptr, S_ptr, Z_ptr, N, K, G, num_sb, W_row_stride, QW_row_stride,
     BITS: tl.constexpr, GROUP_SIZE: tl.constexpr, PPG: tl.constexpr, HAS_ZEROS: tl.constexpr,
     BLOCK_N: tl.constexpr, SB_PER_PROG: tl.constexpr,
 ):
-    """``W[n - ROW0, k] = (q - z) * s`` for weight rows ROW0 <= n < ROW_END, in W's dtype, packed
-    column order; grid (n_tiles of the row range, sb_tiles). N (the layer's rows) is the scales'
-    row stride."""
+    """``W[n, k] = (q - z) * s`` in W's dtype, packed column order; grid (n_tiles, sb_tiles)."""
     FIELDS: tl.constexpr = 32 // BITS
     SB: tl.constexpr = 16 * FIELDS
-    offs_n = ROW0 + tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
-    n_mask = offs_n < ROW_END
+    offs_n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    n_mask = offs_n < N
     offs_j = tl.arange(0, 16)
     qw_rows = QW_ptr + offs_n[:, None].to(tl.int64) * QW_row_stride + offs_j[None, :]
-    w_rows = W_ptr + (offs_n - ROW0)[:, None].to(tl.int64) * W_row_stride
+    w_rows = W_ptr + offs_n[:, None].to(tl.int64) * W_row_stride
     for u in tl.static_range(SB_PER_PROG):
         sb = tl.program_id(1) * SB_PER_PROG + u
         w = tl.load(qw_rows + sb * 16, mask=n_mask[:, None] & (sb * 16 + offs_j < num_sb * 16)[None, :], other=0)
@@ -573,7 +570,7 @@ def _w4a16_dequant_kernel(
 
 @triton.jit
 def _w4a16_dequant_v2_kernel(
-    W_ptr, QW_ptr, S_ptr, Z_ptr, N, K, G, num_sb, W_row_stride, QW_row_stride, ROW0, ROW_END,
+    W_ptr, QW_ptr, S_ptr, Z_ptr, N, K, G, num_sb, W_row_stride, QW_row_stride,
     BITS: tl.constexpr, GROUP_SIZE: tl.constexpr, HAS_ZEROS: tl.constexpr,
     BLOCK_N: tl.constexpr, SB_PER_PROG: tl.constexpr,
 ):
@@ -585,13 +582,13 @@ def _w4a16_dequant_v2_kernel(
     """
     FIELDS: tl.constexpr = 32 // BITS
     SB: tl.constexpr = 16 * FIELDS
-    offs_n = ROW0 + tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     n3 = offs_n[:, None, None]
-    n_mask3 = n3 < ROW_END
+    n_mask3 = n3 < N
     f3 = tl.arange(0, FIELDS)[None, :, None]
     j3 = tl.arange(0, 16)[None, None, :]
     qw_rows = QW_ptr + n3.to(tl.int64) * QW_row_stride + j3  # [BN, 1, 16]
-    w_rows = W_ptr + (n3 - ROW0).to(tl.int64) * W_row_stride
+    w_rows = W_ptr + n3.to(tl.int64) * W_row_stride
     for u in tl.static_range(SB_PER_PROG):
         sb = tl.program_id(1) * SB_PER_PROG + u
         w = tl.load(qw_rows + sb * 16, mask=n_mask3 & (sb * 16 + j3 < num_sb * 16), other=0)  # [BN, 1, 16]
@@ -748,18 +745,11 @@ def w4a16_gemm(
 # 0.64-0.69 of the copy ceiling: v1.
 _DEQUANT_DEFAULTS = {1: dict(block_n=64, sb_per_prog=2, num_warps=4), 2: dict(block_n=32, sb_per_prog=2, num_warps=4)}
 _DEQUANT_VERSION = 1
-# Most bytes of dequantized weight w4a16_dequant_gemm writes before multiplying them (0 = the whole
-# weight at once): a chunk that fits in L2 is read back by cuBLAS from L2 (H200: 50 MB).
-DEQUANT_CHUNK_BYTES = 0
 
 
 def w4a16_dequantize(packed, dtype: torch.dtype, *, block_n: int | None = None, sb_per_prog: int | None = None,
-                     num_warps: int | None = None, version: int | None = None,
-                     rows: tuple[int, int] | None = None, out: torch.Tensor | None = None) -> torch.Tensor:
-    """Dequantized weight ``[N, K]`` in ``dtype``, columns in packed (per-shard sorted) order; with
-    ``rows = (n0, n1)`` only those weight rows, ``[n1 - n0, K]``. ``out``: where to write them (rows
-    of at least K contiguous elements, ``stride(1) == 1``, shape ``[n1 - n0, K]``, ``dtype``), else a
-    fresh tensor.
+                     num_warps: int | None = None, version: int | None = None) -> torch.Tensor:
+    """Dequantized weight ``[N, K]`` in ``dtype``, columns in packed (per-shard sorted) order.
 
     ``version`` 2 (default: ``[BLOCK_N, superblock]`` tiles, 16-byte stores) or 1 (one 16-column
     plane per store); None launch parameters take :data:`_DEQUANT_DEFAULTS`.
@@ -772,75 +762,35 @@ def w4a16_dequantize(packed, dtype: torch.dtype, *, block_n: int | None = None, 
     sb_per_prog = sb_per_prog or d["sb_per_prog"]
     num_warps = num_warps or d["num_warps"]
     n, k = packed.n, packed.k
-    n0, n1 = (0, n) if rows is None else (int(rows[0]), int(rows[1]))
-    if not 0 <= n0 <= n1 <= n:
-        raise ValueError(f"rows: expected 0 <= n0 <= n1 <= {n}, got {rows!r}")
-    if out is None:
-        out = torch.empty((n1 - n0, k), dtype=dtype, device=packed.qweight.device)
-    elif (tuple(out.shape) != (n1 - n0, k) or out.dtype != dtype or out.device != packed.qweight.device
-          or (out.numel() and out.stride(1) != 1)):
-        raise ValueError(f"out: expected [{n1 - n0}, {k}] {dtype} on {packed.qweight.device} with stride(1) == 1, "
-                         f"got {describe(out)}")
-    w = out
-    if n1 == n0:
-        return w
+    w = torch.empty((n, k), dtype=dtype, device=packed.qweight.device)
     group_size, ppg = _layout_constexprs(packed)
     num_sb = packed.qweight.shape[1] // _SB_WORDS
     zeros = packed.zeros if packed.zeros is not None else packed.qweight
-    grid = (cdiv(n1 - n0, block_n), cdiv(num_sb, sb_per_prog))
     if version == 2:
-        _w4a16_dequant_v2_kernel[grid](
+        _w4a16_dequant_v2_kernel[(cdiv(n, block_n), cdiv(num_sb, sb_per_prog))](
             w, packed.qweight, packed.scales, zeros, n, k, packed.num_groups, num_sb,
-            w.stride(0), packed.qweight.stride(0), n0, n1,
+            w.stride(0), packed.qweight.stride(0),
             BITS=packed.bits, GROUP_SIZE=group_size, HAS_ZEROS=packed.zeros is not None,
             BLOCK_N=block_n, SB_PER_PROG=sb_per_prog, num_warps=num_warps,
         )
         return w
-    _w4a16_dequant_kernel[grid](
+    _w4a16_dequant_kernel[(cdiv(n, block_n), cdiv(num_sb, sb_per_prog))](
         w, packed.qweight, packed.scales, zeros, n, k, packed.num_groups, num_sb,
-        w.stride(0), packed.qweight.stride(0), n0, n1,
+        w.stride(0), packed.qweight.stride(0),
         BITS=packed.bits, GROUP_SIZE=group_size, PPG=ppg, HAS_ZEROS=packed.zeros is not None,
         BLOCK_N=block_n, SB_PER_PROG=sb_per_prog, num_warps=num_warps,
     )
     return w
 
 
-def dequant_chunk_rows(n: int, k: int, elem_bytes: int, chunk_bytes: int | None = None) -> int:
-    """Weight rows per chunk of :func:`w4a16_dequant_gemm`: the most rows, a multiple of 128 (or all
-    N), whose dequantized ``[rows, K]`` fits ``chunk_bytes`` (default :data:`DEQUANT_CHUNK_BYTES`;
-    0 = no chunking), then evened out so the chunks are of about equal size."""
-    budget = DEQUANT_CHUNK_BYTES if chunk_bytes is None else chunk_bytes
-    if budget <= 0 or n * k * elem_bytes <= budget:
-        return n
-    rows = max(128, budget // (k * elem_bytes) // 128 * 128)
-    chunks = cdiv(n, rows)
-    return min(n, cdiv(cdiv(n, chunks), 128) * 128)
+def w4a16_dequant_gemm(x: torch.Tensor, packed, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """Large-M path: dequantize into a fresh (allocator-cached) buffer of x's dtype, then cuBLAS.
 
-
-def w4a16_dequant_gemm(x: torch.Tensor, packed, bias: torch.Tensor | None = None,
-                       chunk_bytes: int | None = None) -> torch.Tensor:
-    """Large-M path: dequantize into a buffer of x's dtype, then cuBLAS.
-
-    Without act-order the weight goes through in chunks of :func:`dequant_chunk_rows` rows (at most
-    ``chunk_bytes`` of dequantized weight, default :data:`DEQUANT_CHUNK_BYTES`): each chunk is
-    dequantized into one reused buffer and multiplied straight into its columns of the output, so
-    the bf16 weight is written to and read back from L2 instead of HBM. Act-order layers run one
-    GEMM per shard on the gathered x (S <= a few; launch cost is noise at the M where this path is
-    chosen) on the whole dequantized weight.
+    Act-order layers run one GEMM per shard on the gathered x (S <= a few; launch cost is noise
+    at the M where this path is chosen).
     """
     if x.dim() != 2 or x.shape[1] != packed.k or x.stride(1) != 1:
         raise ValueError(f"x: expected [M, {packed.k}] with stride(1) == 1, got {describe(x)}")
-    n = packed.n
-    rows = dequant_chunk_rows(n, packed.k, x.element_size(), chunk_bytes)
-    if packed.perm is None and rows < n:
-        out = torch.empty((x.shape[0], n), dtype=x.dtype, device=x.device)
-        buf = torch.empty((rows, packed.k), dtype=x.dtype, device=x.device)
-        for n0 in range(0, n, rows):
-            n1 = min(n, n0 + rows)
-            w = w4a16_dequantize(packed, x.dtype, rows=(n0, n1), out=buf[: n1 - n0])
-            # cuBLAS writes the column slice in place (ldc = N): no temporary
-            torch.mm(x, w.t(), out=out[:, n0:n1])
-        return out if bias is None else out.add_(bias.to(x.dtype))
     w = w4a16_dequantize(packed, x.dtype)
     b = None if bias is None else bias.to(x.dtype)
     if packed.perm is None:

@@ -123,33 +123,6 @@ if INTERPRETED:
         y = wt.w4a16_dequant_gemm(x, packed, bias)
         assert _rel(y, x.double() @ w.T + bias.double()) < 2e-3
 
-    @pytest.mark.parametrize("version", [1, 2])
-    @pytest.mark.parametrize("bits", BITS)
-    def test_dequantize_rows_and_chunked_dequant_gemm(bits, version):
-        """Row ranges of the dequantize are the whole weight's rows, bit for bit, written into a given
-        buffer; the chunked dequantize + GEMM (chunk_bytes small enough for 3 chunks, the last one
-        short) matches the fp64 reference and the unchunked path."""
-        n, k = 300, 256
-        packed, w = _data(n, k, 64, bits, False, seed=7 + bits)
-        whole = wt.w4a16_dequantize(packed, torch.float32, block_n=16, version=version)
-        buf = torch.full((200, k), float("nan"))
-        for n0, n1 in ((0, 128), (128, 256), (256, 300), (17, 40), (5, 5)):
-            part = wt.w4a16_dequantize(packed, torch.float32, block_n=16, version=version, rows=(n0, n1),
-                                       out=buf[: n1 - n0])
-            assert (n1 == n0 or part.data_ptr() == buf.data_ptr()) and torch.equal(part, whole[n0:n1])
-        with pytest.raises(ValueError, match="rows"):
-            wt.w4a16_dequantize(packed, torch.float32, rows=(10, n + 1))
-        with pytest.raises(ValueError, match="out"):
-            wt.w4a16_dequantize(packed, torch.float32, rows=(0, 10), out=buf[:11])
-        assert wt.dequant_chunk_rows(n, k, 2, 128 * k * 2) == 128
-        assert wt.dequant_chunk_rows(n, k, 2, 0) == n and wt.dequant_chunk_rows(n, k, 2, n * k * 2) == n
-        x = _x(5, k, torch.float16, seed=2)
-        bias = torch.randn(n, dtype=torch.float16)
-        y = wt.w4a16_dequant_gemm(x, packed, bias, chunk_bytes=128 * k * 2)
-        assert y.shape == (5, n) and y.dtype == x.dtype
-        assert _rel(y, x.double() @ w.T + bias.double()) < 2e-3
-        assert _rel(y, wt.w4a16_dequant_gemm(x, packed, bias, chunk_bytes=0).double()) < 2e-3
-
     def test_public_op_triton_backend():
         packed, w = _data(40, 128, 32, 4, True, seed=2)
         x = _x(2, 128, torch.float16, seed=3).view(1, 2, 128)
