@@ -9,9 +9,18 @@
 //   torch.ops.qlinear_C.w4a16_ring_configs(int nt) -> int[]   (compiled ring codes, then bulk ring codes >= 10000)
 //   torch.ops.qlinear_C.w4a16_reg_configs() -> int[]   (compiled register-kernel codes R U NT pipe)
 //   torch.ops.qlinear_C.w4a16_reg_fold_configs() -> int[]   (the codes also compiled with fold 1)
+//   torch.ops.qlinear_C.w4a16_gemm(out, x, qweight, scales, zeros, bias, group_size, counters, warps=0,
+//                                  tokens=0, splits=0, stages=0) -> int   (the GEMM of w4a16_gemm.cuh for
+//                                  M > 16; counters: zeroed int32 split-K counters the kernel leaves
+//                                  zeroed; returns the config used, warps * 10^7 + tokens * 10^4 +
+//                                  splits * 10 + stages)
+//   torch.ops.qlinear_C.w4a16_gemm_supported(x, qweight, scales, zeros, group_size, counters, warps=0,
+//                                            tokens=0, splits=0, stages=0) -> int   (a W4GemmSupport code)
+//   torch.ops.qlinear_C.w4a16_gemm_configs() -> int[]   (compiled warps * 1000 + tokens / 8 * 10 + stages)
 // x [M, K] (stride(1) == 1), out [M, N]; qweight int32 [N, ceil(K/128)*16]; scales [G, N];
 // zeros uint8 [G, N] or None; 4-bit weights without act-order only.
 #include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <torch/library.h>
@@ -21,6 +30,7 @@
 
 #include "binding_util.h"
 #include "msg.h"
+#include "w4a16_gemm_launch.h"
 #include "w4a16_gemv_launch.h"
 
 namespace {
@@ -82,6 +92,27 @@ qlinear::W4GemvArgs make_args(const at::Tensor& x, const at::Tensor& qweight, co
   return a;
 }
 
+// out [M, N] in x's dtype (stride(1) == 1) and bias [N] (contiguous, any float dtype) into a.
+void set_out_bias(qlinear::W4GemvArgs& a, const at::Tensor& out, const std::optional<at::Tensor>& bias,
+                  const at::Tensor& x) {
+  check_on(out, "out", x);
+  TORCH_CHECK_TYPE(out.scalar_type() == x.scalar_type(),
+                   msg::cat("out: dtype ", out.scalar_type(), " differs from x's ", x.scalar_type()));
+  TORCH_CHECK(out.dim() == 2 && out.size(0) == a.m && out.size(1) == a.n && (a.n <= 1 || out.stride(1) == 1),
+              msg::cat("out: expected [", msg::num(a.m), ", ", msg::num(a.n), "] with stride(1) == 1, got sizes ",
+                       msg::shape(out), " strides ", msg::strides(out)));
+  a.out = out.data_ptr();
+  a.out_stride = out.stride(0);
+  if (bias) {
+    check_on(*bias, "bias", x);
+    TORCH_CHECK(bias->dim() == 1 && bias->size(0) == a.n && (a.n <= 1 || bias->stride(0) == 1),
+                msg::cat("bias: expected a contiguous [", msg::num(a.n), "], got sizes ", msg::shape(*bias),
+                         " strides ", msg::strides(*bias)));
+    a.bias = bias->data_ptr();
+    a.bias_dtype = qlinear::float_dtype<qlinear::W4GDType>(*bias, "bias");
+  }
+}
+
 qlinear::W4GemvConfig make_config(int64_t row_tiles, int64_t chunk, int64_t warps, int64_t pdl, int64_t ring,
                                   int64_t pipe = 0, int64_t fold = 0) {
   qlinear::W4GemvConfig c;
@@ -108,22 +139,7 @@ int64_t w4a16_gemv(const at::Tensor& out, const at::Tensor& x, const at::Tensor&
                    int64_t row_tiles, int64_t chunk, int64_t warps, int64_t pdl, int64_t ring, int64_t pipe,
                    int64_t fold) {
   qlinear::W4GemvArgs a = make_args(x, qweight, scales, zeros, group_size);
-  check_on(out, "out", x);
-  TORCH_CHECK_TYPE(out.scalar_type() == x.scalar_type(),
-                   msg::cat("out: dtype ", out.scalar_type(), " differs from x's ", x.scalar_type()));
-  TORCH_CHECK(out.dim() == 2 && out.size(0) == a.m && out.size(1) == a.n && (a.n <= 1 || out.stride(1) == 1),
-              msg::cat("out: expected [", msg::num(a.m), ", ", msg::num(a.n), "] with stride(1) == 1, got sizes ",
-                       msg::shape(out), " strides ", msg::strides(out)));
-  a.out = out.data_ptr();
-  a.out_stride = out.stride(0);
-  if (bias) {
-    check_on(*bias, "bias", x);
-    TORCH_CHECK(bias->dim() == 1 && bias->size(0) == a.n && (a.n <= 1 || bias->stride(0) == 1),
-                msg::cat("bias: expected a contiguous [", msg::num(a.n), "], got sizes ", msg::shape(*bias),
-                         " strides ", msg::strides(*bias)));
-    a.bias = bias->data_ptr();
-    a.bias_dtype = qlinear::float_dtype<qlinear::W4GDType>(*bias, "bias");
-  }
+  set_out_bias(a, out, bias, x);
   if (a.m == 0 || a.n == 0) return 0;
   const c10::cuda::CUDAGuard guard(x.device());  // the support check reads the device's attributes
   const qlinear::W4GemvConfig cfg = make_config(row_tiles, chunk, warps, pdl, ring, pipe, fold);
@@ -162,6 +178,69 @@ std::vector<int64_t> w4a16_reg_fold_configs() {
   return std::vector<int64_t>(codes, codes + (n < 64 ? n : 64));
 }
 
+qlinear::W4GemmConfig gemm_config(int64_t warps, int64_t tokens, int64_t splits, int64_t stages) {
+  qlinear::W4GemmConfig c;
+  c.warps = static_cast<int>(warps);
+  c.tokens = static_cast<int>(tokens);
+  c.splits = static_cast<int>(splits);
+  c.stages = static_cast<int>(stages);
+  return c;
+}
+
+void check_counters(const at::Tensor& counters, const at::Tensor& x) {
+  check_on(counters, "counters", x);
+  TORCH_CHECK_TYPE(counters.scalar_type() == at::kInt, msg::cat("counters: expected int32, got ", counters.scalar_type()));
+  TORCH_CHECK(counters.dim() == 1 && counters.is_contiguous(),
+              msg::cat("counters: expected a contiguous 1-D tensor, got sizes ", msg::shape(counters)));
+}
+
+int64_t w4a16_gemm_supported(const at::Tensor& x, const at::Tensor& qweight, const at::Tensor& scales,
+                             const std::optional<at::Tensor>& zeros, int64_t group_size, const at::Tensor& counters,
+                             int64_t warps, int64_t tokens, int64_t splits, int64_t stages) {
+  const qlinear::W4GemvArgs a = make_args(x, qweight, scales, zeros, group_size);
+  check_counters(counters, x);
+  const c10::cuda::CUDAGuard guard(x.device());
+  const qlinear::W4GemmConfig c = gemm_config(warps, tokens, splits, stages);
+  // the op allocates the workspace it needs: only the config and operands are checked here
+  return static_cast<int64_t>(
+      qlinear::w4_gemm_supported(a, c, qlinear::w4_gemm_workspace_floats(a, c), counters.numel()));
+}
+
+// Returns the config used in decimal fields: warps * 10^7 + tokens * 10^4 + splits * 10 + stages.
+int64_t w4a16_gemm(const at::Tensor& out, const at::Tensor& x, const at::Tensor& qweight, const at::Tensor& scales,
+                   const std::optional<at::Tensor>& zeros, const std::optional<at::Tensor>& bias, int64_t group_size,
+                   const at::Tensor& counters, int64_t warps, int64_t tokens, int64_t splits, int64_t stages) {
+  qlinear::W4GemvArgs a = make_args(x, qweight, scales, zeros, group_size);
+  set_out_bias(a, out, bias, x);
+  check_counters(counters, x);
+  if (a.m == 0 || a.n == 0) return 0;
+  const c10::cuda::CUDAGuard guard(x.device());
+  const qlinear::W4GemmConfig cfg = gemm_config(warps, tokens, splits, stages);
+  const int64_t need = qlinear::w4_gemm_workspace_floats(a, cfg);
+  const qlinear::W4GemmSupport why = qlinear::w4_gemm_supported(a, cfg, need, counters.numel());
+  TORCH_CHECK(why == qlinear::W4GemmSupport::kOk,
+              msg::cat("qlinear w4a16_gemm: case not supported (code ", msg::num(static_cast<int>(why)), ": ",
+                       qlinear::w4_gemm_support_reason(why), "; W4GemmSupport in csrc/w4a16_gemm_launch.h): M=",
+                       msg::num(a.m), " N=", msg::num(a.n), " K=", msg::num(a.k), " group_size=", msg::num(group_size),
+                       " config=(", msg::num(warps), ", ", msg::num(tokens), ", ", msg::num(splits), ", ",
+                       msg::num(stages), ")"));
+  // fp32 partials of a K split from the caching allocator (stream-ordered; a graph capture owns it)
+  at::Tensor ws = at::empty({need > 0 ? need : 1}, x.options().dtype(at::kFloat));
+  qlinear::W4GemmConfig used;
+  const cudaError_t err =
+      qlinear::w4_gemm_launch(a, cfg, ws.data_ptr<float>(), need, counters.data_ptr<int32_t>(), counters.numel(),
+                              c10::cuda::getCurrentCUDAStream(x.device().index()).stream(), &used);
+  TORCH_CHECK(err == cudaSuccess, msg::cat("qlinear w4a16_gemm launch failed: ", cudaGetErrorString(err), " (M=",
+                                           msg::num(a.m), " N=", msg::num(a.n), " K=", msg::num(a.k), ")"));
+  return int64_t{used.warps} * 10000000 + int64_t{used.tokens} * 10000 + int64_t{used.splits} * 10 + used.stages;
+}
+
+std::vector<int64_t> w4a16_gemm_configs() {
+  int codes[64];
+  const int n = qlinear::w4_gemm_configs(codes, 64);
+  return std::vector<int64_t>(codes, codes + (n < 64 ? n : 64));
+}
+
 }  // namespace
 
 TORCH_LIBRARY_FRAGMENT(qlinear_C, m) {
@@ -176,4 +255,13 @@ TORCH_LIBRARY_FRAGMENT(qlinear_C, m) {
   m.def("w4a16_ring_configs(int nt) -> int[]", &w4a16_ring_configs);
   m.def("w4a16_reg_configs() -> int[]", &w4a16_reg_configs);
   m.def("w4a16_reg_fold_configs() -> int[]", &w4a16_reg_fold_configs);
+  m.def(
+      "w4a16_gemm(Tensor(a!) out, Tensor x, Tensor qweight, Tensor scales, Tensor? zeros, Tensor? bias, "
+      "int group_size, Tensor(b!) counters, int warps=0, int tokens=0, int splits=0, int stages=0) -> int",
+      &w4a16_gemm);
+  m.def(
+      "w4a16_gemm_supported(Tensor x, Tensor qweight, Tensor scales, Tensor? zeros, int group_size, "
+      "Tensor counters, int warps=0, int tokens=0, int splits=0, int stages=0) -> int",
+      &w4a16_gemm_supported);
+  m.def("w4a16_gemm_configs() -> int[]", &w4a16_gemm_configs);
 }

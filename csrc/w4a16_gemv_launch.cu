@@ -2,8 +2,7 @@
 // launch config, and the dispatch over the compiled instances (ring kernel: dtype, WR, WK, S, ST, NT;
 // register kernel: dtype, R, U, NT, PF, both in w4a16_ring_<dtype>.cu; bulk ring kernel: the ring's
 // digits + 10000, in w4a16_bulk_<dtype>.cu; sub-group kernel: here).
-#include "w4a16_gemv.cuh"
-#include "w4a16_gemv_launch.h"
+#include "w4a16_params.cuh"
 #include "device_attrs.h"
 
 namespace qlinear {
@@ -195,11 +194,7 @@ size_t w4_ring_smem_bytes(int code, int64_t m) {
   return w4a16g::ring_smem_bytes(code, nt, static_cast<int>(m < 8 * nt ? m : 8 * nt));
 }
 
-namespace {
-cudaError_t launch_impl(const W4GemvArgs& a, cudaStream_t stream, const W4GemvConfig& cfg, W4GemvConfig* used) {
-  if (w4_gemv_supported(a, cfg) != W4GemvSupport::kOk) return cudaErrorInvalidValue;
-  const W4GemvConfig c = w4_gemv_resolve(a, cfg);
-  if (used != nullptr) *used = c;
+Params w4_params(const W4GemvArgs& a, int pdl_prefetch) {
   Params p{};
   p.out = a.out;
   p.x = a.x;
@@ -220,7 +215,16 @@ cudaError_t launch_impl(const W4GemvArgs& a, cudaStream_t stream, const W4GemvCo
   p.grp_mul = w4a16g::group_mul(p.sb_per_group, a.num_groups == 1);
   p.scale_kind = fkind(a.scale_dtype);
   p.bias_kind = fkind(a.bias_dtype);
-  p.pdl_prefetch = c.pdl > 0 ? 1 : 0;
+  p.pdl_prefetch = pdl_prefetch;
+  return p;
+}
+
+namespace {
+cudaError_t launch_impl(const W4GemvArgs& a, cudaStream_t stream, const W4GemvConfig& cfg, W4GemvConfig* used) {
+  if (w4_gemv_supported(a, cfg) != W4GemvSupport::kOk) return cudaErrorInvalidValue;
+  const W4GemvConfig c = w4_gemv_resolve(a, cfg);
+  if (used != nullptr) *used = c;
+  const Params p = w4_params(a, c.pdl > 0 ? 1 : 0);
   const int nt = a.m > 8 ? 2 : 1;
   if (c.ring >= 10000) {
     // instances live in w4a16_bulk_bf16.cu / w4a16_bulk_f16.cu

@@ -596,6 +596,10 @@ _G = GemmConfig
 # (16, 128, 5, 4, 4) 32.67 / 33.77 vs 34.59 / 36.89; at M = 16 and on 2112x7168 the split kernel
 # stays (9.18 / 9.72 / 11.44 vs swap-AB >= 9.54 / 10.93 / 11.34 fused). In-kernel quantization
 # (fuse_quant) lost everywhere but 2112x7168 M = 16 (11.34 vs 11.44, noise): off.
+# Session 8 (benchmarks/results/session8/run6, probe_fp8_wide.py: whole op, cold weights, alternated
+# replays, us at M = 8 / 12 / 16): 24576x1536 (16, 64, 1, 4, 4) 13.87 / 14.20 / 13.98 vs (16, 64, 1, 4, 5)
+# 14.35 / 14.39 / 14.50 (the entry before; 13 other split-K / swap-AB configs slower at M = 16);
+# 7168x16384 (16, 64, 6, 4, 3) stays the best of 14 (36.75 at M = 16).
 GEMM_CONFIGS: dict = {
     (2112, 7168): (
         (4, _G(16, 32, 8, 4, 3)),
@@ -605,7 +609,7 @@ GEMM_CONFIGS: dict = {
     ),
     (24576, 1536): (
         (4, _G(16, 128, 1, 4, 4, swap_ab=True)),
-        (16, _G(16, 64, 1, 4, 5)),
+        (16, _G(16, 64, 1, 4, 4)),
         (64, _G(64, 64, 1, 4, 4)),
         (128, _G(64, 128, 1, 8, 4)),
     ),

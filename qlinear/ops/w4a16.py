@@ -27,7 +27,10 @@ the whole merged layer: its N-tiles never straddle a shard and each tile reads i
 Backends: ``"cuda"`` (``csrc/w4a16_gemv.cuh``: tensor-core decode kernels for M <= 16, 4-bit without
 act-order, one launch: a cp.async ring kernel, or round 1's register kernel for groups < 128 /
 N % 4 != 0; auto-chosen for M <= :data:`_CUDA_MAX_M` (:data:`_CUDA_MAX_M_TALL` when N >= 8 K) where
-:func:`cuda_supported` holds; act-order and 8-bit weights take the Triton path), ``"triton"``
+:func:`cuda_supported` holds; act-order and 8-bit weights take the Triton path), ``"cuda_gemm"``
+(``csrc/w4a16_gemm.cuh``: an mma.sync GEMM for M > 16 with x staged in shared memory for the CTA's
+warps, the weight dequantized and scaled in registers; auto-chosen for M up to :data:`_CUDA_GEMM_MAX_M`
+where :func:`cuda_gemm_supported` holds), ``"triton"``
 (``qlinear.kernels.w4a16_triton``: a CUDA-core split-K GEMV for M <= 4
 and a tensor-core split-K kernel for small and medium M), ``"triton_wg"`` (the same module's "wg"
 kernel: the dequantized tile as the register operand of one wgmma chain per tile, x from shared memory,
@@ -56,9 +59,11 @@ __all__ = [
     "W4A16_BACKENDS",
     "cuda_supported",
     "cuda_gemv",
+    "cuda_gemm_supported",
+    "cuda_gemm",
 ]
 
-W4A16_BACKENDS = ("cuda", "triton", "triton_wg", "dequant_cublas", "reference")
+W4A16_BACKENDS = ("cuda", "cuda_gemm", "triton", "triton_wg", "dequant_cublas", "reference")
 _ENV_VAR = "QLINEAR_W4A16_BACKEND"
 
 # Auto dispatch by M (rows of x) on CUDA: the first row whose bound is >= M wins; a row's third
@@ -109,6 +114,13 @@ _M_THRESHOLDS: tuple[tuple[int, str, Optional[str]], ...] = (
 # every measured case up to M = 16, tall-skinny layers included.
 _CUDA_MAX_M = 16
 _CUDA_MAX_M_TALL = 16
+# The CUDA GEMM (csrc/w4a16_gemm.cuh: x staged in shared memory for the CTA's warps, the weight
+# dequantized and scaled in registers, mma.sync) takes _CUDA_MAX_M < M <= _CUDA_GEMM_MAX_M in auto
+# dispatch where cuda_gemm_supported() holds; 0 = never (not yet measured against the table below).
+_CUDA_GEMM_MAX_M = 0
+# Its launch config (warps = 16-row tiles per CTA, tokens per CTA, K splits, x stages); zeros =
+# the launcher's choice (csrc/w4a16_gemm_launch.cu w4_gemm_resolve).
+_CUDA_GEMM_CONFIG: tuple[int, int, int, int] = (0, 0, 0, 0)
 # Register-kernel launch config (row tiles per CTA, superblocks per chunk, warps per CTA); 0 = the
 # launcher's heuristic (csrc/w4a16_gemv_launch.cu w4_gemv_resolve); used when _CUDA_RING = -1.
 _CUDA_CONFIG: tuple[int, int, int] = (0, 0, 0)
@@ -423,6 +435,27 @@ def _cuda_pointers_ok(x: torch.Tensor, packed: W4A16Weights) -> bool:
     return x.data_ptr() % 8 == 0 and packed.qweight.data_ptr() % 16 == 0
 
 
+def cuda_gemm_supported(x: torch.Tensor, packed: W4A16Weights, *, check_pointers: bool = True) -> bool:
+    """Cases the CUDA W4A16 GEMM (``csrc/w4a16_gemm.cuh``) takes: 4-bit, no act-order permutation,
+    x fp16 / bf16 on CUDA with M >= 1 rows, K a multiple of 8, groups per channel or a multiple of
+    128, x's rows a multiple of 8 elements apart and x / qweight 16-byte aligned (``check_pointers``
+    as in :func:`cuda_supported`)."""
+    if x.device.type != "cuda" or x.dtype not in (torch.float16, torch.bfloat16):
+        return False
+    if packed.bits != 4 or packed.perm is not None or packed.k % 8 or x.shape[-1] != packed.k:
+        return False
+    if packed.num_groups > 1 and packed.group_size % 128:
+        return False
+    m = x.numel() // max(x.shape[-1], 1)
+    if m < 1 or (m > 1 and x.dim() >= 2 and x.stride(-2) % 8) or packed.qweight.stride(0) % 4:
+        return False
+    return not check_pointers or _cuda_gemm_pointers_ok(x, packed)
+
+
+def _cuda_gemm_pointers_ok(x: torch.Tensor, packed: W4A16Weights) -> bool:
+    return x.data_ptr() % 16 == 0 and packed.qweight.data_ptr() % 16 == 0
+
+
 def w4a16_backend(x: torch.Tensor, packed: W4A16Weights) -> str:
     """Backend that :func:`w4a16_linear` would choose for ``x`` with ``backend=None``.
 
@@ -431,7 +464,7 @@ def w4a16_backend(x: torch.Tensor, packed: W4A16Weights) -> str:
     the extension has not failed to load (a load failure falls back to ``"triton"`` with a warning).
     """
     forced = env_backend(_ENV_VAR, W4A16_BACKENDS)
-    if forced == "cuda" and not cuda_supported(x, packed):
+    if (forced == "cuda" and not cuda_supported(x, packed)) or (forced == "cuda_gemm" and not cuda_gemm_supported(x, packed)):
         forced = None
     if forced is not None:
         return forced
@@ -439,9 +472,13 @@ def w4a16_backend(x: torch.Tensor, packed: W4A16Weights) -> str:
         return "reference"
     m = x.numel() // max(x.shape[-1], 1)
     tall = packed.n >= 8 * packed.k
+    traced = torch.compiler.is_compiling()
     if (m <= (_CUDA_MAX_M_TALL if tall else _CUDA_MAX_M) and not _cuda_ext_failed()
-            and cuda_supported(x, packed, check_pointers=not torch.compiler.is_compiling())):
+            and cuda_supported(x, packed, check_pointers=not traced)):
         return "cuda"
+    if (_CUDA_MAX_M < m <= _CUDA_GEMM_MAX_M and not _cuda_ext_failed()
+            and cuda_gemm_supported(x, packed, check_pointers=not traced)):
+        return "cuda_gemm"
     for bound, name, tall_name in _M_THRESHOLDS:
         if m <= bound:
             return tall_name if tall and tall_name is not None else name
@@ -486,10 +523,11 @@ def w4a16_linear(
         backend = w4a16_backend(x, packed)
     elif backend not in W4A16_BACKENDS:
         raise ValueError(f"backend: expected one of {W4A16_BACKENDS} or None, got {backend!r}")
-    elif backend == "cuda" and not cuda_supported(x, packed):
+    elif backend in ("cuda", "cuda_gemm") and not (cuda_supported if backend == "cuda" else cuda_gemm_supported)(x, packed):
+        fn = "cuda_supported" if backend == "cuda" else "cuda_gemm_supported"
         raise ValueError(
-            f"backend 'cuda': case not supported (x {describe(x)}, bits={packed.bits}, group_size="
-            f"{packed.group_size}, K={packed.k}, act-order={packed.perm is not None}); see cuda_supported()"
+            f"backend {backend!r}: case not supported (x {describe(x)}, bits={packed.bits}, group_size="
+            f"{packed.group_size}, K={packed.k}, act-order={packed.perm is not None}); see {fn}()"
         )
     x2 = _check_x(x, packed, bias, backend)
     y = torch.ops.qlinear.w4a16_mm(
@@ -544,6 +582,11 @@ def _w4a16_mm(
         if y is not None:
             return y
         backend = "triton"  # extension unavailable, or a misaligned pointer
+    if backend == "cuda_gemm":
+        y = _cuda_gemm(x, packed, bias) if _cuda_gemm_pointers_ok(x, packed) else None
+        if y is not None:
+            return y
+        backend = "triton_wg" if x.shape[0] <= 256 else "dequant_cublas"
     if backend == "triton":
         return w4a16_triton.w4a16_gemm(x, packed, bias)
     if backend == "triton_wg":
@@ -621,6 +664,36 @@ def _cuda_gemv(x, packed, bias, config=None, pdl=None, ring=None):
         out, x, packed.qweight, packed.scales, packed.zeros, bias, packed.group_size, r, u, w, int(pdl), int(ring),
         int(pipe), int(fold),
     )
+    return out
+
+
+def cuda_gemm(
+    x: torch.Tensor,
+    packed: W4A16Weights,
+    bias: torch.Tensor | None = None,
+    config: tuple[int, int, int, int] | None = None,
+) -> torch.Tensor | None:
+    """The CUDA W4A16 GEMM on ``x [M, K]`` (:func:`cuda_gemm_supported`): ``[M, N]`` in x's dtype,
+    or None when the extension is unavailable. ``config`` = (warps, tokens, splits, stages), zeros
+    for the launcher's choice (default :data:`_CUDA_GEMM_CONFIG`; ``w4a16_gemm_configs()`` lists the
+    compiled (warps, tokens / 8, stages)). A K split sums fp32 partials in a workspace from the
+    caching allocator, counted by ``qlinear.kernels._splitk.locks`` (one launch, graph-capturable).
+    """
+    return _cuda_gemm(x, packed, bias, config)
+
+
+def _cuda_gemm(x, packed, bias, config=None):
+    ops = _cuda_ext_ops()
+    if ops is None:
+        return None
+    from qlinear.kernels._splitk import locks  # function-local: imports triton
+
+    out = torch.empty((x.shape[0], packed.n), dtype=x.dtype, device=x.device)
+    if x.shape[0] == 0:
+        return out
+    warps, tokens, splits, stages = tuple(config if config is not None else _CUDA_GEMM_CONFIG)
+    ops.w4a16_gemm(out, x, packed.qweight, packed.scales, packed.zeros, bias, packed.group_size, locks(x.device),
+                   int(warps), int(tokens), int(splits), int(stages))
     return out
 
 

@@ -1,0 +1,77 @@
+"""The CUDA W4A16 GEMM (backend "cuda_gemm", csrc/w4a16_gemm.cuh) at M = 17 .. 1024 on the issue shapes:
+every compiled (warps, tokens, stages) with the launcher's K split, against the committed auto
+dispatch and bf16 ``F.linear`` (issue 5: M = 128 no slower than bf16); cold weights (copies rotated
+past L2), alternated graph replays. One line per case: ``GEMM M=128 NxK name us``, then
+``GEMM BEST ...`` per case.
+
+    python benchmarks/probe_w4a16_gemm.py [--out DIR] [--ms 32 64 128 ...] [--splits 0 ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from _timing import bench_graphs_interleaved, env_info, rel_err_check, runnable, write_results  # noqa: E402
+from bench_w4a16 import cold_layers  # noqa: E402
+
+from qlinear.kernels import cuda_ext  # noqa: E402
+from qlinear.ops import w4a16 as ops  # noqa: E402
+
+SHAPES = ((2112, 7168), (24576, 1536), (7168, 16384))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--ms", type=int, nargs="+", default=[17, 32, 64, 128, 256, 1024])
+    ap.add_argument("--splits", type=int, nargs="+", default=[0], help="K splits to try per config (0 = auto)")
+    ap.add_argument("--shapes", default=None, help="comma-separated NxK (default: the three issue shapes)")
+    args = ap.parse_args()
+    C = cuda_ext.load()
+    codes = [(c // 1000, (c // 10 % 100) * 8, c % 10) for c in C.w4a16_gemm_configs()]
+    shapes = SHAPES if not args.shapes else [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
+    rows, best_lines = [], []
+    for n, k in shapes:
+        packs, wb, w16, ref_w = cold_layers(n, k, with_reference=True)
+        nbuf, nb16 = len(packs), len(w16)
+        for m in args.ms:
+            case = f"M={m} {n}x{k}"
+            x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+            want = x.float() @ ref_w.t()
+            fns = {"bf16 F.linear": lambda i: F.linear(x, w16[i % nb16]),
+                   "auto": lambda i: ops.w4a16_linear(x, packs[i % nbuf]),
+                   "cuda_gemm auto": lambda i: ops.cuda_gemm(x, packs[i % nbuf])}
+            for warps, tokens, stages in codes:
+                if tokens > 2 * max(m, 8) or (tokens < 64 and m > 128):
+                    continue  # half-empty token tiles, or many token blocks re-reading the weights
+                for sp in args.splits:
+                    fns[f"gemm W{warps} T{tokens} S{sp} ST{stages}"] = (
+                        lambda i, c=(warps, tokens, sp, stages): ops.cuda_gemm(x, packs[i % nbuf], None, c))
+            ok = runnable(fns, rel_err_check(want, skip=("bf16 F.linear",)), f"GEMM {case} ")
+            res = bench_graphs_interleaved(ok, n_buffers=max(nbuf, nb16), reps=9, target_replay_us=800.0)
+            for name, r in res.items():
+                print(f"GEMM {case:<18} {name:<28} {r['median_us']:9.2f} us", flush=True)
+                rows.append(dict(case=case, impl=name, m=m, n=n, k=k, us=r["median_us"], p20_us=r["p20_us"],
+                                 p80_us=r["p80_us"], tflops=2 * m * n * k / r["median_us"] / 1e6))
+            gem = {nm: r["median_us"] for nm, r in res.items() if nm.startswith("gemm") or nm == "cuda_gemm auto"}
+            if gem:
+                b = min(gem, key=gem.get)
+                best_lines.append(f"GEMM BEST {case}: {b} {gem[b]:.2f} us | auto {res['auto']['median_us']:.2f}"
+                                  f" | bf16 {res['bf16 F.linear']['median_us']:.2f}")
+        del packs, w16, ref_w
+        torch.cuda.empty_cache()
+    for ln in best_lines:
+        print(ln, flush=True)
+    write_results("w4a16_gemm_probe", rows, {**env_info(), "weights": "cold (copies rotated past L2)"}, args.out, metric="us")
+
+
+if __name__ == "__main__":
+    main()

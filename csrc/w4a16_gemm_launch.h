@@ -1,0 +1,50 @@
+// Host launcher for the W4A16 GEMM of w4a16_gemm.cuh (M > 16 rows of x): the operands of the decode
+// launcher (w4a16_gemv_launch.h W4GemvArgs), a launch config, and for a K split a caller-owned fp32
+// workspace plus zeroed int32 counters (the kernel leaves them zeroed). No torch headers.
+#pragma once
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "w4a16_gemv_launch.h"
+
+namespace qlinear {
+
+// Zeros mean automatic. warps: 16-row tiles per CTA (one per warp); tokens: x rows per CTA (a
+// multiple of 8); splits: CTAs splitting K per output tile; stages: superblocks of x in the shared
+// memory ring. (warps, tokens / 8, stages) must be compiled: w4_gemm_configs() lists them as
+// warps * 1000 + (tokens / 8) * 10 + stages.
+struct W4GemmConfig {
+  int warps = 0;
+  int tokens = 0;
+  int splits = 0;
+  int stages = 0;
+};
+
+enum class W4GemmSupport : int {
+  kOk = 0,
+  kBadM = 1,          // m < 1
+  kBadDtype = 2,      // x not fp16 / bf16
+  kBadK = 3,          // k % 8 != 0 or k < 8
+  kBadGroup = 4,      // group size neither per channel nor a multiple of 128
+  kMisaligned = 5,    // x not 16-byte aligned or x row stride % 8 != 0 (16-byte cp.async); qweight not
+                      // 16-byte aligned or its row stride % 4 != 0
+  kBadConfig = 6,     // (warps, tokens, stages) not compiled, or splits out of 1 .. superblocks
+  kTooLarge = 7,      // n >= 2^31, k >= 2^22 or more output tiles than counters
+  kWorkspace = 8,     // a K split without a workspace of w4_gemm_workspace_floats() floats
+  kTooMuchSmem = 9,   // the x ring exceeds the device's per-CTA shared memory opt-in
+};
+
+const char* w4_gemm_support_reason(W4GemmSupport s);
+// The config a launch uses (automatic fields resolved) and the fp32 workspace it needs (0 unsplit).
+W4GemmConfig w4_gemm_resolve(const W4GemvArgs& a, const W4GemmConfig& c);
+int64_t w4_gemm_workspace_floats(const W4GemvArgs& a, const W4GemmConfig& c);
+// counters: how many int32 counters the caller provides (one per output tile is needed).
+W4GemmSupport w4_gemm_supported(const W4GemvArgs& a, const W4GemmConfig& c, int64_t workspace_floats,
+                                int64_t counters);
+int w4_gemm_configs(int* codes, int cap);
+// cudaErrorInvalidValue for unsupported cases (check w4_gemm_supported first), else the launch error.
+cudaError_t w4_gemm_launch(const W4GemvArgs& a, const W4GemmConfig& c, float* workspace, int64_t workspace_floats,
+                           int32_t* counters, int64_t num_counters, cudaStream_t stream, W4GemmConfig* used = nullptr);
+
+}  // namespace qlinear

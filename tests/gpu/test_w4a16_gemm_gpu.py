@@ -1,0 +1,145 @@
+"""The CUDA W4A16 GEMM for M > 16 (backend "cuda_gemm", csrc/w4a16_gemm.cuh) on a GPU.
+
+Against ``x @ W.T + bias`` in fp32 with W from ``dequantize_canonical`` (independent of the packed
+layout) on fresh random data: M in {17, 32, 33, 64, 100, 128, 256, 300} x the issue shapes and ragged
+N / K (a partial last superblock), symmetric / asymmetric, groups 128 / 256 / per channel, bf16 /
+fp16 x, bf16 / fp16 / fp32 scales, every compiled (warps, tokens, stages) with and without a K split,
+strided x rows, CUDA-graph replays (the split-K counters must be left zeroed), the refusals and the
+fallback of the public op.
+"""
+
+import pytest
+import torch
+
+from qlinear.kernels import _splitk
+from qlinear.ops import w4a16 as ops
+from qlinear.reference import w4a16 as ref
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
+]
+
+DEV = "cuda"
+TOL = 1e-2
+
+
+def _ext():
+    from qlinear.kernels import cuda_ext
+
+    if not cuda_ext.is_available():
+        pytest.skip(f"CUDA extension unavailable: {cuda_ext.failure_reason()}")
+    return cuda_ext.load()
+
+
+def _layer(n, k, group=128, asym=True, scale_dtype=torch.bfloat16, seed=0):
+    gen = torch.Generator(device=DEV).manual_seed(seed)
+    g = k if group == -1 else group
+    q = torch.randint(0, 16, (n, k), device=DEV, generator=gen, dtype=torch.int32)
+    z = torch.randint(0, 16, (n, k // g), device=DEV, generator=gen, dtype=torch.int32) if asym else None
+    s = (torch.rand(n, k // g, device=DEV, generator=gen) * 0.02 + 1e-3).to(scale_dtype)
+    packed = ops.pack_w4a16(q, z, s, group, scale_dtype=scale_dtype)
+    return packed, ref.dequantize_canonical(q, z, s.float(), group)
+
+
+def _x(m, k, dtype, seed, row_pad=0):
+    gen = torch.Generator(device=DEV).manual_seed(5000 + seed)
+    return (torch.randn(m, k + row_pad, device=DEV, generator=gen)).to(dtype)[:, :k]
+
+
+def _check(y, x, w, b, what):
+    want = x.float() @ w.T + (b.float() if b is not None else 0)
+    assert y is not None and y.dtype == x.dtype and y.shape == want.shape, what
+    err = ((y.float() - want).norm() / want.norm()).item()
+    assert err <= TOL, f"rel err {err:.3e} ({what})"
+    close = torch.isclose(y.float(), want, rtol=3e-2, atol=3e-2 * want.abs().max().item())
+    assert bool(close.all()), f"{int((~close).sum())} wrong elements ({what})"
+
+
+def _configs():
+    C = _ext()
+    return [(c // 1000, (c // 10 % 100) * 8, c % 10) for c in C.w4a16_gemm_configs()]
+
+
+@pytest.mark.parametrize("shape", [(2112, 7168), (24576, 1536), (7168, 16384)], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_issue_shapes_auto_config(shape):
+    _ext()
+    n, k = shape
+    packed, w = _layer(n, k, seed=n)
+    for m in (17, 64, 128, 256):
+        x = _x(m, k, torch.bfloat16, m)
+        b = torch.randn(n, device=DEV).to(torch.bfloat16) if m % 2 else None
+        _check(ops.cuda_gemm(x, packed, b), x, w, b, f"M={m} {n}x{k} auto config")
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("group, asym, sdt", [(128, True, torch.bfloat16), (256, False, torch.float16),
+                                              (-1, True, torch.float32), (128, False, torch.float32)])
+def test_groups_scales_ragged(group, asym, sdt, dtype):
+    """N not a multiple of any row tile, K with a partial last superblock (per channel) or whole groups."""
+    _ext()
+    k = 1000 if group == -1 else 1024 + (256 if group == 256 else 128)
+    n = 300
+    packed, w = _layer(n, k, group, asym, sdt, seed=group + k)
+    for m in (17, 33, 100, 300):
+        x = _x(m, k, dtype, m, row_pad=8 if m % 2 else 0)
+        b = torch.randn(n, device=DEV).to(dtype)
+        _check(ops.cuda_gemm(x, packed, b), x, w, b, f"M={m} group={group} asym={asym} {sdt} {dtype}")
+
+
+def test_every_config_with_and_without_split():
+    _ext()
+    n, k = 520, 2048
+    packed, w = _layer(n, k, seed=3)
+    for warps, tokens, stages in _configs():
+        for splits in (1, 3, 16):
+            for m in (tokens - 5, tokens + 9):
+                x = _x(m, k, torch.bfloat16, m + warps + splits)
+                b = torch.randn(n, device=DEV).to(torch.bfloat16)
+                y = ops.cuda_gemm(x, packed, b, config=(warps, tokens, splits, stages))
+                _check(y, x, w, b, f"M={m} config=({warps}, {tokens}, {splits}, {stages})")
+    assert int(_splitk.locks(torch.device(DEV)).abs().sum()) == 0  # the last CTA of a tile reset its counter
+
+
+def test_graph_replays_keep_counters_zeroed():
+    _ext()
+    n, k = 2112, 7168
+    packed, w = _layer(n, k, seed=9)
+    x = _x(64, k, torch.bfloat16, 1)
+    cfg = (8, 64, 8, 3)
+    ops.cuda_gemm(x, packed, None, config=cfg)  # warm up outside the capture
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        y = ops.cuda_gemm(x, packed, None, config=cfg)
+    for i in range(3):
+        x.copy_(_x(64, k, torch.bfloat16, 10 + i))
+        g.replay()
+        torch.cuda.synchronize()
+        _check(y, x, w, None, f"graph replay {i}")
+    assert int(_splitk.locks(torch.device(DEV)).abs().sum()) == 0
+
+
+def test_refusals_and_public_op():
+    C = _ext()
+    n, k = 256, 1024
+    packed, w = _layer(n, k, seed=4)
+    locks = _splitk.locks(torch.device(DEV))
+    x = _x(40, k, torch.bfloat16, 2)
+    sup = lambda xx, *cfg: C.w4a16_gemm_supported(xx, packed.qweight, packed.scales, packed.zeros, 128, locks, *cfg)  # noqa: E731
+    assert sup(x) == 0
+    assert sup(x, 8, 64, 1, 3) == 0
+    assert sup(x, 8, 48, 1, 3) == 6  # (8 warps, 6 token tiles, 3 stages) is not compiled
+    assert sup(x, 8, 64, 99, 3) == 6  # more splits than superblocks
+    xs = torch.randn(40, k + 4, device=DEV).to(torch.bfloat16)[:, :k]  # row stride % 8 != 0
+    assert sup(xs) == 5
+    assert not ops.cuda_gemm_supported(xs, packed)
+    # the public op with backend="cuda_gemm" is the same launch
+    y = ops.w4a16_linear(x, packed, backend="cuda_gemm")
+    assert torch.equal(y, ops.cuda_gemm(x, packed))
+    with pytest.raises(ValueError, match="cuda_gemm_supported"):
+        ops.w4a16_linear(xs, packed, backend="cuda_gemm")
+    # groups of 64 are refused by the kernel and by the support test
+    p64, w64 = _layer(n, k, 64, True, seed=5)
+    assert not ops.cuda_gemm_supported(x, p64)
+    assert C.w4a16_gemm_supported(x, p64.qweight, p64.scales, p64.zeros, 64, locks) == 4
