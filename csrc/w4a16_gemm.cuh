@@ -1,24 +1,28 @@
 // W4A16 GEMM for M = 17 .. a few hundred rows of activations on mma.sync tensor cores, qlinear's packed
 // layout (w4a16_gemv.cuh's header has it). Device code only (no torch headers).
 //
-//   out[m, n] = sum_k x[m, k] * bf16((q[n, k] - zero[grp(k), n]) * scale[grp(k), n])  (+ bias[n])
+//   out[m, n] = sum_k x[m, k] * dt((q[n, k] - zero[grp(k), n]) * scale[grp(k), n])  (+ bias[n])
 //
-// The weight is dequantized in registers, scaled there (one rounding to x's dtype, the rounding of
-// the dequantize + cuBLAS path), and is the A operand of mma.m16n8k16; x is the B operand, staged in
-// shared memory, where every warp of the CTA reads it. The decode kernels read x per warp from L2,
-// which at M >= 32 costs more than the weights; here a CTA's x tile is fetched once for all its warps.
+// dt = x's dtype: the weight is dequantized in registers and scaled there (one rounding, the
+// dequantize + cuBLAS path's), then it is the A operand of mma.m16n8k16; x is the B operand. The
+// decode kernels read x per warp from L2, which at M >= 32 costs more than the weights; here a CTA
+// fetches its x tile once for all its warps.
 //
 // Tiling: a CTA owns WR row tiles of 16 rows (one per warp) x NT token tiles of 8 tokens x the
-// superblocks [sb_lo, sb_hi) of its K split (blockIdx.y of gridDim.y). Per superblock (128 k) a warp
-//  - holds its rows' 16 words (lane (g, t): words 4t .. 4t+3 of rows g and g + 8, two 16-byte loads,
-//    issued one superblock ahead), their group scale and zero;
-//  - per plane i (16 k): the A fragment from a_frag (exact q - zero), times the scale (packed fma),
-//    then NT mma.sync with B fragments x[token][16 i + 4 t .. + 3] read from shared memory (8 bytes
-//    per lane: the k order inside a plane that a_frag's A slots use, w4a16_gemv.cuh's header).
-// x stages: a ring of ST superblocks of [8 NT tokens][128 k] in x's dtype, rows padded to 288 bytes
-// (8-byte reads of lanes (g, t) hit distinct banks: g * 288 mod 128 = 0, 32, 64, 96), filled with
-// 16-byte cp.async by all threads ST - 1 superblocks ahead (tokens >= M and columns >= K
-// zero-filled); one __syncthreads per superblock orders the ring.
+// superblocks [sb_lo, sb_hi) of its K split (blockIdx.y of gridDim.y).
+// Stages: a ring of ST superblocks in shared memory, each holding
+//   x  [8 NT tokens][128 k] in x's dtype, rows padded to 288 bytes (8-byte reads of lanes (g, t)
+//      hit distinct banks: g * 288 mod 128 = 0, 32, 64, 96);
+//   w  [16 WR rows][16 words] (the superblock's packed words of the CTA's rows);
+//   the scales [16 WR] (scale dtype) and zeros [16 WR] (uint8) of the superblock's group;
+// filled with cp.async by all threads ST - 1 superblocks ahead (x tokens >= M, x columns >= K and
+// rows >= N zero-filled), one __syncthreads per superblock. A first version held one superblock of
+// weights in registers, loaded one superblock ahead: every step then waited for HBM, 2-7x slower
+// than the Triton kernels (session 8 run 7).
+// Per superblock a warp takes its rows' words (lane (g, t): words 4t .. 4t+3 of rows g and g + 8),
+// and per plane i (16 k) builds the A fragment with a_frag (exact q - zero), times the scale (packed
+// multiply), then NT mma.sync with B fragments x[token][16 i + 4 t .. + 3] (8 bytes per lane: the k
+// order a_frag's A slots use, w4a16_gemv.cuh's header).
 // K split: gridDim.y > 1 CTAs per output tile store fp32 partials [warp][nt][c][lane] to the
 // workspace; the last to arrive (counter, reset after use) sums them in split order (deterministic),
 // adds the bias and stores.
@@ -77,33 +81,32 @@ __device__ __forceinline__ uint32_t pack2<__half>(float v) {
   return h * 0x00010001u;
 }
 
-// One superblock of a warp's 16 rows: the weight words, and the scale / -(magic + zero) pairs of
-// rows g and g + 8.
-struct GemmW {
-  uint4 w[2];
-  uint32_t s2[2];
-  uint32_t nz[2];
+// Byte layout of one stage (WR row tiles, NT token tiles, SB = bytes per scale): x, w, scales, zeros.
+struct GemmStage {
+  int w_off, s_off, z_off, bytes;
 };
-
-template <typename XT>
-__device__ __forceinline__ void gemm_load_w(GemmW& c, const Params& p, const uint32_t* const (&wrow)[2],
-                                            const int (&rows)[2], int sb) {
-  c.w[0] = load_stream(wrow[0] + sb * 16);
-  c.w[1] = load_stream(wrow[1] + sb * 16);
-  const int64_t gb = static_cast<int64_t>(group_of_sb(sb, p.grp_mul)) * p.n;
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    c.s2[h] = pack2<XT>(load_f(p.scales, gb + rows[h], p.scale_kind));
-    const uint32_t z = p.zeros != nullptr ? static_cast<uint32_t>(__ldg(p.zeros + gb + rows[h])) : 8u;
-    c.nz[h] = nzero<XT>(z);
-  }
+__host__ __device__ constexpr GemmStage gemm_stage(int wr, int nt, int sb) {
+  const int x_bytes = 8 * nt * kGemmPitch;
+  const int w_bytes = 16 * wr * 64;
+  const int s_bytes = (16 * wr * sb + 15) / 16 * 16;
+  const int z_bytes = (16 * wr + 15) / 16 * 16;
+  return GemmStage{x_bytes, x_bytes + w_bytes, x_bytes + w_bytes + s_bytes, x_bytes + w_bytes + s_bytes + z_bytes};
 }
 
-// x of superblock sb into stage buffer `stage` (shared address): 16-byte pieces c = tid, tid + T, ..
-// of [8 NT tokens][16 pieces].
-template <int NT, int T>
-__device__ __forceinline__ void gemm_stage_x(uint32_t stage, const Params& p, int tok0, int sb, int tid) {
-  static_assert((8 * NT * 16) % T == 0, "every thread copies the same number of pieces");
+__device__ __forceinline__ void gemm_cp4(uint32_t dst, const void* src, int bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
+}
+
+__device__ __forceinline__ int clamp4(int64_t v) { return v < 0 ? 0 : (v > 4 ? 4 : static_cast<int>(v)); }
+
+// Superblock sb into the stage at shared address `st`: x pieces [8 NT tokens][16 x 16 bytes], weight
+// pieces [16 WR rows][4 x 16 bytes], then 4-byte pieces of the group's scales and zeros for the rows
+// (a piece partly past N copies its valid bytes and zero-fills the rest).
+template <int WR, int NT, int T>
+__device__ __forceinline__ void gemm_stage_fill(uint32_t st, const Params& p, int row0, int tok0, int sb, int tid,
+                                                int ssize) {
+  static_assert((8 * NT * 16) % T == 0 && (16 * WR * 4) % T == 0, "every thread copies the same number of pieces");
+  constexpr GemmStage L = gemm_stage(WR, NT, 4);  // x / w offsets do not depend on the scale size
 #pragma unroll
   for (int it = 0; it < 8 * NT * 16 / T; ++it) {
     const int c = tid + it * T;
@@ -112,28 +115,63 @@ __device__ __forceinline__ void gemm_stage_x(uint32_t stage, const Params& p, in
     const bool ok = tok0 + tok < p.m && col < p.k;
     const char* src = static_cast<const char*>(p.x) +
                       (static_cast<int64_t>(ok ? tok0 + tok : 0) * p.x_stride + (ok ? col : 0)) * 2;
-    gemm_cp16(stage + tok * kGemmPitch + piece * 16, src, ok ? 16 : 0);
+    gemm_cp16(st + tok * kGemmPitch + piece * 16, src, ok ? 16 : 0);
+  }
+#pragma unroll
+  for (int it = 0; it < 16 * WR * 4 / T; ++it) {
+    const int c = tid + it * T;
+    const int r = c >> 2, piece = c & 3;
+    const int row = min(row0 + r, p.n - 1);  // rows past N read row N - 1, never stored
+    gemm_cp16(st + L.w_off + r * 64 + piece * 16, p.qw + static_cast<int64_t>(row) * p.qw_stride + sb * 16 + piece * 4,
+              16);
+  }
+  const int64_t gb = static_cast<int64_t>(group_of_sb(sb, p.grp_mul)) * p.n;
+  const GemmStage S = gemm_stage(WR, NT, ssize);
+  const int s_pieces = 16 * WR * ssize / 4;
+  if (tid < s_pieces) {
+    const int row = row0 + tid * 4 / ssize;
+    const char* src = static_cast<const char*>(p.scales) + (gb + (row < p.n ? row : 0)) * ssize;
+    gemm_cp4(st + S.s_off + tid * 4, src, clamp4((static_cast<int64_t>(p.n) - row) * ssize));
+  } else if (p.zeros != nullptr && tid - s_pieces < 4 * WR) {
+    const int zc = tid - s_pieces, row = row0 + zc * 4;
+    gemm_cp4(st + S.z_off + zc * 4, p.zeros + gb + (row < p.n ? row : 0), clamp4(static_cast<int64_t>(p.n) - row));
   }
 }
 
-// stage: the superblock's x in shared memory (generic pointer: plain loads the compiler may schedule
-// ahead of the mma, and orders against __syncthreads).
-template <typename XT, int NT>
-__device__ __forceinline__ void gemm_superblock(float (&acc)[NT][4], const GemmW& c, const unsigned char* stage,
-                                                int lane, uint32_t magic) {
+// The scale of local row r from the stage's scales, as a float.
+__device__ __forceinline__ float stage_scale(const unsigned char* sp, int r, FKind kind) {
+  if (kind == FKind::kBFloat16) return __bfloat162float(reinterpret_cast<const __nv_bfloat16*>(sp)[r]);
+  if (kind == FKind::kFloat16) return __half2float(reinterpret_cast<const __half*>(sp)[r]);
+  return reinterpret_cast<const float*>(sp)[r];
+}
+
+// stage: the superblock's stage in shared memory (generic pointer: plain loads the compiler may
+// schedule ahead of the mma, and orders against __syncthreads); wr = the warp's row tile.
+template <typename XT, int WR, int NT>
+__device__ __forceinline__ void gemm_superblock(float (&acc)[NT][4], const unsigned char* stage, const Params& p,
+                                                int wr, int lane, uint32_t magic, int ssize) {
   const int g = lane >> 2, t = lane & 3;
+  const GemmStage S = gemm_stage(WR, NT, ssize);
+  const int r0 = wr * 16 + g;
   uint32_t lo[4], hi[4];
-  split_words(c.w[0], lo);
-  split_words(c.w[1], hi);
+  split_words(*reinterpret_cast<const uint4*>(stage + S.w_off + r0 * 64 + 16 * t), lo);
+  split_words(*reinterpret_cast<const uint4*>(stage + S.w_off + (r0 + 8) * 64 + 16 * t), hi);
+  const uint32_t s2[2] = {pack2<XT>(stage_scale(stage + S.s_off, r0, p.scale_kind)),
+                          pack2<XT>(stage_scale(stage + S.s_off, r0 + 8, p.scale_kind))};
+  uint32_t nz[2] = {nzero<XT>(8u), nzero<XT>(8u)};
+  if (p.zeros != nullptr) {
+    nz[0] = nzero<XT>(stage[S.z_off + r0]);
+    nz[1] = nzero<XT>(stage[S.z_off + r0 + 8]);
+  }
   const unsigned char* xb = stage + g * kGemmPitch + 8 * t;
 #pragma unroll
   for (int i = 0; i < 8; ++i) {
     uint32_t a[4];
-    a_frag_i<XT>(i, a, lo, hi, c.nz[0], c.nz[1], magic);
-    a[0] = hmul2<XT>(a[0], c.s2[0]);
-    a[2] = hmul2<XT>(a[2], c.s2[0]);
-    a[1] = hmul2<XT>(a[1], c.s2[1]);
-    a[3] = hmul2<XT>(a[3], c.s2[1]);
+    a_frag_i<XT>(i, a, lo, hi, nz[0], nz[1], magic);
+    a[0] = hmul2<XT>(a[0], s2[0]);
+    a[2] = hmul2<XT>(a[2], s2[0]);
+    a[1] = hmul2<XT>(a[1], s2[1]);
+    a[3] = hmul2<XT>(a[3], s2[1]);
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt) {
       const uint2 b = *reinterpret_cast<const uint2*>(xb + nt * 8 * kGemmPitch + i * 32);
@@ -142,8 +180,10 @@ __device__ __forceinline__ void gemm_superblock(float (&acc)[NT][4], const GemmW
   }
 }
 
-// Dynamic shared memory of a launch: the x ring.
-__host__ __device__ constexpr int gemm_smem_bytes(int nt, int st) { return st * 8 * nt * kGemmPitch; }
+// Dynamic shared memory of a launch: ST stages (scales of ssize bytes).
+__host__ __device__ constexpr int gemm_smem_bytes(int wr, int nt, int st, int ssize) {
+  return st * gemm_stage(wr, nt, ssize).bytes;
+}
 
 template <typename XT, int WR, int NT, int ST>
 __global__ void __launch_bounds__(32 * WR, 1) w4_gemm_kernel(const GemmParams gp) {
@@ -154,20 +194,15 @@ __global__ void __launch_bounds__(32 * WR, 1) w4_gemm_kernel(const GemmParams gp
   const Params& p = gp.p;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g = lane >> 2, t = lane & 3;
-  const int row0 = blockIdx.x * 16 * WR + warp * 16;
+  const int row0 = blockIdx.x * 16 * WR + warp * 16;  // this warp's row tile
   const int tok0 = blockIdx.z * 8 * NT;
   const int sb_lo = blockIdx.y * gp.sb_per_split;
   const int sb_hi = min(sb_lo + gp.sb_per_split, p.nsb);
   const uint32_t ring = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  constexpr uint32_t kStage = 8 * NT * kGemmPitch;
 
-  int rows[2];
-  const uint32_t* wrow[2];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    rows[h] = min(row0 + g + 8 * h, p.n - 1);  // rows past N recompute row N - 1, never stored
-    wrow[h] = p.qw + static_cast<int64_t>(rows[h]) * p.qw_stride + 4 * t;
-  }
+  const int ssize = p.scale_kind == FKind::kFloat32 ? 4 : 2;
+  const uint32_t kStage = static_cast<uint32_t>(gemm_stage(WR, NT, ssize).bytes);
+  const int cta_row0 = blockIdx.x * 16 * WR;
   uint32_t magic;
   asm("mov.b32 %0, %1;" : "=r"(magic) : "n"(Mma<XT>::kMagic));
 
@@ -175,23 +210,20 @@ __global__ void __launch_bounds__(32 * WR, 1) w4_gemm_kernel(const GemmParams gp
 #pragma unroll
   for (int nt = 0; nt < NT; ++nt) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.f;
 
-  // ring prologue: superblocks sb_lo .. sb_lo + ST - 2 (one group each, empty past the split)
+  // ring prologue: superblocks sb_lo .. sb_lo + ST - 2 (one cp.async group each, empty past the split)
 #pragma unroll
   for (int s = 0; s < ST - 1; ++s) {
-    if (sb_lo + s < sb_hi) gemm_stage_x<NT, T>(ring + s * kStage, p, tok0, sb_lo + s, tid);
+    if (sb_lo + s < sb_hi) gemm_stage_fill<WR, NT, T>(ring + s * kStage, p, cta_row0, tok0, sb_lo + s, tid, ssize);
     gemm_commit();
   }
-  GemmW cur, nxt;
-  if (sb_lo < sb_hi) gemm_load_w<XT>(cur, p, wrow, rows, sb_lo);
   for (int sb = sb_lo; sb < sb_hi; ++sb) {
     const int j = sb - sb_lo;
     gemm_wait<ST - 2>();  // this thread's pieces of superblock sb have landed
     __syncthreads();      // everyone's have, and everyone is done with superblock sb - 1's stage
-    if (sb + ST - 1 < sb_hi) gemm_stage_x<NT, T>(ring + ((j + ST - 1) % ST) * kStage, p, tok0, sb + ST - 1, tid);
+    if (sb + ST - 1 < sb_hi)
+      gemm_stage_fill<WR, NT, T>(ring + ((j + ST - 1) % ST) * kStage, p, cta_row0, tok0, sb + ST - 1, tid, ssize);
     gemm_commit();
-    if (sb + 1 < sb_hi) gemm_load_w<XT>(nxt, p, wrow, rows, sb + 1);
-    gemm_superblock<XT, NT>(acc, cur, smem + (j % ST) * kStage, lane, magic);
-    cur = nxt;
+    gemm_superblock<XT, WR, NT>(acc, smem + (j % ST) * kStage, p, warp, lane, magic, ssize);
   }
   gemm_wait<0>();
 
@@ -238,7 +270,7 @@ __global__ void __launch_bounds__(32 * WR, 1) w4_gemm_kernel(const GemmParams gp
 }
 
 // Compiled (WR, NT, ST) as WR * 1000 + NT * 10 + ST (NT = tokens / 8).
-constexpr int kGemmCodes[] = {8163, 8083, 8043, 4163, 4083, 4043, 8164, 8084};
+constexpr int kGemmCodes[] = {8084, 8086, 8164, 8044, 8046, 4084, 4086, 4164, 4046};
 
 template <int C>
 struct GemmCode {

@@ -26,11 +26,13 @@ int64_t output_tiles(const W4GemvArgs& a, const W4GemmConfig& c) {
   return cdiv64(a.n, 16 * c.warps) * cdiv64(a.m, c.tokens);
 }
 
+int scale_bytes(const W4GemvArgs& a) { return a.scale_dtype == W4GDType::kFloat32 ? 4 : 2; }
+
 template <typename XT, int C>
-cudaError_t launch_code(const GemmParams& gp, dim3 grid, cudaStream_t stream) {
+cudaError_t launch_code(const GemmParams& gp, dim3 grid, int ssize, cudaStream_t stream) {
   using D = w4a16g::GemmCode<C>;
   const auto kernel = w4a16g::w4_gemm_kernel<XT, D::WR, D::NT, D::ST>;
-  const int smem = w4a16g::gemm_smem_bytes(D::NT, D::ST);
+  const int smem = w4a16g::gemm_smem_bytes(D::WR, D::NT, D::ST, ssize);
   if (smem > 48 * 1024) {
     const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
     if (e != cudaSuccess) return e;
@@ -40,10 +42,11 @@ cudaError_t launch_code(const GemmParams& gp, dim3 grid, cudaStream_t stream) {
 }
 
 template <typename XT, size_t... I>
-cudaError_t launch_listed(int code, const GemmParams& gp, dim3 grid, cudaStream_t stream, std::index_sequence<I...>) {
+cudaError_t launch_listed(int code, const GemmParams& gp, dim3 grid, int ssize, cudaStream_t stream,
+                          std::index_sequence<I...>) {
   cudaError_t r = cudaErrorInvalidValue;
   auto one = [&](auto c) {
-    r = launch_code<XT, decltype(c)::value>(gp, grid, stream);
+    r = launch_code<XT, decltype(c)::value>(gp, grid, ssize, stream);
     return true;
   };
   (void)((code == w4a16g::kGemmCodes[I] && one(std::integral_constant<int, w4a16g::kGemmCodes[I]>{})) || ...);
@@ -60,7 +63,8 @@ const char* w4_gemm_support_reason(W4GemmSupport s) {
     case W4GemmSupport::kBadK: return "K is not a positive multiple of 8";
     case W4GemmSupport::kBadGroup: return "group size is neither per channel nor a multiple of 128";
     case W4GemmSupport::kMisaligned:
-      return "x not 16-byte aligned or its row stride not a multiple of 8, or qweight not 16-byte aligned";
+      return "x not 16-byte aligned or its row stride not a multiple of 8, qweight not 16-byte aligned, "
+             "scales / zeros not 4-byte aligned or N % 4 != 0";
     case W4GemmSupport::kBadConfig: return "config not compiled (w4_gemm_configs) or splits out of range";
     case W4GemmSupport::kTooLarge: return "N >= 2^31, K >= 2^22 or more output tiles than counters";
     case W4GemmSupport::kWorkspace: return "a K split needs a larger fp32 workspace";
@@ -70,13 +74,14 @@ const char* w4_gemm_support_reason(W4GemmSupport s) {
 }
 
 // Automatic choice: tokens per CTA from M (32 up to M = 32, 64 up to 64, else 128: one x stage feeds
-// more MMAs per weight byte), 8 warps (128 rows per CTA), 3 stages; a K split when the output tiles
+// more MMAs per weight byte), 8 warps (128 rows per CTA), 6 stages (4 at 128 tokens: shared memory);
+// a K split when the output tiles
 // fill less than half of the SMs, so that about one CTA runs per SM, each keeping >= 4 superblocks.
 W4GemmConfig w4_gemm_resolve(const W4GemvArgs& a, const W4GemmConfig& cfg) {
   W4GemmConfig c = cfg;
   if (c.tokens <= 0) c.tokens = a.m <= 32 ? 32 : (a.m <= 64 ? 64 : 128);
   if (c.warps <= 0) c.warps = 8;
-  if (c.stages <= 0) c.stages = 3;
+  if (c.stages <= 0) c.stages = c.tokens >= 128 ? 4 : 6;
   const int64_t nsb = cdiv64(a.k, 128);
   if (c.splits <= 0) {
     const int64_t tiles = output_tiles(a, c);
@@ -103,8 +108,10 @@ W4GemmSupport w4_gemm_supported(const W4GemvArgs& a, const W4GemmConfig& cfg, in
   if (a.x_dtype != W4GDType::kFloat16 && a.x_dtype != W4GDType::kBFloat16) return W4GemmSupport::kBadDtype;
   if (a.k < 8 || a.k % 8 != 0) return W4GemmSupport::kBadK;
   if (a.num_groups > 1 && (a.group_size < 128 || a.group_size % 128 != 0)) return W4GemmSupport::kBadGroup;
+  // 16-byte cp.async pieces of x rows and weight rows, 4-byte pieces of the scale / zero rows of a group
   if (reinterpret_cast<uintptr_t>(a.x) % 16 != 0 || (a.m > 1 && a.x_stride % 8 != 0) ||
-      reinterpret_cast<uintptr_t>(a.qweight) % 16 != 0 || a.qw_stride % 4 != 0)
+      reinterpret_cast<uintptr_t>(a.qweight) % 16 != 0 || a.qw_stride % 4 != 0 || a.n % 4 != 0 ||
+      reinterpret_cast<uintptr_t>(a.scales) % 4 != 0 || reinterpret_cast<uintptr_t>(a.zeros) % 4 != 0)
     return W4GemmSupport::kMisaligned;
   const W4GemmConfig c = w4_gemm_resolve(a, cfg);
   if (c.tokens % 8 != 0 || !code_listed(w4a16g::kGemmCodes, gemm_code(c)) || c.splits < 1 ||
@@ -113,7 +120,8 @@ W4GemmSupport w4_gemm_supported(const W4GemvArgs& a, const W4GemmConfig& cfg, in
   if (a.n >= (int64_t{1} << 31) || a.k >= (int64_t{1} << 22) || (c.splits > 1 && output_tiles(a, c) > counters))
     return W4GemmSupport::kTooLarge;
   if (c.splits > 1 && workspace_floats < w4_gemm_workspace_floats(a, c)) return W4GemmSupport::kWorkspace;
-  if (w4a16g::gemm_smem_bytes(c.tokens / 8, c.stages) > smem_optin()) return W4GemmSupport::kTooMuchSmem;
+  if (w4a16g::gemm_smem_bytes(c.warps, c.tokens / 8, c.stages, scale_bytes(a)) > smem_optin())
+    return W4GemmSupport::kTooMuchSmem;
   return W4GemmSupport::kOk;
 }
 
@@ -139,8 +147,8 @@ cudaError_t w4_gemm_launch(const W4GemvArgs& a, const W4GemmConfig& cfg, float* 
                   static_cast<unsigned>(cdiv64(a.m, c.tokens)));
   constexpr auto seq = std::make_index_sequence<std::size(w4a16g::kGemmCodes)>{};
   const cudaError_t e = a.x_dtype == W4GDType::kBFloat16
-                            ? launch_listed<__nv_bfloat16>(gemm_code(c), gp, grid, stream, seq)
-                            : launch_listed<__half>(gemm_code(c), gp, grid, stream, seq);
+                            ? launch_listed<__nv_bfloat16>(gemm_code(c), gp, grid, scale_bytes(a), stream, seq)
+                            : launch_listed<__half>(gemm_code(c), gp, grid, scale_bytes(a), stream, seq);
   // a failed launch also sets the thread's last error: consume it, the caller has it
   if (e != cudaSuccess) (void)cudaGetLastError();
   return e;

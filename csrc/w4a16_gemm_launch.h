@@ -28,7 +28,8 @@ enum class W4GemmSupport : int {
   kBadK = 3,          // k % 8 != 0 or k < 8
   kBadGroup = 4,      // group size neither per channel nor a multiple of 128
   kMisaligned = 5,    // x not 16-byte aligned or x row stride % 8 != 0 (16-byte cp.async); qweight not
-                      // 16-byte aligned or its row stride % 4 != 0
+                      // 16-byte aligned or its row stride % 4 != 0; scales / zeros not 4-byte aligned or
+                      // N % 4 != 0 (4-byte cp.async of a group's row)
   kBadConfig = 6,     // (warps, tokens, stages) not compiled, or splits out of 1 .. superblocks
   kTooLarge = 7,      // n >= 2^31, k >= 2^22 or more output tiles than counters
   kWorkspace = 8,     // a K split without a workspace of w4_gemm_workspace_floats() floats

@@ -437,9 +437,9 @@ def _cuda_pointers_ok(x: torch.Tensor, packed: W4A16Weights) -> bool:
 
 def cuda_gemm_supported(x: torch.Tensor, packed: W4A16Weights, *, check_pointers: bool = True) -> bool:
     """Cases the CUDA W4A16 GEMM (``csrc/w4a16_gemm.cuh``) takes: 4-bit, no act-order permutation,
-    x fp16 / bf16 on CUDA with M >= 1 rows, K a multiple of 8, groups per channel or a multiple of
-    128, x's rows a multiple of 8 elements apart and x / qweight 16-byte aligned (``check_pointers``
-    as in :func:`cuda_supported`)."""
+    x fp16 / bf16 on CUDA with M >= 1 rows, K a multiple of 8, N a multiple of 4, groups per channel
+    or a multiple of 128, x's rows a multiple of 8 elements apart and x / qweight 16-byte aligned
+    (``check_pointers`` as in :func:`cuda_supported`)."""
     if x.device.type != "cuda" or x.dtype not in (torch.float16, torch.bfloat16):
         return False
     if packed.bits != 4 or packed.perm is not None or packed.k % 8 or x.shape[-1] != packed.k:
@@ -447,13 +447,14 @@ def cuda_gemm_supported(x: torch.Tensor, packed: W4A16Weights, *, check_pointers
     if packed.num_groups > 1 and packed.group_size % 128:
         return False
     m = x.numel() // max(x.shape[-1], 1)
-    if m < 1 or (m > 1 and x.dim() >= 2 and x.stride(-2) % 8) or packed.qweight.stride(0) % 4:
+    if m < 1 or (m > 1 and x.dim() >= 2 and x.stride(-2) % 8) or packed.qweight.stride(0) % 4 or packed.n % 4:
         return False
     return not check_pointers or _cuda_gemm_pointers_ok(x, packed)
 
 
 def _cuda_gemm_pointers_ok(x: torch.Tensor, packed: W4A16Weights) -> bool:
-    return x.data_ptr() % 16 == 0 and packed.qweight.data_ptr() % 16 == 0
+    zeros_ok = packed.zeros is None or packed.zeros.data_ptr() % 4 == 0
+    return x.data_ptr() % 16 == 0 and packed.qweight.data_ptr() % 16 == 0 and packed.scales.data_ptr() % 4 == 0 and zeros_ok
 
 
 def w4a16_backend(x: torch.Tensor, packed: W4A16Weights) -> str:

@@ -3,7 +3,8 @@
 Against ``x @ W.T + bias`` in fp32 with W from ``dequantize_canonical`` (independent of the packed
 layout) on fresh random data: M in {17, 32, 33, 64, 100, 128, 256, 300} x the issue shapes and ragged
 N / K (a partial last superblock), symmetric / asymmetric, groups 128 / 256 / per channel, bf16 /
-fp16 x, bf16 / fp16 / fp32 scales, every compiled (warps, tokens, stages) with and without a K split,
+fp16 x, bf16 / fp16 / fp32 scales, every compiled (warps, tokens, stages) with and without a K split
+(N % (16 warps) != 0),
 strided x rows, CUDA-graph replays (the split-K counters must be left zeroed), the refusals and the
 fallback of the public op.
 """
@@ -106,7 +107,7 @@ def test_graph_replays_keep_counters_zeroed():
     n, k = 2112, 7168
     packed, w = _layer(n, k, seed=9)
     x = _x(64, k, torch.bfloat16, 1)
-    cfg = (8, 64, 8, 3)
+    cfg = (8, 64, 8, 6)
     ops.cuda_gemm(x, packed, None, config=cfg)  # warm up outside the capture
     torch.cuda.synchronize()
     g = torch.cuda.CUDAGraph()
@@ -128,9 +129,9 @@ def test_refusals_and_public_op():
     x = _x(40, k, torch.bfloat16, 2)
     sup = lambda xx, *cfg: C.w4a16_gemm_supported(xx, packed.qweight, packed.scales, packed.zeros, 128, locks, *cfg)  # noqa: E731
     assert sup(x) == 0
-    assert sup(x, 8, 64, 1, 3) == 0
-    assert sup(x, 8, 48, 1, 3) == 6  # (8 warps, 6 token tiles, 3 stages) is not compiled
-    assert sup(x, 8, 64, 99, 3) == 6  # more splits than superblocks
+    assert sup(x, 8, 64, 1, 6) == 0
+    assert sup(x, 8, 48, 1, 6) == 6  # (8 warps, 6 token tiles, 6 stages) is not compiled
+    assert sup(x, 8, 64, 99, 6) == 6  # more splits than superblocks
     xs = torch.randn(40, k + 4, device=DEV).to(torch.bfloat16)[:, :k]  # row stride % 8 != 0
     assert sup(xs) == 5
     assert not ops.cuda_gemm_supported(xs, packed)
@@ -139,6 +140,9 @@ def test_refusals_and_public_op():
     assert torch.equal(y, ops.cuda_gemm(x, packed))
     with pytest.raises(ValueError, match="cuda_gemm_supported"):
         ops.w4a16_linear(xs, packed, backend="cuda_gemm")
+    # N % 4 != 0: the 4-byte pieces of a group's scale row would be misaligned
+    p258, _ = _layer(258, k, seed=6)
+    assert C.w4a16_gemm_supported(x, p258.qweight, p258.scales, p258.zeros, 128, locks) == 5
     # groups of 64 are refused by the kernel and by the support test
     p64, w64 = _layer(n, k, 64, True, seed=5)
     assert not ops.cuda_gemm_supported(x, p64)
