@@ -30,7 +30,7 @@ N % 4 != 0; auto-chosen for M <= :data:`_CUDA_MAX_M` (:data:`_CUDA_MAX_M_TALL` w
 :func:`cuda_supported` holds; act-order and 8-bit weights take the Triton path), ``"cuda_gemm"``
 (``csrc/w4a16_gemm.cuh``: an mma.sync GEMM for M > 16 with x staged in shared memory for the CTA's
 warps, the weight dequantized and scaled in registers; auto-chosen for M up to :data:`_CUDA_GEMM_MAX_M`
-where :func:`cuda_gemm_supported` holds), ``"triton"``
+where :func:`cuda_gemm_supported` holds and the shape class is listed there), ``"triton"``
 (``qlinear.kernels.w4a16_triton``: a CUDA-core split-K GEMV for M <= 4
 and a tensor-core split-K kernel for small and medium M), ``"triton_wg"`` (the same module's "wg"
 kernel: the dequantized tile as the register operand of one wgmma chain per tile, x from shared memory,
@@ -114,10 +114,16 @@ _M_THRESHOLDS: tuple[tuple[int, str, Optional[str]], ...] = (
 # every measured case up to M = 16, tall-skinny layers included.
 _CUDA_MAX_M = 16
 _CUDA_MAX_M_TALL = 16
-# The CUDA GEMM (csrc/w4a16_gemm.cuh: x staged in shared memory for the CTA's warps, the weight
-# dequantized and scaled in registers, mma.sync) takes _CUDA_MAX_M < M <= _CUDA_GEMM_MAX_M in auto
-# dispatch where cuda_gemm_supported() holds; 0 = never (not yet measured against the table below).
-_CUDA_GEMM_MAX_M = 0
+# The CUDA GEMM (csrc/w4a16_gemm.cuh: x, weights, scales and zeros staged in a shared-memory ring for
+# the CTA's warps, the weight dequantized and scaled in registers, mma.sync) takes
+# _CUDA_MAX_M < M <= _CUDA_GEMM_MAX_M[shape class] in auto dispatch where cuda_gemm_supported() holds
+# (classes as _CUDA_RING_AUTO's; absent = never). H200, session 8 run 8
+# (benchmarks/results/session8/run8, probe_w4a16_gemm.py, cold weights, us, its automatic config vs
+# the table below vs bf16): many (7168x16384) M = 17 / 32 70.00 / 73.60 vs 81.53 / 82.58 (62 with
+# bf16); M = 64 102.3 (best config) vs 94.1 -> up to 32. few (2112x7168) M = 17 19.1 vs 13.4 and short
+# (24576x1536) M = 17 21.9 vs 21.4: never. At M >= 64 it lost everywhere (2112x7168 M = 128: 40.6 vs
+# 27.0): 4 or 8 warps per SM, latency-bound (see the closing note of session 8).
+_CUDA_GEMM_MAX_M: dict[str, int] = {"many": 32}
 # Its launch config (warps = 16-row tiles per CTA, tokens per CTA, K splits, x stages); zeros =
 # the launcher's choice (csrc/w4a16_gemm_launch.cu w4_gemm_resolve).
 _CUDA_GEMM_CONFIG: tuple[int, int, int, int] = (0, 0, 0, 0)
@@ -477,7 +483,7 @@ def w4a16_backend(x: torch.Tensor, packed: W4A16Weights) -> str:
     if (m <= (_CUDA_MAX_M_TALL if tall else _CUDA_MAX_M) and not _cuda_ext_failed()
             and cuda_supported(x, packed, check_pointers=not traced)):
         return "cuda"
-    if (_CUDA_MAX_M < m <= _CUDA_GEMM_MAX_M and not _cuda_ext_failed()
+    if (_CUDA_MAX_M < m <= _CUDA_GEMM_MAX_M.get(_cuda_shape_class(packed.n, packed.k), 0) and not _cuda_ext_failed()
             and cuda_gemm_supported(x, packed, check_pointers=not traced)):
         return "cuda_gemm"
     for bound, name, tall_name in _M_THRESHOLDS:

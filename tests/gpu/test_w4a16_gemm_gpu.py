@@ -147,3 +147,16 @@ def test_refusals_and_public_op():
     p64, w64 = _layer(n, k, 64, True, seed=5)
     assert not ops.cuda_gemm_supported(x, p64)
     assert C.w4a16_gemm_supported(x, p64.qweight, p64.scales, p64.zeros, 64, locks) == 4
+
+
+def test_auto_dispatch_on_measured_shapes():
+    """_CUDA_GEMM_MAX_M: the many-row class takes the GEMM for 16 < M <= its bound, others do not."""
+    _ext()
+    big, w = _layer(7168, 16384, seed=11)
+    x = _x(24, 16384, torch.bfloat16, 24)
+    assert ops.w4a16_backend(x, big) == "cuda_gemm"
+    _check(ops.w4a16_linear(x, big), x, w, None, "auto M=24 7168x16384")
+    assert ops.w4a16_backend(_x(16, 16384, torch.bfloat16, 1), big) == "cuda"
+    assert ops.w4a16_backend(_x(33, 16384, torch.bfloat16, 1), big) != "cuda_gemm"
+    few, _ = _layer(2112, 7168, seed=12)
+    assert ops.w4a16_backend(_x(24, 7168, torch.bfloat16, 2), few) != "cuda_gemm"
