@@ -120,13 +120,19 @@ _CUDA_MAX_M_TALL = 16
 # (classes as _CUDA_RING_AUTO's; absent = never). H200, session 8 run 8
 # (benchmarks/results/session8/run8, probe_w4a16_gemm.py, cold weights, us, its automatic config vs
 # the table below vs bf16): many (7168x16384) M = 17 / 32 70.00 / 73.60 vs 81.53 / 82.58 (62 with
-# bf16); M = 64 102.3 (best config) vs 94.1 -> up to 32. few (2112x7168) M = 17 19.1 vs 13.4 and short
+# bf16); M = 64 102.3 (best config) vs 94.1 -> up to 32 (run 10, _CUDA_GEMM_AUTO's config: 63.06 at
+# M = 32). few (2112x7168) M = 17 19.1 vs 13.4 and short
 # (24576x1536) M = 17 21.9 vs 21.4: never. At M >= 64 it lost everywhere (2112x7168 M = 128: 40.6 vs
 # 27.0): 4 or 8 warps per SM, latency-bound (see the closing note of session 8).
 _CUDA_GEMM_MAX_M: dict[str, int] = {"many": 32}
-# Its launch config (warps = 16-row tiles per CTA, tokens per CTA, K splits, x stages); zeros =
-# the launcher's choice (csrc/w4a16_gemm_launch.cu w4_gemm_resolve).
+# Its launch config (warps = 16-row tiles per CTA, tokens per CTA, K splits, ring stages) for calls
+# without one: the shape class's entry, else _CUDA_GEMM_CONFIG; zeros = the launcher's choice
+# (csrc/w4a16_gemm_launch.cu w4_gemm_resolve). Session 8 run 10 (benchmarks/results/session8/run10,
+# probe_w4a16_gemm.py --splits 0 2 4 8, us): many M = 32 (8, 32, 4, 4) 63.06 vs the launcher's choice
+# (8 warps, 32 tokens, 2 splits, 6 stages) 73.97, (8, 32, 4, 6) 64.78, (8, 32, 8, 4) 65.44; bf16 61.59.
+# Only M = 32 was measured with splits; M = 17 uses the same 32-token tile.
 _CUDA_GEMM_CONFIG: tuple[int, int, int, int] = (0, 0, 0, 0)
+_CUDA_GEMM_AUTO: dict[str, tuple[int, int, int, int]] = {"many": (8, 32, 4, 4)}
 # Register-kernel launch config (row tiles per CTA, superblocks per chunk, warps per CTA); 0 = the
 # launcher's heuristic (csrc/w4a16_gemv_launch.cu w4_gemv_resolve); used when _CUDA_RING = -1.
 _CUDA_CONFIG: tuple[int, int, int] = (0, 0, 0)
@@ -682,7 +688,8 @@ def cuda_gemm(
 ) -> torch.Tensor | None:
     """The CUDA W4A16 GEMM on ``x [M, K]`` (:func:`cuda_gemm_supported`): ``[M, N]`` in x's dtype,
     or None when the extension is unavailable. ``config`` = (warps, tokens, splits, stages), zeros
-    for the launcher's choice (default :data:`_CUDA_GEMM_CONFIG`; ``w4a16_gemm_configs()`` lists the
+    for the launcher's choice (default: the shape class's :data:`_CUDA_GEMM_AUTO` entry, else
+    :data:`_CUDA_GEMM_CONFIG`; ``w4a16_gemm_configs()`` lists the
     compiled (warps, tokens / 8, stages)). A K split sums fp32 partials in a workspace from the
     caching allocator, counted by ``qlinear.kernels._splitk.locks`` (one launch, graph-capturable).
     """
@@ -698,7 +705,9 @@ def _cuda_gemm(x, packed, bias, config=None):
     out = torch.empty((x.shape[0], packed.n), dtype=x.dtype, device=x.device)
     if x.shape[0] == 0:
         return out
-    warps, tokens, splits, stages = tuple(config if config is not None else _CUDA_GEMM_CONFIG)
+    if config is None:
+        config = _CUDA_GEMM_AUTO.get(_cuda_shape_class(packed.n, packed.k), _CUDA_GEMM_CONFIG)
+    warps, tokens, splits, stages = tuple(config)
     ops.w4a16_gemm(out, x, packed.qweight, packed.scales, packed.zeros, bias, packed.group_size, locks(x.device),
                    int(warps), int(tokens), int(splits), int(stages))
     return out
