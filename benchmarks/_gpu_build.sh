@@ -1,7 +1,9 @@
-# Sourced by the per-family GPU scripts (gpu_norm.sh, gpu_rmsnorm.sh, gpu_normquant.sh,
-# gpu_normslices.sh): output folder, extension build folder (a caller's QLINEAR_BUILD_DIR is reused,
-# else a fresh one that gpu_cleanup removes) and a timed build.
+# Sourced by the per-family GPU scripts (benchmarks/gpu_*.sh): output folder, extension build folder
+# (a caller's QLINEAR_BUILD_DIR is reused, else a fresh one that gpu_cleanup removes), a timed build,
+# a pytest run summarized in two lines, and an Nsight Compute run summarized.
 #   source "$(dirname "$0")/_gpu_build.sh"; gpu_build NAME   -> $build_rc, $build_s, $OUT/NAME_build.log
+#   gpu_pytest NAME LIMIT PYTEST_ARGS...     -> $OUT/NAME.txt, prints "NAME rc=.. | <last line>" + failures
+#   gpu_ncu NAME LIMIT KERNEL_REGEX SCRIPT   -> $OUT/NAME.txt (ncu of SCRIPT's kernels), prints the key rows
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 OUT="${OUT:-benchmarks/results}"
@@ -21,6 +23,29 @@ gpu_build() {  # gpu_build NAME
     build_s=$(python -c "print(f'{$(date +%s.%N) - $t0:.1f}')")
     echo "build: rc=$build_rc, ${build_s} s (first-use budget 30 s); log in $log"
     [ "$build_rc" -ne 0 ] && tail -n 30 "$log"
+    return 0
+}
+
+gpu_pytest() {  # gpu_pytest NAME LIMIT PYTEST_ARGS...
+    local name=$1 limit=$2; shift 2
+    timeout "$limit" python -m pytest -q -p no:cacheprovider "$@" >"$OUT/$name.txt" 2>&1
+    echo "$name rc=$? | $(tail -n 1 "$OUT/$name.txt")"
+    grep -E "^(FAILED|ERROR)" "$OUT/$name.txt" | head -n 8
+    return 0
+}
+
+gpu_ncu() {  # gpu_ncu NAME LIMIT KERNEL_REGEX SCRIPT [ARGS...]
+    local name=$1 limit=$2 regex=$3; shift 3
+    local ncu
+    ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)
+    echo "ncu: ${ncu:-missing}"
+    timeout "$limit" "$ncu" --clock-control none --target-processes all -k regex:"$regex" \
+        --section SpeedOfLight --section WarpStateStats --section SchedulerStats --section LaunchStats \
+        --section MemoryWorkloadAnalysis --section Occupancy \
+        python "$@" > "$OUT/$name.txt" 2>&1
+    echo "ncu rc=$?"
+    grep -E "^  [a-z_].*\(|Duration|Compute \(SM\) Throughput|Memory Throughput|DRAM Throughput|L2 Cache Throughput|Issue Slots Busy|Issued Warp Per Scheduler|No Eligible|Warp Cycles Per Issued|Achieved Occupancy|Registers Per|Grid Size|Block Size|Stall|ERR|rror" \
+        "$OUT/$name.txt" | cut -c1-150 | head -150
     return 0
 }
 

@@ -16,7 +16,5 @@ probe m9 120 --m 9 --shapes 2112x7168 --in-kernel 0 --gemv-codes 1011116,1011114
 probe m16b 120 --m 16 --shapes 1536x7168,576x7168 --in-kernel 0 --gemv-codes 1011116,1011114,1041108,1041107 \
     --pair-codes 1011116,1011115,1011114,1011214,1041108,1041107,1041106
 probe m16w 120 --m 16 --shapes 24576x1536,7168x16384 --in-kernel 0 --gemv-codes "" --pair-codes ""
-timeout 120 python -m pytest -q -x -p no:cacheprovider tests/gpu/test_fp8_cuda_gemv.py >"$OUT/fp8xs_tests.txt" 2>&1
-echo "fp8 cuda tests rc=$? | $(tail -n 1 "$OUT/fp8xs_tests.txt")"
-grep -E "^(FAILED|ERROR)|Error" "$OUT/fp8xs_tests.txt" | head -n 8
+gpu_pytest fp8xs_tests 120 -x tests/gpu/test_fp8_cuda_gemv.py
 gpu_cleanup

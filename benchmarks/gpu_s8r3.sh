@@ -6,10 +6,8 @@
 source "$(dirname "$0")/_gpu_build.sh"
 export PYTHONPATH="${PYTHONPATH:-$PWD}"
 gpu_build s8r3
-timeout 90 python -m pytest -q -x -p no:cacheprovider tests/gpu/test_fp8_cuda_gemv.py >"$OUT/fp8_tests.txt" 2>&1
-echo "fp8 cuda tests rc=$? | $(tail -n 1 "$OUT/fp8_tests.txt")"
-grep -E "^(FAILED|ERROR)" "$OUT/fp8_tests.txt" | head -n 5
+gpu_pytest fp8_tests 90 -x tests/gpu/test_fp8_cuda_gemv.py
 timeout 200 python benchmarks/bench_linear.py --format fp8-block --ms 1 4 16 128 1024 4096 --out "$OUT" 2>&1 | tee "$OUT/linear_fp8.log" | grep -E "qlinear|rror"
-OUT="$OUT" timeout 150 bash benchmarks/gpu_w4ncu.sh
+gpu_ncu w4ncu 150 "reg_gemv|ring_gemv|bulk_gemv|mma_gemv" benchmarks/probe_w4a16_ncu.py
 timeout 100 python benchmarks/bench_linear.py --format w4a16-asym --ms 1 4 16 --out "$OUT" 2>&1 | tee "$OUT/linear_w4asym.log" | grep -E "qlinear|rror"
 gpu_cleanup

@@ -4,8 +4,6 @@
 source "$(dirname "$0")/_gpu_build.sh"
 export PYTHONPATH="${PYTHONPATH:-$PWD}"
 gpu_build w4gemm
-timeout 120 python -m pytest -q -x -p no:cacheprovider tests/gpu/test_w4a16_gemm_gpu.py >"$OUT/w4gemm_tests.txt" 2>&1
-echo "w4a16 gemm tests rc=$? | $(tail -n 1 "$OUT/w4gemm_tests.txt")"
-grep -E "^(FAILED|ERROR)|Error|assert" "$OUT/w4gemm_tests.txt" | head -n 12
+gpu_pytest w4gemm_tests 120 -x tests/gpu/test_w4a16_gemm_gpu.py
 timeout ${GEMM_T:-240} python benchmarks/probe_w4a16_gemm.py --out "$OUT" ${GEMM_ARGS:-} 2>&1 | tee "$OUT/w4gemm.log" | grep -E "GEMM BEST|rror|skipped"
 gpu_cleanup

@@ -16,6 +16,8 @@ _CUDA_RING_AUTO table (its fallbacks, and its choices on the three measured shap
 import pytest
 import torch
 
+from _w4a16_gpu_data import canonical as _canonical
+from _w4a16_gpu_data import layer as _layer
 from qlinear.ops import w4a16 as ops
 from qlinear.reference import w4a16 as ref
 
@@ -31,22 +33,6 @@ MS = (1, 2, 3, 4, 8, 16)
 CONFIGS_NT1 = [(1, 2, 4), (1, 4, 8), (2, 2, 8), (4, 1, 4), (1, 2, 16), (1, 4, 3), (1, 2, 8, 1), (1, 1, 16, 1),
                (4, 1, 8, 1), (4, 1, 3, 1)]
 CONFIGS_NT2 = [(1, 2, 8), (2, 1, 4), (2, 1, 8), (1, 1, 8, 1), (2, 1, 8, 1), (2, 1, 3, 1), (4, 1, 8), (4, 1, 3)]
-
-
-def _canonical(n, k, group, asym, scale_dtype, seed):
-    gen = torch.Generator(device=DEV).manual_seed(seed)
-    g = k if group == -1 else group
-    q = torch.randint(0, 16, (n, k), device=DEV, generator=gen, dtype=torch.int32)
-    z = torch.randint(0, 16, (n, k // g), device=DEV, generator=gen, dtype=torch.int32) if asym else None
-    s = (torch.rand(n, k // g, device=DEV, generator=gen) * 0.02 + 1e-3).to(scale_dtype)
-    return q, z, s
-
-
-def _layer(n, k, group=128, asym=True, scale_dtype=torch.bfloat16, seed=0):
-    q, z, s = _canonical(n, k, group, asym, scale_dtype, seed)
-    packed = ops.pack_w4a16(q, z, s, group, scale_dtype=scale_dtype)
-    w = ref.dequantize_canonical(q, z, s.float(), group)
-    return packed, w
 
 
 def _assert_matches(y, x, w, b, packed, what):

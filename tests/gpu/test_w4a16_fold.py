@@ -12,8 +12,8 @@ refusals (fold 2 / 3, sub-128 groups, a code compiled without the fold, fold wit
 import pytest
 import torch
 
+from _w4a16_gpu_data import layer as _layer
 from qlinear.ops import w4a16 as ops
-from qlinear.reference import w4a16 as ref
 
 pytestmark = [
     pytest.mark.gpu,
@@ -32,16 +32,6 @@ def _lib():
     from qlinear.kernels import cuda_ext
 
     return cuda_ext.load()
-
-
-def _layer(n, k, group, asym, scale_dtype=torch.bfloat16, seed=0):
-    gen = torch.Generator(device=DEV).manual_seed(seed)
-    g = k if group == -1 else group
-    q = torch.randint(0, 16, (n, k), device=DEV, generator=gen, dtype=torch.int32)
-    z = torch.randint(0, 16, (n, k // g), device=DEV, generator=gen, dtype=torch.int32) if asym else None
-    s = (torch.rand(n, k // g, device=DEV, generator=gen) * 0.02 + 1e-3).to(scale_dtype)
-    packed = ops.pack_w4a16(q, z, s, group, scale_dtype=scale_dtype)
-    return packed, ref.dequantize_canonical(q, z, s.float(), group)
 
 
 def _x(m, k, dtype, seed, offset=0.0):

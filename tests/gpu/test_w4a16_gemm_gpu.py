@@ -12,9 +12,9 @@ fallback of the public op.
 import pytest
 import torch
 
+from _w4a16_gpu_data import layer as _layer
 from qlinear.kernels import _splitk
 from qlinear.ops import w4a16 as ops
-from qlinear.reference import w4a16 as ref
 
 pytestmark = [
     pytest.mark.gpu,
@@ -31,16 +31,6 @@ def _ext():
     if not cuda_ext.is_available():
         pytest.skip(f"CUDA extension unavailable: {cuda_ext.failure_reason()}")
     return cuda_ext.load()
-
-
-def _layer(n, k, group=128, asym=True, scale_dtype=torch.bfloat16, seed=0):
-    gen = torch.Generator(device=DEV).manual_seed(seed)
-    g = k if group == -1 else group
-    q = torch.randint(0, 16, (n, k), device=DEV, generator=gen, dtype=torch.int32)
-    z = torch.randint(0, 16, (n, k // g), device=DEV, generator=gen, dtype=torch.int32) if asym else None
-    s = (torch.rand(n, k // g, device=DEV, generator=gen) * 0.02 + 1e-3).to(scale_dtype)
-    packed = ops.pack_w4a16(q, z, s, group, scale_dtype=scale_dtype)
-    return packed, ref.dequantize_canonical(q, z, s.float(), group)
 
 
 def _x(m, k, dtype, seed, row_pad=0):

@@ -1,0 +1,29 @@
+"""Random W4A16 layers for the GPU tests of the CUDA kernels (test_w4a16_cuda_gpu.py, test_w4a16_fold.py,
+test_w4a16_gemm_gpu.py): codes, zeros and scales drawn on the device in that order from one seeded
+generator, packed, and the fp32 reference weight from ``dequantize_canonical`` (independent of the
+packed layout)."""
+
+from __future__ import annotations
+
+import torch
+
+from qlinear.ops import w4a16 as ops
+from qlinear.reference import w4a16 as ref
+
+
+def canonical(n, k, group=128, asym=True, scale_dtype=torch.bfloat16, seed=0, device="cuda"):
+    """(q [n, k] int32 in 0..15, zeros [n, G] or None, scales [n, G] in ``scale_dtype``); group -1 =
+    per channel."""
+    gen = torch.Generator(device=device).manual_seed(seed)
+    g = k if group == -1 else group
+    q = torch.randint(0, 16, (n, k), device=device, generator=gen, dtype=torch.int32)
+    z = torch.randint(0, 16, (n, k // g), device=device, generator=gen, dtype=torch.int32) if asym else None
+    s = (torch.rand(n, k // g, device=device, generator=gen) * 0.02 + 1e-3).to(scale_dtype)
+    return q, z, s
+
+
+def layer(n, k, group=128, asym=True, scale_dtype=torch.bfloat16, seed=0, device="cuda"):
+    """(packed weights, fp32 reference weight [n, k])."""
+    q, z, s = canonical(n, k, group, asym, scale_dtype, seed, device)
+    packed = ops.pack_w4a16(q, z, s, group, scale_dtype=scale_dtype)
+    return packed, ref.dequantize_canonical(q, z, s.float(), group)
