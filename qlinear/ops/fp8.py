@@ -156,11 +156,12 @@ FP8_CUDA_CONFIG: "int | dict" = {
 }
 _CUDA_PREQ = 1000000  # the Q digit of a config code
 # PDL trigger of the quantizer a Q = 1 code launches first when neither the call nor the
-# FP8_CUDA_CONFIG entry names one ("early" / "late"; QLINEAR_PDL=0 still turns PDL off). H200, session 8 run 1 (benchmarks/results/session8/run1, probe_fp8_preq.py, M = 16,
-# cold weights, us, quantizer late / early + the GEMV with PDL): 2112x7168 W = 16 (1011116) 13.13 /
-# 12.69, W = 14 (1011114) 12.96 / 9.27, W = 12 (1011112) 13.47 / 9.75; 1536x7168 1011116 8.53 / 9.04,
-# 1011114 8.56 / 8.54. With an early trigger the quantizer's CTAs start while the previous GEMV
-# still runs, which needs registers left on the SMs: 16 warps of 120-127 registers hold all of them.
+# FP8_CUDA_CONFIG entry names one ("early" / "late"; QLINEAR_PDL=0 still turns PDL off). H200,
+# session 8 run 1 (benchmarks/results/session8/run1, probe_fp8_preq.py, M = 16, cold weights, us,
+# quantizer late / early + the GEMV with PDL): 2112x7168 W = 16 (1011116) 13.13 / 12.69, W = 14
+# (1011114) 12.96 / 9.27, W = 12 (1011112) 13.47 / 9.75; 1536x7168 1011116 8.53 / 9.04, 1011114
+# 8.56 / 8.54. With an early trigger the quantizer's CTAs start while the previous GEMV still runs,
+# which needs registers left on the SMs: 16 warps of 120-127 registers hold all of them.
 FP8_CUDA_QUANT_PDL = "late"
 
 # Workspaces of the split-K launches: kFp8GemvCounters (4096) int32 arrival counters, zeroed once

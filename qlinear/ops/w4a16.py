@@ -119,11 +119,11 @@ _CUDA_MAX_M_TALL = 16
 # _CUDA_MAX_M < M <= _CUDA_GEMM_MAX_M[shape class] in auto dispatch where cuda_gemm_supported() holds
 # (classes as _CUDA_RING_AUTO's; absent = never). H200, session 8 run 8
 # (benchmarks/results/session8/run8, probe_w4a16_gemm.py, cold weights, us, its automatic config vs
-# the table below vs bf16): many (7168x16384) M = 17 / 32 70.00 / 73.60 vs 81.53 / 82.58 (62 with
-# bf16); M = 64 102.3 (best config) vs 94.1 -> up to 32 (run 10, _CUDA_GEMM_AUTO's config: 63.06 at
-# M = 32). few (2112x7168) M = 17 19.1 vs 13.4 and short
-# (24576x1536) M = 17 21.9 vs 21.4: never. At M >= 64 it lost everywhere (2112x7168 M = 128: 40.6 vs
-# 27.0): 4 or 8 warps per SM, latency-bound (see the closing note of session 8).
+# the table below; bf16 ~62): many (7168x16384) M = 17 / 32 70.00 / 73.60 vs 81.53 / 82.58, M = 64
+# 102.3 (best config) vs 94.1 -> up to 32 (run 10, _CUDA_GEMM_AUTO's config: 63.06 at M = 32).
+# few (2112x7168) M = 17 19.1 vs 13.4 and short (24576x1536) M = 17 21.9 vs 21.4: never. At M >= 64
+# it lost everywhere (2112x7168 M = 128: 40.6 vs 27.0): 4 or 8 warps per SM, latency-bound (Nsight
+# Compute, run 9: 6-12 % occupancy, 70-79 % of cycles with no eligible warp).
 _CUDA_GEMM_MAX_M: dict[str, int] = {"many": 32}
 # Its launch config (warps = 16-row tiles per CTA, tokens per CTA, K splits, ring stages) for calls
 # without one: the shape class's entry, else _CUDA_GEMM_CONFIG; zeros = the launcher's choice
@@ -450,8 +450,8 @@ def _cuda_pointers_ok(x: torch.Tensor, packed: W4A16Weights) -> bool:
 def cuda_gemm_supported(x: torch.Tensor, packed: W4A16Weights, *, check_pointers: bool = True) -> bool:
     """Cases the CUDA W4A16 GEMM (``csrc/w4a16_gemm.cuh``) takes: 4-bit, no act-order permutation,
     x fp16 / bf16 on CUDA with M >= 1 rows, K a multiple of 8, N a multiple of 4, groups per channel
-    or a multiple of 128, x's rows a multiple of 8 elements apart and x / qweight 16-byte aligned
-    (``check_pointers`` as in :func:`cuda_supported`)."""
+    or a multiple of 128, x's rows a multiple of 8 elements apart, x / qweight 16-byte aligned
+    and scales / zeros 4-byte aligned (``check_pointers`` as in :func:`cuda_supported`)."""
     if x.device.type != "cuda" or x.dtype not in (torch.float16, torch.bfloat16):
         return False
     if packed.bits != 4 or packed.perm is not None or packed.k % 8 or x.shape[-1] != packed.k:
@@ -466,7 +466,12 @@ def cuda_gemm_supported(x: torch.Tensor, packed: W4A16Weights, *, check_pointers
 
 def _cuda_gemm_pointers_ok(x: torch.Tensor, packed: W4A16Weights) -> bool:
     zeros_ok = packed.zeros is None or packed.zeros.data_ptr() % 4 == 0
-    return x.data_ptr() % 16 == 0 and packed.qweight.data_ptr() % 16 == 0 and packed.scales.data_ptr() % 4 == 0 and zeros_ok
+    return (x.data_ptr() % 16 == 0 and packed.qweight.data_ptr() % 16 == 0
+            and packed.scales.data_ptr() % 4 == 0 and zeros_ok)
+
+
+# The support test of each CUDA backend (a forced or requested backend is checked against it).
+_CUDA_SUPPORT = {"cuda": cuda_supported, "cuda_gemm": cuda_gemm_supported}
 
 
 def w4a16_backend(x: torch.Tensor, packed: W4A16Weights) -> str:
@@ -477,7 +482,7 @@ def w4a16_backend(x: torch.Tensor, packed: W4A16Weights) -> str:
     the extension has not failed to load (a load failure falls back to ``"triton"`` with a warning).
     """
     forced = env_backend(_ENV_VAR, W4A16_BACKENDS)
-    if (forced == "cuda" and not cuda_supported(x, packed)) or (forced == "cuda_gemm" and not cuda_gemm_supported(x, packed)):
+    if forced in _CUDA_SUPPORT and not _CUDA_SUPPORT[forced](x, packed):
         forced = None
     if forced is not None:
         return forced
@@ -489,9 +494,15 @@ def w4a16_backend(x: torch.Tensor, packed: W4A16Weights) -> str:
     if (m <= (_CUDA_MAX_M_TALL if tall else _CUDA_MAX_M) and not _cuda_ext_failed()
             and cuda_supported(x, packed, check_pointers=not traced)):
         return "cuda"
-    if (_CUDA_MAX_M < m <= _CUDA_GEMM_MAX_M.get(_cuda_shape_class(packed.n, packed.k), 0) and not _cuda_ext_failed()
+    gemm_max_m = _CUDA_GEMM_MAX_M.get(_cuda_shape_class(packed.n, packed.k), 0)
+    if (_CUDA_MAX_M < m <= gemm_max_m and not _cuda_ext_failed()
             and cuda_gemm_supported(x, packed, check_pointers=not traced)):
         return "cuda_gemm"
+    return _table_backend(m, tall)
+
+
+def _table_backend(m: int, tall: bool) -> str:
+    """The :data:`_M_THRESHOLDS` backend for M rows (``tall``: N >= 8 K)."""
     for bound, name, tall_name in _M_THRESHOLDS:
         if m <= bound:
             return tall_name if tall and tall_name is not None else name
@@ -536,11 +547,11 @@ def w4a16_linear(
         backend = w4a16_backend(x, packed)
     elif backend not in W4A16_BACKENDS:
         raise ValueError(f"backend: expected one of {W4A16_BACKENDS} or None, got {backend!r}")
-    elif backend in ("cuda", "cuda_gemm") and not (cuda_supported if backend == "cuda" else cuda_gemm_supported)(x, packed):
-        fn = "cuda_supported" if backend == "cuda" else "cuda_gemm_supported"
+    elif backend in _CUDA_SUPPORT and not _CUDA_SUPPORT[backend](x, packed):
         raise ValueError(
             f"backend {backend!r}: case not supported (x {describe(x)}, bits={packed.bits}, group_size="
-            f"{packed.group_size}, K={packed.k}, act-order={packed.perm is not None}); see {fn}()"
+            f"{packed.group_size}, K={packed.k}, act-order={packed.perm is not None}); "
+            f"see {_CUDA_SUPPORT[backend].__name__}()"
         )
     x2 = _check_x(x, packed, bias, backend)
     y = torch.ops.qlinear.w4a16_mm(
@@ -599,7 +610,7 @@ def _w4a16_mm(
         y = _cuda_gemm(x, packed, bias) if _cuda_gemm_pointers_ok(x, packed) else None
         if y is not None:
             return y
-        backend = "triton_wg" if x.shape[0] <= 256 else "dequant_cublas"
+        backend = _table_backend(x.shape[0], n >= 8 * k)  # extension unavailable, or a misaligned pointer
     if backend == "triton":
         return w4a16_triton.w4a16_gemm(x, packed, bias)
     if backend == "triton_wg":
