@@ -17,8 +17,9 @@
 //   the scales [16 WR] (scale dtype) and zeros [16 WR] (uint8) of the superblock's group;
 // filled with cp.async by all threads ST - 1 superblocks ahead (x tokens >= M, x columns >= K and
 // rows >= N zero-filled), one __syncthreads per superblock. A first version held one superblock of
-// weights in registers, loaded one superblock ahead: every step then waited for HBM, 2-7x slower
-// than the Triton kernels (session 8 run 7).
+// weights in registers, loaded one superblock ahead (only that much weight latency hidden): 1.8-2.8x
+// slower than the Triton kernels (session 8 run 7); with the weights in the ring, about 1.3x faster
+// than that (run 8), still latency-bound at 4-8 warps per SM (ncu, run 9).
 // Per superblock a warp takes its rows' words (lane (g, t): words 4t .. 4t+3 of rows g and g + 8),
 // and per plane i (16 k) builds the A fragment with a_frag (exact q - zero), times the scale (packed
 // multiply), then NT mma.sync with B fragments x[token][16 i + 4 t .. + 3] (8 bytes per lane: the k
