@@ -704,6 +704,8 @@ def cuda_gemm(
     compiled (warps, tokens / 8, stages)). A K split sums fp32 partials in a workspace from the
     caching allocator, counted by ``qlinear.kernels._splitk.locks`` (one launch, graph-capturable).
     """
+    if config is not None and (len(tuple(config)) != 4 or any(int(v) < 0 for v in config)):
+        raise ValueError(f"config: expected (warps, tokens, splits, stages) of ints >= 0, got {config!r}")
     return _cuda_gemm(x, packed, bias, config)
 
 

@@ -223,3 +223,22 @@ def test_cuda_auto_reg_table(monkeypatch):
     assert ops._cuda_auto_reg(torch.randn(1, 2304), packed(3200, 2304, 64)) is None
     monkeypatch.setattr(ops, "_CUDA_REG_AUTO", {})
     assert ops._cuda_auto_reg(torch.randn(1, 2304), big) is None
+
+
+def test_cuda_gemm_support_and_dispatch_off_cuda(monkeypatch):
+    """cuda_gemm_supported is false off CUDA (the auto choice stays "reference" whatever
+    _CUDA_GEMM_MAX_M says), a forced "cuda_gemm" that does not apply falls back to the auto choice, and
+    a malformed launch config is refused before anything is launched."""
+    q = torch.randint(0, 16, (256, 1024), dtype=torch.int32)
+    packed = ops.pack_w4a16(q, None, torch.rand(256, 8) + 0.5, 128)
+    x = torch.randn(24, 1024, dtype=torch.bfloat16)
+    assert not ops.cuda_gemm_supported(x, packed)
+    monkeypatch.setattr(ops, "_CUDA_GEMM_MAX_M", {"few": 256, "many": 256, "short": 256})
+    assert ops.w4a16_backend(x, packed) == "reference"
+    monkeypatch.setenv("QLINEAR_W4A16_BACKEND", "cuda_gemm")
+    assert ops.w4a16_backend(x, packed) == "reference"
+    for bad in ((8, 64, 0), (8, 64, 0, 4, 1), (8, -64, 0, 4)):
+        with pytest.raises(ValueError, match="config"):
+            ops.cuda_gemm(x, packed, None, bad)
+    with pytest.raises(ValueError, match="cuda_gemm_supported"):
+        ops.w4a16_linear(x, packed, backend="cuda_gemm")
