@@ -279,5 +279,20 @@ struct GemmCode {
   static_assert(WR >= 1 && WR <= 16 && NT >= 1 && ST >= 2, "a GEMM code is WR * 1000 + NT * 10 + ST");
 };
 
+// Every compiled code: 16-byte aligned stage parts (cp.async 16-byte pieces, uint4 / uint2 reads) and a
+// ring within sm_90's 227 KB per CTA, for 2- and 4-byte scales.
+template <size_t L>
+constexpr bool gemm_codes_fit(const int (&codes)[L]) {
+  for (size_t i = 0; i < L; ++i) {
+    const int wr = codes[i] / 1000, nt = codes[i] / 10 % 100, st = codes[i] % 10;
+    for (int ssize = 2; ssize <= 4; ssize += 2) {
+      const GemmStage g = gemm_stage(wr, nt, ssize);
+      if (g.w_off % 16 || g.s_off % 16 || g.z_off % 16 || g.bytes % 16 || st * g.bytes > 227 * 1024) return false;
+    }
+  }
+  return true;
+}
+static_assert(gemm_codes_fit(kGemmCodes), "a compiled GEMM code has a misaligned stage or more than 227 KB of ring");
+
 }  // namespace w4a16g
 }  // namespace qlinear
