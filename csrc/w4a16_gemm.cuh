@@ -43,13 +43,10 @@ struct GemmParams {
   int sb_per_split;   // superblocks per K split
 };
 
+// 16-byte cp.async without the L2::256B hint of w4a16_gemv.cuh's cp16 (the measured GEMM has none);
+// 4-byte copies, commit and wait are that header's cp4 / cp_commit / cp_wait.
 __device__ __forceinline__ void gemm_cp16(uint32_t dst, const void* src, int bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void gemm_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void gemm_wait() {
-  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
 }
 
 // a * s + (-0) on packed halves: the scale applied to an exact (q - zero) pair, one rounding
@@ -94,10 +91,6 @@ __host__ __device__ constexpr GemmStage gemm_stage(int wr, int nt, int sb) {
   return GemmStage{x_bytes, x_bytes + w_bytes, x_bytes + w_bytes + s_bytes, x_bytes + w_bytes + s_bytes + z_bytes};
 }
 
-__device__ __forceinline__ void gemm_cp4(uint32_t dst, const void* src, int bytes) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
-}
-
 __device__ __forceinline__ int clamp4(int64_t v) { return v < 0 ? 0 : (v > 4 ? 4 : static_cast<int>(v)); }
 
 // Superblock sb into the stage at shared address `st`: x pieces [8 NT tokens][16 x 16 bytes], weight
@@ -132,10 +125,10 @@ __device__ __forceinline__ void gemm_stage_fill(uint32_t st, const Params& p, in
   if (tid < s_pieces) {
     const int row = row0 + tid * 4 / ssize;
     const char* src = static_cast<const char*>(p.scales) + (gb + (row < p.n ? row : 0)) * ssize;
-    gemm_cp4(st + S.s_off + tid * 4, src, clamp4((static_cast<int64_t>(p.n) - row) * ssize));
+    cp4(st + S.s_off + tid * 4, src, clamp4((static_cast<int64_t>(p.n) - row) * ssize));
   } else if (p.zeros != nullptr && tid - s_pieces < 4 * WR) {
     const int zc = tid - s_pieces, row = row0 + zc * 4;
-    gemm_cp4(st + S.z_off + zc * 4, p.zeros + gb + (row < p.n ? row : 0), clamp4(static_cast<int64_t>(p.n) - row));
+    cp4(st + S.z_off + zc * 4, p.zeros + gb + (row < p.n ? row : 0), clamp4(static_cast<int64_t>(p.n) - row));
   }
 }
 
@@ -215,18 +208,18 @@ __global__ void __launch_bounds__(32 * WR, 1) w4_gemm_kernel(const GemmParams gp
 #pragma unroll
   for (int s = 0; s < ST - 1; ++s) {
     if (sb_lo + s < sb_hi) gemm_stage_fill<WR, NT, T>(ring + s * kStage, p, cta_row0, tok0, sb_lo + s, tid, ssize);
-    gemm_commit();
+    cp_commit();
   }
   for (int sb = sb_lo; sb < sb_hi; ++sb) {
     const int j = sb - sb_lo;
-    gemm_wait<ST - 2>();  // this thread's pieces of superblock sb have landed
+    cp_wait<ST - 2>();  // this thread's pieces of superblock sb have landed
     __syncthreads();      // everyone's have, and everyone is done with superblock sb - 1's stage
     if (sb + ST - 1 < sb_hi)
       gemm_stage_fill<WR, NT, T>(ring + ((j + ST - 1) % ST) * kStage, p, cta_row0, tok0, sb + ST - 1, tid, ssize);
-    gemm_commit();
+    cp_commit();
     gemm_superblock<XT, WR, NT>(acc, smem + (j % ST) * kStage, p, warp, lane, magic, ssize);
   }
-  gemm_wait<0>();
+  cp_wait<0>();
 
   const int tile = blockIdx.x + gridDim.x * blockIdx.z;
   constexpr int V = NT * 4;  // accumulator values per lane
