@@ -932,17 +932,24 @@ __device__ __forceinline__ void ring_reduce_store(const Params& p, char* smem, c
   }
 }
 
+// A ring kernel's coordinates, shared by the cp.async and the bulk ring: the warp's row tile wr and K
+// slot wk (warp = wk * WR + wr), the lane's mma position (g, t), the CTA's first row and its stages.
+struct RingCoords {
+  int wr, wk, g, t, row0, nst;
+};
+template <int WR, int WK, int S>
+__device__ __forceinline__ RingCoords ring_coords(const Params& p) {
+  using Sh = RingShape<WK, S>;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  return {warp % WR, warp / WR, lane >> 2, lane & 3, static_cast<int>(blockIdx.x * (16 * WR)),
+          (p.nsb + Sh::kSbs - 1) / Sh::kSbs};
+}
+
 template <typename XT, int WR, int WK, int S, int ST, int NT, int MODE>
 __global__ void __launch_bounds__(ring_threads<WR, WK, S, ST, NT>(), 1) ring_gemv_kernel(const RingParams rp) {
-  using Sh = RingShape<WK, S>;
   const Params& p = rp.p;
   extern __shared__ __align__(16) char smem[];
-  const int lane = threadIdx.x & 31;
-  const int warp = threadIdx.x >> 5;
-  const int wr = warp % WR, wk = warp / WR;
-  const int g = lane >> 2, t = lane & 3;
-  const int row0 = blockIdx.x * (16 * WR);
-  const int nst = (p.nsb + Sh::kSbs - 1) / Sh::kSbs;
+  const auto [wr, wk, g, t, row0, nst] = ring_coords<WR, WK, S>(p);
   uint32_t magic;  // in a register: the fused LOP3 takes one immediate only
   asm("mov.b32 %0, %1;" : "=r"(magic) : "n"(Mma<XT>::kMagic));
 
@@ -1087,15 +1094,9 @@ __device__ __forceinline__ void bulk_issue(const RingParams& rp, char* base, uin
 
 template <typename XT, int WR, int WK, int S, int ST, int NT, int MODE>
 __global__ void __launch_bounds__(32 * WR * WK, 1) bulk_gemv_kernel(const RingParams rp) {
-  using Sh = RingShape<WK, S>;
   const Params& p = rp.p;
   extern __shared__ __align__(16) char smem[];
-  const int lane = threadIdx.x & 31;
-  const int warp = threadIdx.x >> 5;
-  const int wr = warp % WR, wk = warp / WR;
-  const int g = lane >> 2, t = lane & 3;
-  const int row0 = blockIdx.x * (16 * WR);
-  const int nst = (p.nsb + Sh::kSbs - 1) / Sh::kSbs;
+  const auto [wr, wk, g, t, row0, nst] = ring_coords<WR, WK, S>(p);
   const uint32_t bar0 = smem_u32(smem + rp.off_bar);
   if (threadIdx.x == 0) {
 #pragma unroll
