@@ -456,7 +456,7 @@ def cuda_gemm_supported(x: torch.Tensor, packed: W4A16Weights, *, check_pointers
         return False
     if packed.bits != 4 or packed.perm is not None or packed.k % 8 or x.shape[-1] != packed.k:
         return False
-    if packed.num_groups > 1 and packed.group_size % 128:
+    if not _grouped_128(packed):
         return False
     m = x.numel() // max(x.shape[-1], 1)
     if m < 1 or (m > 1 and x.dim() >= 2 and x.stride(-2) % 8) or packed.qweight.stride(0) % 4 or packed.n % 4:
