@@ -26,6 +26,12 @@ inline int sm_count() {
   return cached(cudaDevAttrMultiProcessorCount, 132, cache);
 }
 
+// The largest dynamic shared memory a CTA may opt into on the current device (48 KB when unknown).
+inline int smem_optin() {
+  static int cache[64] = {0};
+  return cached(cudaDevAttrMaxSharedMemoryPerBlockOptin, 48 * 1024, cache);
+}
+
 // Compute-capability major of the current device (0 when unknown).
 inline int cc_major() {
   static int cache[64] = {0};

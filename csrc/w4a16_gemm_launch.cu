@@ -17,11 +17,6 @@ int64_t cdiv64(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 int gemm_code(const W4GemmConfig& c) { return c.warps * 1000 + (c.tokens / 8) * 10 + c.stages; }
 
-int smem_optin() {
-  static int cache[64] = {0};
-  return devattr::cached(cudaDevAttrMaxSharedMemoryPerBlockOptin, 48 * 1024, cache);
-}
-
 int64_t output_tiles(const W4GemvArgs& a, const W4GemmConfig& c) {
   return cdiv64(a.n, 16 * c.warps) * cdiv64(a.m, c.tokens);
 }
@@ -120,7 +115,7 @@ W4GemmSupport w4_gemm_supported(const W4GemvArgs& a, const W4GemmConfig& cfg, in
   if (a.n >= (int64_t{1} << 31) || a.k >= (int64_t{1} << 22) || (c.splits > 1 && output_tiles(a, c) > counters))
     return W4GemmSupport::kTooLarge;
   if (c.splits > 1 && workspace_floats < w4_gemm_workspace_floats(a, c)) return W4GemmSupport::kWorkspace;
-  if (w4a16g::gemm_smem_bytes(c.warps, c.tokens / 8, c.stages, scale_bytes(a)) > smem_optin())
+  if (w4a16g::gemm_smem_bytes(c.warps, c.tokens / 8, c.stages, scale_bytes(a)) > devattr::smem_optin())
     return W4GemmSupport::kTooMuchSmem;
   return W4GemmSupport::kOk;
 }

@@ -14,6 +14,7 @@ using w4a16g::Params;
 
 using devattr::cc_major;
 using devattr::sm_count;
+using devattr::smem_optin;
 
 bool sub_group(const W4GemvArgs& a) {
   return a.num_groups > 1 && (a.group_size == 16 || a.group_size == 32 || a.group_size == 64);
@@ -66,11 +67,6 @@ bool ring_compiled(int nt, int code) {
 // bytes in flight; one 16-row tile per CTA while the tiles number about one wave (2112x7168:
 // 132 tiles -> 8 K warps), 4 K warps for more tiles (7168x16384: 448), 64 rows per CTA when a row
 // is short (24576x1536: 12 superblocks, one stage of 4 per warp).
-// The largest dynamic shared memory a CTA may opt into on the current device (read once).
-int smem_optin() {
-  static int cache[64] = {0};
-  return devattr::cached(cudaDevAttrMaxSharedMemoryPerBlockOptin, 48 * 1024, cache);
-}
 
 int auto_ring(int nt, int64_t n, int64_t nsb, int sms) {
   const int64_t tiles = (n + 15) / 16;
