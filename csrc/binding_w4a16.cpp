@@ -166,17 +166,16 @@ std::vector<int64_t> w4a16_ring_configs(int64_t nt) {
   return std::vector<int64_t>(codes, codes + (n < 32 ? n : 32));
 }
 
-std::vector<int64_t> w4a16_reg_configs() {
+// A launcher's compiled-code list (at most 64 entries) as the op's int[].
+std::vector<int64_t> code_list(int (*list)(int*, int)) {
   int codes[64];
-  const int n = qlinear::w4_reg_configs(codes, 64);
+  const int n = list(codes, 64);
   return std::vector<int64_t>(codes, codes + (n < 64 ? n : 64));
 }
 
-std::vector<int64_t> w4a16_reg_fold_configs() {
-  int codes[64];
-  const int n = qlinear::w4_reg_fold_configs(codes, 64);
-  return std::vector<int64_t>(codes, codes + (n < 64 ? n : 64));
-}
+std::vector<int64_t> w4a16_reg_configs() { return code_list(qlinear::w4_reg_configs); }
+
+std::vector<int64_t> w4a16_reg_fold_configs() { return code_list(qlinear::w4_reg_fold_configs); }
 
 qlinear::W4GemmConfig gemm_config(int64_t warps, int64_t tokens, int64_t splits, int64_t stages) {
   qlinear::W4GemmConfig c;
@@ -235,11 +234,7 @@ int64_t w4a16_gemm(const at::Tensor& out, const at::Tensor& x, const at::Tensor&
   return int64_t{used.warps} * 10000000 + int64_t{used.tokens} * 10000 + int64_t{used.splits} * 10 + used.stages;
 }
 
-std::vector<int64_t> w4a16_gemm_configs() {
-  int codes[64];
-  const int n = qlinear::w4_gemm_configs(codes, 64);
-  return std::vector<int64_t>(codes, codes + (n < 64 ? n : 64));
-}
+std::vector<int64_t> w4a16_gemm_configs() { return code_list(qlinear::w4_gemm_configs); }
 
 }  // namespace
 

@@ -120,12 +120,7 @@ W4GemmSupport w4_gemm_supported(const W4GemvArgs& a, const W4GemmConfig& cfg, in
   return W4GemmSupport::kOk;
 }
 
-int w4_gemm_configs(int* codes, int cap) {
-  int n = 0;
-  for (int c : w4a16g::kGemmCodes)
-    if (n++ < cap) codes[n - 1] = c;
-  return n;
-}
+int w4_gemm_configs(int* codes, int cap) { return w4a16g::append_codes(w4a16g::kGemmCodes, codes, cap, 0); }
 
 cudaError_t w4_gemm_launch(const W4GemvArgs& a, const W4GemmConfig& cfg, float* workspace, int64_t workspace_floats,
                            int32_t* counters, int64_t num_counters, cudaStream_t stream, W4GemmConfig* used) {

@@ -1250,6 +1250,15 @@ constexpr bool code_listed(const int (&codes)[L], int code) {
   return false;
 }
 
+// Appends a compiled-code list to codes[0 .. cap) after the n already there; returns the new count
+// (which may exceed cap: the caller learns how many there are). Host side, for the *_configs() queries.
+template <size_t N>
+inline int append_codes(const int (&list)[N], int* codes, int cap, int n) {
+  for (int c : list)
+    if (n++ < cap) codes[n - 1] = c;
+  return n;
+}
+
 // Launches the ring (code < 10000) or bulk ring instance of the entry of Codes equal to code, its
 // template arguments read from the code's digits (WR WK S ST of code % 10000), so the lists above
 // are the only place a compiled shape is named; cudaErrorInvalidValue when code is not listed.

@@ -8,6 +8,7 @@
 namespace qlinear {
 namespace {
 
+using w4a16g::append_codes;
 using w4a16g::code_listed;
 using w4a16g::FKind;
 using w4a16g::Params;
@@ -256,19 +257,6 @@ cudaError_t w4_gemv_launch(const W4GemvArgs& a, cudaStream_t stream, W4GemvConfi
   if (e != cudaSuccess) (void)cudaGetLastError();
   return e;
 }
-
-namespace {
-
-// Appends a compiled-code list to codes[0 .. cap) after the n already there; returns the new count
-// (which may exceed cap: the caller learns how many there are).
-template <size_t N>
-int append_codes(const int (&list)[N], int* codes, int cap, int n) {
-  for (int c : list)
-    if (n++ < cap) codes[n - 1] = c;
-  return n;
-}
-
-}  // namespace
 
 int w4_ring_configs(int nt, int* codes, int cap) {
   if (nt == 1) return append_codes(w4a16g::kBulkNT1, codes, cap, append_codes(w4a16g::kRingNT1, codes, cap, 0));
