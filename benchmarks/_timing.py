@@ -29,7 +29,7 @@ from typing import Callable
 
 import torch
 
-__all__ = ["bench_graph", "bench_graphs_interleaved", "bench_rotated", "buffers_to_defeat_l2", "copy_ceiling_gbps", "env_info", "write_results", "l2_bytes",
+__all__ = ["bench_graph", "bench_graphs_interleaved", "bench_rotated", "buffers_to_defeat_l2", "cold_fp8_block_weights", "copy_ceiling_gbps", "env_info", "write_results", "l2_bytes",
            "warm_up_gpu", "runnable"]
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
@@ -49,6 +49,17 @@ def buffers_to_defeat_l2(bytes_per_call: int, max_buffers: int = 512) -> int:
         return 1
     need = -(-3 * l2_bytes() // bytes_per_call)
     return max(1, min(max_buffers, need))
+
+
+def cold_fp8_block_weights(n: int, k: int, max_buffers: int = 24) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """Random FP8 block-quantized weights for decode benchmarks with cold weights: as many copies as
+    :func:`buffers_to_defeat_l2` asks for (at most ``max_buffers``) of an e4m3 ``[n, k]`` weight
+    (2 * N(0, 1) rounded to e4m3) and its fp32 128 x 128 block scales in [2^-8, 2^-8 + 2^-7), drawn from
+    torch's global generator in that order. Returns (weights, scales)."""
+    copies = buffers_to_defeat_l2(n * k, max_buffers=max_buffers)
+    ws = [(torch.randn(n, k, device="cuda") * 2).to(torch.float8_e4m3fn) for _ in range(copies)]
+    ss = [torch.rand((n + 127) // 128, k // 128, device="cuda") * 2**-7 + 2**-8 for _ in range(copies)]
+    return ws, ss
 
 
 def _quantiles(samples_us: list[float]) -> dict[str, float]:

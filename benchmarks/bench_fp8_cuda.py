@@ -26,7 +26,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _timing import bench_graphs_interleaved, buffers_to_defeat_l2, copy_ceiling_gbps, env_info, write_results  # noqa: E402
+from _timing import bench_graphs_interleaved, cold_fp8_block_weights, copy_ceiling_gbps, env_info, write_results  # noqa: E402
 
 from qlinear.kernels import cuda_ext  # noqa: E402
 from qlinear.ops import fp8 as ops  # noqa: E402
@@ -74,9 +74,8 @@ def main() -> None:
     saved = ops.FP8_CUDA_CONFIG
     shapes = SHAPES if args.shapes is None else [tuple(int(v) for v in s.split("x")) for s in args.shapes]
     for n, k in shapes:
-        copies = buffers_to_defeat_l2(n * k, max_buffers=24)
-        ws = [(torch.randn(n, k, device="cuda") * 2).to(torch.float8_e4m3fn) for _ in range(copies)]
-        ss = [torch.rand((n + 127) // 128, k // 128, device="cuda") * 2**-7 + 2**-8 for _ in range(copies)]
+        ws, ss = cold_fp8_block_weights(n, k)
+        copies = len(ws)
         floor_us = n * k / (ceiling * 1e9) * 1e6
         for m in args.ms:
             x = torch.randn(m, k, device="cuda").to(torch.bfloat16)

@@ -17,7 +17,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _timing import bench_graphs_interleaved, buffers_to_defeat_l2, env_info, rel_err_check, runnable, write_results  # noqa: E402
+from _timing import bench_graphs_interleaved, cold_fp8_block_weights, env_info, rel_err_check, runnable, write_results  # noqa: E402
 
 from qlinear.kernels import fp8_triton as ft  # noqa: E402
 from qlinear.ops import fp8 as ops  # noqa: E402
@@ -48,9 +48,8 @@ def main() -> None:
     torch.manual_seed(0)
     rows = []
     for (n, k), cands in CANDIDATES.items():
-        copies = buffers_to_defeat_l2(n * k, max_buffers=24)
-        ws = [(torch.randn(n, k, device="cuda") * 2).to(torch.float8_e4m3fn) for _ in range(copies)]
-        ss = [torch.rand((n + 127) // 128, k // 128, device="cuda") * 2**-7 + 2**-8 for _ in range(copies)]
+        ws, ss = cold_fp8_block_weights(n, k)
+        copies = len(ws)
         for m in args.ms:
             x = torch.randn(m, k, device="cuda").to(torch.bfloat16)
             want = ref.fp8_block_linear_ref(x, ws[0], ss[0], (128, 128)).float()
