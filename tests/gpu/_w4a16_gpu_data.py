@@ -1,7 +1,7 @@
 """Random W4A16 layers for the GPU tests of the CUDA kernels (test_w4a16_cuda_gpu.py, test_w4a16_fold.py,
 test_w4a16_gemm_gpu.py): codes, zeros and scales drawn on the device in that order from one seeded
 generator, packed, and the fp32 reference weight from ``dequantize_canonical`` (independent of the
-packed layout)."""
+packed layout); and the comparison of a kernel's output with that reference."""
 
 from __future__ import annotations
 
@@ -27,3 +27,16 @@ def layer(n, k, group=128, asym=True, scale_dtype=torch.bfloat16, seed=0, device
     q, z, s = canonical(n, k, group, asym, scale_dtype, seed, device)
     packed = ops.pack_w4a16(q, z, s, group, scale_dtype=scale_dtype)
     return packed, ref.dequantize_canonical(q, z, s.float(), group)
+
+
+def assert_matches(y, x, w, b, what, tol=1e-2):
+    """y of x [M, K] against the fp32 reference x @ w.T + b: dtype and shape, relative error <= tol,
+    and every output element (a wrong row, token or superblock must fail, not just move the norm).
+    Returns the reference."""
+    want = x.float() @ w.T + (b.float() if b is not None else 0)
+    assert y is not None and y.dtype == x.dtype and y.shape == want.shape, what
+    err = ((y.float() - want).norm() / want.norm()).item()
+    assert err <= tol, f"rel err {err:.3e} ({what})"
+    close = torch.isclose(y.float(), want, rtol=3e-2, atol=3e-2 * want.abs().max().item())
+    assert bool(close.all()), f"{int((~close).sum())} wrong elements ({what})"
+    return want

@@ -16,6 +16,7 @@ _CUDA_RING_AUTO table (its fallbacks, and its choices on the three measured shap
 import pytest
 import torch
 
+from _w4a16_gpu_data import assert_matches
 from _w4a16_gpu_data import canonical as _canonical
 from _w4a16_gpu_data import layer as _layer
 from qlinear.ops import w4a16 as ops
@@ -35,25 +36,13 @@ CONFIGS_NT1 = [(1, 2, 4), (1, 4, 8), (2, 2, 8), (4, 1, 4), (1, 2, 16), (1, 4, 3)
 CONFIGS_NT2 = [(1, 2, 8), (2, 1, 4), (2, 1, 8), (1, 1, 8, 1), (2, 1, 8, 1), (2, 1, 3, 1), (4, 1, 8), (4, 1, 3)]
 
 
-def _assert_matches(y, x, w, b, packed, what):
-    """y of x [M, K] against the fp32 reference x @ w.T + b: shape and dtype, relative error <= TOL,
-    and every output element (a wrong row or token must fail, not just the norm)."""
-    m = x.shape[0]
-    assert y is not None and y.dtype == x.dtype and y.shape == (m, packed.n)
-    want = x.float() @ w.T + (b.float() if b is not None else 0)
-    err = ((y.float() - want).norm() / want.norm()).item()
-    assert err <= TOL, f"rel err {err:.3e} (M={m} N={packed.n} K={packed.k} {what})"
-    close = torch.isclose(y.float(), want, rtol=3e-2, atol=3e-2 * want.abs().max().item())
-    assert bool(close.all()), f"{int((~close).sum())} wrong elements (M={m} N={packed.n} {what})"
-
-
 def _check(packed, w, m, dtype=torch.bfloat16, bias=True, config=None, seed=0):
     gen = torch.Generator(device=DEV).manual_seed(1000 + seed)
     x = torch.randn(m, packed.k, device=DEV, generator=gen).to(dtype)
     b = torch.randn(packed.n, device=DEV, generator=gen).to(dtype) if bias else None
     assert ops.cuda_supported(x, packed)
     y = ops.w4a16_linear(x, packed, b, backend="cuda") if config is None else ops.cuda_gemv(x, packed, b, config)
-    _assert_matches(y, x, w, b, packed, f"config={config}")
+    assert_matches(y, x, w, b, f"M={m} N={packed.n} K={packed.k} config={config}")
 
 
 @pytest.mark.parametrize("shape", [(2112, 7168), (24576, 1536), (7168, 16384)])
@@ -168,7 +157,7 @@ def test_ring_every_code():
                     gen = torch.Generator(device=DEV).manual_seed(m + code)
                     x = torch.randn(m, k, device=DEV, generator=gen).to(torch.bfloat16)
                     b = torch.randn(n, device=DEV, generator=gen).to(torch.bfloat16)
-                    _assert_matches(ops.cuda_gemv(x, packed, b, ring=code), x, w, b, packed, f"ring {code}")
+                    assert_matches(ops.cuda_gemv(x, packed, b, ring=code), x, w, b, f"M={x.shape[0]} N={packed.n} K={packed.k} ring {code}")
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
@@ -278,7 +267,7 @@ def _check_ring(packed, w, m, code, dtype=torch.bfloat16, bias=True, seed=0, x=N
         x = torch.randn(m, packed.k, device=DEV, generator=gen).to(dtype)
     b = torch.randn(packed.n, device=DEV, generator=gen).to(dtype) if bias else None
     y = ops.cuda_gemv(x, packed, b, ring=code)
-    _assert_matches(y, x, w, b, packed, f"code={code}")
+    assert_matches(y, x, w, b, f"M={x.shape[0]} N={packed.n} K={packed.k} code={code}")
 
 
 @pytest.mark.parametrize("shape", [(2112, 7168), (24576, 1536), (7168, 16384)])

@@ -12,6 +12,7 @@ fallback of the public op.
 import pytest
 import torch
 
+from _w4a16_gpu_data import assert_matches
 from _w4a16_gpu_data import layer as _layer
 from qlinear.kernels import _splitk
 from qlinear.ops import w4a16 as ops
@@ -22,7 +23,6 @@ pytestmark = [
 ]
 
 DEV = "cuda"
-TOL = 1e-2
 
 
 def _ext():
@@ -38,15 +38,6 @@ def _x(m, k, dtype, seed, row_pad=0):
     return (torch.randn(m, k + row_pad, device=DEV, generator=gen)).to(dtype)[:, :k]
 
 
-def _check(y, x, w, b, what):
-    want = x.float() @ w.T + (b.float() if b is not None else 0)
-    assert y is not None and y.dtype == x.dtype and y.shape == want.shape, what
-    err = ((y.float() - want).norm() / want.norm()).item()
-    assert err <= TOL, f"rel err {err:.3e} ({what})"
-    close = torch.isclose(y.float(), want, rtol=3e-2, atol=3e-2 * want.abs().max().item())
-    assert bool(close.all()), f"{int((~close).sum())} wrong elements ({what})"
-
-
 def _configs():
     C = _ext()
     return [(c // 1000, (c // 10 % 100) * 8, c % 10) for c in C.w4a16_gemm_configs()]
@@ -60,7 +51,7 @@ def test_issue_shapes_auto_config(shape):
     for m in (17, 64, 128, 256):
         x = _x(m, k, torch.bfloat16, m)
         b = torch.randn(n, device=DEV).to(torch.bfloat16) if m % 2 else None
-        _check(ops.cuda_gemm(x, packed, b), x, w, b, f"M={m} {n}x{k} auto config")
+        assert_matches(ops.cuda_gemm(x, packed, b), x, w, b, f"M={m} {n}x{k} auto config")
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
@@ -75,7 +66,7 @@ def test_groups_scales_ragged(group, asym, sdt, dtype):
     for m in (17, 33, 100, 300):
         x = _x(m, k, dtype, m, row_pad=8 if m % 2 else 0)
         b = torch.randn(n, device=DEV).to(dtype)
-        _check(ops.cuda_gemm(x, packed, b), x, w, b, f"M={m} group={group} asym={asym} {sdt} {dtype}")
+        assert_matches(ops.cuda_gemm(x, packed, b), x, w, b, f"M={m} group={group} asym={asym} {sdt} {dtype}")
 
 
 def test_every_config_with_and_without_split():
@@ -88,7 +79,7 @@ def test_every_config_with_and_without_split():
                 x = _x(m, k, torch.bfloat16, m + warps + splits)
                 b = torch.randn(n, device=DEV).to(torch.bfloat16)
                 y = ops.cuda_gemm(x, packed, b, config=(warps, tokens, splits, stages))
-                _check(y, x, w, b, f"M={m} config=({warps}, {tokens}, {splits}, {stages})")
+                assert_matches(y, x, w, b, f"M={m} config=({warps}, {tokens}, {splits}, {stages})")
     assert int(_splitk.locks(torch.device(DEV)).abs().sum()) == 0  # the last CTA of a tile reset its counter
 
 
@@ -107,7 +98,7 @@ def test_graph_replays_keep_counters_zeroed():
         x.copy_(_x(64, k, torch.bfloat16, 10 + i))
         g.replay()
         torch.cuda.synchronize()
-        _check(y, x, w, None, f"graph replay {i}")
+        assert_matches(y, x, w, None, f"graph replay {i}")
     assert int(_splitk.locks(torch.device(DEV)).abs().sum()) == 0
 
 
@@ -145,7 +136,7 @@ def test_auto_dispatch_on_measured_shapes():
     big, w = _layer(7168, 16384, seed=11)
     x = _x(24, 16384, torch.bfloat16, 24)
     assert ops.w4a16_backend(x, big) == "cuda_gemm"
-    _check(ops.w4a16_linear(x, big), x, w, None, "auto M=24 7168x16384")
+    assert_matches(ops.w4a16_linear(x, big), x, w, None, "auto M=24 7168x16384")
     assert ops.w4a16_backend(_x(16, 16384, torch.bfloat16, 1), big) == "cuda"
     assert ops.w4a16_backend(_x(33, 16384, torch.bfloat16, 1), big) != "cuda_gemm"
     few, _ = _layer(2112, 7168, seed=12)
