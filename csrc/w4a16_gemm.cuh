@@ -194,7 +194,7 @@ __global__ void __launch_bounds__(32 * WR, 1) w4_gemm_kernel(const GemmParams gp
   const int sb_hi = min(sb_lo + gp.sb_per_split, p.nsb);
   const uint32_t ring = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
 
-  const int ssize = p.scale_kind == FKind::kFloat32 ? 4 : 2;
+  const int ssize = fkind_bytes(p.scale_kind);
   const uint32_t kStage = static_cast<uint32_t>(gemm_stage(WR, NT, ssize).bytes);
   const int cta_row0 = blockIdx.x * 16 * WR;
   uint32_t magic;

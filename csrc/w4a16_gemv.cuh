@@ -45,6 +45,9 @@ namespace w4a16g {
 
 enum class FKind : int { kFloat16 = 0, kBFloat16 = 1, kFloat32 = 2 };
 
+// Bytes of one value of kind k.
+__host__ __device__ constexpr int fkind_bytes(FKind k) { return k == FKind::kFloat32 ? 4 : 2; }
+
 struct Params {
   void* out;
   const void* x;
@@ -1191,12 +1194,19 @@ inline cudaError_t launch_kernel(K* kernel, dim3 grid, dim3 block, size_t smem, 
   return pdl::launch_smem(kernel, grid, block, smem, stream, pdl, 0, p);
 }
 
-template <typename XT, int WR, int WK, int S, int ST, int NT, int MODE>
-inline cudaError_t ring_launch(const Params& p, bool pdl, cudaStream_t stream) {
+// The ring kernels' parameters for p: the operands, the scale size and the stage layout.
+template <int WR, int WK, int S, int NT>
+inline RingParams ring_params(const Params& p) {
   RingParams rp{};
   rp.p = p;
-  rp.ssz = p.scale_kind == FKind::kFloat32 ? 4 : 2;
+  rp.ssz = fkind_bytes(p.scale_kind);
   ring_layout<WR, WK, S, NT>(rp);
+  return rp;
+}
+
+template <typename XT, int WR, int WK, int S, int ST, int NT, int MODE>
+inline cudaError_t ring_launch(const Params& p, bool pdl, cudaStream_t stream) {
+  RingParams rp = ring_params<WR, WK, S, NT>(p);
   const size_t smem = ring_smem<WR, WK, S, ST, NT>(rp);
   const dim3 grid(static_cast<unsigned>((p.n + 16 * WR - 1) / (16 * WR)));
   return launch_kernel(ring_gemv_kernel<XT, WR, WK, S, ST, NT, MODE>, grid, dim3(32 * WR * WK), smem, pdl, stream,
@@ -1205,10 +1215,7 @@ inline cudaError_t ring_launch(const Params& p, bool pdl, cudaStream_t stream) {
 
 template <typename XT, int WR, int WK, int S, int ST, int NT, int MODE>
 inline cudaError_t bulk_launch(const Params& p, bool pdl, cudaStream_t stream) {
-  RingParams rp{};
-  rp.p = p;
-  rp.ssz = p.scale_kind == FKind::kFloat32 ? 4 : 2;
-  ring_layout<WR, WK, S, NT>(rp);
+  RingParams rp = ring_params<WR, WK, S, NT>(p);
   const size_t smem = ring_smem_bytes(10000 + WR * 1000 + WK * 100 + S * 10 + ST, NT, rp.xrows);
   rp.off_bar = static_cast<int>(smem - 8 * ST);
   const dim3 grid(static_cast<unsigned>((p.n + 16 * WR - 1) / (16 * WR)));
