@@ -10,11 +10,11 @@ probe() {  # probe NAME LIMIT ARGS...
     mkdir -p "$OUT/$name"
     timeout "$limit" python benchmarks/probe_fp8_preq.py --out "$OUT/$name" "$@" 2>&1 | tee "$OUT/$name.log" | grep -E "PREQ|rror"
 }
-probe m16 120 --m 16 --shapes 2112x7168 --in-kernel 0
-probe m12 120 --m 12 --shapes 2112x7168 --in-kernel 0
-probe m9 120 --m 9 --shapes 2112x7168 --in-kernel 0 --gemv-codes 1011116,1011114 --pair-codes 1011116,1011115,1011114,1011113,1011214
-probe m16b 120 --m 16 --shapes 1536x7168,576x7168 --in-kernel 0 --gemv-codes 1011116,1011114,1041108,1041107 \
+probe m16 120 --m 16 --shapes 2112x7168 --kernel-codes ""
+probe m12 120 --m 12 --shapes 2112x7168 --kernel-codes ""
+probe m9 120 --m 9 --shapes 2112x7168 --kernel-codes "" --gemv-codes 1011116,1011114 --pair-codes 1011116,1011115,1011114,1011113,1011214
+probe m16b 120 --m 16 --shapes 1536x7168,576x7168 --kernel-codes "" --gemv-codes 1011116,1011114,1041108,1041107 \
     --pair-codes 1011116,1011115,1011114,1011214,1041108,1041107,1041106
-probe m16w 120 --m 16 --shapes 24576x1536,7168x16384 --in-kernel 0 --gemv-codes "" --pair-codes ""
+probe m16w 120 --m 16 --shapes 24576x1536,7168x16384 --kernel-codes "" --gemv-codes "" --pair-codes ""
 gpu_pytest fp8xs_tests 120 -x tests/gpu/test_fp8_cuda_gemv.py
 gpu_cleanup

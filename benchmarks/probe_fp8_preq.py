@@ -1,11 +1,11 @@
 """Where the pre-quantized FP8 decode path (Q = 1) loses on 2112x7168 at M = 16 (issue 4): the GEMV on
 codes quantized once outside the timed graph ("gemv only", PDL on, several configs), the whole path
 (the Triton quantizer with its PDL trigger late / early, then the GEMV with PDL), the in-kernel path
-(11116), the Triton path (quantizer trigger late / early) and the auto dispatch, on 2112x7168 and
+(--kernel-codes, default 11116), the Triton path (quantizer trigger late / early) and the auto dispatch, on 2112x7168 and
 1536x7168 (--shapes) with cold weights, alternated graph replays. One line per case:
 ``PREQ M=16 NxK name us``.
 
-    python benchmarks/probe_fp8_preq.py [--out DIR] [--m 16] [--shapes ...] [--gemv-codes ...] [--pair-codes ...]
+    python benchmarks/probe_fp8_preq.py [--out DIR] [--m 16] [--shapes ...] [--gemv-codes ...] [--pair-codes ...] [--kernel-codes ...]
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def main() -> None:
     ap.add_argument("--gemv-codes", default=GEMV_CODES, help="codes timed on codes quantized outside the graph")
     ap.add_argument("--pair-codes", default=PAIR_CODES, help="codes timed after the quantizer (PDL late / early)")
     ap.add_argument("--qmodes", default="late,early", help="PDL triggers of the quantizer launch in the pairs")
-    ap.add_argument("--in-kernel", type=int, default=1, help="also time the in-kernel-quantization path 11116")
+    ap.add_argument("--kernel-codes", default="11116", help="in-kernel-quantization codes to time (whole op)")
     args = ap.parse_args()
     C = cuda_ext.load()
     torch.manual_seed(0)
@@ -73,8 +73,8 @@ def main() -> None:
         for code in pair_codes:
             for qmode in qmodes:
                 fns[f"q {qmode} + gemv {code} pdl"] = path(code, qmode)
-        if args.in_kernel:
-            fns["in-kernel 11116"] = lambda i: ops.fp8_block_gemv_cuda(x, ws[i % copies], ss[i % copies], None, config=11116)
+        for code in [int(c) for c in args.kernel_codes.split(",") if c]:
+            fns[f"in-kernel {code}"] = path(code, None)
         for qmode in qmodes:
             fns[f"triton q {qmode}"] = (lambda qm: lambda i: fp8_triton.fp8_block_linear_triton(
                 x, ws[i % copies], ss[i % copies], (128, 128), quant_pdl=qm))(qmode)

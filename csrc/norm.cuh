@@ -45,6 +45,7 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include "bulk_copy.cuh"
 #include "pdl.cuh"
 
 namespace qlinear {
@@ -715,9 +716,7 @@ __global__ void __launch_bounds__(1024)
 // counts, so once its wait completes nothing targets it any more and it may exit.
 constexpr int kClusterSlots = 256;
 
-__device__ __forceinline__ uint32_t smem_u32(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
+using tma::smem_u32;
 
 template <typename T, int NV, bool FUSED, int PREW, bool WARP_PUSH>
 __global__ void __launch_bounds__(1024)

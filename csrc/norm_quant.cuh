@@ -35,6 +35,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "bulk_copy.cuh"
+
 namespace qlinear {
 namespace nq {
 
@@ -642,19 +644,8 @@ __global__ void __launch_bounds__(256, MINB) nq_row_kernel(const Params p) {
 // Shared memory: the fp32 weight (K floats), then warps x S slots of (RES ? 2 : 1) x K x 2 bytes,
 // then warps x S mbarriers (8 bytes each).
 
-__device__ __forceinline__ uint32_t smem_u32(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-__device__ __forceinline__ void bulk_arrive_expect(uint32_t bar, uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
-}
-
-__device__ __forceinline__ void bulk_copy(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
-               "l"(src), "r"(bytes), "r"(bar)
-               : "memory");
-}
+using tma::bulk_copy;
+using tma::smem_u32;
 
 __device__ __forceinline__ void bulk_wait(uint32_t bar, uint32_t phase) {
   asm volatile(
@@ -692,7 +683,7 @@ __global__ void __launch_bounds__(256, MINB) nq_bulk_kernel(const Params p) {
   auto issue = [&](int s, int64_t row) {
     if (lane == 0 && row < p.rows) {
       const uint32_t bar = bar0 + 8u * s;
-      bulk_arrive_expect(bar, kSlotBytes);
+      tma::mbar_arrive_tx(bar, kSlotBytes);
       bulk_copy(slot0 + s * kSlotBytes, static_cast<const T*>(p.x) + row * p.x_stride, kRowBytes, bar);
       if constexpr (RES)
         bulk_copy(slot0 + s * kSlotBytes + kRowBytes, static_cast<const T*>(p.residual) + row * p.r_stride, kRowBytes,

@@ -38,6 +38,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "bulk_copy.cuh"
 #include "pdl.cuh"
 
 namespace qlinear {
@@ -726,9 +727,7 @@ struct RingParams {
   int off_bar;              // bulk kernel: the ST mbarriers (8 bytes each) after the ring / reduction space
 };
 
-__device__ __forceinline__ uint32_t smem_u32(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
+using tma::smem_u32;
 __device__ __forceinline__ void cp16(uint32_t dst, const void* src, int n) {
   asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(n));
 }
@@ -1012,42 +1011,11 @@ __global__ void __launch_bounds__(ring_threads<WR, WK, S, ST, NT>(), 1) ring_gem
 // aligned qweight / scales / zeros / x and x row stride % 8 == 0 (bulk copies: 16-byte aligned
 // addresses and sizes); the launcher falls back to the cp.async ring otherwise.
 
-__device__ __forceinline__ void mbar_init(uint32_t bar, int count) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
-#endif
-}
-__device__ __forceinline__ void mbar_fence_init() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-#endif
-}
-// One arrival that also raises the phase's expected transaction bytes.
-__device__ __forceinline__ void mbar_arrive_tx(uint32_t bar, uint32_t bytes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
-#endif
-}
-__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  uint32_t done = 0;
-  do {
-    asm volatile(
-        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
-        : "=r"(done)
-        : "r"(bar), "r"(parity)
-        : "memory");
-  } while (!done);
-#endif
-}
-// bytes (a multiple of 16) from global src to shared dst (both 16-byte aligned), completing on bar.
-__device__ __forceinline__ void bulk_copy(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
-               "l"(src), "r"(bytes), "r"(bar)
-               : "memory");
-#endif
-}
+using tma::bulk_copy;
+using tma::mbar_arrive_tx;
+using tma::mbar_fence_init;
+using tma::mbar_init;
+using tma::mbar_wait;
 
 // The copies of stage st into slot `base` (barrier bar), spread over the CTA's warps (copy c:
 // warp c % NW, lane c / NW; a bulk copy takes uniform operands, so ptxas serializes a warp's
