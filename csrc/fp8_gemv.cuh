@@ -399,26 +399,27 @@ __global__ void __launch_bounds__(max_threads(NT, R, PF, PQ), 1) fp8_gemv_kernel
 // fragments from shared memory and runs the same block_mma; the sums, the epilogue and therefore
 // the bits equal fp8_gemv_kernel's at the same R = 1, warps and splits.
 // Shared memory (BulkLayout): the chunk mbarriers, then 16 weight rows of kb_per_split * 128 bytes,
-// then M x rows of kb_per_split * 128 elements; odd rows sit 64 bytes (x in 16-bit types: 16 bytes)
-// further so that the two rows one quarter-warp reads fall on disjoint banks. The epilogue's
-// reduction space reuses the data area once every warp is done.
+// then M x rows of kb_per_split * 128 elements. Each row is padded by 64 bytes (x in 16-bit types:
+// 16 bytes) so that the two neighbouring rows one quarter-warp reads fall on disjoint banks (a lane
+// reads 16 bytes at 16 t of its row; 16-bit x: at 32 t). The epilogue's reduction space reuses the
+// data area once every warp is done.
 
 struct BulkLayout {
-  int w_pitch, x_pitch, x_odd;  // bytes per weight / x row, extra offset of odd x rows
-  int off_w, off_x, bytes;      // offsets of the weight and x areas, total dynamic shared memory
+  int w_pitch, x_pitch;     // bytes per weight / x row (data + pad)
+  int off_w, off_x, bytes;  // offsets of the weight and x areas, total dynamic shared memory
 };
 
 constexpr int kBulkBarBytes = 128;  // room for 16 chunk barriers
-constexpr int kBulkWOdd = 64;
 
-// es = bytes per x element (1: codes, 2: in-kernel quantization); red = the epilogue's bytes.
+// es = bytes per x element (1: codes, 2: in-kernel quantization); the epilogue needs warps x nt x
+// 128 floats and a flag.
 __host__ __device__ constexpr BulkLayout bulk_layout(int kb_per_split, int m, int es, int warps, int nt) {
-  const int w_pitch = kb_per_split * 128, x_pitch = kb_per_split * 128 * es, x_odd = es == 1 ? 64 : 16;
+  const int w_pitch = kb_per_split * 128 + 64, x_pitch = kb_per_split * 128 * es + (es == 1 ? 64 : 16);
   const int off_w = kBulkBarBytes;
-  const int off_x = off_w + 16 * w_pitch + kBulkWOdd;
-  const int data_end = off_x + m * x_pitch + x_odd;
+  const int off_x = off_w + 16 * w_pitch;
+  const int data_end = off_x + m * x_pitch;
   const int red_end = off_w + warps * nt * 4 * 32 * 4 + 16;
-  return BulkLayout{w_pitch, x_pitch, x_odd, off_w, off_x, data_end > red_end ? data_end : red_end};
+  return BulkLayout{w_pitch, x_pitch, off_w, off_x, data_end > red_end ? data_end : red_end};
 }
 
 __device__ __forceinline__ uint4 lds128(const char* p) { return *reinterpret_cast<const uint4*>(p); }
@@ -457,7 +458,7 @@ __global__ void __launch_bounds__(512, 1) fp8_gemv_bulk_kernel(const Params p) {
     // rows past N copy row N - 1 (valid memory; their sums are never stored)
     const uint8_t* src = p.w + static_cast<int64_t>(min(row0 + r, p.n - 1)) * p.w_stride +
                          static_cast<int64_t>(kb_lo + c * kpc) * 128;
-    tma::bulk_copy(sbase + L.off_w + r * L.w_pitch + (r & 1) * kBulkWOdd + c * kpc * 128, src, kbc * 128,
+    tma::bulk_copy(sbase + L.off_w + r * L.w_pitch + c * kpc * 128, src, kbc * 128,
                    sbase + 8 * c);
   }
 
@@ -469,7 +470,7 @@ __global__ void __launch_bounds__(512, 1) fp8_gemv_bulk_kernel(const Params p) {
     const int kbc = min(kpc, nkb - c * kpc);
     const char* src = static_cast<const char*>(p.x) + (static_cast<int64_t>(tok) * p.x_stride +
                                                         static_cast<int64_t>(kb_lo + c * kpc) * 128) * ES;
-    tma::bulk_copy(sbase + L.off_x + tok * L.x_pitch + (tok & 1) * L.x_odd + c * kpc * 128 * ES, src,
+    tma::bulk_copy(sbase + L.off_x + tok * L.x_pitch + c * kpc * 128 * ES, src,
                    kbc * 128 * ES, sbase + 8 * c);
   }
 
@@ -492,14 +493,14 @@ __global__ void __launch_bounds__(512, 1) fp8_gemv_bulk_kernel(const Params p) {
 
   const char* wrow[2];
 #pragma unroll
-  for (int h = 0; h < 2; ++h) wrow[h] = smem + L.off_w + (g + 8 * h) * L.w_pitch + (g & 1) * kBulkWOdd + 16 * t;
+  for (int h = 0; h < 2; ++h) wrow[h] = smem + L.off_w + (g + 8 * h) * L.w_pitch + 16 * t;
   const char* xrow[NT];
   bool xvalid[NT];
 #pragma unroll
   for (int nt = 0; nt < NT; ++nt) {
     const int tok = nt * 8 + g;
     xvalid[nt] = tok < p.m;
-    xrow[nt] = smem + L.off_x + (xvalid[nt] ? tok * L.x_pitch + (tok & 1) * L.x_odd : 0);
+    xrow[nt] = smem + L.off_x + (xvalid[nt] ? tok * L.x_pitch : 0);
   }
 
   float acc[1][NT][4];
