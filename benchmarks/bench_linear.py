@@ -32,7 +32,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _layers import build_layer  # noqa: E402
-from _timing import bench_rotated, buffers_to_defeat_l2, copy_ceiling_gbps, env_info, write_results  # noqa: E402
+from _timing import (  # noqa: E402
+    bench_graphs_interleaved, bench_rotated, buffers_to_defeat_l2, copy_ceiling_gbps, env_info, runnable, write_results,
+)
 
 MS = [1, 2, 4, 16, 64, 128, 1024, 4096]
 SHAPES = [(2112, 7168), (24576, 1536), (7168, 16384)]
@@ -49,6 +51,32 @@ def time_layer(fns, m: int, k: int, x_bytes_per_call: int) -> dict:
     return bench_rotated(fns, [torch.randn(m, k, device="cuda", dtype=torch.bfloat16) for _ in range(nx)])
 
 
+def time_case(cands: dict, m: int, k: int, how: str) -> dict[str, dict]:
+    """Time every candidate of one case (``{name: fns}``, ``fns`` one callable per weight copy) on the
+    same rotated inputs. ``how``: "interleaved" alternates single graph replays of all candidates
+    (each after an untimed replay of the same graph: :func:`_timing.bench_graphs_interleaved`), so a
+    candidate and its anchors see the same clocks; "sequential" times one candidate after the other
+    (the method of the acceptance files before session 9). A candidate that raises (an anchor that
+    refuses a shape) gets ``{"error": ...}``."""
+    nx = buffers_to_defeat_l2(2 * m * k, max_buffers=8)
+    xs = [torch.randn(m, k, device="cuda", dtype=torch.bfloat16) for _ in range(nx)]
+    errors: dict[str, str] = {}
+    if how == "sequential":
+        out = {}
+        for name, fns in cands.items():
+            try:
+                out[name] = bench_rotated(fns, xs)
+            except Exception as exc:  # noqa: BLE001 - recorded in the results
+                out[name] = {"error": repr(exc)[:200]}
+        return out
+    fns = {name: (lambda i, f=list(f): f[i % len(f)](xs[i % len(xs)])) for name, f in cands.items()}
+    ok = runnable(fns, on_error=lambda name, exc: errors.__setitem__(name, repr(exc)[:200]))
+    n_buffers = max([len(xs)] + [len(cands[name]) for name in ok])
+    res = bench_graphs_interleaved(ok, n_buffers=n_buffers, reps=30) if ok else {}
+    return {name: ({"error": errors[name]} if name in errors else
+                   {key: v for key, v in res[name].items() if key != "samples_us"}) for name in cands}
+
+
 def weight_copies(args, nbytes: int) -> int:
     """How many copies of a weight of ``nbytes`` to rotate through (1 with ``--weights hot``)."""
     return 1 if args.weights == "hot" else buffers_to_defeat_l2(nbytes, max_buffers=24)
@@ -63,6 +91,9 @@ def main() -> None:
     ap.add_argument("--ms", type=int, nargs="+", default=None, help="these M values only")
     ap.add_argument("--weights", choices=["cold", "hot"], default="cold",
                     help="cold: rotate weight copies past L2 (a decode step); hot: one copy, L2-resident when it fits")
+    ap.add_argument("--timing", choices=["interleaved", "sequential"], default="interleaved",
+                    help="interleaved: graph replays of a case's candidates alternated (same clocks for all); "
+                         "sequential: one candidate after the other")
     ap.add_argument("--pdl-ab", action="store_true",
                     help="for M <= 128 also time the layers with QLINEAR_PDL=off and =early (the default is late)")
     args = ap.parse_args()
@@ -96,28 +127,21 @@ def main() -> None:
             floor_us = weight_bytes(args.format, n, k) / (ceiling * 1e3)
             case = f"M={m} {n}x{k}"
             base = dict(case=case, m=m, n=n, k=k, weight_floor_us=floor_us, weight_copies=nw, weights=args.weights)
-            res = time_layer(layers, m, k, 2 * m * k)
             path = layer.backend(torch.empty(m, k, device="cuda", dtype=torch.bfloat16))
-            rows.append({**base, "impl": f"qlinear {args.format}", "backend": path, **res})
-            res_bf16 = time_layer(bf16_fns, m, k, 2 * m * k)
-            rows.append({**base, "impl": "bf16 F.linear", **res_bf16})
+            # every timed operand of the case, in the order of the result rows
+            cands = {f"qlinear {args.format}": layers, "bf16 F.linear": bf16_fns}
             if args.format == "fp8-block":
                 from qlinear.ops.fp8 import fp8_block_linear
 
-                sm_fns = [(lambda x, l=l: fp8_block_linear(x, l.weight, l.weight_scale_inv, (128, 128), backend="scaled_mm"))
-                          for l in layers]
-                try:
-                    rows.append({**base, "impl": "torch._scaled_mm blockwise (+quant)", **time_layer(sm_fns, m, k, 2 * m * k)})
-                except Exception as exc:  # the anchor itself may refuse a shape: record it
-                    rows.append({**base, "impl": "torch._scaled_mm blockwise (+quant)", "error": repr(exc)[:200]})
+                cands["torch._scaled_mm blockwise (+quant)"] = [
+                    (lambda x, l=l: fp8_block_linear(x, l.weight, l.weight_scale_inv, (128, 128), backend="scaled_mm"))
+                    for l in layers]
             if tgs is not None:
-                try:
-                    rows.append({**base, "impl": "tinygemm _weight_int4pack_mm", **time_layer(tgs, m, k, 2 * m * k)})
-                except Exception as exc:
-                    rows.append({**base, "impl": "tinygemm _weight_int4pack_mm", "error": repr(exc)[:200]})
+                cands["tinygemm _weight_int4pack_mm"] = tgs
             if separates is not None and m <= 4096:
-                r = time_layer(separates, m, k, 2 * m * k)
-                rows.append({**base, "impl": f"two separate layers {SPLIT[(n, k)]}", **r})
+                cands[f"two separate layers {SPLIT[(n, k)]}"] = separates
+            for impl, res in time_case(cands, m, k, args.timing).items():
+                rows.append({**base, "impl": impl, **({"backend": path} if impl.startswith("qlinear") else {}), **res})
             for mode in (("off", "early") if args.pdl_ab and m <= 128 else ()):
                 os.environ["QLINEAR_PDL"] = mode
                 try:
@@ -136,7 +160,9 @@ def main() -> None:
         del layer, layers, separates, w_bf16, bf16_fns, tgs
         torch.cuda.empty_cache()
     meta = {**env_info(), "copy_ceiling_gbps": ceiling, "format": args.format,
-            "timing": "CUDA graph replay, median of 30 replays; inputs rotated past L2",
+            "timing": ("CUDA graph replays of a case's candidates alternated, each after an untimed one, median of 30; "
+                       if args.timing == "interleaved" else "CUDA graph replay, median of 30 replays; ")
+                      + "inputs rotated past L2",
             "weights": args.weights + (" (weight copies rotated: every call reads its weights from HBM)" if args.weights == "cold" else
                                        " (one weight copy: L2-resident where it fits)")}
     for r in rows:

@@ -44,7 +44,6 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
-#include "bulk_copy.cuh"
 #include "norm_quant.cuh"
 #include "pdl.cuh"
 
@@ -68,7 +67,6 @@ struct Params {
   int m, n, kb;      // kb = k / 128
   int splits, kb_per_split;
   float scale_eps;
-  int chunks;        // bulk kernel: k-block chunks of a CTA's range, one mbarrier each
 };
 
 template <typename XT>
@@ -195,11 +193,30 @@ __device__ __forceinline__ void load_codes(uint32_t (&q)[8], const uint8_t* xrow
   q[4] = c1.x, q[5] = c1.y, q[6] = c1.z, q[7] = c1.w;
 }
 
-// The MMAs of one k-block for R row tiles: acc += (W_tile . x codes) * sw * sx per token column, from
-// the weight stage st, the x codes q (quant_x / load_codes order) and the lane's C-column scales sxc.
-template <int NT, int R>
-__device__ __forceinline__ void block_mma(float (&acc)[R][NT][4], const WStage<R>& st, const uint32_t (&q)[NT][8],
-                                          const float (&sxc)[NT][2]) {
+template <typename XT, int NT, int R, bool PQ>
+__device__ __forceinline__ void do_block(float (&acc)[R][NT][4], const WStage<R>& st, const void* const (&xrow)[NT],
+                                         const bool (&xvalid)[NT], int kb, int lane, const Params& p) {
+  const int t = lane & 3;
+  uint32_t q[NT][8];
+  float sxc[NT][2];
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt) {
+    if constexpr (PQ) {
+      load_codes(q[nt], static_cast<const uint8_t*>(xrow[nt]), xvalid[nt], kb, t);
+      // C columns of this lane are tokens 2t, 2t + 1
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const int tok = nt * 8 + 2 * t + j;
+        sxc[nt][j] = tok < p.m ? __ldg(p.xs + static_cast<int64_t>(tok) * p.xs_s0 + static_cast<int64_t>(kb) * p.xs_s1)
+                               : 0.f;
+      }
+    } else {
+      const float sx = quant_x<XT>(q[nt], static_cast<const XT*>(xrow[nt]), xvalid[nt], kb, t, p.scale_eps);
+      // C columns of this lane are tokens 2t, 2t + 1, whose scales lanes 8t and 8t + 4 computed
+      sxc[nt][0] = __shfl_sync(0xffffffffu, sx, 8 * t);
+      sxc[nt][1] = __shfl_sync(0xffffffffu, sx, 8 * t + 4);
+    }
+  }
 #pragma unroll
   for (int r = 0; r < R; ++r) {
     float frag[NT][4];
@@ -226,33 +243,6 @@ __device__ __forceinline__ void block_mma(float (&acc)[R][NT][4], const WStage<R
   }
 }
 
-template <typename XT, int NT, int R, bool PQ>
-__device__ __forceinline__ void do_block(float (&acc)[R][NT][4], const WStage<R>& st, const void* const (&xrow)[NT],
-                                         const bool (&xvalid)[NT], int kb, int lane, const Params& p) {
-  const int t = lane & 3;
-  uint32_t q[NT][8];
-  float sxc[NT][2];
-#pragma unroll
-  for (int nt = 0; nt < NT; ++nt) {
-    if constexpr (PQ) {
-      load_codes(q[nt], static_cast<const uint8_t*>(xrow[nt]), xvalid[nt], kb, t);
-      // C columns of this lane are tokens 2t, 2t + 1
-#pragma unroll
-      for (int j = 0; j < 2; ++j) {
-        const int tok = nt * 8 + 2 * t + j;
-        sxc[nt][j] = tok < p.m ? __ldg(p.xs + static_cast<int64_t>(tok) * p.xs_s0 + static_cast<int64_t>(kb) * p.xs_s1)
-                               : 0.f;
-      }
-    } else {
-      const float sx = quant_x<XT>(q[nt], static_cast<const XT*>(xrow[nt]), xvalid[nt], kb, t, p.scale_eps);
-      // C columns of this lane are tokens 2t, 2t + 1, whose scales lanes 8t and 8t + 4 computed
-      sxc[nt][0] = __shfl_sync(0xffffffffu, sx, 8 * t);
-      sxc[nt][1] = __shfl_sync(0xffffffffu, sx, 8 * t + 4);
-    }
-  }
-  block_mma<NT, R>(acc, st, q, sxc);
-}
-
 // Threads per CTA an instance is compiled for, i.e. its register cap (65536 / threads): each tile
 // of a weight stage holds 17 registers (PF + 1 stages), each token tile 24 (raw x + codes; 8 with
 // PQ) and 8 R accumulators.
@@ -266,58 +256,10 @@ inline size_t smem_bytes(int R, int NT, int warps) {
   return sizeof(float) * static_cast<size_t>(warps) * R * NT * 128 + 16;
 }
 
-// The CTA's epilogue: the warps' accumulators -> shared memory [warp][v][lane] (conflict-free), then
-// one thread per value sums the warps; with splits > 1 each CTA publishes its partial tile to the
-// workspace and the last-arriving one sums the splits in order, adds the bias and stores.
-template <typename XT, int NT, int R>
-__device__ __forceinline__ void reduce_store(const float (&acc)[R][NT][4], float* red, const Params& p, int tg,
-                                             int split, int row0) {
-  constexpr int V = R * NT * 4;  // accumulator values per lane
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, W = blockDim.x >> 5;
-  const float* flat = &acc[0][0][0];
-#pragma unroll
-  for (int v = 0; v < V; ++v) red[(warp * V + v) * 32 + lane] = flat[v];
-  __syncthreads();
-
-  constexpr int NV = V * 32;
-  if (p.splits > 1) {
-    float* slot = p.ws + (static_cast<int64_t>(tg) * p.splits + split) * NV;
-    for (int idx = threadIdx.x; idx < NV; idx += blockDim.x) {
-      float s = 0.f;
-      for (int w = 0; w < W; ++w) s += red[w * NV + idx];
-      __stcg(slot + idx, s);
-    }
-    // classic last-block reduction: publish the partial, count arrivals, the last CTA sums
-    __threadfence();
-    __syncthreads();
-    int* flag = reinterpret_cast<int*>(red + static_cast<size_t>(W) * NV);
-    if (threadIdx.x == 0) *flag = atomicAdd(p.counters + tg, 1) == p.splits - 1;
-    __syncthreads();
-    if (!*flag) return;
-    __threadfence();
-    if (threadIdx.x == 0) p.counters[tg] = 0;  // ready for the next launch (graph replays)
-  }
-  const float* base = p.ws + static_cast<int64_t>(tg) * p.splits * NV;
-  for (int idx = threadIdx.x; idx < NV; idx += blockDim.x) {
-    const int v = idx >> 5, ln = idx & 31;
-    const int i = v & 3, nt = (v >> 2) % NT, r = v / (4 * NT);
-    const int row = row0 + r * 16 + (ln >> 2) + (i >> 1) * 8;
-    const int tok = nt * 8 + 2 * (ln & 3) + (i & 1);
-    if (row >= p.n || tok >= p.m) continue;
-    float s = 0.f;
-    if (p.splits > 1) {
-      for (int sp = 0; sp < p.splits; ++sp) s += __ldcg(base + static_cast<int64_t>(sp) * NV + idx);
-    } else {
-      for (int w = 0; w < W; ++w) s += red[w * NV + idx];
-    }
-    if (p.bias != nullptr) s += XTraits<XT>::to(static_cast<const XT*>(p.bias)[row]);
-    static_cast<XT*>(p.out)[static_cast<int64_t>(tok) * p.out_stride + row] = XTraits<XT>::from(s);
-  }
-}
-
 template <typename XT, int NT, int R, int PF, bool PQ>
 __global__ void __launch_bounds__(max_threads(NT, R, PF, PQ), 1) fp8_gemv_kernel(const Params p) {
   extern __shared__ float red[];
+  constexpr int V = R * NT * 4;  // accumulator values per lane
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, W = blockDim.x >> 5;
   const int g = lane >> 2, t = lane & 3;
   const int tg = blockIdx.x, split = blockIdx.y;
@@ -384,161 +326,46 @@ __global__ void __launch_bounds__(max_threads(NT, R, PF, PQ), 1) fp8_gemv_kernel
     }
   }
 
-  reduce_store<XT, NT, R>(acc, red, p, tg, split, row0);
-}
-
-// ---------------------------------------------------------------------------------------------
-// Bulk variant (sm_90, R = 1): the CTA's whole k range of weights (16 rows) and of x (M rows of codes,
-// or of bf16 / fp16 for in-kernel quantization) is staged in shared memory by cp.async.bulk copies,
-// in `chunks` pieces along k with one mbarrier each. The weight copies are issued before
-// griddepcontrol.wait (they do not depend on the previous grid) and the x copies right after it, so
-// every byte the CTA needs is in flight at once, without registers to hold it: the register kernel
-// keeps at most PF + 1 k-blocks per warp in flight and, at 16 warps of ~128 registers, fills the
-// register file (which also keeps the next grid's CTAs off the SM). Each warp then takes its
-// k-blocks round-robin exactly as fp8_gemv_kernel does, waits for the block's chunk, reads its
-// fragments from shared memory and runs the same block_mma; the sums, the epilogue and therefore
-// the bits equal fp8_gemv_kernel's at the same R = 1, warps and splits.
-// Shared memory (BulkLayout): the chunk mbarriers, then 16 weight rows of kb_per_split * 128 bytes,
-// then M x rows of kb_per_split * 128 elements. Each row is padded by 64 bytes (x in 16-bit types:
-// 16 bytes) so that the two neighbouring rows one quarter-warp reads fall on disjoint banks (a lane
-// reads 16 bytes at 16 t of its row; 16-bit x: at 32 t). The epilogue's reduction space reuses the
-// data area once every warp is done.
-
-struct BulkLayout {
-  int w_pitch, x_pitch;     // bytes per weight / x row (data + pad)
-  int off_w, off_x, bytes;  // offsets of the weight and x areas, total dynamic shared memory
-};
-
-constexpr int kBulkBarBytes = 128;  // room for 16 chunk barriers
-
-// es = bytes per x element (1: codes, 2: in-kernel quantization); the epilogue needs warps x nt x
-// 128 floats and a flag.
-__host__ __device__ constexpr BulkLayout bulk_layout(int kb_per_split, int m, int es, int warps, int nt) {
-  const int w_pitch = kb_per_split * 128 + 64, x_pitch = kb_per_split * 128 * es + (es == 1 ? 64 : 16);
-  const int off_w = kBulkBarBytes;
-  const int off_x = off_w + 16 * w_pitch;
-  const int data_end = off_x + m * x_pitch;
-  const int red_end = off_w + warps * nt * 4 * 32 * 4 + 16;
-  return BulkLayout{w_pitch, x_pitch, off_w, off_x, data_end > red_end ? data_end : red_end};
-}
-
-__device__ __forceinline__ uint4 lds128(const char* p) { return *reinterpret_cast<const uint4*>(p); }
-
-template <typename XT, int NT, bool PQ>
-__global__ void __launch_bounds__(512, 1) fp8_gemv_bulk_kernel(const Params p) {
-  extern __shared__ __align__(128) char smem[];
-  constexpr int ES = PQ ? 1 : static_cast<int>(sizeof(XT));
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, W = blockDim.x >> 5;
-  const int g = lane >> 2, t = lane & 3;
-  const int tg = blockIdx.x, split = blockIdx.y;
-  const int row0 = tg * 16;
-  const int kb_lo = split * p.kb_per_split;
-  const int nkb = min(p.kb_per_split, p.kb - kb_lo);
-  const int kpc = (nkb + p.chunks - 1) / p.chunks;  // k-blocks per chunk
-  const int nch = (nkb + kpc - 1) / kpc;
-  const BulkLayout L = bulk_layout(p.kb_per_split, p.m, ES, W, NT);
-  const uint32_t sbase = tma::smem_u32(smem);
-
-  if (threadIdx.x == 0) {
-    for (int c = 0; c < nch; ++c) tma::mbar_init(sbase + 8 * c, 1);
-    tma::mbar_fence_init();
-  }
+  // warps -> shared memory [warp][v][lane] (conflict-free), then one thread per value sums the warps
+  const float* flat = &acc[0][0][0];
+#pragma unroll
+  for (int v = 0; v < V; ++v) red[(warp * V + v) * 32 + lane] = flat[v];
   __syncthreads();
-  if (threadIdx.x == 0) {
-    for (int c = 0; c < nch; ++c) {
-      const int kbc = min(kpc, nkb - c * kpc);
-      tma::mbar_arrive_tx(sbase + 8 * c, static_cast<uint32_t>(kbc * 128 * (16 + p.m * ES)));
+
+  constexpr int NV = V * 32;
+  if (p.splits > 1) {
+    float* slot = p.ws + (static_cast<int64_t>(tg) * p.splits + split) * NV;
+    for (int idx = threadIdx.x; idx < NV; idx += blockDim.x) {
+      float s = 0.f;
+      for (int w = 0; w < W; ++w) s += red[w * NV + idx];
+      __stcg(slot + idx, s);
     }
+    // classic last-block reduction: publish the partial, count arrivals, the last CTA sums
+    __threadfence();
+    __syncthreads();
+    int* flag = reinterpret_cast<int*>(red + static_cast<size_t>(W) * NV);
+    if (threadIdx.x == 0) *flag = atomicAdd(p.counters + tg, 1) == p.splits - 1;
+    __syncthreads();
+    if (!*flag) return;
+    __threadfence();
+    if (threadIdx.x == 0) p.counters[tg] = 0;  // ready for the next launch (graph replays)
   }
-  // copy j goes to warp j % W, lane j / W: a warp's bulk copies issue one lane at a time
-  const int j0 = lane * W + warp, jstep = 32 * W;
-  for (int j = j0; j < 16 * nch; j += jstep) {
-    const int r = j & 15, c = j >> 4;
-    const int kbc = min(kpc, nkb - c * kpc);
-    // rows past N copy row N - 1 (valid memory; their sums are never stored)
-    const uint8_t* src = p.w + static_cast<int64_t>(min(row0 + r, p.n - 1)) * p.w_stride +
-                         static_cast<int64_t>(kb_lo + c * kpc) * 128;
-    tma::bulk_copy(sbase + L.off_w + r * L.w_pitch + c * kpc * 128, src, kbc * 128,
-                   sbase + 8 * c);
-  }
-
-  pdl::wait();
-  pdl::launch_dependents();
-
-  for (int j = j0; j < p.m * nch; j += jstep) {
-    const int tok = j % p.m, c = j / p.m;
-    const int kbc = min(kpc, nkb - c * kpc);
-    const char* src = static_cast<const char*>(p.x) + (static_cast<int64_t>(tok) * p.x_stride +
-                                                        static_cast<int64_t>(kb_lo + c * kpc) * 128) * ES;
-    tma::bulk_copy(sbase + L.off_x + tok * L.x_pitch + c * kpc * 128 * ES, src,
-                   kbc * 128 * ES, sbase + 8 * c);
-  }
-
-  const int64_t wsi_row = static_cast<int64_t>(row0 / 128) * p.wsi_s0;
-  // the next block's scales are loaded one block ahead (their latency hides behind this block)
-  float sw_next = 0.f, sx_next[NT][2] = {};
-  auto load_scales = [&](int kb) {
-    sw_next = __ldg(p.wsi + wsi_row + static_cast<int64_t>(kb) * p.wsi_s1);
-    if constexpr (PQ) {
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-        for (int jj = 0; jj < 2; ++jj) {
-          const int tok = nt * 8 + 2 * t + jj;
-          sx_next[nt][jj] =
-              tok < p.m ? __ldg(p.xs + static_cast<int64_t>(tok) * p.xs_s0 + static_cast<int64_t>(kb) * p.xs_s1) : 0.f;
-        }
+  const float* base = p.ws + static_cast<int64_t>(tg) * p.splits * NV;
+  for (int idx = threadIdx.x; idx < NV; idx += blockDim.x) {
+    const int v = idx >> 5, ln = idx & 31;
+    const int i = v & 3, nt = (v >> 2) % NT, r = v / (4 * NT);
+    const int row = row0 + r * 16 + (ln >> 2) + (i >> 1) * 8;
+    const int tok = nt * 8 + 2 * (ln & 3) + (i & 1);
+    if (row >= p.n || tok >= p.m) continue;
+    float s = 0.f;
+    if (p.splits > 1) {
+      for (int sp = 0; sp < p.splits; ++sp) s += __ldcg(base + static_cast<int64_t>(sp) * NV + idx);
+    } else {
+      for (int w = 0; w < W; ++w) s += red[w * NV + idx];
     }
-  };
-
-  const char* wrow[2];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) wrow[h] = smem + L.off_w + (g + 8 * h) * L.w_pitch + 16 * t;
-  const char* xrow[NT];
-  bool xvalid[NT];
-#pragma unroll
-  for (int nt = 0; nt < NT; ++nt) {
-    const int tok = nt * 8 + g;
-    xvalid[nt] = tok < p.m;
-    xrow[nt] = smem + L.off_x + (xvalid[nt] ? tok * L.x_pitch : 0);
+    if (p.bias != nullptr) s += XTraits<XT>::to(static_cast<const XT*>(p.bias)[row]);
+    static_cast<XT*>(p.out)[static_cast<int64_t>(tok) * p.out_stride + row] = XTraits<XT>::from(s);
   }
-
-  float acc[1][NT][4];
-#pragma unroll
-  for (int nt = 0; nt < NT; ++nt) acc[0][nt][0] = acc[0][nt][1] = acc[0][nt][2] = acc[0][nt][3] = 0.f;
-
-  int rel = warp;
-  if (rel < nkb) load_scales(kb_lo + rel);
-  for (; rel < nkb; rel += W) {
-    WStage<1> st;
-    st.sw[0] = sw_next;
-    float sxc[NT][2];
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt) sxc[nt][0] = sx_next[nt][0], sxc[nt][1] = sx_next[nt][1];
-    if (rel + W < nkb) load_scales(kb_lo + rel + W);
-    tma::mbar_wait(sbase + 8 * (rel / kpc), 0);
-#pragma unroll
-    for (int h = 0; h < 2; ++h)
-#pragma unroll
-      for (int c = 0; c < 2; ++c) st.v[0][h][c] = lds128(wrow[h] + rel * 128 + 64 * c);
-    uint32_t q[NT][8];
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt) {
-      if constexpr (PQ) {
-        load_codes(q[nt], reinterpret_cast<const uint8_t*>(xrow[nt]), xvalid[nt], rel, t);
-      } else {
-        const float sx = quant_x<XT>(q[nt], reinterpret_cast<const XT*>(xrow[nt]), xvalid[nt], rel, t, p.scale_eps);
-        sxc[nt][0] = __shfl_sync(0xffffffffu, sx, 8 * t);
-        sxc[nt][1] = __shfl_sync(0xffffffffu, sx, 8 * t + 4);
-      }
-    }
-    block_mma<NT, 1>(acc, st, q, sxc);
-  }
-
-  // every chunk was waited for by the warp owning one of its blocks: after this barrier no copy is
-  // in flight and the data area can hold the reduction
-  __syncthreads();
-  reduce_store<XT, NT, 1>(acc, reinterpret_cast<float*>(smem + L.off_w), p, tg, split, row0);
 }
 
 }  // namespace fp8g

@@ -44,42 +44,16 @@ cudaError_t launch_nt(const Params& p, int r, int pf, int warps, int tgs, bool p
   }
 }
 
-// The bulk variant (fp8_gemv_bulk_kernel, R = 1) with `smem` bytes of dynamic shared memory (the
-// launcher's bulk_layout). The opt-in above 48 KB is a per-device attribute of the instance: raised
-// once per device to the largest size asked (not on every decode step's launch).
-template <typename XT, int NT, bool PQ>
-cudaError_t launch_bulk(const Params& p, int warps, int tgs, int smem, bool pdl, cudaStream_t stream) {
-  auto kernel = fp8_gemv_bulk_kernel<XT, NT, PQ>;
-  static int raised[64] = {};
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return cudaErrorInvalidDevice;
-  if (smem > 48 * 1024 && smem > raised[dev]) {
-    const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-    if (e != cudaSuccess) return e;
-    raised[dev] = smem;
-  }
-  const dim3 grid(static_cast<unsigned>(tgs), static_cast<unsigned>(p.splits));
-  return pdl::launch_smem(kernel, grid, dim3(32 * warps), static_cast<size_t>(smem), stream, pdl, 1, p);
-}
-
-// bf16: out / bias (and unquantized x) dtype; two: M > 8 (two token tiles); bulk_smem > 0: the bulk
-// variant with that much shared memory (else the register kernel). launch_quant: x quantized in the
-// kernel (fp8_gemv_launch.cu), launch_preq: pre-quantized x (fp8_gemv_launch_preq.cu).
+// bf16: out / bias (and unquantized x) dtype; two: M > 8 (two token tiles). launch_quant: x quantized
+// in the kernel (fp8_gemv_launch.cu), launch_preq: pre-quantized x (fp8_gemv_launch_preq.cu).
 cudaError_t launch_quant(const Params& p, bool bf16, bool two, int r, int pf, int warps, int tgs, bool pdl,
-                         int bulk_smem, cudaStream_t stream);
+                         cudaStream_t stream);
 cudaError_t launch_preq(const Params& p, bool bf16, bool two, int r, int pf, int warps, int tgs, bool pdl,
-                        int bulk_smem, cudaStream_t stream);
+                        cudaStream_t stream);
 
 #define QLINEAR_FP8G_LAUNCH_PQ(NAME, PQ)                                                                      \
   cudaError_t NAME(const Params& p, bool bf16, bool two, int r, int pf, int warps, int tgs, bool pdl,         \
-                   int bulk_smem, cudaStream_t stream) {                                                      \
-    if (bulk_smem > 0) {                                                                                       \
-      if (bf16)                                                                                                \
-        return two ? launch_bulk<__nv_bfloat16, 2, PQ>(p, warps, tgs, bulk_smem, pdl, stream)                  \
-                   : launch_bulk<__nv_bfloat16, 1, PQ>(p, warps, tgs, bulk_smem, pdl, stream);                 \
-      return two ? launch_bulk<__half, 2, PQ>(p, warps, tgs, bulk_smem, pdl, stream)                           \
-                 : launch_bulk<__half, 1, PQ>(p, warps, tgs, bulk_smem, pdl, stream);                          \
-    }                                                                                                          \
+                   cudaStream_t stream) {                                                                     \
     if (bf16)                                                                                                  \
       return two ? launch_nt<__nv_bfloat16, 2, PQ>(p, r, pf, warps, tgs, pdl, stream)                          \
                  : launch_nt<__nv_bfloat16, 1, PQ>(p, r, pf, warps, tgs, pdl, stream);                         \

@@ -15,8 +15,6 @@ using fp8g::Params;
 
 int max_warps(int nt, int r, int pf, bool pq) { return fp8g::max_threads(nt, r, pf, pq) / 32; }
 
-constexpr int kBulkMaxWarps = 16;  // fp8_gemv_bulk_kernel's __launch_bounds__(512)
-
 int64_t cdiv64(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 int64_t partial_words(const Fp8GemvArgs& a, const Fp8GemvConfig& c) {
@@ -29,7 +27,6 @@ int64_t partial_words(const Fp8GemvArgs& a, const Fp8GemvConfig& c) {
 Fp8GemvConfig fp8_gemv_decode(int64_t code) {
   Fp8GemvConfig c;
   if (code <= 0) return c;
-  c.bulk = static_cast<int>((code / 10000000) % 10);
   c.preq = static_cast<int>((code / 1000000) % 10);
   c.splits = static_cast<int>((code / 10000) % 100);
   c.r = static_cast<int>((code / 1000) % 10);
@@ -39,8 +36,7 @@ Fp8GemvConfig fp8_gemv_decode(int64_t code) {
 }
 
 int64_t fp8_gemv_encode(const Fp8GemvConfig& c) {
-  return int64_t{c.bulk} * 10000000 + int64_t{c.preq} * 1000000 + int64_t{c.splits} * 10000 + c.r * 1000 +
-         c.pf * 100 + c.warps;
+  return int64_t{c.preq} * 1000000 + int64_t{c.splits} * 10000 + c.r * 1000 + c.pf * 100 + c.warps;
 }
 
 // Automatic choice (zero fields of the code): R = 1 for m <= 4, 2 for m <= 8, 4 above (x is quantized
@@ -51,17 +47,13 @@ Fp8GemvConfig fp8_gemv_resolve(const Fp8GemvArgs& a, int64_t code) {
   Fp8GemvConfig c = fp8_gemv_decode(code);
   const bool pq = a.x_scales != nullptr;
   c.preq = pq ? 1 : 0;
-  if (c.bulk) {
-    // one tile per CTA; the PF digit counts k chunks
-    c.r = 1;
-    if (c.pf <= 0) c.pf = 8;
-  } else if (c.r <= 0) {
+  if (c.r <= 0) {
     c.r = pq || a.m <= 4 ? 1 : (a.m <= 8 ? 2 : 4);
     c.pf = c.r <= 2 ? 1 : 0;
   }
   const int64_t kb = a.k / 128;
   const int64_t tgs = cdiv64(cdiv64(a.n, 16), c.r);
-  const int wmax = c.bulk ? kBulkMaxWarps : max_warps(a.m > 8 ? 2 : 1, c.r, c.pf, pq);
+  const int wmax = max_warps(a.m > 8 ? 2 : 1, c.r, c.pf, pq);
   const int64_t target = static_cast<int64_t>(devattr::sm_count()) * (c.r >= 4 ? 8 : 16);
   int64_t wpt = cdiv64(target, tgs);
   const int64_t cap = kb / 2 > 0 ? kb / 2 : 1;
@@ -79,11 +71,6 @@ Fp8GemvConfig fp8_gemv_resolve(const Fp8GemvArgs& a, int64_t code) {
   if (c.splits > kb) c.splits = static_cast<int>(kb);
   // no empty splits: S = cdiv(kb, cdiv(kb, S))
   c.splits = static_cast<int>(cdiv64(kb, cdiv64(kb, c.splits)));
-  // a bulk launch's automatic split count grows until the CTA's k range fits in shared memory
-  if (c.bulk && fp8_gemv_decode(code).splits <= 0) {
-    for (int64_t s = c.splits + 1; s <= kb && fp8_gemv_bulk_smem(a, c) > devattr::smem_optin(); ++s)
-      c.splits = static_cast<int>(cdiv64(kb, cdiv64(kb, s)));
-  }
   // an automatic split count shrinks to what the workspace holds
   if (fp8_gemv_decode(code).splits <= 0 && c.splits > 1) {
     const int64_t room = a.workspace_words - kFp8GemvCounters;
@@ -104,17 +91,10 @@ Fp8GemvSupport fp8_gemv_supported(const Fp8GemvArgs& a, int64_t code) {
       reinterpret_cast<uintptr_t>(a.weight) % 16 != 0 || (a.n > 1 && a.w_stride % 16 != 0))
     return Fp8GemvSupport::kMisaligned;
   const Fp8GemvConfig c = fp8_gemv_resolve(a, code);
-  const Fp8GemvConfig asked = fp8_gemv_decode(code);
-  if (asked.preq > 1 || (asked.preq == 1 && !pq) || asked.bulk > 1 || (asked.bulk && asked.r > 1))
+  if (fp8_gemv_decode(code).preq > 1 || (fp8_gemv_decode(code).preq == 1 && !pq)) return Fp8GemvSupport::kBadConfig;
+  if (!fp8g::pair_compiled(c.r, c.pf, pq) || c.warps < 1 || c.warps > max_warps(a.m > 8 ? 2 : 1, c.r, c.pf, pq) ||
+      c.splits < 1 || c.splits > 99)
     return Fp8GemvSupport::kBadConfig;
-  if (c.bulk) {
-    if (c.warps < 1 || c.warps > kBulkMaxWarps || c.splits < 1 || c.splits > 99) return Fp8GemvSupport::kBadConfig;
-    if (devattr::cc_major() < 9 || fp8_gemv_bulk_smem(a, c) > devattr::smem_optin())
-      return Fp8GemvSupport::kBulkUnsupported;
-  } else if (!fp8g::pair_compiled(c.r, c.pf, pq) || c.warps < 1 ||
-             c.warps > max_warps(a.m > 8 ? 2 : 1, c.r, c.pf, pq) || c.splits < 1 || c.splits > 99) {
-    return Fp8GemvSupport::kBadConfig;
-  }
   if (c.splits > 1) {
     const int64_t tgs = cdiv64(cdiv64(a.n, 16), c.r);
     if (a.workspace == nullptr || tgs > kFp8GemvCounters ||
@@ -128,16 +108,6 @@ int fp8_gemv_configs(int* codes, int cap) {
   const int n = static_cast<int>(sizeof(fp8g::kPairs) / sizeof(int));
   for (int i = 0; i < n && i < cap; ++i) codes[i] = fp8g::kPairs[i];
   return n;
-}
-
-int64_t fp8_gemv_bulk_smem(const Fp8GemvArgs& a, const Fp8GemvConfig& c) {
-  const int64_t kb = a.k / 128;
-  const int64_t kbs = cdiv64(kb, c.splits > 0 ? c.splits : 1);
-  // int overflow is impossible past the opt-in check's range, but the product is formed in 64 bits
-  if (kbs * 128 * (16 + a.m * 2) > (int64_t{1} << 30)) return int64_t{1} << 30;
-  return fp8g::bulk_layout(static_cast<int>(kbs), static_cast<int>(a.m), a.x_scales != nullptr ? 1 : 2, c.warps,
-                           a.m > 8 ? 2 : 1)
-      .bytes;
 }
 
 cudaError_t fp8_gemv_launch(const Fp8GemvArgs& a, cudaStream_t stream, int64_t code, bool pdl, Fp8GemvConfig* used) {
@@ -167,14 +137,11 @@ cudaError_t fp8_gemv_launch(const Fp8GemvArgs& a, cudaStream_t stream, int64_t c
   p.splits = c.splits;
   p.kb_per_split = static_cast<int>(cdiv64(kb, c.splits));
   p.scale_eps = a.scale_eps;
-  p.chunks = c.bulk ? c.pf : 0;
   const int tgs = static_cast<int>(cdiv64(cdiv64(a.n, 16), c.r));
   const bool use_pdl = pdl && devattr::cc_major() >= 9;
   const bool bf16 = a.dtype == Fp8GDType::kBFloat16, two = a.m > 8;
-  const int bulk_smem = c.bulk ? static_cast<int>(fp8_gemv_bulk_smem(a, c)) : 0;
-  if (a.x_scales != nullptr)
-    return fp8g::launch_preq(p, bf16, two, c.r, c.pf, c.warps, tgs, use_pdl, bulk_smem, stream);
-  return fp8g::launch_quant(p, bf16, two, c.r, c.pf, c.warps, tgs, use_pdl, bulk_smem, stream);
+  if (a.x_scales != nullptr) return fp8g::launch_preq(p, bf16, two, c.r, c.pf, c.warps, tgs, use_pdl, stream);
+  return fp8g::launch_quant(p, bf16, two, c.r, c.pf, c.warps, tgs, use_pdl, stream);
 }
 
 }  // namespace qlinear

@@ -35,18 +35,15 @@ struct Fp8GemvArgs {
   float scale_eps = 1e-10f;
 };
 
-// A launch config, code B * 10000000 + Q * 1000000 + S * 10000 + R * 1000 + PF * 100 + W (0 = automatic): R row
+// A launch config, code Q * 1000000 + S * 10000 + R * 1000 + PF * 100 + W (0 = automatic): R row
 // tiles of 16 per CTA (1, 2, 4), PF = k-blocks of weights loaded ahead of the one being multiplied
 // (0 .. 3; which (R, PF) pairs are compiled: fp8_gemv_configs), W warps per CTA splitting the
 // k-blocks (1 .. 16, fewer where the register cap allows fewer threads), S CTAs splitting K (1 .. 99;
 // S > 1 uses the workspace). Q = 1: x pre-quantized (x_scales set); a code with Q = 1 is refused
 // without x_scales, the operands decide otherwise (the digit tells the Python caller which op to
-// run). fp8_gemv_configs lists the compiled (R, PF) pairs as R * 10 + PF. B = 1: the bulk variant
-// (sm_90; fp8_gemv_bulk_kernel: weights and x staged in shared memory by bulk copies): R = 1 only,
-// and the PF digit is the number of k chunks (one mbarrier each, 1 .. 9; 0 = 8); the CTA's k range
-// of 16 weight rows and M x rows must fit in the device's opt-in shared memory.
+// run). fp8_gemv_configs lists the compiled (R, PF) pairs as R * 10 + PF.
 struct Fp8GemvConfig {
-  int r = 0, pf = 0, warps = 0, splits = 0, preq = 0, bulk = 0;
+  int r = 0, pf = 0, warps = 0, splits = 0, preq = 0;
 };
 
 enum class Fp8GemvSupport : int {
@@ -59,7 +56,6 @@ enum class Fp8GemvSupport : int {
   kBadConfig = 5,      // (R, PF) not compiled, warps or splits out of range, Q = 1 without x_scales
   kWorkspace = 6,      // split-K needs more counters / partials than the workspace holds
   kBadPointer = 7,     // x, weight, weight scales or (pre-quantized) x_scales null
-  kBulkUnsupported = 8,  // B = 1 below sm_90, or its shared memory (bulk_smem_bytes) over the opt-in limit
 };
 
 Fp8GemvConfig fp8_gemv_decode(int64_t code);
@@ -68,8 +64,6 @@ int64_t fp8_gemv_encode(const Fp8GemvConfig& c);
 Fp8GemvConfig fp8_gemv_resolve(const Fp8GemvArgs& a, int64_t code);
 Fp8GemvSupport fp8_gemv_supported(const Fp8GemvArgs& a, int64_t code);
 int fp8_gemv_configs(int* codes, int cap);
-// Dynamic shared memory of a bulk (B = 1) launch of config c on these operands.
-int64_t fp8_gemv_bulk_smem(const Fp8GemvArgs& a, const Fp8GemvConfig& c);
 // cudaErrorInvalidValue for unsupported cases (check fp8_gemv_supported first), else the launch error.
 cudaError_t fp8_gemv_launch(const Fp8GemvArgs& a, cudaStream_t stream, int64_t code, bool pdl,
                             Fp8GemvConfig* used = nullptr);

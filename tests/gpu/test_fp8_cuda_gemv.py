@@ -135,63 +135,6 @@ def test_quantizer_trigger_same_result(m):
     _check(y, x, w, wsi, None, f"M={m} table entry")
 
 
-# the bulk variant (B = 1: weights and x staged in shared memory by bulk copies; PF digit = k chunks)
-BULK_CODES = [10011114, 10011816, 10021308, 10011104, 10041908, 10000000]
-
-
-def _register_twin(code: int) -> int:
-    """The register kernel's code with the bulk code's warps and splits (R = 1, PF = 1): the same
-    k-blocks per warp in the same order and the same epilogue, hence the same bits."""
-    rest = code % 10000000
-    return (rest // 10000) * 10000 + 1000 + 100 + rest % 100
-
-
-@pytest.mark.parametrize("code", BULK_CODES)
-@pytest.mark.parametrize("m", [1, 5, 8, 9, 12, 16])
-def test_bulk_configs(code, m):
-    """Bulk variant, in-kernel and pre-quantized x, against the reference and bit for bit against the
-    register kernel at the same warps and splits; an x that does not fit in shared memory (16-bit x,
-    M > 8, K = 7168) is refused, not mislaunched."""
-    C = _ext()
-    for n, k in [(2112, 7168), (200, 1024), (7168, 16384)]:
-        if (n, k) == (7168, 16384) and code % 100000000 != 10000000:
-            continue  # only the automatic split (it must grow until the k range fits) on the big shape
-        w, wsi = _weight(n, k)
-        for dtype in (torch.bfloat16, torch.float16):
-            x = _x(m, k, dtype, m + code % 997, row_pad=64 if m % 2 else 0)
-            b = torch.randn(n, device=DEV).to(dtype) if m % 2 else None
-            for preq in (0, 1):
-                bcode = code + preq * 1000000
-                y = ops.fp8_block_gemv_cuda(x, w, wsi, b, config=bcode)
-                what = f"M={m} {n}x{k} {dtype} config={bcode}"
-                if y is None:
-                    # only 16-bit x of two token tiles over the whole 7168-wide range may not fit
-                    assert not preq and m > 8 and (n, k) == (2112, 7168) and (code // 10000) % 100 <= 1, what
-                    continue
-                _check(y, x, w, wsi, b, what)
-                ws = ops._cuda_workspace(x.device)
-                xq, xs = ops.per_token_group_quant_fp8(x, 128) if preq else (x, None)
-                used = C.fp8_block_gemv_resolve(xq, w, wsi, ws, bcode, xs)
-                assert used // 10000000 == 1 and (used // 1000) % 10 == 1, (what, used)
-                twin = _register_twin(used)
-                y0 = ops.fp8_block_gemv_cuda(x, w, wsi, b, config=twin)
-                assert y0 is not None, (what, twin)
-                assert torch.equal(y, y0), f"bulk differs from the register kernel {twin} ({what})"
-
-
-def test_bulk_refusals():
-    C = _ext()
-    w, wsi = _weight(2112, 7168)
-    x = _x(16, 7168, torch.bfloat16, 3)
-    ws = ops._cuda_workspace(x.device)
-    # R > 1 is not a bulk shape (code 5); 16-bit x of 16 rows over 7168 columns overflows shared memory (8)
-    assert C.fp8_block_gemv_supported(x, w, wsi, ws, 10012114) == 5
-    assert C.fp8_block_gemv_supported(x, w, wsi, ws, 10011114) == 8
-    assert C.fp8_block_gemv_supported(x, w, wsi, ws, 20011114) == 5
-    q, s = ops.per_token_group_quant_fp8(x, 128)
-    assert C.fp8_block_gemv_supported(q, w, wsi, ws, 11011114, s) == 0
-
-
 def test_preq_raw_op():
     C = _ext()
     n, k = 576, 7168
