@@ -30,6 +30,9 @@
 // PF = 1: the next k-block's weights are loaded before this one's MMAs (two register stages).
 // PF = 2, 3: a ring of PF + 1 register stages, PF k-blocks of weights in flight while one is
 // multiplied (more bytes in flight per SM for the bandwidth-bound large shapes).
+// XA (x ahead, R = 1, PF 1 or 2): the warp's next block's x operands (codes and scales, or raw x) are
+// loaded before this block is multiplied, so a block no longer starts with an L2 round trip for its
+// x; without XA they are loaded at the start of their own block.
 // PDL: the first k-block's weights and scales are requested before griddepcontrol.wait, x after.
 //
 // PQ (pre-quantized x): x arrives as e4m3 codes [M, K] (row stride x_stride bytes) plus fp32 group
@@ -129,11 +132,10 @@ __device__ __forceinline__ void load_stage(WStage<R>& st, const Params& p, const
   }
 }
 
-// x of token tile nt at k-block kb quantized for this lane: q[c * 4 + j] = codes of k = 64 c + 16 t +
-// 4 j .. +3 (low byte first); returns the group scale (0 for tokens >= M, whose codes are 0).
+// Raw x of one token tile at k-block kb for this lane (quant_raw's input): 2 x 2 16-byte loads at
+// elements 64 c + 16 t (+ 8), zero for tokens >= M.
 template <typename XT>
-__device__ __forceinline__ float quant_x(uint32_t (&q)[8], const XT* xrow, bool valid, int kb, int t, float eps) {
-  uint4 raw[2][2];
+__device__ __forceinline__ void load_raw(uint4 (&raw)[2][2], const XT* xrow, bool valid, int kb, int t) {
   if (valid) {
     const uint4* p = reinterpret_cast<const uint4*>(xrow + static_cast<int64_t>(kb) * 128 + 16 * t);
 #pragma unroll
@@ -145,6 +147,13 @@ __device__ __forceinline__ float quant_x(uint32_t (&q)[8], const XT* xrow, bool 
 #pragma unroll
     for (int c = 0; c < 2; ++c) raw[c][0] = raw[c][1] = make_uint4(0, 0, 0, 0);
   }
+}
+
+// x of one token tile at k-block kb quantized for this lane from its raw values: q[c * 4 + j] =
+// codes of k = 64 c + 16 t + 4 j .. +3 (low byte first); returns the group scale (0 for tokens >= M,
+// whose codes are 0).
+template <typename XT>
+__device__ __forceinline__ float quant_raw(uint32_t (&q)[8], const uint4 (&raw)[2][2], bool valid, float eps) {
   // the 32 values are converted twice (amax, then quotients) rather than held as fp32: that would
   // cost 32 registers per token tile
   float amax = 0.f;
@@ -180,43 +189,11 @@ __device__ __forceinline__ float quant_x(uint32_t (&q)[8], const XT* xrow, bool 
   return valid ? scale : 0.f;
 }
 
-// Pre-quantized x of token tile nt at k-block kb for this lane: the codes at the k positions quant_x
-// produces (two 16-byte loads), zero for tokens >= M.
-__device__ __forceinline__ void load_codes(uint32_t (&q)[8], const uint8_t* xrow, bool valid, int kb, int t) {
-  uint4 c0 = make_uint4(0, 0, 0, 0), c1 = c0;
-  if (valid) {
-    const uint4* p = reinterpret_cast<const uint4*>(xrow + static_cast<int64_t>(kb) * 128 + 16 * t);
-    c0 = p[0];
-    c1 = p[4];
-  }
-  q[0] = c0.x, q[1] = c0.y, q[2] = c0.z, q[3] = c0.w;
-  q[4] = c1.x, q[5] = c1.y, q[6] = c1.z, q[7] = c1.w;
-}
-
-template <typename XT, int NT, int R, bool PQ>
-__device__ __forceinline__ void do_block(float (&acc)[R][NT][4], const WStage<R>& st, const void* const (&xrow)[NT],
-                                         const bool (&xvalid)[NT], int kb, int lane, const Params& p) {
-  const int t = lane & 3;
-  uint32_t q[NT][8];
-  float sxc[NT][2];
-#pragma unroll
-  for (int nt = 0; nt < NT; ++nt) {
-    if constexpr (PQ) {
-      load_codes(q[nt], static_cast<const uint8_t*>(xrow[nt]), xvalid[nt], kb, t);
-      // C columns of this lane are tokens 2t, 2t + 1
-#pragma unroll
-      for (int j = 0; j < 2; ++j) {
-        const int tok = nt * 8 + 2 * t + j;
-        sxc[nt][j] = tok < p.m ? __ldg(p.xs + static_cast<int64_t>(tok) * p.xs_s0 + static_cast<int64_t>(kb) * p.xs_s1)
-                               : 0.f;
-      }
-    } else {
-      const float sx = quant_x<XT>(q[nt], static_cast<const XT*>(xrow[nt]), xvalid[nt], kb, t, p.scale_eps);
-      // C columns of this lane are tokens 2t, 2t + 1, whose scales lanes 8t and 8t + 4 computed
-      sxc[nt][0] = __shfl_sync(0xffffffffu, sx, 8 * t);
-      sxc[nt][1] = __shfl_sync(0xffffffffu, sx, 8 * t + 4);
-    }
-  }
+// The MMAs of one k-block for R row tiles: acc += (W_tile . x codes) * sw * sx per token column, from
+// the weight stage st, the x codes q (quant_x / load_codes order) and the lane's C-column scales sxc.
+template <int NT, int R>
+__device__ __forceinline__ void block_mma(float (&acc)[R][NT][4], const WStage<R>& st, const uint32_t (&q)[NT][8],
+                                          const float (&sxc)[NT][2]) {
 #pragma unroll
   for (int r = 0; r < R; ++r) {
     float frag[NT][4];
@@ -243,12 +220,92 @@ __device__ __forceinline__ void do_block(float (&acc)[R][NT][4], const WStage<R>
   }
 }
 
+// The x operands of one k-block for this lane as loaded, before any arithmetic: pre-quantized, the
+// codes at the k positions quant_raw produces (two 16-byte loads per token tile) and the scales of
+// the lane's C columns (tokens 2t, 2t + 1); otherwise the raw x (four 16-byte loads per token tile).
+// Tokens >= M get zeros.
+template <int NT, bool PQ>
+struct XLoad {
+  uint4 v[NT][2];
+  float s[NT][2];
+};
+template <int NT>
+struct XLoad<NT, false> {
+  uint4 v[NT][2][2];
+};
+
+// Loaded x of token tile nt at k-block kb.
+template <typename XT, int NT, bool PQ>
+__device__ __forceinline__ void load_x_nt(XLoad<NT, PQ>& xl, int nt, const void* xrow, bool xvalid, int kb, int t,
+                                          const Params& p) {
+  if constexpr (PQ) {
+    xl.v[nt][0] = xl.v[nt][1] = make_uint4(0, 0, 0, 0);
+    if (xvalid) {
+      const uint4* c =
+          reinterpret_cast<const uint4*>(static_cast<const uint8_t*>(xrow) + static_cast<int64_t>(kb) * 128 + 16 * t);
+      xl.v[nt][0] = c[0];
+      xl.v[nt][1] = c[4];
+    }
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      const int tok = nt * 8 + 2 * t + j;
+      xl.s[nt][j] = tok < p.m ? __ldg(p.xs + static_cast<int64_t>(tok) * p.xs_s0 + static_cast<int64_t>(kb) * p.xs_s1)
+                              : 0.f;
+    }
+  } else {
+    load_raw<XT>(xl.v[nt], static_cast<const XT*>(xrow), xvalid, kb, t);
+  }
+}
+
+// The B operands of token tile nt (codes, quant_raw's order) and its C-column scales from loaded x.
+template <typename XT, int NT, bool PQ>
+__device__ __forceinline__ void x_operands_nt(uint32_t (&q)[8], float (&sxc)[2], const XLoad<NT, PQ>& xl, int nt,
+                                              bool xvalid, int t, const Params& p) {
+  if constexpr (PQ) {
+    const uint4 c0 = xl.v[nt][0], c1 = xl.v[nt][1];
+    q[0] = c0.x, q[1] = c0.y, q[2] = c0.z, q[3] = c0.w;
+    q[4] = c1.x, q[5] = c1.y, q[6] = c1.z, q[7] = c1.w;
+    sxc[0] = xl.s[nt][0];
+    sxc[1] = xl.s[nt][1];
+  } else {
+    const float sx = quant_raw<XT>(q, xl.v[nt], xvalid, p.scale_eps);
+    // C columns of this lane are tokens 2t, 2t + 1, whose scales lanes 8t and 8t + 4 computed
+    sxc[0] = __shfl_sync(0xffffffffu, sx, 8 * t);
+    sxc[1] = __shfl_sync(0xffffffffu, sx, 8 * t + 4);
+  }
+}
+
+template <typename XT, int NT, bool PQ>
+__device__ __forceinline__ void load_x(XLoad<NT, PQ>& xl, const void* const (&xrow)[NT], const bool (&xvalid)[NT],
+                                       int kb, int t, const Params& p) {
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt) load_x_nt<XT, NT, PQ>(xl, nt, xrow[nt], xvalid[nt], kb, t, p);
+}
+
+// One k-block. XA: from x loaded earlier (xl); otherwise each token tile's x is loaded into xl and
+// used at once (one token tile's raw x live at a time).
+template <typename XT, int NT, int R, bool PQ, bool XA>
+__device__ __forceinline__ void do_block(float (&acc)[R][NT][4], const WStage<R>& st, XLoad<NT, PQ>& xl,
+                                         const void* const (&xrow)[NT], const bool (&xvalid)[NT], int kb, int t,
+                                         const Params& p) {
+  uint32_t q[NT][8];
+  float sxc[NT][2];
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt) {
+    if constexpr (!XA) load_x_nt<XT, NT, PQ>(xl, nt, xrow[nt], xvalid[nt], kb, t, p);
+    x_operands_nt<XT, NT, PQ>(q[nt], sxc[nt], xl, nt, xvalid[nt], t, p);
+  }
+  block_mma<NT, R>(acc, st, q, sxc);
+}
+
 // Threads per CTA an instance is compiled for, i.e. its register cap (65536 / threads): each tile
 // of a weight stage holds 17 registers (PF + 1 stages), each token tile 24 (raw x + codes; 8 with
-// PQ) and 8 R accumulators.
-__host__ __device__ constexpr int max_threads(int NT, int R, int PF, bool PQ) {
-  return R == 1 ? (PF <= 1 || (PF == 2 && (NT == 1 || PQ)) ? 512 : (PF == 2 || NT == 1 || PQ ? 384 : 256))
-                : (R == 2 && NT == 1 ? (PF == 0 ? 512 : (PF == 1 ? 384 : 256)) : 256);
+// PQ) and 8 R accumulators; XA (R = 1 only) adds a second set of loaded x (16 registers per token
+// tile, 10 with PQ).
+__host__ __device__ constexpr int max_threads(int NT, int R, int PF, bool PQ, bool XA = false) {
+  return XA ? (PF <= 1 && (NT == 1 || PQ) ? 512 : 384)
+            : R == 1 ? (PF <= 1 || (PF == 2 && (NT == 1 || PQ)) ? 512 : (PF == 2 || NT == 1 || PQ ? 384 : 256))
+                     : (R == 2 && NT == 1 ? (PF == 0 ? 512 : (PF == 1 ? 384 : 256)) : 256);
 }
 
 // Shared memory of a launch: the warps' partial tiles plus the last-arrival flag.
@@ -256,10 +313,58 @@ inline size_t smem_bytes(int R, int NT, int warps) {
   return sizeof(float) * static_cast<size_t>(warps) * R * NT * 128 + 16;
 }
 
-template <typename XT, int NT, int R, int PF, bool PQ>
-__global__ void __launch_bounds__(max_threads(NT, R, PF, PQ), 1) fp8_gemv_kernel(const Params p) {
-  extern __shared__ float red[];
+// The CTA's epilogue: the warps' accumulators -> shared memory [warp][v][lane] (conflict-free), then
+// one thread per value sums the warps; with splits > 1 each CTA publishes its partial tile to the
+// workspace and the last-arriving one sums the splits in order, adds the bias and stores.
+template <typename XT, int NT, int R>
+__device__ __forceinline__ void reduce_store(const float (&acc)[R][NT][4], float* red, const Params& p, int tg,
+                                             int split, int row0) {
   constexpr int V = R * NT * 4;  // accumulator values per lane
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, W = blockDim.x >> 5;
+  const float* flat = &acc[0][0][0];
+#pragma unroll
+  for (int v = 0; v < V; ++v) red[(warp * V + v) * 32 + lane] = flat[v];
+  __syncthreads();
+
+  constexpr int NV = V * 32;
+  if (p.splits > 1) {
+    float* slot = p.ws + (static_cast<int64_t>(tg) * p.splits + split) * NV;
+    for (int idx = threadIdx.x; idx < NV; idx += blockDim.x) {
+      float s = 0.f;
+      for (int w = 0; w < W; ++w) s += red[w * NV + idx];
+      __stcg(slot + idx, s);
+    }
+    // classic last-block reduction: publish the partial, count arrivals, the last CTA sums
+    __threadfence();
+    __syncthreads();
+    int* flag = reinterpret_cast<int*>(red + static_cast<size_t>(W) * NV);
+    if (threadIdx.x == 0) *flag = atomicAdd(p.counters + tg, 1) == p.splits - 1;
+    __syncthreads();
+    if (!*flag) return;
+    __threadfence();
+    if (threadIdx.x == 0) p.counters[tg] = 0;  // ready for the next launch (graph replays)
+  }
+  const float* base = p.ws + static_cast<int64_t>(tg) * p.splits * NV;
+  for (int idx = threadIdx.x; idx < NV; idx += blockDim.x) {
+    const int v = idx >> 5, ln = idx & 31;
+    const int i = v & 3, nt = (v >> 2) % NT, r = v / (4 * NT);
+    const int row = row0 + r * 16 + (ln >> 2) + (i >> 1) * 8;
+    const int tok = nt * 8 + 2 * (ln & 3) + (i & 1);
+    if (row >= p.n || tok >= p.m) continue;
+    float s = 0.f;
+    if (p.splits > 1) {
+      for (int sp = 0; sp < p.splits; ++sp) s += __ldcg(base + static_cast<int64_t>(sp) * NV + idx);
+    } else {
+      for (int w = 0; w < W; ++w) s += red[w * NV + idx];
+    }
+    if (p.bias != nullptr) s += XTraits<XT>::to(static_cast<const XT*>(p.bias)[row]);
+    static_cast<XT*>(p.out)[static_cast<int64_t>(tok) * p.out_stride + row] = XTraits<XT>::from(s);
+  }
+}
+
+template <typename XT, int NT, int R, int PF, bool PQ, bool XA>
+__global__ void __launch_bounds__(max_threads(NT, R, PF, PQ, XA), 1) fp8_gemv_kernel(const Params p) {
+  extern __shared__ float red[];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, W = blockDim.x >> 5;
   const int g = lane >> 2, t = lane & 3;
   const int tg = blockIdx.x, split = blockIdx.y;
@@ -307,6 +412,11 @@ __global__ void __launch_bounds__(max_threads(NT, R, PF, PQ), 1) fp8_gemv_kernel
       xrow[nt] = static_cast<const XT*>(p.x) + off;
   }
 
+  // XA: the x operands of the warp's next block, loaded before this block is multiplied
+  XLoad<NT, PQ> xn;
+  if constexpr (XA) {
+    if (kb < kb_hi) load_x<XT, NT, PQ>(xn, xrow, xvalid, kb, t, p);
+  }
   if constexpr (PF > 0) {
     // ring of NS stages: block kb + i W sits in stage i; stage (i + PF) % NS is refilled with block
     // kb + (i + PF) W before block kb + i W is multiplied (stage indices are compile-time constants)
@@ -316,56 +426,24 @@ __global__ void __launch_bounds__(max_threads(NT, R, PF, PQ), 1) fp8_gemv_kernel
         const int kbi = kb + i * W;
         if (kbi >= kb_hi) break;
         if (kbi + PF * W < kb_hi) load_stage<R>(st[(i + PF) % NS], p, rows, t, kbi + PF * W);
-        do_block<XT, NT, R, PQ>(acc, st[i], xrow, xvalid, kbi, lane, p);
+        if constexpr (XA) {
+          XLoad<NT, PQ> xc = xn;
+          if (kbi + W < kb_hi) load_x<XT, NT, PQ>(xn, xrow, xvalid, kbi + W, t, p);
+          do_block<XT, NT, R, PQ, true>(acc, st[i], xc, xrow, xvalid, kbi, t, p);
+        } else {
+          do_block<XT, NT, R, PQ, false>(acc, st[i], xn, xrow, xvalid, kbi, t, p);
+        }
       }
     }
   } else {
+    static_assert(!XA, "XA needs a weight ring (PF > 0)");
     for (; kb < kb_hi; kb += W) {
       if (kb != kb_lo + warp) load_stage<R>(st[0], p, rows, t, kb);
-      do_block<XT, NT, R, PQ>(acc, st[0], xrow, xvalid, kb, lane, p);
+      do_block<XT, NT, R, PQ, false>(acc, st[0], xn, xrow, xvalid, kb, t, p);
     }
   }
 
-  // warps -> shared memory [warp][v][lane] (conflict-free), then one thread per value sums the warps
-  const float* flat = &acc[0][0][0];
-#pragma unroll
-  for (int v = 0; v < V; ++v) red[(warp * V + v) * 32 + lane] = flat[v];
-  __syncthreads();
-
-  constexpr int NV = V * 32;
-  if (p.splits > 1) {
-    float* slot = p.ws + (static_cast<int64_t>(tg) * p.splits + split) * NV;
-    for (int idx = threadIdx.x; idx < NV; idx += blockDim.x) {
-      float s = 0.f;
-      for (int w = 0; w < W; ++w) s += red[w * NV + idx];
-      __stcg(slot + idx, s);
-    }
-    // classic last-block reduction: publish the partial, count arrivals, the last CTA sums
-    __threadfence();
-    __syncthreads();
-    int* flag = reinterpret_cast<int*>(red + static_cast<size_t>(W) * NV);
-    if (threadIdx.x == 0) *flag = atomicAdd(p.counters + tg, 1) == p.splits - 1;
-    __syncthreads();
-    if (!*flag) return;
-    __threadfence();
-    if (threadIdx.x == 0) p.counters[tg] = 0;  // ready for the next launch (graph replays)
-  }
-  const float* base = p.ws + static_cast<int64_t>(tg) * p.splits * NV;
-  for (int idx = threadIdx.x; idx < NV; idx += blockDim.x) {
-    const int v = idx >> 5, ln = idx & 31;
-    const int i = v & 3, nt = (v >> 2) % NT, r = v / (4 * NT);
-    const int row = row0 + r * 16 + (ln >> 2) + (i >> 1) * 8;
-    const int tok = nt * 8 + 2 * (ln & 3) + (i & 1);
-    if (row >= p.n || tok >= p.m) continue;
-    float s = 0.f;
-    if (p.splits > 1) {
-      for (int sp = 0; sp < p.splits; ++sp) s += __ldcg(base + static_cast<int64_t>(sp) * NV + idx);
-    } else {
-      for (int w = 0; w < W; ++w) s += red[w * NV + idx];
-    }
-    if (p.bias != nullptr) s += XTraits<XT>::to(static_cast<const XT*>(p.bias)[row]);
-    static_cast<XT*>(p.out)[static_cast<int64_t>(tok) * p.out_stride + row] = XTraits<XT>::from(s);
-  }
+  reduce_store<XT, NT, R>(acc, red, p, tg, split, row0);
 }
 
 }  // namespace fp8g

@@ -35,15 +35,16 @@ struct Fp8GemvArgs {
   float scale_eps = 1e-10f;
 };
 
-// A launch config, code Q * 1000000 + S * 10000 + R * 1000 + PF * 100 + W (0 = automatic): R row
+// A launch config, code X * 10000000 + Q * 1000000 + S * 10000 + R * 1000 + PF * 100 + W (0 = automatic): R row
 // tiles of 16 per CTA (1, 2, 4), PF = k-blocks of weights loaded ahead of the one being multiplied
 // (0 .. 3; which (R, PF) pairs are compiled: fp8_gemv_configs), W warps per CTA splitting the
 // k-blocks (1 .. 16, fewer where the register cap allows fewer threads), S CTAs splitting K (1 .. 99;
 // S > 1 uses the workspace). Q = 1: x pre-quantized (x_scales set); a code with Q = 1 is refused
 // without x_scales, the operands decide otherwise (the digit tells the Python caller which op to
-// run). fp8_gemv_configs lists the compiled (R, PF) pairs as R * 10 + PF.
+// run). fp8_gemv_configs lists the compiled (R, PF) pairs as R * 10 + PF. X = 1: each warp loads its
+// next k-block's x operands before multiplying the current one (fp8_gemv.cuh XA; R = 1, PF 1 or 2).
 struct Fp8GemvConfig {
-  int r = 0, pf = 0, warps = 0, splits = 0, preq = 0;
+  int r = 0, pf = 0, warps = 0, splits = 0, preq = 0, xa = 0;
 };
 
 enum class Fp8GemvSupport : int {

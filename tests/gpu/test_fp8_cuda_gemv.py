@@ -35,6 +35,8 @@ SHAPES = [(2112, 7168), (24576, 1536), (7168, 16384), (1536, 7168), (576, 7168),
 CODES = [11104, 11016, 41108, 12104, 32004, 22108, 14008, 34004, 81002, 11101, 11208, 11312, 21204, 31204]
 # pre-quantized x (Q = 1); R = 4 is not compiled for it
 PREQ_CODES = [1011104, 1011016, 1041108, 1011116, 1011216, 1011312, 1021104, 1021204, 1031204]
+# x ahead (X = 1: each warp loads its next block's x before multiplying this one; R = 1, PF 1 or 2)
+XA_CODES = [10011116, 10011114, 10011212, 10021108, 11011114, 11011116, 11011212, 11041108]
 
 
 def _ext():
@@ -118,6 +120,31 @@ def test_preq_configs(code, m):
             y0 = ops.fp8_block_gemv_cuda(x, w, wsi, b, config=code % 1000000)
             if y0 is not None:
                 assert torch.equal(y, y0), f"pre-quantized differs from in-kernel (M={m} {n}x{k} {code})"
+
+
+@pytest.mark.parametrize("code", XA_CODES)
+@pytest.mark.parametrize("m", [1, 5, 8, 9, 16])
+def test_x_ahead_configs(code, m):
+    """X = 1 moves only when x is loaded: against the reference, and bit for bit against the same
+    code without X (same blocks per warp, same sums); an X code with R > 1 or PF = 0 is refused."""
+    _ext()
+    for n, k in [(2112, 7168), (200, 1024)]:
+        w, wsi = _weight(n, k)
+        for dtype in (torch.bfloat16, torch.float16):
+            x = _x(m, k, dtype, m + code % 991, row_pad=64 if m % 2 else 0)
+            b = torch.randn(n, device=DEV).to(dtype) if m % 2 else None
+            y = ops.fp8_block_gemv_cuda(x, w, wsi, b, config=code)
+            what = f"M={m} {n}x{k} {dtype} config={code}"
+            assert y is not None, what
+            _check(y, x, w, wsi, b, what)
+            y0 = ops.fp8_block_gemv_cuda(x, w, wsi, b, config=code - 10000000)
+            assert y0 is not None and torch.equal(y, y0), f"x ahead differs from {code - 10000000} ({what})"
+    C = _ext()
+    w, wsi = _weight(2112, 7168)
+    x = _x(m, 7168, torch.bfloat16, 5)
+    ws = ops._cuda_workspace(x.device)
+    for bad in (10012108, 10011008, 20011116):  # R = 2, PF = 0, X = 2: not compiled (code 5)
+        assert C.fp8_block_gemv_supported(x, w, wsi, ws, bad) == 5, bad
 
 
 @pytest.mark.parametrize("m", [9, 16])
