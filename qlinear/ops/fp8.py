@@ -133,8 +133,9 @@ FP8_CUDA_MAX_M: "int | dict" = {
     None: 0,
 }
 
-# Launch config of the "cuda" kernel: code Q * 1000000 + S * 10000 + R * 1000 + PF * 100 + W
-# (csrc/fp8_gemv_launch.h; 0 = the launcher's automatic choice). Q = 1: x is quantized first by
+# Launch config of the "cuda" kernel: code X * 10000000 + Q * 1000000 + S * 10000 + R * 1000 + PF * 100
+# + W (csrc/fp8_gemv_launch.h; 0 = the launcher's automatic choice). X = 1: each warp loads its next
+# k-block's x before multiplying the current one (R = 1, PF 1 / 2). Q = 1: x is quantized first by
 # per_token_group_quant_fp8 (Triton, the same codes and scales) and the GEMM, launched with PDL,
 # reads the codes (fp8_block_gemv_preq) instead of re-quantizing x in every CTA. PF = 1, 2, 3 keep
 # that many k-blocks of weights in flight (compiled for R = 1, and PF <= 2 for R = 2).
@@ -148,10 +149,22 @@ FP8_CUDA_MAX_M: "int | dict" = {
 # 2112x7168 1011114 12.80 / 9.35 (16 warps, 1011116: 12.99 / 12.52; 13 warps 13.37 / 9.94; PF = 2
 # 1011214 12.48 / 9.63) -> 1011114 early for M = 9..16; 576x7168 1041108 6.68 / 6.49 -> early;
 # 1536x7168 1011116 8.41 / 9.19, 1011114 8.53 / 8.49 -> unchanged.
+# Session 9 run 4 (benchmarks/results/session9/run4/fp8xa, probe_fp8_preq.py, same method; us, X = 1
+# "x ahead" code vs the entry before it, pre-quantized pairs with the quantizer trigger early): each
+# warp loading its next block's x before multiplying the current one is faster everywhere on the MLA
+# shapes:
+#   2112x7168 M = 1 / 4 / 8 10011116 6.33 / 6.41 / 6.51 vs 11116 6.89 / 7.14 / 7.20;
+#             M = 9 / 12 / 16 11011114 7.71 / 7.80 / 8.19 vs 1011114 8.64 / 8.79 / 9.54
+#             (11011116 at M = 16: 8.64; GEMV alone 7.00 vs 7.77)
+#   1536x7168 M = 4 / 8 10011116 5.88 / 5.94 vs 11116 6.53 / 6.59 (M = 1 not measured);
+#             M = 16 11011116 7.40 vs 1011116 8.91 (trigger early; late not measured)
+#   576x7168  M = 1 / 4 10041108 4.95 / 4.99 vs 41108 5.17 / 5.26; M = 16 11041108 6.39 vs 1041108 6.45
+# On 24576x1536 / 7168x16384 at M = 16 the best X codes (11011104) took 16.96 / 38.30 us against
+# Triton's 14.32 / 37.12: those shapes stay on Triton.
 FP8_CUDA_CONFIG: "int | dict" = {
-    (2112, 7168): ((8, 11116), (16, 1011114, "early")),
-    (1536, 7168): ((8, 11116), (16, 1011116)),
-    (576, 7168): ((8, 41108), (16, 1041108, "early")),
+    (2112, 7168): ((8, 10011116), (16, 11011114, "early")),
+    (1536, 7168): ((8, 10011116), (16, 11011116, "early")),
+    (576, 7168): ((8, 10041108), (16, 11041108, "early")),
     None: 0,
 }
 _CUDA_PREQ = 1000000  # the Q digit of a config code

@@ -135,7 +135,9 @@ def test_x_ahead_configs(code, m):
             b = torch.randn(n, device=DEV).to(dtype) if m % 2 else None
             y = ops.fp8_block_gemv_cuda(x, w, wsi, b, config=code)
             what = f"M={m} {n}x{k} {dtype} config={code}"
-            assert y is not None, what
+            if y is None:  # over the register cap of two token tiles (16-bit x: W <= 12): refused
+                assert m > 8 and code // 1000000 == 10 and code % 100 > 12, what
+                continue
             _check(y, x, w, wsi, b, what)
             y0 = ops.fp8_block_gemv_cuda(x, w, wsi, b, config=code - 10000000)
             assert y0 is not None and torch.equal(y, y0), f"x ahead differs from {code - 10000000} ({what})"
