@@ -67,8 +67,9 @@ def test_cuda_backend_on_cpu_is_an_error():
 
 
 def test_config_codes_well_formed():
-    """Every code in FP8_CUDA_CONFIG is Q * 1000000 + S * 10000 + R * 1000 + PF * 100 + W with Q in
-    {0, 1} (1: pre-quantized x), R in {1, 2, 4}, PF <= 3 and no R = 4 with Q = 1 (not compiled)."""
+    """Every code in FP8_CUDA_CONFIG is X * 10000000 + Q * 1000000 + S * 10000 + R * 1000 + PF * 100 + W
+    with X, Q in {0, 1} (x ahead, pre-quantized x), R in {1, 2, 4}, PF <= 3, no R = 4 with Q = 1 and
+    X = 1 only with R = 1, PF in {1, 2} (the compiled instances)."""
     table = ops.FP8_CUDA_CONFIG
     entries = table.values() if isinstance(table, dict) else [table]
     rows = [x for e in entries if isinstance(e, (tuple, list)) for x in e]
@@ -77,6 +78,8 @@ def test_config_codes_well_formed():
     for code in codes:
         if code == 0:
             continue
-        q, s, r, pf, w = code // 1000000, code // 10000 % 100, code // 1000 % 10, code // 100 % 10, code % 100
-        assert q in (0, 1) and 1 <= s <= 99 and r in (1, 2, 4) and pf <= 3 and 1 <= w <= 16, code
+        xa, q = code // 10000000, code // 1000000 % 10
+        s, r, pf, w = code // 10000 % 100, code // 1000 % 10, code // 100 % 10, code % 100
+        assert xa in (0, 1) and q in (0, 1) and 1 <= s <= 99 and r in (1, 2, 4) and pf <= 3 and 1 <= w <= 16, code
         assert not (q == 1 and r == 4), code
+        assert not xa or (r == 1 and pf in (1, 2)), code
