@@ -29,7 +29,7 @@ def main() -> None:
     args = ap.parse_args()
     for k in (192, 320, 7168):
         for m in (1, 3, 16):
-            errs, floors, bad_codes = [], [], 0
+            errs, floors, own, bad_codes, bad_cpu, nflip = [], [], [], 0, 0, 0
             for seed in range(args.draws):
                 gen = torch.Generator(device="cuda").manual_seed(seed)
                 w = (torch.randn(256, k, device="cuda", generator=gen) * 8).to(torch.float8_e4m3fn)
@@ -39,15 +39,22 @@ def main() -> None:
                 q0, sc0 = ref.per_token_group_quant_fp8_ref(x, 128)
                 if not (torch.equal(q.view(torch.uint8), q0.view(torch.uint8)) and torch.equal(sc, sc0)):
                     bad_codes += 1
+                q1, sc1 = ref.per_token_group_quant_fp8_ref(x.cpu(), 128)
+                flips = int((q.cpu().view(torch.uint8) != q1.view(torch.uint8)).sum())
+                nflip += flips
+                bad_cpu += bool(flips) or not torch.equal(sc.cpu(), sc1)
                 want = ref.fp8_block_linear_ref(x, w, s, (128, 128)).float()
-                exact = ref.fp8_block_gemm_ref(q0, sc0, w, s, (128, 128), torch.float32) if hasattr(ref, "fp8_block_gemm_ref") else want
+                exact = ref.fp8_block_gemm_ref(q0, sc0, w, s, (128, 128), torch.float32)
+                mine = ref.fp8_block_gemm_ref(q, sc, w, s, (128, 128), torch.float32)  # the kernel's own codes
                 y = ops.fp8_block_linear(x, w, s, backend="triton").float()
                 errs.append(((y - want).norm() / want.norm()).item())
+                own.append(((y - mine).norm() / mine.norm()).item())
                 floors.append(((exact.to(torch.bfloat16).float() - exact.float()).norm() / exact.float().norm()).item())
             worst = max(range(len(errs)), key=lambda i: errs[i])
             print(f"RAGGED K={k} M={m}: rel err max {errs[worst]:.3e} (draw {worst}, its bf16 floor {floors[worst]:.3e}) "
                   f"median {statistics.median(errs):.3e}; bf16 floor max {max(floors):.3e}; "
-                  f"draws with codes != reference: {bad_codes}/{args.draws}", flush=True)
+                  f"draws with codes != reference on GPU: {bad_codes}/{args.draws}, != CPU reference: {bad_cpu} "
+                  f"({nflip} codes); vs a reference from the quantizer's own codes: max {max(own):.3e}", flush=True)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 configs around GEMM_CONFIGS, against the committed dispatch ("auto"); cold weights (copies rotated
 past L2), alternated graph replays. One line per case: ``WIDE M=16 NxK config us``.
 
-    python benchmarks/probe_fp8_wide.py [--out DIR] [--ms 8 12 16]
+    python benchmarks/probe_fp8_wide.py [--out DIR] [--ms 8 12 16] [--shapes NxK,...] [--fused]
 """
 
 from __future__ import annotations
@@ -44,10 +44,16 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=None)
     ap.add_argument("--ms", type=int, nargs="+", default=[8, 12, 16])
+    ap.add_argument("--shapes", default="24576x1536,7168x16384", help="comma-separated NxK (keys of CANDIDATES)")
+    ap.add_argument("--fused", action="store_true",
+                    help="also time each non-swap config with the quantization fused into the GEMM (fuse_quant=True)")
     args = ap.parse_args()
+    shapes = {tuple(int(v) for v in sh.split("x")) for sh in args.shapes.split(",") if sh}
     torch.manual_seed(0)
     rows = []
     for (n, k), cands in CANDIDATES.items():
+        if (n, k) not in shapes:
+            continue
         ws, ss = cold_fp8_block_weights(n, k)
         copies = len(ws)
         for m in args.ms:
@@ -57,6 +63,9 @@ def main() -> None:
             for c in cands:
                 fns[label(c)] = (lambda cfg: lambda i: ft.fp8_block_linear_triton(
                     x, ws[i % copies], ss[i % copies], (128, 128), config=cfg, fuse_quant=False))(c)
+                if args.fused and not c.swap_ab:
+                    fns[label(c) + " fused"] = (lambda cfg: lambda i: ft.fp8_block_linear_triton(
+                        x, ws[i % copies], ss[i % copies], (128, 128), config=cfg, fuse_quant=True))(c)
             ok = runnable(fns, rel_err_check(want), f"WIDE M={m} {n}x{k} ")
             res = bench_graphs_interleaved(ok, n_buffers=copies, reps=15, target_replay_us=1000.0)
             best = min((nm for nm in res if nm != "auto"), key=lambda nm: res[nm]["median_us"])
