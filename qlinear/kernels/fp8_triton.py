@@ -600,6 +600,11 @@ _G = GemmConfig
 # replays, us at M = 8 / 12 / 16): 24576x1536 (16, 64, 1, 4, 4) 13.87 / 14.20 / 13.98 vs (16, 64, 1, 4, 5)
 # 14.35 / 14.39 / 14.50 (the entry before; 13 other split-K / swap-AB configs slower at M = 16);
 # 7168x16384 (16, 64, 6, 4, 3) stays the best of 14 (36.75 at M = 16).
+# Session 9 run 6 (benchmarks/results/session9/run6/s9final/wide.log, same probe, us at M = 4 / 16):
+# 24576x1536 swap-AB (16, 64, 1, 4, 4) 12.96 / 13.96 vs the entries before it, swap-AB (16, 128, 1,
+# 4, 4) 14.11 at M = 4 and split (16, 64, 1, 4, 4) 14.11 at M = 16 (dispatch 14.18 / 14.19; with the
+# quantization fused into the GEMM every config took >= 19.75) -> one swap-AB entry for M <= 16
+# (M = 1 / 2 were not measured with it).
 GEMM_CONFIGS: dict = {
     (2112, 7168): (
         (4, _G(16, 32, 8, 4, 3)),
@@ -608,8 +613,7 @@ GEMM_CONFIGS: dict = {
         (128, _G(128, 128, 4, 8, 3)),
     ),
     (24576, 1536): (
-        (4, _G(16, 128, 1, 4, 4, swap_ab=True)),
-        (16, _G(16, 64, 1, 4, 4)),
+        (16, _G(16, 64, 1, 4, 4, swap_ab=True)),
         (64, _G(64, 64, 1, 4, 4)),
         (128, _G(64, 128, 1, 8, 4)),
     ),

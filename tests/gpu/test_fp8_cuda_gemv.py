@@ -63,7 +63,12 @@ def _x(m, k, dtype, seed, row_pad=0):
 
 
 def _check(y, x, w, wsi, b, what):
-    want = ref.fp8_block_linear_ref(x, w, wsi, (128, 128), b).float()
+    # The reference runs on the CPU: evaluated with torch's CUDA ops its quantization gives other codes
+    # for a few elements in most draws (session 9 run 6, benchmarks/probe_fp8_ragged.py), while the
+    # kernels' quantizer matches the CPU evaluation bit for bit; with K = 192 one such code moves the
+    # result by ~1 % (run 4: a K = 192 draw at 1.18e-2).
+    want = ref.fp8_block_linear_ref(x.cpu(), w.cpu(), wsi.cpu(), (128, 128), None if b is None else b.cpu())
+    want = want.float().to(y.device)
     assert y.shape == want.shape and y.dtype == x.dtype, what
     err = ((y.float() - want).norm() / want.norm()).item()
     assert err <= TOL, f"rel err {err:.3e} ({what})"
