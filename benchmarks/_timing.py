@@ -293,10 +293,16 @@ def copy_ceiling_gbps(nbytes: int = 1 << 30) -> float:
 
 
 def _git_commit() -> str:
+    """``QLINEAR_GIT_COMMIT``, else a ``GIT_COMMIT`` file at the tree's root (written by
+    benchmarks/snapshot.sh into a ``git archive`` copy, where ``git rev-parse`` would name the
+    enclosing checkout's HEAD instead), else ``git rev-parse HEAD`` (+ "-dirty")."""
     if os.environ.get("QLINEAR_GIT_COMMIT"):
         return os.environ["QLINEAR_GIT_COMMIT"]
+    root = Path(__file__).resolve().parents[1]
+    stamp = root / "GIT_COMMIT"
+    if stamp.is_file():
+        return stamp.read_text().strip() + " (snapshot)"
     try:
-        root = Path(__file__).resolve().parents[1]
         out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
         if out.returncode == 0:
             dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
