@@ -3,6 +3,7 @@
 # a pytest run summarized in two lines, and an Nsight Compute run summarized.
 #   source "$(dirname "$0")/_gpu_build.sh"; gpu_build NAME   -> $build_rc, $build_s, $OUT/NAME_build.log
 #   gpu_pytest NAME LIMIT PYTEST_ARGS...     -> $OUT/NAME.txt, prints "NAME rc=.. | <last line>" + failures
+#   gpu_probe NAME LIMIT LINE_REGEX SCRIPT ARGS... -> $OUT/NAME/ (--out), $OUT/NAME.log, prints matching lines
 #   gpu_ncu NAME LIMIT KERNEL_REGEX SCRIPT   -> $OUT/NAME.txt (ncu of SCRIPT's kernels), prints the key rows
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -31,6 +32,14 @@ gpu_pytest() {  # gpu_pytest NAME LIMIT PYTEST_ARGS...
     timeout "$limit" python -m pytest -q -p no:cacheprovider "$@" >"$OUT/$name.txt" 2>&1
     echo "$name rc=$? | $(tail -n 1 "$OUT/$name.txt")"
     grep -E "^(FAILED|ERROR)" "$OUT/$name.txt" | head -n 8
+    return 0
+}
+
+gpu_probe() {  # gpu_probe NAME LIMIT LINE_REGEX SCRIPT [ARGS...]: python SCRIPT --out $OUT/NAME ARGS
+    local name=$1 limit=$2 regex=$3; shift 3
+    mkdir -p "$OUT/$name"
+    local script=$1; shift
+    timeout "$limit" python "$script" --out "$OUT/$name" "$@" 2>&1 | tee "$OUT/$name.log" | grep -E "$regex"
     return 0
 }
 

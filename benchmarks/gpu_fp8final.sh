@@ -6,18 +6,13 @@
 source "$(dirname "$0")/_gpu_build.sh"
 export PYTHONPATH="${PYTHONPATH:-$PWD}"
 gpu_build fp8final
-probe() {  # probe NAME LIMIT ARGS...
-    local name=$1 limit=$2; shift 2
-    mkdir -p "$OUT/$name"
-    timeout "$limit" python benchmarks/probe_fp8_preq.py --out "$OUT/$name" "$@" 2>&1 | tee "$OUT/$name.log" | grep -E "PREQ|rror"
-}
 gpu_pytest fp8_cuda_tests 150 tests/gpu/test_fp8_cuda_gemv.py
 timeout 60 python benchmarks/probe_fp8_ragged.py --draws ${DRAWS:-100} 2>&1 | tee "$OUT/ragged.log" | grep -E "RAGGED|rror"
-probe f16 80 --m 16 --shapes 2112x7168 --gemv-codes "" --qmodes early,late \
+gpu_probe f16 80 "PREQ|rror" benchmarks/probe_fp8_preq.py --m 16 --shapes 2112x7168 --gemv-codes "" --qmodes early,late \
     --pair-codes 11011114,11011115,11011113,11021108 --kernel-codes 10011112,10021108
-probe fw 90 --m 16 --shapes 7168x16384 --gemv-codes "" --qmodes early --kernel-codes "" \
+gpu_probe fw 90 "PREQ|rror" benchmarks/probe_fp8_preq.py --m 16 --shapes 7168x16384 --gemv-codes "" --qmodes early --kernel-codes "" \
     --pair-codes 11011102,11011103,11011104,11011105,11011203,11011204
-probe fw4 60 --m 4 --shapes 7168x16384 --gemv-codes "" --pair-codes "" --qmodes early \
+gpu_probe fw4 60 "PREQ|rror" benchmarks/probe_fp8_preq.py --m 4 --shapes 7168x16384 --gemv-codes "" --pair-codes "" --qmodes early \
     --kernel-codes 10011103,10011104,10011204
 timeout 280 python benchmarks/bench_linear.py --format fp8-block --out "$OUT" 2>&1 | tail -n 24
 gpu_cleanup

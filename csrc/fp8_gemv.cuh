@@ -190,7 +190,7 @@ __device__ __forceinline__ float quant_raw(uint32_t (&q)[8], const uint4 (&raw)[
 }
 
 // The MMAs of one k-block for R row tiles: acc += (W_tile . x codes) * sw * sx per token column, from
-// the weight stage st, the x codes q (quant_x / load_codes order) and the lane's C-column scales sxc.
+// the weight stage st, the x codes q (quant_raw's order) and the lane's C-column scales sxc.
 template <int NT, int R>
 __device__ __forceinline__ void block_mma(float (&acc)[R][NT][4], const WStage<R>& st, const uint32_t (&q)[NT][8],
                                           const float (&sxc)[NT][2]) {
@@ -412,7 +412,8 @@ __global__ void __launch_bounds__(max_threads(NT, R, PF, PQ, XA), 1) fp8_gemv_ke
       xrow[nt] = static_cast<const XT*>(p.x) + off;
   }
 
-  // XA: the x operands of the warp's next block, loaded before this block is multiplied
+  // with XA the x operands of the warp's next block, loaded before this block is multiplied; without,
+  // each block's own x, loaded at its start
   XLoad<NT, PQ> xn;
   if constexpr (XA) {
     if (kb < kb_hi) load_x<XT, NT, PQ>(xn, xrow, xvalid, kb, t, p);
