@@ -157,7 +157,7 @@ FP8_CUDA_MAX_M: "int | dict" = {
 #             M = 9 / 12 / 16 11011114 7.71 / 7.80 / 8.19 vs 1011114 8.64 / 8.79 / 9.54
 #             (11011116 at M = 16: 8.64; GEMV alone 7.00 vs 7.77)
 #   1536x7168 M = 4 / 8 10011116 5.88 / 5.94 vs 11116 6.53 / 6.59 (M = 1 not measured);
-#             M = 16 11011116 7.40 vs 1011116 8.91 (trigger early; late not measured)
+#             M = 16 11011116 7.40 (trigger early) vs the entry before, 1011116 with trigger late, 8.40
 #   576x7168  M = 1 / 4 10041108 4.95 / 4.99 vs 41108 5.17 / 5.26; M = 16 11041108 6.39 vs 1041108 6.45
 # On 24576x1536 / 7168x16384 at M = 16 the best X codes (11011104) took 16.96 / 38.30 us against
 # Triton's 14.32 / 37.12: those shapes stay on Triton.
