@@ -3,7 +3,8 @@ the same run, environment info, and JSON + PNG result files.
 
     bench_graph(fn, n_buffers=1)  -> {"median_us", "p20_us", "p80_us", "method"}
     bench_graphs_interleaved({name: fn}) -> the same per name, graph replays alternated
-    bench_rotated(fns, xs)        -> bench_graph of fns[i % len(fns)](xs[i % len(xs)])
+    rotated(fns, xs)              -> (fn(i) = fns[i % len(fns)](xs[i % len(xs)]), buffers)
+    bench_rotated(fns, xs)        -> bench_graph of rotated(fns, xs)
     buffers_to_defeat_l2(bytes_per_call) -> how many input sets to rotate through
     copy_ceiling_gbps()           -> device-to-device copy rate, read + write bytes counted
     env_info()                    -> GPU, torch, triton, CUDA, git commit
@@ -29,7 +30,7 @@ from typing import Callable
 
 import torch
 
-__all__ = ["bench_graph", "bench_graphs_interleaved", "bench_rotated", "buffers_to_defeat_l2", "cold_fp8_block_weights", "copy_ceiling_gbps", "env_info", "write_results", "l2_bytes",
+__all__ = ["bench_graph", "bench_graphs_interleaved", "bench_rotated", "rotated", "buffers_to_defeat_l2", "cold_fp8_block_weights", "copy_ceiling_gbps", "env_info", "write_results", "l2_bytes",
            "warm_up_gpu", "runnable"]
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
@@ -266,12 +267,18 @@ def rel_err_check(want: torch.Tensor, tol: float = 1e-2, skip: tuple[str, ...] =
     return check
 
 
+def rotated(fns, xs) -> tuple[Callable[[int], object], int]:
+    """Call ``i`` = ``fns[i % len(fns)](xs[i % len(xs)])`` and the number of buffers that uses every
+    weight copy and input set: ``fns`` one callable per weight copy (a single callable is one copy),
+    ``xs`` the input sets."""
+    fns = list(fns) if isinstance(fns, (list, tuple)) else [fns]
+    return (lambda i: fns[i % len(fns)](xs[i % len(xs)])), max(len(fns), len(xs))
+
+
 def bench_rotated(fns, xs, **kwargs) -> dict[str, float | str]:
-    """:func:`bench_graph` of call ``i`` = ``fns[i % len(fns)](xs[i % len(xs)])``: ``fns`` one
-    callable per weight copy (a single callable is one copy) and ``xs`` the input sets, so
-    weights and inputs both rotate (every set is used)."""
-    fns = fns if isinstance(fns, (list, tuple)) else [fns]
-    return bench_graph(lambda i: fns[i % len(fns)](xs[i % len(xs)]), n_buffers=max(len(fns), len(xs)), **kwargs)
+    """:func:`bench_graph` of :func:`rotated` ``(fns, xs)``: weights and inputs both rotate."""
+    fn, n_buffers = rotated(fns, xs)
+    return bench_graph(fn, n_buffers=n_buffers, **kwargs)
 
 
 def copy_ceiling_gbps(nbytes: int = 1 << 30) -> float:

@@ -33,7 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _layers import build_layer  # noqa: E402
 from _timing import (  # noqa: E402
-    bench_graphs_interleaved, bench_rotated, buffers_to_defeat_l2, copy_ceiling_gbps, env_info, runnable, write_results,
+    bench_graphs_interleaved, bench_rotated, buffers_to_defeat_l2, copy_ceiling_gbps, env_info, rotated, runnable,
+    write_results,
 )
 
 MS = [1, 2, 4, 16, 64, 128, 1024, 4096]
@@ -45,10 +46,15 @@ def weight_bytes(fmt: str, n: int, k: int) -> int:
     return {"bf16": 2 * n * k, "fp8-block": n * k, "w4a16": n * k // 2, "w4a16-asym": n * k // 2}[fmt]
 
 
-def time_layer(fns, m: int, k: int, x_bytes_per_call: int) -> dict:
+def rotated_inputs(m: int, k: int) -> list[torch.Tensor]:
+    """bf16 ``[m, k]`` input sets, enough that consecutive calls do not find x in L2."""
+    nx = buffers_to_defeat_l2(2 * m * k, max_buffers=8)
+    return [torch.randn(m, k, device="cuda", dtype=torch.bfloat16) for _ in range(nx)]
+
+
+def time_layer(fns, m: int, k: int) -> dict:
     """Time ``fns[i % len(fns)](x_i)``: ``fns`` is one callable or one per weight copy."""
-    nx = buffers_to_defeat_l2(x_bytes_per_call, max_buffers=8)
-    return bench_rotated(fns, [torch.randn(m, k, device="cuda", dtype=torch.bfloat16) for _ in range(nx)])
+    return bench_rotated(fns, rotated_inputs(m, k))
 
 
 def time_case(cands: dict, m: int, k: int, how: str) -> dict[str, dict]:
@@ -58,8 +64,7 @@ def time_case(cands: dict, m: int, k: int, how: str) -> dict[str, dict]:
     candidate and its anchors see the same clocks; "sequential" times one candidate after the other
     (the method of the acceptance files before session 9). A candidate that raises (an anchor that
     refuses a shape) gets ``{"error": ...}``."""
-    nx = buffers_to_defeat_l2(2 * m * k, max_buffers=8)
-    xs = [torch.randn(m, k, device="cuda", dtype=torch.bfloat16) for _ in range(nx)]
+    xs = rotated_inputs(m, k)
     errors: dict[str, str] = {}
     if how == "sequential":
         out = {}
@@ -69,9 +74,10 @@ def time_case(cands: dict, m: int, k: int, how: str) -> dict[str, dict]:
             except Exception as exc:  # noqa: BLE001 - recorded in the results
                 out[name] = {"error": repr(exc)[:200]}
         return out
-    fns = {name: (lambda i, f=list(f): f[i % len(f)](xs[i % len(xs)])) for name, f in cands.items()}
-    ok = runnable(fns, on_error=lambda name, exc: errors.__setitem__(name, repr(exc)[:200]))
-    n_buffers = max([len(xs)] + [len(cands[name]) for name in ok])
+    fns = {name: rotated(f, xs) for name, f in cands.items()}
+    ok = runnable({name: fn for name, (fn, _) in fns.items()},
+                  on_error=lambda name, exc: errors.__setitem__(name, repr(exc)[:200]))
+    n_buffers = max(fns[name][1] for name in ok) if ok else 1
     res = bench_graphs_interleaved(ok, n_buffers=n_buffers, reps=30) if ok else {}
     return {name: ({"error": errors[name]} if name in errors else
                    {key: v for key, v in res[name].items() if key != "samples_us"}) for name in cands}
@@ -145,9 +151,9 @@ def main() -> None:
             for mode in (("off", "early") if args.pdl_ab and m <= 128 else ()):
                 os.environ["QLINEAR_PDL"] = mode
                 try:
-                    rows.append({**base, "impl": f"qlinear {args.format} (PDL {mode})", **time_layer(layers, m, k, 2 * m * k)})
+                    rows.append({**base, "impl": f"qlinear {args.format} (PDL {mode})", **time_layer(layers, m, k)})
                     if separates is not None:
-                        r = time_layer(separates, m, k, 2 * m * k)
+                        r = time_layer(separates, m, k)
                         rows.append({**base, "impl": f"two separate layers {SPLIT[(n, k)]} (PDL {mode})", **r})
                 finally:
                     os.environ.pop("QLINEAR_PDL", None)

@@ -43,8 +43,9 @@ def main() -> None:
                 flips = int((q.cpu().view(torch.uint8) != q1.view(torch.uint8)).sum())
                 nflip += flips
                 bad_cpu += bool(flips) or not torch.equal(sc.cpu(), sc1)
-                want = ref.fp8_block_linear_ref(x, w, s, (128, 128)).float()
                 exact = ref.fp8_block_gemm_ref(q0, sc0, w, s, (128, 128), torch.float32)
+                # = fp8_block_linear_ref(x, ...): the same quantization and GEMM, rounded to x's dtype
+                want = exact.to(x.dtype).float()
                 mine = ref.fp8_block_gemm_ref(q, sc, w, s, (128, 128), torch.float32)  # the kernel's own codes
                 y = ops.fp8_block_linear(x, w, s, backend="triton").float()
                 errs.append(((y - want).norm() / want.norm()).item())
