@@ -132,7 +132,7 @@ def test_preq_configs(code, m):
 def test_x_ahead_configs(code, m):
     """X = 1 moves only when x is loaded: against the reference, and bit for bit against the same
     code without X (same blocks per warp, same sums); an X code with R > 1 or PF = 0 is refused."""
-    _ext()
+    C = _ext()
     for n, k in [(2112, 7168), (200, 1024)]:
         w, wsi = _weight(n, k)
         for dtype in (torch.bfloat16, torch.float16):
@@ -146,7 +146,6 @@ def test_x_ahead_configs(code, m):
             _check(y, x, w, wsi, b, what)
             y0 = ops.fp8_block_gemv_cuda(x, w, wsi, b, config=code - 10000000)
             assert y0 is not None and torch.equal(y, y0), f"x ahead differs from {code - 10000000} ({what})"
-    C = _ext()
     w, wsi = _weight(2112, 7168)
     x = _x(m, 7168, torch.bfloat16, 5)
     ws = ops._cuda_workspace(x.device)
