@@ -33,10 +33,6 @@
 // XA (x ahead, R = 1, PF 1 or 2): the warp's next block's x operands (codes and scales, or raw x) are
 // loaded before this block is multiplied, so a block no longer starts with an L2 round trip for its
 // x; without XA they are loaded at the start of their own block.
-// XA = 2 (X digit 2) also fills all PF + 1 weight stages before griddepcontrol.wait and refills a
-// stage right after its block is multiplied (the same PF blocks in flight during each block's MMAs
-// as XA = 1, one block more requested while the preceding grid, e.g. the quantizer of a Q = 1
-// launch, still runs: with 3-4 k-blocks per warp that is half or more of a warp's weights).
 // PDL: the first k-block's weights and scales are requested before griddepcontrol.wait, x after.
 //
 // PQ (pre-quantized x): x arrives as e4m3 codes [M, K] (row stride x_stride bytes) plus fp32 group
@@ -305,9 +301,9 @@ __device__ __forceinline__ void do_block(float (&acc)[R][NT][4], const WStage<R>
 // Threads per CTA an instance is compiled for, i.e. its register cap (65536 / threads): each tile
 // of a weight stage holds 17 registers (PF + 1 stages), each token tile 24 (raw x + codes; 8 with
 // PQ) and 8 R accumulators; XA (R = 1 only) adds a second set of loaded x (16 registers per token
-// tile, 10 with PQ); XA = 2 with PF = 2 and two token tiles of raw x spills at 384 threads.
-__host__ __device__ constexpr int max_threads(int NT, int R, int PF, bool PQ, int XA = 0) {
-  return XA ? (PF <= 1 && (NT == 1 || PQ) ? 512 : (XA == 2 && PF == 2 && NT == 2 && !PQ ? 256 : 384))
+// tile, 10 with PQ).
+__host__ __device__ constexpr int max_threads(int NT, int R, int PF, bool PQ, bool XA = false) {
+  return XA ? (PF <= 1 && (NT == 1 || PQ) ? 512 : 384)
             : R == 1 ? (PF <= 1 || (PF == 2 && (NT == 1 || PQ)) ? 512 : (PF == 2 || NT == 1 || PQ ? 384 : 256))
                      : (R == 2 && NT == 1 ? (PF == 0 ? 512 : (PF == 1 ? 384 : 256)) : 256);
 }
@@ -366,7 +362,7 @@ __device__ __forceinline__ void reduce_store(const float (&acc)[R][NT][4], float
   }
 }
 
-template <typename XT, int NT, int R, int PF, bool PQ, int XA>
+template <typename XT, int NT, int R, int PF, bool PQ, bool XA>
 __global__ void __launch_bounds__(max_threads(NT, R, PF, PQ, XA), 1) fp8_gemv_kernel(const Params p) {
   extern __shared__ float red[];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, W = blockDim.x >> 5;
@@ -394,11 +390,10 @@ __global__ void __launch_bounds__(max_threads(NT, R, PF, PQ, XA), 1) fp8_gemv_ke
   int kb = kb_lo + warp;
   constexpr int NS = PF + 1;  // register stages
   WStage<R> st[NS];
-  // the weights do not depend on the previous grid: the first PF k-blocks (one without PF; all NS
-  // with XA = 2) are requested before the wait
-  constexpr int NPRE = XA == 2 ? NS : (PF > 0 ? PF : 1);
+  // the weights do not depend on the previous grid: the first PF k-blocks (one without PF) are
+  // requested before the wait
 #pragma unroll
-  for (int i = 0; i < NPRE; ++i)
+  for (int i = 0; i < (PF > 0 ? PF : 1); ++i)
     if (kb + i * W < kb_hi) load_stage<R>(st[i], p, rows, t, kb + i * W);
 
   pdl::wait();
@@ -420,7 +415,7 @@ __global__ void __launch_bounds__(max_threads(NT, R, PF, PQ, XA), 1) fp8_gemv_ke
   // with XA the x operands of the warp's next block, loaded before this block is multiplied; without,
   // each block's own x, loaded at its start
   XLoad<NT, PQ> xn;
-  if constexpr (XA != 0) {
+  if constexpr (XA) {
     if (kb < kb_hi) load_x<XT, NT, PQ>(xn, xrow, xvalid, kb, t, p);
   }
   if constexpr (PF > 0) {
@@ -431,25 +426,18 @@ __global__ void __launch_bounds__(max_threads(NT, R, PF, PQ, XA), 1) fp8_gemv_ke
       for (int i = 0; i < NS; ++i) {
         const int kbi = kb + i * W;
         if (kbi >= kb_hi) break;
-        if constexpr (XA != 2) {
-          if (kbi + PF * W < kb_hi) load_stage<R>(st[(i + PF) % NS], p, rows, t, kbi + PF * W);
-        }
-        if constexpr (XA != 0) {
+        if (kbi + PF * W < kb_hi) load_stage<R>(st[(i + PF) % NS], p, rows, t, kbi + PF * W);
+        if constexpr (XA) {
           XLoad<NT, PQ> xc = xn;
           if (kbi + W < kb_hi) load_x<XT, NT, PQ>(xn, xrow, xvalid, kbi + W, t, p);
           do_block<XT, NT, R, PQ, true>(acc, st[i], xc, xrow, xvalid, kbi, t, p);
-          // XA = 2: the stage just multiplied takes block kbi + NS W (blocks kbi + W .. kbi + PF W
-          // are in flight in the other stages)
-          if constexpr (XA == 2) {
-            if (kbi + NS * W < kb_hi) load_stage<R>(st[i], p, rows, t, kbi + NS * W);
-          }
         } else {
           do_block<XT, NT, R, PQ, false>(acc, st[i], xn, xrow, xvalid, kbi, t, p);
         }
       }
     }
   } else {
-    static_assert(XA == 0, "XA needs a weight ring (PF > 0)");
+    static_assert(!XA, "XA needs a weight ring (PF > 0)");
     for (; kb < kb_hi; kb += W) {
       if (kb != kb_lo + warp) load_stage<R>(st[0], p, rows, t, kb);
       do_block<XT, NT, R, PQ, false>(acc, st[0], xn, xrow, xvalid, kb, t, p);

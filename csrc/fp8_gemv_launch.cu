@@ -13,7 +13,7 @@ namespace {
 
 using fp8g::Params;
 
-int max_warps(int nt, int r, int pf, bool pq, int xa) { return fp8g::max_threads(nt, r, pf, pq, xa) / 32; }
+int max_warps(int nt, int r, int pf, bool pq, bool xa) { return fp8g::max_threads(nt, r, pf, pq, xa) / 32; }
 
 int64_t cdiv64(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -55,7 +55,7 @@ Fp8GemvConfig fp8_gemv_resolve(const Fp8GemvArgs& a, int64_t code) {
   }
   const int64_t kb = a.k / 128;
   const int64_t tgs = cdiv64(cdiv64(a.n, 16), c.r);
-  const int wmax = max_warps(a.m > 8 ? 2 : 1, c.r, c.pf, pq, c.xa);
+  const int wmax = max_warps(a.m > 8 ? 2 : 1, c.r, c.pf, pq, c.xa != 0);
   const int64_t target = static_cast<int64_t>(devattr::sm_count()) * (c.r >= 4 ? 8 : 16);
   int64_t wpt = cdiv64(target, tgs);
   const int64_t cap = kb / 2 > 0 ? kb / 2 : 1;
@@ -93,10 +93,10 @@ Fp8GemvSupport fp8_gemv_supported(const Fp8GemvArgs& a, int64_t code) {
       reinterpret_cast<uintptr_t>(a.weight) % 16 != 0 || (a.n > 1 && a.w_stride % 16 != 0))
     return Fp8GemvSupport::kMisaligned;
   const Fp8GemvConfig c = fp8_gemv_resolve(a, code);
-  if (code >= 100000000 || fp8_gemv_decode(code).preq > 1 || (fp8_gemv_decode(code).preq == 1 && !pq) || c.xa > 2)
+  if (code >= 100000000 || fp8_gemv_decode(code).preq > 1 || (fp8_gemv_decode(code).preq == 1 && !pq) || c.xa > 1)
     return Fp8GemvSupport::kBadConfig;
   if (!fp8g::pair_compiled(c.r, c.pf, pq, c.xa != 0) || c.warps < 1 ||
-      c.warps > max_warps(a.m > 8 ? 2 : 1, c.r, c.pf, pq, c.xa) || c.splits < 1 || c.splits > 99)
+      c.warps > max_warps(a.m > 8 ? 2 : 1, c.r, c.pf, pq, c.xa != 0) || c.splits < 1 || c.splits > 99)
     return Fp8GemvSupport::kBadConfig;
   if (c.splits > 1) {
     const int64_t tgs = cdiv64(cdiv64(a.n, 16), c.r);
@@ -143,8 +143,9 @@ cudaError_t fp8_gemv_launch(const Fp8GemvArgs& a, cudaStream_t stream, int64_t c
   const int tgs = static_cast<int>(cdiv64(cdiv64(a.n, 16), c.r));
   const bool use_pdl = pdl && devattr::cc_major() >= 9;
   const bool bf16 = a.dtype == Fp8GDType::kBFloat16, two = a.m > 8;
-  if (a.x_scales != nullptr) return fp8g::launch_preq(p, bf16, two, c.r, c.pf, c.xa, c.warps, tgs, use_pdl, stream);
-  return fp8g::launch_quant(p, bf16, two, c.r, c.pf, c.xa, c.warps, tgs, use_pdl, stream);
+  const bool xa = c.xa != 0;
+  if (a.x_scales != nullptr) return fp8g::launch_preq(p, bf16, two, c.r, c.pf, xa, c.warps, tgs, use_pdl, stream);
+  return fp8g::launch_quant(p, bf16, two, c.r, c.pf, xa, c.warps, tgs, use_pdl, stream);
 }
 
 }  // namespace qlinear

@@ -130,9 +130,8 @@ def test_preq_configs(code, m):
 @pytest.mark.parametrize("code", XA_CODES)
 @pytest.mark.parametrize("m", [1, 5, 8, 9, 16])
 def test_x_ahead_configs(code, m):
-    """X = 1 moves only when x is loaded, X = 2 also when the weights are: against the reference, and
-    bit for bit against the same code without X (same blocks per warp, same sums); an X code with
-    R > 1 or PF = 0 is refused, and so is X = 3."""
+    """X = 1 moves only when x is loaded: against the reference, and bit for bit against the same
+    code without X (same blocks per warp, same sums); an X code with R > 1 or PF = 0 is refused."""
     C = _ext()
     for n, k in [(2112, 7168), (200, 1024)]:
         w, wsi = _weight(n, k)
@@ -147,15 +146,10 @@ def test_x_ahead_configs(code, m):
             _check(y, x, w, wsi, b, what)
             y0 = ops.fp8_block_gemv_cuda(x, w, wsi, b, config=code - 10000000)
             assert y0 is not None and torch.equal(y, y0), f"x ahead differs from {code - 10000000} ({what})"
-            y2 = ops.fp8_block_gemv_cuda(x, w, wsi, b, config=code + 10000000)
-            if y2 is None:  # X = 2, PF = 2 on two token tiles of raw x: W <= 8
-                assert m > 8 and code // 1000000 == 10 and (code // 100) % 10 == 2 and code % 100 > 8, what
-                continue
-            assert torch.equal(y2, y0), f"{code + 10000000} differs from {code - 10000000} ({what})"
     w, wsi = _weight(2112, 7168)
     x = _x(m, 7168, torch.bfloat16, 5)
     ws = ops._cuda_workspace(x.device)
-    for bad in (10012108, 20011008, 30011116, 110011116):  # R = 2, PF = 0, X = 3, a digit above X (code 5)
+    for bad in (10012108, 10011008, 20011116, 110011116):  # R = 2, PF = 0, X = 2, a digit above X (code 5)
         assert C.fp8_block_gemv_supported(x, w, wsi, ws, bad) == 5, bad
 
 
