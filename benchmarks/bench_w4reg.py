@@ -32,12 +32,17 @@ from qlinear.ops import w4a16 as ops  # noqa: E402
 CASES = {(7168, 16384): [1, 2, 4, 8, 16], (2112, 7168): [1, 16], (24576, 1536): [1, 16]}
 # (row tiles, superblocks per chunk, warps, pipe) per token-tile count, from the compiled codes
 # (w4a16_gemv.cuh kRegCodes: NT 1 R1U2, R1U4, R2U2, R4U1, R1U2 pipe, R1U1 pipe, R4U1 pipe; NT 2 R1U2,
-# R2U1, R1U1 pipe, R2U1 pipe, R4U1); a warp count over the code's limit is refused and skipped
+# R2U1, R1U1 pipe, R2U1 pipe, R4U1); a warp count over the code's limit is refused and skipped.
+# pipe 2 = the pipe 0 instance with chunks dealt round-robin over the warps; a 5th element 1 = the
+# zero-point fold (kRegFoldCodes only)
 REG_CONFIGS = {1: [(1, 2, 2, 0), (1, 2, 4, 0), (1, 2, 8, 0), (1, 2, 16, 0), (1, 4, 2, 0), (1, 4, 4, 0), (1, 4, 8, 0),
                    (2, 2, 4, 0), (2, 2, 8, 0), (4, 1, 4, 0), (4, 1, 8, 0), (1, 2, 4, 1), (1, 1, 4, 1), (1, 1, 8, 1),
-                   (1, 1, 16, 1), (4, 1, 4, 1)],
+                   (1, 1, 16, 1), (4, 1, 4, 1),
+                   (1, 2, 2, 2), (1, 2, 4, 2), (1, 2, 8, 2), (1, 2, 16, 2), (1, 4, 4, 2), (1, 4, 8, 2), (4, 1, 4, 2),
+                   (4, 1, 8, 2), (1, 2, 4, 0, 1), (1, 2, 4, 2, 1), (1, 2, 16, 0, 1), (1, 2, 16, 2, 1)],
                2: [(2, 1, 2, 0), (2, 1, 4, 0), (2, 1, 8, 0), (1, 2, 4, 0), (1, 2, 8, 0), (1, 1, 4, 1), (1, 1, 8, 1),
-                   (2, 1, 4, 1), (2, 1, 8, 1), (4, 1, 4, 0), (4, 1, 8, 0)]}
+                   (2, 1, 4, 1), (2, 1, 8, 1), (4, 1, 4, 0), (4, 1, 8, 0),
+                   (2, 1, 2, 2), (2, 1, 4, 2), (4, 1, 8, 2), (2, 1, 2, 0, 1), (2, 1, 2, 2, 1)]}
 
 
 def main() -> None:
@@ -70,7 +75,7 @@ def main() -> None:
                    "reg auto": lambda i: ops.cuda_gemv(xs[i % 4], packs[i % nbuf], ring=-1),
                    "reg auto nopdl": lambda i: ops.cuda_gemv(xs[i % 4], packs[i % nbuf], ring=-1, pdl=False)}
             for cfg in REG_CONFIGS[nt]:
-                fns["reg R{} U{} W{} P{}".format(*cfg)] = (
+                fns["reg R{} U{} W{} P{}".format(*cfg) + (" F1" if len(cfg) > 4 and cfg[4] else "")] = (
                     lambda i, c=cfg: ops.cuda_gemv(xs[i % 4], packs[i % nbuf], config=c))
 
             ok = runnable(fns, rel_err_check(want, skip=("bf16 F.linear",)), f"{case:>18}  ")

@@ -66,6 +66,7 @@ struct Params {
   int sb_per_group;    // !SUB: group_size / 128, or 1 << 30 per channel
   FKind scale_kind, bias_kind;
   int pdl_prefetch;    // issue L2 prefetches of the first chunk before griddepcontrol.wait
+  int sb_interleave;   // register kernel without PF: warps take U-superblock chunks round-robin
   uint32_t grp_mul;    // !SUB: group of superblock sb = umulhi(2 sb, grp_mul) (group_of_sb); 0 per channel
 };
 
@@ -502,8 +503,11 @@ __global__ void __launch_bounds__(reg_threads<R, U, NT, PF>(), 1) reg_gemv_kerne
   const int nw = blockDim.x >> 5;
   const int g = lane >> 2, t = lane & 3;
   const int row0 = blockIdx.x * (16 * R);
-  const int sb_begin = static_cast<int>(static_cast<int64_t>(p.nsb) * warp / nw);
-  const int sb_end = static_cast<int>(static_cast<int64_t>(p.nsb) * (warp + 1) / nw);
+  // K split: contiguous slices [sb_begin, sb_end) per warp, or (sb_interleave, no PF) chunks of U
+  // superblocks dealt round-robin, so the CTA's warps read neighbouring pieces of each row at a time
+  const bool il = !PF && p.sb_interleave;
+  const int sb_begin = il ? warp * U : static_cast<int>(static_cast<int64_t>(p.nsb) * warp / nw);
+  const int sb_end = il ? p.nsb : static_cast<int>(static_cast<int64_t>(p.nsb) * (warp + 1) / nw);
   const int full_end = min(sb_end, p.k >> 7);  // superblocks with all 128 columns inside K
 
   const uint32_t* wrow[R][2];
@@ -564,6 +568,20 @@ __global__ void __launch_bounds__(reg_threads<R, U, NT, PF>(), 1) reg_gemv_kerne
       sb += U;
       if (!more2) break;
     }
+  } else if (il) {
+    // chunk ch = sb / U of the row's full chunks goes to warp ch % nw
+    const int full_chunks_end = (min(p.nsb, p.k >> 7) / U) * U;
+    for (; sb < full_chunks_end; sb += nw * U) {
+      RegChunk<U, R, NT> c;
+      reg_load<U, R, NT, false>(p, c, sb, wrow, xrow, rows, t);
+      reg_compute<XT, U, R, NT, MODE, FOLD>(c, tot, sink, magic);
+    }
+    // the superblocks past the full chunks (< U full ones and the partial last), one per warp
+    for (sb = full_chunks_end + warp; sb < p.nsb; sb += nw) {
+      RegChunk<1, R, NT> c;
+      reg_load<1, R, NT, true>(p, c, sb, wrow, xrow, rows, t);
+      reg_compute<XT, 1, R, NT, MODE, FOLD>(c, tot, sink, magic);
+    }
   } else {
     for (; sb + U <= full_end; sb += U) {
       RegChunk<U, R, NT> c;
@@ -572,7 +590,7 @@ __global__ void __launch_bounds__(reg_threads<R, U, NT, PF>(), 1) reg_gemv_kerne
     }
   }
   // leftover superblocks of the slice (< U) and the partial last superblock, one at a time
-  for (; sb < sb_end; ++sb) {
+  for (; !il && sb < sb_end; ++sb) {
     RegChunk<1, R, NT> c;
     reg_load<1, R, NT, true>(p, c, sb, wrow, xrow, rows, t);
     reg_compute<XT, 1, R, NT, MODE, FOLD>(c, tot, sink, magic);

@@ -22,7 +22,8 @@ bool sub_group(const W4GemvArgs& a) {
 }
 
 // Register-kernel code of a config: R U NT PF as decimal digits (w4a16g::kRegCodes).
-int reg_code(int nt, int r, int u, int pipe) { return r * 1000 + u * 100 + nt * 10 + (pipe > 0 ? 1 : 0); }
+// pipe 2 (chunks dealt round-robin over the warps) runs the single-buffered (pipe 0) instance.
+int reg_code(int nt, int r, int u, int pipe) { return r * 1000 + u * 100 + nt * 10 + (pipe == 1 ? 1 : 0); }
 
 bool reg_compiled(int code, int fold) {
   if (fold != 0) return code_listed(w4a16g::kRegFoldCodes, code);
@@ -146,6 +147,7 @@ W4GemvSupport w4_gemv_supported(const W4GemvArgs& a, const W4GemvConfig& cfg) {
   const W4GemvConfig c = w4_gemv_resolve(a, cfg);
   const int nt = a.m > 8 ? 2 : 1;
   if (c.fold < 0 || c.fold > 1 || (c.fold != 0 && (c.ring > 0 || sub_group(a)))) return W4GemvSupport::kBadConfig;
+  if (c.ring <= 0 && (c.pipe < 0 || c.pipe > 2)) return W4GemvSupport::kBadConfig;
   if (c.ring > 0) {
     if (c.ring >= 10000 ? !bulk_ok(a) : !ring_ok(a))
       return c.ring >= 10000 ? W4GemvSupport::kNoBulk : W4GemvSupport::kNoRing;
@@ -172,7 +174,8 @@ const char* w4_gemv_support_reason(W4GemvSupport s) {
       return "x must be 8-byte aligned with row stride % 4 == 0, qweight 16-byte aligned with row stride % 4 == 0";
     case W4GemvSupport::kBadConfig:
       return "config / ring code not compiled for this token-tile count (M <= 8 / M <= 16) (with fold: not in "
-             "w4a16_reg_fold_configs), warps out of range, or fold not 0 / 1, with a ring code or groups < 128";
+             "w4a16_reg_fold_configs), warps out of range, fold not 0 / 1, with a ring code or groups < 128, or pipe "
+             "not 0 / 1 / 2";
     case W4GemvSupport::kTooLarge: return "N must be < 2^31 and K < 2^22";
     case W4GemvSupport::kNoRing:
       return "ring kernel needs groups >= 128 or per channel, N % 4 == 0, 4-byte aligned scales / zeros";
@@ -221,7 +224,8 @@ cudaError_t launch_impl(const W4GemvArgs& a, cudaStream_t stream, const W4GemvCo
   if (w4_gemv_supported(a, cfg) != W4GemvSupport::kOk) return cudaErrorInvalidValue;
   const W4GemvConfig c = w4_gemv_resolve(a, cfg);
   if (used != nullptr) *used = c;
-  const Params p = w4_params(a, c.pdl > 0 ? 1 : 0);
+  Params p = w4_params(a, c.pdl > 0 ? 1 : 0);
+  p.sb_interleave = c.pipe == 2 ? 1 : 0;
   const int nt = a.m > 8 ? 2 : 1;
   if (c.ring >= 10000) {
     // instances live in w4a16_bulk_bf16.cu / w4a16_bulk_f16.cu

@@ -41,8 +41,11 @@ struct W4GemvArgs {
 // cp.async: same stage layout and compute; needs N % 16 == 0, K % 128 == 0, 16-byte aligned x /
 // scales / zeros, x row stride % 8 == 0, else kNoBulk), only when asked for (auto never picks it).
 // 5-digit codes: 1 WR WK S ST (e.g. 11424 = the bulk 1424).
-// pipe: the register kernel double-buffers its chunks (next chunk's loads issued before this
-// chunk's math); compiled (row_tiles, chunk, NT, pipe) codes: w4_reg_configs().
+// pipe: the register kernel's chunk schedule. 0: each warp a contiguous slice of K, one chunk of
+// `chunk` superblocks at a time; 1: the same, double-buffered (next chunk's loads issued before this
+// chunk's math); 2: chunks dealt round-robin over the warps (neighbouring warps read neighbouring
+// pieces of each row), single-buffered, the pipe 0 instances. Compiled (row_tiles, chunk, NT, pipe
+// 0 / 1) codes: w4_reg_configs(). Other values: kBadConfig.
 // fold: the register kernel's zero-point fold (w4a16_gemv.cuh FOLD: 1 = on, per-token x sums; 0 =
 // off); 1 selects the register kernel when ring is 0 and needs a code in w4_reg_fold_configs()
 // (groups >= 128 or per channel), else kBadConfig (as is any other value).
@@ -65,7 +68,7 @@ enum class W4GemvSupport : int {
   kBadGroup = 4,      // group size not in {16, 32, 64, multiples of 128, K}
   kMisaligned = 5,    // x pointer not 8-byte aligned or x row stride % 4 != 0, qweight not 16-byte aligned
   kBadConfig = 6,     // (row_tiles, chunk) not compiled (with fold: not in w4_reg_fold_configs) or warps out of
-                      // range, or fold not in {0, 1} / with a ring code / groups < 128
+                      // range, or fold not in {0, 1} / with a ring code / groups < 128, or pipe not in {0, 1, 2}
   kTooLarge = 7,      // n >= 2^31 or k >= 2^22
   kNoRing = 8,        // ring kernel asked for: groups < 128, N % 4 != 0 or scales / zeros not 4-byte aligned
   kNoBulk = 9,        // bulk ring asked for: not sm_90+, groups < 128, N % 16 != 0, K % 128 != 0, x / scales /

@@ -650,8 +650,9 @@ def cuda_gemv(
     the register kernel, >= 10000 = the bulk ring kernel); None = -1 when ``config`` is given, else
     :data:`_CUDA_RING` (then :data:`_CUDA_RING_AUTO` when that is 0). An explicit 0 is the
     launcher's own choice. ``config`` =
-    the register kernel's (row tiles per CTA, superblocks per chunk, warps per CTA[, pipe: 1 =
-    double-buffered chunks[, fold]]; ``w4a16_reg_configs()`` lists the compiled ones), 0 = automatic
+    the register kernel's (row tiles per CTA, superblocks per chunk, warps per CTA[, pipe: 0 = a
+    contiguous K slice per warp, 1 = the same with double-buffered chunks, 2 = chunks dealt
+    round-robin over the warps[, fold]]; ``w4a16_reg_configs()`` lists the compiled ones), 0 = automatic
     (default :data:`_CUDA_CONFIG`); ``pdl`` None follows ``qlinear.kernels._pdl`` (on for M <= PDL_MAX_M).
     ``fold`` (default 0 = off, 1 = on; other values are refused): the register kernel's zero-point
     fold (``csrc/w4a16_gemv.cuh`` FOLD: per-token x sums from an all-ones mma), compiled for the

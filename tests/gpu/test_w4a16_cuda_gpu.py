@@ -240,9 +240,24 @@ def test_reg_every_code(dtype):
         for code in codes:
             r, u, nt, pipe = code // 1000, code // 100 % 10, code // 10 % 10, code % 10
             ms = (1, 3, 8) if nt == 1 else (9, 16)
-            for warps in (1, 3, 8):
-                for m in ms:
-                    _check(packed, w, m, dtype=dtype, bias=m % 2 == 1, config=(r, u, warps, pipe), seed=m + code)
+            # pipe 2 (chunks round-robin over the warps) runs the pipe 0 instances
+            for p in (pipe, 2) if pipe == 0 else (pipe,):
+                for warps in (1, 3, 8):
+                    for m in ms:
+                        _check(packed, w, m, dtype=dtype, bias=m % 2 == 1, config=(r, u, warps, p), seed=m + code)
+
+
+def test_reg_pipe_out_of_range_refused():
+    """pipe 3 or -1 is kBadConfig (6), not silently the double-buffered instance."""
+    from qlinear.kernels import cuda_ext
+
+    C = cuda_ext.load()
+    packed, _ = _layer(256, 1024, 128, True, torch.bfloat16, seed=3)
+    x = torch.randn(1, 1024, device=DEV, dtype=torch.bfloat16)
+    for pipe, want in ((3, 6), (-1, 6), (2, 0), (1, 0), (0, 0)):
+        why = C.w4a16_gemv_supported(x, packed.qweight, packed.scales, packed.zeros, packed.group_size, 1, 2, 4, -1,
+                                     pipe, 0)
+        assert why == want, (pipe, why)
 
 
 # ---- bulk ring kernel (session 6, ring codes >= 10000: sm_90 cp.async.bulk + mbarrier ring)
