@@ -2,7 +2,7 @@
 (``_CUDA_RING_AUTO`` = -1), against its automatic config, the committed dispatch and bf16, all
 candidates of a case in one alternated-replay measurement, weights cold (rotated copies).
 
-Cases: 7168x16384 at M = 1, 2, 4, 8, 16; 2112x7168 and 24576x1536 at M = 1, 16 (asymmetric int4,
+Cases: 7168x16384 at M = 1, 2, 4, 8, 16; 2112x7168 and 24576x1536 at M = 1, 4, 8, 16 (asymmetric int4,
 group 128, bf16). Candidates: bf16 ``F.linear`` first (the first candidate of an alternation
 round reads slow), a second copy of "reg auto" ("reg auto#2") to show that position effect,
 "auto" (the committed dispatch), "reg auto" (``ring=-1``, the launcher's config), its PDL-off
@@ -29,7 +29,7 @@ from bench_w4a16 import cold_layers  # noqa: E402
 from qlinear.kernels import cuda_ext  # noqa: E402
 from qlinear.ops import w4a16 as ops  # noqa: E402
 
-CASES = {(7168, 16384): [1, 2, 4, 8, 16], (2112, 7168): [1, 16], (24576, 1536): [1, 16]}
+CASES = {(7168, 16384): [1, 2, 4, 8, 16], (2112, 7168): [1, 4, 8, 16], (24576, 1536): [1, 4, 8, 16]}
 # (row tiles, superblocks per chunk, warps, pipe) per token-tile count, from the compiled codes
 # (w4a16_gemv.cuh kRegCodes: NT 1 R1U2, R1U4, R2U2, R4U1, R1U2 pipe, R1U1 pipe, R4U1 pipe; NT 2 R1U2,
 # R2U1, R1U1 pipe, R2U1 pipe, R4U1); a warp count over the code's limit is refused and skipped.
@@ -39,7 +39,9 @@ REG_CONFIGS = {1: [(1, 2, 2, 0), (1, 2, 4, 0), (1, 2, 8, 0), (1, 2, 16, 0), (1, 
                    (2, 2, 4, 0), (2, 2, 8, 0), (4, 1, 4, 0), (4, 1, 8, 0), (1, 2, 4, 1), (1, 1, 4, 1), (1, 1, 8, 1),
                    (1, 1, 16, 1), (4, 1, 4, 1),
                    (1, 2, 2, 2), (1, 2, 4, 2), (1, 2, 8, 2), (1, 2, 16, 2), (1, 4, 4, 2), (1, 4, 8, 2), (4, 1, 4, 2),
-                   (4, 1, 8, 2), (1, 2, 4, 0, 1), (1, 2, 4, 2, 1), (1, 2, 16, 0, 1), (1, 2, 16, 2, 1)],
+                   (4, 1, 8, 2), (1, 2, 4, 0, 1), (1, 2, 4, 2, 1), (1, 2, 16, 0, 1), (1, 2, 16, 2, 1),
+                   (4, 1, 2, 2), (4, 1, 3, 2), (4, 1, 6, 2), (2, 2, 2, 2), (2, 2, 4, 2), (2, 2, 6, 2), (4, 1, 4, 2, 1),
+                   (1, 2, 12, 2), (1, 2, 14, 2), (1, 2, 14, 2, 1)],
                2: [(2, 1, 2, 0), (2, 1, 4, 0), (2, 1, 8, 0), (1, 2, 4, 0), (1, 2, 8, 0), (1, 1, 4, 1), (1, 1, 8, 1),
                    (2, 1, 4, 1), (2, 1, 8, 1), (4, 1, 4, 0), (4, 1, 8, 0),
                    (2, 1, 2, 2), (2, 1, 4, 2), (4, 1, 8, 2), (2, 1, 2, 0, 1), (2, 1, 2, 2, 1)]}
