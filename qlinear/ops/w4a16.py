@@ -162,9 +162,14 @@ _CUDA_RING = 0
 #     43.38 / 47.73 (11814) / 56.30 (12224)                                 -> ('many', 1|2): -1
 #   (11824 at M = 16 was the launch failure: 339 KB of shared memory; it is no longer compiled for
 #   M > 8.) Re-measured by benchmarks/gpu_w4ring.sh (its AUTO lines: this table vs the launcher).
+# Session 10 run 3 (benchmarks/results/session10/run3, bench_w4reg.py, same method): the register
+# kernel with chunks dealt round-robin over the warps (pipe 2, _CUDA_REG_AUTO) beats the rings on
+# short rows: M = 1 / 4 / 8 R4 U1 W4 pipe 2 10.10 / 10.38 / 10.68 vs 4143 11.16, 4124 12.01 / 12.32
+# -> ('short', 0|1): -1. ('few', 1) stays 11824: 6.57 / 7.06 at M = 4 / 8 vs R1 U2 W16 pipe 2 fold
+# 6.64 and R1 U2 W14 pipe 2 7.81.
 _CUDA_RING_AUTO: dict[tuple[str, int], int] = {
     ("few", 0): -1, ("few", 1): 11824, ("few", 2): -1,
-    ("short", 0): 4143, ("short", 1): 4124, ("short", 2): -1,
+    ("short", 0): -1, ("short", 1): -1, ("short", 2): -1,
     ("many", 1): -1, ("many", 2): -1,
 }
 
@@ -196,9 +201,21 @@ _CUDA_RING_AUTO: dict[tuple[str, int], int] = {
 # at two token tiles (code 4120) on many M=16: R4 U1 W8 36.21 / 36.33 vs R2 U1 W4 pipe (the entry
 # before) 41.29 / 41.70 -> ('many', 2): (4, 1, 8, 0); four row tiles share every x fragment, whose
 # re-reads from L2 outweigh the weights at M = 9..16. On 2112x7168 (33 CTAs) it is slower: 15.79.
+# Session 10 runs 2 and 3 (benchmarks/results/session10/run2, run3: bench_w4reg.py, same method; us,
+# the new entry vs the committed dispatch "auto" in the same round): pipe 2 (chunks of U superblocks
+# dealt round-robin over the warps, so a CTA's warps read neighbouring pieces of each row) wins on
+# the few- and short-row classes and at M > 4 on many rows, not at M <= 4 there (R1 U2 W4 pipe 2
+# 25.69 vs pipe 0 25.11):
+#   few M=1: R1 U2 W16 pipe 2 fold 5.45 / 5.48 vs 5.97 / 6.04 (pipe 0 fold)      -> ('few', 0)
+#   short M=1 / 4 / 8: R4 U1 W4 pipe 2 10.10 / 10.38 / 10.68 vs rings 11.16 / 12.01 / 12.32
+#     (run 2 M=1: 10.00 vs 10.96)                                                -> ('short', 0|1)
+#   short M=16: R2 U1 W2 pipe 2 13.96 vs 19.32 (R2 U1 W2 fold; pipe 0 no fold 14.93) -> ('short', 2)
+#   many M=8: R2 U2 W6 pipe 2 30.21 vs the launcher's config 32.18                 -> ('many', 1)
+#   many M=16: R4 U1 W8 pipe 2 36.71 vs 38.77 (pipe 0)                           -> ('many', 2)
 _CUDA_REG_AUTO: dict[tuple[str, int], tuple[int, ...]] = {
-    ("many", 0): (1, 2, 4, 0), ("many", 4): (1, 2, 4, 0, 1), ("many", 2): (4, 1, 8, 0),
-    ("few", 0): (1, 2, 16, 0, 1), ("few", 2): (1, 1, 8, 1), ("short", 2): (2, 1, 2, 0, 1),
+    ("many", 0): (1, 2, 4, 0), ("many", 4): (1, 2, 4, 0, 1), ("many", 1): (2, 2, 6, 2), ("many", 2): (4, 1, 8, 2),
+    ("few", 0): (1, 2, 16, 2, 1), ("few", 2): (1, 1, 8, 1),
+    ("short", 0): (4, 1, 4, 2), ("short", 1): (4, 1, 4, 2), ("short", 2): (2, 1, 2, 2),
 }
 
 _SCALE_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
