@@ -405,3 +405,69 @@ def test_auto_table_on_measured_shapes(shape):
         if m in REG_WANT[shape]:
             assert ops._cuda_auto_reg(x, packed) == REG_WANT[shape][m], (shape, m)
         _check(packed, w, m, seed=m + 40)
+
+
+# ---- register kernel with x's row in shared memory (xsmem 1, M = 1; session 10)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_reg_xsmem_codes(dtype):
+    """xsmem 1 reads the same x values from shared memory that the lanes otherwise hold in registers:
+    against the reference, and bit for bit against the same config without it (both pipes, fold on
+    and off, ragged K, wide groups, per channel, fp32 scales)."""
+    from qlinear.kernels import cuda_ext
+
+    C = cuda_ext.load()
+    cases = [(1000, 384, 128, True, None), (300, 1540, -1, True, torch.float32), (130, 1536, 384, False, torch.float16),
+             (64, 2304, 256, True, torch.float32)]
+    for n, k, group, asym, sdt in cases:
+        sdt = sdt or (torch.float16 if dtype == torch.float16 else torch.bfloat16)
+        packed, w = _layer(n, k, group, asym, sdt, seed=n + k)
+        gen = torch.Generator(device=DEV).manual_seed(n * 7 + k)
+        x = torch.randn(1, k, device=DEV, generator=gen).to(dtype)
+        b = torch.randn(n, device=DEV, generator=gen).to(dtype)
+        for fold in (0, 1):
+            codes = list(C.w4a16_reg_xs_configs(fold))
+            assert codes
+            for code in codes:
+                r, u = code // 1000, code // 100 % 10
+                for pipe in (0, 2):
+                    for warps in (1, 3, 4, 8):
+                        cfg = (r, u, warps, pipe, fold)
+                        y0 = ops.cuda_gemv(x, packed, b, cfg)
+                        y = ops.cuda_gemv(x, packed, b, cfg + (1,))
+                        assert_matches(y, x, w, b, f"N={n} K={k} config={cfg} xsmem")
+                        assert torch.equal(y, y0), f"xsmem differs from registers: N={n} K={k} config={cfg}"
+
+
+def test_reg_xsmem_refusals_and_table_fallback(monkeypatch):
+    """xsmem is refused (kBadConfig 6) at M > 1, with pipe 1 and for codes not compiled with it, and
+    (kTooMuchSmem 10) when x's row does not fit shared memory; a table entry with xsmem runs without
+    it where the launcher refuses it."""
+    from qlinear.kernels import cuda_ext
+
+    C = cuda_ext.load()
+    packed, w = _layer(256, 1024, 128, True, torch.bfloat16, seed=5)
+
+    def why(m, cfg, k=1024, p=packed):
+        x = torch.randn(m, k, device=DEV, dtype=torch.bfloat16)
+        return C.w4a16_gemv_supported(x, p.qweight, p.scales, p.zeros, p.group_size, *cfg[:3], -1, *cfg[3:])
+
+    assert why(1, (1, 2, 4, 0, 0, 1)) == 0
+    assert why(1, (1, 2, 4, 2, 1, 1)) == 0
+    assert why(2, (1, 2, 4, 0, 0, 1)) == 6
+    assert why(1, (1, 2, 4, 1, 0, 1)) == 6
+    assert why(1, (2, 2, 4, 0, 0, 1)) == 6  # R2 U2 not compiled with xsmem
+    assert why(1, (4, 1, 4, 0, 1, 1)) == 6  # R4 U1: xsmem without the fold only
+    assert why(1, (1, 2, 4, 0, 0, 2)) == 6
+    big, wbig = _layer(16, 1 << 17, 128, False, torch.bfloat16, seed=6)  # a 256 KB x row
+    assert why(1, (1, 2, 4, 0, 0, 1), k=1 << 17, p=big) == 10
+    monkeypatch.setattr(ops, "_CUDA_RING_AUTO", {("few", 0): -1, ("short", 0): -1, ("many", 0): -1})
+    monkeypatch.setattr(ops, "_CUDA_REG_AUTO", {("few", 0): (1, 2, 4, 0, 0, 1), ("short", 0): (1, 2, 4, 0, 0, 1),
+                                                ("many", 0): (1, 2, 4, 0, 0, 1)})
+    x = torch.randn(1, 1 << 17, device=DEV, dtype=torch.bfloat16)
+    assert ops._cuda_auto_reg(x, big) == (1, 2, 4, 0, 0)
+    assert_matches(ops.cuda_gemv(x, big), x, wbig, None, "table entry with xsmem on a 256 KB x row")
+    x = torch.randn(1, 1024, device=DEV, dtype=torch.bfloat16)
+    assert ops._cuda_auto_reg(x, packed) == (1, 2, 4, 0, 0, 1)
+    assert_matches(ops.cuda_gemv(x, packed), x, w, None, "table entry with xsmem")
