@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
-# Session 10: the W4A16 register kernel with x's row in shared memory (xsmem 1, M = 1; single- and
-# double-buffered): its GPU tests
+# Session 10: the W4A16 register kernel with x's row in shared memory (xsmem 1, M = 1): its GPU tests
 # (bit-equal to the register-fragment path, refusals, the table fallback) with the other register
 # kernel tests, then bench_w4reg.py at M = 1 on the three shapes.
 #   OUT=/some/dir bash benchmarks/gpu_s10xs.sh   # ~120 s after the build

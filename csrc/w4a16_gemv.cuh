@@ -542,7 +542,7 @@ __device__ __forceinline__ void stage_x_wait() {
 // stage_x_row.
 template <typename XT, int R, int U, int NT, bool PF, int MODE, int FOLD = 0, bool XS = false>
 __global__ void __launch_bounds__(reg_threads<R, U, NT, PF, XS>(), 1) reg_gemv_kernel(const Params p) {
-  static_assert(!XS || (NT == 1 && MODE == 0), "XS: M = 1, full mode");
+  static_assert(!XS || (NT == 1 && !PF && MODE == 0), "XS: M = 1, single-buffered, full mode");
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x >> 5;
   const int nw = blockDim.x >> 5;
@@ -610,27 +610,9 @@ __global__ void __launch_bounds__(reg_threads<R, U, NT, PF, XS>(), 1) reg_gemv_k
     // the first chunk's weights are requested before the wait for x
     if (sb + U <= lim) reg_load<U, R, NT, false, true>(p, c, sb, wrow, xrow, rows, t);
     stage_x_wait();
-    if constexpr (PF) {
-      // double-buffered (contiguous slices): the registers the x fragments no longer take hold a
-      // second chunk of weights, loaded before this one's math
-      RegChunk<U, R, NT> c1;
-      while (sb + U <= lim) {
-        const bool more = sb + 2 * U <= lim;
-        if (more) reg_load<U, R, NT, false, true>(p, c1, sb + U, wrow, xrow, rows, t);
-        reg_compute<XT, U, R, NT, MODE, FOLD, true>(c, tot, sink, magic, xl + sb * 128);
-        sb += U;
-        if (!more) break;
-        const bool more2 = sb + 2 * U <= lim;
-        if (more2) reg_load<U, R, NT, false, true>(p, c, sb + U, wrow, xrow, rows, t);
-        reg_compute<XT, U, R, NT, MODE, FOLD, true>(c1, tot, sink, magic, xl + sb * 128);
-        sb += U;
-        if (!more2) break;
-      }
-    } else {
-      for (; sb + U <= lim; sb += step) {
-        reg_compute<XT, U, R, NT, MODE, FOLD, true>(c, tot, sink, magic, xl + sb * 128);
-        if (sb + step + U <= lim) reg_load<U, R, NT, false, true>(p, c, sb + step, wrow, xrow, rows, t);
-      }
+    for (; sb + U <= lim; sb += step) {
+      reg_compute<XT, U, R, NT, MODE, FOLD, true>(c, tot, sink, magic, xl + sb * 128);
+      if (sb + step + U <= lim) reg_load<U, R, NT, false, true>(p, c, sb + step, wrow, xrow, rows, t);
     }
     // tail superblocks (x past K is zero in shared memory), one at a time
     for (sb = il ? full_chunks_end + warp : sb; sb < sb_end; sb += il ? nw : 1) {
@@ -1378,9 +1360,9 @@ constexpr int kRegCodes[] = {1210, 1410, 2210, 4110, 1211, 1111, 4111, 1220, 212
 constexpr int kRegFoldCodes[] = {1210, 4110, 2120, 2121, 1121};
 
 // XS register instances (x row in shared memory, M = 1; see stage_x_row), without and with the
-// zero fold; codes as kRegCodes (NT = 1).
-constexpr int kRegXsCodes[] = {1210, 1211, 1111, 1410};
-constexpr int kRegXsFoldCodes[] = {1210, 1211};
+// zero fold; codes as kRegCodes (NT = 1, no PF).
+constexpr int kRegXsCodes[] = {1210, 1410, 4110};
+constexpr int kRegXsFoldCodes[] = {1210, 1410};
 
 // The template arguments of register code C, read from its digits.
 template <int C>

@@ -156,7 +156,7 @@ W4GemvSupport w4_gemv_supported(const W4GemvArgs& a, const W4GemvConfig& cfg) {
   const int nt = a.m > 8 ? 2 : 1;
   if (c.fold < 0 || c.fold > 1 || (c.fold != 0 && (c.ring > 0 || sub_group(a)))) return W4GemvSupport::kBadConfig;
   if (c.ring <= 0 && (c.pipe < 0 || c.pipe > 2)) return W4GemvSupport::kBadConfig;
-  if (c.xsmem < 0 || c.xsmem > 1 || (c.xsmem != 0 && (a.m != 1 || c.ring > 0 || sub_group(a))))
+  if (c.xsmem < 0 || c.xsmem > 1 || (c.xsmem != 0 && (a.m != 1 || c.ring > 0 || c.pipe == 1 || sub_group(a))))
     return W4GemvSupport::kBadConfig;
   if (c.ring > 0) {
     if (c.ring >= 10000 ? !bulk_ok(a) : !ring_ok(a))

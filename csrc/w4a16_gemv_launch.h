@@ -50,7 +50,7 @@ struct W4GemvArgs {
 // off); 1 selects the register kernel when ring is 0 and needs a code in w4_reg_fold_configs()
 // (groups >= 128 or per channel), else kBadConfig (as is any other value).
 // xsmem: 1 = the register kernel with x's row staged in shared memory (w4a16_gemv.cuh XS; M = 1
-// only, codes of w4_reg_xs_configs(), with fold: w4_reg_xs_fold_configs(); its
+// only, pipe 0 / 2, codes of w4_reg_xs_configs(), with fold: w4_reg_xs_fold_configs(); its
 // K * 2 bytes must fit the device's opt-in shared memory, else kTooMuchSmem); 0 = off. Never
 // chosen automatically.
 struct W4GemvConfig {
@@ -74,7 +74,7 @@ enum class W4GemvSupport : int {
   kMisaligned = 5,    // x pointer not 8-byte aligned or x row stride % 4 != 0, qweight not 16-byte aligned
   kBadConfig = 6,     // (row_tiles, chunk) not compiled (with fold: not in w4_reg_fold_configs) or warps out of
                       // range, or fold not in {0, 1} / with a ring code / groups < 128, or pipe not in {0, 1, 2},
-                      // or xsmem not in {0, 1} / with M > 1, a ring code or a code not compiled with it
+                      // or xsmem not in {0, 1} / with M > 1, a ring code, pipe 1 or a code not compiled with it
   kTooLarge = 7,      // n >= 2^31 or k >= 2^22
   kNoRing = 8,        // ring kernel asked for: groups < 128, N % 4 != 0 or scales / zeros not 4-byte aligned
   kNoBulk = 9,        // bulk ring asked for: not sm_90+, groups < 128, N % 16 != 0, K % 128 != 0, x / scales /
