@@ -34,18 +34,14 @@ CASES = {(7168, 16384): [1, 2, 4, 8, 16], (2112, 7168): [1, 4, 8, 16], (24576, 1
 # (w4a16_gemv.cuh kRegCodes: NT 1 R1U2, R1U4, R2U2, R4U1, R1U2 pipe, R1U1 pipe, R4U1 pipe; NT 2 R1U2,
 # R2U1, R1U1 pipe, R2U1 pipe, R4U1); a warp count over the code's limit is refused and skipped.
 # pipe 2 = the pipe 0 instance with chunks dealt round-robin over the warps; a 5th element 1 = the
-# zero-point fold (kRegFoldCodes only); a 6th element 1 = x's row in shared memory (M = 1 only,
-# kRegXsCodes / kRegXsFoldCodes)
+# zero-point fold (kRegFoldCodes only)
 REG_CONFIGS = {1: [(1, 2, 2, 0), (1, 2, 4, 0), (1, 2, 8, 0), (1, 2, 16, 0), (1, 4, 2, 0), (1, 4, 4, 0), (1, 4, 8, 0),
                    (2, 2, 4, 0), (2, 2, 8, 0), (4, 1, 4, 0), (4, 1, 8, 0), (1, 2, 4, 1), (1, 1, 4, 1), (1, 1, 8, 1),
                    (1, 1, 16, 1), (4, 1, 4, 1),
                    (1, 2, 2, 2), (1, 2, 4, 2), (1, 2, 8, 2), (1, 2, 16, 2), (1, 4, 4, 2), (1, 4, 8, 2), (4, 1, 4, 2),
                    (4, 1, 8, 2), (1, 2, 4, 0, 1), (1, 2, 4, 2, 1), (1, 2, 16, 0, 1), (1, 2, 16, 2, 1),
                    (4, 1, 2, 2), (4, 1, 3, 2), (4, 1, 6, 2), (2, 2, 2, 2), (2, 2, 4, 2), (2, 2, 6, 2), (4, 1, 4, 2, 1),
-                   (1, 2, 12, 2), (1, 2, 14, 2), (1, 2, 14, 2, 1),
-                   (1, 2, 4, 0, 0, 1), (1, 2, 4, 2, 0, 1), (1, 4, 4, 0, 0, 1), (1, 4, 4, 2, 0, 1), (1, 4, 4, 2, 1, 1),
-                   (1, 4, 8, 2, 0, 1), (1, 2, 8, 2, 0, 1), (1, 2, 16, 2, 1, 1), (1, 4, 16, 2, 1, 1), (1, 4, 16, 2, 0, 1),
-                   (1, 4, 12, 2, 0, 1), (4, 1, 4, 2, 0, 1)],
+                   (1, 2, 12, 2), (1, 2, 14, 2), (1, 2, 14, 2, 1)],
                2: [(2, 1, 2, 0), (2, 1, 4, 0), (2, 1, 8, 0), (1, 2, 4, 0), (1, 2, 8, 0), (1, 1, 4, 1), (1, 1, 8, 1),
                    (2, 1, 4, 1), (2, 1, 8, 1), (4, 1, 4, 0), (4, 1, 8, 0),
                    (2, 1, 2, 2), (2, 1, 4, 2), (4, 1, 8, 2), (2, 1, 2, 0, 1), (2, 1, 2, 2, 1)]}
@@ -81,8 +77,7 @@ def main() -> None:
                    "reg auto": lambda i: ops.cuda_gemv(xs[i % 4], packs[i % nbuf], ring=-1),
                    "reg auto nopdl": lambda i: ops.cuda_gemv(xs[i % 4], packs[i % nbuf], ring=-1, pdl=False)}
             for cfg in REG_CONFIGS[nt]:
-                name = "reg R{} U{} W{} P{}".format(*cfg) + (" F1" if len(cfg) > 4 and cfg[4] else "")
-                fns[name + (" X1" if len(cfg) > 5 and cfg[5] else "")] = (
+                fns["reg R{} U{} W{} P{}".format(*cfg) + (" F1" if len(cfg) > 4 and cfg[4] else "")] = (
                     lambda i, c=cfg: ops.cuda_gemv(xs[i % 4], packs[i % nbuf], config=c))
 
             ok = runnable(fns, rel_err_check(want, skip=("bf16 F.linear",)), f"{case:>18}  ")
@@ -117,9 +112,7 @@ def main() -> None:
         print(f"CLASS {key}: {b} {regs[b]:.2f} us summed vs reg auto {d['reg auto']:.2f}, auto (the table) {d['auto']:.2f}"
               f" (ring table entry {ops._CUDA_RING_AUTO.get(key)})")
         if regs[b] < min(d["reg auto"], d["auto"]) / 1.02:
-            f = {v[0]: int(v[1:]) for v in b.split()[1:]}
-            tail = (f.get("F", 0), f["X"]) if "X" in f else ((f["F"],) if "F" in f else ())
-            table[key] = (f["R"], f["U"], f["W"], f["P"]) + tail
+            table[key] = tuple(int(v[1:]) for v in b.split()[1:])
             if ops._CUDA_RING_AUTO.get(key, 0) != -1:
                 print(f"RING {key}: set _CUDA_RING_AUTO[{key}] = -1 for this register config")
     print(f"SET qlinear/ops/w4a16.py: _CUDA_REG_AUTO = {table!r}")

@@ -309,10 +309,9 @@ __device__ __forceinline__ void reduce_store(const Params& p, const float (&tot)
 // past K is zeroed (CHECK), so A x (padded q = 0: A = C) and xs get nothing from it. Inf / NaN in
 // x give NaN where FOLD 0 might give +-inf.
 
-// XS (x staged in shared memory) holds no x fragments across a chunk's loads.
-template <int R, int U, int NT, bool PF, bool XS = false>
+template <int R, int U, int NT, bool PF>
 constexpr int reg_threads() {
-  return ((PF ? 2 : 1) * U * (12 * R + (XS ? 0 : 16 * NT)) + 12 * R * NT) > 80 ? 256 : 512;
+  return ((PF ? 2 : 1) * U * (12 * R + 16 * NT) + 12 * R * NT) > 80 ? 256 : 512;
 }
 
 template <int U, int R, int NT>
@@ -325,7 +324,7 @@ struct RegChunk {
 
 // Loads of U superblocks starting at sb0. wrow: lane's word 4t of rows g / g + 8 of each tile;
 // xrow: token row min(tok, M - 1), column 4t. CHECK: zero the x of planes past K (tail only).
-template <int U, int R, int NT, bool CHECK, bool XS = false>
+template <int U, int R, int NT, bool CHECK>
 __device__ __forceinline__ void reg_load(const Params& p, RegChunk<U, R, NT>& c, int sb0,
                                          const uint32_t* const (&wrow)[R][2], const char* const (&xrow)[NT],
                                          const int (&rows)[R][2], int t) {
@@ -338,7 +337,7 @@ __device__ __forceinline__ void reg_load(const Params& p, RegChunk<U, R, NT>& c,
       for (int u = 0; u < U; ++u) c.w[u][r][h] = load_stream(wp + u * 16);
     }
 #pragma unroll
-  for (int nt = 0; nt < (XS ? 0 : NT); ++nt) {
+  for (int nt = 0; nt < NT; ++nt) {
     const char* xp = xrow[nt] + static_cast<int64_t>(sb0) * 256 * 1;
 #pragma unroll
     for (int u = 0; u < U; ++u)
@@ -396,23 +395,11 @@ __device__ __forceinline__ float neg_magic_zero(uint32_t z) {
   return (8388608.f - Mma<XT>::kMagicF) - __uint_as_float(0x4B000000u | z);
 }
 
-// The B fragment of plane i of superblock u of a chunk, token tile nt: from the chunk's registers,
-// or (XS, one token) from the staged x row, xsm = the chunk's first superblock + the lane's 4t.
-template <typename XT, int U, int R, int NT, bool XS>
-__device__ __forceinline__ uint2 x_frag(const RegChunk<U, R, NT>& c, const XT* xsm, int u, int nt, int i) {
-  if constexpr (XS) {
-    return *reinterpret_cast<const uint2*>(xsm + u * 128 + i * 16);
-  } else {
-    return c.x[u][nt][i];
-  }
-}
-
-template <typename XT, int U, int R, int NT, int MODE, int FOLD = 0, bool XS = false>
+template <typename XT, int U, int R, int NT, int MODE, int FOLD = 0>
 __device__ __forceinline__ void reg_compute(const RegChunk<U, R, NT>& c, float (&tot)[R][NT][4], uint32_t& sink,
-                                            uint32_t magic, const XT* xsm = nullptr) {
+                                            uint32_t magic) {
   static_assert(FOLD == 0 || FOLD == 1, "FOLD is 0 (off) or 1 (the zero fold)");
   static_assert(FOLD == 0 || MODE == 0, "the zero fold has no micro-benchmark modes");
-  static_assert(!XS || (NT == 1 && MODE == 0), "XS: one token tile, full mode");
 #pragma unroll
   for (int u = 0; u < U; ++u) {
     if constexpr (MODE == 1) {
@@ -448,11 +435,10 @@ __device__ __forceinline__ void reg_compute(const RegChunk<U, R, NT>& c, float (
         const uint32_t ones[4] = {Mma<XT>::kOnes, Mma<XT>::kOnes, Mma<XT>::kOnes, Mma<XT>::kOnes};
 #pragma unroll
         for (int nt = 0; nt < NT; ++nt) {
-          const uint2 xf = x_frag<XT, U, R, NT, XS>(c, xsm, u, nt, i);
           if (i < 2) {
-            Mma<XT>::mma0(xacc[i & 1][nt], ones, xf.x, xf.y);
+            Mma<XT>::mma0(xacc[i & 1][nt], ones, c.x[u][nt][i].x, c.x[u][nt][i].y);
           } else {
-            Mma<XT>::mma(xacc[i & 1][nt], ones, xf.x, xf.y);
+            Mma<XT>::mma(xacc[i & 1][nt], ones, c.x[u][nt][i].x, c.x[u][nt][i].y);
           }
         }
       }
@@ -467,11 +453,10 @@ __device__ __forceinline__ void reg_compute(const RegChunk<U, R, NT>& c, float (
         } else {
 #pragma unroll
           for (int nt = 0; nt < NT; ++nt) {
-            const uint2 xf = x_frag<XT, U, R, NT, XS>(c, xsm, u, nt, i);
             if (i < 2) {
-              Mma<XT>::mma0(acc[i & 1][r][nt], a, xf.x, xf.y);
+              Mma<XT>::mma0(acc[i & 1][r][nt], a, c.x[u][nt][i].x, c.x[u][nt][i].y);
             } else {
-              Mma<XT>::mma(acc[i & 1][r][nt], a, xf.x, xf.y);
+              Mma<XT>::mma(acc[i & 1][r][nt], a, c.x[u][nt][i].x, c.x[u][nt][i].y);
             }
           }
         }
@@ -509,40 +494,10 @@ __device__ __forceinline__ void reg_compute(const RegChunk<U, R, NT>& c, float (
   }
 }
 
-// XS (x in shared memory, M = 1 only): the CTA first copies its token's x row into shared memory
-// (after the reduction area; zero past K), and the B fragments are read from there plane by plane.
-// At M = 1 each lane's x fragments held token 0 in all 8 token columns: 16 registers per
-// superblock held through the chunk's loads, which capped the chunk (U) and so the weight bytes in
-// flight; the shared row costs K * 2 bytes per CTA and one L2 round trip before the first chunk's
-// math (that chunk's weights are requested first).
-template <typename XT>
-__device__ __forceinline__ void stage_x_row(XT* xs, const Params& p) {
-  // 8-byte pieces of 4 elements (x is 8-byte aligned and K % 4 == 0), zeros past K
-  const int pieces = p.nsb * 32, real = p.k / 4;
-  const char* src = static_cast<const char*>(p.x);
-  for (int i = threadIdx.x; i < pieces; i += blockDim.x) {
-    if (i < real) {
-      const uint32_t dst = static_cast<uint32_t>(__cvta_generic_to_shared(xs + 4 * i));
-      asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(dst), "l"(src + 8 * static_cast<int64_t>(i))
-                   : "memory");
-    } else {
-      *reinterpret_cast<uint2*>(xs + 4 * i) = make_uint2(0u, 0u);
-    }
-  }
-  asm volatile("cp.async.commit_group;" ::: "memory");
-}
-
-__device__ __forceinline__ void stage_x_wait() {
-  asm volatile("cp.async.wait_group 0;" ::: "memory");
-  __syncthreads();
-}
-
 // R: 16-row tiles per CTA (every warp covers all of them); U: superblocks per chunk per warp;
-// NT: 8-token tiles (1: M <= 8, 2: M <= 16); PF: double-buffered chunks; MODE: see above; XS: see
-// stage_x_row.
-template <typename XT, int R, int U, int NT, bool PF, int MODE, int FOLD = 0, bool XS = false>
-__global__ void __launch_bounds__(reg_threads<R, U, NT, PF, XS>(), 1) reg_gemv_kernel(const Params p) {
-  static_assert(!XS || (NT == 1 && !PF && MODE == 0), "XS: M = 1, single-buffered, full mode");
+// NT: 8-token tiles (1: M <= 8, 2: M <= 16); PF: double-buffered chunks; MODE: see above.
+template <typename XT, int R, int U, int NT, bool PF, int MODE, int FOLD = 0>
+__global__ void __launch_bounds__(reg_threads<R, U, NT, PF>(), 1) reg_gemv_kernel(const Params p) {
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x >> 5;
   const int nw = blockDim.x >> 5;
@@ -598,29 +553,7 @@ __global__ void __launch_bounds__(reg_threads<R, U, NT, PF, XS>(), 1) reg_gemv_k
   pdl::wait();
 
   int sb = sb_begin;
-  if constexpr (XS) {
-    extern __shared__ float smem_f[];
-    XT* xs = reinterpret_cast<XT*>(smem_f + R * NT * 128 * nw);
-    stage_x_row<XT>(xs, p);
-    // the same chunk schedules as below: contiguous slices, or chunks round-robin (il)
-    const int full_chunks_end = (min(p.nsb, p.k >> 7) / U) * U;
-    const int lim = il ? full_chunks_end : full_end, step = il ? nw * U : U;
-    const XT* xl = xs + 4 * t;
-    RegChunk<U, R, NT> c;
-    // the first chunk's weights are requested before the wait for x
-    if (sb + U <= lim) reg_load<U, R, NT, false, true>(p, c, sb, wrow, xrow, rows, t);
-    stage_x_wait();
-    for (; sb + U <= lim; sb += step) {
-      reg_compute<XT, U, R, NT, MODE, FOLD, true>(c, tot, sink, magic, xl + sb * 128);
-      if (sb + step + U <= lim) reg_load<U, R, NT, false, true>(p, c, sb + step, wrow, xrow, rows, t);
-    }
-    // tail superblocks (x past K is zero in shared memory), one at a time
-    for (sb = il ? full_chunks_end + warp : sb; sb < sb_end; sb += il ? nw : 1) {
-      RegChunk<1, R, NT> c1;
-      reg_load<1, R, NT, false, true>(p, c1, sb, wrow, xrow, rows, t);
-      reg_compute<XT, 1, R, NT, MODE, FOLD, true>(c1, tot, sink, magic, xl + sb * 128);
-    }
-  } else if constexpr (PF) {
+  if constexpr (PF) {
     RegChunk<U, R, NT> c0, c1;
     if (sb + U <= full_end) reg_load<U, R, NT, false>(p, c0, sb, wrow, xrow, rows, t);
     while (sb + U <= full_end) {
@@ -657,7 +590,7 @@ __global__ void __launch_bounds__(reg_threads<R, U, NT, PF, XS>(), 1) reg_gemv_k
     }
   }
   // leftover superblocks of the slice (< U) and the partial last superblock, one at a time
-  for (; !XS && !il && sb < sb_end; ++sb) {
+  for (; !il && sb < sb_end; ++sb) {
     RegChunk<1, R, NT> c;
     reg_load<1, R, NT, true>(p, c, sb, wrow, xrow, rows, t);
     reg_compute<XT, 1, R, NT, MODE, FOLD>(c, tot, sink, magic);
@@ -1359,11 +1292,6 @@ constexpr int kRegCodes[] = {1210, 1410, 2210, 4110, 1211, 1111, 4111, 1220, 212
 // launcher's defaults and session 6's table) are kept so sweeps can compare fold on / off there.
 constexpr int kRegFoldCodes[] = {1210, 4110, 2120, 2121, 1121};
 
-// XS register instances (x row in shared memory, M = 1; see stage_x_row), without and with the
-// zero fold; codes as kRegCodes (NT = 1, no PF).
-constexpr int kRegXsCodes[] = {1210, 1410, 4110};
-constexpr int kRegXsFoldCodes[] = {1210, 1410};
-
 // The template arguments of register code C, read from its digits.
 template <int C>
 struct RegCode {
@@ -1372,7 +1300,6 @@ struct RegCode {
   static_assert(C >= 1000 && C < 10000 && U >= 1 && NT >= 1 && NT <= 2 && C % 10 <= 1,
                 "a register code is R U NT PF as decimal digits, NT 1 / 2, PF 0 / 1");
   static constexpr int threads = reg_threads<R, U, NT, PF>();
-  static constexpr int threads_xs = reg_threads<R, U, NT, PF, true>();
 };
 
 // reg_code_threads gives every code the cap of its kRegCodes entry, fold instances included.
@@ -1383,33 +1310,25 @@ constexpr bool reg_codes_within(const int (&codes)[L]) {
   return true;
 }
 static_assert(reg_codes_within(kRegFoldCodes), "every kRegFoldCodes entry must be in kRegCodes");
-static_assert(reg_codes_within(kRegXsCodes) && reg_codes_within(kRegXsFoldCodes),
-              "every XS code must be in kRegCodes");
 
-// Dynamic shared memory of a register launch: the cross-warp reduction, then (XS) the x row.
-inline size_t reg_smem_bytes(int r, int nt, int warps, bool xs, int nsb, size_t x_bytes) {
-  return sizeof(float) * static_cast<size_t>(r * nt * 128 * warps) + (xs ? x_bytes * nsb * 128 : 0);
-}
-
-template <typename XT, int R, int U, int NT, bool PF, int MODE, int FOLD = 0, bool XS = false>
+template <typename XT, int R, int U, int NT, bool PF, int MODE, int FOLD = 0>
 inline cudaError_t reg_launch(const Params& p, int warps, bool pdl, cudaStream_t stream) {
-  if (warps < 1 || warps * 32 > reg_threads<R, U, NT, PF, XS>()) return cudaErrorInvalidValue;
+  if (warps < 1 || warps * 32 > reg_threads<R, U, NT, PF>()) return cudaErrorInvalidValue;
   const dim3 grid(static_cast<unsigned>((p.n + 16 * R - 1) / (16 * R)));
-  const size_t smem = reg_smem_bytes(R, NT, warps, XS, p.nsb, sizeof(XT));
-  return launch_kernel(reg_gemv_kernel<XT, R, U, NT, PF, MODE, FOLD, XS>, grid, dim3(32 * warps), smem, pdl, stream,
-                       p);
+  const size_t smem = sizeof(float) * static_cast<size_t>(R * NT * 128 * warps);
+  return launch_kernel(reg_gemv_kernel<XT, R, U, NT, PF, MODE, FOLD>, grid, dim3(32 * warps), smem, pdl, stream, p);
 }
 
 // Launches the register instance (FOLD, MODE) of the entry of Codes equal to code, its template
 // arguments read from the code's digits, so the lists above are the only place an instance is
 // named; cudaErrorInvalidValue when code is not listed.
-template <typename XT, int MODE, int FOLD, bool XS, const auto& Codes, size_t... I>
+template <typename XT, int MODE, int FOLD, const auto& Codes, size_t... I>
 inline cudaError_t reg_launch_listed(const Params& p, int code, int warps, bool pdl, cudaStream_t s,
                                      std::index_sequence<I...>) {
   cudaError_t r = cudaErrorInvalidValue;
   auto one = [&](auto c) {
     using D = RegCode<decltype(c)::value>;
-    r = reg_launch<XT, D::R, D::U, D::NT, D::PF, MODE, FOLD, XS>(p, warps, pdl, s);
+    r = reg_launch<XT, D::R, D::U, D::NT, D::PF, MODE, FOLD>(p, warps, pdl, s);
     return true;
   };
   (void)((code == Codes[I] && one(std::integral_constant<int, Codes[I]>{})) || ...);
@@ -1418,23 +1337,14 @@ inline cudaError_t reg_launch_listed(const Params& p, int code, int warps, bool 
 
 template <typename XT, int MODE>
 inline cudaError_t reg_dispatch(const Params& p, int code, int warps, bool pdl, cudaStream_t s) {
-  return reg_launch_listed<XT, MODE, 0, false, kRegCodes>(p, code, warps, pdl, s,
-                                                          std::make_index_sequence<std::size(kRegCodes)>{});
+  return reg_launch_listed<XT, MODE, 0, kRegCodes>(p, code, warps, pdl, s,
+                                                   std::make_index_sequence<std::size(kRegCodes)>{});
 }
 
 template <typename XT>
 inline cudaError_t reg_fold_dispatch(const Params& p, int code, int warps, bool pdl, cudaStream_t s) {
-  return reg_launch_listed<XT, 0, 1, false, kRegFoldCodes>(p, code, warps, pdl, s,
-                                                           std::make_index_sequence<std::size(kRegFoldCodes)>{});
-}
-
-template <typename XT>
-inline cudaError_t reg_xs_dispatch(const Params& p, int code, int warps, bool pdl, int fold, cudaStream_t s) {
-  if (fold != 0)
-    return reg_launch_listed<XT, 0, 1, true, kRegXsFoldCodes>(p, code, warps, pdl, s,
-                                                              std::make_index_sequence<std::size(kRegXsFoldCodes)>{});
-  return reg_launch_listed<XT, 0, 0, true, kRegXsCodes>(p, code, warps, pdl, s,
-                                                        std::make_index_sequence<std::size(kRegXsCodes)>{});
+  return reg_launch_listed<XT, 0, 1, kRegFoldCodes>(p, code, warps, pdl, s,
+                                                    std::make_index_sequence<std::size(kRegFoldCodes)>{});
 }
 
 template <size_t... I>
@@ -1449,24 +1359,9 @@ constexpr int reg_code_threads(int code) {
   return reg_listed_threads(code, std::make_index_sequence<std::size(kRegCodes)>{});
 }
 
-template <size_t... I>
-constexpr int reg_listed_threads_xs(int code, std::index_sequence<I...>) {
-  int t = 0;
-  (void)((code == kRegCodes[I] && ((t = RegCode<kRegCodes[I]>::threads_xs), true)) || ...);
-  return t;
-}
-
-// Thread cap of a code's XS instance (no x fragments in registers: may be higher than its own).
-constexpr int reg_code_threads_xs(int code) {
-  return reg_listed_threads_xs(code, std::make_index_sequence<std::size(kRegCodes)>{});
-}
-
 // FOLD 1 instances; defined in w4a16_gemv_launch.cu.
 cudaError_t reg_fold_dispatch_bf16(const Params& p, int code, int warps, bool pdl, cudaStream_t s);
 cudaError_t reg_fold_dispatch_f16(const Params& p, int code, int warps, bool pdl, cudaStream_t s);
-// XS instances (FOLD 0 / 1); defined in w4a16_gemv_launch.cu.
-cudaError_t reg_xs_dispatch_bf16(const Params& p, int code, int warps, bool pdl, int fold, cudaStream_t s);
-cudaError_t reg_xs_dispatch_f16(const Params& p, int code, int warps, bool pdl, int fold, cudaStream_t s);
 
 // Defined in w4a16_ring_bf16.cu / w4a16_ring_f16.cu (MODE 0).
 cudaError_t reg_dispatch_bf16(const Params& p, int code, int warps, bool pdl, cudaStream_t s);

@@ -25,22 +25,14 @@ bool sub_group(const W4GemvArgs& a) {
 // pipe 2 (chunks dealt round-robin over the warps) runs the single-buffered (pipe 0) instance.
 int reg_code(int nt, int r, int u, int pipe) { return r * 1000 + u * 100 + nt * 10 + (pipe == 1 ? 1 : 0); }
 
-bool reg_compiled(int code, int fold, int xs) {
-  if (xs != 0)
-    return fold != 0 ? code_listed(w4a16g::kRegXsFoldCodes, code) : code_listed(w4a16g::kRegXsCodes, code);
+bool reg_compiled(int code, int fold) {
   if (fold != 0) return code_listed(w4a16g::kRegFoldCodes, code);
   return code_listed(w4a16g::kRegCodes, code);
 }
 
-int max_warps(int nt, int r, int u, int pipe, bool sub, int xs = 0) {
+int max_warps(int nt, int r, int u, int pipe, bool sub) {
   if (sub) return (nt == 1 ? w4a16g::max_threads<1, 2, 1>() : w4a16g::max_threads<1, 2, 2>()) / 32;
-  const int code = reg_code(nt, r, u, pipe);
-  return (xs != 0 ? w4a16g::reg_code_threads_xs(code) : w4a16g::reg_code_threads(code)) / 32;
-}
-
-int64_t xs_smem_bytes(const W4GemvArgs& a, const W4GemvConfig& c) {
-  return static_cast<int64_t>(w4a16g::reg_smem_bytes(c.row_tiles, 1, c.warps, true, static_cast<int>((a.k + 127) / 128),
-                                                     2));
+  return w4a16g::reg_code_threads(reg_code(nt, r, u, pipe)) / 32;
 }
 
 FKind fkind(W4GDType d) {
@@ -131,7 +123,7 @@ W4GemvConfig w4_gemv_resolve(const W4GemvArgs& a, const W4GemvConfig& cfg) {
     int64_t w = (16LL * sms + ctas - 1) / ctas;
     const int64_t cap = nsb / c.chunk > 0 ? nsb / c.chunk : 1;
     w = w < cap ? w : cap;
-    const int wmax = max_warps(nt, c.row_tiles, c.chunk, c.pipe, sub_group(a), c.xsmem);
+    const int wmax = max_warps(nt, c.row_tiles, c.chunk, c.pipe, sub_group(a));
     c.warps = static_cast<int>(w < 1 ? 1 : (w > wmax ? wmax : w));
   }
   if (c.pdl > 0 && cc_major() < 9) c.pdl = 0;
@@ -156,8 +148,6 @@ W4GemvSupport w4_gemv_supported(const W4GemvArgs& a, const W4GemvConfig& cfg) {
   const int nt = a.m > 8 ? 2 : 1;
   if (c.fold < 0 || c.fold > 1 || (c.fold != 0 && (c.ring > 0 || sub_group(a)))) return W4GemvSupport::kBadConfig;
   if (c.ring <= 0 && (c.pipe < 0 || c.pipe > 2)) return W4GemvSupport::kBadConfig;
-  if (c.xsmem < 0 || c.xsmem > 1 || (c.xsmem != 0 && (a.m != 1 || c.ring > 0 || c.pipe == 1 || sub_group(a))))
-    return W4GemvSupport::kBadConfig;
   if (c.ring > 0) {
     if (c.ring >= 10000 ? !bulk_ok(a) : !ring_ok(a))
       return c.ring >= 10000 ? W4GemvSupport::kNoBulk : W4GemvSupport::kNoRing;
@@ -167,12 +157,9 @@ W4GemvSupport w4_gemv_supported(const W4GemvArgs& a, const W4GemvConfig& cfg) {
     return W4GemvSupport::kOk;
   }
   const bool sub = sub_group(a);
-  if (sub ? (c.row_tiles != 1 || c.chunk != 2)
-          : !reg_compiled(reg_code(nt, c.row_tiles, c.chunk, c.pipe), c.fold, c.xsmem))
+  if (sub ? (c.row_tiles != 1 || c.chunk != 2) : !reg_compiled(reg_code(nt, c.row_tiles, c.chunk, c.pipe), c.fold))
     return W4GemvSupport::kBadConfig;
-  if (c.warps < 1 || c.warps > max_warps(nt, c.row_tiles, c.chunk, c.pipe, sub, c.xsmem))
-    return W4GemvSupport::kBadConfig;
-  if (c.xsmem != 0 && xs_smem_bytes(a, c) > static_cast<int64_t>(smem_optin())) return W4GemvSupport::kTooMuchSmem;
+  if (c.warps < 1 || c.warps > max_warps(nt, c.row_tiles, c.chunk, c.pipe, sub)) return W4GemvSupport::kBadConfig;
   return W4GemvSupport::kOk;
 }
 
@@ -258,9 +245,6 @@ cudaError_t launch_impl(const W4GemvArgs& a, cudaStream_t stream, const W4GemvCo
               : launch_sub<__half, 2>(p, c.warps, c.pdl > 0, stream);
   }
   const int code = reg_code(nt, c.row_tiles, c.chunk, c.pipe);
-  if (c.xsmem != 0)
-    return bf ? w4a16g::reg_xs_dispatch_bf16(p, code, c.warps, c.pdl > 0, c.fold, stream)
-              : w4a16g::reg_xs_dispatch_f16(p, code, c.warps, c.pdl > 0, c.fold, stream);
   if (c.fold != 0)
     return bf ? w4a16g::reg_fold_dispatch_bf16(p, code, c.warps, c.pdl > 0, stream)
               : w4a16g::reg_fold_dispatch_f16(p, code, c.warps, c.pdl > 0, stream);
@@ -290,20 +274,10 @@ cudaError_t reg_fold_dispatch_bf16(const Params& p, int code, int warps, bool pd
 cudaError_t reg_fold_dispatch_f16(const Params& p, int code, int warps, bool pdl, cudaStream_t s) {
   return reg_fold_dispatch<__half>(p, code, warps, pdl, s);
 }
-cudaError_t reg_xs_dispatch_bf16(const Params& p, int code, int warps, bool pdl, int fold, cudaStream_t s) {
-  return reg_xs_dispatch<__nv_bfloat16>(p, code, warps, pdl, fold, s);
-}
-cudaError_t reg_xs_dispatch_f16(const Params& p, int code, int warps, bool pdl, int fold, cudaStream_t s) {
-  return reg_xs_dispatch<__half>(p, code, warps, pdl, fold, s);
-}
 }  // namespace w4a16g
 
 int w4_reg_configs(int* codes, int cap) { return append_codes(w4a16g::kRegCodes, codes, cap, 0); }
 
 int w4_reg_fold_configs(int* codes, int cap) { return append_codes(w4a16g::kRegFoldCodes, codes, cap, 0); }
-
-int w4_reg_xs_configs(int* codes, int cap) { return append_codes(w4a16g::kRegXsCodes, codes, cap, 0); }
-
-int w4_reg_xs_fold_configs(int* codes, int cap) { return append_codes(w4a16g::kRegXsFoldCodes, codes, cap, 0); }
 
 }  // namespace qlinear

@@ -49,10 +49,6 @@ struct W4GemvArgs {
 // fold: the register kernel's zero-point fold (w4a16_gemv.cuh FOLD: 1 = on, per-token x sums; 0 =
 // off); 1 selects the register kernel when ring is 0 and needs a code in w4_reg_fold_configs()
 // (groups >= 128 or per channel), else kBadConfig (as is any other value).
-// xsmem: 1 = the register kernel with x's row staged in shared memory (w4a16_gemv.cuh XS; M = 1
-// only, pipe 0 / 2, codes of w4_reg_xs_configs(), with fold: w4_reg_xs_fold_configs(); its
-// K * 2 bytes must fit the device's opt-in shared memory, else kTooMuchSmem); 0 = off. Never
-// chosen automatically.
 struct W4GemvConfig {
   int row_tiles = 0;
   int chunk = 0;
@@ -61,7 +57,6 @@ struct W4GemvConfig {
   int ring = 0;
   int pipe = 0;
   int fold = 0;
-  int xsmem = 0;
 };
 
 // Why a case is not taken (0 = supported).
@@ -73,14 +68,13 @@ enum class W4GemvSupport : int {
   kBadGroup = 4,      // group size not in {16, 32, 64, multiples of 128, K}
   kMisaligned = 5,    // x pointer not 8-byte aligned or x row stride % 4 != 0, qweight not 16-byte aligned
   kBadConfig = 6,     // (row_tiles, chunk) not compiled (with fold: not in w4_reg_fold_configs) or warps out of
-                      // range, or fold not in {0, 1} / with a ring code / groups < 128, or pipe not in {0, 1, 2},
-                      // or xsmem not in {0, 1} / with M > 1, a ring code, pipe 1 or a code not compiled with it
+                      // range, or fold not in {0, 1} / with a ring code / groups < 128, or pipe not in {0, 1, 2}
   kTooLarge = 7,      // n >= 2^31 or k >= 2^22
   kNoRing = 8,        // ring kernel asked for: groups < 128, N % 4 != 0 or scales / zeros not 4-byte aligned
   kNoBulk = 9,        // bulk ring asked for: not sm_90+, groups < 128, N % 16 != 0, K % 128 != 0, x / scales /
                       // zeros not 16-byte aligned or x row stride % 8 != 0
-  kTooMuchSmem = 10,  // the ring / bulk code's dynamic shared memory at this M (or xsmem's x row) exceeds the
-                      // device's per-CTA opt-in limit (227 KB on sm_90: every compiled ring code fits there)
+  kTooMuchSmem = 10,  // the ring / bulk code's dynamic shared memory at this M exceeds the device's per-CTA
+                      // opt-in limit (227 KB on sm_90: every compiled code fits there; smaller on sm_8x)
 };
 
 // A short reason for a W4GemvSupport value ("supported" for kOk), for error messages.
@@ -101,10 +95,6 @@ int w4_reg_configs(int* codes, int cap);
 
 // The register-kernel codes compiled with the zero fold (fold 1); as w4_reg_configs.
 int w4_reg_fold_configs(int* codes, int cap);
-
-// The register-kernel codes compiled with xsmem 1 (fold 0 / fold 1); as w4_reg_configs.
-int w4_reg_xs_configs(int* codes, int cap);
-int w4_reg_xs_fold_configs(int* codes, int cap);
 
 // The config the launcher would use (zeros resolved); *used receives it when non-null.
 W4GemvConfig w4_gemv_resolve(const W4GemvArgs& a, const W4GemvConfig& cfg);

@@ -673,9 +673,7 @@ def cuda_gemv(
     (default :data:`_CUDA_CONFIG`); ``pdl`` None follows ``qlinear.kernels._pdl`` (on for M <= PDL_MAX_M).
     ``fold`` (default 0 = off, 1 = on; other values are refused): the register kernel's zero-point
     fold (``csrc/w4a16_gemv.cuh`` FOLD: per-token x sums from an all-ones mma), compiled for the
-    codes of ``w4a16_reg_fold_configs()`` only (groups of >= 128 or per channel). ``xsmem`` (default
-    0; 1 only at M = 1, pipe 0 / 2, codes of ``w4a16_reg_xs_configs(fold)``): x's row staged in
-    shared memory instead of each lane holding its fragments in registers.
+    codes of ``w4a16_reg_fold_configs()`` only (groups of >= 128 or per channel).
     """
     return _cuda_gemv(x, packed, bias, config, pdl, ring)
 
@@ -699,13 +697,14 @@ def _cuda_gemv(x, packed, bias, config=None, pdl=None, ring=None):
             if ring == -1:
                 config = _cuda_auto_reg(x, packed)
     cfg = tuple(config if config is not None else _CUDA_CONFIG)
-    if len(cfg) not in (3, 4, 5, 6):
-        raise ValueError(f"config: expected (row_tiles, chunk, warps[, pipe[, fold[, xsmem]]]), got {config!r}")
+    if len(cfg) not in (3, 4, 5):
+        raise ValueError(f"config: expected (row_tiles, chunk, warps[, pipe[, fold]]), got {config!r}")
     r, u, w = cfg[:3]
-    pipe, fold, xsmem = (tuple(cfg[3:]) + (0, 0, 0))[:3]
+    pipe = cfg[3] if len(cfg) >= 4 else 0
+    fold = cfg[4] if len(cfg) == 5 else 0
     ops.w4a16_gemv(
         out, x, packed.qweight, packed.scales, packed.zeros, bias, packed.group_size, r, u, w, int(pdl), int(ring),
-        int(pipe), int(fold), int(xsmem),
+        int(pipe), int(fold),
     )
     return out
 
@@ -802,17 +801,8 @@ def _cuda_auto_ring(x: torch.Tensor, packed: W4A16Weights) -> int:
 
 
 def _cuda_auto_reg(x: torch.Tensor, packed: W4A16Weights) -> tuple[int, ...] | None:
-    """:data:`_CUDA_REG_AUTO`'s register config for this call, or None (the launcher's heuristic).
-    An entry's xsmem (6th element) is kept only where the launcher takes it (M = 1, the x row fits
-    the device's shared memory); otherwise the same config runs without it."""
-    cfg = _cuda_table_entry(_CUDA_REG_AUTO, x, packed) if _grouped_128(packed) else None
-    if cfg is not None and len(cfg) == 6 and cfg[5]:
-        ops = _cuda_ext_ops()
-        why = -1 if ops is None or x.shape[0] != 1 else ops.w4a16_gemv_supported(
-            x, packed.qweight, packed.scales, packed.zeros, packed.group_size, *cfg[:3], -1, *cfg[3:])
-        if why != 0:
-            cfg = tuple(cfg[:5])
-    return cfg
+    """:data:`_CUDA_REG_AUTO`'s register config for this call, or None (the launcher's heuristic)."""
+    return _cuda_table_entry(_CUDA_REG_AUTO, x, packed) if _grouped_128(packed) else None
 
 
 @_w4a16_mm.register_fake
