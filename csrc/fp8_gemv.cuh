@@ -221,13 +221,13 @@ __device__ __forceinline__ void block_mma(float (&acc)[R][NT][4], const WStage<R
 }
 
 // The x operands of one k-block for this lane as loaded, before any arithmetic: pre-quantized, the
-// codes at the k positions quant_raw produces (two 16-byte loads per token tile) and its token's
-// group scale; otherwise the raw x (four 16-byte loads per token tile).
+// codes at the k positions quant_raw produces (two 16-byte loads per token tile) and the scales of
+// the lane's C columns (tokens 2t, 2t + 1); otherwise the raw x (four 16-byte loads per token tile).
 // Tokens >= M get zeros.
 template <int NT, bool PQ>
 struct XLoad {
   uint4 v[NT][2];
-  float s[NT];  // the group scale of the lane's own token (as quant_raw returns it)
+  float s[NT][2];
 };
 template <int NT>
 struct XLoad<NT, false> {
@@ -246,10 +246,12 @@ __device__ __forceinline__ void load_x_nt(XLoad<NT, PQ>& xl, int nt, const void*
       xl.v[nt][0] = c[0];
       xl.v[nt][1] = c[4];
     }
-    // one scale per lane, its own token's (one load per token tile instead of its two C columns'),
-    // handed to the C columns by shuffle as in the in-kernel path
-    const int tok = nt * 8 + (threadIdx.x & 31) / 4;
-    xl.s[nt] = xvalid ? __ldg(p.xs + static_cast<int64_t>(tok) * p.xs_s0 + static_cast<int64_t>(kb) * p.xs_s1) : 0.f;
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      const int tok = nt * 8 + 2 * t + j;
+      xl.s[nt][j] = tok < p.m ? __ldg(p.xs + static_cast<int64_t>(tok) * p.xs_s0 + static_cast<int64_t>(kb) * p.xs_s1)
+                              : 0.f;
+    }
   } else {
     load_raw<XT>(xl.v[nt], static_cast<const XT*>(xrow), xvalid, kb, t);
   }
@@ -263,15 +265,14 @@ __device__ __forceinline__ void x_operands_nt(uint32_t (&q)[8], float (&sxc)[2],
     const uint4 c0 = xl.v[nt][0], c1 = xl.v[nt][1];
     q[0] = c0.x, q[1] = c0.y, q[2] = c0.z, q[3] = c0.w;
     q[4] = c1.x, q[5] = c1.y, q[6] = c1.z, q[7] = c1.w;
+    sxc[0] = xl.s[nt][0];
+    sxc[1] = xl.s[nt][1];
+  } else {
+    const float sx = quant_raw<XT>(q, xl.v[nt], xvalid, p.scale_eps);
+    // C columns of this lane are tokens 2t, 2t + 1, whose scales lanes 8t and 8t + 4 computed
+    sxc[0] = __shfl_sync(0xffffffffu, sx, 8 * t);
+    sxc[1] = __shfl_sync(0xffffffffu, sx, 8 * t + 4);
   }
-  float sx;
-  if constexpr (PQ)
-    sx = xl.s[nt];
-  else
-    sx = quant_raw<XT>(q, xl.v[nt], xvalid, p.scale_eps);
-  // C columns of this lane are tokens 2t, 2t + 1, whose scales lanes 8t and 8t + 4 hold
-  sxc[0] = __shfl_sync(0xffffffffu, sx, 8 * t);
-  sxc[1] = __shfl_sync(0xffffffffu, sx, 8 * t + 4);
 }
 
 template <typename XT, int NT, bool PQ>
@@ -300,7 +301,7 @@ __device__ __forceinline__ void do_block(float (&acc)[R][NT][4], const WStage<R>
 // Threads per CTA an instance is compiled for, i.e. its register cap (65536 / threads): each tile
 // of a weight stage holds 17 registers (PF + 1 stages), each token tile 24 (raw x + codes; 8 with
 // PQ) and 8 R accumulators; XA (R = 1 only) adds a second set of loaded x (16 registers per token
-// tile, 9 with PQ).
+// tile, 10 with PQ).
 __host__ __device__ constexpr int max_threads(int NT, int R, int PF, bool PQ, bool XA = false) {
   return XA ? (PF <= 1 && (NT == 1 || PQ) ? 512 : 384)
             : R == 1 ? (PF <= 1 || (PF == 2 && (NT == 1 || PQ)) ? 512 : (PF == 2 || NT == 1 || PQ ? 384 : 256))
