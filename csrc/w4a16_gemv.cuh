@@ -289,7 +289,8 @@ __device__ __forceinline__ void reduce_store(const Params& p, const float (&tot)
 // min(token, M - 1) (the mma's token columns are independent; columns past M are never stored),
 // bounds tests only in the separate tail step of a partial last superblock.
 // PF: double-buffered chunks (the next chunk's loads are issued before this chunk's math).
-// MODE (micro-benchmark only): 0 full, 1 loads only (loaded words xor-ed), 2 loads + dequant.
+// MODE (micro-benchmark only): 0 full, 1 loads only (loaded words xor-ed), 2 loads + dequant, 3
+// loads without x, 4 the weight words alone (no x, scales or zero points).
 //
 // FOLD (zero-point fold; 0 = off, the default; 1 = on): the dequant's 32 packed adds per
 // superblock and row tile leave; the A fragments are the LOP3 results A = magic + q (C = 128 bf16
@@ -324,7 +325,7 @@ struct RegChunk {
 
 // Loads of U superblocks starting at sb0. wrow: lane's word 4t of rows g / g + 8 of each tile;
 // xrow: token row min(tok, M - 1), column 4t. CHECK: zero the x of planes past K (tail only).
-template <int U, int R, int NT, bool CHECK>
+template <int U, int R, int NT, bool CHECK, int MODE = 0>
 __device__ __forceinline__ void reg_load(const Params& p, RegChunk<U, R, NT>& c, int sb0,
                                          const uint32_t* const (&wrow)[R][2], const char* const (&xrow)[NT],
                                          const int (&rows)[R][2], int t) {
@@ -337,7 +338,7 @@ __device__ __forceinline__ void reg_load(const Params& p, RegChunk<U, R, NT>& c,
       for (int u = 0; u < U; ++u) c.w[u][r][h] = load_stream(wp + u * 16);
     }
 #pragma unroll
-  for (int nt = 0; nt < NT; ++nt) {
+  for (int nt = 0; nt < (MODE >= 3 ? 0 : NT); ++nt) {
     const char* xp = xrow[nt] + static_cast<int64_t>(sb0) * 256 * 1;
 #pragma unroll
     for (int u = 0; u < U; ++u)
@@ -350,42 +351,44 @@ __device__ __forceinline__ void reg_load(const Params& p, RegChunk<U, R, NT>& c,
         }
       }
   }
-  int64_t gb[U];
+  if constexpr (MODE != 4) {  // scales and zero points (MODE 4: the weight words alone)
+    int64_t gb[U];
 #pragma unroll
-  for (int u = 0; u < U; ++u) gb[u] = static_cast<int64_t>(group_of_sb(sb0 + u, p.grp_mul)) * p.n;
-  // one uniform branch per chunk for the scale dtype
-  if (p.scale_kind == FKind::kBFloat16) {
-    const __nv_bfloat16* sp = static_cast<const __nv_bfloat16*>(p.scales);
+    for (int u = 0; u < U; ++u) gb[u] = static_cast<int64_t>(group_of_sb(sb0 + u, p.grp_mul)) * p.n;
+    // one uniform branch per chunk for the scale dtype
+    if (p.scale_kind == FKind::kBFloat16) {
+      const __nv_bfloat16* sp = static_cast<const __nv_bfloat16*>(p.scales);
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+#pragma unroll
+        for (int r = 0; r < R; ++r)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) c.s[u][r][h] = __bfloat162float(__ldg(sp + gb[u] + rows[r][h]));
+    } else if (p.scale_kind == FKind::kFloat16) {
+      const __half* sp = static_cast<const __half*>(p.scales);
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+#pragma unroll
+        for (int r = 0; r < R; ++r)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) c.s[u][r][h] = __half2float(__ldg(sp + gb[u] + rows[r][h]));
+    } else {
+      const float* sp = static_cast<const float*>(p.scales);
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+#pragma unroll
+        for (int r = 0; r < R; ++r)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) c.s[u][r][h] = __ldg(sp + gb[u] + rows[r][h]);
+    }
+    const bool zs = p.zeros != nullptr;
 #pragma unroll
     for (int u = 0; u < U; ++u)
 #pragma unroll
       for (int r = 0; r < R; ++r)
 #pragma unroll
-        for (int h = 0; h < 2; ++h) c.s[u][r][h] = __bfloat162float(__ldg(sp + gb[u] + rows[r][h]));
-  } else if (p.scale_kind == FKind::kFloat16) {
-    const __half* sp = static_cast<const __half*>(p.scales);
-#pragma unroll
-    for (int u = 0; u < U; ++u)
-#pragma unroll
-      for (int r = 0; r < R; ++r)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) c.s[u][r][h] = __half2float(__ldg(sp + gb[u] + rows[r][h]));
-  } else {
-    const float* sp = static_cast<const float*>(p.scales);
-#pragma unroll
-    for (int u = 0; u < U; ++u)
-#pragma unroll
-      for (int r = 0; r < R; ++r)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) c.s[u][r][h] = __ldg(sp + gb[u] + rows[r][h]);
+        for (int h = 0; h < 2; ++h) c.z[u][r][h] = zs ? static_cast<uint32_t>(__ldg(p.zeros + gb[u] + rows[r][h])) : 8u;
   }
-  const bool zs = p.zeros != nullptr;
-#pragma unroll
-  for (int u = 0; u < U; ++u)
-#pragma unroll
-    for (int r = 0; r < R; ++r)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) c.z[u][r][h] = zs ? static_cast<uint32_t>(__ldg(p.zeros + gb[u] + rows[r][h])) : 8u;
 }
 
 // -(magic + z) as a float, exact (z < 2^23 - magic): 2^23 + z from the bits, subtracted from
@@ -402,15 +405,16 @@ __device__ __forceinline__ void reg_compute(const RegChunk<U, R, NT>& c, float (
   static_assert(FOLD == 0 || MODE == 0, "the zero fold has no micro-benchmark modes");
 #pragma unroll
   for (int u = 0; u < U; ++u) {
-    if constexpr (MODE == 1) {
+    if constexpr (MODE == 1 || MODE >= 3) {
 #pragma unroll
       for (int r = 0; r < R; ++r)
 #pragma unroll
-        for (int h = 0; h < 2; ++h)
-          sink ^= c.w[u][r][h].x ^ c.w[u][r][h].y ^ c.w[u][r][h].z ^ c.w[u][r][h].w ^ __float_as_uint(c.s[u][r][h]) ^
-                  c.z[u][r][h];
+        for (int h = 0; h < 2; ++h) {
+          sink ^= c.w[u][r][h].x ^ c.w[u][r][h].y ^ c.w[u][r][h].z ^ c.w[u][r][h].w;
+          if constexpr (MODE != 4) sink ^= __float_as_uint(c.s[u][r][h]) ^ c.z[u][r][h];
+        }
 #pragma unroll
-      for (int nt = 0; nt < NT; ++nt)
+      for (int nt = 0; nt < (MODE >= 3 ? 0 : NT); ++nt)
 #pragma unroll
         for (int i = 0; i < 8; ++i) sink ^= c.x[u][nt][i].x ^ c.x[u][nt][i].y;
     } else {
@@ -555,15 +559,15 @@ __global__ void __launch_bounds__(reg_threads<R, U, NT, PF>(), 1) reg_gemv_kerne
   int sb = sb_begin;
   if constexpr (PF) {
     RegChunk<U, R, NT> c0, c1;
-    if (sb + U <= full_end) reg_load<U, R, NT, false>(p, c0, sb, wrow, xrow, rows, t);
+    if (sb + U <= full_end) reg_load<U, R, NT, false, MODE>(p, c0, sb, wrow, xrow, rows, t);
     while (sb + U <= full_end) {
       const bool more = sb + 2 * U <= full_end;
-      if (more) reg_load<U, R, NT, false>(p, c1, sb + U, wrow, xrow, rows, t);
+      if (more) reg_load<U, R, NT, false, MODE>(p, c1, sb + U, wrow, xrow, rows, t);
       reg_compute<XT, U, R, NT, MODE, FOLD>(c0, tot, sink, magic);
       sb += U;
       if (!more) break;
       const bool more2 = sb + 2 * U <= full_end;
-      if (more2) reg_load<U, R, NT, false>(p, c0, sb + U, wrow, xrow, rows, t);
+      if (more2) reg_load<U, R, NT, false, MODE>(p, c0, sb + U, wrow, xrow, rows, t);
       reg_compute<XT, U, R, NT, MODE, FOLD>(c1, tot, sink, magic);
       sb += U;
       if (!more2) break;
@@ -573,26 +577,26 @@ __global__ void __launch_bounds__(reg_threads<R, U, NT, PF>(), 1) reg_gemv_kerne
     const int full_chunks_end = (min(p.nsb, p.k >> 7) / U) * U;
     for (; sb < full_chunks_end; sb += nw * U) {
       RegChunk<U, R, NT> c;
-      reg_load<U, R, NT, false>(p, c, sb, wrow, xrow, rows, t);
+      reg_load<U, R, NT, false, MODE>(p, c, sb, wrow, xrow, rows, t);
       reg_compute<XT, U, R, NT, MODE, FOLD>(c, tot, sink, magic);
     }
     // the superblocks past the full chunks (< U full ones and the partial last), one per warp
     for (sb = full_chunks_end + warp; sb < p.nsb; sb += nw) {
       RegChunk<1, R, NT> c;
-      reg_load<1, R, NT, true>(p, c, sb, wrow, xrow, rows, t);
+      reg_load<1, R, NT, true, MODE>(p, c, sb, wrow, xrow, rows, t);
       reg_compute<XT, 1, R, NT, MODE, FOLD>(c, tot, sink, magic);
     }
   } else {
     for (; sb + U <= full_end; sb += U) {
       RegChunk<U, R, NT> c;
-      reg_load<U, R, NT, false>(p, c, sb, wrow, xrow, rows, t);
+      reg_load<U, R, NT, false, MODE>(p, c, sb, wrow, xrow, rows, t);
       reg_compute<XT, U, R, NT, MODE, FOLD>(c, tot, sink, magic);
     }
   }
   // leftover superblocks of the slice (< U) and the partial last superblock, one at a time
   for (; !il && sb < sb_end; ++sb) {
     RegChunk<1, R, NT> c;
-    reg_load<1, R, NT, true>(p, c, sb, wrow, xrow, rows, t);
+    reg_load<1, R, NT, true, MODE>(p, c, sb, wrow, xrow, rows, t);
     reg_compute<XT, 1, R, NT, MODE, FOLD>(c, tot, sink, magic);
   }
   pdl::launch_dependents();

@@ -4,7 +4,8 @@
 //     stages left out (mode 1: cp.async loads only, 2: loads + dequant + x reads, no mma, 0: full),
 //     bf16, M <= 8.
 //   w4probe_reg(mode, code, warps, ...): the register kernel (codes 1210 4110 1111 1211 4111 =
-//     R U NT PF) with the same stages (1: loads only, 2: + dequant, no mma, 0: full), bf16, M <= 8.
+//     R U NT PF) with the same stages (1: loads only, 2: + dequant, no mma, 0: full; 3: loads without
+//     x, 4: the weight words alone), bf16, M <= 8.
 //   w4probe_read(ch, nl, ...): plain register loads of the packed weight, a CTA per 16 rows, 8 warps
 //     splitting each row into ch-byte chunks (ch / 16 lanes per row per instruction), nl 16-byte
 //     loads per lane in flight; words xor-ed so they stay live. ch = 64 is round 1's pattern.
@@ -136,5 +137,7 @@ extern "C" int w4probe_reg(int mode, int code, int warps, void* out, const void*
   if (mode == 0) e = probe_reg<0>(p, code, warps, pdl != 0, s);
   if (mode == 1) e = probe_reg<1>(p, code, warps, pdl != 0, s);
   if (mode == 2) e = probe_reg<2>(p, code, warps, pdl != 0, s);
+  if (mode == 3) e = probe_reg<3>(p, code, warps, pdl != 0, s);
+  if (mode == 4) e = probe_reg<4>(p, code, warps, pdl != 0, s);
   return static_cast<int>(e);
 }
