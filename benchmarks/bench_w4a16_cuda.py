@@ -58,9 +58,6 @@ def load_probe(path):
         ctypes.c_int, ctypes.c_void_p]
     lib.w4probe_reg.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int] + [ctypes.c_void_p] * 5 + [
         ctypes.c_int64] * 4 + [ctypes.c_int, ctypes.c_void_p]
-    if hasattr(lib, "w4probe_reg_ahead"):
-        lib.w4probe_reg_ahead.argtypes = [ctypes.c_int] * 4 + [ctypes.c_void_p] * 5 + [ctypes.c_int64] * 4 + [
-            ctypes.c_int, ctypes.c_void_p]
     return lib
 
 

@@ -25,18 +25,14 @@ from qlinear.kernels import cuda_ext  # noqa: E402
 from qlinear.ops import w4a16 as ops  # noqa: E402
 
 MODES = {0: "full", 1: "loads", 2: "loads+dequant", 3: "loads no x", 4: "weights only"}
-# (shape, register code R U NT PF, warps, interleave): the M = 1 dispatch's config of each shape
-# class (modes: pipe 0)
-CASES = [((7168, 16384), 1210, 4, 0), ((24576, 1536), 4110, 4, 1)]
-AHEAD = (0, 1, 2, 4)  # --ahead: the full kernel with L2 prefetches this many of its chunks ahead
+# (shape, register code R U NT PF, warps): the M = 1 dispatch's config of each shape class, pipe 0
+CASES = [((7168, 16384), 1210, 4), ((24576, 1536), 4110, 4)]
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=None)
     ap.add_argument("--probe-lib", required=True)
-    ap.add_argument("--ahead", action="store_true", help="also the L2-prefetch-ahead variants")
-    ap.add_argument("--no-modes", action="store_true", help="skip the load-mode ladder")
     args = ap.parse_args()
     cuda_ext.load()
     probe = load_probe(args.probe_lib)
@@ -48,7 +44,7 @@ def main() -> None:
             raise RuntimeError(f"probe launch returned cuda error {rc}")
 
     rows = []
-    for (n, k), code, warps, il in CASES:
+    for (n, k), code, warps in CASES:
         packs, wb, _, _ = cold_layers(n, k)
         nb = len(packs)
         g = packs[0].group_size
@@ -61,15 +57,10 @@ def main() -> None:
         for ch, nl in ((64, 8), (128, 16)):
             fns[f"read ch{ch} nl{nl}"] = lambda i, ch=ch, nl=nl: check(probe.w4probe_read(
                 ch, nl, packs[i % nb].qweight.data_ptr(), n, wpr, sink.data_ptr(), stream()))
-        for mode, tag in () if args.no_modes else MODES.items():
+        for mode, tag in MODES.items():
             fns[f"reg {code} W{warps} {tag}"] = lambda i, md=mode: check(probe.w4probe_reg(
                 md, code, warps, o.data_ptr(), x.data_ptr(), packs[i % nb].qweight.data_ptr(),
                 packs[i % nb].scales.data_ptr(), packs[i % nb].zeros.data_ptr(), 1, n, k, g, 0, stream()))
-        for ahead in AHEAD if args.ahead else ():
-            fns[f"reg {code} W{warps} P{2 if il else 0} ahead {ahead}"] = lambda i, a=ahead: check(
-                probe.w4probe_reg_ahead(a, il, code, warps, o.data_ptr(), x.data_ptr(),
-                                        packs[i % nb].qweight.data_ptr(), packs[i % nb].scales.data_ptr(),
-                                        packs[i % nb].zeros.data_ptr(), 1, n, k, g, 0, stream()))
         res = bench_graphs_interleaved(fns, n_buffers=nb, reps=15, target_replay_us=400.0)
         case = f"M=1 {n}x{k}"
         for name, r in res.items():

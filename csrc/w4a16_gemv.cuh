@@ -67,7 +67,6 @@ struct Params {
   FKind scale_kind, bias_kind;
   int pdl_prefetch;    // issue L2 prefetches of the first chunk before griddepcontrol.wait
   int sb_interleave;   // register kernel without PF: warps take U-superblock chunks round-robin
-  int l2_ahead;        // register kernel, L2A instances only: chunks ahead prefetched into L2
   uint32_t grp_mul;    // !SUB: group of superblock sb = umulhi(2 sb, grp_mul) (group_of_sb); 0 per channel
 };
 
@@ -392,19 +391,6 @@ __device__ __forceinline__ void reg_load(const Params& p, RegChunk<U, R, NT>& c,
   }
 }
 
-// L2 prefetches of U superblocks of the lane's rows from superblock sb (one per 128-byte line: two
-// superblocks), none at or past `end`.
-template <int U, int R>
-__device__ __forceinline__ void reg_l2_ahead(const uint32_t* const (&wrow)[R][2], int sb, int end) {
-#pragma unroll
-  for (int u = 0; u < U; u += 2)
-    if (sb + u < end)
-#pragma unroll
-      for (int r = 0; r < R; ++r)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) prefetch_l2(wrow[r][h] + (sb + u) * 16);
-}
-
 // -(magic + z) as a float, exact (z < 2^23 - magic): 2^23 + z from the bits, subtracted from
 // 2^23 - magic (one LOP3 / IADD and one FADD, no I2F).
 template <typename XT>
@@ -514,9 +500,7 @@ __device__ __forceinline__ void reg_compute(const RegChunk<U, R, NT>& c, float (
 
 // R: 16-row tiles per CTA (every warp covers all of them); U: superblocks per chunk per warp;
 // NT: 8-token tiles (1: M <= 8, 2: M <= 16); PF: double-buffered chunks; MODE: see above.
-// L2A (micro-benchmark instances only, csrc/probe): without PF, each chunk's loads are followed by
-// L2 prefetches of the warp's chunk p.l2_ahead chunks later, issued before this chunk's math.
-template <typename XT, int R, int U, int NT, bool PF, int MODE, int FOLD = 0, bool L2A = false>
+template <typename XT, int R, int U, int NT, bool PF, int MODE, int FOLD = 0>
 __global__ void __launch_bounds__(reg_threads<R, U, NT, PF>(), 1) reg_gemv_kernel(const Params p) {
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x >> 5;
@@ -594,7 +578,6 @@ __global__ void __launch_bounds__(reg_threads<R, U, NT, PF>(), 1) reg_gemv_kerne
     for (; sb < full_chunks_end; sb += nw * U) {
       RegChunk<U, R, NT> c;
       reg_load<U, R, NT, false, MODE>(p, c, sb, wrow, xrow, rows, t);
-      if constexpr (L2A) reg_l2_ahead<U, R>(wrow, sb + p.l2_ahead * nw * U, full_chunks_end);
       reg_compute<XT, U, R, NT, MODE, FOLD>(c, tot, sink, magic);
     }
     // the superblocks past the full chunks (< U full ones and the partial last), one per warp
@@ -607,7 +590,6 @@ __global__ void __launch_bounds__(reg_threads<R, U, NT, PF>(), 1) reg_gemv_kerne
     for (; sb + U <= full_end; sb += U) {
       RegChunk<U, R, NT> c;
       reg_load<U, R, NT, false, MODE>(p, c, sb, wrow, xrow, rows, t);
-      if constexpr (L2A) reg_l2_ahead<U, R>(wrow, sb + p.l2_ahead * U, full_end);
       reg_compute<XT, U, R, NT, MODE, FOLD>(c, tot, sink, magic);
     }
   }
@@ -1333,13 +1315,12 @@ constexpr bool reg_codes_within(const int (&codes)[L]) {
 }
 static_assert(reg_codes_within(kRegFoldCodes), "every kRegFoldCodes entry must be in kRegCodes");
 
-template <typename XT, int R, int U, int NT, bool PF, int MODE, int FOLD = 0, bool L2A = false>
+template <typename XT, int R, int U, int NT, bool PF, int MODE, int FOLD = 0>
 inline cudaError_t reg_launch(const Params& p, int warps, bool pdl, cudaStream_t stream) {
   if (warps < 1 || warps * 32 > reg_threads<R, U, NT, PF>()) return cudaErrorInvalidValue;
   const dim3 grid(static_cast<unsigned>((p.n + 16 * R - 1) / (16 * R)));
   const size_t smem = sizeof(float) * static_cast<size_t>(R * NT * 128 * warps);
-  return launch_kernel(reg_gemv_kernel<XT, R, U, NT, PF, MODE, FOLD, L2A>, grid, dim3(32 * warps), smem, pdl, stream,
-                       p);
+  return launch_kernel(reg_gemv_kernel<XT, R, U, NT, PF, MODE, FOLD>, grid, dim3(32 * warps), smem, pdl, stream, p);
 }
 
 // Launches the register instance (FOLD, MODE) of the entry of Codes equal to code, its template

@@ -6,8 +6,6 @@
 //   w4probe_reg(mode, code, warps, ...): the register kernel (codes 1210 4110 1111 1211 4111 =
 //     R U NT PF) with the same stages (1: loads only, 2: + dequant, no mma, 0: full; 3: loads without
 //     x, 4: the weight words alone), bf16, M <= 8.
-//   w4probe_reg_ahead(ahead, interleave, code, warps, ...): the full register kernel with chunks
-//     round-robin (interleave) and L2 prefetches `ahead` chunks ahead (codes 1210 1410 4110).
 //   w4probe_read(ch, nl, ...): plain register loads of the packed weight, a CTA per 16 rows, 8 warps
 //     splitting each row into ch-byte chunks (ch / 16 lanes per row per instruction), nl 16-byte
 //     loads per lane in flight; words xor-ed so they stay live. ch = 64 is round 1's pattern.
@@ -141,33 +139,5 @@ extern "C" int w4probe_reg(int mode, int code, int warps, void* out, const void*
   if (mode == 2) e = probe_reg<2>(p, code, warps, pdl != 0, s);
   if (mode == 3) e = probe_reg<3>(p, code, warps, pdl != 0, s);
   if (mode == 4) e = probe_reg<4>(p, code, warps, pdl != 0, s);
-  return static_cast<int>(e);
-}
-
-namespace {
-template <bool L2A>
-cudaError_t probe_reg_l2a(const Params& p, int code, int warps, bool pdl, cudaStream_t s) {
-  switch (code) {
-    case 1210: return reg_launch<__nv_bfloat16, 1, 2, 1, false, 0, 0, L2A>(p, warps, pdl, s);
-    case 1410: return reg_launch<__nv_bfloat16, 1, 4, 1, false, 0, 0, L2A>(p, warps, pdl, s);
-    case 4110: return reg_launch<__nv_bfloat16, 4, 1, 1, false, 0, 0, L2A>(p, warps, pdl, s);
-    default: return cudaErrorInvalidValue;
-  }
-}
-}  // namespace
-
-// The full register kernel (codes 1210 1410 4110, single-buffered) with its chunks dealt round-robin
-// when interleave != 0 (pipe 2), and, for ahead > 0, L2 prefetches of the warp's chunk `ahead`
-// chunks later before each chunk's math (the L2A instances); same other arguments as w4probe_reg.
-extern "C" int w4probe_reg_ahead(int ahead, int interleave, int code, int warps, void* out, const void* x,
-                                 const void* qw, const void* scales, const void* zeros, int64_t m, int64_t n,
-                                 int64_t k, int64_t group_size, int pdl, void* stream) {
-  if (m > 8) return static_cast<int>(cudaErrorInvalidValue);
-  Params p = probe_params(out, x, qw, scales, zeros, m, n, k, group_size);
-  p.l2_ahead = ahead;
-  p.sb_interleave = interleave;
-  cudaStream_t s = static_cast<cudaStream_t>(stream);
-  const cudaError_t e = ahead > 0 ? probe_reg_l2a<true>(p, code, warps, pdl != 0, s)
-                                  : probe_reg_l2a<false>(p, code, warps, pdl != 0, s);
   return static_cast<int>(e);
 }
