@@ -5,6 +5,8 @@
 #   gpu_pytest NAME LIMIT PYTEST_ARGS...     -> $OUT/NAME.txt, prints "NAME rc=.. | <last line>" + failures
 #   gpu_probe NAME LIMIT LINE_REGEX SCRIPT ARGS... -> $OUT/NAME/ (--out), $OUT/NAME.log, prints matching lines
 #   gpu_ncu NAME LIMIT KERNEL_REGEX SCRIPT   -> $OUT/NAME.txt (ncu of SCRIPT's kernels), prints the key rows
+#   gpu_probe_lib_start NAME / gpu_probe_lib_wait -> the W4A16 micro-benchmark library
+#     (csrc/probe/w4a16_probe.cu) built in the background into $probe_so, log $OUT/NAME_probe_build.log
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 OUT="${OUT:-benchmarks/results}"
@@ -56,6 +58,18 @@ gpu_ncu() {  # gpu_ncu NAME LIMIT KERNEL_REGEX SCRIPT [ARGS...]
     grep -E "^  [a-z_].*\(|Duration|Compute \(SM\) Throughput|Memory Throughput|DRAM Throughput|L2 Cache Throughput|Issue Slots Busy|Issued Warp Per Scheduler|No Eligible|Warp Cycles Per Issued|Achieved Occupancy|Registers Per|Grid Size|Block Size|Stall|ERR|rror" \
         "$OUT/$name.txt" | cut -c1-150 | head -150
     return 0
+}
+
+gpu_probe_lib_start() {  # gpu_probe_lib_start NAME: nvcc in the background (~10 s) while the extension builds
+    probe_so="$QLINEAR_BUILD_DIR/w4a16_probe.so"
+    probe_log="$OUT/$1_probe_build.log"
+    ( nvcc -O3 -std=c++17 -gencode=arch=compute_90,code=sm_90 -Xcompiler -fPIC -shared \
+        csrc/probe/w4a16_probe.cu -o "$probe_so" >"$probe_log" 2>&1 ) &
+    probe_pid=$!
+}
+
+gpu_probe_lib_wait() {
+    wait "$probe_pid"; echo "probe build rc=$? (log $probe_log)"
 }
 
 gpu_cleanup() {

@@ -4,11 +4,8 @@
 #   OUT=/some/dir bash benchmarks/gpu_s10loads.sh   # ~60 s after the build
 source "$(dirname "$0")/_gpu_build.sh"
 export PYTHONPATH="${PYTHONPATH:-$PWD}"
-probe_so="$QLINEAR_BUILD_DIR/w4a16_probe.so"
-( nvcc -O3 -std=c++17 -gencode=arch=compute_90,code=sm_90 -Xcompiler -fPIC -shared \
-    csrc/probe/w4a16_probe.cu -o "$probe_so" >"$OUT/s10loads_probe_build.log" 2>&1 ) &
-probe_pid=$!
+gpu_probe_lib_start s10loads
 gpu_build s10loads
-wait "$probe_pid"; echo "probe build rc=$?"
+gpu_probe_lib_wait
 gpu_probe loads 120 "LOADS|rror" benchmarks/probe_w4a16_loads.py --probe-lib "$probe_so"
 gpu_cleanup

@@ -7,12 +7,9 @@
 # JSON in $OUT/w4a16_cuda.json).
 #   OUT=/some/dir bash benchmarks/gpu_w4a16gemv.sh
 source "$(dirname "$0")/_gpu_build.sh"
-probe_so="$QLINEAR_BUILD_DIR/w4a16_probe.so"
-( nvcc -O3 -std=c++17 -gencode=arch=compute_90,code=sm_90 -Xcompiler -fPIC -shared \
-    csrc/probe/w4a16_probe.cu -o "$probe_so" >"$OUT/w4a16gemv_probe_build.log" 2>&1 ) &
-probe_pid=$!
+gpu_probe_lib_start w4a16gemv
 gpu_build w4a16gemv
-wait "$probe_pid"; echo "probe build rc=$? (log $OUT/w4a16gemv_probe_build.log)"
+gpu_probe_lib_wait
 echo "== GPU tests"
 timeout 40 python -m pytest -q -p no:cacheprovider tests/gpu/test_w4a16_cuda_gpu.py \
     >"$OUT/w4a16gemv_pytest.txt" 2>&1
