@@ -1,0 +1,44 @@
+// Host-side check of the W4A16 decode launcher's config logic, used by
+// tests/test_w4a16_gemv_config_host.py (no GPU needed: only w4_gemv_supported / w4_gemv_resolve run,
+// and the device attributes fall back to their defaults: 132 SMs, 48 KB of opt-in shared memory,
+// compute capability 0, so the bulk ring is refused). Arguments: groups of 9 integers (n, k, m,
+// row_tiles, chunk, warps, ring, pipe, fold) on an asymmetric group-128 layer; prints per group
+// "supported row_tiles chunk warps ring pipe fold" (the resolved config).
+#include <cstdio>
+#include <cstdlib>
+
+#include "w4a16_gemv_launch.h"
+
+int main(int argc, char** argv) {
+  using namespace qlinear;
+  alignas(16) static unsigned char buf[256];
+  for (int i = 1; i + 8 < argc; i += 9) {
+    int v[9];
+    for (int j = 0; j < 9; ++j) v[j] = std::atoi(argv[i + j]);
+    W4GemvArgs a;
+    a.x = buf;
+    a.qweight = reinterpret_cast<const int32_t*>(buf);
+    a.scales = buf;
+    a.zeros = buf;
+    a.out = buf;
+    a.n = v[0];
+    a.k = v[1];
+    a.m = v[2];
+    a.x_stride = a.k;
+    a.out_stride = a.n;
+    a.qw_stride = (a.k + 127) / 128 * 16;
+    a.group_size = 128;
+    a.num_groups = (a.k + 127) / 128;
+    W4GemvConfig c;
+    c.row_tiles = v[3];
+    c.chunk = v[4];
+    c.warps = v[5];
+    c.ring = v[6];
+    c.pipe = v[7];
+    c.fold = v[8];
+    const int why = static_cast<int>(w4_gemv_supported(a, c));
+    const W4GemvConfig r = w4_gemv_resolve(a, c);
+    std::printf("%d %d %d %d %d %d %d\n", why, r.row_tiles, r.chunk, r.warps, r.ring, r.pipe, r.fold);
+  }
+  return 0;
+}

@@ -1,0 +1,82 @@
+"""The W4A16 decode launcher's config logic (csrc/w4a16_gemv_launch.cu) on the host, without a GPU:
+a small program (tests/csrc_host/w4a16_gemv_config_main.cu) linked against the launchers, with
+device code compiled to PTX only (nothing runs on a device), asks w4_gemv_supported / resolve about
+register-kernel configs. The GPU tests launch them; this checks the refusals (6 = kBadConfig) and
+that every register config of the dispatch table (qlinear/ops/w4a16.py _CUDA_REG_AUTO) is one the
+launcher takes on its shape class, where CI has no GPU."""
+
+from __future__ import annotations
+
+import pathlib
+import shutil
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from qlinear.ops import w4a16 as ops
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+SOURCES = ["w4a16_gemv_launch.cu", "w4a16_ring_bf16.cu", "w4a16_ring_f16.cu", "w4a16_bulk_bf16.cu",
+           "w4a16_bulk_f16.cu"]
+
+pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+
+
+def _nvcc(args):
+    return subprocess.run(["nvcc", "-O1", "-std=c++17", f"-I{ROOT / 'csrc'}", *args], capture_output=True, text=True,
+                          timeout=900)
+
+
+@pytest.fixture(scope="module")
+def tool(tmp_path_factory):
+    out = tmp_path_factory.mktemp("w4cfg")
+    ptx_only = ["-gencode=arch=compute_90,code=compute_90"]
+    jobs = [ptx_only + ["-c", str(ROOT / "csrc" / src), "-o", str(out / (src + ".o"))] for src in SOURCES]
+    jobs.append(ptx_only + ["-c", str(ROOT / "tests/csrc_host/w4a16_gemv_config_main.cu"), "-o", str(out / "main.o")])
+    with ThreadPoolExecutor(max_workers=3) as pool:  # the ring TUs dominate; CI has 2 cores
+        for proc in pool.map(_nvcc, jobs):
+            assert proc.returncode == 0, proc.stderr[-4000:]
+    exe = out / "w4a16_gemv_config"
+    proc = _nvcc([*sorted(str(p) for p in out.glob("*.o")), "-o", str(exe)])
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return exe
+
+
+def _ask(tool, cases):
+    args = [str(v) for case in cases for v in case]
+    out = subprocess.run([str(tool), *args], capture_output=True, text=True, timeout=60, check=True).stdout
+    rows = [tuple(int(v) for v in line.split()) for line in out.splitlines()]
+    assert len(rows) == len(cases)
+    return rows
+
+
+def test_pipe_values(tool):
+    # (n, k, m, row_tiles, chunk, warps, ring, pipe, fold); ring -1 = the register kernel
+    cases = [(7168, 16384, 1, 1, 2, 4, -1, p, 0) for p in (0, 1, 2, 3, -1)]
+    cases += [(7168, 16384, 1, 1, 1, 4, -1, p, 0) for p in (0, 1, 2)]  # R1 U1: compiled with pipe 1 only
+    rows = _ask(tool, cases)
+    why = [r[0] for r in rows]
+    # R1 U2 (codes 1210 / 1211): pipe 0 / 1 / 2 taken, 3 and -1 refused; R1 U1 only double-buffered
+    assert why == [0, 0, 0, 6, 6, 6, 0, 6], why
+    assert rows[2][1:] == (1, 2, 4, -1, 2, 0)  # pipe 2 resolves to itself (the pipe 0 instance runs it)
+
+
+SHAPES = {"few": (2112, 7168), "short": (24576, 1536), "many": (7168, 16384)}
+TILES_M = {0: 1, 4: 4, 1: 8, 2: 16}  # _cuda_table_entry's tile keys -> an M they serve
+
+
+def test_dispatch_table_configs_are_taken(tool):
+    """Every _CUDA_REG_AUTO entry is supported by the launcher on its shape class at the M its key
+    stands for (a refused entry would fail the layer's forward on a GPU)."""
+    cases, keys = [], []
+    for (cls, tiles), cfg in sorted(ops._CUDA_REG_AUTO.items()):
+        n, k = SHAPES[cls]
+        r, u, w = cfg[:3]
+        pipe = cfg[3] if len(cfg) > 3 else 0
+        fold = cfg[4] if len(cfg) > 4 else 0
+        cases.append((n, k, TILES_M[tiles], r, u, w, -1, pipe, fold))
+        keys.append((cls, tiles))
+    for key, row, case in zip(keys, _ask(tool, cases), cases):
+        assert row[0] == 0, (key, case, row)
+        assert row[1:4] == case[3:6], (key, row)
