@@ -6,35 +6,22 @@ decoding and the refusals (code 5 = kBadConfig) where CI has no GPU."""
 
 from __future__ import annotations
 
-import pathlib
 import shutil
-import subprocess
 
 import pytest
-
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+from _host_tool import ask, build
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
 
 
 @pytest.fixture(scope="module")
 def tool(tmp_path_factory):
-    exe = tmp_path_factory.mktemp("fp8cfg") / "fp8_gemv_config"
-    proc = subprocess.run(
-        ["nvcc", "-O1", "-std=c++17", "-gencode=arch=compute_90,code=compute_90", f"-I{ROOT / 'csrc'}",
-         str(ROOT / "tests/csrc_host/fp8_gemv_config_main.cu"), str(ROOT / "csrc/fp8_gemv_launch.cu"),
-         str(ROOT / "csrc/fp8_gemv_launch_preq.cu"), "-o", str(exe)],
-        capture_output=True, text=True, timeout=600,
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    return exe
+    return build(tmp_path_factory.mktemp("fp8cfg"), "fp8_gemv_config_main.cu",
+                 ["fp8_gemv_launch.cu", "fp8_gemv_launch_preq.cu"])
 
 
 def _ask(tool, cases):
-    args = [str(v) for case in cases for v in (case[0], case[1], int(case[2]))]
-    out = subprocess.run([str(tool), *args], capture_output=True, text=True, timeout=60, check=True).stdout
-    rows = [tuple(int(v) for v in line.split()) for line in out.splitlines()]
-    assert len(rows) == len(cases)
+    rows = ask(tool, cases)
     return {(r[0], r[1], bool(r[2])): (r[3], r[4], r[5]) for r in rows}
 
 

@@ -7,55 +7,29 @@ launcher takes on its shape class, where CI has no GPU."""
 
 from __future__ import annotations
 
-import pathlib
 import shutil
-import subprocess
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from _host_tool import ask, build
 
 from qlinear.ops import w4a16 as ops
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
 SOURCES = ["w4a16_gemv_launch.cu", "w4a16_ring_bf16.cu", "w4a16_ring_f16.cu", "w4a16_bulk_bf16.cu",
            "w4a16_bulk_f16.cu"]
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
 
 
-def _nvcc(args):
-    return subprocess.run(["nvcc", "-O1", "-std=c++17", f"-I{ROOT / 'csrc'}", *args], capture_output=True, text=True,
-                          timeout=900)
-
-
 @pytest.fixture(scope="module")
 def tool(tmp_path_factory):
-    out = tmp_path_factory.mktemp("w4cfg")
-    ptx_only = ["-gencode=arch=compute_90,code=compute_90"]
-    jobs = [ptx_only + ["-c", str(ROOT / "csrc" / src), "-o", str(out / (src + ".o"))] for src in SOURCES]
-    jobs.append(ptx_only + ["-c", str(ROOT / "tests/csrc_host/w4a16_gemv_config_main.cu"), "-o", str(out / "main.o")])
-    with ThreadPoolExecutor(max_workers=3) as pool:  # the ring TUs dominate; CI has 2 cores
-        for proc in pool.map(_nvcc, jobs):
-            assert proc.returncode == 0, proc.stderr[-4000:]
-    exe = out / "w4a16_gemv_config"
-    proc = _nvcc([*sorted(str(p) for p in out.glob("*.o")), "-o", str(exe)])
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    return exe
-
-
-def _ask(tool, cases):
-    args = [str(v) for case in cases for v in case]
-    out = subprocess.run([str(tool), *args], capture_output=True, text=True, timeout=60, check=True).stdout
-    rows = [tuple(int(v) for v in line.split()) for line in out.splitlines()]
-    assert len(rows) == len(cases)
-    return rows
+    return build(tmp_path_factory.mktemp("w4cfg"), "w4a16_gemv_config_main.cu", SOURCES)
 
 
 def test_pipe_values(tool):
     # (n, k, m, row_tiles, chunk, warps, ring, pipe, fold); ring -1 = the register kernel
     cases = [(7168, 16384, 1, 1, 2, 4, -1, p, 0) for p in (0, 1, 2, 3, -1)]
     cases += [(7168, 16384, 1, 1, 1, 4, -1, p, 0) for p in (0, 1, 2)]  # R1 U1: compiled with pipe 1 only
-    rows = _ask(tool, cases)
+    rows = ask(tool, cases)
     why = [r[0] for r in rows]
     # R1 U2 (codes 1210 / 1211): pipe 0 / 1 / 2 taken, 3 and -1 refused; R1 U1 only double-buffered
     assert why == [0, 0, 0, 6, 6, 6, 0, 6], why
@@ -77,6 +51,6 @@ def test_dispatch_table_configs_are_taken(tool):
         fold = cfg[4] if len(cfg) > 4 else 0
         cases.append((n, k, TILES_M[tiles], r, u, w, -1, pipe, fold))
         keys.append((cls, tiles))
-    for key, row, case in zip(keys, _ask(tool, cases), cases):
+    for key, row, case in zip(keys, ask(tool, cases), cases):
         assert row[0] == 0, (key, case, row)
         assert row[1:4] == case[3:6], (key, row)
