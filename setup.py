@@ -37,7 +37,7 @@ def _cuda_extension() -> tuple[list, dict]:
         include_dirs=[os.path.abspath("csrc")],
         extra_compile_args={
             "cxx": ["-O3"],
-            "nvcc": ["-O3", "-gencode=arch=compute_90,code=sm_90", "-gencode=arch=compute_80,code=compute_80"],
+            "nvcc": ["-O3", "-gencode=arch=compute_90a,code=sm_90a", "-gencode=arch=compute_80,code=compute_80"],
         },
     )
     return [ext], {"build_ext": BuildExtension}

@@ -1,10 +1,12 @@
-"""The CUDA W4A16 GEMM (backend "cuda_gemm", csrc/w4a16_gemm.cuh) at M = 17 .. 1024 on the issue shapes:
-every compiled (warps, tokens, stages) with the launcher's K split, against the committed auto
-dispatch and bf16 ``F.linear`` (issue 5: M = 128 no slower than bf16); cold weights (copies rotated
+"""The CUDA W4A16 GEMMs at M = 17 .. 1024 on the issue shapes: backend "cuda_gemm" (csrc/w4a16_gemm.cuh,
+every compiled (warps, tokens, stages)) and / or "cuda_wgmma" (csrc/w4a16_wgmma.cuh, every compiled
+(tokens, stages)), each with the K splits asked for, against the committed auto dispatch and bf16
+``F.linear`` (issue 5: M = 128 no slower than bf16, M >= 1024 <= 1.15x); cold weights (copies rotated
 past L2), alternated graph replays. One line per case: ``GEMM M=128 NxK name us``, then
 ``GEMM BEST ...`` per case.
 
     python benchmarks/probe_w4a16_gemm.py [--out DIR] [--ms 32 64 128 ...] [--splits 0 ...]
+        [--family gemm|wgmma|both]
 """
 
 from __future__ import annotations
@@ -34,9 +36,12 @@ def main() -> None:
     ap.add_argument("--ms", type=int, nargs="+", default=[17, 32, 64, 128, 256, 1024])
     ap.add_argument("--splits", type=int, nargs="+", default=[0], help="K splits to try per config (0 = auto)")
     ap.add_argument("--shapes", default=None, help="comma-separated NxK (default: the three issue shapes)")
+    ap.add_argument("--family", choices=("gemm", "wgmma", "both"), default="gemm")
     args = ap.parse_args()
     C = cuda_ext.load()
     codes = [(c // 1000, (c // 10 % 100) * 8, c % 10) for c in C.w4a16_gemm_configs()]
+    wg_codes = [((c // 10) * 8, c % 10) for c in C.w4a16_wgmma_configs()]
+    use_gemm, use_wg = args.family in ("gemm", "both"), args.family in ("wgmma", "both")
     shapes = SHAPES if not args.shapes else [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
     rows, best_lines = [], []
     for n, k in shapes:
@@ -48,8 +53,16 @@ def main() -> None:
             want = x.float() @ ref_w.t()
             fns = {"bf16 F.linear": lambda i: F.linear(x, w16[i % nb16]),
                    "auto": lambda i: ops.w4a16_linear(x, packs[i % nbuf]),
-                   "cuda_gemm auto": lambda i: ops.cuda_gemm(x, packs[i % nbuf])}
-            for warps, tokens, stages in codes:
+                   }
+            if use_gemm:
+                fns["cuda_gemm auto"] = lambda i: ops.cuda_gemm(x, packs[i % nbuf])
+            if use_wg:
+                fns["cuda_wgmma auto"] = lambda i: ops.cuda_wgmma(x, packs[i % nbuf])
+                for tokens, stages in wg_codes:
+                    for sp in args.splits:
+                        fns[f"wg T{tokens} S{sp} ST{stages}"] = (
+                            lambda i, c=(tokens, sp, stages): ops.cuda_wgmma(x, packs[i % nbuf], None, c))
+            for warps, tokens, stages in codes if use_gemm else ():
                 if tokens > 2 * max(m, 8) or (tokens < 64 and m > 128):
                     continue  # half-empty token tiles, or many token blocks re-reading the weights
                 for sp in args.splits:
@@ -61,7 +74,7 @@ def main() -> None:
                 print(f"GEMM {case:<18} {name:<28} {r['median_us']:9.2f} us", flush=True)
                 rows.append(dict(case=case, impl=name, m=m, n=n, k=k, us=r["median_us"], p20_us=r["p20_us"],
                                  p80_us=r["p80_us"], tflops=2 * m * n * k / r["median_us"] / 1e6))
-            gem = {nm: r["median_us"] for nm, r in res.items() if nm.startswith("gemm") or nm == "cuda_gemm auto"}
+            gem = {nm: r["median_us"] for nm, r in res.items() if nm.startswith(("gemm", "wg ", "cuda_"))}
             if gem:
                 b = min(gem, key=gem.get)
                 best_lines.append(f"GEMM BEST {case}: {b} {gem[b]:.2f} us | auto {res['auto']['median_us']:.2f}"

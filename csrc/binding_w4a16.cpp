@@ -17,6 +17,13 @@
 //   torch.ops.qlinear_C.w4a16_gemm_supported(x, qweight, scales, zeros, group_size, counters, warps=0,
 //                                            tokens=0, splits=0, stages=0) -> int   (a W4GemmSupport code)
 //   torch.ops.qlinear_C.w4a16_gemm_configs() -> int[]   (compiled warps * 1000 + tokens / 8 * 10 + stages)
+//   torch.ops.qlinear_C.w4a16_wgmma(out, x, qweight, scales, zeros, bias, group_size, counters, tokens=0,
+//                                   splits=0, stages=0) -> int   (the Hopper wgmma GEMM of w4a16_wgmma.cuh;
+//                                   same counters and return value as w4a16_gemm, warps always 8)
+//   torch.ops.qlinear_C.w4a16_wgmma_supported(x, qweight, scales, zeros, group_size, counters, tokens=0,
+//                                             splits=0, stages=0) -> int   (a W4GemmSupport code)
+//   torch.ops.qlinear_C.w4a16_wgmma_configs() -> int[]   (compiled tokens / 8 * 10 + stages)
+//   torch.ops.qlinear_C.w4a16_wgmma_built() -> int   (1: the current GPU runs the sm_90a wgmma code)
 // x [M, K] (stride(1) == 1), out [M, N]; qweight int32 [N, ceil(K/128)*16]; scales [G, N];
 // zeros uint8 [G, N] or None; 4-bit weights without act-order only.
 #include <ATen/core/Tensor.h>
@@ -193,46 +200,90 @@ void check_counters(const at::Tensor& counters, const at::Tensor& x) {
               msg::cat("counters: expected a contiguous 1-D tensor, got sizes ", msg::shape(counters)));
 }
 
-int64_t w4a16_gemm_supported(const at::Tensor& x, const at::Tensor& qweight, const at::Tensor& scales,
-                             const std::optional<at::Tensor>& zeros, int64_t group_size, const at::Tensor& counters,
-                             int64_t warps, int64_t tokens, int64_t splits, int64_t stages) {
+// The launcher entry points of one GEMM family (mma.sync w4a16_gemm.cuh, or wgmma w4a16_wgmma.cuh).
+struct GemmFamily {
+  const char* op;
+  int64_t (*workspace)(const qlinear::W4GemvArgs&, const qlinear::W4GemmConfig&);
+  qlinear::W4GemmSupport (*supported)(const qlinear::W4GemvArgs&, const qlinear::W4GemmConfig&, int64_t, int64_t);
+  cudaError_t (*launch)(const qlinear::W4GemvArgs&, const qlinear::W4GemmConfig&, float*, int64_t, int32_t*, int64_t,
+                        cudaStream_t, qlinear::W4GemmConfig*);
+};
+constexpr GemmFamily kMmaGemm{"w4a16_gemm", qlinear::w4_gemm_workspace_floats, qlinear::w4_gemm_supported,
+                              qlinear::w4_gemm_launch};
+constexpr GemmFamily kWgmmaGemm{"w4a16_wgmma", qlinear::w4_wgmma_workspace_floats, qlinear::w4_wgmma_supported,
+                                qlinear::w4_wgmma_launch};
+
+int64_t gemm_supported(const GemmFamily& f, const at::Tensor& x, const at::Tensor& qweight, const at::Tensor& scales,
+                       const std::optional<at::Tensor>& zeros, int64_t group_size, const at::Tensor& counters,
+                       const qlinear::W4GemmConfig& c) {
   const qlinear::W4GemvArgs a = make_args(x, qweight, scales, zeros, group_size);
   check_counters(counters, x);
   const c10::cuda::CUDAGuard guard(x.device());
-  const qlinear::W4GemmConfig c = gemm_config(warps, tokens, splits, stages);
   // the op allocates the workspace it needs: only the config and operands are checked here
-  return static_cast<int64_t>(
-      qlinear::w4_gemm_supported(a, c, qlinear::w4_gemm_workspace_floats(a, c), counters.numel()));
+  return static_cast<int64_t>(f.supported(a, c, f.workspace(a, c), counters.numel()));
 }
 
 // Returns the config used in decimal fields: warps * 10^7 + tokens * 10^4 + splits * 10 + stages.
-int64_t w4a16_gemm(const at::Tensor& out, const at::Tensor& x, const at::Tensor& qweight, const at::Tensor& scales,
-                   const std::optional<at::Tensor>& zeros, const std::optional<at::Tensor>& bias, int64_t group_size,
-                   const at::Tensor& counters, int64_t warps, int64_t tokens, int64_t splits, int64_t stages) {
+int64_t gemm_run(const GemmFamily& f, const at::Tensor& out, const at::Tensor& x, const at::Tensor& qweight,
+                 const at::Tensor& scales, const std::optional<at::Tensor>& zeros,
+                 const std::optional<at::Tensor>& bias, int64_t group_size, const at::Tensor& counters,
+                 const qlinear::W4GemmConfig& cfg) {
   qlinear::W4GemvArgs a = make_args(x, qweight, scales, zeros, group_size);
   set_out_bias(a, out, bias, x);
   check_counters(counters, x);
   if (a.m == 0 || a.n == 0) return 0;
   const c10::cuda::CUDAGuard guard(x.device());
-  const qlinear::W4GemmConfig cfg = gemm_config(warps, tokens, splits, stages);
-  const int64_t need = qlinear::w4_gemm_workspace_floats(a, cfg);
-  const qlinear::W4GemmSupport why = qlinear::w4_gemm_supported(a, cfg, need, counters.numel());
+  const int64_t need = f.workspace(a, cfg);
+  const qlinear::W4GemmSupport why = f.supported(a, cfg, need, counters.numel());
   TORCH_CHECK(why == qlinear::W4GemmSupport::kOk,
-              msg::cat("qlinear w4a16_gemm: case not supported (code ", msg::num(static_cast<int>(why)), ": ",
+              msg::cat("qlinear ", f.op, ": case not supported (code ", msg::num(static_cast<int>(why)), ": ",
                        qlinear::w4_gemm_support_reason(why), "; W4GemmSupport in csrc/w4a16_gemm_launch.h): M=",
                        msg::num(a.m), " N=", msg::num(a.n), " K=", msg::num(a.k), " group_size=", msg::num(group_size),
-                       " config=(", msg::num(warps), ", ", msg::num(tokens), ", ", msg::num(splits), ", ",
-                       msg::num(stages), ")"));
+                       " config=(", msg::num(cfg.warps), ", ", msg::num(cfg.tokens), ", ", msg::num(cfg.splits), ", ",
+                       msg::num(cfg.stages), ")"));
   // fp32 partials of a K split from the caching allocator (stream-ordered; a graph capture owns it)
   at::Tensor ws = at::empty({need > 0 ? need : 1}, x.options().dtype(at::kFloat));
   qlinear::W4GemmConfig used;
   const cudaError_t err =
-      qlinear::w4_gemm_launch(a, cfg, ws.data_ptr<float>(), need, counters.data_ptr<int32_t>(), counters.numel(),
-                              c10::cuda::getCurrentCUDAStream(x.device().index()).stream(), &used);
-  TORCH_CHECK(err == cudaSuccess, msg::cat("qlinear w4a16_gemm launch failed: ", cudaGetErrorString(err), " (M=",
+      f.launch(a, cfg, ws.data_ptr<float>(), need, counters.data_ptr<int32_t>(), counters.numel(),
+               c10::cuda::getCurrentCUDAStream(x.device().index()).stream(), &used);
+  TORCH_CHECK(err == cudaSuccess, msg::cat("qlinear ", f.op, " launch failed: ", cudaGetErrorString(err), " (M=",
                                            msg::num(a.m), " N=", msg::num(a.n), " K=", msg::num(a.k), ")"));
   return int64_t{used.warps} * 10000000 + int64_t{used.tokens} * 10000 + int64_t{used.splits} * 10 + used.stages;
 }
+
+int64_t w4a16_gemm_supported(const at::Tensor& x, const at::Tensor& qweight, const at::Tensor& scales,
+                             const std::optional<at::Tensor>& zeros, int64_t group_size, const at::Tensor& counters,
+                             int64_t warps, int64_t tokens, int64_t splits, int64_t stages) {
+  return gemm_supported(kMmaGemm, x, qweight, scales, zeros, group_size, counters,
+                        gemm_config(warps, tokens, splits, stages));
+}
+
+int64_t w4a16_gemm(const at::Tensor& out, const at::Tensor& x, const at::Tensor& qweight, const at::Tensor& scales,
+                   const std::optional<at::Tensor>& zeros, const std::optional<at::Tensor>& bias, int64_t group_size,
+                   const at::Tensor& counters, int64_t warps, int64_t tokens, int64_t splits, int64_t stages) {
+  return gemm_run(kMmaGemm, out, x, qweight, scales, zeros, bias, group_size, counters,
+                  gemm_config(warps, tokens, splits, stages));
+}
+
+int64_t w4a16_wgmma_supported(const at::Tensor& x, const at::Tensor& qweight, const at::Tensor& scales,
+                              const std::optional<at::Tensor>& zeros, int64_t group_size, const at::Tensor& counters,
+                              int64_t tokens, int64_t splits, int64_t stages) {
+  return gemm_supported(kWgmmaGemm, x, qweight, scales, zeros, group_size, counters,
+                        gemm_config(0, tokens, splits, stages));
+}
+
+int64_t w4a16_wgmma(const at::Tensor& out, const at::Tensor& x, const at::Tensor& qweight, const at::Tensor& scales,
+                    const std::optional<at::Tensor>& zeros, const std::optional<at::Tensor>& bias, int64_t group_size,
+                    const at::Tensor& counters, int64_t tokens, int64_t splits, int64_t stages) {
+  return gemm_run(kWgmmaGemm, out, x, qweight, scales, zeros, bias, group_size, counters,
+                  gemm_config(0, tokens, splits, stages));
+}
+
+std::vector<int64_t> w4a16_wgmma_configs() { return code_list(qlinear::w4_wgmma_configs); }
+
+// 1 when the current device runs the extension's wgmma device code (sm_90a build on an sm_90 GPU).
+int64_t w4a16_wgmma_built() { return qlinear::w4_wgmma_built(); }
 
 std::vector<int64_t> w4a16_gemm_configs() { return code_list(qlinear::w4_gemm_configs); }
 
@@ -259,4 +310,14 @@ TORCH_LIBRARY_FRAGMENT(qlinear_C, m) {
       "Tensor counters, int warps=0, int tokens=0, int splits=0, int stages=0) -> int",
       &w4a16_gemm_supported);
   m.def("w4a16_gemm_configs() -> int[]", &w4a16_gemm_configs);
+  m.def(
+      "w4a16_wgmma(Tensor(a!) out, Tensor x, Tensor qweight, Tensor scales, Tensor? zeros, Tensor? bias, "
+      "int group_size, Tensor(b!) counters, int tokens=0, int splits=0, int stages=0) -> int",
+      &w4a16_wgmma);
+  m.def(
+      "w4a16_wgmma_supported(Tensor x, Tensor qweight, Tensor scales, Tensor? zeros, int group_size, "
+      "Tensor counters, int tokens=0, int splits=0, int stages=0) -> int",
+      &w4a16_wgmma_supported);
+  m.def("w4a16_wgmma_configs() -> int[]", &w4a16_wgmma_configs);
+  m.def("w4a16_wgmma_built() -> int", &w4a16_wgmma_built);
 }

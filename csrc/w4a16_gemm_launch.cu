@@ -1,4 +1,4 @@
-// Launcher of the W4A16 GEMM (w4a16_gemm.cuh): support checks, the automatic config and the dispatch
+// Launcher of the W4A16 mma.sync GEMM (w4a16_gemm.cuh): support checks, the automatic config and the dispatch
 // over the compiled (dtype, WR, NT, ST) instances.
 #include <utility>
 
@@ -64,6 +64,7 @@ const char* w4_gemm_support_reason(W4GemmSupport s) {
     case W4GemmSupport::kTooLarge: return "N >= 2^31, K >= 2^22 or more output tiles than counters";
     case W4GemmSupport::kWorkspace: return "a K split needs a larger fp32 workspace";
     case W4GemmSupport::kTooMuchSmem: return "the x ring exceeds the device's shared memory per CTA";
+    case W4GemmSupport::kNoWgmma: return "wgmma kernel not built for this GPU (needs sm_90a device code)";
   }
   return "unknown";
 }
@@ -97,8 +98,7 @@ int64_t w4_gemm_workspace_floats(const W4GemvArgs& a, const W4GemmConfig& cfg) {
   return output_tiles(a, c) * c.splits * c.warps * (c.tokens / 8) * 128;
 }
 
-W4GemmSupport w4_gemm_supported(const W4GemvArgs& a, const W4GemmConfig& cfg, int64_t workspace_floats,
-                                int64_t counters) {
+W4GemmSupport w4_gemm_operands_supported(const W4GemvArgs& a) {
   if (a.m < 1) return W4GemmSupport::kBadM;
   if (a.x_dtype != W4GDType::kFloat16 && a.x_dtype != W4GDType::kBFloat16) return W4GemmSupport::kBadDtype;
   if (a.k < 8 || a.k % 8 != 0) return W4GemmSupport::kBadK;
@@ -108,6 +108,13 @@ W4GemmSupport w4_gemm_supported(const W4GemvArgs& a, const W4GemmConfig& cfg, in
       reinterpret_cast<uintptr_t>(a.qweight) % 16 != 0 || a.qw_stride % 4 != 0 || a.n % 4 != 0 ||
       reinterpret_cast<uintptr_t>(a.scales) % 4 != 0 || reinterpret_cast<uintptr_t>(a.zeros) % 4 != 0)
     return W4GemmSupport::kMisaligned;
+  return W4GemmSupport::kOk;
+}
+
+W4GemmSupport w4_gemm_supported(const W4GemvArgs& a, const W4GemmConfig& cfg, int64_t workspace_floats,
+                                int64_t counters) {
+  const W4GemmSupport base = w4_gemm_operands_supported(a);
+  if (base != W4GemmSupport::kOk) return base;
   const W4GemmConfig c = w4_gemm_resolve(a, cfg);
   if (c.tokens % 8 != 0 || !code_listed(w4a16g::kGemmCodes, gemm_code(c)) || c.splits < 1 ||
       c.splits > cdiv64(a.k, 128))

@@ -34,6 +34,7 @@ enum class W4GemmSupport : int {
   kTooLarge = 7,      // n >= 2^31, k >= 2^22 or more output tiles than counters
   kWorkspace = 8,     // a K split without a workspace of w4_gemm_workspace_floats() floats
   kTooMuchSmem = 9,   // the x ring exceeds the device's per-CTA shared memory opt-in
+  kNoWgmma = 10,      // wgmma GEMM only: no sm_90a device code for the current GPU (w4_wgmma_built)
 };
 
 const char* w4_gemm_support_reason(W4GemmSupport s);
@@ -44,8 +45,26 @@ int64_t w4_gemm_workspace_floats(const W4GemvArgs& a, const W4GemmConfig& c);
 W4GemmSupport w4_gemm_supported(const W4GemvArgs& a, const W4GemmConfig& c, int64_t workspace_floats,
                                 int64_t counters);
 int w4_gemm_configs(int* codes, int cap);
+// The operand checks both GEMMs share (m, dtype, K, group size, alignment): the first of kBadM ..
+// kMisaligned that applies, else kOk.
+W4GemmSupport w4_gemm_operands_supported(const W4GemvArgs& a);
 // cudaErrorInvalidValue for unsupported cases (check w4_gemm_supported first), else the launch error.
 cudaError_t w4_gemm_launch(const W4GemvArgs& a, const W4GemmConfig& c, float* workspace, int64_t workspace_floats,
                            int32_t* counters, int64_t num_counters, cudaStream_t stream, W4GemmConfig* used = nullptr);
+
+// The Hopper wgmma GEMM (w4a16_wgmma.cuh, w4a16_wgmma_launch.cu): the same operands, config struct,
+// support codes, workspace and counters protocol. warps must be 0 or 8 (two warpgroups, 128 weight
+// rows per CTA); tokens 64 or 128 per CTA; (tokens / 8, stages) compiled: w4_wgmma_configs() lists
+// them as (tokens / 8) * 10 + stages. Automatic splits: see w4_wgmma_resolve.
+// w4_wgmma_built: 1 when the current device runs this build's sm_90a device code (read once per device
+// from a device variable), else 0 (then every case is kNoWgmma).
+int w4_wgmma_built();
+W4GemmConfig w4_wgmma_resolve(const W4GemvArgs& a, const W4GemmConfig& c);
+int64_t w4_wgmma_workspace_floats(const W4GemvArgs& a, const W4GemmConfig& c);
+W4GemmSupport w4_wgmma_supported(const W4GemvArgs& a, const W4GemmConfig& c, int64_t workspace_floats,
+                                 int64_t counters);
+int w4_wgmma_configs(int* codes, int cap);
+cudaError_t w4_wgmma_launch(const W4GemvArgs& a, const W4GemmConfig& c, float* workspace, int64_t workspace_floats,
+                            int32_t* counters, int64_t num_counters, cudaStream_t stream, W4GemmConfig* used = nullptr);
 
 }  // namespace qlinear

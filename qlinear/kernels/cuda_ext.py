@@ -45,6 +45,7 @@ SOURCES = (
     "binding_w4a16.cpp",
     "w4a16_gemv_launch.cu",
     "w4a16_gemm_launch.cu",
+    "w4a16_wgmma_launch.cu",
     "w4a16_ring_bf16.cu",
     "w4a16_ring_f16.cu",
     "binding_norm_slices_quant.cpp",
@@ -68,6 +69,7 @@ HEADERS = (
     "w4a16_gemv_launch.h",
     "w4a16_gemm.cuh",
     "w4a16_gemm_launch.h",
+    "w4a16_wgmma.cuh",
     "w4a16_params.cuh",
     "norm_slices_quant.cuh",
     "norm_slices_quant_launch.h",
@@ -80,7 +82,9 @@ HEADERS = (
 _SOURCES, _HEADERS = SOURCES, HEADERS
 CUDA_FLAGS = (
     "-O3",
-    "-gencode=arch=compute_90,code=sm_90",
+    # sm_90a, not sm_90: the W4A16 wgmma GEMM needs the architecture-specific features; the other
+    # kernels' code is the same for both
+    "-gencode=arch=compute_90a,code=sm_90a",
     "-gencode=arch=compute_80,code=compute_80",
 )
 CXX_FLAGS = ("-O3",)
@@ -92,7 +96,8 @@ def jit_cuda_flags() -> tuple[str, ...]:
     30 s first-use budget). Install-time builds (setup.py) keep :data:`CUDA_FLAGS`' targets."""
     if torch.cuda.is_available():
         major, minor = torch.cuda.get_device_capability()
-        return ("-O3", f"-gencode=arch=compute_{major}{minor},code=sm_{major}{minor}")
+        arch = f"{major}{minor}" + ("a" if (major, minor) == (9, 0) else "")  # wgmma: sm_90a
+        return ("-O3", f"-gencode=arch=compute_{arch},code=sm_{arch}")
     return CUDA_FLAGS
 
 _PACKAGE_DIR = Path(__file__).resolve().parent.parent  # .../qlinear

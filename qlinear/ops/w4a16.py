@@ -61,9 +61,11 @@ __all__ = [
     "cuda_gemv",
     "cuda_gemm_supported",
     "cuda_gemm",
+    "cuda_wgmma_supported",
+    "cuda_wgmma",
 ]
 
-W4A16_BACKENDS = ("cuda", "cuda_gemm", "triton", "triton_wg", "dequant_cublas", "reference")
+W4A16_BACKENDS = ("cuda", "cuda_gemm", "cuda_wgmma", "triton", "triton_wg", "dequant_cublas", "reference")
 _ENV_VAR = "QLINEAR_W4A16_BACKEND"
 
 # Auto dispatch by M (rows of x) on CUDA: the first row whose bound is >= M wins; a row's third
@@ -131,6 +133,9 @@ _CUDA_GEMM_MAX_M: dict[str, int] = {"many": 32}
 # probe_w4a16_gemm.py --splits 0 2 4 8, us): many M = 32 (8, 32, 4, 4) 63.06 vs the launcher's choice
 # (8 warps, 32 tokens, 2 splits, 6 stages) 73.97, (8, 32, 4, 6) 64.78, (8, 32, 8, 4) 65.44; bf16 61.59.
 # Only M = 32 was measured with splits; M = 17 uses the same 32-token tile.
+# The Hopper wgmma GEMM's launch config per shape class (tokens per CTA, K splits, stages; 0 = the
+# launcher's choice, csrc/w4a16_wgmma_launch.cu w4_wgmma_resolve).
+_CUDA_WGMMA_AUTO: dict[str, tuple[int, int, int]] = {}
 _CUDA_GEMM_CONFIG: tuple[int, int, int, int] = (0, 0, 0, 0)
 _CUDA_GEMM_AUTO: dict[str, tuple[int, int, int, int]] = {"many": (8, 32, 4, 4)}
 # Register-kernel launch config (row tiles per CTA, superblocks per chunk, warps per CTA); 0 = the
@@ -487,8 +492,34 @@ def _cuda_gemm_pointers_ok(x: torch.Tensor, packed: W4A16Weights) -> bool:
             and packed.scales.data_ptr() % 4 == 0 and zeros_ok)
 
 
+def cuda_wgmma_supported(x: torch.Tensor, packed: W4A16Weights, *, check_pointers: bool = True) -> bool:
+    """Cases the Hopper wgmma W4A16 GEMM (``csrc/w4a16_wgmma.cuh``) takes: those of
+    :func:`cuda_gemm_supported`, on a GPU that runs the extension's sm_90a device code (an sm_90
+    GPU and a build for sm_90a; asked once per device, never during a graph capture or a trace)."""
+    return cuda_gemm_supported(x, packed, check_pointers=check_pointers) and _wgmma_built(x.device)
+
+
+_WGMMA_BUILT: dict[int, bool] = {}
+
+
+def _wgmma_built(device: torch.device) -> bool:
+    dev = device.index if device.index is not None else torch.cuda.current_device()
+    if dev not in _WGMMA_BUILT:
+        if torch.cuda.get_device_capability(dev) != (9, 0):
+            _WGMMA_BUILT[dev] = False
+        elif torch.compiler.is_compiling() or torch.cuda.is_current_stream_capturing():
+            return False  # the query copies from the device: not now, and not remembered
+        else:
+            ops = _cuda_ext_ops()
+            if ops is None:
+                return False
+            with torch.cuda.device(dev):
+                _WGMMA_BUILT[dev] = bool(ops.w4a16_wgmma_built())
+    return _WGMMA_BUILT[dev]
+
+
 # The support test of each CUDA backend (a forced or requested backend is checked against it).
-_CUDA_SUPPORT = {"cuda": cuda_supported, "cuda_gemm": cuda_gemm_supported}
+_CUDA_SUPPORT = {"cuda": cuda_supported, "cuda_gemm": cuda_gemm_supported, "cuda_wgmma": cuda_wgmma_supported}
 
 
 def w4a16_backend(x: torch.Tensor, packed: W4A16Weights) -> str:
@@ -628,6 +659,11 @@ def _w4a16_mm(
         if y is not None:
             return y
         backend = _table_backend(x.shape[0], n >= 8 * k)  # extension unavailable, or a misaligned pointer
+    if backend == "cuda_wgmma":
+        y = _cuda_wgmma(x, packed, bias) if _cuda_gemm_pointers_ok(x, packed) else None
+        if y is not None:
+            return y
+        backend = _table_backend(x.shape[0], n >= 8 * k)  # extension unavailable, or a misaligned pointer
     if backend == "triton":
         return w4a16_triton.w4a16_gemm(x, packed, bias)
     if backend == "triton_wg":
@@ -741,6 +777,40 @@ def _cuda_gemm(x, packed, bias, config=None):
     warps, tokens, splits, stages = tuple(config)
     ops.w4a16_gemm(out, x, packed.qweight, packed.scales, packed.zeros, bias, packed.group_size, locks(x.device),
                    int(warps), int(tokens), int(splits), int(stages))
+    return out
+
+
+def cuda_wgmma(
+    x: torch.Tensor,
+    packed: W4A16Weights,
+    bias: torch.Tensor | None = None,
+    config: tuple[int, int, int] | None = None,
+) -> torch.Tensor | None:
+    """The Hopper wgmma W4A16 GEMM on ``x [M, K]`` (:func:`cuda_wgmma_supported`): ``[M, N]`` in x's
+    dtype, or None when the extension is unavailable. ``config`` = (tokens per CTA, K splits, stages),
+    zeros for the launcher's choice (default: the shape class's :data:`_CUDA_WGMMA_AUTO` entry, else
+    all automatic; ``w4a16_wgmma_configs()`` lists the compiled (tokens / 8, stages)). K splits as
+    :func:`cuda_gemm`'s.
+    """
+    if config is not None and (len(tuple(config)) != 3 or any(int(v) < 0 for v in config)):
+        raise ValueError(f"config: expected (tokens, splits, stages) of ints >= 0, got {config!r}")
+    return _cuda_wgmma(x, packed, bias, config)
+
+
+def _cuda_wgmma(x, packed, bias, config=None):
+    ops = _cuda_ext_ops()
+    if ops is None:
+        return None
+    from qlinear.kernels._splitk import locks  # function-local: imports triton
+
+    out = torch.empty((x.shape[0], packed.n), dtype=x.dtype, device=x.device)
+    if x.shape[0] == 0:
+        return out
+    if config is None:
+        config = _CUDA_WGMMA_AUTO.get(_cuda_shape_class(packed.n, packed.k), (0, 0, 0))
+    tokens, splits, stages = tuple(config)
+    ops.w4a16_wgmma(out, x, packed.qweight, packed.scales, packed.zeros, bias, packed.group_size, locks(x.device),
+                    int(tokens), int(splits), int(stages))
     return out
 
 

@@ -1,4 +1,6 @@
-"""The CUDA W4A16 GEMM for M > 16 (backend "cuda_gemm", csrc/w4a16_gemm.cuh) on a GPU.
+"""The CUDA W4A16 GEMMs for M > 16 on a GPU: backend "cuda_gemm" (csrc/w4a16_gemm.cuh, mma.sync) and
+backend "cuda_wgmma" (csrc/w4a16_wgmma.cuh, Hopper wgmma; skipped without an sm_90 GPU), each through
+the same tests where they apply.
 
 Against ``x @ W.T + bias`` in fp32 with W from ``dequantize_canonical`` (independent of the packed
 layout) on fresh random data: M in {17, 32, 33, 64, 100, 128, 256, 300} x the issue shapes and ragged
@@ -38,68 +40,113 @@ def _x(m, k, dtype, seed, row_pad=0):
     return (torch.randn(m, k + row_pad, device=DEV, generator=gen)).to(dtype)[:, :k]
 
 
-def _configs():
+def _wgmma_ext():
     C = _ext()
-    return [(c // 1000, (c // 10 % 100) * 8, c % 10) for c in C.w4a16_gemm_configs()]
+    if not ops._wgmma_built(torch.device(DEV)):
+        pytest.skip("the wgmma GEMM needs an sm_90 GPU and an sm_90a build")
+    return C
 
 
+# Per GEMM family: its op, the compiled configs as (config tuple without splits -> with splits, tokens).
+def _family(name):
+    if name == "cuda_gemm":
+        C = _ext()
+        cfgs = [((c // 1000, (c // 10 % 100) * 8, c % 10), (c // 10 % 100) * 8) for c in C.w4a16_gemm_configs()]
+        return ops.cuda_gemm, [(lambda s, w=w, t=t, st=st: (w, t, s, st), t) for (w, t, st), _ in cfgs]
+    C = _wgmma_ext()
+    cfgs = [((c // 10) * 8, c % 10) for c in C.w4a16_wgmma_configs()]
+    return ops.cuda_wgmma, [(lambda s, t=t, st=st: (t, s, st), t) for t, st in cfgs]
+
+
+FAMILIES = ["cuda_gemm", "cuda_wgmma"]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
 @pytest.mark.parametrize("shape", [(2112, 7168), (24576, 1536), (7168, 16384)], ids=lambda s: f"{s[0]}x{s[1]}")
-def test_issue_shapes_auto_config(shape):
-    _ext()
+def test_issue_shapes_auto_config(shape, family):
+    run, _ = _family(family)
     n, k = shape
     packed, w = _layer(n, k, seed=n)
-    for m in (17, 64, 128, 256):
+    for m in (17, 64, 128, 256) + ((1, 1024) if family == "cuda_wgmma" else ()):
         x = _x(m, k, torch.bfloat16, m)
         b = torch.randn(n, device=DEV).to(torch.bfloat16) if m % 2 else None
-        assert_matches(ops.cuda_gemm(x, packed, b), x, w, b, f"M={m} {n}x{k} auto config")
+        assert_matches(run(x, packed, b), x, w, b, f"{family} M={m} {n}x{k} auto config")
 
 
+@pytest.mark.parametrize("family", FAMILIES)
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("group, asym, sdt", [(128, True, torch.bfloat16), (256, False, torch.float16),
                                               (-1, True, torch.float32), (128, False, torch.float32)])
-def test_groups_scales_ragged(group, asym, sdt, dtype):
+def test_groups_scales_ragged(group, asym, sdt, dtype, family):
     """N not a multiple of any row tile, K with a partial last superblock (per channel) or whole groups."""
-    _ext()
+    run, _ = _family(family)
     k = 1000 if group == -1 else 1024 + (256 if group == 256 else 128)
     n = 300
     packed, w = _layer(n, k, group, asym, sdt, seed=group + k)
     for m in (17, 33, 100, 300):
         x = _x(m, k, dtype, m, row_pad=8 if m % 2 else 0)
         b = torch.randn(n, device=DEV).to(dtype)
-        assert_matches(ops.cuda_gemm(x, packed, b), x, w, b, f"M={m} group={group} asym={asym} {sdt} {dtype}")
+        assert_matches(run(x, packed, b), x, w, b, f"{family} M={m} group={group} asym={asym} {sdt} {dtype}")
 
 
-def test_every_config_with_and_without_split():
-    _ext()
+@pytest.mark.parametrize("family", FAMILIES)
+def test_every_config_with_and_without_split(family):
+    run, cfgs = _family(family)
     n, k = 520, 2048
     packed, w = _layer(n, k, seed=3)
-    for warps, tokens, stages in _configs():
+    for make, tokens in cfgs:
         for splits in (1, 3, 16):
             for m in (tokens - 5, tokens + 9):
-                x = _x(m, k, torch.bfloat16, m + warps + splits)
+                cfg = make(splits)
+                x = _x(m, k, torch.bfloat16, m + sum(cfg))
                 b = torch.randn(n, device=DEV).to(torch.bfloat16)
-                y = ops.cuda_gemm(x, packed, b, config=(warps, tokens, splits, stages))
-                assert_matches(y, x, w, b, f"M={m} config=({warps}, {tokens}, {splits}, {stages})")
+                assert_matches(run(x, packed, b, config=cfg), x, w, b, f"{family} M={m} config={cfg}")
     assert int(_splitk.locks(torch.device(DEV)).abs().sum()) == 0  # the last CTA of a tile reset its counter
 
 
-def test_graph_replays_keep_counters_zeroed():
-    _ext()
+@pytest.mark.parametrize("family, cfg", [("cuda_gemm", (8, 64, 8, 6)), ("cuda_wgmma", (64, 8, 8))])
+def test_graph_replays_keep_counters_zeroed(family, cfg):
+    run, _ = _family(family)
     n, k = 2112, 7168
     packed, w = _layer(n, k, seed=9)
     x = _x(64, k, torch.bfloat16, 1)
-    cfg = (8, 64, 8, 6)
-    ops.cuda_gemm(x, packed, None, config=cfg)  # warm up outside the capture
+    run(x, packed, None, config=cfg)  # warm up outside the capture
     torch.cuda.synchronize()
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g):
-        y = ops.cuda_gemm(x, packed, None, config=cfg)
+        y = run(x, packed, None, config=cfg)
     for i in range(3):
         x.copy_(_x(64, k, torch.bfloat16, 10 + i))
         g.replay()
         torch.cuda.synchronize()
-        assert_matches(y, x, w, None, f"graph replay {i}")
+        assert_matches(y, x, w, None, f"{family} graph replay {i}")
     assert int(_splitk.locks(torch.device(DEV)).abs().sum()) == 0
+
+
+def test_wgmma_refusals_and_public_op():
+    C = _wgmma_ext()
+    n, k = 256, 1024
+    packed, w = _layer(n, k, seed=4)
+    locks = _splitk.locks(torch.device(DEV))
+    x = _x(140, k, torch.bfloat16, 2)
+    sup = lambda xx, *cfg: C.w4a16_wgmma_supported(xx, packed.qweight, packed.scales, packed.zeros, 128, locks, *cfg)  # noqa: E731
+    assert sup(x) == 0
+    assert sup(x, 128, 2, 5) == 0
+    assert sup(x, 96, 1, 5) == 6  # 96 tokens per CTA are not compiled
+    assert sup(x, 128, 99, 5) == 6  # more splits than superblocks
+    xs = torch.randn(140, k + 4, device=DEV).to(torch.bfloat16)[:, :k]  # row stride % 8 != 0
+    assert sup(xs) == 5
+    assert not ops.cuda_wgmma_supported(xs, packed)
+    y = ops.w4a16_linear(x, packed, backend="cuda_wgmma")
+    assert torch.equal(y, ops.cuda_wgmma(x, packed))
+    assert_matches(y, x, w, None, "public op, backend cuda_wgmma")
+    with pytest.raises(ValueError, match="cuda_wgmma_supported"):
+        ops.w4a16_linear(xs, packed, backend="cuda_wgmma")
+    p64, _ = _layer(n, k, 64, True, seed=5)
+    assert not ops.cuda_wgmma_supported(x, p64)
+    assert C.w4a16_wgmma_supported(x, p64.qweight, p64.scales, p64.zeros, 64, locks) == 4
+    with pytest.raises(ValueError, match="tokens, splits, stages"):
+        ops.cuda_wgmma(x, packed, config=(8, 128, 1, 5))
 
 
 def test_refusals_and_public_op():

@@ -1,0 +1,135 @@
+// Launcher of the Hopper wgmma W4A16 GEMM (w4a16_wgmma.cuh): support checks, the automatic config and
+// the dispatch over the compiled (dtype, TN, ST) instances. Declared in w4a16_gemm_launch.h.
+#include <utility>
+
+#include "device_attrs.h"
+#include "w4a16_gemm_launch.h"
+#include "w4a16_params.cuh"
+#include "w4a16_wgmma.cuh"
+
+namespace qlinear {
+namespace {
+
+using w4a16g::code_listed;
+using w4a16g::GemmParams;
+
+int64_t cdiv64(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+int wg_code(const W4GemmConfig& c) { return (c.tokens / 8) * 10 + c.stages; }
+
+int64_t wg_tiles(const W4GemvArgs& a, const W4GemmConfig& c) {
+  return cdiv64(a.n, w4a16g::kWgRows) * cdiv64(a.m, c.tokens);
+}
+
+int scale_bytes(const W4GemvArgs& a) { return a.scale_dtype == W4GDType::kFloat32 ? 4 : 2; }
+
+template <typename XT, int C>
+cudaError_t launch_code(const GemmParams& gp, dim3 grid, int ssize, cudaStream_t stream) {
+  using D = w4a16g::WgCode<C>;
+  const auto kernel = w4a16g::w4_wgmma_kernel<XT, D::TN, D::ST>;
+  const int smem = w4a16g::wg_smem_bytes(D::TN, D::ST, ssize);
+  const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  if (e != cudaSuccess) return e;
+  kernel<<<grid, dim3(w4a16g::kWgThreads), smem, stream>>>(gp);
+  return cudaGetLastError();
+}
+
+template <typename XT, size_t... I>
+cudaError_t launch_listed(int code, const GemmParams& gp, dim3 grid, int ssize, cudaStream_t stream,
+                          std::index_sequence<I...>) {
+  cudaError_t r = cudaErrorInvalidValue;
+  auto one = [&](auto c) {
+    r = launch_code<XT, decltype(c)::value>(gp, grid, ssize, stream);
+    return true;
+  };
+  (void)((code == w4a16g::kWgCodes[I] && one(std::integral_constant<int, w4a16g::kWgCodes[I]>{})) || ...);
+  return r;
+}
+
+}  // namespace
+
+int w4_wgmma_built() {
+  static int cache[64] = {0};  // 0 unknown, 1 built, -1 not
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return 0;
+  if (cache[dev] == 0) {
+    int flag = 0;
+    // the device code of this device's architecture says whether it was compiled with wgmma
+    const bool ok = devattr::cc_major() == 9 &&
+                    cudaMemcpyFromSymbol(&flag, w4a16g::wgmma_built_flag, sizeof(int)) == cudaSuccess;
+    if (!ok) (void)cudaGetLastError();
+    cache[dev] = ok && flag == 1 ? 1 : -1;
+  }
+  return cache[dev] > 0 ? 1 : 0;
+}
+
+// Automatic choice: 128 tokens per CTA (64 up to M = 64), 5 stages (8 at 64 tokens); the K split that
+// minimizes waves x superblocks per CTA (+ 2 for the prologue and epilogue, + 2 more for a split's
+// partial round trip), each split keeping >= 4 superblocks.
+W4GemmConfig w4_wgmma_resolve(const W4GemvArgs& a, const W4GemmConfig& cfg) {
+  W4GemmConfig c = cfg;
+  if (c.warps <= 0) c.warps = 8;
+  if (c.tokens <= 0) c.tokens = a.m <= 64 ? 64 : 128;
+  if (c.stages <= 0) c.stages = c.tokens >= 128 ? 5 : 8;
+  const int64_t nsb = cdiv64(a.k, 128);
+  if (c.splits <= 0) {
+    const int64_t tiles = wg_tiles(a, c), sms = devattr::sm_count();
+    const int64_t cap = nsb / 4 > 0 ? nsb / 4 : 1;
+    int64_t best = 1, best_cost = -1;
+    for (int64_t s = 1; s <= cap && s <= 16; ++s) {
+      const int64_t cost = cdiv64(tiles * s, sms) * (cdiv64(nsb, s) + 2 + (s > 1 ? 2 : 0));
+      if (best_cost < 0 || cost < best_cost) best = s, best_cost = cost;
+    }
+    c.splits = static_cast<int>(best);
+  }
+  if (c.splits >= 1 && c.splits <= nsb) c.splits = static_cast<int>(cdiv64(nsb, cdiv64(nsb, c.splits)));
+  return c;
+}
+
+int64_t w4_wgmma_workspace_floats(const W4GemvArgs& a, const W4GemmConfig& cfg) {
+  const W4GemmConfig c = w4_wgmma_resolve(a, cfg);
+  if (c.splits <= 1) return 0;
+  return wg_tiles(a, c) * c.splits * w4a16g::kWgRows * c.tokens;
+}
+
+W4GemmSupport w4_wgmma_supported(const W4GemvArgs& a, const W4GemmConfig& cfg, int64_t workspace_floats,
+                                 int64_t counters) {
+  const W4GemmSupport base = w4_gemm_operands_supported(a);
+  if (base != W4GemmSupport::kOk) return base;
+  if (!w4_wgmma_built()) return W4GemmSupport::kNoWgmma;
+  const W4GemmConfig c = w4_wgmma_resolve(a, cfg);
+  if (c.warps != 8 || c.tokens % 8 != 0 || !code_listed(w4a16g::kWgCodes, wg_code(c)) || c.splits < 1 ||
+      c.splits > cdiv64(a.k, 128))
+    return W4GemmSupport::kBadConfig;
+  if (a.n >= (int64_t{1} << 31) || a.k >= (int64_t{1} << 22) || (c.splits > 1 && wg_tiles(a, c) > counters))
+    return W4GemmSupport::kTooLarge;
+  if (c.splits > 1 && workspace_floats < w4_wgmma_workspace_floats(a, c)) return W4GemmSupport::kWorkspace;
+  if (w4a16g::wg_smem_bytes(c.tokens, c.stages, scale_bytes(a)) > devattr::smem_optin())
+    return W4GemmSupport::kTooMuchSmem;
+  return W4GemmSupport::kOk;
+}
+
+int w4_wgmma_configs(int* codes, int cap) { return w4a16g::append_codes(w4a16g::kWgCodes, codes, cap, 0); }
+
+cudaError_t w4_wgmma_launch(const W4GemvArgs& a, const W4GemmConfig& cfg, float* workspace, int64_t workspace_floats,
+                            int32_t* counters, int64_t num_counters, cudaStream_t stream, W4GemmConfig* used) {
+  if (w4_wgmma_supported(a, cfg, workspace_floats, num_counters) != W4GemmSupport::kOk) return cudaErrorInvalidValue;
+  const W4GemmConfig c = w4_wgmma_resolve(a, cfg);
+  if (used != nullptr) *used = c;
+  GemmParams gp{};
+  gp.p = w4_params(a, 0);
+  gp.ws = workspace;
+  gp.counters = counters;
+  const int64_t nsb = cdiv64(a.k, 128);
+  gp.sb_per_split = static_cast<int>(cdiv64(nsb, c.splits));
+  const dim3 grid(static_cast<unsigned>(cdiv64(a.n, w4a16g::kWgRows)), static_cast<unsigned>(c.splits),
+                  static_cast<unsigned>(cdiv64(a.m, c.tokens)));
+  constexpr auto seq = std::make_index_sequence<std::size(w4a16g::kWgCodes)>{};
+  const cudaError_t e = a.x_dtype == W4GDType::kBFloat16
+                            ? launch_listed<__nv_bfloat16>(wg_code(c), gp, grid, scale_bytes(a), stream, seq)
+                            : launch_listed<__half>(wg_code(c), gp, grid, scale_bytes(a), stream, seq);
+  if (e != cudaSuccess) (void)cudaGetLastError();
+  return e;
+}
+
+}  // namespace qlinear
