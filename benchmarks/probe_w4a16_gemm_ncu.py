@@ -1,8 +1,10 @@
 """The W4A16 CUDA GEMM (csrc/w4a16_gemm.cuh) for Nsight Compute (benchmarks/gpu_s8final.sh): each case runs
 twice (warm-up, then the profiled launch), in this order: 2112x7168 M = 128 with (4 warps, 32 tokens,
 auto split, 6 stages) and with (8, 128, auto, 4); 7168x16384 M = 32 with the automatic config.
+``--wgmma``: the wgmma GEMM (csrc/w4a16_wgmma.cuh) instead: 2112x7168 M = 128 (128 tokens, 1 split,
+5 stages) and (64, auto, 8); 7168x16384 M = 1024 (128, 1, 5).
 
-    ncu ... python benchmarks/probe_w4a16_gemm_ncu.py
+    ncu ... python benchmarks/probe_w4a16_gemm_ncu.py [--wgmma]
 """
 
 import sys
@@ -20,12 +22,16 @@ from qlinear.ops import w4a16 as ops  # noqa: E402
 
 def main() -> None:
     cases = [((2112, 7168), 128, (4, 32, 0, 6)), ((2112, 7168), 128, (8, 128, 0, 4)), ((7168, 16384), 32, None)]
+    run = ops.cuda_gemm
+    if "--wgmma" in sys.argv:
+        cases = [((2112, 7168), 128, (128, 1, 5)), ((2112, 7168), 128, (64, 0, 8)), ((7168, 16384), 1024, (128, 1, 5))]
+        run = ops.cuda_wgmma
     for (n, k), m, cfg in cases:
         q, z, s, g, _ = make_canonical(n, k)
         packed = ops.pack_w4a16(q, z, s, g)
         x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
         for _ in range(2):
-            y = ops.cuda_gemm(x, packed, None, cfg)
+            y = run(x, packed, None, cfg)
             torch.cuda.synchronize()
         print(f"case {n}x{k} M={m} config={cfg}: {tuple(y.shape)}", flush=True)
 
