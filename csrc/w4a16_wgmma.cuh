@@ -148,44 +148,63 @@ __device__ __forceinline__ void wgmma_rs<__half, 128>(float (&d)[64], const uint
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
 }
 
-// Superblock sb into the stage at shared address st (TN tokens, 256 threads): x as 16-byte pieces into
-// the swizzled atoms (tokens >= M and columns >= K zero-filled), the CTA's 128 weight rows (rows past N
-// read row N - 1, never stored), then 4-byte pieces of the group's scales and zeros.
+// Fills a stage with superblock sb (TN tokens, 256 threads): x as 16-byte pieces into the swizzled
+// atoms (tokens >= M and columns >= K zero-filled), the CTA's 128 weight rows (rows past N read row
+// N - 1, never stored), then 4-byte pieces of the group's scales and zeros. The per-thread source
+// pointers and stage offsets are computed once per CTA: thread tid copies x piece tid % 16 of tokens
+// tid / 16 + 16 i (the same swizzled chunk for every i) and weight piece tid % 4 of rows tid / 4 + 64 i,
+// so a superblock only adds its offset.
 template <int TN>
-__device__ __forceinline__ void wg_fill(uint32_t st, const Params& p, int row0, int tok0, int sb, int tid,
-                                        int ssize) {
-  static_assert((TN * 16) % kWgThreads == 0, "every thread copies the same number of x pieces");
+struct WgFill {
+  static constexpr int XI = TN * 16 / kWgThreads;  // x pieces per thread
+  static constexpr int WI = kWgRows * 4 / kWgThreads;  // weight pieces per thread
+  static_assert(XI * kWgThreads == TN * 16 && WI * kWgThreads == kWgRows * 4, "whole pieces per thread");
+  const char* xsrc;  // piece 0's source at superblock 0
+  int64_t xstep;     // bytes between the thread's x pieces (16 tokens)
+  uint32_t xdst;     // piece 0's offset in a stage (piece i: + i * 16 * 128)
+  uint32_t xok;      // bit i: piece i's token < M
+  int xcol;          // the pieces' column at superblock 0
+  const uint32_t* wsrc[WI];
+  uint32_t wdst;     // weight piece 0's offset in a stage (piece i: + i * 64 * 64)
+
+  __device__ __forceinline__ WgFill(const Params& p, int row0, int tok0, int tid) {
+    const int tok = tid >> 4, piece = tid & 15;
+    xcol = piece * 8;
+    xsrc = static_cast<const char*>(p.x) + (static_cast<int64_t>(tok0 + tok) * p.x_stride + xcol) * 2;
+    xstep = static_cast<int64_t>(16) * p.x_stride * 2;
+    xdst = (piece >> 3) * (TN * 128) + tok * 128 + (((piece & 7) ^ (tok & 7)) << 4);
+    xok = 0;
 #pragma unroll
-  for (int it = 0; it < TN * 16 / kWgThreads; ++it) {
-    const int c = tid + it * kWgThreads;
-    const int tok = c >> 4, piece = c & 15;
-    const int col = sb * 128 + piece * 8;
-    const bool ok = tok0 + tok < p.m && col < p.k;
-    const char* src = static_cast<const char*>(p.x) +
-                      (static_cast<int64_t>(ok ? tok0 + tok : 0) * p.x_stride + (ok ? col : 0)) * 2;
-    const uint32_t dst = st + (piece >> 3) * (TN * 128) + tok * 128 + (((piece & 7) ^ (tok & 7)) << 4);
-    gemm_cp16(dst, src, ok ? 16 : 0);
-  }
-  const WgStage S = wg_stage(TN, ssize);
+    for (int i = 0; i < XI; ++i) xok |= (tok0 + tok + 16 * i < p.m ? 1u : 0u) << i;
+    const int r = tid >> 2, wp = tid & 3;
 #pragma unroll
-  for (int it = 0; it < kWgRows * 4 / kWgThreads; ++it) {
-    const int c = tid + it * kWgThreads;
-    const int r = c >> 2, piece = c & 3;
-    const int row = min(row0 + r, p.n - 1);
-    gemm_cp16(st + S.w_off + r * 64 + ((piece ^ (((r >> 1) & 1) << 1)) << 4),
-              p.qw + static_cast<int64_t>(row) * p.qw_stride + sb * 16 + piece * 4, 16);
+    for (int i = 0; i < WI; ++i)
+      wsrc[i] = p.qw + static_cast<int64_t>(min(row0 + r + 64 * i, p.n - 1)) * p.qw_stride + wp * 4;
+    wdst = r * 64 + ((wp ^ (((r >> 1) & 1) << 1)) << 4);
   }
-  const int64_t gb = static_cast<int64_t>(group_of_sb(sb, p.grp_mul)) * p.n;
-  const int s_pieces = kWgRows * ssize / 4;
-  if (tid < s_pieces) {
-    const int row = row0 + tid * 4 / ssize;
-    const char* src = static_cast<const char*>(p.scales) + (gb + (row < p.n ? row : 0)) * ssize;
-    cp4(st + S.s_off + tid * 4, src, clamp4((static_cast<int64_t>(p.n) - row) * ssize));
-  } else if (p.zeros != nullptr && tid - s_pieces < kWgRows / 4) {
-    const int zc = tid - s_pieces, row = row0 + zc * 4;
-    cp4(st + S.z_off + zc * 4, p.zeros + gb + (row < p.n ? row : 0), clamp4(static_cast<int64_t>(p.n) - row));
+
+  __device__ __forceinline__ void issue(uint32_t st, const Params& p, int row0, int sb, int tid, int ssize) const {
+    const bool col_ok = sb * 128 + xcol < p.k;
+#pragma unroll
+    for (int i = 0; i < XI; ++i) {
+      const bool ok = col_ok && ((xok >> i) & 1u);
+      gemm_cp16(st + xdst + i * (16 * 128), ok ? xsrc + i * xstep + sb * 256 : p.x, ok ? 16 : 0);
+    }
+    const WgStage S = wg_stage(TN, ssize);
+#pragma unroll
+    for (int i = 0; i < WI; ++i) gemm_cp16(st + S.w_off + wdst + i * (64 * 64), wsrc[i] + sb * 16, 16);
+    const int64_t gb = static_cast<int64_t>(group_of_sb(sb, p.grp_mul)) * p.n;
+    const int s_pieces = kWgRows * ssize / 4;
+    if (tid < s_pieces) {
+      const int row = row0 + tid * 4 / ssize;
+      const char* src = static_cast<const char*>(p.scales) + (gb + (row < p.n ? row : 0)) * ssize;
+      cp4(st + S.s_off + tid * 4, src, clamp4((static_cast<int64_t>(p.n) - row) * ssize));
+    } else if (p.zeros != nullptr && tid - s_pieces < kWgRows / 4) {
+      const int zc = tid - s_pieces, row = row0 + zc * 4;
+      cp4(st + S.z_off + zc * 4, p.zeros + gb + (row < p.n ? row : 0), clamp4(static_cast<int64_t>(p.n) - row));
+    }
   }
-}
+};
 
 // The 8 A fragments (one per 16-k step) of local rows r and r + 8 from a stage: words
 // {2t, 2t+1, 2t+8, 2t+9} of each row (two 8-byte reads through the weight swizzle), q - zero exact,
@@ -249,10 +268,11 @@ __global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const GemmParam
 #pragma unroll
   for (int v = 0; v < V; ++v) acc[v] = 0.f;
   uint32_t a[2][8][4];
+  const WgFill<TN> fill(p, row0, tok0, tid);
 
 #pragma unroll
   for (int s = 0; s < ST - 2; ++s) {
-    if (sb_lo + s < sb_hi) wg_fill<TN>(ring + s * kStage, p, row0, tok0, sb_lo + s, tid, ssize);
+    if (sb_lo + s < sb_hi) fill.issue(ring + s * kStage, p, row0, sb_lo + s, tid, ssize);
     cp_commit();
   }
   // One superblock: its stage has landed, refill the slot freed two superblocks ago, dequantize into
@@ -264,7 +284,7 @@ __global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const GemmParam
     // cp.async wrote through the generic proxy, wgmma reads through the async proxy
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
     __syncthreads();
-    if (sb + ST - 2 < sb_hi) wg_fill<TN>(ring + ((j + ST - 2) % ST) * kStage, p, row0, tok0, sb + ST - 2, tid, ssize);
+    if (sb + ST - 2 < sb_hi) fill.issue(ring + ((j + ST - 2) % ST) * kStage, p, row0, sb + ST - 2, tid, ssize);
     cp_commit();
     const uint32_t xs = ring + (j % ST) * kStage;
     wg_dequant<XT, TN>(a[B], smem + (j % ST) * kStage, p, r, t, magic, ssize);
