@@ -62,5 +62,25 @@ __device__ __forceinline__ void bulk_copy(uint32_t dst, const void* src, uint32_
 #endif
 }
 
+// One plain arrival (no transaction bytes).
+__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+#endif
+}
+
+// The box of a 2-D tensor map (a CUtensorMap kernel parameter: `map` is its generic address) at
+// coordinates (c0 innermost, c1) into shared dst (aligned as the map's swizzle needs), completing
+// on bar; elements outside the tensor land as zeros.
+__device__ __forceinline__ void tensor_copy_2d(uint32_t dst, const void* map, int c0, int c1, uint32_t bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" ::
+          "r"(dst),
+      "l"(map), "r"(c0), "r"(c1), "r"(bar)
+      : "memory");
+#endif
+}
+
 }  // namespace tma
 }  // namespace qlinear

@@ -18,22 +18,22 @@
 // swizzled K-major B tile must be (w4a16_gemm.cuh instead reads words 4t .. 4t + 3 and permutes
 // x's k within each plane, which only mma.sync's register B allows).
 //
-// Stage (one superblock, 1024-byte aligned):
-//   x  two 64-k atoms [TN tokens][128 bytes], 16-byte chunk c of token r at chunk c ^ (r % 8): the
-//      hardware's 128-byte swizzle, so the descriptor (K-major, SBO 1024) reads it directly;
-//   w  [128 rows][64 bytes], chunk c of row r at c ^ (2 ((r >> 1) & 1)): a warp's 8-byte reads of
-//      four rows (two chunks each) then hit 32 distinct banks;
-//   the group's scales [128] (scale dtype) and zeros [128] (uint8) for the CTA's rows.
-// All 256 threads fill stages with cp.async ST - 2 superblocks ahead. Two ahead is the most the ring
-// allows: each warpgroup keeps one superblock's wgmma group in flight (wait_group 1) while it
-// dequantizes the next, so the stage of superblock j - 1 is still being read when j is computed,
-// and a stage is refilled only after the __syncthreads that follows both warpgroups' wait for it.
-// The A fragments are double-buffered (registers of superblock j - 1 stay live until its group is
-// known complete).
+// Stage (one superblock, 1024-byte aligned), filled by TMA (2-D tensor maps built by the launcher):
+//   x  two 64-k atoms [TN tokens][128 bytes] with the hardware's 128-byte swizzle, which the wgmma
+//      descriptor (K-major, SBO 1024) reads directly; tokens >= M and columns >= K land as zeros;
+//   w  [128 rows][64 bytes]: the CTA's rows' 16 words (rows >= N land as zeros, never stored).
+// Warp 8 is the producer: one lane issues a stage's three copies on its `full` mbarrier (with the
+// byte count), after the stage's `empty` mbarrier says the 8 consumer warps are done with it. The
+// consumers (two warpgroups) wait on `full`, dequantize (scales and zero points straight from global
+// memory, loaded one superblock ahead), issue the 8 wgmmas and keep that group in flight while the
+// next superblock is dequantized (wait_group 1): a stage is released one superblock after its use,
+// when its group is known complete. The A fragments are double-buffered for the same reason.
 //
 // K split: as w4a16_gemm.cuh (fp32 partials [tile][split][value][thread], last CTA to arrive sums in
 // split order, resets the counter).
 #pragma once
+
+#include <cuda.h>
 
 #include "w4a16_gemm.cuh"
 
@@ -41,22 +41,27 @@ namespace qlinear {
 namespace w4a16g {
 
 constexpr int kWgRows = 128;     // weight rows per CTA (two warpgroups of 64)
-constexpr int kWgThreads = 256;  // threads per CTA
+constexpr int kWgThreads = 256;  // consumer threads per CTA (two warpgroups)
+constexpr int kWgBlock = kWgThreads + 32;  // + the producer warp
 
-// Byte layout of one stage for TN tokens and ssize-byte scales; bytes rounded to 1024 so that every
-// stage's x atoms stay 1024-byte aligned.
+// Byte layout of one stage for TN tokens: x atoms, then the weight rows; bytes rounded to 1024 so that
+// every stage's x atoms stay 1024-byte aligned.
 struct WgStage {
-  int w_off, s_off, z_off, bytes;
+  int w_off, bytes;
 };
-__host__ __device__ constexpr WgStage wg_stage(int tn, int ssize) {
-  const int x_bytes = tn * 256;
-  const int w_off = x_bytes, s_off = w_off + kWgRows * 64, z_off = s_off + kWgRows * ssize;
-  return WgStage{w_off, s_off, z_off, (z_off + kWgRows + 1023) / 1024 * 1024};
+__host__ __device__ constexpr WgStage wg_stage(int tn) {
+  return WgStage{tn * 256, (tn * 256 + kWgRows * 64 + 1023) / 1024 * 1024};
 }
-// Dynamic shared memory of a launch: ST stages plus the slack to align the ring to 1024 bytes.
-__host__ __device__ constexpr int wg_smem_bytes(int tn, int st, int ssize) {
-  return st * wg_stage(tn, ssize).bytes + 1024;
-}
+// Dynamic shared memory of a launch: ST stages, 2 ST mbarriers, the slack to align the ring to 1024.
+__host__ __device__ constexpr int wg_smem_bytes(int tn, int st) { return st * wg_stage(tn).bytes + 16 * st + 1024; }
+
+// The kernel's parameters: the two tensor maps (CUtensorMap brings its own 128-byte alignment; TMA
+// reads them from the parameter space: __grid_constant__) and the GEMM's operands.
+struct WgParams {
+  CUtensorMap xmap;  // x [M, K]: box 64 columns x TN tokens, 128-byte swizzle
+  CUtensorMap wmap;  // qweight [N, words] int32: box 16 words x 128 rows, no swizzle
+  GemmParams gp;
+};
 
 // Compiled (TN, ST) as (TN / 8) * 10 + ST.
 constexpr int kWgCodes[] = {164, 165, 84, 88};
@@ -70,7 +75,7 @@ struct WgCode {
 template <size_t L>
 constexpr bool wg_codes_fit(const int (&codes)[L]) {
   for (size_t i = 0; i < L; ++i)
-    if (wg_smem_bytes(codes[i] / 10 * 8, codes[i] % 10, 4) > 227 * 1024) return false;
+    if (wg_smem_bytes(codes[i] / 10 * 8, codes[i] % 10) > 227 * 1024) return false;
   return true;
 }
 static_assert(wg_codes_fit(kWgCodes), "a compiled wgmma code needs more than 227 KB of shared memory");
@@ -148,147 +153,114 @@ __device__ __forceinline__ void wgmma_rs<__half, 128>(float (&d)[64], const uint
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
 }
 
-// Fills a stage with superblock sb (TN tokens, 256 threads): x as 16-byte pieces into the swizzled
-// atoms (tokens >= M and columns >= K zero-filled), the CTA's 128 weight rows (rows past N read row
-// N - 1, never stored), then 4-byte pieces of the group's scales and zeros. The per-thread source
-// pointers and stage offsets are computed once per CTA: thread tid copies x piece tid % 16 of tokens
-// tid / 16 + 16 i (the same swizzled chunk for every i) and weight piece tid % 4 of rows tid / 4 + 64 i,
-// so a superblock only adds its offset.
-template <int TN>
-struct WgFill {
-  static constexpr int XI = TN * 16 / kWgThreads;  // x pieces per thread
-  static constexpr int WI = kWgRows * 4 / kWgThreads;  // weight pieces per thread
-  static_assert(XI * kWgThreads == TN * 16 && WI * kWgThreads == kWgRows * 4, "whole pieces per thread");
-  const char* xsrc;  // piece 0's source at superblock 0
-  int64_t xstep;     // bytes between the thread's x pieces (16 tokens)
-  uint32_t xdst;     // piece 0's offset in a stage (piece i: + i * 16 * 128)
-  uint32_t xok;      // bit i: piece i's token < M
-  int xcol;          // the pieces' column at superblock 0
-  const uint32_t* wsrc[WI];
-  uint32_t wdst;     // weight piece 0's offset in a stage (piece i: + i * 64 * 64)
-
-  __device__ __forceinline__ WgFill(const Params& p, int row0, int tok0, int tid) {
-    const int tok = tid >> 4, piece = tid & 15;
-    xcol = piece * 8;
-    xsrc = static_cast<const char*>(p.x) + (static_cast<int64_t>(tok0 + tok) * p.x_stride + xcol) * 2;
-    xstep = static_cast<int64_t>(16) * p.x_stride * 2;
-    xdst = (piece >> 3) * (TN * 128) + tok * 128 + (((piece & 7) ^ (tok & 7)) << 4);
-    xok = 0;
-#pragma unroll
-    for (int i = 0; i < XI; ++i) xok |= (tok0 + tok + 16 * i < p.m ? 1u : 0u) << i;
-    const int r = tid >> 2, wp = tid & 3;
-#pragma unroll
-    for (int i = 0; i < WI; ++i)
-      wsrc[i] = p.qw + static_cast<int64_t>(min(row0 + r + 64 * i, p.n - 1)) * p.qw_stride + wp * 4;
-    wdst = r * 64 + ((wp ^ (((r >> 1) & 1) << 1)) << 4);
-  }
-
-  __device__ __forceinline__ void issue(uint32_t st, const Params& p, int row0, int sb, int tid, int ssize) const {
-    const bool col_ok = sb * 128 + xcol < p.k;
-#pragma unroll
-    for (int i = 0; i < XI; ++i) {
-      const bool ok = col_ok && ((xok >> i) & 1u);
-      gemm_cp16(st + xdst + i * (16 * 128), ok ? xsrc + i * xstep + sb * 256 : p.x, ok ? 16 : 0);
-    }
-    const WgStage S = wg_stage(TN, ssize);
-#pragma unroll
-    for (int i = 0; i < WI; ++i) gemm_cp16(st + S.w_off + wdst + i * (64 * 64), wsrc[i] + sb * 16, 16);
-    const int64_t gb = static_cast<int64_t>(group_of_sb(sb, p.grp_mul)) * p.n;
-    const int s_pieces = kWgRows * ssize / 4;
-    if (tid < s_pieces) {
-      const int row = row0 + tid * 4 / ssize;
-      const char* src = static_cast<const char*>(p.scales) + (gb + (row < p.n ? row : 0)) * ssize;
-      cp4(st + S.s_off + tid * 4, src, clamp4((static_cast<int64_t>(p.n) - row) * ssize));
-    } else if (p.zeros != nullptr && tid - s_pieces < kWgRows / 4) {
-      const int zc = tid - s_pieces, row = row0 + zc * 4;
-      cp4(st + S.z_off + zc * 4, p.zeros + gb + (row < p.n ? row : 0), clamp4(static_cast<int64_t>(p.n) - row));
-    }
-  }
+// The scale (twice, x's dtype) and negated magic + zero (nzero) of local rows r and r + 8 for the
+// group of superblock sb, from global memory (rows past N read row N - 1).
+template <typename XT>
+struct WgGroupVals {
+  uint32_t s0, s1, nz0, nz1;
 };
+template <typename XT>
+__device__ __forceinline__ WgGroupVals<XT> wg_group_vals(const Params& p, int row, int sb) {
+  const int64_t gb = static_cast<int64_t>(group_of_sb(sb, p.grp_mul)) * p.n;
+  const int r0 = min(row, p.n - 1), r1 = min(row + 8, p.n - 1);
+  WgGroupVals<XT> v;
+  v.s0 = pack2<XT>(load_f(p.scales, gb + r0, p.scale_kind));
+  v.s1 = pack2<XT>(load_f(p.scales, gb + r1, p.scale_kind));
+  v.nz0 = nzero<XT>(p.zeros != nullptr ? p.zeros[gb + r0] : 8u);
+  v.nz1 = nzero<XT>(p.zeros != nullptr ? p.zeros[gb + r1] : 8u);
+  return v;
+}
 
-// The 8 A fragments (one per 16-k step) of local rows r and r + 8 from a stage: words
-// {2t, 2t+1, 2t+8, 2t+9} of each row (two 8-byte reads through the weight swizzle), q - zero exact,
-// then times the row's scale in x's dtype.
-template <typename XT, int TN>
-__device__ __forceinline__ void wg_dequant(uint32_t (&a)[8][4], const unsigned char* stage, const Params& p, int r,
-                                           int t, uint32_t magic, int ssize) {
-  const WgStage S = wg_stage(TN, ssize);
-  const int sw = ((r >> 1) & 1) << 1;  // the same for r + 8
-  const unsigned char* w = stage + S.w_off + (t & 1) * 8;
-  const int c0 = ((t >> 1) ^ sw) << 4, c1 = ((2 + (t >> 1)) ^ sw) << 4;
-  const uint2 l0 = *reinterpret_cast<const uint2*>(w + r * 64 + c0);
-  const uint2 l1 = *reinterpret_cast<const uint2*>(w + r * 64 + c1);
-  const uint2 h0 = *reinterpret_cast<const uint2*>(w + (r + 8) * 64 + c0);
-  const uint2 h1 = *reinterpret_cast<const uint2*>(w + (r + 8) * 64 + c1);
+// The 8 A fragments (one per 16-k step) of local rows r and r + 8 from a stage's weight rows: words
+// {2t, 2t+1, 2t+8, 2t+9} of each row (two 8-byte reads per row), q - zero exact, then times the row's
+// scale in x's dtype.
+template <typename XT>
+__device__ __forceinline__ void wg_dequant(uint32_t (&a)[8][4], const unsigned char* w, int r, int t,
+                                           const WgGroupVals<XT>& gv, uint32_t magic) {
+  const unsigned char* wr = w + r * 64 + (t >> 1) * 16 + (t & 1) * 8;
+  const uint2 l0 = *reinterpret_cast<const uint2*>(wr);
+  const uint2 l1 = *reinterpret_cast<const uint2*>(wr + 32);
+  const uint2 h0 = *reinterpret_cast<const uint2*>(wr + 8 * 64);
+  const uint2 h1 = *reinterpret_cast<const uint2*>(wr + 8 * 64 + 32);
   uint32_t lo[4], hi[4];
   split_words(make_uint4(l0.x, l0.y, l1.x, l1.y), lo);
   split_words(make_uint4(h0.x, h0.y, h1.x, h1.y), hi);
-  const uint32_t s0 = pack2<XT>(stage_scale(stage + S.s_off, r, p.scale_kind));
-  const uint32_t s1 = pack2<XT>(stage_scale(stage + S.s_off, r + 8, p.scale_kind));
-  uint32_t nz0 = nzero<XT>(8u), nz1 = nzero<XT>(8u);
-  if (p.zeros != nullptr) {
-    nz0 = nzero<XT>(stage[S.z_off + r]);
-    nz1 = nzero<XT>(stage[S.z_off + r + 8]);
-  }
 #pragma unroll
   for (int i = 0; i < 8; ++i) {
-    a_frag_i<XT>(i, a[i], lo, hi, nz0, nz1, magic);
-    a[i][0] = hmul2<XT>(a[i][0], s0);
-    a[i][2] = hmul2<XT>(a[i][2], s0);
-    a[i][1] = hmul2<XT>(a[i][1], s1);
-    a[i][3] = hmul2<XT>(a[i][3], s1);
+    a_frag_i<XT>(i, a[i], lo, hi, gv.nz0, gv.nz1, magic);
+    a[i][0] = hmul2<XT>(a[i][0], gv.s0);
+    a[i][2] = hmul2<XT>(a[i][2], gv.s0);
+    a[i][1] = hmul2<XT>(a[i][1], gv.s1);
+    a[i][3] = hmul2<XT>(a[i][3], gv.s1);
   }
 }
 
 #endif  // QLINEAR_WGMMA
 
 template <typename XT, int TN, int ST>
-__global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const GemmParams gp) {
+__global__ void __launch_bounds__(kWgBlock, 1) w4_wgmma_kernel(const __grid_constant__ WgParams wp) {
 #if QLINEAR_WGMMA
-  static_assert(ST >= 3, "two stages ahead need three or more");
-  constexpr int V = TN / 2;  // accumulator values per thread
+  static_assert(ST >= 2, "a stage is released one superblock after its use");
+  constexpr int V = TN / 2;  // accumulator values per consumer thread
+  constexpr uint32_t kStage = wg_stage(TN).bytes;
   extern __shared__ __align__(16) unsigned char wg_smem_raw[];
   const uint32_t raw = static_cast<uint32_t>(__cvta_generic_to_shared(wg_smem_raw));
   const uint32_t ring = (raw + 1023u) & ~1023u;  // 128-byte swizzle atoms need 1024-byte alignment
   unsigned char* smem = wg_smem_raw + (ring - raw);
+  const uint32_t full0 = ring + ST * kStage, empty0 = full0 + 8 * ST;  // mbarriers
+  const GemmParams& gp = wp.gp;
   const Params& p = gp.p;
-  const int tid = threadIdx.x, lane = tid & 31;
-  const int g = lane >> 2, t = lane & 3;
-  const int r = (tid >> 5) * 16 + g;  // local row of the lane's first A row: warpgroup 64 + warp 16 + g
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int row0 = blockIdx.x * kWgRows;
   const int tok0 = blockIdx.z * TN;
   const int sb_lo = blockIdx.y * gp.sb_per_split;
-  const int sb_hi = min(sb_lo + gp.sb_per_split, p.nsb);
-  const int ssize = fkind_bytes(p.scale_kind);
-  const uint32_t kStage = static_cast<uint32_t>(wg_stage(TN, ssize).bytes);
+  const int nsb = min(sb_lo + gp.sb_per_split, p.nsb) - sb_lo;  // superblocks of this CTA
+
+  if (tid == 0) {
+    for (int s = 0; s < ST; ++s) {
+      tma::mbar_init(full0 + 8 * s, 1);
+      tma::mbar_init(empty0 + 8 * s, kWgThreads / 32);
+    }
+    tma::mbar_fence_init();
+  }
+  __syncthreads();
+
+  if (warp == kWgThreads / 32) {  // producer
+    if (lane == 0) {
+      for (int j = 0; j < nsb; ++j) {
+        const int s = j % ST;
+        if (j >= ST) tma::mbar_wait(empty0 + 8 * s, static_cast<uint32_t>((j / ST - 1) & 1));
+        const uint32_t st = ring + s * kStage, bar = full0 + 8 * s;
+        tma::mbar_arrive_tx(bar, static_cast<uint32_t>(TN * 256 + kWgRows * 64));
+        const int sb = sb_lo + j;
+        tma::tensor_copy_2d(st, &wp.xmap, sb * 128, tok0, bar);
+        tma::tensor_copy_2d(st + TN * 128, &wp.xmap, sb * 128 + 64, tok0, bar);
+        tma::tensor_copy_2d(st + wg_stage(TN).w_off, &wp.wmap, sb * 16, row0, bar);
+      }
+    }
+    return;
+  }
+
+  const int g = lane >> 2, t = lane & 3;
+  const int r = warp * 16 + g;  // local row of the lane's first A row: warpgroup 64 + warp 16 + g
   uint32_t magic;
   asm("mov.b32 %0, %1;" : "=r"(magic) : "n"(Mma<XT>::kMagic));
-
   float acc[V];
 #pragma unroll
   for (int v = 0; v < V; ++v) acc[v] = 0.f;
   uint32_t a[2][8][4];
-  const WgFill<TN> fill(p, row0, tok0, tid);
+  WgGroupVals<XT> gv = wg_group_vals<XT>(p, row0 + r, sb_lo);
 
-#pragma unroll
-  for (int s = 0; s < ST - 2; ++s) {
-    if (sb_lo + s < sb_hi) fill.issue(ring + s * kStage, p, row0, sb_lo + s, tid, ssize);
-    cp_commit();
-  }
-  // One superblock: its stage has landed, refill the slot freed two superblocks ago, dequantize into
-  // buffer B, issue the 8 wgmmas, and wait for the previous superblock's group (buffer B ^ 1 free).
-  auto step = [&](auto buf, int sb) {
+  // Superblock j: wait for its stage, dequantize into buffer B (the next group's scales already on
+  // their way), issue the 8 wgmmas, wait for superblock j - 1's group and release its stage.
+  auto step = [&](auto buf, int j) {
     constexpr int B = decltype(buf)::value;
-    const int j = sb - sb_lo;
-    cp_wait<ST - 3>();
-    // cp.async wrote through the generic proxy, wgmma reads through the async proxy
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    __syncthreads();
-    if (sb + ST - 2 < sb_hi) fill.issue(ring + ((j + ST - 2) % ST) * kStage, p, row0, sb + ST - 2, tid, ssize);
-    cp_commit();
-    const uint32_t xs = ring + (j % ST) * kStage;
-    wg_dequant<XT, TN>(a[B], smem + (j % ST) * kStage, p, r, t, magic, ssize);
-    const uint64_t d0 = wg_desc(xs);
+    const int s = j % ST;
+    const WgGroupVals<XT> next = wg_group_vals<XT>(p, row0 + r, min(sb_lo + j + 1, p.nsb - 1));
+    tma::mbar_wait(full0 + 8 * s, static_cast<uint32_t>((j / ST) & 1));
+    const unsigned char* st = smem + s * kStage;
+    wg_dequant<XT>(a[B], st + wg_stage(TN).w_off, r, t, gv, magic);
+    const uint64_t d0 = wg_desc(ring + s * kStage);
     wg_fence();
 #pragma unroll
     for (int i = 0; i < 8; ++i)
@@ -299,17 +271,18 @@ __global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const GemmParam
     for (int i = 0; i < 8; ++i)
 #pragma unroll
       for (int c = 0; c < 4; ++c) keep(a[B ^ 1][i][c]);
+    if (j >= 1 && lane == 0) tma::mbar_arrive(empty0 + 8 * ((j - 1) % ST));
+    gv = next;
   };
-  int sb = sb_lo;
-  for (; sb + 1 < sb_hi; sb += 2) {
-    step(std::integral_constant<int, 0>{}, sb);
-    step(std::integral_constant<int, 1>{}, sb + 1);
+  int j = 0;
+  for (; j + 1 < nsb; j += 2) {
+    step(std::integral_constant<int, 0>{}, j);
+    step(std::integral_constant<int, 1>{}, j + 1);
   }
-  if (sb < sb_hi) step(std::integral_constant<int, 0>{}, sb);
+  if (j < nsb) step(std::integral_constant<int, 0>{}, j);
   wg_wait<0>();
 #pragma unroll
   for (int v = 0; v < V; ++v) keep(acc[v]);
-  cp_wait<0>();
 
   const int tile = blockIdx.x + gridDim.x * blockIdx.z;
   if (gridDim.y > 1) {
@@ -318,19 +291,20 @@ __global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const GemmParam
 #pragma unroll
     for (int v = 0; v < V; ++v) __stcg(mine + v * kWgThreads + tid, acc[v]);
     __threadfence();
-    __syncthreads();
+    asm volatile("bar.sync 1, %0;" ::"n"(kWgThreads) : "memory");  // the consumers only
     __shared__ int last;
     if (tid == 0) last = atomicAdd(gp.counters + tile, 1) == static_cast<int>(gridDim.y) - 1;
-    __syncthreads();
+    asm volatile("bar.sync 1, %0;" ::"n"(kWgThreads) : "memory");
     if (!last) return;
     __threadfence();
     if (tid == 0) gp.counters[tile] = 0;  // ready for the next launch (graph replays)
     const float* base = gp.ws + static_cast<int64_t>(tile) * gridDim.y * tile_floats;
 #pragma unroll
     for (int v = 0; v < V; ++v) {
-      float s = 0.f;
-      for (int sp = 0; sp < static_cast<int>(gridDim.y); ++sp) s += __ldcg(base + sp * tile_floats + v * kWgThreads + tid);
-      acc[v] = s;
+      float sum = 0.f;
+      for (int sp = 0; sp < static_cast<int>(gridDim.y); ++sp)
+        sum += __ldcg(base + sp * tile_floats + v * kWgThreads + tid);
+      acc[v] = sum;
     }
   }
 #pragma unroll
@@ -338,9 +312,9 @@ __global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const GemmParam
     const int row = row0 + r + ((v & 2) ? 8 : 0);
     const int tok = tok0 + (v >> 2) * 8 + 2 * t + (v & 1);
     if (row < p.n && tok < p.m) {
-      float s = acc[v];
-      if (p.bias != nullptr) s += load_f(p.bias, row, p.bias_kind);
-      static_cast<XT*>(p.out)[static_cast<int64_t>(tok) * p.out_stride + row] = Mma<XT>::from_f(s);
+      float o = acc[v];
+      if (p.bias != nullptr) o += load_f(p.bias, row, p.bias_kind);
+      static_cast<XT*>(p.out)[static_cast<int64_t>(tok) * p.out_stride + row] = Mma<XT>::from_f(o);
     }
   }
 #else

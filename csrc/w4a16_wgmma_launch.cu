@@ -1,5 +1,7 @@
 // Launcher of the Hopper wgmma W4A16 GEMM (w4a16_wgmma.cuh): support checks, the automatic config and
 // the dispatch over the compiled (dtype, TN, ST) instances. Declared in w4a16_gemm_launch.h.
+#include <cudaTypedefs.h>
+
 #include <utility>
 
 #include "device_attrs.h"
@@ -12,6 +14,7 @@ namespace {
 
 using w4a16g::code_listed;
 using w4a16g::GemmParams;
+using w4a16g::WgParams;
 
 int64_t cdiv64(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -21,25 +24,49 @@ int64_t wg_tiles(const W4GemvArgs& a, const W4GemmConfig& c) {
   return cdiv64(a.n, w4a16g::kWgRows) * cdiv64(a.m, c.tokens);
 }
 
-int scale_bytes(const W4GemvArgs& a) { return a.scale_dtype == W4GDType::kFloat32 ? 4 : 2; }
+// cuTensorMapEncodeTiled from the driver (no link against libcuda), looked up once.
+PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
+  static PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess)
+      f = nullptr;
+    (void)cudaGetLastError();
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
+  }();
+  return fn;
+}
+
+// A 2-D tiled map: dims / box innermost first, row stride in bytes (a multiple of 16).
+bool encode_2d(CUtensorMap* map, CUtensorMapDataType dt, const void* base, uint64_t d0, uint64_t d1,
+               uint64_t row_bytes, uint32_t b0, uint32_t b1, CUtensorMapSwizzle swizzle) {
+  const auto fn = encode_fn();
+  if (fn == nullptr) return false;
+  const cuuint64_t dims[2] = {d0, d1};
+  const cuuint64_t strides[1] = {row_bytes};
+  const cuuint32_t box[2] = {b0, b1};
+  const cuuint32_t estr[2] = {1, 1};
+  return fn(map, dt, 2, const_cast<void*>(base), dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
+            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
 
 template <typename XT, int C>
-cudaError_t launch_code(const GemmParams& gp, dim3 grid, int ssize, cudaStream_t stream) {
+cudaError_t launch_code(const WgParams& wp, dim3 grid, cudaStream_t stream) {
   using D = w4a16g::WgCode<C>;
   const auto kernel = w4a16g::w4_wgmma_kernel<XT, D::TN, D::ST>;
-  const int smem = w4a16g::wg_smem_bytes(D::TN, D::ST, ssize);
+  const int smem = w4a16g::wg_smem_bytes(D::TN, D::ST);
   const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (e != cudaSuccess) return e;
-  kernel<<<grid, dim3(w4a16g::kWgThreads), smem, stream>>>(gp);
+  kernel<<<grid, dim3(w4a16g::kWgBlock), smem, stream>>>(wp);
   return cudaGetLastError();
 }
 
 template <typename XT, size_t... I>
-cudaError_t launch_listed(int code, const GemmParams& gp, dim3 grid, int ssize, cudaStream_t stream,
-                          std::index_sequence<I...>) {
+cudaError_t launch_listed(int code, const WgParams& wp, dim3 grid, cudaStream_t stream, std::index_sequence<I...>) {
   cudaError_t r = cudaErrorInvalidValue;
   auto one = [&](auto c) {
-    r = launch_code<XT, decltype(c)::value>(gp, grid, ssize, stream);
+    r = launch_code<XT, decltype(c)::value>(wp, grid, stream);
     return true;
   };
   (void)((code == w4a16g::kWgCodes[I] && one(std::integral_constant<int, w4a16g::kWgCodes[I]>{})) || ...);
@@ -104,7 +131,7 @@ W4GemmSupport w4_wgmma_supported(const W4GemvArgs& a, const W4GemmConfig& cfg, i
   if (a.n >= (int64_t{1} << 31) || a.k >= (int64_t{1} << 22) || (c.splits > 1 && wg_tiles(a, c) > counters))
     return W4GemmSupport::kTooLarge;
   if (c.splits > 1 && workspace_floats < w4_wgmma_workspace_floats(a, c)) return W4GemmSupport::kWorkspace;
-  if (w4a16g::wg_smem_bytes(c.tokens, c.stages, scale_bytes(a)) > devattr::smem_optin())
+  if (w4a16g::wg_smem_bytes(c.tokens, c.stages) > devattr::smem_optin())
     return W4GemmSupport::kTooMuchSmem;
   return W4GemmSupport::kOk;
 }
@@ -116,18 +143,29 @@ cudaError_t w4_wgmma_launch(const W4GemvArgs& a, const W4GemmConfig& cfg, float*
   if (w4_wgmma_supported(a, cfg, workspace_floats, num_counters) != W4GemmSupport::kOk) return cudaErrorInvalidValue;
   const W4GemmConfig c = w4_wgmma_resolve(a, cfg);
   if (used != nullptr) *used = c;
-  GemmParams gp{};
+  WgParams wp{};
+  GemmParams& gp = wp.gp;
   gp.p = w4_params(a, 0);
   gp.ws = workspace;
   gp.counters = counters;
   const int64_t nsb = cdiv64(a.k, 128);
   gp.sb_per_split = static_cast<int>(cdiv64(nsb, c.splits));
+  // x [M, K] in boxes of 64 columns x `tokens` rows, swizzled for the wgmma descriptor; qweight
+  // [N, 16 nsb] int32 in boxes of 16 words x 128 rows. One row of x: any stride works (rounded to 16)
+  const uint64_t x_row = a.m > 1 ? static_cast<uint64_t>(a.x_stride) * 2 : static_cast<uint64_t>(cdiv64(a.k * 2, 16) * 16);
+  const CUtensorMapDataType xdt =
+      a.x_dtype == W4GDType::kBFloat16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  if (!encode_2d(&wp.xmap, xdt, a.x, static_cast<uint64_t>(a.k), static_cast<uint64_t>(a.m), x_row, 64,
+                 static_cast<uint32_t>(c.tokens), CU_TENSOR_MAP_SWIZZLE_128B) ||
+      !encode_2d(&wp.wmap, CU_TENSOR_MAP_DATA_TYPE_INT32, a.qweight, static_cast<uint64_t>(nsb * 16),
+                 static_cast<uint64_t>(a.n), static_cast<uint64_t>(a.qw_stride) * 4, 16, w4a16g::kWgRows,
+                 CU_TENSOR_MAP_SWIZZLE_NONE))
+    return cudaErrorInvalidValue;
   const dim3 grid(static_cast<unsigned>(cdiv64(a.n, w4a16g::kWgRows)), static_cast<unsigned>(c.splits),
                   static_cast<unsigned>(cdiv64(a.m, c.tokens)));
   constexpr auto seq = std::make_index_sequence<std::size(w4a16g::kWgCodes)>{};
-  const cudaError_t e = a.x_dtype == W4GDType::kBFloat16
-                            ? launch_listed<__nv_bfloat16>(wg_code(c), gp, grid, scale_bytes(a), stream, seq)
-                            : launch_listed<__half>(wg_code(c), gp, grid, scale_bytes(a), stream, seq);
+  const cudaError_t e = a.x_dtype == W4GDType::kBFloat16 ? launch_listed<__nv_bfloat16>(wg_code(c), wp, grid, stream, seq)
+                                                         : launch_listed<__half>(wg_code(c), wp, grid, stream, seq);
   if (e != cudaSuccess) (void)cudaGetLastError();
   return e;
 }
