@@ -2,6 +2,8 @@
 // the dispatch over the compiled (dtype, TN, ST) instances. Declared in w4a16_gemm_launch.h.
 #include <cudaTypedefs.h>
 
+#include <cstdlib>
+#include <type_traits>
 #include <utility>
 
 #include "device_attrs.h"
@@ -54,7 +56,14 @@ bool encode_2d(CUtensorMap* map, CUtensorMapDataType dt, const void* base, uint6
 template <typename XT, int C>
 cudaError_t launch_code(const WgParams& wp, dim3 grid, cudaStream_t stream) {
   using D = w4a16g::WgCode<C>;
-  const auto kernel = w4a16g::w4_wgmma_kernel<XT, D::TN, D::ST>;
+  auto kernel = w4a16g::w4_wgmma_kernel<XT, D::TN, D::ST>;
+  // DIAGNOSIS ONLY (session 11)
+  static const int diag = std::getenv("QLINEAR_WG_DIAG") ? std::atoi(std::getenv("QLINEAR_WG_DIAG")) : 0;
+  if constexpr (C == 164 && std::is_same_v<XT, __nv_bfloat16>) {
+    if (diag == 1) kernel = w4a16g::w4_wgmma_kernel<XT, D::TN, D::ST, 1>;
+    if (diag == 2) kernel = w4a16g::w4_wgmma_kernel<XT, D::TN, D::ST, 2>;
+    if (diag == 4) kernel = w4a16g::w4_wgmma_kernel<XT, D::TN, D::ST, 4>;
+  }
   const int smem = w4a16g::wg_smem_bytes(D::TN, D::ST);
   const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (e != cudaSuccess) return e;
