@@ -153,22 +153,47 @@ __device__ __forceinline__ void wgmma_rs<__half, 128>(float (&d)[64], const uint
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
 }
 
-// The scale (twice, x's dtype) and negated magic + zero (nzero) of local rows r and r + 8 for the
-// group of superblock sb, from global memory (rows past N read row N - 1).
+// The raw scale bits (2- or 4-byte) and zero points of rows row and row + 8 (rows past N read row
+// N - 1) for the group of superblock sb, loaded from global memory; wg_group_vals converts them one
+// superblock later, so that the loads' latency is not waited out where they are issued.
+struct WgGroupRaw {
+  uint32_t s0, s1, z0, z1;
+};
+__device__ __forceinline__ WgGroupRaw wg_group_load(const Params& p, int row, int sb) {
+  const int64_t gb = static_cast<int64_t>(group_of_sb(sb, p.grp_mul)) * p.n;
+  const int64_t i0 = gb + min(row, p.n - 1), i1 = gb + min(row + 8, p.n - 1);
+  WgGroupRaw v;
+  if (p.scale_kind == FKind::kFloat32) {
+    v.s0 = static_cast<const uint32_t*>(p.scales)[i0];
+    v.s1 = static_cast<const uint32_t*>(p.scales)[i1];
+  } else {
+    v.s0 = static_cast<const uint16_t*>(p.scales)[i0];
+    v.s1 = static_cast<const uint16_t*>(p.scales)[i1];
+  }
+  v.z0 = p.zeros != nullptr ? p.zeros[i0] : 8u;
+  v.z1 = p.zeros != nullptr ? p.zeros[i1] : 8u;
+  return v;
+}
+
+// A scale's raw bits of kind k as x's dtype, twice (both halves of a packed register): the bits
+// themselves when the kinds agree.
+template <typename XT>
+__device__ __forceinline__ uint32_t wg_scale2(uint32_t raw, FKind k) {
+  constexpr FKind kx = std::is_same_v<XT, __nv_bfloat16> ? FKind::kBFloat16 : FKind::kFloat16;
+  if (k == kx) return raw * 0x00010001u;
+  if (k == FKind::kFloat32) return pack2<XT>(__uint_as_float(raw));
+  return pack2<XT>(k == FKind::kBFloat16 ? __bfloat162float(__ushort_as_bfloat16(static_cast<unsigned short>(raw)))
+                                         : __half2float(__ushort_as_half(static_cast<unsigned short>(raw))));
+}
+
+// The scale (twice, x's dtype) and negated magic + zero (nzero) of rows r and r + 8.
 template <typename XT>
 struct WgGroupVals {
   uint32_t s0, s1, nz0, nz1;
 };
 template <typename XT>
-__device__ __forceinline__ WgGroupVals<XT> wg_group_vals(const Params& p, int row, int sb) {
-  const int64_t gb = static_cast<int64_t>(group_of_sb(sb, p.grp_mul)) * p.n;
-  const int r0 = min(row, p.n - 1), r1 = min(row + 8, p.n - 1);
-  WgGroupVals<XT> v;
-  v.s0 = pack2<XT>(load_f(p.scales, gb + r0, p.scale_kind));
-  v.s1 = pack2<XT>(load_f(p.scales, gb + r1, p.scale_kind));
-  v.nz0 = nzero<XT>(p.zeros != nullptr ? p.zeros[gb + r0] : 8u);
-  v.nz1 = nzero<XT>(p.zeros != nullptr ? p.zeros[gb + r1] : 8u);
-  return v;
+__device__ __forceinline__ WgGroupVals<XT> wg_group_vals(const WgGroupRaw& raw, FKind k) {
+  return WgGroupVals<XT>{wg_scale2<XT>(raw.s0, k), wg_scale2<XT>(raw.s1, k), nzero<XT>(raw.z0), nzero<XT>(raw.z1)};
 }
 
 // The 8 A fragments (one per 16-k step) of local rows r and r + 8 from a stage's weight rows: words
@@ -250,14 +275,16 @@ __global__ void __launch_bounds__(kWgBlock, 1) w4_wgmma_kernel(const __grid_cons
 #pragma unroll
   for (int v = 0; v < V; ++v) acc[v] = 0.f;
   uint32_t a[2][8][4];
-  WgGroupVals<XT> gv = wg_group_vals<XT>(p, row0 + r, sb_lo);
+  WgGroupRaw graw = wg_group_load(p, row0 + r, sb_lo);
 
-  // Superblock j: wait for its stage, dequantize into buffer B (the next group's scales already on
-  // their way), issue the 8 wgmmas, wait for superblock j - 1's group and release its stage.
+  // Superblock j: convert its group values (loaded one superblock ago), load the next superblock's,
+  // wait for its stage, dequantize into buffer B, issue the 8 wgmmas, wait for superblock j - 1's
+  // group and release its stage.
   auto step = [&](auto buf, int j) {
     constexpr int B = decltype(buf)::value;
     const int s = j % ST;
-    const WgGroupVals<XT> next = wg_group_vals<XT>(p, row0 + r, min(sb_lo + j + 1, p.nsb - 1));
+    const WgGroupVals<XT> gv = wg_group_vals<XT>(graw, p.scale_kind);
+    graw = wg_group_load(p, row0 + r, min(sb_lo + j + 1, p.nsb - 1));
     tma::mbar_wait(full0 + 8 * s, static_cast<uint32_t>((j / ST) & 1));
     const unsigned char* st = smem + s * kStage;
     if constexpr ((DIAG & 1) != 0) {
@@ -283,7 +310,6 @@ __global__ void __launch_bounds__(kWgBlock, 1) w4_wgmma_kernel(const __grid_cons
 #pragma unroll
       for (int c = 0; c < 4; ++c) keep(a[B ^ 1][i][c]);
     if (j >= 1 && lane == 0) tma::mbar_arrive(empty0 + 8 * ((j - 1) % ST));
-    gv = next;
   };
   int j = 0;
   for (; j + 1 < nsb; j += 2) {
