@@ -54,7 +54,7 @@ cudaError_t w4_gemm_launch(const W4GemvArgs& a, const W4GemmConfig& c, float* wo
 
 // The Hopper wgmma GEMM (w4a16_wgmma.cuh, w4a16_wgmma_launch.cu): the same operands, config struct,
 // support codes, workspace and counters protocol. warps must be 0 or 8 (two warpgroups, 128 weight
-// rows per CTA); tokens 64 or 128 per CTA; (tokens / 8, stages) compiled: w4_wgmma_configs() lists
+// rows per CTA); tokens 64, 128 or 256 per CTA; (tokens / 8, stages) compiled: w4_wgmma_configs() lists
 // them as (tokens / 8) * 10 + stages. Automatic splits: see w4_wgmma_resolve.
 // w4_wgmma_built: 1 when the current device runs this build's sm_90a device code (read once per device
 // from a device variable), else 0 (then every case is kNoWgmma).

@@ -22,12 +22,13 @@
 //   x  two 64-k atoms [TN tokens][128 bytes] with the hardware's 128-byte swizzle, which the wgmma
 //      descriptor (K-major, SBO 1024) reads directly; tokens >= M and columns >= K land as zeros;
 //   w  [128 rows][64 bytes]: the CTA's rows' 16 words (rows >= N land as zeros, never stored).
-// Warp 8 is the producer: one lane issues a stage's three copies on its `full` mbarrier (with the
-// byte count), after the stage's `empty` mbarrier says the 8 consumer warps are done with it. The
-// consumers (two warpgroups) wait on `full`, dequantize (scales and zero points straight from global
-// memory, loaded one superblock ahead), issue the 8 wgmmas and keep that group in flight while the
-// next superblock is dequantized (wait_group 1): a stage is released one superblock after its use,
-// when its group is known complete. The A fragments are double-buffered for the same reason.
+// Thread 0 issues a stage's three copies on its `full` mbarrier (with the byte count): the first ST
+// superblocks up front, then each refill as soon as the stage's `empty` mbarrier says all 8 warps are
+// done with it. (A separate producer warp made 288 threads, which ptxas budgets as 384: 168
+// registers, too few for 256 tokens.) The warps wait on `full`, dequantize (scales and zero points
+// straight from global memory, loaded one superblock ahead), issue the 8 wgmmas and keep that group
+// in flight while the next superblock is dequantized (wait_group 1): a stage is released one
+// superblock after its use, // when its group is known complete. The A fragments are double-buffered for the same reason.
 //
 // K split: as w4a16_gemm.cuh (fp32 partials [tile][split][value][thread], last CTA to arrive sums in
 // split order, resets the counter).
@@ -42,7 +43,7 @@ namespace w4a16g {
 
 constexpr int kWgRows = 128;     // weight rows per CTA (two warpgroups of 64)
 constexpr int kWgThreads = 256;  // consumer threads per CTA (two warpgroups)
-constexpr int kWgBlock = kWgThreads + 32;  // + the producer warp
+constexpr int kWgBlock = kWgThreads;
 
 // Byte layout of one stage for TN tokens: x atoms, then the weight rows; bytes rounded to 1024 so that
 // every stage's x atoms stay 1024-byte aligned.
@@ -64,12 +65,12 @@ struct WgParams {
 };
 
 // Compiled (TN, ST) as (TN / 8) * 10 + ST.
-constexpr int kWgCodes[] = {164, 165, 84, 88};
+constexpr int kWgCodes[] = {164, 165, 84, 88, 323};
 
 template <int C>
 struct WgCode {
   static constexpr int TN = C / 10 * 8, ST = C % 10;
-  static_assert((TN == 64 || TN == 128) && ST >= 3, "a wgmma code is (tokens / 8) * 10 + stages, stages >= 3");
+  static_assert((TN == 64 || TN == 128 || TN == 256) && ST >= 2, "a wgmma code is (tokens / 8) * 10 + stages");
 };
 
 template <size_t L>
@@ -150,6 +151,26 @@ __device__ __forceinline__ void wgmma_rs<__half, 128>(float (&d)[64], const uint
       "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
       "{%64, %65, %66, %67}, %68, 1, 1, 1, 0;"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
+}
+
+template <>
+__device__ __forceinline__ void wgmma_rs<__nv_bfloat16, 256>(float (&d)[128], const uint32_t (&a)[4], uint64_t desc) {
+  asm volatile(
+      "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "
+      "{%128, %129, %130, %131}, %132, 1, 1, 1, 0;"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
+}
+
+template <>
+__device__ __forceinline__ void wgmma_rs<__half, 256>(float (&d)[128], const uint32_t (&a)[4], uint64_t desc) {
+  asm volatile(
+      "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "
+      "{%128, %129, %130, %131}, %132, 1, 1, 1, 0;"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
 }
 
@@ -242,30 +263,25 @@ __global__ void __launch_bounds__(kWgBlock, 1) w4_wgmma_kernel(const __grid_cons
   const int sb_lo = blockIdx.y * gp.sb_per_split;
   const int nsb = min(sb_lo + gp.sb_per_split, p.nsb) - sb_lo;  // superblocks of this CTA
 
+  // superblock j into its stage (thread 0 only)
+  auto fill = [&](int j) {
+    const int s = j % ST;
+    const uint32_t st = ring + s * kStage, bar = full0 + 8 * s;
+    tma::mbar_arrive_tx(bar, static_cast<uint32_t>(TN * 256 + kWgRows * 64));
+    const int sb = sb_lo + j;
+    tma::tensor_copy_2d(st, &wp.xmap, sb * 128, tok0, bar);
+    tma::tensor_copy_2d(st + TN * 128, &wp.xmap, sb * 128 + 64, tok0, bar);
+    tma::tensor_copy_2d(st + wg_stage(TN).w_off, &wp.wmap, sb * 16, row0, bar);
+  };
   if (tid == 0) {
     for (int s = 0; s < ST; ++s) {
       tma::mbar_init(full0 + 8 * s, 1);
       tma::mbar_init(empty0 + 8 * s, kWgThreads / 32);
     }
     tma::mbar_fence_init();
+    for (int j = 0; j < ST && j < nsb; ++j) fill(j);
   }
   __syncthreads();
-
-  if (warp == kWgThreads / 32) {  // producer
-    if (lane == 0) {
-      for (int j = 0; j < nsb; ++j) {
-        const int s = j % ST;
-        if (j >= ST) tma::mbar_wait(empty0 + 8 * s, static_cast<uint32_t>((j / ST - 1) & 1));
-        const uint32_t st = ring + s * kStage, bar = full0 + 8 * s;
-        tma::mbar_arrive_tx(bar, static_cast<uint32_t>(TN * 256 + kWgRows * 64));
-        const int sb = sb_lo + j;
-        tma::tensor_copy_2d(st, &wp.xmap, sb * 128, tok0, bar);
-        tma::tensor_copy_2d(st + TN * 128, &wp.xmap, sb * 128 + 64, tok0, bar);
-        tma::tensor_copy_2d(st + wg_stage(TN).w_off, &wp.wmap, sb * 16, row0, bar);
-      }
-    }
-    return;
-  }
 
   const int g = lane >> 2, t = lane & 3;
   const int r = warp * 16 + g;  // local row of the lane's first A row: warpgroup 64 + warp 16 + g
@@ -309,7 +325,13 @@ __global__ void __launch_bounds__(kWgBlock, 1) w4_wgmma_kernel(const __grid_cons
     for (int i = 0; i < 8; ++i)
 #pragma unroll
       for (int c = 0; c < 4; ++c) keep(a[B ^ 1][i][c]);
-    if (j >= 1 && lane == 0) tma::mbar_arrive(empty0 + 8 * ((j - 1) % ST));
+    if (j >= 1) {
+      if (lane == 0) tma::mbar_arrive(empty0 + 8 * ((j - 1) % ST));
+      if (tid == 0 && j - 1 + ST < nsb) {
+        tma::mbar_wait(empty0 + 8 * ((j - 1) % ST), static_cast<uint32_t>(((j - 1) / ST) & 1));
+        fill(j - 1 + ST);
+      }
+    }
   };
   int j = 0;
   for (; j + 1 < nsb; j += 2) {
@@ -328,10 +350,10 @@ __global__ void __launch_bounds__(kWgBlock, 1) w4_wgmma_kernel(const __grid_cons
 #pragma unroll
     for (int v = 0; v < V; ++v) __stcg(mine + v * kWgThreads + tid, acc[v]);
     __threadfence();
-    asm volatile("bar.sync 1, %0;" ::"n"(kWgThreads) : "memory");  // the consumers only
+    __syncthreads();
     __shared__ int last;
     if (tid == 0) last = atomicAdd(gp.counters + tile, 1) == static_cast<int>(gridDim.y) - 1;
-    asm volatile("bar.sync 1, %0;" ::"n"(kWgThreads) : "memory");
+    __syncthreads();
     if (!last) return;
     __threadfence();
     if (tid == 0) gp.counters[tile] = 0;  // ready for the next launch (graph replays)

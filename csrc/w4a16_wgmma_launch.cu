@@ -99,14 +99,15 @@ int w4_wgmma_built() {
   return cache[dev] > 0 ? 1 : 0;
 }
 
-// Automatic choice: 128 tokens per CTA (64 up to M = 64), 5 stages (8 at 64 tokens); the K split that
+// Automatic choice: 64 / 128 / 256 tokens per CTA for M up to 64 / 128 / beyond, with 8 / 4 / 3 stages
+// (what fits in shared memory); the K split that
 // minimizes waves x superblocks per CTA (+ 2 for the prologue and epilogue, + 2 more for a split's
 // partial round trip), each split keeping >= 4 superblocks.
 W4GemmConfig w4_wgmma_resolve(const W4GemvArgs& a, const W4GemmConfig& cfg) {
   W4GemmConfig c = cfg;
   if (c.warps <= 0) c.warps = 8;
-  if (c.tokens <= 0) c.tokens = a.m <= 64 ? 64 : 128;
-  if (c.stages <= 0) c.stages = c.tokens >= 128 ? 5 : 8;
+  if (c.tokens <= 0) c.tokens = a.m <= 64 ? 64 : (a.m <= 128 ? 128 : 256);
+  if (c.stages <= 0) c.stages = c.tokens >= 256 ? 3 : (c.tokens >= 128 ? 4 : 8);
   const int64_t nsb = cdiv64(a.k, 128);
   if (c.splits <= 0) {
     const int64_t tiles = wg_tiles(a, c), sms = devattr::sm_count();
