@@ -1,6 +1,7 @@
 """Session 11 diagnosis of the wgmma W4A16 GEMM (csrc/w4a16_wgmma.cuh): the bf16 128-token 4-stage
-instance timed as built with QLINEAR_WG_DIAG (0 full kernel, 1 no dequantization, 2 no wgmma, 4
-wait_group 0: set per process, read once by the launcher), cold weights, graph replays.
+instance (and for mode 8 the 256-token one) timed as built with QLINEAR_WG_DIAG (0 full kernel, 1 no
+dequantization, 2 no wgmma, 4 wait_group 0, 8 warpgroups dequantize in turns: set per process, read
+once by the launcher), cold weights, graph replays.
 One line per case: ``DIAG mode=.. case config us``.
 
     QLINEAR_WG_DIAG=1 python benchmarks/probe_w4a16_wgmma_diag.py
@@ -22,8 +23,8 @@ from bench_w4a16 import cold_layers  # noqa: E402
 
 from qlinear.ops import w4a16 as ops  # noqa: E402
 
-CASES = [((2112, 7168), 128, (128, 1, 4)), ((7168, 16384), 128, (128, 2, 4)), ((7168, 16384), 1024, (128, 1, 4)),
-         ((24576, 1536), 1024, (128, 1, 4))]
+CASES = [((2112, 7168), 128, (128, 0, 4)), ((7168, 16384), 128, (128, 2, 4)), ((24576, 1536), 128, (128, 1, 4)),
+         ((7168, 16384), 1024, (128, 1, 4)), ((7168, 16384), 1024, (256, 1, 3)), ((24576, 1536), 1024, (256, 1, 3))]
 
 
 def main() -> None:

@@ -64,6 +64,9 @@ cudaError_t launch_code(const WgParams& wp, dim3 grid, cudaStream_t stream) {
     if (diag == 2) kernel = w4a16g::w4_wgmma_kernel<XT, D::TN, D::ST, 2>;
     if (diag == 4) kernel = w4a16g::w4_wgmma_kernel<XT, D::TN, D::ST, 4>;
   }
+  if constexpr ((C == 164 || C == 323) && std::is_same_v<XT, __nv_bfloat16>) {
+    if (diag == 8) kernel = w4a16g::w4_wgmma_kernel<XT, D::TN, D::ST, 8>;
+  }
   const int smem = w4a16g::wg_smem_bytes(D::TN, D::ST);
   const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (e != cudaSuccess) return e;
