@@ -243,9 +243,7 @@ __device__ __forceinline__ void wg_dequant(uint32_t (&a)[8][4], const unsigned c
 
 #endif  // QLINEAR_WGMMA
 
-// DIAG (session 11 diagnosis only): 1 skip dequant, 2 skip wgmma, 4 wait_group 0, 8 the warpgroups
-// take turns to dequantize (named barriers 1 and 2).
-template <typename XT, int TN, int ST, int DIAG = 0>
+template <typename XT, int TN, int ST>
 __global__ void __launch_bounds__(kWgBlock, 1) w4_wgmma_kernel(const __grid_constant__ WgParams wp) {
 #if QLINEAR_WGMMA
   static_assert(ST >= 2, "a stage is released one superblock after its use");
@@ -293,10 +291,6 @@ __global__ void __launch_bounds__(kWgBlock, 1) w4_wgmma_kernel(const __grid_cons
   for (int v = 0; v < V; ++v) acc[v] = 0.f;
   uint32_t a[2][8][4];
   WgGroupRaw graw = wg_group_load(p, row0 + r, sb_lo);
-  const int wg = warp >> 2;
-  if constexpr ((DIAG & 8) != 0) {
-    if (wg == 1) asm volatile("bar.arrive 1, %0;" ::"n"(kWgThreads) : "memory");  // warpgroup 0 goes first
-  }
 
   // Superblock j: convert its group values (loaded one superblock ago), load the next superblock's,
   // wait for its stage, dequantize into buffer B, issue the 8 wgmmas, wait for superblock j - 1's
@@ -307,31 +301,13 @@ __global__ void __launch_bounds__(kWgBlock, 1) w4_wgmma_kernel(const __grid_cons
     const WgGroupVals<XT> gv = wg_group_vals<XT>(graw, p.scale_kind);
     graw = wg_group_load(p, row0 + r, min(sb_lo + j + 1, p.nsb - 1));
     tma::mbar_wait(full0 + 8 * s, static_cast<uint32_t>((j / ST) & 1));
-    const unsigned char* st = smem + s * kStage;
-    if constexpr ((DIAG & 8) != 0) {  // the warpgroups take turns to dequantize
-      asm volatile("bar.sync %0, %1;" ::"r"(1 + wg), "n"(kWgThreads) : "memory");
-    }
-    if constexpr ((DIAG & 1) != 0) {
-#pragma unroll
-      for (int i = 0; i < 8; ++i) a[B][i][0] = a[B][i][1] = a[B][i][2] = a[B][i][3] = magic + j;
-    } else {
-      wg_dequant<XT>(a[B], st + wg_stage(TN).w_off, r, t, gv, magic);
-    }
-    if constexpr ((DIAG & 8) != 0) {
-      if (wg == 0 || j + 1 < nsb) asm volatile("bar.arrive %0, %1;" ::"r"(2 - wg), "n"(kWgThreads) : "memory");
-    }
+    wg_dequant<XT>(a[B], smem + s * kStage + wg_stage(TN).w_off, r, t, gv, magic);
     const uint64_t d0 = wg_desc(ring + s * kStage);
-    if constexpr ((DIAG & 2) != 0) {
+    wg_fence();
 #pragma unroll
-      for (int i = 0; i < 8; ++i) acc[i] += __uint_as_float(a[B][i][0] ^ a[B][i][1] ^ a[B][i][2] ^ a[B][i][3]);
-    } else {
-      wg_fence();
-#pragma unroll
-      for (int i = 0; i < 8; ++i)
-        wgmma_rs<XT, TN>(acc, a[B][i], d0 + ((((i >> 2) * TN * 128) + (i & 3) * 32) >> 4));
-      wg_commit();
-      if constexpr ((DIAG & 4) != 0) wg_wait<0>(); else wg_wait<1>();
-    }
+    for (int i = 0; i < 8; ++i) wgmma_rs<XT, TN>(acc, a[B][i], d0 + ((((i >> 2) * TN * 128) + (i & 3) * 32) >> 4));
+    wg_commit();
+    wg_wait<1>();
 #pragma unroll
     for (int i = 0; i < 8; ++i)
 #pragma unroll

@@ -2,8 +2,6 @@
 // the dispatch over the compiled (dtype, TN, ST) instances. Declared in w4a16_gemm_launch.h.
 #include <cudaTypedefs.h>
 
-#include <cstdlib>
-#include <type_traits>
 #include <utility>
 
 #include "device_attrs.h"
@@ -56,17 +54,7 @@ bool encode_2d(CUtensorMap* map, CUtensorMapDataType dt, const void* base, uint6
 template <typename XT, int C>
 cudaError_t launch_code(const WgParams& wp, dim3 grid, cudaStream_t stream) {
   using D = w4a16g::WgCode<C>;
-  auto kernel = w4a16g::w4_wgmma_kernel<XT, D::TN, D::ST>;
-  // DIAGNOSIS ONLY (session 11)
-  static const int diag = std::getenv("QLINEAR_WG_DIAG") ? std::atoi(std::getenv("QLINEAR_WG_DIAG")) : 0;
-  if constexpr (C == 164 && std::is_same_v<XT, __nv_bfloat16>) {
-    if (diag == 1) kernel = w4a16g::w4_wgmma_kernel<XT, D::TN, D::ST, 1>;
-    if (diag == 2) kernel = w4a16g::w4_wgmma_kernel<XT, D::TN, D::ST, 2>;
-    if (diag == 4) kernel = w4a16g::w4_wgmma_kernel<XT, D::TN, D::ST, 4>;
-  }
-  if constexpr ((C == 164 || C == 323) && std::is_same_v<XT, __nv_bfloat16>) {
-    if (diag == 8) kernel = w4a16g::w4_wgmma_kernel<XT, D::TN, D::ST, 8>;
-  }
+  const auto kernel = w4a16g::w4_wgmma_kernel<XT, D::TN, D::ST>;
   const int smem = w4a16g::wg_smem_bytes(D::TN, D::ST);
   const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (e != cudaSuccess) return e;
@@ -103,9 +91,10 @@ int w4_wgmma_built() {
 }
 
 // Automatic choice: 64 / 128 / 256 tokens per CTA for M up to 64 / 128 / beyond, with 8 / 4 / 3 stages
-// (what fits in shared memory); the K split that
-// minimizes waves x superblocks per CTA (+ 2 for the prologue and epilogue, + 2 more for a split's
-// partial round trip), each split keeping >= 4 superblocks.
+// (what fits in shared memory); the K split that minimizes waves x (superblocks per CTA + 2 for the
+// prologue and epilogue + for a split the partials' round trip, 2 + tokens / 64), each split keeping
+// >= 4 superblocks. Session 11 run 8: 7168x16384 M = 1024 at 256 tokens took 376.5 us unsplit, 410.3
+// with 2 splits and 412.5 with 4 (the choice before the tokens term).
 W4GemmConfig w4_wgmma_resolve(const W4GemvArgs& a, const W4GemmConfig& cfg) {
   W4GemmConfig c = cfg;
   if (c.warps <= 0) c.warps = 8;
@@ -117,7 +106,7 @@ W4GemmConfig w4_wgmma_resolve(const W4GemvArgs& a, const W4GemmConfig& cfg) {
     const int64_t cap = nsb / 4 > 0 ? nsb / 4 : 1;
     int64_t best = 1, best_cost = -1;
     for (int64_t s = 1; s <= cap && s <= 16; ++s) {
-      const int64_t cost = cdiv64(tiles * s, sms) * (cdiv64(nsb, s) + 2 + (s > 1 ? 2 : 0));
+      const int64_t cost = cdiv64(tiles * s, sms) * (cdiv64(nsb, s) + 2 + (s > 1 ? 2 + c.tokens / 64 : 0));
       if (best_cost < 0 || cost < best_cost) best = s, best_cost = cost;
     }
     c.splits = static_cast<int>(best);

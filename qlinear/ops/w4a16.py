@@ -30,7 +30,10 @@ N % 4 != 0; auto-chosen for M <= :data:`_CUDA_MAX_M` (:data:`_CUDA_MAX_M_TALL` w
 :func:`cuda_supported` holds; act-order and 8-bit weights take the Triton path), ``"cuda_gemm"``
 (``csrc/w4a16_gemm.cuh``: an mma.sync GEMM for M > 16 with x staged in shared memory for the CTA's
 warps, the weight dequantized and scaled in registers; auto-chosen for M up to :data:`_CUDA_GEMM_MAX_M`
-where :func:`cuda_gemm_supported` holds and the shape class is listed there), ``"triton"``
+where :func:`cuda_gemm_supported` holds and the shape class is listed there), ``"cuda_wgmma"``
+(``csrc/w4a16_wgmma.cuh``: a Hopper wgmma GEMM, the weight dequantized in registers as the MMA's A
+operand and x fed by TMA; sm_90 with an sm_90a build; auto-chosen for the M ranges of
+:data:`_CUDA_WGMMA_M` where :func:`cuda_wgmma_supported` holds), ``"triton"``
 (``qlinear.kernels.w4a16_triton``: a CUDA-core split-K GEMV for M <= 4
 and a tensor-core split-K kernel for small and medium M), ``"triton_wg"`` (the same module's "wg"
 kernel: the dequantized tile as the register operand of one wgmma chain per tile, x from shared memory,
@@ -133,8 +136,24 @@ _CUDA_GEMM_MAX_M: dict[str, int] = {"many": 32}
 # probe_w4a16_gemm.py --splits 0 2 4 8, us): many M = 32 (8, 32, 4, 4) 63.06 vs the launcher's choice
 # (8 warps, 32 tokens, 2 splits, 6 stages) 73.97, (8, 32, 4, 6) 64.78, (8, 32, 8, 4) 65.44; bf16 61.59.
 # Only M = 32 was measured with splits; M = 17 uses the same 32-token tile.
-# The Hopper wgmma GEMM's launch config per shape class (tokens per CTA, K splits, stages; 0 = the
-# launcher's choice, csrc/w4a16_wgmma_launch.cu w4_wgmma_resolve).
+# The Hopper wgmma GEMM (csrc/w4a16_wgmma.cuh: the dequantized weight as wgmma's register operand, x
+# through TMA) takes lo <= M <= hi of its shape class's entry in auto dispatch, ahead of _M_THRESHOLDS,
+# where cuda_wgmma_supported() holds (absent class = never). H200, session 11 run 8
+# (benchmarks/results/session11/run8, probe_w4a16_gemm.py --family wgmma, cold weights, us, the
+# launcher's automatic config vs the committed dispatch before it, bf16 F.linear in brackets):
+#   few   (2112x7168)   M = 128 21.3 vs triton_wg 26.8 [14.0]; M = 512 44.2 vs dequant_cublas 35.4;
+#                       M = 1024 74.1 vs 55.5                                      -> 65 .. 128
+#   short (24576x1536)  M = 128 34.4 vs 38.2 [24.3]; M = 512 77.0 vs 87.6 [56.1]; M = 1024 150.8 vs
+#                       138.8 [105.9]                                              -> 65 .. 512
+#   many  (7168x16384)  M = 128 70.6 vs 122.7 [69.4]; M = 512 190.2 vs 265.2 [158.5]; M = 1024 376.5
+#                       with one K split (the launcher's choice since; its choice in run 8, 4 splits,
+#                       412.5; run 9: 395.8 unsplit) vs 441.8 [335.2]              -> 65 .. 1024
+# M = 64 (triton) and M = 256 were not measured with this kernel; the bounds interpolate between
+# measured points. Past the upper bound dequantize + cuBLAS stays (its M = 4096 meets 1.15x bf16).
+_CUDA_WGMMA_M: dict[str, tuple[int, int]] = {"few": (65, 128), "short": (65, 512), "many": (65, 1024)}
+# Its launch config per shape class (tokens per CTA, K splits, stages; 0 = the launcher's choice,
+# csrc/w4a16_wgmma_launch.cu w4_wgmma_resolve: its choice is run 8's best config within noise in every
+# case above, checked on the host by tests/test_w4a16_wgmma_config_host.py, so no class overrides it).
 _CUDA_WGMMA_AUTO: dict[str, tuple[int, int, int]] = {}
 _CUDA_GEMM_CONFIG: tuple[int, int, int, int] = (0, 0, 0, 0)
 _CUDA_GEMM_AUTO: dict[str, tuple[int, int, int, int]] = {"many": (8, 32, 4, 4)}
@@ -542,10 +561,15 @@ def w4a16_backend(x: torch.Tensor, packed: W4A16Weights) -> str:
     if (m <= (_CUDA_MAX_M_TALL if tall else _CUDA_MAX_M) and not _cuda_ext_failed()
             and cuda_supported(x, packed, check_pointers=not traced)):
         return "cuda"
-    gemm_max_m = _CUDA_GEMM_MAX_M.get(_cuda_shape_class(packed.n, packed.k), 0)
+    cls = _cuda_shape_class(packed.n, packed.k)
+    gemm_max_m = _CUDA_GEMM_MAX_M.get(cls, 0)
     if (_CUDA_MAX_M < m <= gemm_max_m and not _cuda_ext_failed()
             and cuda_gemm_supported(x, packed, check_pointers=not traced)):
         return "cuda_gemm"
+    wg_lo, wg_hi = _CUDA_WGMMA_M.get(cls, (1, 0))
+    if (wg_lo <= m <= wg_hi and not _cuda_ext_failed()
+            and cuda_wgmma_supported(x, packed, check_pointers=not traced)):
+        return "cuda_wgmma"
     return _table_backend(m, tall)
 
 

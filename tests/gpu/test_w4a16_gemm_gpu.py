@@ -188,3 +188,18 @@ def test_auto_dispatch_on_measured_shapes():
     assert ops.w4a16_backend(_x(33, 16384, torch.bfloat16, 1), big) != "cuda_gemm"
     few, _ = _layer(2112, 7168, seed=12)
     assert ops.w4a16_backend(_x(24, 7168, torch.bfloat16, 2), few) != "cuda_gemm"
+
+
+def test_wgmma_auto_dispatch_on_measured_shapes():
+    """_CUDA_WGMMA_M: each shape class takes the wgmma GEMM inside its M range and not outside it."""
+    _wgmma_ext()
+    cases = [((7168, 16384), [(100, True), (1024, True), (64, False), (1025, False)]),
+             ((24576, 1536), [(300, True), (512, True), (513, False)]),
+             ((2112, 7168), [(65, True), (128, True), (129, False)])]
+    for (n, k), ms in cases:
+        packed, w = _layer(n, k, seed=n + 1)
+        for m, wg in ms:
+            x = _x(m, k, torch.bfloat16, m)
+            assert (ops.w4a16_backend(x, packed) == "cuda_wgmma") == wg, f"M={m} {n}x{k}"
+            if wg and m in (100, 300, 65):
+                assert_matches(ops.w4a16_linear(x, packed), x, w, None, f"auto M={m} {n}x{k}")

@@ -1,0 +1,41 @@
+// Host-side check of the wgmma W4A16 GEMM launcher's config logic, used by
+// tests/test_w4a16_wgmma_config_host.py (no GPU needed: w4_wgmma_resolve / w4_wgmma_supported run with
+// the device attributes at their defaults, 132 SMs; without a device w4_wgmma_built is 0). Arguments:
+// groups of 6 integers (n, k, m, tokens, splits, stages) on an asymmetric group-128 layer; prints per
+// group "supported tokens splits stages workspace_floats".
+#include <cstdio>
+#include <cstdlib>
+
+#include "w4a16_gemm_launch.h"
+
+int main(int argc, char** argv) {
+  using namespace qlinear;
+  alignas(16) static unsigned char buf[256];
+  for (int i = 1; i + 5 < argc; i += 6) {
+    int v[6];
+    for (int j = 0; j < 6; ++j) v[j] = std::atoi(argv[i + j]);
+    W4GemvArgs a;
+    a.x = buf;
+    a.qweight = reinterpret_cast<const int32_t*>(buf);
+    a.scales = buf;
+    a.zeros = buf;
+    a.out = buf;
+    a.n = v[0];
+    a.k = v[1];
+    a.m = v[2];
+    a.x_stride = a.k;
+    a.out_stride = a.n;
+    a.qw_stride = (a.k + 127) / 128 * 16;
+    a.group_size = 128;
+    a.num_groups = (a.k + 127) / 128;
+    W4GemmConfig c;
+    c.tokens = v[3];
+    c.splits = v[4];
+    c.stages = v[5];
+    const int64_t ws = w4_wgmma_workspace_floats(a, c);
+    const int why = static_cast<int>(w4_wgmma_supported(a, c, ws, 1 << 20));
+    const W4GemmConfig r = w4_wgmma_resolve(a, c);
+    std::printf("%d %d %d %d %lld\n", why, r.tokens, r.splits, r.stages, static_cast<long long>(ws));
+  }
+  return 0;
+}
