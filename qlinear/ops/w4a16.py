@@ -788,6 +788,13 @@ def cuda_gemm(
 
 
 def _cuda_gemm(x, packed, bias, config=None):
+    return _run_gemm("w4a16_gemm", x, packed, bias, config, _CUDA_GEMM_AUTO, _CUDA_GEMM_CONFIG)
+
+
+def _run_gemm(op_name, x, packed, bias, config, auto, default):
+    """One of the extension's split-K GEMM ops (``w4a16_gemm`` / ``w4a16_wgmma``) on ``x [M, K]``:
+    ``config`` (None: the shape class's ``auto`` entry, else ``default``) passed as the op's trailing
+    ints, the split-K counters from ``qlinear.kernels._splitk.locks``; None without the extension."""
     ops = _cuda_ext_ops()
     if ops is None:
         return None
@@ -797,10 +804,9 @@ def _cuda_gemm(x, packed, bias, config=None):
     if x.shape[0] == 0:
         return out
     if config is None:
-        config = _CUDA_GEMM_AUTO.get(_cuda_shape_class(packed.n, packed.k), _CUDA_GEMM_CONFIG)
-    warps, tokens, splits, stages = tuple(config)
-    ops.w4a16_gemm(out, x, packed.qweight, packed.scales, packed.zeros, bias, packed.group_size, locks(x.device),
-                   int(warps), int(tokens), int(splits), int(stages))
+        config = auto.get(_cuda_shape_class(packed.n, packed.k), default)
+    getattr(ops, op_name)(out, x, packed.qweight, packed.scales, packed.zeros, bias, packed.group_size,
+                          locks(x.device), *(int(v) for v in config))
     return out
 
 
@@ -822,20 +828,7 @@ def cuda_wgmma(
 
 
 def _cuda_wgmma(x, packed, bias, config=None):
-    ops = _cuda_ext_ops()
-    if ops is None:
-        return None
-    from qlinear.kernels._splitk import locks  # function-local: imports triton
-
-    out = torch.empty((x.shape[0], packed.n), dtype=x.dtype, device=x.device)
-    if x.shape[0] == 0:
-        return out
-    if config is None:
-        config = _CUDA_WGMMA_AUTO.get(_cuda_shape_class(packed.n, packed.k), (0, 0, 0))
-    tokens, splits, stages = tuple(config)
-    ops.w4a16_wgmma(out, x, packed.qweight, packed.scales, packed.zeros, bias, packed.group_size, locks(x.device),
-                    int(tokens), int(splits), int(stages))
-    return out
+    return _run_gemm("w4a16_wgmma", x, packed, bias, config, _CUDA_WGMMA_AUTO, (0, 0, 0))
 
 
 def _cuda_shape_class(n: int, k: int) -> str:

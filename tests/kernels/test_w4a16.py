@@ -242,3 +242,70 @@ def test_cuda_gemm_support_and_dispatch_off_cuda(monkeypatch):
             ops.cuda_gemm(x, packed, None, bad)
     with pytest.raises(ValueError, match="cuda_gemm_supported"):
         ops.w4a16_linear(x, packed, backend="cuda_gemm")
+
+
+def test_cuda_wgmma_support_and_dispatch_off_cuda(monkeypatch):
+    """cuda_wgmma_supported is false off CUDA (the auto choice stays "reference" whatever
+    _CUDA_WGMMA_M says), a forced "cuda_wgmma" that does not apply falls back to the auto choice, and
+    a malformed launch config is refused before anything is launched."""
+    q = torch.randint(0, 16, (256, 1024), dtype=torch.int32)
+    packed = ops.pack_w4a16(q, None, torch.rand(256, 8) + 0.5, 128)
+    x = torch.randn(100, 1024, dtype=torch.bfloat16)
+    assert not ops.cuda_wgmma_supported(x, packed)
+    monkeypatch.setattr(ops, "_CUDA_WGMMA_M", {"few": (1, 4096), "many": (1, 4096), "short": (1, 4096)})
+    assert ops.w4a16_backend(x, packed) == "reference"
+    monkeypatch.setenv("QLINEAR_W4A16_BACKEND", "cuda_wgmma")
+    assert ops.w4a16_backend(x, packed) == "reference"
+    for bad in ((128, 0), (8, 128, 0, 4), (128, -1, 4)):
+        with pytest.raises(ValueError, match="config"):
+            ops.cuda_wgmma(x, packed, None, bad)
+    with pytest.raises(ValueError, match="cuda_wgmma_supported"):
+        ops.w4a16_linear(x, packed, backend="cuda_wgmma")
+
+
+class _FakeExt:
+    """Stands in for torch.ops.qlinear_C: records each GEMM op call's trailing ints and output."""
+
+    def __init__(self):
+        self.calls = []
+
+    def _record(self, name, out, x, qweight, scales, zeros, bias, group_size, counters, *cfg):
+        self.calls.append((name, out.shape, x.shape, group_size, counters.dtype, cfg))
+        return 0
+
+    def w4a16_gemm(self, *args):
+        return self._record("w4a16_gemm", *args)
+
+    def w4a16_wgmma(self, *args):
+        return self._record("w4a16_wgmma", *args)
+
+
+@pytest.mark.parametrize("family", ["gemm", "wgmma"])
+def test_cuda_gemm_ops_pass_their_configs(monkeypatch, family):
+    """The Python glue of the two split-K GEMM ops (no GPU: a fake extension records the call): an
+    explicit config goes through as given, None takes the shape class's auto entry, else the
+    default (all zeros for wgmma: the launcher's choice), and M = 0 launches nothing."""
+    pytest.importorskip("triton")  # the split-K counters live in qlinear.kernels._splitk
+    fake = _FakeExt()
+    monkeypatch.setattr(ops, "_cuda_ext_ops", lambda: fake)
+    q = torch.randint(0, 16, (3200, 2304), dtype=torch.int32)
+    packed = ops.pack_w4a16(q, None, torch.rand(3200, 18) + 0.5, 128)
+    assert ops._cuda_shape_class(packed.n, packed.k) == "many"
+    x = torch.randn(40, 2304, dtype=torch.bfloat16)
+    if family == "gemm":
+        run, name, explicit, auto_attr, default = ops.cuda_gemm, "w4a16_gemm", (8, 64, 3, 6), "_CUDA_GEMM_AUTO", \
+            ops._CUDA_GEMM_CONFIG
+        auto_entry = (4, 32, 2, 6)
+    else:
+        run, name, explicit, auto_attr, default = ops.cuda_wgmma, "w4a16_wgmma", (128, 3, 5), "_CUDA_WGMMA_AUTO", \
+            (0, 0, 0)
+        auto_entry = (256, 1, 3)
+    y = run(x, packed, None, explicit)
+    assert y.shape == (40, 3200) and y.dtype == x.dtype
+    monkeypatch.setattr(ops, auto_attr, {"many": auto_entry})
+    run(x, packed)
+    monkeypatch.setattr(ops, auto_attr, {})
+    run(x, packed)
+    assert run(x[:0], packed).shape == (0, 3200)
+    assert [c[5] for c in fake.calls] == [explicit, auto_entry, tuple(default)]
+    assert all(c[0] == name and c[1] == (40, 3200) and c[3] == 128 and c[4] == torch.int32 for c in fake.calls)
