@@ -79,6 +79,21 @@ __device__ __forceinline__ uint32_t pack2<__half>(float v) {
   return h * 0x00010001u;
 }
 
+// K split (gridDim.y CTAs per output tile), once this CTA's fp32 partials are stored (__stcg): true for
+// the last CTA of the tile to arrive, which then sees every split's partials and has reset the tile's
+// counter for the next launch (graph replays); false for the others.
+__device__ __forceinline__ bool splitk_last_arrival(int* counters, int tile) {
+  __threadfence();
+  __syncthreads();
+  __shared__ int last;
+  if (threadIdx.x == 0) last = atomicAdd(counters + tile, 1) == static_cast<int>(gridDim.y) - 1;
+  __syncthreads();
+  if (!last) return false;
+  __threadfence();
+  if (threadIdx.x == 0) counters[tile] = 0;
+  return true;
+}
+
 // Byte layout of one stage (WR row tiles, NT token tiles, SB = bytes per scale): x, w, scales, zeros.
 struct GemmStage {
   int w_off, s_off, z_off, bytes;
@@ -230,14 +245,7 @@ __global__ void __launch_bounds__(32 * WR, 1) w4_gemm_kernel(const GemmParams gp
     for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
       for (int c = 0; c < 4; ++c) __stcg(mine + ((warp * V) + nt * 4 + c) * 32 + lane, acc[nt][c]);
-    __threadfence();
-    __syncthreads();
-    __shared__ int last;
-    if (tid == 0) last = atomicAdd(gp.counters + tile, 1) == static_cast<int>(gridDim.y) - 1;
-    __syncthreads();
-    if (!last) return;
-    __threadfence();
-    if (tid == 0) gp.counters[tile] = 0;  // ready for the next launch (graph replays)
+    if (!splitk_last_arrival(gp.counters, tile)) return;
     const float* base = gp.ws + static_cast<int64_t>(tile) * gridDim.y * tile_floats;
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt)

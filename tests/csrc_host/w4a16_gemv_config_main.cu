@@ -8,27 +8,14 @@
 #include <cstdlib>
 
 #include "w4a16_gemv_launch.h"
+#include "w4a16_host_args.h"
 
 int main(int argc, char** argv) {
   using namespace qlinear;
-  alignas(16) static unsigned char buf[256];
   for (int i = 1; i + 8 < argc; i += 9) {
     int v[9];
     for (int j = 0; j < 9; ++j) v[j] = std::atoi(argv[i + j]);
-    W4GemvArgs a;
-    a.x = buf;
-    a.qweight = reinterpret_cast<const int32_t*>(buf);
-    a.scales = buf;
-    a.zeros = buf;
-    a.out = buf;
-    a.n = v[0];
-    a.k = v[1];
-    a.m = v[2];
-    a.x_stride = a.k;
-    a.out_stride = a.n;
-    a.qw_stride = (a.k + 127) / 128 * 16;
-    a.group_size = 128;
-    a.num_groups = (a.k + 127) / 128;
+    const W4GemvArgs a = w4a16_host_args(v[0], v[1], v[2]);
     W4GemvConfig c;
     c.row_tiles = v[3];
     c.chunk = v[4];
