@@ -116,14 +116,18 @@ W4GemmSupport w4_gemm_supported(const W4GemvArgs& a, const W4GemmConfig& cfg, in
   const W4GemmSupport base = w4_gemm_operands_supported(a);
   if (base != W4GemmSupport::kOk) return base;
   const W4GemmConfig c = w4_gemm_resolve(a, cfg);
-  if (c.tokens % 8 != 0 || !code_listed(w4a16g::kGemmCodes, gemm_code(c)) || c.splits < 1 ||
-      c.splits > cdiv64(a.k, 128))
-    return W4GemmSupport::kBadConfig;
-  if (a.n >= (int64_t{1} << 31) || a.k >= (int64_t{1} << 22) || (c.splits > 1 && output_tiles(a, c) > counters))
+  if (c.tokens % 8 != 0 || !code_listed(w4a16g::kGemmCodes, gemm_code(c))) return W4GemmSupport::kBadConfig;
+  return w4_gemm_config_limits(a, c.splits, output_tiles(a, c), w4_gemm_workspace_floats(a, c), workspace_floats,
+                               counters, w4a16g::gemm_smem_bytes(c.warps, c.tokens / 8, c.stages, scale_bytes(a)));
+}
+
+W4GemmSupport w4_gemm_config_limits(const W4GemvArgs& a, int splits, int64_t tiles, int64_t need_floats,
+                                    int64_t workspace_floats, int64_t counters, int smem) {
+  if (splits < 1 || splits > cdiv64(a.k, 128)) return W4GemmSupport::kBadConfig;
+  if (a.n >= (int64_t{1} << 31) || a.k >= (int64_t{1} << 22) || (splits > 1 && tiles > counters))
     return W4GemmSupport::kTooLarge;
-  if (c.splits > 1 && workspace_floats < w4_gemm_workspace_floats(a, c)) return W4GemmSupport::kWorkspace;
-  if (w4a16g::gemm_smem_bytes(c.warps, c.tokens / 8, c.stages, scale_bytes(a)) > devattr::smem_optin())
-    return W4GemmSupport::kTooMuchSmem;
+  if (splits > 1 && workspace_floats < need_floats) return W4GemmSupport::kWorkspace;
+  if (smem > devattr::smem_optin()) return W4GemmSupport::kTooMuchSmem;
   return W4GemmSupport::kOk;
 }
 

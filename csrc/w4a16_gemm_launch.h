@@ -48,6 +48,11 @@ int w4_gemm_configs(int* codes, int cap);
 // The operand checks both GEMMs share (m, dtype, K, group size, alignment): the first of kBadM ..
 // kMisaligned that applies, else kOk.
 W4GemmSupport w4_gemm_operands_supported(const W4GemvArgs& a);
+// The checks both GEMMs share once their config is resolved and compiled: splits in 1 .. superblocks
+// (kBadConfig), sizes and one counter per output tile (kTooLarge), the workspace a split needs
+// (need_floats, kWorkspace), the ring's shared memory against the device's opt-in (kTooMuchSmem).
+W4GemmSupport w4_gemm_config_limits(const W4GemvArgs& a, int splits, int64_t tiles, int64_t need_floats,
+                                    int64_t workspace_floats, int64_t counters, int smem);
 // cudaErrorInvalidValue for unsupported cases (check w4_gemm_supported first), else the launch error.
 cudaError_t w4_gemm_launch(const W4GemvArgs& a, const W4GemmConfig& c, float* workspace, int64_t workspace_floats,
                            int32_t* counters, int64_t num_counters, cudaStream_t stream, W4GemmConfig* used = nullptr);

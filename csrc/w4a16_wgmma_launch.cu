@@ -127,15 +127,9 @@ W4GemmSupport w4_wgmma_supported(const W4GemvArgs& a, const W4GemmConfig& cfg, i
   if (base != W4GemmSupport::kOk) return base;
   if (!w4_wgmma_built()) return W4GemmSupport::kNoWgmma;
   const W4GemmConfig c = w4_wgmma_resolve(a, cfg);
-  if (c.warps != 8 || c.tokens % 8 != 0 || !code_listed(w4a16g::kWgCodes, wg_code(c)) || c.splits < 1 ||
-      c.splits > cdiv64(a.k, 128))
-    return W4GemmSupport::kBadConfig;
-  if (a.n >= (int64_t{1} << 31) || a.k >= (int64_t{1} << 22) || (c.splits > 1 && wg_tiles(a, c) > counters))
-    return W4GemmSupport::kTooLarge;
-  if (c.splits > 1 && workspace_floats < w4_wgmma_workspace_floats(a, c)) return W4GemmSupport::kWorkspace;
-  if (w4a16g::wg_smem_bytes(c.tokens, c.stages) > devattr::smem_optin())
-    return W4GemmSupport::kTooMuchSmem;
-  return W4GemmSupport::kOk;
+  if (c.warps != 8 || c.tokens % 8 != 0 || !code_listed(w4a16g::kWgCodes, wg_code(c))) return W4GemmSupport::kBadConfig;
+  return w4_gemm_config_limits(a, c.splits, wg_tiles(a, c), w4_wgmma_workspace_floats(a, c), workspace_floats, counters,
+                               w4a16g::wg_smem_bytes(c.tokens, c.stages));
 }
 
 int w4_wgmma_configs(int* codes, int cap) { return w4a16g::append_codes(w4a16g::kWgCodes, codes, cap, 0); }
