@@ -28,7 +28,8 @@
 // registers, too few for 256 tokens.) The warps wait on `full`, dequantize (scales and zero points
 // straight from global memory, loaded one superblock ahead), issue the 8 wgmmas and keep that group
 // in flight while the next superblock is dequantized (wait_group 1): a stage is released one
-// superblock after its use, // when its group is known complete. The A fragments are double-buffered for the same reason.
+// superblock after its use, when its group is known complete. The A fragments are double-buffered
+// for the same reason.
 //
 // K split: as w4a16_gemm.cuh (fp32 partials [tile][split][value][thread], last CTA to arrive sums in
 // split order, resets the counter).
@@ -42,8 +43,7 @@ namespace qlinear {
 namespace w4a16g {
 
 constexpr int kWgRows = 128;     // weight rows per CTA (two warpgroups of 64)
-constexpr int kWgThreads = 256;  // consumer threads per CTA (two warpgroups)
-constexpr int kWgBlock = kWgThreads;
+constexpr int kWgThreads = 256;  // threads per CTA (two warpgroups)
 
 // Byte layout of one stage for TN tokens: x atoms, then the weight rows; bytes rounded to 1024 so that
 // every stage's x atoms stay 1024-byte aligned.
@@ -208,13 +208,12 @@ __device__ __forceinline__ uint32_t wg_scale2(uint32_t raw, FKind k) {
 }
 
 // The scale (twice, x's dtype) and negated magic + zero (nzero) of rows r and r + 8.
-template <typename XT>
 struct WgGroupVals {
   uint32_t s0, s1, nz0, nz1;
 };
 template <typename XT>
-__device__ __forceinline__ WgGroupVals<XT> wg_group_vals(const WgGroupRaw& raw, FKind k) {
-  return WgGroupVals<XT>{wg_scale2<XT>(raw.s0, k), wg_scale2<XT>(raw.s1, k), nzero<XT>(raw.z0), nzero<XT>(raw.z1)};
+__device__ __forceinline__ WgGroupVals wg_group_vals(const WgGroupRaw& raw, FKind k) {
+  return WgGroupVals{wg_scale2<XT>(raw.s0, k), wg_scale2<XT>(raw.s1, k), nzero<XT>(raw.z0), nzero<XT>(raw.z1)};
 }
 
 // The 8 A fragments (one per 16-k step) of local rows r and r + 8 from a stage's weight rows: words
@@ -222,7 +221,7 @@ __device__ __forceinline__ WgGroupVals<XT> wg_group_vals(const WgGroupRaw& raw, 
 // scale in x's dtype.
 template <typename XT>
 __device__ __forceinline__ void wg_dequant(uint32_t (&a)[8][4], const unsigned char* w, int r, int t,
-                                           const WgGroupVals<XT>& gv, uint32_t magic) {
+                                           const WgGroupVals& gv, uint32_t magic) {
   const unsigned char* wr = w + r * 64 + (t >> 1) * 16 + (t & 1) * 8;
   const uint2 l0 = *reinterpret_cast<const uint2*>(wr);
   const uint2 l1 = *reinterpret_cast<const uint2*>(wr + 32);
@@ -244,10 +243,10 @@ __device__ __forceinline__ void wg_dequant(uint32_t (&a)[8][4], const unsigned c
 #endif  // QLINEAR_WGMMA
 
 template <typename XT, int TN, int ST>
-__global__ void __launch_bounds__(kWgBlock, 1) w4_wgmma_kernel(const __grid_constant__ WgParams wp) {
+__global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const __grid_constant__ WgParams wp) {
 #if QLINEAR_WGMMA
   static_assert(ST >= 2, "a stage is released one superblock after its use");
-  constexpr int V = TN / 2;  // accumulator values per consumer thread
+  constexpr int V = TN / 2;  // accumulator values per thread
   constexpr uint32_t kStage = wg_stage(TN).bytes;
   extern __shared__ __align__(16) unsigned char wg_smem_raw[];
   const uint32_t raw = static_cast<uint32_t>(__cvta_generic_to_shared(wg_smem_raw));
@@ -298,7 +297,7 @@ __global__ void __launch_bounds__(kWgBlock, 1) w4_wgmma_kernel(const __grid_cons
   auto step = [&](auto buf, int j) {
     constexpr int B = decltype(buf)::value;
     const int s = j % ST;
-    const WgGroupVals<XT> gv = wg_group_vals<XT>(graw, p.scale_kind);
+    const WgGroupVals gv = wg_group_vals<XT>(graw, p.scale_kind);
     graw = wg_group_load(p, row0 + r, min(sb_lo + j + 1, p.nsb - 1));
     tma::mbar_wait(full0 + 8 * s, static_cast<uint32_t>((j / ST) & 1));
     wg_dequant<XT>(a[B], smem + s * kStage + wg_stage(TN).w_off, r, t, gv, magic);
@@ -348,16 +347,9 @@ __global__ void __launch_bounds__(kWgBlock, 1) w4_wgmma_kernel(const __grid_cons
       for (int v = 0; v < V; ++v) acc[v] += __ldcg(part + v * kWgThreads);
     }
   }
+  // acc[4 j + c] is register c of the m16n8 C fragment of the warp's 16 rows and token tile j
 #pragma unroll
-  for (int v = 0; v < V; ++v) {
-    const int row = row0 + r + ((v & 2) ? 8 : 0);
-    const int tok = tok0 + (v >> 2) * 8 + 2 * t + (v & 1);
-    if (row < p.n && tok < p.m) {
-      float o = acc[v];
-      if (p.bias != nullptr) o += load_f(p.bias, row, p.bias_kind);
-      static_cast<XT*>(p.out)[static_cast<int64_t>(tok) * p.out_stride + row] = Mma<XT>::from_f(o);
-    }
-  }
+  for (int v = 0; v < V; ++v) store_frag<XT>(p, row0 + warp * 16, tok0 / 8 + (v >> 2), lane, v & 3, acc[v]);
 #else
   __trap();  // not built for sm_90a: the launcher refuses before launching (w4_wgmma_built)
 #endif

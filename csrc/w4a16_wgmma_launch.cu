@@ -58,7 +58,7 @@ cudaError_t launch_code(const WgParams& wp, dim3 grid, cudaStream_t stream) {
   const int smem = w4a16g::wg_smem_bytes(D::TN, D::ST);
   const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (e != cudaSuccess) return e;
-  kernel<<<grid, dim3(w4a16g::kWgBlock), smem, stream>>>(wp);
+  kernel<<<grid, dim3(w4a16g::kWgThreads), smem, stream>>>(wp);
   return cudaGetLastError();
 }
 
