@@ -8,16 +8,25 @@
 namespace qlinear {
 namespace devattr {
 
-// The attribute `attr` of the current device, `fallback` when it cannot be read (or is <= 0).
-inline int cached(cudaDeviceAttr attr, int fallback, int (&cache)[64]) {
+// read(dev) of the current device, read once per device into `cache` (zero-initialized);
+// `fallback` when there is no current device or read returned <= 0.
+template <typename Read>
+inline int per_device(int (&cache)[64], int fallback, Read read) {
   int dev = 0;
   if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return fallback;
   if (cache[dev] == 0) {
-    int n = 0;
-    if (cudaDeviceGetAttribute(&n, attr, dev) != cudaSuccess || n <= 0) n = -1;
-    cache[dev] = n;
+    const int n = read(dev);
+    cache[dev] = n > 0 ? n : -1;
   }
   return cache[dev] > 0 ? cache[dev] : fallback;
+}
+
+// The attribute `attr` of the current device, `fallback` when it cannot be read (or is <= 0).
+inline int cached(cudaDeviceAttr attr, int fallback, int (&cache)[64]) {
+  return per_device(cache, fallback, [attr](int dev) {
+    int n = 0;
+    return cudaDeviceGetAttribute(&n, attr, dev) == cudaSuccess ? n : -1;
+  });
 }
 
 // Multiprocessors of the current device (132, an H100 / H200's count, when unknown).

@@ -76,18 +76,15 @@ cudaError_t launch_listed(int code, const WgParams& wp, dim3 grid, cudaStream_t 
 }  // namespace
 
 int w4_wgmma_built() {
-  static int cache[64] = {0};  // 0 unknown, 1 built, -1 not
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) return 0;
-  if (cache[dev] == 0) {
+  static int cache[64] = {0};
+  return devattr::per_device(cache, 0, [](int) {
     int flag = 0;
     // the device code of this device's architecture says whether it was compiled with wgmma
     const bool ok = devattr::cc_major() == 9 &&
                     cudaMemcpyFromSymbol(&flag, w4a16g::wgmma_built_flag, sizeof(int)) == cudaSuccess;
     if (!ok) (void)cudaGetLastError();
-    cache[dev] = ok && flag == 1 ? 1 : -1;
-  }
-  return cache[dev] > 0 ? 1 : 0;
+    return ok && flag == 1 ? 1 : 0;
+  });
 }
 
 // Automatic choice: 64 / 128 / 256 tokens per CTA for M up to 64 / 128 / beyond, with 8 / 4 / 3 stages
