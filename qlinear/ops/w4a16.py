@@ -678,13 +678,9 @@ def _w4a16_mm(
         if y is not None:
             return y
         backend = "triton"  # extension unavailable, or a misaligned pointer
-    if backend == "cuda_gemm":
-        y = _cuda_gemm(x, packed, bias) if _cuda_gemm_pointers_ok(x, packed) else None
-        if y is not None:
-            return y
-        backend = _table_backend(x.shape[0], n >= 8 * k)  # extension unavailable, or a misaligned pointer
-    if backend == "cuda_wgmma":
-        y = _cuda_wgmma(x, packed, bias) if _cuda_gemm_pointers_ok(x, packed) else None
+    if backend in ("cuda_gemm", "cuda_wgmma"):
+        run = _cuda_gemm if backend == "cuda_gemm" else _cuda_wgmma
+        y = run(x, packed, bias) if _cuda_gemm_pointers_ok(x, packed) else None
         if y is not None:
             return y
         backend = _table_backend(x.shape[0], n >= 8 * k)  # extension unavailable, or a misaligned pointer

@@ -47,12 +47,12 @@ def _wgmma_ext():
     return C
 
 
-# Per GEMM family: its op, the compiled configs as (config tuple without splits -> with splits, tokens).
+# Per GEMM family: its op, and per compiled config (splits -> the op's config tuple, tokens per CTA).
 def _family(name):
     if name == "cuda_gemm":
         C = _ext()
-        cfgs = [((c // 1000, (c // 10 % 100) * 8, c % 10), (c // 10 % 100) * 8) for c in C.w4a16_gemm_configs()]
-        return ops.cuda_gemm, [(lambda s, w=w, t=t, st=st: (w, t, s, st), t) for (w, t, st), _ in cfgs]
+        codes = [(c // 1000, (c // 10 % 100) * 8, c % 10) for c in C.w4a16_gemm_configs()]
+        return ops.cuda_gemm, [(lambda s, w=w, t=t, st=st: (w, t, s, st), t) for w, t, st in codes]
     C = _wgmma_ext()
     cfgs = [((c // 10) * 8, c % 10) for c in C.w4a16_wgmma_configs()]
     return ops.cuda_wgmma, [(lambda s, t=t, st=st: (t, s, st), t) for t, st in cfgs]
