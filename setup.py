@@ -25,20 +25,20 @@ def _cuda_extension() -> tuple[list, dict]:
         return [], {}
     if torch.version.cuda is None or CUDA_HOME is None or shutil.which("nvcc") is None:
         return [], {}
-    # the one source list lives in qlinear/kernels/cuda_ext.py; read it without importing qlinear
+    # the source list and the flags live in qlinear/kernels/cuda_ext.py; read them without importing qlinear
     import ast
 
     tree = ast.parse(open(os.path.join("qlinear", "kernels", "cuda_ext.py")).read())
-    sources = next(ast.literal_eval(n.value) for n in tree.body
-                   if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", None) == "SOURCES")
+
+    def constant(name):
+        return next(ast.literal_eval(n.value) for n in tree.body
+                    if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", None) == name)
+
     ext = CUDAExtension(
         name="qlinear._norm_C",
-        sources=[f"csrc/{f}" for f in sources],
+        sources=[f"csrc/{f}" for f in constant("SOURCES")],
         include_dirs=[os.path.abspath("csrc")],
-        extra_compile_args={
-            "cxx": ["-O3"],
-            "nvcc": ["-O3", "-gencode=arch=compute_90a,code=sm_90a", "-gencode=arch=compute_80,code=compute_80"],
-        },
+        extra_compile_args={"cxx": list(constant("CXX_FLAGS")), "nvcc": list(constant("CUDA_FLAGS"))},
     )
     return [ext], {"build_ext": BuildExtension}
 

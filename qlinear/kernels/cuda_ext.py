@@ -6,13 +6,13 @@ The extension registers its ops in the ``qlinear_C`` namespace (``binding.cpp`` 
 ``TORCH_LIBRARY(qlinear_C)``; every other ``binding_*.cpp`` adds to it with
 ``TORCH_LIBRARY_FRAGMENT``; no pybind11); :func:`load` returns the ``torch.ops.qlinear_C`` namespace.
 Sources are listed once, in :data:`SOURCES` / :data:`HEADERS` (setup.py and the CI compile test read
-them from here).
+them from here), and so are the install-time flags (:data:`CUDA_FLAGS`, :data:`CXX_FLAGS`: setup.py).
 
 Where the build goes: ``$QLINEAR_BUILD_DIR`` or ``~/.cache/qlinear/build``, in a sub-folder keyed
 by a hash of the sources, the flags and the torch / CUDA versions, so an edit or an upgrade
 rebuilds instead of loading a stale library. Flags: ``-O3``; a first-use build compiles SASS for
-the GPU at hand only (:func:`jit_cuda_flags`), setup.py SASS for sm_90 and compute_80 PTX
-(JIT-compiled by the driver on any other arch >= 8.0).
+the GPU at hand only (:func:`jit_cuda_flags`; sm_90a on an sm_90 GPU), setup.py :data:`CUDA_FLAGS`:
+SASS for sm_90a and compute_80 PTX (JIT-compiled by the driver on any other arch >= 8.0).
 
 Not imported by ``import qlinear``; importing this module is cheap (the cpp_extension machinery is
 imported inside :func:`load`).
