@@ -3,6 +3,8 @@
 # its GPU tests, then probe_fp8_preq.py against the committed dispatch (CUDA register kernel on
 # 2112x7168, Triton on the wide shapes) at M = 16 (quantizer + GEMV) and M = 1 / 8 (in-kernel x).
 #   OUT=/some/dir bash benchmarks/gpu_s12ring.sh
+# Ran once (session 12 run 1, b3cd356); the ring kernel was slower everywhere and was removed after it
+# (benchmarks/results/session12/README.md), so this script needs that commit.
 source "$(dirname "$0")/_gpu_build.sh"
 export PYTHONPATH="${PYTHONPATH:-$PWD}"
 gpu_build s12ring

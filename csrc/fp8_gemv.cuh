@@ -316,12 +316,7 @@ inline size_t smem_bytes(int R, int NT, int warps) {
 // The CTA's epilogue: the warps' accumulators -> shared memory [warp][v][lane] (conflict-free), then
 // one thread per value sums the warps; with splits > 1 each CTA publishes its partial tile to the
 // workspace and the last-arriving one sums the splits in order, adds the bias and stores.
-// RowOf maps a C-fragment row g (0..7) to the tile row it holds (fp8_ring.cuh reads rows permuted).
-struct RowIdentity {
-  static __device__ __forceinline__ int of(int g) { return g; }
-};
-
-template <typename XT, int NT, int R, typename RowOf = RowIdentity>
+template <typename XT, int NT, int R>
 __device__ __forceinline__ void reduce_store(const float (&acc)[R][NT][4], float* red, const Params& p, int tg,
                                              int split, int row0) {
   constexpr int V = R * NT * 4;  // accumulator values per lane
@@ -353,7 +348,7 @@ __device__ __forceinline__ void reduce_store(const float (&acc)[R][NT][4], float
   for (int idx = threadIdx.x; idx < NV; idx += blockDim.x) {
     const int v = idx >> 5, ln = idx & 31;
     const int i = v & 3, nt = (v >> 2) % NT, r = v / (4 * NT);
-    const int row = row0 + r * 16 + RowOf::of(ln >> 2) + (i >> 1) * 8;
+    const int row = row0 + r * 16 + (ln >> 2) + (i >> 1) * 8;
     const int tok = nt * 8 + 2 * (ln & 3) + (i & 1);
     if (row >= p.n || tok >= p.m) continue;
     float s = 0.f;

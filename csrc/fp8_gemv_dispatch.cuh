@@ -63,11 +63,6 @@ cudaError_t launch_quant(const Params& p, bool bf16, bool two, int r, int pf, bo
                          cudaStream_t stream);
 cudaError_t launch_preq(const Params& p, bool bf16, bool two, int r, int pf, bool xa, int warps, int tgs, bool pdl,
                         cudaStream_t stream);
-// The TMA-ring kernel (fp8_ring.cuh, fp8_ring_launch.cu): R = rp.p's tile rows / 16 in {1, 2}.
-struct RingParams;
-cudaError_t launch_ring(const RingParams& rp, bool bf16, bool two, bool pq, int r, int warps, int tgs, bool pdl,
-                        cudaStream_t stream);
-bool ring_shape_ok(int r, int warps, int depth, bool two, int smem_cap);
 
 #define QLINEAR_FP8G_LAUNCH_PQ(NAME, PQ)                                                                      \
   cudaError_t NAME(const Params& p, bool bf16, bool two, int r, int pf, bool xa, int warps, int tgs, bool pdl, \

@@ -2,9 +2,7 @@
 // config, and the dispatch over the compiled instances (dtype x NT x (R, PF)).
 #include "fp8_gemv_dispatch.cuh"
 #include "fp8_gemv_launch.h"
-#include "fp8_ring.cuh"
 #include "device_attrs.h"
-#include "tensor_map.h"
 
 namespace qlinear {
 namespace fp8g {
@@ -15,9 +13,7 @@ namespace {
 
 using fp8g::Params;
 
-int max_warps(int nt, int r, int pf, bool pq, bool xa, bool ring = false) {
-  return (ring ? fp8g::ring_max_threads(nt, r) : fp8g::max_threads(nt, r, pf, pq, xa)) / 32;
-}
+int max_warps(int nt, int r, int pf, bool pq, bool xa) { return fp8g::max_threads(nt, r, pf, pq, xa) / 32; }
 
 int64_t cdiv64(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -31,7 +27,6 @@ int64_t partial_words(const Fp8GemvArgs& a, const Fp8GemvConfig& c) {
 Fp8GemvConfig fp8_gemv_decode(int64_t code) {
   Fp8GemvConfig c;
   if (code <= 0) return c;
-  c.ring = static_cast<int>((code / 100000000) % 10);
   c.xa = static_cast<int>((code / 10000000) % 10);
   c.preq = static_cast<int>((code / 1000000) % 10);
   c.splits = static_cast<int>((code / 10000) % 100);
@@ -42,7 +37,7 @@ Fp8GemvConfig fp8_gemv_decode(int64_t code) {
 }
 
 int64_t fp8_gemv_encode(const Fp8GemvConfig& c) {
-  return int64_t{c.ring} * 100000000 + int64_t{c.xa} * 10000000 + int64_t{c.preq} * 1000000 + int64_t{c.splits} * 10000 + c.r * 1000 +
+  return int64_t{c.xa} * 10000000 + int64_t{c.preq} * 1000000 + int64_t{c.splits} * 10000 + c.r * 1000 +
          c.pf * 100 + c.warps;
 }
 
@@ -55,12 +50,12 @@ Fp8GemvConfig fp8_gemv_resolve(const Fp8GemvArgs& a, int64_t code) {
   const bool pq = a.x_scales != nullptr;
   c.preq = pq ? 1 : 0;
   if (c.r <= 0) {
-    c.r = c.ring || c.xa || pq || a.m <= 4 ? 1 : (a.m <= 8 ? 2 : 4);
-    c.pf = c.r <= 2 && !c.ring ? 1 : 0;
+    c.r = c.xa || pq || a.m <= 4 ? 1 : (a.m <= 8 ? 2 : 4);
+    c.pf = c.r <= 2 ? 1 : 0;
   }
   const int64_t kb = a.k / 128;
   const int64_t tgs = cdiv64(cdiv64(a.n, 16), c.r);
-  const int wmax = max_warps(a.m > 8 ? 2 : 1, c.r, c.pf, pq, c.xa != 0, c.ring != 0);
+  const int wmax = max_warps(a.m > 8 ? 2 : 1, c.r, c.pf, pq, c.xa != 0);
   const int64_t target = static_cast<int64_t>(devattr::sm_count()) * (c.r >= 4 ? 8 : 16);
   int64_t wpt = cdiv64(target, tgs);
   const int64_t cap = kb / 2 > 0 ? kb / 2 : 1;
@@ -98,17 +93,11 @@ Fp8GemvSupport fp8_gemv_supported(const Fp8GemvArgs& a, int64_t code) {
       reinterpret_cast<uintptr_t>(a.weight) % 16 != 0 || (a.n > 1 && a.w_stride % 16 != 0))
     return Fp8GemvSupport::kMisaligned;
   const Fp8GemvConfig c = fp8_gemv_resolve(a, code);
-  if (code >= 1000000000 || fp8_gemv_decode(code).preq > 1 || (fp8_gemv_decode(code).preq == 1 && !pq) || c.xa > 1)
+  if (code >= 100000000 || fp8_gemv_decode(code).preq > 1 || (fp8_gemv_decode(code).preq == 1 && !pq) || c.xa > 1)
     return Fp8GemvSupport::kBadConfig;
-  if (c.ring > 0) {
-    if (c.xa != 0 || c.pf != 0 || c.splits < 1 || c.splits > 99 ||
-        !fp8g::ring_shape_ok(c.r, c.warps, c.ring, a.m > 8, devattr::smem_optin()))
-      return Fp8GemvSupport::kBadConfig;
-    if (devattr::cc_major() < 9) return Fp8GemvSupport::kNoTma;
-  } else if (!fp8g::pair_compiled(c.r, c.pf, pq, c.xa != 0) || c.warps < 1 ||
-             c.warps > max_warps(a.m > 8 ? 2 : 1, c.r, c.pf, pq, c.xa != 0) || c.splits < 1 || c.splits > 99) {
+  if (!fp8g::pair_compiled(c.r, c.pf, pq, c.xa != 0) || c.warps < 1 ||
+      c.warps > max_warps(a.m > 8 ? 2 : 1, c.r, c.pf, pq, c.xa != 0) || c.splits < 1 || c.splits > 99)
     return Fp8GemvSupport::kBadConfig;
-  }
   if (c.splits > 1) {
     const int64_t tgs = cdiv64(cdiv64(a.n, 16), c.r);
     if (a.workspace == nullptr || tgs > kFp8GemvCounters ||
@@ -155,19 +144,6 @@ cudaError_t fp8_gemv_launch(const Fp8GemvArgs& a, cudaStream_t stream, int64_t c
   const bool use_pdl = pdl && devattr::cc_major() >= 9;
   const bool bf16 = a.dtype == Fp8GDType::kBFloat16, two = a.m > 8;
   const bool xa = c.xa != 0;
-  if (c.ring > 0) {
-    fp8g::RingParams rp{};
-    rp.p = p;
-    rp.depth = c.ring;
-    // weight [n, k] bytes in boxes of one k-block x the CTA's rows, swizzled as fp8_ring.cuh reads them
-    if (!tmap::encode_2d(&rp.wmap, CU_TENSOR_MAP_DATA_TYPE_UINT8, a.weight, static_cast<uint64_t>(a.k),
-                         static_cast<uint64_t>(a.n), static_cast<uint64_t>(a.n > 1 ? a.w_stride : a.k), 128,
-                         static_cast<uint32_t>(16 * c.r), CU_TENSOR_MAP_SWIZZLE_128B))
-      return cudaErrorInvalidValue;
-    const cudaError_t e = fp8g::launch_ring(rp, bf16, two, a.x_scales != nullptr, c.r, c.warps, tgs, use_pdl, stream);
-    if (e != cudaSuccess) (void)cudaGetLastError();
-    return e;
-  }
   if (a.x_scales != nullptr) return fp8g::launch_preq(p, bf16, two, c.r, c.pf, xa, c.warps, tgs, use_pdl, stream);
   return fp8g::launch_quant(p, bf16, two, c.r, c.pf, xa, c.warps, tgs, use_pdl, stream);
 }

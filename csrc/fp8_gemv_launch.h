@@ -35,7 +35,7 @@ struct Fp8GemvArgs {
   float scale_eps = 1e-10f;
 };
 
-// A launch config, code B * 100000000 + X * 10000000 + Q * 1000000 + S * 10000 + R * 1000 + PF * 100 + W (0 = automatic): R row
+// A launch config, code X * 10000000 + Q * 1000000 + S * 10000 + R * 1000 + PF * 100 + W (0 = automatic): R row
 // tiles of 16 per CTA (1, 2, 4), PF = k-blocks of weights loaded ahead of the one being multiplied
 // (0 .. 3; which (R, PF) pairs are compiled: fp8_gemv_configs), W warps per CTA splitting the
 // k-blocks (1 .. 16, fewer where the register cap allows fewer threads), S CTAs splitting K (1 .. 99;
@@ -44,12 +44,8 @@ struct Fp8GemvArgs {
 // run). fp8_gemv_configs lists the compiled (R, PF) pairs as R * 10 + PF. X = 1: each warp loads its
 // next k-block's x operands before multiplying the current one (fp8_gemv.cuh XA; compiled for R = 1
 // with PF 1 or 2 only, which fp8_gemv_configs does not list).
-//
-// B * 100000000 added (B = 1 .. 8): the weights go through a ring of B stages per warp in shared
-// memory, filled by TMA (fp8_ring.cuh; sm_90+). x is always loaded one k-block ahead there, so X and PF
-// must be 0; R is 1 or 2, W up to 16, and B x W x R x 2 KB must fit the CTA's shared memory.
 struct Fp8GemvConfig {
-  int r = 0, pf = 0, warps = 0, splits = 0, preq = 0, xa = 0, ring = 0;
+  int r = 0, pf = 0, warps = 0, splits = 0, preq = 0, xa = 0;
 };
 
 enum class Fp8GemvSupport : int {
@@ -60,11 +56,9 @@ enum class Fp8GemvSupport : int {
   kMisaligned = 4,     // x / weight not 16-byte aligned, x row stride % 8 (codes: bytes % 16) or weight
                        // row stride % 16 != 0
   kBadConfig = 5,      // (R, PF) not compiled, warps or splits out of range, Q = 1 without x_scales, X > 1,
-                       // X = 1 with (R, PF) other than (1, 1) / (1, 2), a digit above B; with B > 0: X or
-                       // PF not 0, R not 1 / 2, more than 16 warps or more shared memory than the device has
+                       // X = 1 with (R, PF) other than (1, 1) / (1, 2), or a digit above X
   kWorkspace = 6,      // split-K needs more counters / partials than the workspace holds
   kBadPointer = 7,     // x, weight, weight scales or (pre-quantized) x_scales null
-  kNoTma = 8,          // B > 0 on a device below sm_90
 };
 
 Fp8GemvConfig fp8_gemv_decode(int64_t code);

@@ -53,7 +53,6 @@ SOURCES = (
     "binding_fp8_gemv.cpp",
     "fp8_gemv_launch.cu",
     "fp8_gemv_launch_preq.cu",
-    "fp8_ring_launch.cu",
     "w4a16_bulk_bf16.cu",
     "w4a16_bulk_f16.cu",
 )
@@ -77,7 +76,6 @@ HEADERS = (
     "fp8_gemv.cuh",
     "fp8_gemv_launch.h",
     "fp8_gemv_dispatch.cuh",
-    "fp8_ring.cuh",
     "tensor_map.h",
     "msg.h",
     "binding_util.h",
