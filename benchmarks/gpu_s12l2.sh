@@ -3,6 +3,8 @@
 # k range, fp8_gemv.cuh): probe_fp8_preq.py, P = 1 codes against the same codes with P = 0 and the
 # dispatch (CUDA on 2112x7168, Triton on the wide shapes), then the GPU tests of the CUDA kernel.
 #   OUT=/some/dir bash benchmarks/gpu_s12l2.sh
+# Ran once (session 12 run 2, cd5f083); P = 1 was slower everywhere and was removed after it, so this
+# script needs that commit.
 source "$(dirname "$0")/_gpu_build.sh"
 export PYTHONPATH="${PYTHONPATH:-$PWD}"
 gpu_build s12l2

@@ -69,14 +69,6 @@ __device__ __forceinline__ void mbar_arrive(uint32_t bar) {
 #endif
 }
 
-// Asks L2 to fetch bytes (a multiple of 16) at global src (16-byte aligned); no completion to wait
-// for, no shared memory: later loads of those bytes hit L2 or join the fetch in flight.
-__device__ __forceinline__ void prefetch_l2(const void* src, uint32_t bytes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(src), "r"(bytes) : "memory");
-#endif
-}
-
 // The box of a 2-D tensor map (a CUtensorMap kernel parameter: `map` is its generic address) at
 // coordinates (c0 innermost, c1) into shared dst (aligned as the map's swizzle needs), completing
 // on bar; elements outside the tensor land as zeros.

@@ -34,11 +34,6 @@
 // loaded before this block is multiplied, so a block no longer starts with an L2 round trip for its
 // x; without XA they are loaded at the start of their own block.
 // PDL: the first k-block's weights and scales are requested before griddepcontrol.wait, x after.
-// L2 prefetch (P = 1, XA instances only, sm_90): first of all, threads 0 .. 16 R - 1 each ask L2 for
-// their row's whole k range of the CTA (one cp.async.bulk.prefetch.L2 per row), so the DRAM reads of
-// all of the CTA's weights start at once (also while the previous grid, e.g. the quantizer, still
-// runs) and the warps' own loads then find them in L2 or in flight. Nothing else changes (same bits).
-// Not in the other instances: two of them sit at their register cap and spilled with it.
 //
 // PQ (pre-quantized x): x arrives as e4m3 codes [M, K] (row stride x_stride bytes) plus fp32 group
 // scales xs [M, K / 128] from per_token_group_quant_fp8 (launched just before, the GEMM with PDL so
@@ -52,7 +47,6 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
-#include "bulk_copy.cuh"
 #include "norm_quant.cuh"
 #include "pdl.cuh"
 
@@ -76,7 +70,6 @@ struct Params {
   int m, n, kb;      // kb = k / 128
   int splits, kb_per_split;
   float scale_eps;
-  int l2_prefetch;   // P digit: 1 = prefetch the CTA's weight rows into L2 first
 };
 
 template <typename XT>
@@ -378,12 +371,6 @@ __global__ void __launch_bounds__(max_threads(NT, R, PF, PQ, XA), 1) fp8_gemv_ke
   const int row0 = tg * R * 16;
   const int kb_lo = split * p.kb_per_split;
   const int kb_hi = min(kb_lo + p.kb_per_split, p.kb);
-  if constexpr (XA) {
-    if (p.l2_prefetch && threadIdx.x < R * 16 && kb_lo < kb_hi)
-      tma::prefetch_l2(p.w + static_cast<int64_t>(min(row0 + static_cast<int>(threadIdx.x), p.n - 1)) * p.w_stride +
-                           static_cast<int64_t>(kb_lo) * 128,
-                       static_cast<uint32_t>(kb_hi - kb_lo) * 128u);
-  }
 
   int rows[R][2];
 #pragma unroll

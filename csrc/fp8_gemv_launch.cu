@@ -27,7 +27,6 @@ int64_t partial_words(const Fp8GemvArgs& a, const Fp8GemvConfig& c) {
 Fp8GemvConfig fp8_gemv_decode(int64_t code) {
   Fp8GemvConfig c;
   if (code <= 0) return c;
-  c.l2 = static_cast<int>((code / 100000000) % 10);
   c.xa = static_cast<int>((code / 10000000) % 10);
   c.preq = static_cast<int>((code / 1000000) % 10);
   c.splits = static_cast<int>((code / 10000) % 100);
@@ -38,7 +37,7 @@ Fp8GemvConfig fp8_gemv_decode(int64_t code) {
 }
 
 int64_t fp8_gemv_encode(const Fp8GemvConfig& c) {
-  return int64_t{c.l2} * 100000000 + int64_t{c.xa} * 10000000 + int64_t{c.preq} * 1000000 + int64_t{c.splits} * 10000 + c.r * 1000 +
+  return int64_t{c.xa} * 10000000 + int64_t{c.preq} * 1000000 + int64_t{c.splits} * 10000 + c.r * 1000 +
          c.pf * 100 + c.warps;
 }
 
@@ -94,10 +93,9 @@ Fp8GemvSupport fp8_gemv_supported(const Fp8GemvArgs& a, int64_t code) {
       reinterpret_cast<uintptr_t>(a.weight) % 16 != 0 || (a.n > 1 && a.w_stride % 16 != 0))
     return Fp8GemvSupport::kMisaligned;
   const Fp8GemvConfig c = fp8_gemv_resolve(a, code);
-  if (code >= 1000000000 || fp8_gemv_decode(code).preq > 1 || (fp8_gemv_decode(code).preq == 1 && !pq) || c.xa > 1 ||
-      c.l2 > 1)
+  if (code >= 100000000 || fp8_gemv_decode(code).preq > 1 || (fp8_gemv_decode(code).preq == 1 && !pq) || c.xa > 1)
     return Fp8GemvSupport::kBadConfig;
-  if (!fp8g::pair_compiled(c.r, c.pf, pq, c.xa != 0) || (c.l2 && !c.xa) || c.warps < 1 ||
+  if (!fp8g::pair_compiled(c.r, c.pf, pq, c.xa != 0) || c.warps < 1 ||
       c.warps > max_warps(a.m > 8 ? 2 : 1, c.r, c.pf, pq, c.xa != 0) || c.splits < 1 || c.splits > 99)
     return Fp8GemvSupport::kBadConfig;
   if (c.splits > 1) {
@@ -142,7 +140,6 @@ cudaError_t fp8_gemv_launch(const Fp8GemvArgs& a, cudaStream_t stream, int64_t c
   p.splits = c.splits;
   p.kb_per_split = static_cast<int>(cdiv64(kb, c.splits));
   p.scale_eps = a.scale_eps;
-  p.l2_prefetch = c.l2;
   const int tgs = static_cast<int>(cdiv64(cdiv64(a.n, 16), c.r));
   const bool use_pdl = pdl && devattr::cc_major() >= 9;
   const bool bf16 = a.dtype == Fp8GDType::kBFloat16, two = a.m > 8;
