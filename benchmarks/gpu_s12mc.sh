@@ -3,6 +3,8 @@
 # w4a16_wgmma_configs): its GPU tests, then probe_w4a16_gemm.py (wgmma family, cluster 1 vs 2, auto
 # splits) at M = 128 (128 tokens) and M = 512 / 1024 (128 and 256 tokens) on the issue shapes.
 #   OUT=/some/dir bash benchmarks/gpu_s12mc.sh
+# Ran once (session 12 run 4, 25c3c7e); the cluster instances were slower everywhere and were removed
+# after it, so this script needs that commit.
 source "$(dirname "$0")/_gpu_build.sh"
 export PYTHONPATH="${PYTHONPATH:-$PWD}"
 gpu_build s12mc

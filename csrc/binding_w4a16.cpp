@@ -18,13 +18,11 @@
 //                                            tokens=0, splits=0, stages=0) -> int   (a W4GemmSupport code)
 //   torch.ops.qlinear_C.w4a16_gemm_configs() -> int[]   (compiled warps * 1000 + tokens / 8 * 10 + stages)
 //   torch.ops.qlinear_C.w4a16_wgmma(out, x, qweight, scales, zeros, bias, group_size, counters, tokens=0,
-//                                   splits=0, stages=0, cluster=0) -> int   (the Hopper wgmma GEMM of
-//                                   w4a16_wgmma.cuh; same counters and return value as w4a16_gemm, warps
-//                                   always 8)
+//                                   splits=0, stages=0) -> int   (the Hopper wgmma GEMM of w4a16_wgmma.cuh;
+//                                   same counters and return value as w4a16_gemm, warps always 8)
 //   torch.ops.qlinear_C.w4a16_wgmma_supported(x, qweight, scales, zeros, group_size, counters, tokens=0,
-//                                             splits=0, stages=0, cluster=0) -> int   (a W4GemmSupport code)
-//   torch.ops.qlinear_C.w4a16_wgmma_configs() -> int[]   (compiled cluster * 1000 (none for 1) + tokens / 8
-//                                                         * 10 + stages)
+//                                             splits=0, stages=0) -> int   (a W4GemmSupport code)
+//   torch.ops.qlinear_C.w4a16_wgmma_configs() -> int[]   (compiled tokens / 8 * 10 + stages)
 //   torch.ops.qlinear_C.w4a16_wgmma_built() -> int   (1: the current GPU runs the sm_90a wgmma code)
 // x [M, K] (stride(1) == 1), out [M, N]; qweight int32 [N, ceil(K/128)*16]; scales [G, N];
 // zeros uint8 [G, N] or None; 4-bit weights without act-order only.
@@ -195,12 +193,6 @@ qlinear::W4GemmConfig gemm_config(int64_t warps, int64_t tokens, int64_t splits,
   return c;
 }
 
-qlinear::W4GemmConfig wgmma_config(int64_t tokens, int64_t splits, int64_t stages, int64_t cluster) {
-  qlinear::W4GemmConfig c = gemm_config(0, tokens, splits, stages);
-  c.cluster = static_cast<int>(cluster);
-  return c;
-}
-
 void check_counters(const at::Tensor& counters, const at::Tensor& x) {
   check_on(counters, "counters", x);
   TORCH_CHECK_TYPE(counters.scalar_type() == at::kInt, msg::cat("counters: expected int32, got ", counters.scalar_type()));
@@ -276,16 +268,16 @@ int64_t w4a16_gemm(const at::Tensor& out, const at::Tensor& x, const at::Tensor&
 
 int64_t w4a16_wgmma_supported(const at::Tensor& x, const at::Tensor& qweight, const at::Tensor& scales,
                               const std::optional<at::Tensor>& zeros, int64_t group_size, const at::Tensor& counters,
-                              int64_t tokens, int64_t splits, int64_t stages, int64_t cluster) {
+                              int64_t tokens, int64_t splits, int64_t stages) {
   return gemm_supported(kWgmmaGemm, x, qweight, scales, zeros, group_size, counters,
-                        wgmma_config(tokens, splits, stages, cluster));
+                        gemm_config(0, tokens, splits, stages));
 }
 
 int64_t w4a16_wgmma(const at::Tensor& out, const at::Tensor& x, const at::Tensor& qweight, const at::Tensor& scales,
                     const std::optional<at::Tensor>& zeros, const std::optional<at::Tensor>& bias, int64_t group_size,
-                    const at::Tensor& counters, int64_t tokens, int64_t splits, int64_t stages, int64_t cluster) {
+                    const at::Tensor& counters, int64_t tokens, int64_t splits, int64_t stages) {
   return gemm_run(kWgmmaGemm, out, x, qweight, scales, zeros, bias, group_size, counters,
-                  wgmma_config(tokens, splits, stages, cluster));
+                  gemm_config(0, tokens, splits, stages));
 }
 
 std::vector<int64_t> w4a16_wgmma_configs() { return code_list(qlinear::w4_wgmma_configs); }
@@ -320,11 +312,11 @@ TORCH_LIBRARY_FRAGMENT(qlinear_C, m) {
   m.def("w4a16_gemm_configs() -> int[]", &w4a16_gemm_configs);
   m.def(
       "w4a16_wgmma(Tensor(a!) out, Tensor x, Tensor qweight, Tensor scales, Tensor? zeros, Tensor? bias, "
-      "int group_size, Tensor(b!) counters, int tokens=0, int splits=0, int stages=0, int cluster=0) -> int",
+      "int group_size, Tensor(b!) counters, int tokens=0, int splits=0, int stages=0) -> int",
       &w4a16_wgmma);
   m.def(
       "w4a16_wgmma_supported(Tensor x, Tensor qweight, Tensor scales, Tensor? zeros, int group_size, "
-      "Tensor counters, int tokens=0, int splits=0, int stages=0, int cluster=0) -> int",
+      "Tensor counters, int tokens=0, int splits=0, int stages=0) -> int",
       &w4a16_wgmma_supported);
   m.def("w4a16_wgmma_configs() -> int[]", &w4a16_wgmma_configs);
   m.def("w4a16_wgmma_built() -> int", &w4a16_wgmma_built);

@@ -82,45 +82,5 @@ __device__ __forceinline__ void tensor_copy_2d(uint32_t dst, const void* map, in
 #endif
 }
 
-// tensor_copy_2d multicast to the CTAs of the cluster in cta_mask (bit i = rank i): the box lands at
-// offset dst of each one's shared memory and completes on the mbarrier at offset bar of each.
-__device__ __forceinline__ void tensor_copy_2d_multicast(uint32_t dst, const void* map, int c0, int c1, uint32_t bar,
-                                                         uint16_t cta_mask) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
-      " [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(dst),
-      "l"(map), "r"(c0), "r"(c1), "r"(bar), "h"(cta_mask)
-      : "memory");
-#endif
-}
-
-// This CTA's rank in its cluster.
-__device__ __forceinline__ uint32_t cluster_rank() {
-  uint32_t r = 0;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-#endif
-  return r;
-}
-
-// Every thread of every CTA of the cluster: arrive (release) and wait (acquire); also a CTA barrier.
-__device__ __forceinline__ void cluster_sync() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("barrier.cluster.arrive.release.aligned;\n barrier.cluster.wait.acquire.aligned;" ::: "memory");
-#endif
-}
-
-// One arrival on the mbarrier at shared offset bar of cluster CTA `rank` (release at cluster scope).
-__device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar, uint32_t rank) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile(
-      "{\n .reg .b32 ra;\n mapa.shared::cluster.u32 ra, %0, %1;\n"
-      " mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\n}" ::"r"(bar),
-      "r"(rank)
-      : "memory");
-#endif
-}
-
 }  // namespace tma
 }  // namespace qlinear

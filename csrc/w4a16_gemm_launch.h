@@ -19,7 +19,6 @@ struct W4GemmConfig {
   int tokens = 0;
   int splits = 0;
   int stages = 0;
-  int cluster = 0;  // wgmma GEMM only: CTAs per cluster sharing x (1 or 2; 0 = automatic)
 };
 
 enum class W4GemmSupport : int {
@@ -60,9 +59,8 @@ cudaError_t w4_gemm_launch(const W4GemvArgs& a, const W4GemmConfig& c, float* wo
 
 // The Hopper wgmma GEMM (w4a16_wgmma.cuh, w4a16_wgmma_launch.cu): the same operands, config struct,
 // support codes, workspace and counters protocol. warps must be 0 or 8 (two warpgroups, 128 weight
-// rows per CTA); tokens 64, 128 or 256 per CTA; cluster 1 or 2 (two row tiles sharing x's loads;
-// automatic: 1); (cluster, tokens / 8, stages) compiled: w4_wgmma_configs() lists them as cluster * 1000
-// (left out for 1) + (tokens / 8) * 10 + stages. Automatic splits: see w4_wgmma_resolve.
+// rows per CTA); tokens 64, 128 or 256 per CTA; (tokens / 8, stages) compiled: w4_wgmma_configs() lists
+// them as (tokens / 8) * 10 + stages. Automatic splits: see w4_wgmma_resolve.
 // w4_wgmma_built: 1 when the current device runs this build's sm_90a device code (read once per device
 // from a device variable), else 0 (then every case is kNoWgmma).
 int w4_wgmma_built();

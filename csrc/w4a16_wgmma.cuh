@@ -31,15 +31,6 @@
 // superblock after its use, when its group is known complete. The A fragments are double-buffered
 // for the same reason.
 //
-// Clusters (CL = 2): the two CTAs of a cluster (neighbouring row tiles, same K range and tokens)
-// read the same x. Each loads one of the stage's two 64-k atoms of x and multicasts it into both
-// CTAs' stages (completing on both CTAs' `full`), so x crosses L2 once per pair of row tiles instead
-// of once per tile (at M = 1024 on 7168x16384, x's L2 traffic is ~1.9 GB with CL = 1). A stage may
-// be refilled only when both CTAs are done with it: every warp arrives on its own and on the peer's
-// `empty` (16 arrivals). A cluster barrier after the mbarrier init (the peer's copies may land at
-// once) and after the main loop (no CTA leaves while the peer may still signal it). The grid's row
-// tiles are rounded up to a multiple of CL; a tile past N loads zeros and stores nothing.
-//
 // K split: as w4a16_gemm.cuh (fp32 partials [tile][split][value][thread], last CTA to arrive sums in
 // split order, resets the counter).
 #pragma once
@@ -73,20 +64,19 @@ struct WgParams {
   GemmParams gp;
 };
 
-// Compiled (TN, ST, CL) as CL * 1000 + (TN / 8) * 10 + ST, the CL digit left out for CL = 1.
-constexpr int kWgCodes[] = {164, 165, 84, 88, 323, 2164, 2323};
+// Compiled (TN, ST) as (TN / 8) * 10 + ST.
+constexpr int kWgCodes[] = {164, 165, 84, 88, 323};
 
 template <int C>
 struct WgCode {
-  static constexpr int TN = C % 1000 / 10 * 8, ST = C % 10, CL = C / 1000 > 1 ? C / 1000 : 1;
-  static_assert((TN == 64 || TN == 128 || TN == 256) && ST >= 2 && CL <= 2,
-                "a wgmma code is cluster * 1000 + (tokens / 8) * 10 + stages, cluster 1 or 2");
+  static constexpr int TN = C / 10 * 8, ST = C % 10;
+  static_assert((TN == 64 || TN == 128 || TN == 256) && ST >= 2, "a wgmma code is (tokens / 8) * 10 + stages");
 };
 
 template <size_t L>
 constexpr bool wg_codes_fit(const int (&codes)[L]) {
   for (size_t i = 0; i < L; ++i)
-    if (wg_smem_bytes(codes[i] % 1000 / 10 * 8, codes[i] % 10) > 227 * 1024) return false;
+    if (wg_smem_bytes(codes[i] / 10 * 8, codes[i] % 10) > 227 * 1024) return false;
   return true;
 }
 static_assert(wg_codes_fit(kWgCodes), "a compiled wgmma code needs more than 227 KB of shared memory");
@@ -252,7 +242,7 @@ __device__ __forceinline__ void wg_dequant(uint32_t (&a)[8][4], const unsigned c
 
 #endif  // QLINEAR_WGMMA
 
-template <typename XT, int TN, int ST, int CL>
+template <typename XT, int TN, int ST>
 __global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const __grid_constant__ WgParams wp) {
 #if QLINEAR_WGMMA
   static_assert(ST >= 2, "a stage is released one superblock after its use");
@@ -270,7 +260,6 @@ __global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const __grid_co
   const int tok0 = blockIdx.z * TN;
   const int sb_lo = blockIdx.y * gp.sb_per_split;
   const int nsb = min(sb_lo + gp.sb_per_split, p.nsb) - sb_lo;  // superblocks of this CTA
-  const uint32_t crank = CL > 1 ? tma::cluster_rank() : 0;
 
   // superblock j into its stage (thread 0 only)
   auto fill = [&](int j) {
@@ -278,31 +267,19 @@ __global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const __grid_co
     const uint32_t st = ring + s * kStage, bar = full0 + 8 * s;
     tma::mbar_arrive_tx(bar, static_cast<uint32_t>(TN * 256 + kWgRows * 64));
     const int sb = sb_lo + j;
-    if constexpr (CL == 1) {
-      tma::tensor_copy_2d(st, &wp.xmap, sb * 128, tok0, bar);
-      tma::tensor_copy_2d(st + TN * 128, &wp.xmap, sb * 128 + 64, tok0, bar);
-    } else {
-      // this CTA's atom of x, into both CTAs' stages (the peer sends the other)
-      tma::tensor_copy_2d_multicast(st + crank * TN * 128, &wp.xmap, sb * 128 + 64 * crank, tok0, bar, 0x3);
-    }
+    tma::tensor_copy_2d(st, &wp.xmap, sb * 128, tok0, bar);
+    tma::tensor_copy_2d(st + TN * 128, &wp.xmap, sb * 128 + 64, tok0, bar);
     tma::tensor_copy_2d(st + wg_stage(TN).w_off, &wp.wmap, sb * 16, row0, bar);
   };
   if (tid == 0) {
     for (int s = 0; s < ST; ++s) {
       tma::mbar_init(full0 + 8 * s, 1);
-      tma::mbar_init(empty0 + 8 * s, kWgThreads / 32 * CL);
+      tma::mbar_init(empty0 + 8 * s, kWgThreads / 32);
     }
     tma::mbar_fence_init();
-    if constexpr (CL == 1)
-      for (int j = 0; j < ST && j < nsb; ++j) fill(j);
+    for (int j = 0; j < ST && j < nsb; ++j) fill(j);
   }
-  if constexpr (CL == 1) {
-    __syncthreads();
-  } else {
-    tma::cluster_sync();  // the peer's barriers exist before anything lands in them
-    if (tid == 0)
-      for (int j = 0; j < ST && j < nsb; ++j) fill(j);
-  }
+  __syncthreads();
 
   const int g = lane >> 2, t = lane & 3;
   const int r = warp * 16 + g;  // local row of the lane's first A row: warpgroup 64 + warp 16 + g
@@ -335,10 +312,7 @@ __global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const __grid_co
 #pragma unroll
       for (int c = 0; c < 4; ++c) keep(a[B ^ 1][i][c]);
     if (j >= 1) {
-      if (lane == 0) {
-        tma::mbar_arrive(empty0 + 8 * ((j - 1) % ST));
-        if constexpr (CL > 1) tma::mbar_arrive_cluster(empty0 + 8 * ((j - 1) % ST), crank ^ 1u);
-      }
+      if (lane == 0) tma::mbar_arrive(empty0 + 8 * ((j - 1) % ST));
       if (tid == 0 && j - 1 + ST < nsb) {
         tma::mbar_wait(empty0 + 8 * ((j - 1) % ST), static_cast<uint32_t>(((j - 1) / ST) & 1));
         fill(j - 1 + ST);
@@ -354,7 +328,6 @@ __global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const __grid_co
   wg_wait<0>();
 #pragma unroll
   for (int v = 0; v < V; ++v) keep(acc[v]);
-  if constexpr (CL > 1) tma::cluster_sync();  // the peer's last arrivals on this CTA's barriers are in
 
   const int tile = blockIdx.x + gridDim.x * blockIdx.z;
   if (gridDim.y > 1) {

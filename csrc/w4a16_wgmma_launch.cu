@@ -3,7 +3,6 @@
 #include <utility>
 
 #include "device_attrs.h"
-#include "pdl.cuh"
 #include "tensor_map.h"
 #include "w4a16_gemm_launch.h"
 #include "w4a16_params.cuh"
@@ -18,24 +17,21 @@ using w4a16g::WgParams;
 
 int64_t cdiv64(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-int wg_code(const W4GemmConfig& c) { return (c.cluster > 1 ? c.cluster * 1000 : 0) + (c.tokens / 8) * 10 + c.stages; }
+int wg_code(const W4GemmConfig& c) { return (c.tokens / 8) * 10 + c.stages; }
 
-// Row tiles of the grid: rounded up to whole clusters.
-int64_t wg_row_tiles(const W4GemvArgs& a, const W4GemmConfig& c) {
-  const int64_t cl = c.cluster > 1 ? c.cluster : 1;
-  return cdiv64(cdiv64(a.n, w4a16g::kWgRows), cl) * cl;
+int64_t wg_tiles(const W4GemvArgs& a, const W4GemmConfig& c) {
+  return cdiv64(a.n, w4a16g::kWgRows) * cdiv64(a.m, c.tokens);
 }
-
-int64_t wg_tiles(const W4GemvArgs& a, const W4GemmConfig& c) { return wg_row_tiles(a, c) * cdiv64(a.m, c.tokens); }
 
 template <typename XT, int C>
 cudaError_t launch_code(const WgParams& wp, dim3 grid, cudaStream_t stream) {
   using D = w4a16g::WgCode<C>;
-  const auto kernel = w4a16g::w4_wgmma_kernel<XT, D::TN, D::ST, D::CL>;
+  const auto kernel = w4a16g::w4_wgmma_kernel<XT, D::TN, D::ST>;
   const int smem = w4a16g::wg_smem_bytes(D::TN, D::ST);
   const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (e != cudaSuccess) return e;
-  return pdl::launch_smem(kernel, grid, dim3(w4a16g::kWgThreads), static_cast<size_t>(smem), stream, false, D::CL, wp);
+  kernel<<<grid, dim3(w4a16g::kWgThreads), smem, stream>>>(wp);
+  return cudaGetLastError();
 }
 
 template <typename XT, size_t... I>
@@ -71,7 +67,6 @@ int w4_wgmma_built() {
 W4GemmConfig w4_wgmma_resolve(const W4GemvArgs& a, const W4GemmConfig& cfg) {
   W4GemmConfig c = cfg;
   if (c.warps <= 0) c.warps = 8;
-  if (c.cluster <= 0) c.cluster = 1;
   if (c.tokens <= 0) c.tokens = a.m <= 64 ? 64 : (a.m <= 128 ? 128 : 256);
   if (c.stages <= 0) c.stages = c.tokens >= 256 ? 3 : (c.tokens >= 128 ? 4 : 8);
   const int64_t nsb = cdiv64(a.k, 128);
@@ -131,7 +126,7 @@ cudaError_t w4_wgmma_launch(const W4GemvArgs& a, const W4GemmConfig& cfg, float*
                  static_cast<uint64_t>(a.n), static_cast<uint64_t>(a.qw_stride) * 4, 16, w4a16g::kWgRows,
                  CU_TENSOR_MAP_SWIZZLE_NONE))
     return cudaErrorInvalidValue;
-  const dim3 grid(static_cast<unsigned>(wg_row_tiles(a, c)), static_cast<unsigned>(c.splits),
+  const dim3 grid(static_cast<unsigned>(cdiv64(a.n, w4a16g::kWgRows)), static_cast<unsigned>(c.splits),
                   static_cast<unsigned>(cdiv64(a.m, c.tokens)));
   constexpr auto seq = std::make_index_sequence<std::size(w4a16g::kWgCodes)>{};
   const cudaError_t e = a.x_dtype == W4GDType::kBFloat16 ? launch_listed<__nv_bfloat16>(wg_code(c), wp, grid, stream, seq)

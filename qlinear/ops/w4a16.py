@@ -810,17 +810,16 @@ def cuda_wgmma(
     x: torch.Tensor,
     packed: W4A16Weights,
     bias: torch.Tensor | None = None,
-    config: tuple[int, ...] | None = None,
+    config: tuple[int, int, int] | None = None,
 ) -> torch.Tensor | None:
     """The Hopper wgmma W4A16 GEMM on ``x [M, K]`` (:func:`cuda_wgmma_supported`): ``[M, N]`` in x's
-    dtype, or None when the extension is unavailable. ``config`` = (tokens per CTA, K splits, stages[,
-    cluster]), zeros for the launcher's choice (default: the shape class's :data:`_CUDA_WGMMA_AUTO`
-    entry, else all automatic; ``w4a16_wgmma_configs()`` lists the compiled cluster * 1000 + tokens / 8
-    * 10 + stages, the cluster digit left out for 1). cluster 2: two row tiles share x's loads
-    (multicast). K splits as :func:`cuda_gemm`'s.
+    dtype, or None when the extension is unavailable. ``config`` = (tokens per CTA, K splits, stages),
+    zeros for the launcher's choice (default: the shape class's :data:`_CUDA_WGMMA_AUTO` entry, else
+    all automatic; ``w4a16_wgmma_configs()`` lists the compiled (tokens / 8, stages)). K splits as
+    :func:`cuda_gemm`'s.
     """
-    if config is not None and (len(tuple(config)) not in (3, 4) or any(int(v) < 0 for v in config)):
-        raise ValueError(f"config: expected (tokens, splits, stages[, cluster]) of ints >= 0, got {config!r}")
+    if config is not None and (len(tuple(config)) != 3 or any(int(v) < 0 for v in config)):
+        raise ValueError(f"config: expected (tokens, splits, stages) of ints >= 0, got {config!r}")
     return _cuda_wgmma(x, packed, bias, config)
 
 
