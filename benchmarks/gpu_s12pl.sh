@@ -4,6 +4,8 @@
 # codes without P (the dispatch's) on the MLA shapes at M = 16 / 12 / 9 (quantizer + GEMV, and GEMV
 # alone) and M = 8 / 1 (x quantized in the kernel); then the GPU tests of the CUDA kernel.
 #   OUT=/some/dir bash benchmarks/gpu_s12pl.sh
+# Ran once (session 12 run 5, fc9a923); the preload was slower on 2112x7168 and 1536x7168 and was
+# removed after it, so this script needs that commit.
 source "$(dirname "$0")/_gpu_build.sh"
 export PYTHONPATH="${PYTHONPATH:-$PWD}"
 gpu_build s12pl

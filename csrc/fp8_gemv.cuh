@@ -34,9 +34,6 @@
 // loaded before this block is multiplied, so a block no longer starts with an L2 round trip for its
 // x; without XA they are loaded at the start of their own block.
 // PDL: the first k-block's weights and scales are requested before griddepcontrol.wait, x after.
-// Preload (PL, P = 1 in the launch code; XA only): all PF + 1 register stages are requested before the wait, so while the
-// previous grid (the quantizer of a Q = 1 launch) finishes, the warp's first two blocks are in flight
-// instead of one; the first refill of the loop is then skipped. Same blocks, same sums, same bits.
 //
 // PQ (pre-quantized x): x arrives as e4m3 codes [M, K] (row stride x_stride bytes) plus fp32 group
 // scales xs [M, K / 128] from per_token_group_quant_fp8 (launched just before, the GEMM with PDL so
@@ -365,9 +362,8 @@ __device__ __forceinline__ void reduce_store(const float (&acc)[R][NT][4], float
   }
 }
 
-template <typename XT, int NT, int R, int PF, bool PQ, bool XA, bool PL = false>
+template <typename XT, int NT, int R, int PF, bool PQ, bool XA>
 __global__ void __launch_bounds__(max_threads(NT, R, PF, PQ, XA), 1) fp8_gemv_kernel(const Params p) {
-  static_assert(!PL || XA, "preload is compiled for the x-ahead instances");
   extern __shared__ float red[];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, W = blockDim.x >> 5;
   const int g = lane >> 2, t = lane & 3;
@@ -395,10 +391,9 @@ __global__ void __launch_bounds__(max_threads(NT, R, PF, PQ, XA), 1) fp8_gemv_ke
   constexpr int NS = PF + 1;  // register stages
   WStage<R> st[NS];
   // the weights do not depend on the previous grid: the first PF k-blocks (one without PF) are
-  // requested before the wait, with the preload flag (XA) all PF + 1
-  constexpr bool preload = PL;
+  // requested before the wait
 #pragma unroll
-  for (int i = 0; i < (preload ? NS : (PF > 0 ? PF : 1)); ++i)
+  for (int i = 0; i < (PF > 0 ? PF : 1); ++i)
     if (kb + i * W < kb_hi) load_stage<R>(st[i], p, rows, t, kb + i * W);
 
   pdl::wait();
@@ -431,9 +426,7 @@ __global__ void __launch_bounds__(max_threads(NT, R, PF, PQ, XA), 1) fp8_gemv_ke
       for (int i = 0; i < NS; ++i) {
         const int kbi = kb + i * W;
         if (kbi >= kb_hi) break;
-        // (the first block's refill was preloaded)
-        if (kbi + PF * W < kb_hi && !(preload && kbi == kb_lo + warp))
-          load_stage<R>(st[(i + PF) % NS], p, rows, t, kbi + PF * W);
+        if (kbi + PF * W < kb_hi) load_stage<R>(st[(i + PF) % NS], p, rows, t, kbi + PF * W);
         if constexpr (XA) {
           XLoad<NT, PQ> xc = xn;
           if (kbi + W < kb_hi) load_x<XT, NT, PQ>(xn, xrow, xvalid, kbi + W, t, p);

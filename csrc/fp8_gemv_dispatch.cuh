@@ -24,22 +24,19 @@ inline bool pair_compiled(int r, int pf, bool pq, bool xa = false) {
   return false;
 }
 
-template <typename XT, int NT, int R, int PF, bool PQ, bool XA = false, bool PL = false>
+template <typename XT, int NT, int R, int PF, bool PQ, bool XA = false>
 cudaError_t launch_one(const Params& p, int tgs, int warps, bool pdl, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(tgs), static_cast<unsigned>(p.splits));
-  return pdl::launch_smem(fp8_gemv_kernel<XT, NT, R, PF, PQ, XA, PL>, grid, dim3(32 * warps), smem_bytes(R, NT, warps),
+  return pdl::launch_smem(fp8_gemv_kernel<XT, NT, R, PF, PQ, XA>, grid, dim3(32 * warps), smem_bytes(R, NT, warps),
                           stream, pdl, 1, p);
 }
 
 template <typename XT, int NT, bool PQ>
-cudaError_t launch_nt(const Params& p, int r, int pf, int xa, int warps, int tgs, bool pdl, cudaStream_t stream) {
+cudaError_t launch_nt(const Params& p, int r, int pf, bool xa, int warps, int tgs, bool pdl, cudaStream_t stream) {
   if (xa) {
-    // xa 2: x ahead with the preload (fp8_gemv.cuh)
-    switch ((r * 10 + pf) * (xa == 2 ? -1 : 1)) {
+    switch (r * 10 + pf) {
       case 11: return launch_one<XT, NT, 1, 1, PQ, true>(p, tgs, warps, pdl, stream);
       case 12: return launch_one<XT, NT, 1, 2, PQ, true>(p, tgs, warps, pdl, stream);
-      case -11: return launch_one<XT, NT, 1, 1, PQ, true, true>(p, tgs, warps, pdl, stream);
-      case -12: return launch_one<XT, NT, 1, 2, PQ, true, true>(p, tgs, warps, pdl, stream);
       default: return cudaErrorInvalidValue;
     }
   }
@@ -60,16 +57,15 @@ cudaError_t launch_nt(const Params& p, int r, int pf, int xa, int warps, int tgs
   }
 }
 
-// bf16: out / bias (and unquantized x) dtype; two: M > 8 (two token tiles); xa: 1 x ahead, 2 x ahead
-// with the preload. launch_quant:
+// bf16: out / bias (and unquantized x) dtype; two: M > 8 (two token tiles); xa: x ahead. launch_quant:
 // x quantized in the kernel (fp8_gemv_launch.cu), launch_preq: pre-quantized x (fp8_gemv_launch_preq.cu).
-cudaError_t launch_quant(const Params& p, bool bf16, bool two, int r, int pf, int xa, int warps, int tgs, bool pdl,
+cudaError_t launch_quant(const Params& p, bool bf16, bool two, int r, int pf, bool xa, int warps, int tgs, bool pdl,
                          cudaStream_t stream);
-cudaError_t launch_preq(const Params& p, bool bf16, bool two, int r, int pf, int xa, int warps, int tgs, bool pdl,
+cudaError_t launch_preq(const Params& p, bool bf16, bool two, int r, int pf, bool xa, int warps, int tgs, bool pdl,
                         cudaStream_t stream);
 
 #define QLINEAR_FP8G_LAUNCH_PQ(NAME, PQ)                                                                      \
-  cudaError_t NAME(const Params& p, bool bf16, bool two, int r, int pf, int xa, int warps, int tgs, bool pdl,  \
+  cudaError_t NAME(const Params& p, bool bf16, bool two, int r, int pf, bool xa, int warps, int tgs, bool pdl, \
                    cudaStream_t stream) {                                                                     \
     if (bf16)                                                                                                  \
       return two ? launch_nt<__nv_bfloat16, 2, PQ>(p, r, pf, xa, warps, tgs, pdl, stream)                      \

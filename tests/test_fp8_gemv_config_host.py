@@ -35,16 +35,11 @@ def test_x_ahead_codes(tool):
         (10011008, 8, False),    # XA with PF = 0: not compiled
         (10011312, 8, False),    # XA with PF = 3: not compiled
         (20011116, 8, False),    # X = 2
+        (110011116, 8, False),   # a digit above X
         (11011114, 16, False),   # Q = 1 without pre-quantized x
-        (111011114, 16, True),   # P = 1: the preload on the M = 9..16 entry
-        (110011116, 8, False),   # P = 1 on the M <= 8 entry
-        (100011116, 8, False),   # P = 1 without X
-        (210011116, 8, False),   # P = 2
-        (1010011116, 8, False),  # a digit above P
     ]
     got = _ask(tool, cases)
-    want_ok = {(11011114, 16, True), (10011116, 8, False), (10011112, 16, False), (111011114, 16, True),
-               (110011116, 8, False)}
+    want_ok = {(11011114, 16, True), (10011116, 8, False), (10011112, 16, False)}
     for case in cases:
         why, used, round_trip = got[case]
         assert (why == 0) == (case in want_ok), (case, why)
@@ -52,7 +47,7 @@ def test_x_ahead_codes(tool):
             assert used == case[0], (case, used)  # fully specified codes resolve to themselves
         else:
             assert why == 5, (case, why)
-        if case[0] < 1000000000:
+        if case[0] < 100000000:
             assert round_trip == case[0], (case, round_trip)
 
 
