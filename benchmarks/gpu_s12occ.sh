@@ -4,6 +4,8 @@
 # then probe_w4a16_gemm.py at M = 128 (64-token instances, splits 0 / 2 / 4 / 8 / 16) against the
 # committed dispatch and bf16.
 #   OUT=/some/dir bash benchmarks/gpu_s12occ.sh
+# Ran once (session 12 run 6, f42a623); the instance never beat the committed dispatch and was removed
+# after it, so this script needs that commit.
 source "$(dirname "$0")/_gpu_build.sh"
 export PYTHONPATH="${PYTHONPATH:-$PWD}"
 gpu_build s12occ

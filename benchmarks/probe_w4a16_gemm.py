@@ -41,7 +41,7 @@ def main() -> None:
     args = ap.parse_args()
     C = cuda_ext.load()
     codes = [(c // 1000, (c // 10 % 100) * 8, c % 10) for c in C.w4a16_gemm_configs()]
-    wg_codes = [((c % 1000 // 10) * 8, c % 10, max(1, c // 1000)) for c in C.w4a16_wgmma_configs()]
+    wg_codes = [((c // 10) * 8, c % 10) for c in C.w4a16_wgmma_configs()]
     use_gemm, use_wg = args.family in ("gemm", "both"), args.family in ("wgmma", "both")
     shapes = SHAPES if not args.shapes else [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
     rows, best_lines = [], []
@@ -59,12 +59,12 @@ def main() -> None:
                 fns["cuda_gemm auto"] = lambda i: ops.cuda_gemm(x, packs[i % nbuf])
             if use_wg:
                 fns["cuda_wgmma auto"] = lambda i: ops.cuda_wgmma(x, packs[i % nbuf])
-                for tokens, stages, occ in wg_codes:
+                for tokens, stages in wg_codes:
                     if args.tokens and tokens not in args.tokens:
                         continue
                     for sp in args.splits:
-                        fns[f"wg T{tokens} S{sp} ST{stages}" + (f" O{occ}" if occ > 1 else "")] = (
-                            lambda i, c=(tokens, sp, stages, occ): ops.cuda_wgmma(x, packs[i % nbuf], None, c))
+                        fns[f"wg T{tokens} S{sp} ST{stages}"] = (
+                            lambda i, c=(tokens, sp, stages): ops.cuda_wgmma(x, packs[i % nbuf], None, c))
             for warps, tokens, stages in codes if use_gemm else ():
                 if tokens > 2 * max(m, 8) or (tokens < 64 and m > 128):
                     continue  # half-empty token tiles, or many token blocks re-reading the weights

@@ -193,12 +193,6 @@ qlinear::W4GemmConfig gemm_config(int64_t warps, int64_t tokens, int64_t splits,
   return c;
 }
 
-qlinear::W4GemmConfig wgmma_config(int64_t tokens, int64_t splits, int64_t stages, int64_t ctas) {
-  qlinear::W4GemmConfig c = gemm_config(0, tokens, splits, stages);
-  c.ctas = static_cast<int>(ctas);
-  return c;
-}
-
 void check_counters(const at::Tensor& counters, const at::Tensor& x) {
   check_on(counters, "counters", x);
   TORCH_CHECK_TYPE(counters.scalar_type() == at::kInt, msg::cat("counters: expected int32, got ", counters.scalar_type()));
@@ -274,16 +268,16 @@ int64_t w4a16_gemm(const at::Tensor& out, const at::Tensor& x, const at::Tensor&
 
 int64_t w4a16_wgmma_supported(const at::Tensor& x, const at::Tensor& qweight, const at::Tensor& scales,
                               const std::optional<at::Tensor>& zeros, int64_t group_size, const at::Tensor& counters,
-                              int64_t tokens, int64_t splits, int64_t stages, int64_t ctas) {
+                              int64_t tokens, int64_t splits, int64_t stages) {
   return gemm_supported(kWgmmaGemm, x, qweight, scales, zeros, group_size, counters,
-                        wgmma_config(tokens, splits, stages, ctas));
+                        gemm_config(0, tokens, splits, stages));
 }
 
 int64_t w4a16_wgmma(const at::Tensor& out, const at::Tensor& x, const at::Tensor& qweight, const at::Tensor& scales,
                     const std::optional<at::Tensor>& zeros, const std::optional<at::Tensor>& bias, int64_t group_size,
-                    const at::Tensor& counters, int64_t tokens, int64_t splits, int64_t stages, int64_t ctas) {
+                    const at::Tensor& counters, int64_t tokens, int64_t splits, int64_t stages) {
   return gemm_run(kWgmmaGemm, out, x, qweight, scales, zeros, bias, group_size, counters,
-                  wgmma_config(tokens, splits, stages, ctas));
+                  gemm_config(0, tokens, splits, stages));
 }
 
 std::vector<int64_t> w4a16_wgmma_configs() { return code_list(qlinear::w4_wgmma_configs); }
@@ -318,11 +312,11 @@ TORCH_LIBRARY_FRAGMENT(qlinear_C, m) {
   m.def("w4a16_gemm_configs() -> int[]", &w4a16_gemm_configs);
   m.def(
       "w4a16_wgmma(Tensor(a!) out, Tensor x, Tensor qweight, Tensor scales, Tensor? zeros, Tensor? bias, "
-      "int group_size, Tensor(b!) counters, int tokens=0, int splits=0, int stages=0, int ctas=0) -> int",
+      "int group_size, Tensor(b!) counters, int tokens=0, int splits=0, int stages=0) -> int",
       &w4a16_wgmma);
   m.def(
       "w4a16_wgmma_supported(Tensor x, Tensor qweight, Tensor scales, Tensor? zeros, int group_size, "
-      "Tensor counters, int tokens=0, int splits=0, int stages=0, int ctas=0) -> int",
+      "Tensor counters, int tokens=0, int splits=0, int stages=0) -> int",
       &w4a16_wgmma_supported);
   m.def("w4a16_wgmma_configs() -> int[]", &w4a16_wgmma_configs);
   m.def("w4a16_wgmma_built() -> int", &w4a16_wgmma_built);

@@ -19,7 +19,6 @@ struct W4GemmConfig {
   int tokens = 0;
   int splits = 0;
   int stages = 0;
-  int ctas = 0;  // wgmma GEMM only: CTAs per SM its instance is compiled for (1 or 2; 0 = automatic: 1)
 };
 
 enum class W4GemmSupport : int {

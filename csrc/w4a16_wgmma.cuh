@@ -64,23 +64,19 @@ struct WgParams {
   GemmParams gp;
 };
 
-// Compiled (TN, ST, OCC) as OCC * 1000 + (TN / 8) * 10 + ST, the OCC digit left out for 1: OCC = CTAs
-// per SM the instance's registers are capped for (2: 128 registers, two CTAs' warps to hide latency).
-constexpr int kWgCodes[] = {164, 165, 84, 88, 323, 2084};
+// Compiled (TN, ST) as (TN / 8) * 10 + ST.
+constexpr int kWgCodes[] = {164, 165, 84, 88, 323};
 
 template <int C>
 struct WgCode {
-  static constexpr int TN = C % 1000 / 10 * 8, ST = C % 10, OCC = C / 1000 > 1 ? C / 1000 : 1;
-  static_assert((TN == 64 || TN == 128 || TN == 256) && ST >= 2 && OCC <= 2,
-                "a wgmma code is ctas * 1000 + (tokens / 8) * 10 + stages, ctas 1 or 2");
+  static constexpr int TN = C / 10 * 8, ST = C % 10;
+  static_assert((TN == 64 || TN == 128 || TN == 256) && ST >= 2, "a wgmma code is (tokens / 8) * 10 + stages");
 };
 
 template <size_t L>
 constexpr bool wg_codes_fit(const int (&codes)[L]) {
   for (size_t i = 0; i < L; ++i)
-    if (wg_smem_bytes(codes[i] % 1000 / 10 * 8, codes[i] % 10) * (codes[i] / 1000 > 1 ? codes[i] / 1000 : 1) >
-        227 * 1024)
-      return false;
+    if (wg_smem_bytes(codes[i] / 10 * 8, codes[i] % 10) > 227 * 1024) return false;
   return true;
 }
 static_assert(wg_codes_fit(kWgCodes), "a compiled wgmma code needs more than 227 KB of shared memory");
@@ -246,8 +242,8 @@ __device__ __forceinline__ void wg_dequant(uint32_t (&a)[8][4], const unsigned c
 
 #endif  // QLINEAR_WGMMA
 
-template <typename XT, int TN, int ST, int OCC>
-__global__ void __launch_bounds__(kWgThreads, OCC) w4_wgmma_kernel(const __grid_constant__ WgParams wp) {
+template <typename XT, int TN, int ST>
+__global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const __grid_constant__ WgParams wp) {
 #if QLINEAR_WGMMA
   static_assert(ST >= 2, "a stage is released one superblock after its use");
   constexpr int V = TN / 2;  // accumulator values per thread

@@ -17,7 +17,7 @@ using w4a16g::WgParams;
 
 int64_t cdiv64(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-int wg_code(const W4GemmConfig& c) { return (c.ctas > 1 ? c.ctas * 1000 : 0) + (c.tokens / 8) * 10 + c.stages; }
+int wg_code(const W4GemmConfig& c) { return (c.tokens / 8) * 10 + c.stages; }
 
 int64_t wg_tiles(const W4GemvArgs& a, const W4GemmConfig& c) {
   return cdiv64(a.n, w4a16g::kWgRows) * cdiv64(a.m, c.tokens);
@@ -26,7 +26,7 @@ int64_t wg_tiles(const W4GemvArgs& a, const W4GemmConfig& c) {
 template <typename XT, int C>
 cudaError_t launch_code(const WgParams& wp, dim3 grid, cudaStream_t stream) {
   using D = w4a16g::WgCode<C>;
-  const auto kernel = w4a16g::w4_wgmma_kernel<XT, D::TN, D::ST, D::OCC>;
+  const auto kernel = w4a16g::w4_wgmma_kernel<XT, D::TN, D::ST>;
   const int smem = w4a16g::wg_smem_bytes(D::TN, D::ST);
   const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (e != cudaSuccess) return e;
@@ -67,7 +67,6 @@ int w4_wgmma_built() {
 W4GemmConfig w4_wgmma_resolve(const W4GemvArgs& a, const W4GemmConfig& cfg) {
   W4GemmConfig c = cfg;
   if (c.warps <= 0) c.warps = 8;
-  if (c.ctas <= 0) c.ctas = 1;
   if (c.tokens <= 0) c.tokens = a.m <= 64 ? 64 : (a.m <= 128 ? 128 : 256);
   if (c.stages <= 0) c.stages = c.tokens >= 256 ? 3 : (c.tokens >= 128 ? 4 : 8);
   const int64_t nsb = cdiv64(a.k, 128);

@@ -818,8 +818,8 @@ def cuda_wgmma(
     all automatic; ``w4a16_wgmma_configs()`` lists the compiled (tokens / 8, stages)). K splits as
     :func:`cuda_gemm`'s.
     """
-    if config is not None and (len(tuple(config)) not in (3, 4) or any(int(v) < 0 for v in config)):
-        raise ValueError(f"config: expected (tokens, splits, stages[, ctas per SM]) of ints >= 0, got {config!r}")
+    if config is not None and (len(tuple(config)) != 3 or any(int(v) < 0 for v in config)):
+        raise ValueError(f"config: expected (tokens, splits, stages) of ints >= 0, got {config!r}")
     return _cuda_wgmma(x, packed, bias, config)
 
 

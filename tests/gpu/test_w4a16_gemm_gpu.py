@@ -54,8 +54,8 @@ def _family(name):
         codes = [(c // 1000, (c // 10 % 100) * 8, c % 10) for c in C.w4a16_gemm_configs()]
         return ops.cuda_gemm, [(lambda s, w=w, t=t, st=st: (w, t, s, st), t) for w, t, st in codes]
     C = _wgmma_ext()
-    cfgs = [((c % 1000 // 10) * 8, c % 10, max(1, c // 1000)) for c in C.w4a16_wgmma_configs()]
-    return ops.cuda_wgmma, [(lambda s, t=t, st=st, o=o: (t, s, st, o), t) for t, st, o in cfgs]
+    cfgs = [((c // 10) * 8, c % 10) for c in C.w4a16_wgmma_configs()]
+    return ops.cuda_wgmma, [(lambda s, t=t, st=st: (t, s, st), t) for t, st in cfgs]
 
 
 FAMILIES = ["cuda_gemm", "cuda_wgmma"]
