@@ -246,16 +246,21 @@ __global__ void __launch_bounds__(32 * WR, 1) w4_gemm_kernel(const GemmParams gp
 #pragma unroll
       for (int c = 0; c < 4; ++c) __stcg(mine + ((warp * V) + nt * 4 + c) * 32 + lane, acc[nt][c]);
     if (!splitk_last_arrival(gp.counters, tile)) return;
-    const float* base = gp.ws + static_cast<int64_t>(tile) * gridDim.y * tile_floats;
+    const float* base = gp.ws + static_cast<int64_t>(tile) * gridDim.y * tile_floats + warp * V * 32 + lane;
+    // split-major, each value summed from 0 in split order as before: the V loads of one split are
+    // independent, where a value-major loop waited out one L2 round trip per value and split (the
+    // wgmma GEMM's reduction had the same fix in session 11)
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
-      for (int c = 0; c < 4; ++c) {
-        float s = 0.f;
-        for (int sp = 0; sp < static_cast<int>(gridDim.y); ++sp)
-          s += __ldcg(base + sp * tile_floats + ((warp * V) + nt * 4 + c) * 32 + lane);
-        acc[nt][c] = s;
-      }
+      for (int c = 0; c < 4; ++c) acc[nt][c] = 0.f;
+    for (int sp = 0; sp < static_cast<int>(gridDim.y); ++sp) {
+      const float* part = base + sp * tile_floats;
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) acc[nt][c] += __ldcg(part + (nt * 4 + c) * 32);
+    }
   }
 #pragma unroll
   for (int nt = 0; nt < NT; ++nt)
