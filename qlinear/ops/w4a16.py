@@ -129,13 +129,20 @@ _CUDA_MAX_M_TALL = 16
 # few (2112x7168) M = 17 19.1 vs 13.4 and short (24576x1536) M = 17 21.9 vs 21.4: never. At M >= 64
 # it lost everywhere (2112x7168 M = 128: 40.6 vs 27.0): 4 or 8 warps per SM, latency-bound (Nsight
 # Compute, run 9: 6-12 % occupancy, 70-79 % of cycles with no eligible warp).
-_CUDA_GEMM_MAX_M: dict[str, int] = {"many": 32}
+# Session 12 made its K-split reduction split-major (the V loads of a split issued together). Runs 9
+# and 10 (benchmarks/results/session12/run9, run10: the same probe back to back on one machine, the
+# change against its parent; us): many M = 17 auto (8, 32, 4, 4) 53.04 vs 59.74, M = 32 56.15 vs 62.32
+# [bf16 61.8], M = 64 (8, 64, 4, 4) 86.44 vs 112.95 against the dispatch's triton 94.24 [bf16 62.2]
+# -> up to 64 (M = 33 .. 63 not measured: the 64-token tile's work does not shrink with M).
+_CUDA_GEMM_MAX_M: dict[str, int] = {"many": 64}
 # Its launch config (warps = 16-row tiles per CTA, tokens per CTA, K splits, ring stages) for calls
-# without one: the shape class's entry, else _CUDA_GEMM_CONFIG; zeros = the launcher's choice
+# without one: the first (max_m, config) row of the shape class's entry with M <= max_m, else
+# _CUDA_GEMM_CONFIG; zeros = the launcher's choice
 # (csrc/w4a16_gemm_launch.cu w4_gemm_resolve). Session 8 run 10 (benchmarks/results/session8/run10,
 # probe_w4a16_gemm.py --splits 0 2 4 8, us): many M = 32 (8, 32, 4, 4) 63.06 vs the launcher's choice
 # (8 warps, 32 tokens, 2 splits, 6 stages) 73.97, (8, 32, 4, 6) 64.78, (8, 32, 8, 4) 65.44; bf16 61.59.
-# Only M = 32 was measured with splits; M = 17 uses the same 32-token tile.
+# Only M = 32 was measured with splits; M = 17 uses the same 32-token tile. M = 33 .. 64: (8, 64, 4, 4)
+# (session 12 run 9, above).
 # The Hopper wgmma GEMM (csrc/w4a16_wgmma.cuh: the dequantized weight as wgmma's register operand, x
 # through TMA) takes lo <= M <= hi of its shape class's entry in auto dispatch, ahead of _M_THRESHOLDS,
 # where cuda_wgmma_supported() holds (absent class = never). H200, session 11 run 8
@@ -151,12 +158,15 @@ _CUDA_GEMM_MAX_M: dict[str, int] = {"many": 32}
 # M = 64 (triton) and M = 256 were not measured with this kernel; the bounds interpolate between
 # measured points. Past the upper bound dequantize + cuBLAS stays (its M = 4096 meets 1.15x bf16).
 _CUDA_WGMMA_M: dict[str, tuple[int, int]] = {"few": (65, 128), "short": (65, 512), "many": (65, 1024)}
-# Its launch config per shape class (tokens per CTA, K splits, stages; 0 = the launcher's choice,
+# Its launch config per shape class, rows (max_m, (tokens per CTA, K splits, stages)) as
+# _CUDA_GEMM_AUTO's (0 = the launcher's choice,
 # csrc/w4a16_wgmma_launch.cu w4_wgmma_resolve: its choice is run 8's best config within noise in every
 # case above, checked on the host by tests/test_w4a16_wgmma_config_host.py, so no class overrides it).
-_CUDA_WGMMA_AUTO: dict[str, tuple[int, int, int]] = {}
+_CUDA_WGMMA_AUTO: dict[str, tuple[tuple[int, tuple[int, ...]], ...]] = {}
 _CUDA_GEMM_CONFIG: tuple[int, int, int, int] = (0, 0, 0, 0)
-_CUDA_GEMM_AUTO: dict[str, tuple[int, int, int, int]] = {"many": (8, 32, 4, 4)}
+_CUDA_GEMM_AUTO: dict[str, tuple[tuple[int, tuple[int, ...]], ...]] = {
+    "many": ((32, (8, 32, 4, 4)), (64, (8, 64, 4, 4))),
+}
 # Register-kernel launch config (row tiles per CTA, superblocks per chunk, warps per CTA); 0 = the
 # launcher's heuristic (csrc/w4a16_gemv_launch.cu w4_gemv_resolve); used when _CUDA_RING = -1.
 _CUDA_CONFIG: tuple[int, int, int] = (0, 0, 0)
@@ -789,8 +799,9 @@ def _cuda_gemm(x, packed, bias, config=None):
 
 def _run_gemm(op_name, x, packed, bias, config, auto, default):
     """One of the extension's split-K GEMM ops (``w4a16_gemm`` / ``w4a16_wgmma``) on ``x [M, K]``:
-    ``config`` (None: the shape class's ``auto`` entry, else ``default``) passed as the op's trailing
-    ints, the split-K counters from ``qlinear.kernels._splitk.locks``; None without the extension."""
+    ``config`` (None: the first (max_m, config) row of the shape class's ``auto`` entry with M <=
+    max_m, else ``default``) passed as the op's trailing ints, the split-K counters from
+    ``qlinear.kernels._splitk.locks``; None without the extension."""
     ops = _cuda_ext_ops()
     if ops is None:
         return None
@@ -800,7 +811,8 @@ def _run_gemm(op_name, x, packed, bias, config, auto, default):
     if x.shape[0] == 0:
         return out
     if config is None:
-        config = auto.get(_cuda_shape_class(packed.n, packed.k), default)
+        rows = auto.get(_cuda_shape_class(packed.n, packed.k), ())
+        config = next((cfg for max_m, cfg in rows if x.shape[0] <= max_m), default)
     getattr(ops, op_name)(out, x, packed.qweight, packed.scales, packed.zeros, bias, packed.group_size,
                           locks(x.device), *(int(v) for v in config))
     return out

@@ -185,7 +185,11 @@ def test_auto_dispatch_on_measured_shapes():
     assert ops.w4a16_backend(x, big) == "cuda_gemm"
     assert_matches(ops.w4a16_linear(x, big), x, w, None, "auto M=24 7168x16384")
     assert ops.w4a16_backend(_x(16, 16384, torch.bfloat16, 1), big) == "cuda"
-    assert ops.w4a16_backend(_x(33, 16384, torch.bfloat16, 1), big) != "cuda_gemm"
+    # M = 33 .. 64: the 64-token row of _CUDA_GEMM_AUTO
+    x = _x(50, 16384, torch.bfloat16, 50)
+    assert ops.w4a16_backend(x, big) == "cuda_gemm"
+    assert_matches(ops.w4a16_linear(x, big), x, w, None, "auto M=50 7168x16384")
+    assert ops.w4a16_backend(_x(65, 16384, torch.bfloat16, 1), big) != "cuda_gemm"
     few, _ = _layer(2112, 7168, seed=12)
     assert ops.w4a16_backend(_x(24, 7168, torch.bfloat16, 2), few) != "cuda_gemm"
 

@@ -283,8 +283,9 @@ class _FakeExt:
 @pytest.mark.parametrize("family", ["gemm", "wgmma"])
 def test_cuda_gemm_ops_pass_their_configs(monkeypatch, family):
     """The Python glue of the two split-K GEMM ops (no GPU: a fake extension records the call): an
-    explicit config goes through as given, None takes the shape class's auto entry, else the
-    default (all zeros for wgmma: the launcher's choice), and M = 0 launches nothing."""
+    explicit config goes through as given, None takes the first row of the shape class's auto entry
+    whose max_m holds M, else the default (all zeros for wgmma: the launcher's choice), and M = 0
+    launches nothing."""
     pytest.importorskip("triton")  # the split-K counters live in qlinear.kernels._splitk
     fake = _FakeExt()
     monkeypatch.setattr(ops, "_cuda_ext_ops", lambda: fake)
@@ -302,10 +303,13 @@ def test_cuda_gemm_ops_pass_their_configs(monkeypatch, family):
         auto_entry = (256, 1, 3)
     y = run(x, packed, None, explicit)
     assert y.shape == (40, 3200) and y.dtype == x.dtype
-    monkeypatch.setattr(ops, auto_attr, {"many": auto_entry})
-    run(x, packed)
+    other = tuple(v + 1 for v in auto_entry)
+    monkeypatch.setattr(ops, auto_attr, {"many": ((39, other), (40, auto_entry), (64, other))})
+    run(x, packed)  # M = 40: the second row
+    monkeypatch.setattr(ops, auto_attr, {"many": ((39, other),)})
+    run(x, packed)  # no row holds M = 40: the default
     monkeypatch.setattr(ops, auto_attr, {})
     run(x, packed)
     assert run(x[:0], packed).shape == (0, 3200)
-    assert [c[5] for c in fake.calls] == [explicit, auto_entry, tuple(default)]
+    assert [c[5] for c in fake.calls] == [explicit, auto_entry, tuple(default), tuple(default)]
     assert all(c[0] == name and c[1] == (40, 3200) and c[3] == 128 and c[4] == torch.int32 for c in fake.calls)
