@@ -1,6 +1,6 @@
 // Host-side TMA tensor maps (CUDA runtime only, no torch headers): cuTensorMapEncodeTiled, looked up
-// from the driver once (no link against libcuda), and a 2-D tiled map encoder. Used by the launchers
-// whose kernels load operands with cp.async.bulk.tensor (the W4A16 wgmma GEMM, the FP8 ring GEMV).
+// from the driver once (no link against libcuda), and a 2-D tiled map encoder, for launchers whose
+// kernels load operands with cp.async.bulk.tensor (the W4A16 wgmma GEMM).
 #pragma once
 
 #include <cuda.h>

@@ -121,10 +121,10 @@ cudaError_t w4_wgmma_launch(const W4GemvArgs& a, const W4GemmConfig& cfg, float*
   const CUtensorMapDataType xdt =
       a.x_dtype == W4GDType::kBFloat16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
   if (!tmap::encode_2d(&wp.xmap, xdt, a.x, static_cast<uint64_t>(a.k), static_cast<uint64_t>(a.m), x_row, 64,
-                 static_cast<uint32_t>(c.tokens), CU_TENSOR_MAP_SWIZZLE_128B) ||
+                       static_cast<uint32_t>(c.tokens), CU_TENSOR_MAP_SWIZZLE_128B) ||
       !tmap::encode_2d(&wp.wmap, CU_TENSOR_MAP_DATA_TYPE_INT32, a.qweight, static_cast<uint64_t>(nsb * 16),
-                 static_cast<uint64_t>(a.n), static_cast<uint64_t>(a.qw_stride) * 4, 16, w4a16g::kWgRows,
-                 CU_TENSOR_MAP_SWIZZLE_NONE))
+                       static_cast<uint64_t>(a.n), static_cast<uint64_t>(a.qw_stride) * 4, 16, w4a16g::kWgRows,
+                       CU_TENSOR_MAP_SWIZZLE_NONE))
     return cudaErrorInvalidValue;
   const dim3 grid(static_cast<unsigned>(cdiv64(a.n, w4a16g::kWgRows)), static_cast<unsigned>(c.splits),
                   static_cast<unsigned>(cdiv64(a.m, c.tokens)));
