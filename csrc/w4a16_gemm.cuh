@@ -43,6 +43,16 @@ struct GemmParams {
   int sb_per_split;   // superblocks per K split
 };
 
+// Both GEMM launchers' parameters for p's operands split over `splits` CTAs per output tile (host).
+inline GemmParams gemm_params(const Params& p, float* ws, int* counters, int splits) {
+  GemmParams gp{};
+  gp.p = p;
+  gp.ws = ws;
+  gp.counters = counters;
+  gp.sb_per_split = (p.nsb + splits - 1) / splits;
+  return gp;
+}
+
 // 16-byte cp.async without the L2::256B hint of w4a16_gemv.cuh's cp16 (the measured GEMM has none);
 // 4-byte copies, commit and wait are that header's cp4 / cp_commit / cp_wait.
 __device__ __forceinline__ void gemm_cp16(uint32_t dst, const void* src, int bytes) {

@@ -138,12 +138,7 @@ cudaError_t w4_gemm_launch(const W4GemvArgs& a, const W4GemmConfig& cfg, float* 
   if (w4_gemm_supported(a, cfg, workspace_floats, num_counters) != W4GemmSupport::kOk) return cudaErrorInvalidValue;
   const W4GemmConfig c = w4_gemm_resolve(a, cfg);
   if (used != nullptr) *used = c;
-  GemmParams gp{};
-  gp.p = w4_params(a, 0);
-  gp.ws = workspace;
-  gp.counters = counters;
-  const int64_t nsb = cdiv64(a.k, 128);
-  gp.sb_per_split = static_cast<int>(cdiv64(nsb, c.splits));
+  const GemmParams gp = w4a16g::gemm_params(w4_params(a, 0), workspace, counters, c.splits);
   const dim3 grid(static_cast<unsigned>(cdiv64(a.n, 16 * c.warps)), static_cast<unsigned>(c.splits),
                   static_cast<unsigned>(cdiv64(a.m, c.tokens)));
   constexpr auto seq = std::make_index_sequence<std::size(w4a16g::kGemmCodes)>{};

@@ -12,7 +12,6 @@ namespace qlinear {
 namespace {
 
 using w4a16g::code_listed;
-using w4a16g::GemmParams;
 using w4a16g::WgParams;
 
 int64_t cdiv64(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -109,12 +108,8 @@ cudaError_t w4_wgmma_launch(const W4GemvArgs& a, const W4GemmConfig& cfg, float*
   const W4GemmConfig c = w4_wgmma_resolve(a, cfg);
   if (used != nullptr) *used = c;
   WgParams wp{};
-  GemmParams& gp = wp.gp;
-  gp.p = w4_params(a, 0);
-  gp.ws = workspace;
-  gp.counters = counters;
+  wp.gp = w4a16g::gemm_params(w4_params(a, 0), workspace, counters, c.splits);
   const int64_t nsb = cdiv64(a.k, 128);
-  gp.sb_per_split = static_cast<int>(cdiv64(nsb, c.splits));
   // x [M, K] in boxes of 64 columns x `tokens` rows, swizzled for the wgmma descriptor; qweight
   // [N, 16 nsb] int32 in boxes of 16 words x 128 rows. One row of x: any stride works (rounded to 16)
   const uint64_t x_row = a.m > 1 ? static_cast<uint64_t>(a.x_stride) * 2 : static_cast<uint64_t>(cdiv64(a.k * 2, 16) * 16);
