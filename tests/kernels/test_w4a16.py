@@ -225,42 +225,36 @@ def test_cuda_auto_reg_table(monkeypatch):
     assert ops._cuda_auto_reg(torch.randn(1, 2304), big) is None
 
 
-def test_cuda_gemm_support_and_dispatch_off_cuda(monkeypatch):
-    """cuda_gemm_supported is false off CUDA (the auto choice stays "reference" whatever
-    _CUDA_GEMM_MAX_M says), a forced "cuda_gemm" that does not apply falls back to the auto choice, and
-    a malformed launch config is refused before anything is launched."""
-    q = torch.randint(0, 16, (256, 1024), dtype=torch.int32)
-    packed = ops.pack_w4a16(q, None, torch.rand(256, 8) + 0.5, 128)
-    x = torch.randn(24, 1024, dtype=torch.bfloat16)
-    assert not ops.cuda_gemm_supported(x, packed)
-    monkeypatch.setattr(ops, "_CUDA_GEMM_MAX_M", {"few": 256, "many": 256, "short": 256})
-    assert ops.w4a16_backend(x, packed) == "reference"
-    monkeypatch.setenv("QLINEAR_W4A16_BACKEND", "cuda_gemm")
-    assert ops.w4a16_backend(x, packed) == "reference"
-    for bad in ((8, 64, 0), (8, 64, 0, 4, 1), (8, -64, 0, 4)):
-        with pytest.raises(ValueError, match="config"):
-            ops.cuda_gemm(x, packed, None, bad)
-    with pytest.raises(ValueError, match="cuda_gemm_supported"):
-        ops.w4a16_linear(x, packed, backend="cuda_gemm")
+# Per split-K GEMM backend: M of the probe x, its support test, its auto-dispatch bound (name and a
+# value that would take every M), its op, and malformed launch configs.
+_GEMM_OFF_CUDA = {
+    "cuda_gemm": (24, "cuda_gemm_supported", "_CUDA_GEMM_MAX_M", {"few": 256, "many": 256, "short": 256},
+                  "cuda_gemm", ((8, 64, 0), (8, 64, 0, 4, 1), (8, -64, 0, 4))),
+    "cuda_wgmma": (100, "cuda_wgmma_supported", "_CUDA_WGMMA_M",
+                   {"few": (1, 4096), "many": (1, 4096), "short": (1, 4096)},
+                   "cuda_wgmma", ((128, 0), (8, 128, 0, 4), (128, -1, 4))),
+}
 
 
-def test_cuda_wgmma_support_and_dispatch_off_cuda(monkeypatch):
-    """cuda_wgmma_supported is false off CUDA (the auto choice stays "reference" whatever
-    _CUDA_WGMMA_M says), a forced "cuda_wgmma" that does not apply falls back to the auto choice, and
+@pytest.mark.parametrize("backend", sorted(_GEMM_OFF_CUDA))
+def test_split_k_gemm_support_and_dispatch_off_cuda(monkeypatch, backend):
+    """The split-K GEMM's support test is false off CUDA (the auto choice stays "reference" whatever
+    its dispatch bound says), a forced backend that does not apply falls back to the auto choice, and
     a malformed launch config is refused before anything is launched."""
+    m, supported, bound_attr, bound, run, bad_configs = _GEMM_OFF_CUDA[backend]
     q = torch.randint(0, 16, (256, 1024), dtype=torch.int32)
     packed = ops.pack_w4a16(q, None, torch.rand(256, 8) + 0.5, 128)
-    x = torch.randn(100, 1024, dtype=torch.bfloat16)
-    assert not ops.cuda_wgmma_supported(x, packed)
-    monkeypatch.setattr(ops, "_CUDA_WGMMA_M", {"few": (1, 4096), "many": (1, 4096), "short": (1, 4096)})
+    x = torch.randn(m, 1024, dtype=torch.bfloat16)
+    assert not getattr(ops, supported)(x, packed)
+    monkeypatch.setattr(ops, bound_attr, bound)
     assert ops.w4a16_backend(x, packed) == "reference"
-    monkeypatch.setenv("QLINEAR_W4A16_BACKEND", "cuda_wgmma")
+    monkeypatch.setenv("QLINEAR_W4A16_BACKEND", backend)
     assert ops.w4a16_backend(x, packed) == "reference"
-    for bad in ((128, 0), (8, 128, 0, 4), (128, -1, 4)):
+    for bad in bad_configs:
         with pytest.raises(ValueError, match="config"):
-            ops.cuda_wgmma(x, packed, None, bad)
-    with pytest.raises(ValueError, match="cuda_wgmma_supported"):
-        ops.w4a16_linear(x, packed, backend="cuda_wgmma")
+            getattr(ops, run)(x, packed, None, bad)
+    with pytest.raises(ValueError, match=supported):
+        ops.w4a16_linear(x, packed, backend=backend)
 
 
 class _FakeExt:
