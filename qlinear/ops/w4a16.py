@@ -783,10 +783,10 @@ def cuda_gemm(
 ) -> torch.Tensor | None:
     """The CUDA W4A16 GEMM on ``x [M, K]`` (:func:`cuda_gemm_supported`): ``[M, N]`` in x's dtype,
     or None when the extension is unavailable. ``config`` = (warps, tokens, splits, stages), zeros
-    for the launcher's choice (default: the row of the shape class's :data:`_CUDA_GEMM_AUTO` entry for M, else
-    :data:`_CUDA_GEMM_CONFIG`; ``w4a16_gemm_configs()`` lists the
-    compiled (warps, tokens / 8, stages)). A K split sums fp32 partials in a workspace from the
-    caching allocator, counted by ``qlinear.kernels._splitk.locks`` (one launch, graph-capturable).
+    for the launcher's choice (default: the row of the shape class's :data:`_CUDA_GEMM_AUTO` entry
+    for M, else :data:`_CUDA_GEMM_CONFIG`; ``w4a16_gemm_configs()`` lists the compiled (warps,
+    tokens / 8, stages)). A K split sums fp32 partials in a workspace from the caching allocator,
+    counted by ``qlinear.kernels._splitk.locks`` (one launch, graph-capturable).
     """
     if config is not None and (len(tuple(config)) != 4 or any(int(v) < 0 for v in config)):
         raise ValueError(f"config: expected (warps, tokens, splits, stages) of ints >= 0, got {config!r}")
@@ -826,9 +826,9 @@ def cuda_wgmma(
 ) -> torch.Tensor | None:
     """The Hopper wgmma W4A16 GEMM on ``x [M, K]`` (:func:`cuda_wgmma_supported`): ``[M, N]`` in x's
     dtype, or None when the extension is unavailable. ``config`` = (tokens per CTA, K splits, stages),
-    zeros for the launcher's choice (default: the row of the shape class's :data:`_CUDA_WGMMA_AUTO` entry for M, else
-    all automatic; ``w4a16_wgmma_configs()`` lists the compiled (tokens / 8, stages)). K splits as
-    :func:`cuda_gemm`'s.
+    zeros for the launcher's choice (default: the row of the shape class's :data:`_CUDA_WGMMA_AUTO`
+    entry for M, else all automatic; ``w4a16_wgmma_configs()`` lists the compiled (tokens / 8,
+    stages)). K splits as :func:`cuda_gemm`'s.
     """
     if config is not None and (len(tuple(config)) != 3 or any(int(v) < 0 for v in config)):
         raise ValueError(f"config: expected (tokens, splits, stages) of ints >= 0, got {config!r}")
