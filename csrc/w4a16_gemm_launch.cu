@@ -1,7 +1,5 @@
 // Launcher of the W4A16 mma.sync GEMM (w4a16_gemm.cuh): support checks, the automatic config and the dispatch
 // over the compiled (dtype, WR, NT, ST) instances.
-#include <utility>
-
 #include "device_attrs.h"
 #include "w4a16_gemm.cuh"
 #include "w4a16_gemm_launch.h"
@@ -36,16 +34,11 @@ cudaError_t launch_code(const GemmParams& gp, dim3 grid, int ssize, cudaStream_t
   return cudaGetLastError();
 }
 
-template <typename XT, size_t... I>
-cudaError_t launch_listed(int code, const GemmParams& gp, dim3 grid, int ssize, cudaStream_t stream,
-                          std::index_sequence<I...>) {
-  cudaError_t r = cudaErrorInvalidValue;
-  auto one = [&](auto c) {
-    r = launch_code<XT, decltype(c)::value>(gp, grid, ssize, stream);
-    return true;
-  };
-  (void)((code == w4a16g::kGemmCodes[I] && one(std::integral_constant<int, w4a16g::kGemmCodes[I]>{})) || ...);
-  return r;
+template <typename XT>
+cudaError_t launch_listed(int code, const GemmParams& gp, dim3 grid, int ssize, cudaStream_t stream) {
+  return w4a16g::with_listed_code<w4a16g::kGemmCodes>(code, cudaErrorInvalidValue, [&](auto c) {
+    return launch_code<XT, decltype(c)::value>(gp, grid, ssize, stream);
+  });
 }
 
 }  // namespace
@@ -141,10 +134,9 @@ cudaError_t w4_gemm_launch(const W4GemvArgs& a, const W4GemmConfig& cfg, float* 
   const GemmParams gp = w4a16g::gemm_params(w4_params(a, 0), workspace, counters, c.splits);
   const dim3 grid(static_cast<unsigned>(cdiv64(a.n, 16 * c.warps)), static_cast<unsigned>(c.splits),
                   static_cast<unsigned>(cdiv64(a.m, c.tokens)));
-  constexpr auto seq = std::make_index_sequence<std::size(w4a16g::kGemmCodes)>{};
   const cudaError_t e = a.x_dtype == W4GDType::kBFloat16
-                            ? launch_listed<__nv_bfloat16>(gemm_code(c), gp, grid, scale_bytes(a), stream, seq)
-                            : launch_listed<__half>(gemm_code(c), gp, grid, scale_bytes(a), stream, seq);
+                            ? launch_listed<__nv_bfloat16>(gemm_code(c), gp, grid, scale_bytes(a), stream)
+                            : launch_listed<__half>(gemm_code(c), gp, grid, scale_bytes(a), stream);
   // a failed launch also sets the thread's last error: consume it, the caller has it
   if (e != cudaSuccess) (void)cudaGetLastError();
   return e;

@@ -34,11 +34,8 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
-#include <iterator>
-#include <type_traits>
-#include <utility>
-
 #include "bulk_copy.cuh"
+#include "code_list.h"
 #include "pdl.cuh"
 
 namespace qlinear {
@@ -1239,52 +1236,31 @@ constexpr bool ring_codes_fit(const int (&codes)[L], int nt) {
 static_assert(ring_codes_fit(kRingNT1, 1) && ring_codes_fit(kRingNT2, 2), "a ring code exceeds 227 KB of smem");
 static_assert(ring_codes_fit(kBulkNT1, 1) && ring_codes_fit(kBulkNT2, 2), "a bulk ring code exceeds 227 KB of smem");
 
-// Whether code is one of codes (the compiled-shape lists above).
-template <size_t L>
-constexpr bool code_listed(const int (&codes)[L], int code) {
-  for (size_t i = 0; i < L; ++i)
-    if (codes[i] == code) return true;
-  return false;
-}
-
-// Appends a compiled-code list to codes[0 .. cap) after the n already there; returns the new count
-// (which may exceed cap: the caller learns how many there are). Host side, for the *_configs() queries.
-template <size_t N>
-inline int append_codes(const int (&list)[N], int* codes, int cap, int n) {
-  for (int c : list)
-    if (n++ < cap) codes[n - 1] = c;
-  return n;
-}
-
 // Launches the ring (code < 10000) or bulk ring instance of the entry of Codes equal to code, its
 // template arguments read from the code's digits (WR WK S ST of code % 10000), so the lists above
 // are the only place a compiled shape is named; cudaErrorInvalidValue when code is not listed.
-template <typename XT, int NT, int MODE, const auto& Codes, size_t... I>
-inline cudaError_t launch_listed(const Params& p, int code, bool pdl, cudaStream_t s, std::index_sequence<I...>) {
-  cudaError_t r = cudaErrorInvalidValue;
-  auto one = [&](auto c) {
+template <typename XT, int NT, int MODE, const auto& Codes>
+inline cudaError_t launch_listed(const Params& p, int code, bool pdl, cudaStream_t s) {
+  return with_listed_code<Codes>(code, cudaErrorInvalidValue, [&](auto c) {
     constexpr int full = decltype(c)::value, d = full % 10000;
     if constexpr (full >= 10000) {
-      r = bulk_launch<XT, d / 1000, d / 100 % 10, d / 10 % 10, d % 10, NT, MODE>(p, pdl, s);
+      return bulk_launch<XT, d / 1000, d / 100 % 10, d / 10 % 10, d % 10, NT, MODE>(p, pdl, s);
     } else {
-      r = ring_launch<XT, d / 1000, d / 100 % 10, d / 10 % 10, d % 10, NT, MODE>(p, pdl, s);
+      return ring_launch<XT, d / 1000, d / 100 % 10, d / 10 % 10, d % 10, NT, MODE>(p, pdl, s);
     }
-    return true;
-  };
-  (void)((code == Codes[I] && one(std::integral_constant<int, Codes[I]>{})) || ...);
-  return r;
+  });
 }
 
 template <typename XT, int MODE>
 inline cudaError_t ring_dispatch(const Params& p, int code, int nt, bool pdl, cudaStream_t s) {
-  return nt == 1 ? launch_listed<XT, 1, MODE, kRingNT1>(p, code, pdl, s, std::make_index_sequence<std::size(kRingNT1)>{})
-                 : launch_listed<XT, 2, MODE, kRingNT2>(p, code, pdl, s, std::make_index_sequence<std::size(kRingNT2)>{});
+  return nt == 1 ? launch_listed<XT, 1, MODE, kRingNT1>(p, code, pdl, s)
+                 : launch_listed<XT, 2, MODE, kRingNT2>(p, code, pdl, s);
 }
 
 template <typename XT, int MODE>
 inline cudaError_t bulk_dispatch(const Params& p, int code, int nt, bool pdl, cudaStream_t s) {
-  return nt == 1 ? launch_listed<XT, 1, MODE, kBulkNT1>(p, code, pdl, s, std::make_index_sequence<std::size(kBulkNT1)>{})
-                 : launch_listed<XT, 2, MODE, kBulkNT2>(p, code, pdl, s, std::make_index_sequence<std::size(kBulkNT2)>{});
+  return nt == 1 ? launch_listed<XT, 1, MODE, kBulkNT1>(p, code, pdl, s)
+                 : launch_listed<XT, 2, MODE, kBulkNT2>(p, code, pdl, s);
 }
 
 // Register-kernel instances compiled into the extension (code: R U NT PF as decimal digits).
@@ -1326,41 +1302,27 @@ inline cudaError_t reg_launch(const Params& p, int warps, bool pdl, cudaStream_t
 // Launches the register instance (FOLD, MODE) of the entry of Codes equal to code, its template
 // arguments read from the code's digits, so the lists above are the only place an instance is
 // named; cudaErrorInvalidValue when code is not listed.
-template <typename XT, int MODE, int FOLD, const auto& Codes, size_t... I>
-inline cudaError_t reg_launch_listed(const Params& p, int code, int warps, bool pdl, cudaStream_t s,
-                                     std::index_sequence<I...>) {
-  cudaError_t r = cudaErrorInvalidValue;
-  auto one = [&](auto c) {
+template <typename XT, int MODE, int FOLD, const auto& Codes>
+inline cudaError_t reg_launch_listed(const Params& p, int code, int warps, bool pdl, cudaStream_t s) {
+  return with_listed_code<Codes>(code, cudaErrorInvalidValue, [&](auto c) {
     using D = RegCode<decltype(c)::value>;
-    r = reg_launch<XT, D::R, D::U, D::NT, D::PF, MODE, FOLD>(p, warps, pdl, s);
-    return true;
-  };
-  (void)((code == Codes[I] && one(std::integral_constant<int, Codes[I]>{})) || ...);
-  return r;
+    return reg_launch<XT, D::R, D::U, D::NT, D::PF, MODE, FOLD>(p, warps, pdl, s);
+  });
 }
 
 template <typename XT, int MODE>
 inline cudaError_t reg_dispatch(const Params& p, int code, int warps, bool pdl, cudaStream_t s) {
-  return reg_launch_listed<XT, MODE, 0, kRegCodes>(p, code, warps, pdl, s,
-                                                   std::make_index_sequence<std::size(kRegCodes)>{});
+  return reg_launch_listed<XT, MODE, 0, kRegCodes>(p, code, warps, pdl, s);
 }
 
 template <typename XT>
 inline cudaError_t reg_fold_dispatch(const Params& p, int code, int warps, bool pdl, cudaStream_t s) {
-  return reg_launch_listed<XT, 0, 1, kRegFoldCodes>(p, code, warps, pdl, s,
-                                                    std::make_index_sequence<std::size(kRegFoldCodes)>{});
-}
-
-template <size_t... I>
-constexpr int reg_listed_threads(int code, std::index_sequence<I...>) {
-  int t = 0;
-  (void)((code == kRegCodes[I] && ((t = RegCode<kRegCodes[I]>::threads), true)) || ...);
-  return t;
+  return reg_launch_listed<XT, 0, 1, kRegFoldCodes>(p, code, warps, pdl, s);
 }
 
 // Thread cap (reg_threads) of a kRegCodes instance; 0 when code is not listed.
 constexpr int reg_code_threads(int code) {
-  return reg_listed_threads(code, std::make_index_sequence<std::size(kRegCodes)>{});
+  return with_listed_code<kRegCodes>(code, 0, [](auto c) { return RegCode<decltype(c)::value>::threads; });
 }
 
 // FOLD 1 instances; defined in w4a16_gemv_launch.cu.

@@ -37,6 +37,8 @@
 
 #include <cuda.h>
 
+#include <type_traits>
+
 #include "w4a16_gemm.cuh"
 
 namespace qlinear {

@@ -1,7 +1,5 @@
 // Launcher of the Hopper wgmma W4A16 GEMM (w4a16_wgmma.cuh): support checks, the automatic config and
 // the dispatch over the compiled (dtype, TN, ST) instances. Declared in w4a16_gemm_launch.h.
-#include <utility>
-
 #include "device_attrs.h"
 #include "tensor_map.h"
 #include "w4a16_gemm_launch.h"
@@ -33,15 +31,11 @@ cudaError_t launch_code(const WgParams& wp, dim3 grid, cudaStream_t stream) {
   return cudaGetLastError();
 }
 
-template <typename XT, size_t... I>
-cudaError_t launch_listed(int code, const WgParams& wp, dim3 grid, cudaStream_t stream, std::index_sequence<I...>) {
-  cudaError_t r = cudaErrorInvalidValue;
-  auto one = [&](auto c) {
-    r = launch_code<XT, decltype(c)::value>(wp, grid, stream);
-    return true;
-  };
-  (void)((code == w4a16g::kWgCodes[I] && one(std::integral_constant<int, w4a16g::kWgCodes[I]>{})) || ...);
-  return r;
+template <typename XT>
+cudaError_t launch_listed(int code, const WgParams& wp, dim3 grid, cudaStream_t stream) {
+  return w4a16g::with_listed_code<w4a16g::kWgCodes>(code, cudaErrorInvalidValue, [&](auto c) {
+    return launch_code<XT, decltype(c)::value>(wp, grid, stream);
+  });
 }
 
 }  // namespace
@@ -123,9 +117,8 @@ cudaError_t w4_wgmma_launch(const W4GemvArgs& a, const W4GemmConfig& cfg, float*
     return cudaErrorInvalidValue;
   const dim3 grid(static_cast<unsigned>(cdiv64(a.n, w4a16g::kWgRows)), static_cast<unsigned>(c.splits),
                   static_cast<unsigned>(cdiv64(a.m, c.tokens)));
-  constexpr auto seq = std::make_index_sequence<std::size(w4a16g::kWgCodes)>{};
-  const cudaError_t e = a.x_dtype == W4GDType::kBFloat16 ? launch_listed<__nv_bfloat16>(wg_code(c), wp, grid, stream, seq)
-                                                         : launch_listed<__half>(wg_code(c), wp, grid, stream, seq);
+  const cudaError_t e = a.x_dtype == W4GDType::kBFloat16 ? launch_listed<__nv_bfloat16>(wg_code(c), wp, grid, stream)
+                                                         : launch_listed<__half>(wg_code(c), wp, grid, stream);
   if (e != cudaSuccess) (void)cudaGetLastError();
   return e;
 }

@@ -77,6 +77,7 @@ HEADERS = (
     "fp8_gemv_launch.h",
     "fp8_gemv_dispatch.cuh",
     "tensor_map.h",
+    "code_list.h",
     "msg.h",
     "binding_util.h",
 )
