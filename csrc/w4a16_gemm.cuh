@@ -296,14 +296,16 @@ struct GemmCode {
 };
 
 // Every compiled code: 16-byte aligned stage parts (cp.async 16-byte pieces, uint4 / uint2 reads) and a
-// ring within sm_90's 227 KB per CTA, for 2- and 4-byte scales.
+// ring within sm_90's 227 KB per CTA (kSm90SmemOptin), for 2- and 4-byte scales.
 template <size_t L>
 constexpr bool gemm_codes_fit(const int (&codes)[L]) {
   for (size_t i = 0; i < L; ++i) {
     const int wr = codes[i] / 1000, nt = codes[i] / 10 % 100, st = codes[i] % 10;
     for (int ssize = 2; ssize <= 4; ssize += 2) {
       const GemmStage g = gemm_stage(wr, nt, ssize);
-      if (g.w_off % 16 || g.s_off % 16 || g.z_off % 16 || g.bytes % 16 || st * g.bytes > 227 * 1024) return false;
+      if (g.w_off % 16 || g.s_off % 16 || g.z_off % 16 || g.bytes % 16 ||
+          static_cast<size_t>(st * g.bytes) > kSm90SmemOptin)
+        return false;
     }
   }
   return true;

@@ -78,7 +78,7 @@ struct WgCode {
 template <size_t L>
 constexpr bool wg_codes_fit(const int (&codes)[L]) {
   for (size_t i = 0; i < L; ++i)
-    if (wg_smem_bytes(codes[i] / 10 * 8, codes[i] % 10) > 227 * 1024) return false;
+    if (static_cast<size_t>(wg_smem_bytes(codes[i] / 10 * 8, codes[i] % 10)) > kSm90SmemOptin) return false;
   return true;
 }
 static_assert(wg_codes_fit(kWgCodes), "a compiled wgmma code needs more than 227 KB of shared memory");
