@@ -39,6 +39,8 @@ def main() -> None:
     ap.add_argument("--pair-codes", default=PAIR_CODES, help="codes timed after the quantizer (PDL late / early)")
     ap.add_argument("--qmodes", default="late,early", help="PDL triggers of the quantizer launch in the pairs")
     ap.add_argument("--kernel-codes", default="11116", help="in-kernel-quantization codes to time (whole op)")
+    ap.add_argument("--no-check", action="store_true",
+                    help="time candidates without checking their output (diagnostic kernel variants)")
     args = ap.parse_args()
     C = cuda_ext.load()
     torch.manual_seed(0)
@@ -80,7 +82,7 @@ def main() -> None:
                 x, ws[i % copies], ss[i % copies], (128, 128), quant_pdl=qm))(qmode)
         fns["auto"] = lambda i: ops.fp8_block_linear(x, ws[i % copies], ss[i % copies])
 
-        fns = runnable(fns, rel_err_check(want), f"PREQ M={m} {n}x{k} ")
+        fns = runnable(fns, None if args.no_check else rel_err_check(want), f"PREQ M={m} {n}x{k} ")
         res = bench_graphs_interleaved(fns, n_buffers=copies, reps=15, target_replay_us=1000.0)
         for name, t in res.items():
             print(f"PREQ M={m} {n}x{k} {name:<34s} {t['median_us']:6.2f} us", flush=True)

@@ -85,6 +85,7 @@ struct Params {
   int m, n, kb;      // kb = k / 128
   int splits, kb_per_split;
   float scale_eps;
+  int cq_debug;  // DIAGNOSTIC (session 14): 1 no barrier, 2 no quantization, 3 volatile spin, 4 no fences
 };
 
 template <typename XT>
@@ -476,8 +477,20 @@ __global__ void __launch_bounds__(max_threads(NT, R, PF, PQ, XA), 1) fp8_gemv_ke
 
   pdl::wait();
   if constexpr (CQ) {
-    cq_quantize<XT, NT>(p, warp, W, g, t);
-    grid_barrier(p.cq_barrier);
+    if (p.cq_debug != 2) cq_quantize<XT, NT>(p, warp, W, g, t);
+    if (p.cq_debug == 0 || p.cq_debug == 2) grid_barrier(p.cq_barrier);
+    if (p.cq_debug == 3 || p.cq_debug == 4) {
+      const int ctas = static_cast<int>(gridDim.x * gridDim.y);
+      __syncthreads();
+      if (threadIdx.x == 0) {
+        if (p.cq_debug == 3) __threadfence();
+        atomicAdd(p.cq_barrier, 1);
+        while (*reinterpret_cast<volatile int*>(p.cq_barrier) < ctas) {
+        }
+        if (p.cq_debug == 3) __threadfence();
+      }
+      __syncthreads();
+    }
   }
   // (after the barrier: a dependent grid started earlier could hold SMs that CTAs of this one still
   // need to reach it)
@@ -528,7 +541,9 @@ __global__ void __launch_bounds__(max_threads(NT, R, PF, PQ, XA), 1) fp8_gemv_ke
     }
   }
 
-  if constexpr (CQ) grid_barrier_leave(p.cq_barrier);
+  if constexpr (CQ) {
+    if (p.cq_debug != 1) grid_barrier_leave(p.cq_barrier);
+  }
   reduce_store<XT, NT, R>(acc, red, p, tg, split, row0);
 }
 

@@ -4,6 +4,8 @@
 #include "fp8_gemv_launch.h"
 #include "device_attrs.h"
 
+#include <cstdlib>
+
 namespace qlinear {
 namespace fp8g {
 QLINEAR_FP8G_LAUNCH_PQ(launch_quant, false)
@@ -178,6 +180,8 @@ cudaError_t fp8_gemv_launch(const Fp8GemvArgs& a, cudaStream_t stream, int64_t c
     p.xs = p.cq_scales;
     p.xs_s0 = kb;
     p.xs_s1 = 1;
+    static const int dbg = std::getenv("QLINEAR_FP8_CQ_DEBUG") ? std::atoi(std::getenv("QLINEAR_FP8_CQ_DEBUG")) : 0;
+    p.cq_debug = dbg;
     return fp8g::launch_coop(p, bf16, two, c.pf, xa, c.warps, tgs, use_pdl, c.preq == 2, stream);
   }
   if (a.x_scales != nullptr) return fp8g::launch_preq(p, bf16, two, c.r, c.pf, xa, c.warps, tgs, use_pdl, stream);
