@@ -45,8 +45,8 @@
 // (token tile nt, k-block kb), NT * kb items in all, goes to CTA item % ctas, warp item / ctas, whose
 // lanes quantize it as quant_raw does and store the codes [M, K] and scales [M, K / 128] into the
 // workspace (cq_codes, cq_scales); a grid barrier (all CTAs resident: the launcher's check, or a
-// cooperative launch) follows, then the PQ main loop reads them through L2 (ld.cg: written by other
-// SMs during this grid). Each CTA quantizes ~NT * kb / ctas items instead of NT * kb, and no second
+// cooperative launch) follows, then the PQ main loop reads them (plain loads, ordered by the
+// barrier's release / acquire: the read-only path is not). Each CTA quantizes ~NT * kb / ctas items instead of NT * kb, and no second
 // launch sits between the previous kernel and the GEMV.
 #pragma once
 
@@ -251,8 +251,8 @@ struct XLoad<NT, false> {
 };
 
 // Loaded x of token tile nt at k-block kb.
-// (CQ: codes and scales written by other CTAs of this grid, so read from L2, never through the
-// read-only or L1 path.)
+// (CQ: codes and scales written by other CTAs of this grid: weak loads, ordered after the grid
+// barrier's acquire, never the read-only path, which need not see writes made during the grid.)
 template <typename XT, int NT, bool PQ, bool CQ = false>
 __device__ __forceinline__ void load_x_nt(XLoad<NT, PQ>& xl, int nt, const void* xrow, bool xvalid, int kb, int t,
                                           const Params& p) {
@@ -261,19 +261,14 @@ __device__ __forceinline__ void load_x_nt(XLoad<NT, PQ>& xl, int nt, const void*
     if (xvalid) {
       const uint4* c =
           reinterpret_cast<const uint4*>(static_cast<const uint8_t*>(xrow) + static_cast<int64_t>(kb) * 128 + 16 * t);
-      if constexpr (CQ) {
-        xl.v[nt][0] = __ldcg(c);
-        xl.v[nt][1] = __ldcg(c + 4);
-      } else {
-        xl.v[nt][0] = c[0];
-        xl.v[nt][1] = c[4];
-      }
+      xl.v[nt][0] = c[0];
+      xl.v[nt][1] = c[4];
     }
 #pragma unroll
     for (int j = 0; j < 2; ++j) {
       const int tok = nt * 8 + 2 * t + j;
       const float* sp = p.xs + static_cast<int64_t>(tok) * p.xs_s0 + static_cast<int64_t>(kb) * p.xs_s1;
-      xl.s[nt][j] = tok < p.m ? (CQ ? __ldcg(sp) : __ldg(sp)) : 0.f;
+      xl.s[nt][j] = tok < p.m ? (CQ ? *sp : __ldg(sp)) : 0.f;
     }
   } else {
     load_raw<XT>(xl.v[nt], static_cast<const XT*>(xrow), xvalid, kb, t);
