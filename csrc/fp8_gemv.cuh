@@ -40,14 +40,6 @@
 // its first weight loads overlap the quantizer); the B fragments are the codes at the same k
 // positions (16 bytes at k = 16t and 64 + 16t), so every CTA skips the quantization of M x K values
 // that otherwise grows with M (each CTA repeats it for its k range).
-//
-// CQ (cooperative quantization, one launch): the CTAs share the quantization of x instead. Item
-// (token tile nt, k-block kb), NT * kb items in all, goes to CTA item % ctas, warp item / ctas, whose
-// lanes quantize it as quant_raw does and store the codes [M, K] and scales [M, K / 128] into the
-// workspace (cq_codes, cq_scales); a grid barrier (all CTAs resident: the launcher's check, or a
-// cooperative launch) follows, then the PQ main loop reads them (plain loads, ordered by the
-// barrier's release / acquire: the read-only path is not). Each CTA quantizes ~NT * kb / ctas items instead of NT * kb, and no second
-// launch sits between the previous kernel and the GEMV.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -73,19 +65,11 @@ struct Params {
   const void* bias;  // [n] in x's dtype or null
   const float* xs;  // PQ: x's group scales [m, kb], strides xs_s0, xs_s1 (x then holds e4m3 codes)
   int64_t xs_s0, xs_s1;
-  // CQ: the raw x [m, k] (row stride xraw_stride elements) quantized into cq_codes [m, kb * 128] /
-  // cq_scales [m, kb] (x / xs point at them), and the grid barrier's two words {arrivals, departures}
-  const void* xraw;
-  int64_t xraw_stride;
-  uint8_t* cq_codes;
-  float* cq_scales;
-  int* cq_barrier;
   float* ws;         // split partials (splits > 1)
   int* counters;     // one per tile group, zero between launches
   int m, n, kb;      // kb = k / 128
   int splits, kb_per_split;
   float scale_eps;
-  int cq_debug;  // DIAGNOSTIC (session 14): 1 no barrier, 2 no quantization, 3 volatile spin, 4 no fences
 };
 
 template <typename XT>
@@ -251,9 +235,7 @@ struct XLoad<NT, false> {
 };
 
 // Loaded x of token tile nt at k-block kb.
-// (CQ: codes and scales written by other CTAs of this grid: weak loads, ordered after the grid
-// barrier's acquire, never the read-only path, which need not see writes made during the grid.)
-template <typename XT, int NT, bool PQ, bool CQ = false>
+template <typename XT, int NT, bool PQ>
 __device__ __forceinline__ void load_x_nt(XLoad<NT, PQ>& xl, int nt, const void* xrow, bool xvalid, int kb, int t,
                                           const Params& p) {
   if constexpr (PQ) {
@@ -267,8 +249,8 @@ __device__ __forceinline__ void load_x_nt(XLoad<NT, PQ>& xl, int nt, const void*
 #pragma unroll
     for (int j = 0; j < 2; ++j) {
       const int tok = nt * 8 + 2 * t + j;
-      const float* sp = p.xs + static_cast<int64_t>(tok) * p.xs_s0 + static_cast<int64_t>(kb) * p.xs_s1;
-      xl.s[nt][j] = tok < p.m ? (CQ ? *sp : __ldg(sp)) : 0.f;
+      xl.s[nt][j] = tok < p.m ? __ldg(p.xs + static_cast<int64_t>(tok) * p.xs_s0 + static_cast<int64_t>(kb) * p.xs_s1)
+                              : 0.f;
     }
   } else {
     load_raw<XT>(xl.v[nt], static_cast<const XT*>(xrow), xvalid, kb, t);
@@ -293,16 +275,16 @@ __device__ __forceinline__ void x_operands_nt(uint32_t (&q)[8], float (&sxc)[2],
   }
 }
 
-template <typename XT, int NT, bool PQ, bool CQ>
+template <typename XT, int NT, bool PQ>
 __device__ __forceinline__ void load_x(XLoad<NT, PQ>& xl, const void* const (&xrow)[NT], const bool (&xvalid)[NT],
                                        int kb, int t, const Params& p) {
 #pragma unroll
-  for (int nt = 0; nt < NT; ++nt) load_x_nt<XT, NT, PQ, CQ>(xl, nt, xrow[nt], xvalid[nt], kb, t, p);
+  for (int nt = 0; nt < NT; ++nt) load_x_nt<XT, NT, PQ>(xl, nt, xrow[nt], xvalid[nt], kb, t, p);
 }
 
 // One k-block. XA: from x loaded earlier (xl); otherwise each token tile's x is loaded into xl and
 // used at once (one token tile's raw x live at a time).
-template <typename XT, int NT, int R, bool PQ, bool XA, bool CQ>
+template <typename XT, int NT, int R, bool PQ, bool XA>
 __device__ __forceinline__ void do_block(float (&acc)[R][NT][4], const WStage<R>& st, XLoad<NT, PQ>& xl,
                                          const void* const (&xrow)[NT], const bool (&xvalid)[NT], int kb, int t,
                                          const Params& p) {
@@ -310,7 +292,7 @@ __device__ __forceinline__ void do_block(float (&acc)[R][NT][4], const WStage<R>
   float sxc[NT][2];
 #pragma unroll
   for (int nt = 0; nt < NT; ++nt) {
-    if constexpr (!XA) load_x_nt<XT, NT, PQ, CQ>(xl, nt, xrow[nt], xvalid[nt], kb, t, p);
+    if constexpr (!XA) load_x_nt<XT, NT, PQ>(xl, nt, xrow[nt], xvalid[nt], kb, t, p);
     x_operands_nt<XT, NT, PQ>(q[nt], sxc[nt], xl, nt, xvalid[nt], t, p);
   }
   block_mma<NT, R>(acc, st, q, sxc);
@@ -380,64 +362,8 @@ __device__ __forceinline__ void reduce_store(const float (&acc)[R][NT][4], float
   }
 }
 
-// CQ's share of the quantization: this warp's items (token tile nt, k-block kb), dealt as the header
-// says, quantized from p.xraw into p.cq_codes / p.cq_scales (rows of tokens >= M are not stored).
-template <typename XT, int NT>
-__device__ __forceinline__ void cq_quantize(const Params& p, int warp, int W, int g, int t) {
-  const int ctas = static_cast<int>(gridDim.x * gridDim.y), cta = static_cast<int>(blockIdx.y * gridDim.x + blockIdx.x);
-  const int items = NT * p.kb;
-  for (int it = cta + ctas * warp; it < items; it += ctas * W) {  // warp-uniform: quant_raw shuffles
-    const int nt = it / p.kb, kb = it - nt * p.kb;
-    const int tok = nt * 8 + g;
-    const bool valid = tok < p.m;
-    uint4 raw[2][2];
-    load_raw<XT>(raw, static_cast<const XT*>(p.xraw) + static_cast<int64_t>(valid ? tok : 0) * p.xraw_stride, valid,
-                 kb, t);
-    uint32_t q[8];
-    const float sx = quant_raw<XT>(q, raw, valid, p.scale_eps);
-    if (valid) {
-      // the PQ loads' positions: 16 codes at k = 16 t, 16 at k = 64 + 16 t (quant_raw's word order)
-      uint8_t* dst = p.cq_codes + static_cast<int64_t>(tok) * p.kb * 128 + static_cast<int64_t>(kb) * 128 + 16 * t;
-      __stcg(reinterpret_cast<uint4*>(dst), make_uint4(q[0], q[1], q[2], q[3]));
-      __stcg(reinterpret_cast<uint4*>(dst + 64), make_uint4(q[4], q[5], q[6], q[7]));
-      if (t == 0) __stcg(p.cq_scales + static_cast<int64_t>(tok) * p.kb + kb, sx);
-    }
-  }
-}
-
-__device__ __forceinline__ int ld_acquire_gpu(const int* ptr) {
-  int v;
-  asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(ptr) : "memory");
-  return v;
-}
-
-// Every CTA of the grid arrives before any passes; bar = {arrivals, departures}, zero before the
-// launch. Only valid while all CTAs are resident at once (the launcher's checks).
-__device__ __forceinline__ void grid_barrier(int* bar) {
-  const int ctas = static_cast<int>(gridDim.x * gridDim.y);
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    __threadfence();  // the CTA's stores (ordered before this thread's by the __syncthreads) first
-    atomicAdd(bar, 1);
-    while (ld_acquire_gpu(bar) < ctas) {
-    }
-  }
-  __syncthreads();
-}
-
-// After the barrier, once per CTA (its thread 0): the last CTA to leave has seen every other one
-// pass, so it zeroes both words for the next launch (graph replays need no host reset). Called after
-// the main loop, where waiting for the atomic's result costs nothing.
-__device__ __forceinline__ void grid_barrier_leave(int* bar) {
-  if (threadIdx.x == 0 && atomicAdd(bar + 1, 1) == static_cast<int>(gridDim.x * gridDim.y) - 1) {
-    atomicExch(bar, 0);
-    atomicExch(bar + 1, 0);
-  }
-}
-
-template <typename XT, int NT, int R, int PF, bool PQ, bool XA, bool CQ = false>
+template <typename XT, int NT, int R, int PF, bool PQ, bool XA>
 __global__ void __launch_bounds__(max_threads(NT, R, PF, PQ, XA), 1) fp8_gemv_kernel(const Params p) {
-  static_assert(!CQ || PQ, "CQ reads the codes it wrote as pre-quantized x");
   extern __shared__ float red[];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, W = blockDim.x >> 5;
   const int g = lane >> 2, t = lane & 3;
@@ -471,24 +397,6 @@ __global__ void __launch_bounds__(max_threads(NT, R, PF, PQ, XA), 1) fp8_gemv_ke
     if (kb + i * W < kb_hi) load_stage<R>(st[i], p, rows, t, kb + i * W);
 
   pdl::wait();
-  if constexpr (CQ) {
-    if (p.cq_debug != 2) cq_quantize<XT, NT>(p, warp, W, g, t);
-    if (p.cq_debug == 0 || p.cq_debug == 2) grid_barrier(p.cq_barrier);
-    if (p.cq_debug == 3 || p.cq_debug == 4) {
-      const int ctas = static_cast<int>(gridDim.x * gridDim.y);
-      __syncthreads();
-      if (threadIdx.x == 0) {
-        if (p.cq_debug == 3) __threadfence();
-        atomicAdd(p.cq_barrier, 1);
-        while (*reinterpret_cast<volatile int*>(p.cq_barrier) < ctas) {
-        }
-        if (p.cq_debug == 3) __threadfence();
-      }
-      __syncthreads();
-    }
-  }
-  // (after the barrier: a dependent grid started earlier could hold SMs that CTAs of this one still
-  // need to reach it)
   pdl::launch_dependents();
 
   const void* xrow[NT];
@@ -508,7 +416,7 @@ __global__ void __launch_bounds__(max_threads(NT, R, PF, PQ, XA), 1) fp8_gemv_ke
   // each block's own x, loaded at its start
   XLoad<NT, PQ> xn;
   if constexpr (XA) {
-    if (kb < kb_hi) load_x<XT, NT, PQ, CQ>(xn, xrow, xvalid, kb, t, p);
+    if (kb < kb_hi) load_x<XT, NT, PQ>(xn, xrow, xvalid, kb, t, p);
   }
   if constexpr (PF > 0) {
     // ring of NS stages: block kb + i W sits in stage i; stage (i + PF) % NS is refilled with block
@@ -521,10 +429,10 @@ __global__ void __launch_bounds__(max_threads(NT, R, PF, PQ, XA), 1) fp8_gemv_ke
         if (kbi + PF * W < kb_hi) load_stage<R>(st[(i + PF) % NS], p, rows, t, kbi + PF * W);
         if constexpr (XA) {
           XLoad<NT, PQ> xc = xn;
-          if (kbi + W < kb_hi) load_x<XT, NT, PQ, CQ>(xn, xrow, xvalid, kbi + W, t, p);
-          do_block<XT, NT, R, PQ, true, CQ>(acc, st[i], xc, xrow, xvalid, kbi, t, p);
+          if (kbi + W < kb_hi) load_x<XT, NT, PQ>(xn, xrow, xvalid, kbi + W, t, p);
+          do_block<XT, NT, R, PQ, true>(acc, st[i], xc, xrow, xvalid, kbi, t, p);
         } else {
-          do_block<XT, NT, R, PQ, false, CQ>(acc, st[i], xn, xrow, xvalid, kbi, t, p);
+          do_block<XT, NT, R, PQ, false>(acc, st[i], xn, xrow, xvalid, kbi, t, p);
         }
       }
     }
@@ -532,13 +440,10 @@ __global__ void __launch_bounds__(max_threads(NT, R, PF, PQ, XA), 1) fp8_gemv_ke
     static_assert(!XA, "XA needs a weight ring (PF > 0)");
     for (; kb < kb_hi; kb += W) {
       if (kb != kb_lo + warp) load_stage<R>(st[0], p, rows, t, kb);
-      do_block<XT, NT, R, PQ, false, CQ>(acc, st[0], xn, xrow, xvalid, kb, t, p);
+      do_block<XT, NT, R, PQ, false>(acc, st[0], xn, xrow, xvalid, kb, t, p);
     }
   }
 
-  if constexpr (CQ) {
-    if (p.cq_debug != 1) grid_barrier_leave(p.cq_barrier);
-  }
   reduce_store<XT, NT, R>(acc, red, p, tg, split, row0);
 }
 

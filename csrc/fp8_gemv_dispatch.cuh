@@ -1,7 +1,7 @@
 // Dispatch of the FP8 decode GEMM (fp8_gemv.cuh) over its compiled instances: dtype x NT x (R, PF)
-// for one PQ (x quantized in the kernel / pre-quantized), and the cooperative-quantization (CQ)
-// instances. Each kind is instantiated in its own translation unit (fp8_gemv_launch.cu: PQ = false,
-// fp8_gemv_launch_preq.cu: PQ = true, fp8_gemv_launch_coop.cu: CQ) so they compile in parallel.
+// for one PQ (x quantized in the kernel / pre-quantized). Each PQ value is instantiated in its own
+// translation unit (fp8_gemv_launch.cu: PQ = false, fp8_gemv_launch_preq.cu: PQ = true) so the two
+// compile in parallel.
 #pragma once
 
 #include "fp8_gemv.cuh"
@@ -12,13 +12,6 @@ namespace fp8g {
 // Compiled (R, PF) pairs as R * 10 + PF (pre-quantized x: all but 40); with x ahead (XA) 11 and 12.
 constexpr int kPairs[] = {10, 11, 12, 13, 20, 21, 22, 40};
 constexpr int kPairsXA[] = {11, 12};
-// CQ: R = 1 with PF = 1 (with or without XA) or PF = 2 with XA; coded as XA * 100 + R * 10 + PF.
-constexpr int kCoopCodes[] = {11, 111, 112};
-inline bool coop_compiled(int r, int pf, bool xa) {
-  for (int c : kCoopCodes)
-    if (c == (xa ? 100 : 0) + r * 10 + pf) return true;
-  return false;
-}
 inline bool pair_compiled(int r, int pf, bool pq, bool xa = false) {
   if (xa) {
     for (int c : kPairsXA)
@@ -64,41 +57,11 @@ cudaError_t launch_nt(const Params& p, int r, int pf, bool xa, int warps, int tg
   }
 }
 
-// A CQ instance: PDL as launch_one, and the cooperative attribute when `coop` (the driver then
-// guarantees that all CTAs are resident together, which the grid barrier needs, or fails the
-// launch); without it the launcher's occupancy check is the only guarantee.
-template <typename XT, int NT, int PF, bool XA>
-cudaError_t launch_coop_one(const Params& p, int tgs, int warps, bool pdl, bool coop, cudaStream_t stream) {
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(static_cast<unsigned>(tgs), static_cast<unsigned>(p.splits));
-  cfg.blockDim = dim3(32 * warps);
-  cfg.dynamicSmemBytes = smem_bytes(1, NT, warps);
-  cfg.stream = stream;
-  cudaLaunchAttribute attrs[2];
-  unsigned n = 0;
-  if (pdl) {
-    attrs[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attrs[n].val.programmaticStreamSerializationAllowed = 1;
-    ++n;
-  }
-  if (coop) {
-    attrs[n].id = cudaLaunchAttributeCooperative;
-    attrs[n].val.cooperative = 1;
-    ++n;
-  }
-  cfg.attrs = attrs;
-  cfg.numAttrs = n;
-  return cudaLaunchKernelEx(&cfg, fp8_gemv_kernel<XT, NT, 1, PF, true, XA, true>, p);
-}
-
 // bf16: out / bias (and unquantized x) dtype; two: M > 8 (two token tiles); xa: x ahead. launch_quant:
 // x quantized in the kernel (fp8_gemv_launch.cu), launch_preq: pre-quantized x (fp8_gemv_launch_preq.cu).
 cudaError_t launch_quant(const Params& p, bool bf16, bool two, int r, int pf, bool xa, int warps, int tgs, bool pdl,
                          cudaStream_t stream);
 cudaError_t launch_preq(const Params& p, bool bf16, bool two, int r, int pf, bool xa, int warps, int tgs, bool pdl,
-                        cudaStream_t stream);
-// CQ (fp8_gemv_launch_coop.cu): R = 1 only (coop_compiled); coop: the cooperative launch attribute.
-cudaError_t launch_coop(const Params& p, bool bf16, bool two, int pf, bool xa, int warps, int tgs, bool pdl, bool coop,
                         cudaStream_t stream);
 
 #define QLINEAR_FP8G_LAUNCH_PQ(NAME, PQ)                                                                      \

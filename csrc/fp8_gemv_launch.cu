@@ -4,8 +4,6 @@
 #include "fp8_gemv_launch.h"
 #include "device_attrs.h"
 
-#include <cstdlib>
-
 namespace qlinear {
 namespace fp8g {
 QLINEAR_FP8G_LAUNCH_PQ(launch_quant, false)
@@ -22,19 +20,6 @@ int64_t cdiv64(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t partial_words(const Fp8GemvArgs& a, const Fp8GemvConfig& c) {
   const int nt = a.m > 8 ? 2 : 1;
   return cdiv64(cdiv64(a.n, 16), c.r) * c.splits * c.r * nt * 128;
-}
-
-bool is_coop(int preq) { return preq == 2 || preq == 3; }
-
-// CQ's region at the workspace's end: codes [m, k] bytes, then scales [m, k / 128] fp32; its first
-// word (16-byte aligned), or where the partials must end.
-int64_t coop_offset(const Fp8GemvArgs& a) {
-  return (a.workspace_words - a.m * (a.k / 4) - a.m * (a.k / 128)) & ~int64_t{3};
-}
-
-// Words the split partials may use: up to the CQ region when there is one.
-int64_t partial_room(const Fp8GemvArgs& a, const Fp8GemvConfig& c) {
-  return (is_coop(c.preq) ? coop_offset(a) : a.workspace_words) - kFp8GemvCounters;
 }
 
 }  // namespace
@@ -57,22 +42,20 @@ int64_t fp8_gemv_encode(const Fp8GemvConfig& c) {
 }
 
 // Automatic choice (zero fields of the code): R = 1 for m <= 4, 2 for m <= 8, 4 above (x is quantized
-// once per CTA per k-block: more rows per CTA cut that work, which grows with m; pre-quantized or
-// cooperatively quantized x, Q = 1 / 2 / 3: R = 1); PF = 1 where compiled. Warps: about 16 resident
-// warps per SM over the grid (8 for R = 4, register-bound), at least two k-blocks per warp; a tile
-// group needing more warps than a CTA holds splits K over CTAs.
+// once per CTA per k-block: more rows per CTA cut that work, which grows with m; pre-quantized x:
+// R = 1); PF = 1 where compiled. Warps: about 16 resident warps per SM over the grid (8 for R = 4, register-bound), at
+// least two k-blocks per warp; a tile group needing more warps than a CTA holds splits K over CTAs.
 Fp8GemvConfig fp8_gemv_resolve(const Fp8GemvArgs& a, int64_t code) {
   Fp8GemvConfig c = fp8_gemv_decode(code);
   const bool pq = a.x_scales != nullptr;
-  const bool cq = !pq && is_coop(c.preq);  // CQ: the main loop is the pre-quantized one
-  c.preq = pq ? 1 : (cq ? c.preq : 0);
+  c.preq = pq ? 1 : 0;
   if (c.r <= 0) {
-    c.r = c.xa || pq || cq || a.m <= 4 ? 1 : (a.m <= 8 ? 2 : 4);
+    c.r = c.xa || pq || a.m <= 4 ? 1 : (a.m <= 8 ? 2 : 4);
     c.pf = c.r <= 2 ? 1 : 0;
   }
   const int64_t kb = a.k / 128;
   const int64_t tgs = cdiv64(cdiv64(a.n, 16), c.r);
-  const int wmax = max_warps(a.m > 8 ? 2 : 1, c.r, c.pf, pq || cq, c.xa != 0);
+  const int wmax = max_warps(a.m > 8 ? 2 : 1, c.r, c.pf, pq, c.xa != 0);
   const int64_t target = static_cast<int64_t>(devattr::sm_count()) * (c.r >= 4 ? 8 : 16);
   int64_t wpt = cdiv64(target, tgs);
   const int64_t cap = kb / 2 > 0 ? kb / 2 : 1;
@@ -92,8 +75,8 @@ Fp8GemvConfig fp8_gemv_resolve(const Fp8GemvArgs& a, int64_t code) {
   c.splits = static_cast<int>(cdiv64(kb, cdiv64(kb, c.splits)));
   // an automatic split count shrinks to what the workspace holds
   if (fp8_gemv_decode(code).splits <= 0 && c.splits > 1) {
-    const int64_t room = partial_room(a, c);
-    while (c.splits > 1 && (tgs > kFp8GemvBarrier || partial_words(a, c) > room)) {
+    const int64_t room = a.workspace_words - kFp8GemvCounters;
+    while (c.splits > 1 && (tgs > kFp8GemvCounters || partial_words(a, c) > room)) {
       c.splits = static_cast<int>(cdiv64(kb, cdiv64(kb, c.splits - 1)));
     }
   }
@@ -110,22 +93,15 @@ Fp8GemvSupport fp8_gemv_supported(const Fp8GemvArgs& a, int64_t code) {
       reinterpret_cast<uintptr_t>(a.weight) % 16 != 0 || (a.n > 1 && a.w_stride % 16 != 0))
     return Fp8GemvSupport::kMisaligned;
   const Fp8GemvConfig c = fp8_gemv_resolve(a, code);
-  const int q = fp8_gemv_decode(code).preq;
-  if (code >= 100000000 || q > 3 || (q == 1 && !pq) || (is_coop(q) && pq) || c.xa > 1)
+  if (code >= 100000000 || fp8_gemv_decode(code).preq > 1 || (fp8_gemv_decode(code).preq == 1 && !pq) || c.xa > 1)
     return Fp8GemvSupport::kBadConfig;
-  const bool cq = is_coop(c.preq);
-  const bool compiled = cq ? fp8g::coop_compiled(c.r, c.pf, c.xa != 0) : fp8g::pair_compiled(c.r, c.pf, pq, c.xa != 0);
-  if (!compiled || c.warps < 1 || c.warps > max_warps(a.m > 8 ? 2 : 1, c.r, c.pf, pq || cq, c.xa != 0) ||
-      c.splits < 1 || c.splits > 99)
+  if (!fp8g::pair_compiled(c.r, c.pf, pq, c.xa != 0) || c.warps < 1 ||
+      c.warps > max_warps(a.m > 8 ? 2 : 1, c.r, c.pf, pq, c.xa != 0) || c.splits < 1 || c.splits > 99)
     return Fp8GemvSupport::kBadConfig;
-  const int64_t tgs = cdiv64(cdiv64(a.n, 16), c.r);
-  if (cq) {
-    if (a.workspace == nullptr || coop_offset(a) < kFp8GemvCounters) return Fp8GemvSupport::kWorkspace;
-    if (reinterpret_cast<uintptr_t>(a.workspace) % 16 != 0) return Fp8GemvSupport::kMisaligned;
-    if (tgs * c.splits > devattr::sm_count()) return Fp8GemvSupport::kNotResident;
-  }
   if (c.splits > 1) {
-    if (a.workspace == nullptr || tgs > kFp8GemvBarrier || partial_words(a, c) > partial_room(a, c))
+    const int64_t tgs = cdiv64(cdiv64(a.n, 16), c.r);
+    if (a.workspace == nullptr || tgs > kFp8GemvCounters ||
+        partial_words(a, c) > a.workspace_words - kFp8GemvCounters)
       return Fp8GemvSupport::kWorkspace;
   }
   return Fp8GemvSupport::kOk;
@@ -168,22 +144,6 @@ cudaError_t fp8_gemv_launch(const Fp8GemvArgs& a, cudaStream_t stream, int64_t c
   const bool use_pdl = pdl && devattr::cc_major() >= 9;
   const bool bf16 = a.dtype == Fp8GDType::kBFloat16, two = a.m > 8;
   const bool xa = c.xa != 0;
-  if (is_coop(c.preq)) {
-    int32_t* region = a.workspace + coop_offset(a);
-    p.xraw = a.x;
-    p.xraw_stride = a.x_stride;
-    p.cq_codes = reinterpret_cast<uint8_t*>(region);
-    p.cq_scales = reinterpret_cast<float*>(region + a.m * (a.k / 4));
-    p.cq_barrier = a.workspace + kFp8GemvBarrier;
-    p.x = p.cq_codes;
-    p.x_stride = a.k;
-    p.xs = p.cq_scales;
-    p.xs_s0 = kb;
-    p.xs_s1 = 1;
-    static const int dbg = std::getenv("QLINEAR_FP8_CQ_DEBUG") ? std::atoi(std::getenv("QLINEAR_FP8_CQ_DEBUG")) : 0;
-    p.cq_debug = dbg;
-    return fp8g::launch_coop(p, bf16, two, c.pf, xa, c.warps, tgs, use_pdl, c.preq == 2, stream);
-  }
   if (a.x_scales != nullptr) return fp8g::launch_preq(p, bf16, two, c.r, c.pf, xa, c.warps, tgs, use_pdl, stream);
   return fp8g::launch_quant(p, bf16, two, c.r, c.pf, xa, c.warps, tgs, use_pdl, stream);
 }

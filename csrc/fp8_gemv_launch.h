@@ -11,11 +11,9 @@ namespace qlinear {
 
 enum class Fp8GDType : int { kFloat16 = 0, kBFloat16 = 1 };
 
-// Counters at the front of the int32 workspace (one per tile group of a split-K launch, the last two
-// the grid barrier of a CQ launch); the fp32 partials follow them, and a CQ launch keeps x's codes
-// and scales at the workspace's end. Zeroed once by the caller, reset by the kernel after each use.
+// Counters at the front of the int32 workspace (one per tile group of a split-K launch); the fp32
+// partials follow them. Zeroed once by the caller, reset by the kernel after each use.
 constexpr int64_t kFp8GemvCounters = 4096;
-constexpr int64_t kFp8GemvBarrier = kFp8GemvCounters - 2;  // also the most tile groups of a split-K launch
 
 // out [m, n] (row stride out_stride, x's dtype) = quant(x [m, k]) @ (weight * block scales).T + bias.
 struct Fp8GemvArgs {
@@ -46,11 +44,6 @@ struct Fp8GemvArgs {
 // run). fp8_gemv_configs lists the compiled (R, PF) pairs as R * 10 + PF. X = 1: each warp loads its
 // next k-block's x operands before multiplying the current one (fp8_gemv.cuh XA; compiled for R = 1
 // with PF 1 or 2 only, which fp8_gemv_configs does not list).
-// Q = 2: cooperative quantization (fp8_gemv.cuh CQ) of the raw x: the CTAs share x's quantization
-// through the workspace and a grid barrier, launched with the cooperative attribute; Q = 3: the same
-// without that attribute (all CTAs resident is then only checked against one CTA per SM, which
-// another kernel running at the same time can break: for measurements). Compiled for R = 1 with
-// PF = 1 (X 0 or 1) or PF = 2 (X = 1); the grid (tile groups x splits) must not exceed the SM count.
 struct Fp8GemvConfig {
   int r = 0, pf = 0, warps = 0, splits = 0, preq = 0, xa = 0;
 };
@@ -66,7 +59,6 @@ enum class Fp8GemvSupport : int {
                        // X = 1 with (R, PF) other than (1, 1) / (1, 2), or a digit above X
   kWorkspace = 6,      // split-K needs more counters / partials than the workspace holds
   kBadPointer = 7,     // x, weight, weight scales or (pre-quantized) x_scales null
-  kNotResident = 8,    // Q = 2 / 3: more CTAs than SMs (the grid barrier needs all of them resident)
 };
 
 Fp8GemvConfig fp8_gemv_decode(int64_t code);

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not o
 @pytest.fixture(scope="module")
 def tool(tmp_path_factory):
     return build(tmp_path_factory.mktemp("fp8cfg"), "fp8_gemv_config_main.cu",
-                 ["fp8_gemv_launch.cu", "fp8_gemv_launch_preq.cu", "fp8_gemv_launch_coop.cu"])
+                 ["fp8_gemv_launch.cu", "fp8_gemv_launch_preq.cu"])
 
 
 def _ask(tool, cases):
@@ -59,36 +59,3 @@ def test_automatic_fields(tool):
     # X with automatic fields keeps R = 1 (the only compiled XA row count)
     assert got[(10000000, 16, True)] == (0, 11011116, 10000000)
     assert got[(10000000, 4, False)] == (0, 10011116, 10000000)
-
-
-def test_cooperative_quantization_codes(tool):
-    """Q = 2 / 3 (x quantized by the CTAs together, then a grid barrier): R = 1 with PF 1 (X 0 / 1) or
-    PF 2 (X = 1) only, never with pre-quantized x, and never more CTAs than SMs (132 here: the host
-    tool's fallback SM count) -- the barrier would wait forever for a CTA that cannot start."""
-    cases = [
-        (12011114, 16, False),   # X = 1, 14 warps
-        (13011114, 16, False),   # the same without the cooperative launch attribute
-        (12011212, 16, False),   # PF = 2 with X
-        (2011116, 8, False),     # PF = 1 without X
-        (12011116, 16, False),
-        (2011216, 8, False),     # PF = 2 without X: not compiled
-        (12012108, 16, False),   # R = 2: not compiled
-        (12011014, 16, False),   # PF = 0: not compiled
-        (12011114, 16, True),    # with pre-quantized x
-        (4011116, 8, False),     # Q = 4
-        (12021114, 16, False),   # 2 splits: 264 CTAs on 132 SMs (code 8)
-    ]
-    got = _ask(tool, cases)
-    want_ok = {(12011114, 16, False), (13011114, 16, False), (12011212, 16, False), (2011116, 8, False),
-               (12011116, 16, False)}
-    for case in cases:
-        why, used, round_trip = got[case]
-        if case in want_ok:
-            assert why == 0 and used == case[0], (case, why, used)
-        elif case[0] == 12021114:
-            assert why == 8, (case, why)
-        else:
-            assert why == 5, (case, why)
-        assert round_trip == case[0], (case, round_trip)
-    # automatic fields with Q = 2 resolve like the pre-quantized path: R = 1, PF = 1, 16 warps
-    assert _ask(tool, [(2000000, 16, False)])[(2000000, 16, False)] == (0, 2011116, 2000000)

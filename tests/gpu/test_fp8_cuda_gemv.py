@@ -4,8 +4,7 @@ Against ``qlinear.reference.fp8.fp8_block_linear_ref`` (the same per-token-group
 an fp32 GEMM of the dequantized operands) on fresh random data: M in {1, 2, 3, 4, 7, 8, 9, 15, 16}
 x the DeepSeek shapes and a ragged N x bf16 / fp16, strided x rows, bias; every compiled (R, PF)
 pair with one and several K splits, in-kernel and pre-quantized x (Q = 1: bit-identical to the
-in-kernel path at the same config), x quantized by the CTAs together (Q = 2 / 3, bit-identical to
-Q = 1); CUDA-graph replays (the split-K arrival counters must be reset);
+in-kernel path at the same config); CUDA-graph replays (the split-K arrival counters must be reset);
 split-K launches on two streams at once (one workspace per stream); the fallbacks to "triton" and
 the errors of the raw op (each case in a subprocess, so a crash names the case); auto dispatch
 through FP8_CUDA_MAX_M.
@@ -38,9 +37,6 @@ CODES = [11104, 11016, 41108, 12104, 32004, 22108, 14008, 34004, 81002, 11101, 1
 PREQ_CODES = [1011104, 1011016, 1041108, 1011116, 1011216, 1011312, 1021104, 1021204, 1031204]
 # x ahead (X = 1: each warp loads its next block's x before multiplying this one; R = 1, PF 1 or 2)
 XA_CODES = [10011116, 10011114, 10011212, 10021108, 11011114, 11011116, 11011212, 11041108]
-# cooperative quantization (Q = 2 with the cooperative launch attribute, Q = 3 without): R = 1 with
-# PF 1 (X 0 / 1) or PF 2 (X = 1); 2021108 splits K twice (too many CTAs for 2112 rows: refused there)
-COOP_CODES = [2011116, 12011114, 12011116, 12011212, 13011114, 2021108]
 
 
 def _ext():
@@ -155,59 +151,6 @@ def test_x_ahead_configs(code, m):
     ws = ops._cuda_workspace(x.device)
     for bad in (10012108, 10011008, 20011116, 110011116):  # R = 2, PF = 0, X = 2, a digit above X (code 5)
         assert C.fp8_block_gemv_supported(x, w, wsi, ws, bad) == 5, bad
-
-
-@pytest.mark.parametrize("code", COOP_CODES)
-@pytest.mark.parametrize("m", [1, 5, 8, 9, 16])
-def test_coop_configs(code, m):
-    """Q = 2 / 3 (the CTAs quantize x together into the workspace, then a grid barrier): against the
-    reference, and bit for bit against the pre-quantized path (Q = 1, the Triton quantizer's codes)
-    at the same config; more CTAs than SMs is refused (code 8)."""
-    C = _ext()
-    q = (code // 1000000) % 10
-    for n, k in [(2112, 7168), (200, 1024)]:
-        w, wsi = _weight(n, k)
-        for dtype in (torch.bfloat16, torch.float16):
-            x = _x(m, k, dtype, m + code % 997, row_pad=64 if m % 2 else 0)
-            b = torch.randn(n, device=DEV).to(dtype) if m % 2 else None
-            y = ops.fp8_block_gemv_cuda(x, w, wsi, b, config=code)
-            what = f"M={m} {n}x{k} {dtype} config={code}"
-            if y is None:
-                ws = ops._cuda_workspace(x.device)
-                assert C.fp8_block_gemv_supported(x, w, wsi, ws, code) == 8 and (code // 10000) % 100 > 1, what
-                continue
-            _check(y, x, w, wsi, b, what)
-            y1 = ops.fp8_block_gemv_cuda(x, w, wsi, b, config=code - (q - 1) * 1000000)
-            assert y1 is not None and torch.equal(y, y1), f"differs from the pre-quantized path ({what})"
-    for key, ws in ops._cuda_ws.items():  # the barrier's words are back to zero
-        assert int(ws[ops._CUDA_WS_COUNTERS - 2: ops._CUDA_WS_COUNTERS].abs().sum()) == 0, key
-
-
-def test_coop_graph_replays_fresh_x():
-    """A captured Q = 2 launch replayed on new x each time: every replay's barrier must start from
-    zeroed words and every replay must quantize its own x (bit-equal to the pre-quantized path)."""
-    _ext()
-    n, k, m = 2112, 7168, 16
-    w, wsi = _weight(n, k)
-    x = _x(m, k, torch.bfloat16, 11).contiguous()
-    code = 12011114
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        ops.fp8_block_gemv_cuda(x, w, wsi, None, config=code)  # warm-up outside the capture
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        y = ops.fp8_block_gemv_cuda(x, w, wsi, None, config=code)
-    assert y is not None
-    for i in range(6):
-        x.copy_(_x(m, k, torch.bfloat16, 40 + i))
-        g.replay()
-        torch.cuda.synchronize()
-        want = ops.fp8_block_gemv_cuda(x, w, wsi, None, config=11011114)
-        assert torch.equal(y, want), f"replay {i}"
-    for key, ws in ops._cuda_ws.items():
-        assert int(ws[: ops._CUDA_WS_COUNTERS].abs().sum()) == 0, key
 
 
 @pytest.mark.parametrize("m", [9, 16])
