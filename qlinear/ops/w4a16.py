@@ -134,15 +134,20 @@ _CUDA_MAX_M_TALL = 16
 # change against its parent; us): many M = 17 auto (8, 32, 4, 4) 53.04 vs 59.74, M = 32 56.15 vs 62.32
 # [bf16 61.8], M = 64 (8, 64, 4, 4) 86.44 vs 112.95 against the dispatch's triton 94.24 [bf16 62.2]
 # -> up to 64 (M = 33 .. 63 not measured: the 64-token tile's work does not shrink with M).
-_CUDA_GEMM_MAX_M: dict[str, int] = {"many": 64}
+# Session 14 runs 6 and 7 (benchmarks/results/session14/run6, run7: probe_w4a16_gemm.py --family both,
+# same method, us): the wgmma GEMM's 64-token tile beats this GEMM's 64-token row from M = 33 on:
+# many M = 40 / 48 / 64: wgmma auto 59.02 / 59.20 / 59.54 vs (8, 64, 4, 4) 79.74 / 81.61 / 86.61
+# [bf16 64.11 / 64.18 / 62.98]; at M = 32 this GEMM stays ahead (56.77 vs 58.98) -> up to 32, and
+# _CUDA_WGMMA_M's many range starts at 33.
+_CUDA_GEMM_MAX_M: dict[str, int] = {"many": 32}
 # Its launch config (warps = 16-row tiles per CTA, tokens per CTA, K splits, ring stages) for calls
 # without one: the first (max_m, config) row of the shape class's entry with M <= max_m, else
 # _CUDA_GEMM_CONFIG; zeros = the launcher's choice
 # (csrc/w4a16_gemm_launch.cu w4_gemm_resolve). Session 8 run 10 (benchmarks/results/session8/run10,
 # probe_w4a16_gemm.py --splits 0 2 4 8, us): many M = 32 (8, 32, 4, 4) 63.06 vs the launcher's choice
 # (8 warps, 32 tokens, 2 splits, 6 stages) 73.97, (8, 32, 4, 6) 64.78, (8, 32, 8, 4) 65.44; bf16 61.59.
-# Only M = 32 was measured with splits; M = 17 uses the same 32-token tile. M = 33 .. 64: (8, 64, 4, 4)
-# (session 12 run 9, above).
+# Only M = 32 was measured with splits; M = 17 uses the same 32-token tile. (Session 12's row for
+# M = 33 .. 64, (8, 64, 4, 4), went with the bound change of session 14.)
 # The Hopper wgmma GEMM (csrc/w4a16_wgmma.cuh: the dequantized weight as wgmma's register operand, x
 # through TMA) takes lo <= M <= hi of its shape class's entry in auto dispatch, ahead of _M_THRESHOLDS,
 # where cuda_wgmma_supported() holds (absent class = never). H200, session 11 run 8
@@ -157,7 +162,13 @@ _CUDA_GEMM_MAX_M: dict[str, int] = {"many": 64}
 #                       412.5; run 9: 395.8 unsplit) vs 441.8 [335.2]              -> 65 .. 1024
 # M = 64 (triton) and M = 256 were not measured with this kernel; the bounds interpolate between
 # measured points. Past the upper bound dequantize + cuBLAS stays (its M = 4096 meets 1.15x bf16).
-_CUDA_WGMMA_M: dict[str, tuple[int, int]] = {"few": (65, 128), "short": (65, 512), "many": (65, 1024)}
+# Session 14 runs 6 and 7 (above at _CUDA_GEMM_MAX_M; us, its automatic config vs the dispatch then):
+#   many  M = 40 / 48 / 64: 59.02 / 59.20 / 59.54 vs the mma.sync GEMM 79.83 / 81.61 / 86.71 -> 33 .. 1024
+#   few   M = 40 / 64: 16.35 / 16.50 vs triton 15.95 / 16.77 (its 64-token tile with 4 stages 15.40 /
+#         15.66: a few % either way, left as it was)
+#   short M = 40 / 64: 27.00 / 27.82 vs triton 25.14 / 23.45 -> unchanged
+#   M = 128 with 64-token tiles or fixed K splits: no gain over the automatic config on any shape.
+_CUDA_WGMMA_M: dict[str, tuple[int, int]] = {"few": (65, 128), "short": (65, 512), "many": (33, 1024)}
 # Its launch config per shape class, rows (max_m, (tokens per CTA, K splits, stages)) as
 # _CUDA_GEMM_AUTO's (0 = the launcher's choice,
 # csrc/w4a16_wgmma_launch.cu w4_wgmma_resolve: its choice is run 8's best config within noise in every
@@ -165,7 +176,7 @@ _CUDA_WGMMA_M: dict[str, tuple[int, int]] = {"few": (65, 128), "short": (65, 512
 _CUDA_WGMMA_AUTO: dict[str, tuple[tuple[int, tuple[int, ...]], ...]] = {}
 _CUDA_GEMM_CONFIG: tuple[int, int, int, int] = (0, 0, 0, 0)
 _CUDA_GEMM_AUTO: dict[str, tuple[tuple[int, tuple[int, ...]], ...]] = {
-    "many": ((32, (8, 32, 4, 4)), (64, (8, 64, 4, 4))),
+    "many": ((32, (8, 32, 4, 4)),),
 }
 # Register-kernel launch config (row tiles per CTA, superblocks per chunk, warps per CTA); 0 = the
 # launcher's heuristic (csrc/w4a16_gemv_launch.cu w4_gemv_resolve); used when _CUDA_RING = -1.

@@ -185,11 +185,11 @@ def test_auto_dispatch_on_measured_shapes():
     assert ops.w4a16_backend(x, big) == "cuda_gemm"
     assert_matches(ops.w4a16_linear(x, big), x, w, None, "auto M=24 7168x16384")
     assert ops.w4a16_backend(_x(16, 16384, torch.bfloat16, 1), big) == "cuda"
-    # M = 33 .. 64: the 64-token row of _CUDA_GEMM_AUTO
-    x = _x(50, 16384, torch.bfloat16, 50)
+    # M = 32 is the bound (session 14: from M = 33 on the wgmma GEMM's 64-token tile is faster)
+    x = _x(32, 16384, torch.bfloat16, 32)
     assert ops.w4a16_backend(x, big) == "cuda_gemm"
-    assert_matches(ops.w4a16_linear(x, big), x, w, None, "auto M=50 7168x16384")
-    assert ops.w4a16_backend(_x(65, 16384, torch.bfloat16, 1), big) != "cuda_gemm"
+    assert_matches(ops.w4a16_linear(x, big), x, w, None, "auto M=32 7168x16384")
+    assert ops.w4a16_backend(_x(33, 16384, torch.bfloat16, 1), big) != "cuda_gemm"
     few, _ = _layer(2112, 7168, seed=12)
     assert ops.w4a16_backend(_x(24, 7168, torch.bfloat16, 2), few) != "cuda_gemm"
 
@@ -197,7 +197,7 @@ def test_auto_dispatch_on_measured_shapes():
 def test_wgmma_auto_dispatch_on_measured_shapes():
     """_CUDA_WGMMA_M: each shape class takes the wgmma GEMM inside its M range and not outside it."""
     _wgmma_ext()
-    cases = [((7168, 16384), [(100, True), (1024, True), (64, False), (1025, False)]),
+    cases = [((7168, 16384), [(33, True), (50, True), (1024, True), (32, False), (1025, False)]),
              ((24576, 1536), [(300, True), (512, True), (513, False)]),
              ((2112, 7168), [(65, True), (128, True), (129, False)])]
     for (n, k), ms in cases:
@@ -205,5 +205,5 @@ def test_wgmma_auto_dispatch_on_measured_shapes():
         for m, wg in ms:
             x = _x(m, k, torch.bfloat16, m)
             assert (ops.w4a16_backend(x, packed) == "cuda_wgmma") == wg, f"M={m} {n}x{k}"
-            if wg and m in (100, 300, 65):
+            if wg and m in (50, 300, 65):
                 assert_matches(ops.w4a16_linear(x, packed), x, w, None, f"auto M={m} {n}x{k}")
