@@ -21,7 +21,7 @@ import torch.nn.functional as F
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _timing import bench_graphs_interleaved, env_info, rel_err_check, runnable, write_results  # noqa: E402
+from _timing import bench_graphs_interleaved, buffers_to_defeat_l2, env_info, rel_err_check, runnable, write_results  # noqa: E402
 from bench_w4a16 import cold_layers  # noqa: E402
 
 from qlinear.kernels import cuda_ext  # noqa: E402
@@ -38,6 +38,8 @@ def main() -> None:
     ap.add_argument("--shapes", default=None, help="comma-separated NxK (default: the three issue shapes)")
     ap.add_argument("--family", choices=("gemm", "wgmma", "both"), default="gemm")
     ap.add_argument("--tokens", type=int, nargs="*", default=None, help="wgmma token tiles to time (default: all)")
+    ap.add_argument("--rotate-x", action="store_true",
+                    help="rotate x copies past L2 as bench_linear does (default: one x, L2-resident)")
     args = ap.parse_args()
     C = cuda_ext.load()
     codes = [(c // 1000, (c // 10 % 100) * 8, c % 10) for c in C.w4a16_gemm_configs()]
@@ -50,29 +52,31 @@ def main() -> None:
         nbuf, nb16 = len(packs), len(w16)
         for m in args.ms:
             case = f"M={m} {n}x{k}"
-            x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+            nx = buffers_to_defeat_l2(2 * m * k, max_buffers=8) if args.rotate_x else 1
+            xs = [torch.randn(m, k, device="cuda", dtype=torch.bfloat16) for _ in range(nx)]
+            x = xs[0]
             want = x.float() @ ref_w.t()
-            fns = {"bf16 F.linear": lambda i: F.linear(x, w16[i % nb16]),
-                   "auto": lambda i: ops.w4a16_linear(x, packs[i % nbuf]),
+            fns = {"bf16 F.linear": lambda i: F.linear(xs[i % nx], w16[i % nb16]),
+                   "auto": lambda i: ops.w4a16_linear(xs[i % nx], packs[i % nbuf]),
                    }
             if use_gemm:
-                fns["cuda_gemm auto"] = lambda i: ops.cuda_gemm(x, packs[i % nbuf])
+                fns["cuda_gemm auto"] = lambda i: ops.cuda_gemm(xs[i % nx], packs[i % nbuf])
             if use_wg:
-                fns["cuda_wgmma auto"] = lambda i: ops.cuda_wgmma(x, packs[i % nbuf])
+                fns["cuda_wgmma auto"] = lambda i: ops.cuda_wgmma(xs[i % nx], packs[i % nbuf])
                 for tokens, stages in wg_codes:
                     if args.tokens and tokens not in args.tokens:
                         continue
                     for sp in args.splits:
                         fns[f"wg T{tokens} S{sp} ST{stages}"] = (
-                            lambda i, c=(tokens, sp, stages): ops.cuda_wgmma(x, packs[i % nbuf], None, c))
+                            lambda i, c=(tokens, sp, stages): ops.cuda_wgmma(xs[i % nx], packs[i % nbuf], None, c))
             for warps, tokens, stages in codes if use_gemm else ():
                 if tokens > 2 * max(m, 8) or (tokens < 64 and m > 128):
                     continue  # half-empty token tiles, or many token blocks re-reading the weights
                 for sp in args.splits:
                     fns[f"gemm W{warps} T{tokens} S{sp} ST{stages}"] = (
-                        lambda i, c=(warps, tokens, sp, stages): ops.cuda_gemm(x, packs[i % nbuf], None, c))
+                        lambda i, c=(warps, tokens, sp, stages): ops.cuda_gemm(xs[i % nx], packs[i % nbuf], None, c))
             ok = runnable(fns, rel_err_check(want, skip=("bf16 F.linear",)), f"GEMM {case} ")
-            res = bench_graphs_interleaved(ok, n_buffers=max(nbuf, nb16), reps=9, target_replay_us=800.0)
+            res = bench_graphs_interleaved(ok, n_buffers=max(nbuf, nb16, nx), reps=9, target_replay_us=800.0)
             for name, r in res.items():
                 print(f"GEMM {case:<18} {name:<28} {r['median_us']:9.2f} us", flush=True)
                 rows.append(dict(case=case, impl=name, m=m, n=n, k=k, us=r["median_us"], p20_us=r["p20_us"],
