@@ -2,9 +2,10 @@
 
 The layer is filled through its own ``weight_loader``s (so the benchmark exercises the same
 placement and ``process_weights_after_loading`` path as a real checkpoint), with values drawn
-per tensor kind: fp8 weights from N(0, 1) cast to e4m3, scales in [0.5, 1.5] * 2^-7, packed
-integers uniformly random, ``weight_shape`` the true shape; optional tensors (``g_idx`` without
-act-order) are left out, as checkpoints may do.
+per tensor kind: fp8 weights from N(0, 1) cast to e4m3, scales in [0.5, 1.5] * 2^-7 rounded to the
+dtype the format stores on disk (SCALE_DTYPE: GPTQ's fp16, so the layer keeps the narrow scales a
+real checkpoint gives it), packed integers uniformly random, ``weight_shape`` the true shape;
+optional tensors (``g_idx`` without act-order) are left out, as checkpoints may do.
 """
 
 from __future__ import annotations
@@ -24,9 +25,15 @@ CONFIGS = {
     # with zero points: what the W4A16 kernel sweeps (bench_w4reg, bench_w4ring) tune the tables on
     "w4a16-asym": {"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": False, "sym": False},
 }
+# On-disk dtype of a format's scales where the layer declares a wider one (GPTQ: fp16 on disk, fp32
+# parameter). Until session 14 the draws were fp32 values, which do not fit fp16, so the W4A16 layers
+# of the benchmarks kept fp32 scales (twice the scale bytes, the kernels' fp32-scale path) where a real
+# checkpoint's fp16 scales are stored narrow (qlinear.ops.w4a16.pack_w4a16).
+SCALE_DTYPE = {"w4a16": torch.float16, "w4a16-asym": torch.float16}
 
 
-def _random_like(param: QParameter, shard: int, layer: LinearBase, gen: torch.Generator) -> torch.Tensor:
+def _random_like(param: QParameter, shard: int, layer: LinearBase, gen: torch.Generator,
+                 scale_dtype: torch.dtype | None = None) -> torch.Tensor:
     shape = param.checkpoint_shape(shard)
     name = param.qualname.rsplit(".", 1)[-1]
     dev = param.device
@@ -38,7 +45,10 @@ def _random_like(param: QParameter, shard: int, layer: LinearBase, gen: torch.Ge
         info = torch.iinfo(param.dtype)
         return torch.randint(info.min, info.max, shape, dtype=param.dtype, generator=gen).to(dev)
     if "scale" in name:
-        return ((torch.rand(shape, generator=gen) + 0.5) * 2.0**-7).to(param.dtype).to(dev)
+        values = (torch.rand(shape, generator=gen) + 0.5) * 2.0**-7
+        if scale_dtype is not None:
+            values = values.to(scale_dtype)
+        return values.to(param.dtype).to(dev)
     return (torch.randn(shape, generator=gen) * 0.05).to(param.dtype).to(dev)
 
 
@@ -62,7 +72,7 @@ def build_layer(fmt: str, input_size: int, output_sizes: list[int], *, dtype=tor
         if not isinstance(param, QParameter) or not param.required:
             continue
         for shard in range(len(output_sizes)):
-            tensors[name, shard] = _random_like(param, shard, layer, gen)
+            tensors[name, shard] = _random_like(param, shard, layer, gen, SCALE_DTYPE.get(fmt))
             param.weight_loader(param, tensors[name, shard], shard)
     layer.process_weights_after_loading()
     if not split:
