@@ -160,8 +160,8 @@ _CUDA_GEMM_MAX_M: dict[str, int] = {"many": 32}
 #   many  (7168x16384)  M = 128 70.6 vs 122.7 [69.4]; M = 512 190.2 vs 265.2 [158.5]; M = 1024 376.5
 #                       with one K split (the launcher's choice since; its choice in run 8, 4 splits,
 #                       412.5; run 9: 395.8 unsplit) vs 441.8 [335.2]              -> 65 .. 1024
-# M = 64 (triton) and M = 256 were not measured with this kernel; the bounds interpolate between
-# measured points. Past the upper bound dequantize + cuBLAS stays (its M = 4096 meets 1.15x bf16).
+# Session 11 measured neither M = 64 (triton then) nor M = 256 with this kernel; the bounds
+# interpolated between measured points. Past the upper bound dequantize + cuBLAS stays (its M = 4096 meets 1.15x bf16).
 # Session 14 runs 6 and 7 (above at _CUDA_GEMM_MAX_M; us, its automatic config vs the dispatch then):
 #   many  M = 40 / 48 / 64: 59.02 / 59.20 / 59.54 vs the mma.sync GEMM 79.83 / 81.61 / 86.71 -> 33 .. 1024
 #   few   M = 40 / 64: 16.35 / 16.50 vs triton 15.95 / 16.77 (its 64-token tile with 4 stages 15.40 /
