@@ -4,8 +4,10 @@ The layer is filled through its own ``weight_loader``s (so the benchmark exercis
 placement and ``process_weights_after_loading`` path as a real checkpoint), with values drawn
 per tensor kind: fp8 weights from N(0, 1) cast to e4m3, scales in [0.5, 1.5] * 2^-7 rounded to the
 dtype the format stores on disk (SCALE_DTYPE: GPTQ's fp16, so the layer keeps the narrow scales a
-real checkpoint gives it), packed integers uniformly random, ``weight_shape`` the true shape;
-optional tensors (``g_idx`` without act-order) are left out, as checkpoints may do.
+real checkpoint gives it), packed integers uniformly random except a symmetric format's zero points
+(SYMMETRIC_QZEROS_BITS: the value its producer writes in every field, so the layer takes the
+symmetric path as a real checkpoint's does), ``weight_shape`` the true shape; optional tensors
+(``g_idx`` without act-order) are left out, as checkpoints may do.
 """
 
 from __future__ import annotations
@@ -30,10 +32,14 @@ CONFIGS = {
 # of the benchmarks kept fp32 scales (twice the scale bytes, the kernels' fp32-scale path) where a real
 # checkpoint's fp16 scales are stored narrow (qlinear.ops.w4a16.pack_w4a16).
 SCALE_DTYPE = {"w4a16": torch.float16, "w4a16-asym": torch.float16}
+# Formats whose checkpoints store the symmetric zero point in every qzeros field, by bit width: GPTQ v1
+# with sym=True writes 2^(b-1) - 1 (zero minus one). Until session 14 these were random too, so the
+# "symmetric" W4A16 benchmark layers carried random zero points and ran the asymmetric kernels.
+SYMMETRIC_QZEROS_BITS = {"w4a16": 4}
 
 
 def _random_like(param: QParameter, shard: int, layer: LinearBase, gen: torch.Generator,
-                 scale_dtype: torch.dtype | None = None) -> torch.Tensor:
+                 scale_dtype: torch.dtype | None = None, sym_bits: int | None = None) -> torch.Tensor:
     shape = param.checkpoint_shape(shard)
     name = param.qualname.rsplit(".", 1)[-1]
     dev = param.device
@@ -41,6 +47,10 @@ def _random_like(param: QParameter, shard: int, layer: LinearBase, gen: torch.Ge
         return torch.randn(shape, generator=gen, device="cpu").clamp_(-448, 448).to(torch.float8_e4m3fn).to(dev)
     if name == "weight_shape":
         return torch.tensor([layer.output_sizes[shard], layer.input_size], dtype=torch.int64, device=dev)
+    if name == "qzeros" and sym_bits is not None:
+        field = (1 << (sym_bits - 1)) - 1
+        word = sum(field << (sym_bits * i) for i in range(32 // sym_bits))  # < 2^31: fits int32
+        return torch.full(shape, word, dtype=param.dtype).to(dev)
     if not param.dtype.is_floating_point:
         info = torch.iinfo(param.dtype)
         return torch.randint(info.min, info.max, shape, dtype=param.dtype, generator=gen).to(dev)
@@ -72,7 +82,8 @@ def build_layer(fmt: str, input_size: int, output_sizes: list[int], *, dtype=tor
         if not isinstance(param, QParameter) or not param.required:
             continue
         for shard in range(len(output_sizes)):
-            tensors[name, shard] = _random_like(param, shard, layer, gen, SCALE_DTYPE.get(fmt))
+            tensors[name, shard] = _random_like(param, shard, layer, gen, SCALE_DTYPE.get(fmt),
+                                                SYMMETRIC_QZEROS_BITS.get(fmt))
             param.weight_loader(param, tensors[name, shard], shard)
     layer.process_weights_after_loading()
     if not split:
