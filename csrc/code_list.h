@@ -1,7 +1,8 @@
 // Compiled-instance lists (plain C++, no CUDA or torch headers). A kernel family names the template
 // shapes it compiles once, as an array of decimal codes (`constexpr int kCodes[] = {...}`, the digits
 // of a code are its template arguments); the launchers look a run-time code up in that array, so no
-// other place names an instance.
+// other place names an instance. Shared by the kernel families (W4A16 decode / GEMM / wgmma, FP8
+// decode).
 #pragma once
 
 #include <stddef.h>
@@ -11,7 +12,6 @@
 #include <utility>
 
 namespace qlinear {
-namespace w4a16g {
 
 // Whether code is one of codes.
 template <size_t L>
@@ -45,5 +45,4 @@ constexpr R with_listed_code(int code, R none, F f) {
   return with_listed_code<Codes>(code, none, f, std::make_index_sequence<std::size(Codes)>{});
 }
 
-}  // namespace w4a16g
 }  // namespace qlinear

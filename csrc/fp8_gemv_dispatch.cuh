@@ -4,6 +4,7 @@
 // compile in parallel.
 #pragma once
 
+#include "code_list.h"
 #include "fp8_gemv.cuh"
 
 namespace qlinear {
@@ -13,15 +14,8 @@ namespace fp8g {
 constexpr int kPairs[] = {10, 11, 12, 13, 20, 21, 22, 40};
 constexpr int kPairsXA[] = {11, 12};
 inline bool pair_compiled(int r, int pf, bool pq, bool xa = false) {
-  if (xa) {
-    for (int c : kPairsXA)
-      if (c == r * 10 + pf) return true;
-    return false;
-  }
-  if (pq && r == 4) return false;
-  for (int c : kPairs)
-    if (c == r * 10 + pf) return true;
-  return false;
+  if (xa) return code_listed(kPairsXA, r * 10 + pf);
+  return !(pq && r == 4) && code_listed(kPairs, r * 10 + pf);
 }
 
 template <typename XT, int NT, int R, int PF, bool PQ, bool XA = false>

@@ -107,11 +107,7 @@ Fp8GemvSupport fp8_gemv_supported(const Fp8GemvArgs& a, int64_t code) {
   return Fp8GemvSupport::kOk;
 }
 
-int fp8_gemv_configs(int* codes, int cap) {
-  const int n = static_cast<int>(sizeof(fp8g::kPairs) / sizeof(int));
-  for (int i = 0; i < n && i < cap; ++i) codes[i] = fp8g::kPairs[i];
-  return n;
-}
+int fp8_gemv_configs(int* codes, int cap) { return append_codes(fp8g::kPairs, codes, cap, 0); }
 
 cudaError_t fp8_gemv_launch(const Fp8GemvArgs& a, cudaStream_t stream, int64_t code, bool pdl, Fp8GemvConfig* used) {
   if (fp8_gemv_supported(a, code) != Fp8GemvSupport::kOk) return cudaErrorInvalidValue;

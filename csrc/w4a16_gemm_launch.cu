@@ -8,7 +8,6 @@
 namespace qlinear {
 namespace {
 
-using w4a16g::code_listed;
 using w4a16g::GemmParams;
 
 int64_t cdiv64(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -36,7 +35,7 @@ cudaError_t launch_code(const GemmParams& gp, dim3 grid, int ssize, cudaStream_t
 
 template <typename XT>
 cudaError_t launch_listed(int code, const GemmParams& gp, dim3 grid, int ssize, cudaStream_t stream) {
-  return w4a16g::with_listed_code<w4a16g::kGemmCodes>(code, cudaErrorInvalidValue, [&](auto c) {
+  return with_listed_code<w4a16g::kGemmCodes>(code, cudaErrorInvalidValue, [&](auto c) {
     return launch_code<XT, decltype(c)::value>(gp, grid, ssize, stream);
   });
 }
@@ -124,7 +123,7 @@ W4GemmSupport w4_gemm_config_limits(const W4GemvArgs& a, int splits, int64_t til
   return W4GemmSupport::kOk;
 }
 
-int w4_gemm_configs(int* codes, int cap) { return w4a16g::append_codes(w4a16g::kGemmCodes, codes, cap, 0); }
+int w4_gemm_configs(int* codes, int cap) { return append_codes(w4a16g::kGemmCodes, codes, cap, 0); }
 
 cudaError_t w4_gemm_launch(const W4GemvArgs& a, const W4GemmConfig& cfg, float* workspace, int64_t workspace_floats,
                            int32_t* counters, int64_t num_counters, cudaStream_t stream, W4GemmConfig* used) {

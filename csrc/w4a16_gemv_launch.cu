@@ -8,8 +8,6 @@
 namespace qlinear {
 namespace {
 
-using w4a16g::append_codes;
-using w4a16g::code_listed;
 using w4a16g::FKind;
 using w4a16g::Params;
 

@@ -9,7 +9,6 @@
 namespace qlinear {
 namespace {
 
-using w4a16g::code_listed;
 using w4a16g::WgParams;
 
 int64_t cdiv64(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -33,7 +32,7 @@ cudaError_t launch_code(const WgParams& wp, dim3 grid, cudaStream_t stream) {
 
 template <typename XT>
 cudaError_t launch_listed(int code, const WgParams& wp, dim3 grid, cudaStream_t stream) {
-  return w4a16g::with_listed_code<w4a16g::kWgCodes>(code, cudaErrorInvalidValue, [&](auto c) {
+  return with_listed_code<w4a16g::kWgCodes>(code, cudaErrorInvalidValue, [&](auto c) {
     return launch_code<XT, decltype(c)::value>(wp, grid, stream);
   });
 }
@@ -94,7 +93,7 @@ W4GemmSupport w4_wgmma_supported(const W4GemvArgs& a, const W4GemmConfig& cfg, i
                                w4a16g::wg_smem_bytes(c.tokens, c.stages));
 }
 
-int w4_wgmma_configs(int* codes, int cap) { return w4a16g::append_codes(w4a16g::kWgCodes, codes, cap, 0); }
+int w4_wgmma_configs(int* codes, int cap) { return append_codes(w4a16g::kWgCodes, codes, cap, 0); }
 
 cudaError_t w4_wgmma_launch(const W4GemvArgs& a, const W4GemmConfig& cfg, float* workspace, int64_t workspace_floats,
                             int32_t* counters, int64_t num_counters, cudaStream_t stream, W4GemmConfig* used) {

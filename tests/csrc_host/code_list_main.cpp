@@ -18,7 +18,7 @@ constexpr long encoded() {
 }
 
 constexpr long lookup(int code) {
-  return qlinear::w4a16g::with_listed_code<kCodes>(code, -1L, [](auto c) { return encoded<decltype(c)::value>(); });
+  return qlinear::with_listed_code<kCodes>(code, -1L, [](auto c) { return encoded<decltype(c)::value>(); });
 }
 
 // usable in constant expressions, as csrc's reg_code_threads is
@@ -29,7 +29,7 @@ static_assert(lookup(4110) == 12331 && lookup(4111) == -1, "with_listed_code in 
 int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const int code = std::atoi(argv[i]);
-    std::printf("%d %ld\n", qlinear::w4a16g::code_listed(kCodes, code) ? 1 : 0, lookup(code));
+    std::printf("%d %ld\n", qlinear::code_listed(kCodes, code) ? 1 : 0, lookup(code));
   }
   return 0;
 }
