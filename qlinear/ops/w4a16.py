@@ -161,7 +161,8 @@ _CUDA_GEMM_MAX_M: dict[str, int] = {"many": 32}
 #                       with one K split (the launcher's choice since; its choice in run 8, 4 splits,
 #                       412.5; run 9: 395.8 unsplit) vs 441.8 [335.2]              -> 65 .. 1024
 # Session 11 measured neither M = 64 (triton then) nor M = 256 with this kernel; the bounds
-# interpolated between measured points. Past the upper bound dequantize + cuBLAS stays (its M = 4096 meets 1.15x bf16).
+# interpolated between measured points. Past the upper bound dequantize + cuBLAS stays (its M = 4096
+# meets 1.15x bf16).
 # Session 14 runs 6 and 7 (above at _CUDA_GEMM_MAX_M; us, its automatic config vs the dispatch then):
 #   many  M = 40 / 48 / 64: 59.02 / 59.20 / 59.54 vs the mma.sync GEMM 79.83 / 81.61 / 86.71 -> 33 .. 1024
 #   few   M = 40 / 64: 16.35 / 16.50 vs triton 15.95 / 16.77 (its 64-token tile with 4 stages 15.40 /
