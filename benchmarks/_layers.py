@@ -3,11 +3,11 @@
 The layer is filled through its own ``weight_loader``s (so the benchmark exercises the same
 placement and ``process_weights_after_loading`` path as a real checkpoint), with values drawn
 per tensor kind: fp8 weights from N(0, 1) cast to e4m3, scales in [0.5, 1.5] * 2^-7 rounded to the
-dtype the format stores on disk (SCALE_DTYPE: GPTQ's fp16, so the layer keeps the narrow scales a
-real checkpoint gives it), packed integers uniformly random except a symmetric format's zero points
-(SYMMETRIC_QZEROS_BITS: the value its producer writes in every field, so the layer takes the
-symmetric path as a real checkpoint's does), ``weight_shape`` the true shape; optional tensors
-(``g_idx`` without act-order) are left out, as checkpoints may do.
+dtype the format stores on disk (GPTQ's fp16, so the layer keeps the narrow scales a real checkpoint
+gives it), packed integers uniformly random except a symmetric GPTQ format's zero points (the value
+its producer writes in every field, so the layer takes the symmetric path as a real checkpoint's
+does), ``weight_shape`` the true shape; optional tensors (``g_idx`` without act-order) are left out,
+as checkpoints may do (:func:`_on_disk`).
 """
 
 from __future__ import annotations
@@ -27,15 +27,20 @@ CONFIGS = {
     # with zero points: what the W4A16 kernel sweeps (bench_w4reg, bench_w4ring) tune the tables on
     "w4a16-asym": {"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": False, "sym": False},
 }
-# On-disk dtype of a format's scales where the layer declares a wider one (GPTQ: fp16 on disk, fp32
-# parameter). Until session 14 the draws were fp32 values, which do not fit fp16, so the W4A16 layers
-# of the benchmarks kept fp32 scales (twice the scale bytes, the kernels' fp32-scale path) where a real
-# checkpoint's fp16 scales are stored narrow (qlinear.ops.w4a16.pack_w4a16).
-SCALE_DTYPE = {"w4a16": torch.float16, "w4a16-asym": torch.float16}
-# Formats whose checkpoints store the symmetric zero point in every qzeros field, by bit width: GPTQ v1
-# with sym=True writes 2^(b-1) - 1 (zero minus one). Until session 14 these were random too, so the
-# "symmetric" W4A16 benchmark layers carried random zero points and ran the asymmetric kernels.
-SYMMETRIC_QZEROS_BITS = {"w4a16": 4}
+
+
+def _on_disk(fmt: str) -> tuple[torch.dtype | None, int | None]:
+    """(scale dtype, symmetric zero-point bits) of a ``fmt`` checkpoint, read off its config: GPTQ
+    stores fp16 scales (fp32 parameters here) and, with ``sym`` (GPTQ's default), 2^(b-1) - 1 (zero
+    minus one, v1) in every b-bit ``qzeros`` field; (None, None) for the other formats.
+
+    Until session 14 both were drawn at random: fp32 scale values do not fit fp16, so the W4A16
+    benchmark layers kept fp32 scales (twice the scale bytes, the kernels' fp32-scale path), and the
+    "symmetric" layer carried random zero points and ran the asymmetric kernels."""
+    cfg = CONFIGS[fmt] or {}
+    if cfg.get("quant_method") != "gptq":
+        return None, None
+    return torch.float16, (cfg["bits"] if cfg.get("sym", True) else None)
 
 
 def _random_like(param: QParameter, shard: int, layer: LinearBase, gen: torch.Generator,
@@ -76,14 +81,14 @@ def build_layer(fmt: str, input_size: int, output_sizes: list[int], *, dtype=tor
     same checkpoint tensors (the unfused layers a merged one replaces): ``(merged, [separate...])``.
     """
     gen = torch.Generator().manual_seed(seed)
+    disk = _on_disk(fmt)
     layer = _new_layer(fmt, input_size, output_sizes, dtype, device, f"bench.{fmt}")
     tensors: dict[tuple[str, int], torch.Tensor] = {}
     for name, param in list(layer.named_parameters()):
         if not isinstance(param, QParameter) or not param.required:
             continue
         for shard in range(len(output_sizes)):
-            tensors[name, shard] = _random_like(param, shard, layer, gen, SCALE_DTYPE.get(fmt),
-                                                SYMMETRIC_QZEROS_BITS.get(fmt))
+            tensors[name, shard] = _random_like(param, shard, layer, gen, *disk)
             param.weight_loader(param, tensors[name, shard], shard)
     layer.process_weights_after_loading()
     if not split:
