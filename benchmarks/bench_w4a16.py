@@ -64,11 +64,12 @@ def weight_bytes(p: ops.W4A16Weights) -> int:
     return sum(t.numel() * t.element_size() for t in (p.qweight, p.scales, p.zeros) if t is not None)
 
 
-def make_canonical(n: int, k: int, bits: int = 4, group: int = GROUP, act_order_bounds=None, seed: int = 0):
+def make_canonical(n: int, k: int, bits: int = 4, group: int = GROUP, act_order_bounds=None, seed: int = 0,
+                   scale_dtype: torch.dtype = torch.bfloat16):
     g = torch.Generator(device="cuda").manual_seed(seed)
     q = torch.randint(0, 1 << bits, (n, k), device="cuda", generator=g, dtype=torch.int32)
     z = torch.randint(0, 1 << bits, (n, k // group), device="cuda", generator=g, dtype=torch.int32)
-    s = (torch.rand(n, k // group, device="cuda", generator=g) * 0.02 + 1e-3).to(torch.bfloat16)
+    s = (torch.rand(n, k // group, device="cuda", generator=g) * 0.02 + 1e-3).to(scale_dtype)
     g_idx = None
     if act_order_bounds is not None:
         labels = torch.arange(k, device="cuda") // group
@@ -114,12 +115,19 @@ def rotated(packed: ops.W4A16Weights, copies: int) -> list[ops.W4A16Weights]:
     return out
 
 
-def cold_layers(n: int, k: int, max_buffers: int = 24, with_reference: bool = False):
-    """A random asymmetric group-128 int4 layer for decode benchmarks with cold weights:
-    ``(packs, weight_bytes, w16, reference)`` = the packed copies to rotate (enough to defeat L2,
-    at most ``max_buffers``), its weight bytes, as many bf16 ``[n, k]`` weights for the ``F.linear``
-    anchor, and (``with_reference``) the fp32 weight from ``dequantize_canonical``, else None."""
-    q, z, s, g, _ = make_canonical(n, k)
+# --layer of the probes: "asym-bf16" is the layer every decode table before session 15 was tuned on;
+# "sym-fp16" is what a GPTQ sym checkpoint gives (fp16 scales, no zero points: FORMATS.md)
+LAYER_KINDS = {"asym-bf16": (True, torch.bfloat16), "sym-fp16": (False, torch.float16)}
+
+
+def cold_layers(n: int, k: int, max_buffers: int = 24, with_reference: bool = False, layer: str = "asym-bf16"):
+    """A random group-128 int4 layer (``layer`` in :data:`LAYER_KINDS`) for decode benchmarks with
+    cold weights: ``(packs, weight_bytes, w16, reference)`` = the packed copies to rotate (enough to
+    defeat L2, at most ``max_buffers``), its weight bytes, as many bf16 ``[n, k]`` weights for the
+    ``F.linear`` anchor, and (``with_reference``) the fp32 weight from ``dequantize_canonical``, else None."""
+    with_zeros, scale_dtype = LAYER_KINDS[layer]
+    q, z, s, g, _ = make_canonical(n, k, scale_dtype=scale_dtype)
+    z = z if with_zeros else None
     packed = ops.pack_w4a16(q, z, s, g)
     reference = ref.dequantize_canonical(q, z, s, g) if with_reference else None
     wb = weight_bytes(packed)

@@ -2,8 +2,8 @@
 (``_CUDA_RING_AUTO`` = -1), against its automatic config, the committed dispatch and bf16, all
 candidates of a case in one alternated-replay measurement, weights cold (rotated copies).
 
-Cases: 7168x16384 at M = 1, 2, 4, 8, 16; 2112x7168 and 24576x1536 at M = 1, 4, 8, 16 (asymmetric int4,
-group 128, bf16). Candidates: bf16 ``F.linear`` first (the first candidate of an alternation
+Cases: 7168x16384 at M = 1, 2, 4, 8, 16; 2112x7168 and 24576x1536 at M = 1, 4, 8, 16 (int4 group 128,
+bf16 activations; ``--layer`` asym-bf16 (default) or sym-fp16, bench_w4a16.LAYER_KINDS). Candidates: bf16 ``F.linear`` first (the first candidate of an alternation
 round reads slow), a second copy of "reg auto" ("reg auto#2") to show that position effect,
 "auto" (the committed dispatch), "reg auto" (``ring=-1``, the launcher's config), its PDL-off
 variant, and every (R, U, W, pipe) of ``REG_CONFIGS`` that is compiled.
@@ -24,7 +24,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _timing import bench_graphs_interleaved, env_info, rel_err_check, runnable, write_results  # noqa: E402
-from bench_w4a16 import cold_layers  # noqa: E402
+from bench_w4a16 import LAYER_KINDS, cold_layers  # noqa: E402
 
 from qlinear.kernels import cuda_ext  # noqa: E402
 from qlinear.ops import w4a16 as ops  # noqa: E402
@@ -50,6 +50,7 @@ REG_CONFIGS = {1: [(1, 2, 2, 0), (1, 2, 4, 0), (1, 2, 8, 0), (1, 2, 16, 0), (1, 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=None)
+    ap.add_argument("--layer", choices=sorted(LAYER_KINDS), default="asym-bf16", help="bench_w4a16.LAYER_KINDS")
     ap.add_argument("--reps", type=int, default=15)
     ap.add_argument("--ms", type=int, nargs="+", default=None, help="only these M of CASES")
     args = ap.parse_args()
@@ -62,7 +63,7 @@ def main() -> None:
         if not ms:
             continue
         cls = ops._cuda_shape_class(n, k)
-        packs, wb, w16, ref_w = cold_layers(n, k, with_reference=True)
+        packs, wb, w16, ref_w = cold_layers(n, k, with_reference=True, layer=args.layer)
         nbuf, nb16 = len(packs), len(w16)
         nall = max(nbuf, nb16)
         for m in ms:
@@ -116,7 +117,7 @@ def main() -> None:
             if ops._CUDA_RING_AUTO.get(key, 0) != -1:
                 print(f"RING {key}: set _CUDA_RING_AUTO[{key}] = -1 for this register config")
     print(f"SET qlinear/ops/w4a16.py: _CUDA_REG_AUTO = {table!r}")
-    write_results("w4reg", rows, env_info(), args.out, metric="median_us")
+    write_results("w4reg", rows, {**env_info(), "layer": args.layer}, args.out, metric="median_us")
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _timing import bench_graphs_interleaved, buffers_to_defeat_l2, env_info, rel_err_check, runnable, write_results  # noqa: E402
-from bench_w4a16 import cold_layers  # noqa: E402
+from bench_w4a16 import LAYER_KINDS, cold_layers  # noqa: E402
 
 from qlinear.kernels import cuda_ext  # noqa: E402
 from qlinear.ops import w4a16 as ops  # noqa: E402
@@ -33,6 +33,7 @@ SHAPES = ((2112, 7168), (24576, 1536), (7168, 16384))
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=None)
+    ap.add_argument("--layer", choices=sorted(LAYER_KINDS), default="asym-bf16", help="bench_w4a16.LAYER_KINDS")
     ap.add_argument("--ms", type=int, nargs="+", default=[17, 32, 64, 128, 256, 1024])
     ap.add_argument("--splits", type=int, nargs="+", default=[0], help="K splits to try per config (0 = auto)")
     ap.add_argument("--shapes", default=None, help="comma-separated NxK (default: the three issue shapes)")
@@ -48,7 +49,7 @@ def main() -> None:
     shapes = SHAPES if not args.shapes else [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
     rows, best_lines = [], []
     for n, k in shapes:
-        packs, wb, w16, ref_w = cold_layers(n, k, with_reference=True)
+        packs, wb, w16, ref_w = cold_layers(n, k, with_reference=True, layer=args.layer)
         nbuf, nb16 = len(packs), len(w16)
         for m in args.ms:
             case = f"M={m} {n}x{k}"
@@ -90,7 +91,7 @@ def main() -> None:
         torch.cuda.empty_cache()
     for ln in best_lines:
         print(ln, flush=True)
-    write_results("w4a16_gemm_probe", rows, {**env_info(), "weights": "cold (copies rotated past L2)"}, args.out, metric="us")
+    write_results("w4a16_gemm_probe", rows, {**env_info(), "weights": "cold (copies rotated past L2)", "layer": args.layer}, args.out, metric="us")
 
 
 if __name__ == "__main__":
