@@ -39,6 +39,8 @@ def main() -> None:
     ap.add_argument("--shapes", default=None, help="comma-separated NxK (default: the three issue shapes)")
     ap.add_argument("--family", choices=("gemm", "wgmma", "both"), default="gemm")
     ap.add_argument("--tokens", type=int, nargs="*", default=None, help="wgmma token tiles to time (default: all)")
+    ap.add_argument("--wg-configs", nargs="*", default=[],
+                    help="extra wgmma configs 'tokens,splits,stages,ctas' timed at every M (ctas > 0: stream-K)")
     ap.add_argument("--rotate-x", action="store_true",
                     help="rotate x copies past L2 as bench_linear does (default: one x, L2-resident)")
     args = ap.parse_args()
@@ -70,6 +72,9 @@ def main() -> None:
                     for sp in args.splits:
                         fns[f"wg T{tokens} S{sp} ST{stages}"] = (
                             lambda i, c=(tokens, sp, stages): ops.cuda_wgmma(xs[i % nx], packs[i % nbuf], None, c))
+            for spec in args.wg_configs:
+                cfg = tuple(int(v) for v in spec.split(","))
+                fns[f"wg {spec}"] = lambda i, c=cfg: ops.cuda_wgmma(xs[i % nx], packs[i % nbuf], None, c)
             for warps, tokens, stages in codes if use_gemm else ():
                 if tokens > 2 * max(m, 8) or (tokens < 64 and m > 128):
                     continue  # half-empty token tiles, or many token blocks re-reading the weights
