@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Needs commit acb43d5 (the stream-K kernel, reverted after this run: session 15 run 2).
 # Session 15: the wgmma W4A16 GEMM on a stream-K schedule (each of G CTAs takes an equal share of all
 # output tiles' superblocks). Its GPU tests (every test of the CUDA W4A16 GEMMs, the new stream-K
 # CTA counts included), then probe_w4a16_gemm.py on the symmetric fp16-scale layer: the launcher's
