@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Needs commit acb43d5 (the stream-K kernel, reverted after this run: session 15 run 2).
+# Run 2 of session 15 measured commit acb43d5, where every wgmma config (64 / 128 tokens) ran the
+# stream-K kernel; later in the session the classic splits run the grid kernel again (gpu_s15c.sh).
 # Session 15: the wgmma W4A16 GEMM on a stream-K schedule (each of G CTAs takes an equal share of all
 # output tiles' superblocks). Its GPU tests (every test of the CUDA W4A16 GEMMs, the new stream-K
 # CTA counts included), then probe_w4a16_gemm.py on the symmetric fp16-scale layer: the launcher's
