@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Needs commit 01f237e (stream-K beside the grid kernel; reverted after this run, session 15 run 3).
 # Session 15 run 3: the wgmma W4A16 GEMM with stream-K beside the grid kernel (a launch of one CTA per
 # (tile, split) runs the grid kernel, the one before stream-K; other CTA counts the stream-K kernel,
 # 64 / 128 tokens). Its GPU tests, then probe_w4a16_gemm.py on the symmetric fp16-scale layer: per

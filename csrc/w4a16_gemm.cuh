@@ -89,15 +89,14 @@ __device__ __forceinline__ uint32_t pack2<__half>(float v) {
   return h * 0x00010001u;
 }
 
-// K split (`arrivals` CTAs per output tile), once this CTA's fp32 partials are stored (__stcg): true
-// for the last CTA of the tile to arrive, which then sees every split's partials and has reset the
-// tile's counter for the next launch (graph replays); false for the others. Every thread of the CTA
-// calls it; a CTA may call it once per tile it holds a piece of (the wgmma GEMM's stream-K schedule).
-__device__ __forceinline__ bool splitk_last_arrival(int* counters, int tile, int arrivals) {
+// K split (gridDim.y CTAs per output tile), once this CTA's fp32 partials are stored (__stcg): true for
+// the last CTA of the tile to arrive, which then sees every split's partials and has reset the tile's
+// counter for the next launch (graph replays); false for the others.
+__device__ __forceinline__ bool splitk_last_arrival(int* counters, int tile) {
   __threadfence();
   __syncthreads();
   __shared__ int last;
-  if (threadIdx.x == 0) last = atomicAdd(counters + tile, 1) == arrivals - 1;
+  if (threadIdx.x == 0) last = atomicAdd(counters + tile, 1) == static_cast<int>(gridDim.y) - 1;
   __syncthreads();
   if (!last) return false;
   __threadfence();
@@ -256,7 +255,7 @@ __global__ void __launch_bounds__(32 * WR, 1) w4_gemm_kernel(const GemmParams gp
     for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
       for (int c = 0; c < 4; ++c) __stcg(mine + ((warp * V) + nt * 4 + c) * 32 + lane, acc[nt][c]);
-    if (!splitk_last_arrival(gp.counters, tile, static_cast<int>(gridDim.y))) return;
+    if (!splitk_last_arrival(gp.counters, tile)) return;
     const float* base = gp.ws + static_cast<int64_t>(tile) * gridDim.y * tile_floats + warp * V * 32 + lane;
     // split-major, each value summed from 0 in split order as before: the V loads of one split are
     // independent, where a value-major loop waited out one L2 round trip per value and split (the

@@ -14,15 +14,11 @@ namespace qlinear {
 // multiple of 8); splits: CTAs splitting K per output tile; stages: superblocks of x in the shared
 // memory ring. (warps, tokens / 8, stages) must be compiled: w4_gemm_configs() lists them as
 // warps * 1000 + (tokens / 8) * 10 + stages.
-// ctas (wgmma GEMM only; the mma.sync GEMM refuses a nonzero value): CTAs of the launch, each taking
-// an equal share of all output tiles' superblocks (stream-K, w4a16_wgmma.cuh); 0 = tiles x splits.
-// Once resolved, splits = ceil(ctas / tiles).
 struct W4GemmConfig {
   int warps = 0;
   int tokens = 0;
   int splits = 0;
   int stages = 0;
-  int ctas = 0;
 };
 
 enum class W4GemmSupport : int {
@@ -34,8 +30,7 @@ enum class W4GemmSupport : int {
   kMisaligned = 5,    // x not 16-byte aligned or x row stride % 8 != 0 (16-byte cp.async); qweight not
                       // 16-byte aligned or its row stride % 4 != 0; scales / zeros not 4-byte aligned or
                       // N % 4 != 0 (4-byte cp.async of a group's row)
-  kBadConfig = 6,     // (warps, tokens, stages) not compiled, splits out of 1 .. superblocks, or ctas
-                      // out of 1 .. tiles x superblocks (nonzero for the mma.sync GEMM)
+  kBadConfig = 6,     // (warps, tokens, stages) not compiled, or splits out of 1 .. superblocks
   kTooLarge = 7,      // n >= 2^31, k >= 2^22 or more output tiles than counters
   kWorkspace = 8,     // a K split without a workspace of w4_gemm_workspace_floats() floats
   kTooMuchSmem = 9,   // the x ring exceeds the device's per-CTA shared memory opt-in
@@ -54,9 +49,8 @@ int w4_gemm_configs(int* codes, int cap);
 // kMisaligned that applies, else kOk.
 W4GemmSupport w4_gemm_operands_supported(const W4GemvArgs& a);
 // The checks both GEMMs share once their config is resolved and compiled: splits in 1 .. superblocks
-// (kBadConfig), sizes and, where partials are written (need_floats > 0), one counter per output tile
-// (kTooLarge) and the workspace (kWorkspace), the ring's shared memory against the device's opt-in
-// (kTooMuchSmem).
+// (kBadConfig), sizes and one counter per output tile (kTooLarge), the workspace a split needs
+// (need_floats, kWorkspace), the ring's shared memory against the device's opt-in (kTooMuchSmem).
 W4GemmSupport w4_gemm_config_limits(const W4GemvArgs& a, int splits, int64_t tiles, int64_t need_floats,
                                     int64_t workspace_floats, int64_t counters, int smem);
 // cudaErrorInvalidValue for unsupported cases (check w4_gemm_supported first), else the launch error.
@@ -66,7 +60,7 @@ cudaError_t w4_gemm_launch(const W4GemvArgs& a, const W4GemmConfig& c, float* wo
 // The Hopper wgmma GEMM (w4a16_wgmma.cuh, w4a16_wgmma_launch.cu): the same operands, config struct,
 // support codes, workspace and counters protocol. warps must be 0 or 8 (two warpgroups, 128 weight
 // rows per CTA); tokens 64, 128 or 256 per CTA; (tokens / 8, stages) compiled: w4_wgmma_configs() lists
-// them as (tokens / 8) * 10 + stages. Automatic splits / ctas: see w4_wgmma_resolve.
+// them as (tokens / 8) * 10 + stages. Automatic splits: see w4_wgmma_resolve.
 // w4_wgmma_built: 1 when the current device runs this build's sm_90a device code (read once per device
 // from a device variable), else 0 (then every case is kNoWgmma).
 int w4_wgmma_built();

@@ -9,14 +9,7 @@
 // the dequantize + cuBLAS path.
 //
 // CTA: two warpgroups, 128 weight rows (64 each: one m64 wgmma row block) x TN tokens (the wgmma's N)
-// per output tile. Schedule (stream-K): the tiles' superblocks in one row, unit u = t * nsb + sb for
-// tile t = row tile + row_tiles * token tile, and CTA c of G takes units [c U / G, (c + 1) U / G) of
-// the U = tiles * nsb, crossing tile boundaries where its share does. G = tiles is one CTA per tile,
-// G = splits * tiles the classic K split (each tile's superblocks in `splits` near-equal pieces), and
-// G = the SM count one wave with every SM given the same number of superblocks whatever the tile
-// count. Grid (G). A launch of one CTA per (tile, split) runs w4_wgmma_grid_kernel instead, on the
-// grid (row tiles, splits, token tiles); its 256-token instance is the only one there (at its
-// register ceiling the stream-K loop did not fit).
+// x the superblocks [sb_lo, sb_hi) of its K split (blockIdx.y). Grid (row tiles, splits, token tiles).
 //
 // A fragments without a k permutation: wgmma's A slots of lane (g, t) are k = 2t, 2t + 1 (registers
 // 0 / 1: rows g / g + 8) and 2t + 8, 2t + 9 (registers 2 / 3). Column 16 i + j of a superblock sits
@@ -38,11 +31,8 @@
 // superblock after its use, when its group is known complete. The A fragments are double-buffered
 // for the same reason.
 //
-// A piece of a tile (a CTA's range starts or ends inside it): fp32 partials in the workspace at slot
-// c + t (the pieces of a range of CTAs over a range of tiles are a staircase, so c + t is unique; at
-// most G + tiles - 1 slots, [slot][value][thread]); the last of the tile's CTAs to arrive sums them
-// in CTA order (deterministic) and resets the counter, as w4a16_gemm.cuh's K split. A tile inside one
-// CTA's range is stored directly.
+// K split: as w4a16_gemm.cuh (fp32 partials [tile][split][value][thread], last CTA to arrive sums in
+// split order, resets the counter).
 #pragma once
 
 #include <cuda.h>
@@ -74,17 +64,7 @@ struct WgParams {
   CUtensorMap xmap;  // x [M, K]: box 64 columns x TN tokens, 128-byte swizzle
   CUtensorMap wmap;  // qweight [N, words] int32: box 16 words x 128 rows, no swizzle
   GemmParams gp;
-  int row_tiles;  // output tiles: row_tiles x token tiles
-  int tiles;
 };
-
-// First unit of CTA c of `ctas` over `units` (c = ctas: the end); the CTA whose range holds unit u.
-__host__ __device__ __forceinline__ int64_t wg_unit_start(int64_t c, int64_t units, int64_t ctas) {
-  return c * units / ctas;
-}
-__host__ __device__ __forceinline__ int wg_cta_of(int64_t u, int64_t units, int64_t ctas) {
-  return static_cast<int>(((u + 1) * ctas - 1) / units);
-}
 
 // Compiled (TN, ST) as (TN / 8) * 10 + ST.
 constexpr int kWgCodes[] = {164, 165, 84, 88, 323};
@@ -264,13 +244,8 @@ __device__ __forceinline__ void wg_dequant(uint32_t (&a)[8][4], const unsigned c
 
 #endif  // QLINEAR_WGMMA
 
-// One CTA per (tile, split) on the grid (row tiles, splits, token tiles): the schedule before stream-K,
-// and the one a classic K split runs. Kept beside the stream-K kernel for two reasons (session 15):
-// its 256-token instance sits at the 255-register ceiling, where every stream-K variant spilled or
-// had ptxas serialize its wgmmas (C7511 / C7512); and on one piece per CTA it is the faster of the
-// two (run 2: the stream-K kernel on the classic split took 67.4 against 62.1 us, 7168x16384 M = 64).
 template <typename XT, int TN, int ST>
-__global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_grid_kernel(const __grid_constant__ WgParams wp) {
+__global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const __grid_constant__ WgParams wp) {
 #if QLINEAR_WGMMA
   static_assert(ST >= 2, "a stage is released one superblock after its use");
   constexpr int V = TN / 2;  // accumulator values per thread
@@ -362,7 +337,7 @@ __global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_grid_kernel(const __gr
     float* mine = gp.ws + (static_cast<int64_t>(tile) * gridDim.y + blockIdx.y) * tile_floats;
 #pragma unroll
     for (int v = 0; v < V; ++v) __stcg(mine + v * kWgThreads + tid, acc[v]);
-    if (!splitk_last_arrival(gp.counters, tile, static_cast<int>(gridDim.y))) return;
+    if (!splitk_last_arrival(gp.counters, tile)) return;
     const float* base = gp.ws + static_cast<int64_t>(tile) * gridDim.y * tile_floats;
     // split-major: the V loads of one split are independent (a v-major loop waited out one L2 round
     // trip per value: run 5, 2112x7168 M = 128 took 89 us with 7 splits against 69 with none)
@@ -377,169 +352,6 @@ __global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_grid_kernel(const __gr
   // acc[4 j + c] is register c of the m16n8 C fragment of the warp's 16 rows and token tile j
 #pragma unroll
   for (int v = 0; v < V; ++v) store_frag<XT>(p, row0 + warp * 16, tok0 / 8 + (v >> 2), lane, v & 3, acc[v]);
-#else
-  __trap();  // not built for sm_90a: the launcher refuses before launching (w4_wgmma_built)
-#endif
-}
-
-template <typename XT, int TN, int ST>
-__global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const __grid_constant__ WgParams wp) {
-#if QLINEAR_WGMMA
-  static_assert(ST >= 2, "a stage is released one superblock after its use");
-  static_assert(TN <= 128, "the 256-token instance runs w4_wgmma_grid_kernel");
-  constexpr int V = TN / 2;  // accumulator values per thread
-  constexpr uint32_t kStage = wg_stage(TN).bytes;
-  constexpr int64_t kTileFloats = int64_t{kWgThreads} * V;
-  extern __shared__ __align__(16) unsigned char wg_smem_raw[];
-  const uint32_t raw = static_cast<uint32_t>(__cvta_generic_to_shared(wg_smem_raw));
-  const uint32_t ring = (raw + 1023u) & ~1023u;  // 128-byte swizzle atoms need 1024-byte alignment
-  unsigned char* smem = wg_smem_raw + (ring - raw);
-  const uint32_t full0 = ring + ST * kStage, empty0 = full0 + 8 * ST;  // mbarriers
-  const GemmParams& gp = wp.gp;
-  const Params& p = gp.p;
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const int nsb = p.nsb;
-  // the CTA's units, recomputed where needed rather than held in registers (the 256-token instance
-  // has none to spare: ptxas serializes its wgmmas otherwise)
-  auto units = [&] { return static_cast<int64_t>(wp.tiles) * nsb; };
-  auto first_unit = [&] { return wg_unit_start(blockIdx.x, units(), gridDim.x); };
-  const int total = static_cast<int>(wg_unit_start(blockIdx.x + 1, units(), gridDim.x) - first_unit());
-
-  // the CTA's j-th superblock into its stage (thread 0 only, j = 0, 1, 2, ... in order). The cursor
-  // (fill_sb, fill_row, fill_tok) follows it without a division: thread 0's warp also dequantizes, and
-  // the CTA runs at the pace of its slowest warp.
-  int fill_sb, fill_row, fill_tok;
-  {
-    const int t = static_cast<int>(first_unit() / nsb);
-    fill_sb = static_cast<int>(first_unit() - static_cast<int64_t>(t) * nsb);
-    fill_row = (t % wp.row_tiles) * kWgRows;
-    fill_tok = (t / wp.row_tiles) * TN;
-  }
-  auto fill = [&](int j) {
-    const int s = j % ST;
-    const uint32_t st = ring + s * kStage, bar = full0 + 8 * s;
-    tma::mbar_arrive_tx(bar, static_cast<uint32_t>(TN * 256 + kWgRows * 64));
-    tma::tensor_copy_2d(st, &wp.xmap, fill_sb * 128, fill_tok, bar);
-    tma::tensor_copy_2d(st + TN * 128, &wp.xmap, fill_sb * 128 + 64, fill_tok, bar);
-    tma::tensor_copy_2d(st + wg_stage(TN).w_off, &wp.wmap, fill_sb * 16, fill_row, bar);
-    if (++fill_sb == nsb) {
-      fill_sb = 0;
-      fill_row += kWgRows;
-      if (fill_row == wp.row_tiles * kWgRows) fill_row = 0, fill_tok += TN;
-    }
-  };
-  if (tid == 0) {
-    for (int s = 0; s < ST; ++s) {
-      tma::mbar_init(full0 + 8 * s, 1);
-      tma::mbar_init(empty0 + 8 * s, kWgThreads / 32);
-    }
-    tma::mbar_fence_init();
-    for (int j = 0; j < ST && j < total; ++j) fill(j);
-  }
-  __syncthreads();
-
-  const int g = lane >> 2, t4 = lane & 3;
-  const int r = warp * 16 + g;  // local row of the lane's first A row: warpgroup 64 + warp 16 + g
-  uint32_t magic;
-  asm("mov.b32 %0, %1;" : "=r"(magic) : "n"(Mma<XT>::kMagic));
-  float acc[V];
-#pragma unroll
-  for (int v = 0; v < V; ++v) acc[v] = 0.f;
-  uint32_t a[2][8][4];
-  int tile = static_cast<int>(first_unit() / nsb);
-  int sb0 = static_cast<int>(first_unit() - static_cast<int64_t>(tile) * nsb);  // first superblock of the piece
-  WgGroupRaw graw;
-
-  // The CTA's superblock j (A buffer B): convert its group values (loaded one superblock ago),
-  // load those of the piece's next superblock (row nrow, superblock nsbj), wait for its stage, dequantize,
-  // issue the 8 wgmmas, wait for superblock j - 1's group and release its stage. held: j - 1's group
-  // may still be reading A buffer B ^ 1 (not at the first superblock of a piece: the piece before
-  // ended with wait_group 0, and keeping the buffer alive across its epilogue would cost registers).
-  auto step = [&](auto buf, auto held, int j, int nrow, int nsbj) {
-    constexpr int B = decltype(buf)::value;
-    const int s = j % ST;
-    const WgGroupVals gv = wg_group_vals<XT>(graw, p.scale_kind);
-    graw = wg_group_load(p, nrow, nsbj);
-    tma::mbar_wait(full0 + 8 * s, static_cast<uint32_t>((j / ST) & 1));
-    wg_dequant<XT>(a[B], smem + s * kStage + wg_stage(TN).w_off, r, t4, gv, magic);
-    const uint64_t d0 = wg_desc(ring + s * kStage);
-    wg_fence();
-#pragma unroll
-    for (int i = 0; i < 8; ++i) wgmma_rs<XT, TN>(acc, a[B][i], d0 + ((((i >> 2) * TN * 128) + (i & 3) * 32) >> 4));
-    wg_commit();
-    wg_wait<1>();
-    if constexpr (decltype(held)::value) {
-#pragma unroll
-      for (int i = 0; i < 8; ++i)
-#pragma unroll
-        for (int c = 0; c < 4; ++c) keep(a[B ^ 1][i][c]);
-    }
-    if (j >= 1) {
-      if (lane == 0) tma::mbar_arrive(empty0 + 8 * ((j - 1) % ST));
-      if (tid == 0 && j - 1 + ST < total) {
-        tma::mbar_wait(empty0 + 8 * ((j - 1) % ST), static_cast<uint32_t>(((j - 1) / ST) & 1));
-        fill(j - 1 + ST);
-      }
-    }
-  };
-
-  // one piece per tile the range touches: superblocks [sb0, sb0 + len) of `tile`
-  for (int j = 0; j < total; ++tile, sb0 = 0) {
-    const int len = min(total - j, nsb - sb0);
-    const int row0 = (tile % wp.row_tiles) * kWgRows, tok0 = (tile / wp.row_tiles) * TN;
-    // the piece's first group values wait out one load here; later ones are loaded a superblock ahead
-    graw = wg_group_load(p, row0 + r, sb0);
-    auto at = [&](auto buf, auto held, int i) { step(buf, held, j + i, row0 + r, min(sb0 + i + 1, nsb - 1)); };
-    // A buffers alternate from 0 within the piece (nothing is in flight at its start); a branch on
-    // the global parity instead makes ptxas serialize the 256-token instance's wgmmas (C7511)
-    using B0 = std::integral_constant<int, 0>;
-    using B1 = std::integral_constant<int, 1>;
-    at(B0{}, std::false_type{}, 0);
-    int i = 1;
-    for (; i + 1 < len; i += 2) {
-      at(B1{}, std::true_type{}, i);
-      at(B0{}, std::true_type{}, i + 1);
-    }
-    if (i < len) at(B1{}, std::true_type{}, i);
-    j += len;
-    wg_wait<0>();
-#pragma unroll
-    for (int v = 0; v < V; ++v) keep(acc[v]);
-
-    bool store = true;
-    if (len < nsb) {  // a piece: partials, and the tile's last CTA to arrive sums them
-      const int64_t tu = static_cast<int64_t>(tile) * nsb;
-      const int c_lo = wg_cta_of(tu, units(), gridDim.x), c_hi = wg_cta_of(tu + nsb - 1, units(), gridDim.x);
-      float* mine = gp.ws + static_cast<int64_t>(blockIdx.x + tile) * kTileFloats;
-#pragma unroll
-      for (int v = 0; v < V; ++v) __stcg(mine + v * kWgThreads + tid, acc[v]);
-      store = splitk_last_arrival(gp.counters, tile, c_hi - c_lo + 1);
-      if (store) {
-        // piece-major within 32 values: a piece's 32 loads are independent (a v-major loop waited
-        // out one L2 round trip per value: session 11 run 5, 2112x7168 M = 128 took 89 us with 7
-        // splits against 69 with none), and 32 rather than V in flight leave the 256-token
-        // instance the registers its wgmma pipeline needs (ptxas C7512 otherwise)
-#pragma unroll
-        for (int v = 0; v < V; ++v) acc[v] = 0.f;
-#pragma unroll
-        for (int v0 = 0; v0 < V; v0 += 32) {
-#pragma unroll 1
-          for (int c = c_lo; c <= c_hi; ++c) {
-            const float* part = gp.ws + static_cast<int64_t>(c + tile) * kTileFloats + tid;
-#pragma unroll
-            for (int v = v0; v < v0 + 32; ++v) acc[v] += __ldcg(part + v * kWgThreads);
-          }
-        }
-      }
-    }
-    // acc[4 j + c] is register c of the m16n8 C fragment of the warp's 16 rows and token tile j
-    if (store) {
-#pragma unroll
-      for (int v = 0; v < V; ++v) store_frag<XT>(p, row0 + warp * 16, tok0 / 8 + (v >> 2), lane, v & 3, acc[v]);
-    }
-#pragma unroll
-    for (int v = 0; v < V; ++v) acc[v] = 0.f;
-  }
 #else
   __trap();  // not built for sm_90a: the launcher refuses before launching (w4_wgmma_built)
 #endif

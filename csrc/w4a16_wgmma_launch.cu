@@ -19,16 +19,10 @@ int64_t wg_tiles(const W4GemvArgs& a, const W4GemmConfig& c) {
   return cdiv64(a.n, w4a16g::kWgRows) * cdiv64(a.m, c.tokens);
 }
 
-// sk: the stream-K kernel (64 / 128 tokens only: w4_wgmma_supported refuses the rest), else the grid
 template <typename XT, int C>
-cudaError_t launch_code(const WgParams& wp, dim3 grid, bool sk, cudaStream_t stream) {
+cudaError_t launch_code(const WgParams& wp, dim3 grid, cudaStream_t stream) {
   using D = w4a16g::WgCode<C>;
-  const auto kernel = [sk] {
-    if constexpr (D::TN <= 128) {
-      if (sk) return w4a16g::w4_wgmma_kernel<XT, D::TN, D::ST>;
-    }
-    return w4a16g::w4_wgmma_grid_kernel<XT, D::TN, D::ST>;
-  }();
+  const auto kernel = w4a16g::w4_wgmma_kernel<XT, D::TN, D::ST>;
   const int smem = w4a16g::wg_smem_bytes(D::TN, D::ST);
   const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (e != cudaSuccess) return e;
@@ -37,9 +31,9 @@ cudaError_t launch_code(const WgParams& wp, dim3 grid, bool sk, cudaStream_t str
 }
 
 template <typename XT>
-cudaError_t launch_listed(int code, const WgParams& wp, dim3 grid, bool sk, cudaStream_t stream) {
+cudaError_t launch_listed(int code, const WgParams& wp, dim3 grid, cudaStream_t stream) {
   return with_listed_code<w4a16g::kWgCodes>(code, cudaErrorInvalidValue, [&](auto c) {
-    return launch_code<XT, decltype(c)::value>(wp, grid, sk, stream);
+    return launch_code<XT, decltype(c)::value>(wp, grid, stream);
   });
 }
 
@@ -57,61 +51,35 @@ int w4_wgmma_built() {
   });
 }
 
-// A resolved config runs the stream-K kernel when its CTAs are not one per (tile, split); those run the
-// grid kernel (w4a16_wgmma.cuh). The 256-token instance has no stream-K kernel.
-bool stream_k(const W4GemvArgs& a, const W4GemmConfig& c) { return c.ctas != wg_tiles(a, c) * c.splits; }
-bool classic_only(const W4GemmConfig& c) { return c.tokens > 128; }
-
-// The stream-K units (tiles x superblocks) of a resolved config.
-int64_t wg_units(const W4GemvArgs& a, const W4GemmConfig& c) { return wg_tiles(a, c) * cdiv64(a.k, 128); }
-
 // Automatic choice: 64 / 128 / 256 tokens per CTA for M up to 64 / 128 / beyond, with 8 / 4 / 3 stages
-// (what fits in shared memory). CTAs: the cheapest of the classic K splits (tiles x s CTAs, each
-// split keeping >= 4 superblocks) and one stream-K wave (as many CTAs as SMs), in superblock times
-// per SM: waves x (superblocks per CTA + 2 for the prologue and epilogue + for pieces of tiles the
-// partials' round trip, 2 + tokens / 64, + 1 per extra tile a CTA touches); a tie keeps the split.
-// Session 11 run 8: 7168x16384 M = 1024 at 256 tokens took 376.5 us unsplit, 410.3 with 2 splits and
-// 412.5 with 4 (the choice before the tokens term).
+// (what fits in shared memory); the K split that minimizes waves x (superblocks per CTA + 2 for the
+// prologue and epilogue + for a split the partials' round trip, 2 + tokens / 64), each split keeping
+// >= 4 superblocks. Session 11 run 8: 7168x16384 M = 1024 at 256 tokens took 376.5 us unsplit, 410.3
+// with 2 splits and 412.5 with 4 (the choice before the tokens term).
 W4GemmConfig w4_wgmma_resolve(const W4GemvArgs& a, const W4GemmConfig& cfg) {
   W4GemmConfig c = cfg;
   if (c.warps <= 0) c.warps = 8;
   if (c.tokens <= 0) c.tokens = a.m <= 64 ? 64 : (a.m <= 128 ? 128 : 256);
   if (c.stages <= 0) c.stages = c.tokens >= 256 ? 3 : (c.tokens >= 128 ? 4 : 8);
   const int64_t nsb = cdiv64(a.k, 128);
-  const int64_t tiles = wg_tiles(a, c), units = tiles * nsb;
-  const int64_t fixup = 2 + c.tokens / 64;
-  if (c.splits <= 0 && c.ctas <= 0) {
-    const int64_t sms = devattr::sm_count();
+  if (c.splits <= 0) {
+    const int64_t tiles = wg_tiles(a, c), sms = devattr::sm_count();
     const int64_t cap = nsb / 4 > 0 ? nsb / 4 : 1;
     int64_t best = 1, best_cost = -1;
     for (int64_t s = 1; s <= cap && s <= 16; ++s) {
-      const int64_t cost = cdiv64(tiles * s, sms) * (cdiv64(nsb, s) + 2 + (s > 1 ? fixup : 0));
+      const int64_t cost = cdiv64(tiles * s, sms) * (cdiv64(nsb, s) + 2 + (s > 1 ? 2 + c.tokens / 64 : 0));
       if (best_cost < 0 || cost < best_cost) best = s, best_cost = cost;
     }
     c.splits = static_cast<int>(best);
-    const int64_t g = sms < units ? sms : units;
-    if (!classic_only(c) && g > 0 && tiles % g != 0) {
-      const int64_t per = cdiv64(units, g);
-      if (per + 2 + fixup + cdiv64(per, nsb) < best_cost) c.ctas = static_cast<int>(g);
-    }
   }
-  if (c.ctas <= 0) {
-    if (c.splits >= 1 && c.splits <= nsb) c.splits = static_cast<int>(cdiv64(nsb, cdiv64(nsb, c.splits)));
-    if (c.splits >= 1 && tiles * c.splits < (int64_t{1} << 31)) c.ctas = static_cast<int>(tiles * c.splits);
-  } else {
-    c.splits = static_cast<int>(cdiv64(c.ctas, tiles));
-  }
+  if (c.splits >= 1 && c.splits <= nsb) c.splits = static_cast<int>(cdiv64(nsb, cdiv64(nsb, c.splits)));
   return c;
 }
 
-// fp32 partials: one slot per (CTA, tile) piece, G + tiles - 1 at most (w4a16_wgmma.cuh); none when
-// every tile lies inside one CTA's range (G divides the tile count).
 int64_t w4_wgmma_workspace_floats(const W4GemvArgs& a, const W4GemmConfig& cfg) {
   const W4GemmConfig c = w4_wgmma_resolve(a, cfg);
-  const int64_t tiles = wg_tiles(a, c);
-  if (!stream_k(a, c)) return c.splits > 1 ? tiles * c.splits * w4a16g::kWgRows * c.tokens : 0;  // [tile][split]
-  if (c.ctas < 1 || tiles % c.ctas == 0) return 0;
-  return (c.ctas + tiles - 1) * w4a16g::kWgRows * c.tokens;
+  if (c.splits <= 1) return 0;
+  return wg_tiles(a, c) * c.splits * w4a16g::kWgRows * c.tokens;
 }
 
 W4GemmSupport w4_wgmma_supported(const W4GemvArgs& a, const W4GemmConfig& cfg, int64_t workspace_floats,
@@ -121,14 +89,6 @@ W4GemmSupport w4_wgmma_supported(const W4GemvArgs& a, const W4GemmConfig& cfg, i
   if (!w4_wgmma_built()) return W4GemmSupport::kNoWgmma;
   const W4GemmConfig c = w4_wgmma_resolve(a, cfg);
   if (c.warps != 8 || c.tokens % 8 != 0 || !code_listed(w4a16g::kWgCodes, wg_code(c))) return W4GemmSupport::kBadConfig;
-  // every CTA gets at least one superblock, and a CTA's share fits an int
-  const int64_t units = wg_units(a, c);
-  if (c.ctas < 1 || c.ctas > units || cdiv64(units, c.ctas) >= (int64_t{1} << 30) ||
-      (classic_only(c) && stream_k(a, c)))
-    return W4GemmSupport::kBadConfig;
-  // the kernel's tile and slot indices are ints, and (unit + 1) * ctas an int64
-  if (wg_tiles(a, c) + c.ctas >= (int64_t{1} << 31) || units >= (int64_t{1} << 62) / c.ctas)
-    return W4GemmSupport::kTooLarge;
   return w4_gemm_config_limits(a, c.splits, wg_tiles(a, c), w4_wgmma_workspace_floats(a, c), workspace_floats, counters,
                                w4a16g::wg_smem_bytes(c.tokens, c.stages));
 }
@@ -154,14 +114,10 @@ cudaError_t w4_wgmma_launch(const W4GemvArgs& a, const W4GemmConfig& cfg, float*
                        static_cast<uint64_t>(a.n), static_cast<uint64_t>(a.qw_stride) * 4, 16, w4a16g::kWgRows,
                        CU_TENSOR_MAP_SWIZZLE_NONE))
     return cudaErrorInvalidValue;
-  wp.row_tiles = static_cast<int>(cdiv64(a.n, w4a16g::kWgRows));
-  wp.tiles = static_cast<int>(wg_tiles(a, c));
-  const bool sk = stream_k(a, c);
-  const dim3 grid = sk ? dim3(static_cast<unsigned>(c.ctas))
-                       : dim3(static_cast<unsigned>(wp.row_tiles), static_cast<unsigned>(c.splits),
-                              static_cast<unsigned>(cdiv64(a.m, c.tokens)));
-  const cudaError_t e = a.x_dtype == W4GDType::kBFloat16 ? launch_listed<__nv_bfloat16>(wg_code(c), wp, grid, sk, stream)
-                                                         : launch_listed<__half>(wg_code(c), wp, grid, sk, stream);
+  const dim3 grid(static_cast<unsigned>(cdiv64(a.n, w4a16g::kWgRows)), static_cast<unsigned>(c.splits),
+                  static_cast<unsigned>(cdiv64(a.m, c.tokens)));
+  const cudaError_t e = a.x_dtype == W4GDType::kBFloat16 ? launch_listed<__nv_bfloat16>(wg_code(c), wp, grid, stream)
+                                                         : launch_listed<__half>(wg_code(c), wp, grid, stream);
   if (e != cudaSuccess) (void)cudaGetLastError();
   return e;
 }

@@ -834,18 +834,16 @@ def cuda_wgmma(
     x: torch.Tensor,
     packed: W4A16Weights,
     bias: torch.Tensor | None = None,
-    config: tuple[int, ...] | None = None,
+    config: tuple[int, int, int] | None = None,
 ) -> torch.Tensor | None:
     """The Hopper wgmma W4A16 GEMM on ``x [M, K]`` (:func:`cuda_wgmma_supported`): ``[M, N]`` in x's
-    dtype, or None when the extension is unavailable. ``config`` = (tokens per CTA, K splits, stages)
-    or (tokens, splits, stages, ctas), zeros for the launcher's choice (default: the row of the shape
-    class's :data:`_CUDA_WGMMA_AUTO` entry for M, else all automatic; ``w4a16_wgmma_configs()`` lists
-    the compiled (tokens / 8, stages)). K splits as :func:`cuda_gemm`'s. ``ctas`` > 0 is a stream-K
-    launch: that many CTAs, each taking an equal share of all output tiles' 128-column superblocks
-    across tile boundaries (``csrc/w4a16_wgmma.cuh``); 0 = one CTA per (tile, split).
+    dtype, or None when the extension is unavailable. ``config`` = (tokens per CTA, K splits, stages),
+    zeros for the launcher's choice (default: the row of the shape class's :data:`_CUDA_WGMMA_AUTO`
+    entry for M, else all automatic; ``w4a16_wgmma_configs()`` lists the compiled (tokens / 8,
+    stages)). K splits as :func:`cuda_gemm`'s.
     """
-    if config is not None and (len(tuple(config)) not in (3, 4) or any(int(v) < 0 for v in config)):
-        raise ValueError(f"config: expected (tokens, splits, stages[, ctas]) of ints >= 0, got {config!r}")
+    if config is not None and (len(tuple(config)) != 3 or any(int(v) < 0 for v in config)):
+        raise ValueError(f"config: expected (tokens, splits, stages) of ints >= 0, got {config!r}")
     return _cuda_wgmma(x, packed, bias, config)
 
 
