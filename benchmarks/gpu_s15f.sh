@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# (The register for the high word compiled to the same cubin as run 5's code, so that change was
+# dropped again: this run measured ad5edcd's kernel byte for byte.)
 # Session 15 run 6: the wgmma W4A16 GEMM with the descriptor's high word in a register set once (on
 # top of run 5's 32-bit descriptors and single scale-load path). Its GPU tests, the SASS of the
 # 128-token bf16 instance, the probe at M = 64 / 128 / 1024 (automatic config, symmetric fp16-scale
