@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Needs commit 616e9f4 (reverted after this run: 623 SASS instructions per two superblocks against
+# 635, but slower against bf16 in the same run: 7168x16384 M = 128 1.029x against run 6's 1.012x).
 # Session 15 run 7: the wgmma W4A16 GEMM with the ring address and the lane's stage offset pinned in
 # registers (explicit ld.shared), on top of run 5's changes. The CUDA W4A16 GEMM GPU tests, the SASS
 # of the 128-token bf16 instance, the probe at M = 64 / 128 / 1024 (automatic config, symmetric

@@ -232,20 +232,14 @@ __device__ __forceinline__ WgGroupVals wg_group_vals(const WgGroupRaw& raw, FKin
 // The 8 A fragments (one per 16-k step) of local rows r and r + 8 from a stage's weight rows: words
 // {2t, 2t+1, 2t+8, 2t+9} of each row (two 8-byte reads per row), q - zero exact, then times the row's
 // scale in x's dtype.
-// 8 bytes of shared memory at a 32-bit shared address (volatile: not above the stage's mbarrier wait).
-__device__ __forceinline__ uint2 wg_lds64(uint32_t addr) {
-  uint2 v;
-  asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "r"(addr));
-  return v;
-}
-
-// wr: shared address of the lane's first word in the stage (w_off + r * 64 + (t >> 1) * 16 + (t & 1) * 8).
 template <typename XT>
-__device__ __forceinline__ void wg_dequant(uint32_t (&a)[8][4], uint32_t wr, const WgGroupVals& gv, uint32_t magic) {
-  const uint2 l0 = wg_lds64(wr);
-  const uint2 l1 = wg_lds64(wr + 32);
-  const uint2 h0 = wg_lds64(wr + 8 * 64);
-  const uint2 h1 = wg_lds64(wr + 8 * 64 + 32);
+__device__ __forceinline__ void wg_dequant(uint32_t (&a)[8][4], const unsigned char* w, int r, int t,
+                                           const WgGroupVals& gv, uint32_t magic) {
+  const unsigned char* wr = w + r * 64 + (t >> 1) * 16 + (t & 1) * 8;
+  const uint2 l0 = *reinterpret_cast<const uint2*>(wr);
+  const uint2 l1 = *reinterpret_cast<const uint2*>(wr + 32);
+  const uint2 h0 = *reinterpret_cast<const uint2*>(wr + 8 * 64);
+  const uint2 h1 = *reinterpret_cast<const uint2*>(wr + 8 * 64 + 32);
   uint32_t lo[4], hi[4];
   split_words(make_uint4(l0.x, l0.y, l1.x, l1.y), lo);
   split_words(make_uint4(h0.x, h0.y, h1.x, h1.y), hi);
@@ -270,6 +264,7 @@ __global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const __grid_co
   extern __shared__ __align__(16) unsigned char wg_smem_raw[];
   const uint32_t raw = static_cast<uint32_t>(__cvta_generic_to_shared(wg_smem_raw));
   const uint32_t ring = (raw + 1023u) & ~1023u;  // 128-byte swizzle atoms need 1024-byte alignment
+  unsigned char* smem = wg_smem_raw + (ring - raw);
   const uint32_t full0 = ring + ST * kStage, empty0 = full0 + 8 * ST;  // mbarriers
   const GemmParams& gp = wp.gp;
   const Params& p = gp.p;
@@ -308,7 +303,6 @@ __global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const __grid_co
   for (int v = 0; v < V; ++v) acc[v] = 0.f;
   uint32_t a[2][8][4];
   WgGroupRaw graw = wg_group_load(p, row0 + r, sb_lo);
-  uint32_t ring_r = ring, lane_w = wg_stage(TN).w_off + r * 64 + (t >> 1) * 16 + (t & 1) * 8;
 
   // Superblock j: convert its group values (loaded one superblock ago), load the next superblock's,
   // wait for its stage, dequantize into buffer B, issue the 8 wgmmas, wait for superblock j - 1's
@@ -319,11 +313,8 @@ __global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const __grid_co
     const WgGroupVals gv = wg_group_vals<XT>(graw, p.scale_kind);
     graw = wg_group_load(p, row0 + r, min(sb_lo + j + 1, p.nsb - 1));
     tma::mbar_wait(full0 + 8 * s, static_cast<uint32_t>((j / ST) & 1));
-    // the ring and the lane's offset in a stage stay in registers: ptxas recomputed them from
-    // %cgactaid every superblock (~14 instructions, session 15 run 6's SASS)
-    asm volatile("" : "+r"(ring_r), "+r"(lane_w));
-    wg_dequant<XT>(a[B], ring_r + s * kStage + lane_w, gv, magic);
-    const uint32_t d0 = wg_desc_lo(ring_r + s * kStage);
+    wg_dequant<XT>(a[B], smem + s * kStage + wg_stage(TN).w_off, r, t, gv, magic);
+    const uint32_t d0 = wg_desc_lo(ring + s * kStage);
     wg_fence();
 #pragma unroll
     for (int i = 0; i < 8; ++i) wgmma_rs<XT, TN>(acc, a[B][i], d0 + ((((i >> 2) * TN * 128) + (i & 3) * 32) >> 4));
