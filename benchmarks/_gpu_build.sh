@@ -5,6 +5,7 @@
 #   gpu_pytest NAME LIMIT PYTEST_ARGS...     -> $OUT/NAME.txt, prints "NAME rc=.. | <last line>" + failures
 #   gpu_probe NAME LIMIT LINE_REGEX SCRIPT ARGS... -> $OUT/NAME/ (--out), $OUT/NAME.log, prints matching lines
 #   gpu_ncu NAME LIMIT KERNEL_REGEX SCRIPT   -> $OUT/NAME.txt (ncu of SCRIPT's kernels), prints the key rows
+#   gpu_sass OBJECT_GLOB FUNCTION...         -> $OUT/FUNCTION.sass.gz (cuobjdump -sass of the built object)
 #   gpu_probe_lib_start NAME / gpu_probe_lib_wait -> the W4A16 micro-benchmark library
 #     (csrc/probe/w4a16_probe.cu) built in the background into $probe_so, log $OUT/NAME_probe_build.log
 set -uo pipefail
@@ -57,6 +58,18 @@ gpu_ncu() {  # gpu_ncu NAME LIMIT KERNEL_REGEX SCRIPT [ARGS...]
     echo "ncu rc=$?"
     grep -E "^  [a-z_].*\(|Duration|Compute \(SM\) Throughput|Memory Throughput|DRAM Throughput|L2 Cache Throughput|Issue Slots Busy|Issued Warp Per Scheduler|No Eligible|Warp Cycles Per Issued|Achieved Occupancy|Registers Per|Grid Size|Block Size|Stall|ERR|rror" \
         "$OUT/$name.txt" | cut -c1-150 | head -150
+    return 0
+}
+
+gpu_sass() {  # gpu_sass OBJECT_GLOB FUNCTION...: each mangled FUNCTION of the extension object OBJECT_GLOB
+    local obj f
+    obj=$(find "$QLINEAR_BUILD_DIR" -name "$1" | head -n 1)
+    shift
+    echo "object: $obj"
+    for f in "$@"; do
+        cuobjdump -sass -fun "$f" "$obj" | gzip > "$OUT/$f.sass.gz"
+        echo "$f: $(zcat "$OUT/$f.sass.gz" | wc -l) lines"
+    done
     return 0
 }
 

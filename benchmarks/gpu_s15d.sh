@@ -6,11 +6,6 @@
 source "$(dirname "$0")/_gpu_build.sh"
 export PYTHONPATH="${PYTHONPATH:-$PWD}"
 gpu_build s15d
-obj=$(find "$QLINEAR_BUILD_DIR" -name "w4a16_wgmma_launch*.o" | head -n 1)
-echo "object: $obj"
-for f in _ZN7qlinear6w4a16g15w4_wgmma_kernelI13__nv_bfloat16Li128ELi4EEEvNS0_8WgParamsE \
-         _ZN7qlinear6w4a16g15w4_wgmma_kernelI13__nv_bfloat16Li256ELi3EEEvNS0_8WgParamsE; do
-  cuobjdump -sass -fun "$f" "$obj" | gzip > "$OUT/$f.sass.gz"
-  echo "$f: $(zcat "$OUT/$f.sass.gz" | wc -l) lines"
-done
+gpu_sass "w4a16_wgmma_launch*.o" _ZN7qlinear6w4a16g15w4_wgmma_kernelI13__nv_bfloat16Li128ELi4EEEvNS0_8WgParamsE \
+    _ZN7qlinear6w4a16g15w4_wgmma_kernelI13__nv_bfloat16Li256ELi3EEEvNS0_8WgParamsE
 gpu_cleanup

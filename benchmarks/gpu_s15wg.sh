@@ -12,9 +12,7 @@ export PYTHONPATH="${PYTHONPATH:-$PWD}"
 gpu_build s15wg
 # shellcheck disable=SC2086
 gpu_pytest gemm_tests ${GT_LIMIT:-240} ${W4_TESTS:-tests/gpu/test_w4a16_gemm_gpu.py tests/gpu/test_w4a16_wgmma_gpu.py}
-obj=$(find "$QLINEAR_BUILD_DIR" -name "w4a16_wgmma_launch*.o" | head -n 1)
-f=_ZN7qlinear6w4a16g15w4_wgmma_kernelI13__nv_bfloat16Li128ELi4EEEvNS0_8WgParamsE
-cuobjdump -sass -fun "$f" "$obj" | gzip > "$OUT/$f.sass.gz"
+gpu_sass "w4a16_wgmma_launch*.o" _ZN7qlinear6w4a16g15w4_wgmma_kernelI13__nv_bfloat16Li128ELi4EEEvNS0_8WgParamsE
 P="--family wgmma --tokens 999 --layer sym-fp16"
 gpu_probe wg 150 "BEST|rror" benchmarks/probe_w4a16_gemm.py $P --shapes 7168x16384,2112x7168,24576x1536 --ms 64 128 1024
 grep -hE "^GEMM M=" "$OUT"/wg.log | cut -c1-90
