@@ -405,3 +405,100 @@ def test_auto_table_on_measured_shapes(shape):
         if m in REG_WANT[shape]:
             assert ops._cuda_auto_reg(x, packed) == REG_WANT[shape][m], (shape, m)
         _check(packed, w, m, seed=m + 40)
+
+
+# ---- session 16: the register kernel's K split (splits > 1: S CTAs per row tile, partials in a
+# workspace summed in split order by the tile's last CTA)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_reg_k_split_every_code(dtype):
+    """Every compiled register code (pipe 0 also dealt round-robin as pipe 2) with 2 / 3 / 5 splits
+    and one superblock per split, on layers with a K tail, wide groups, per channel and fp32 scales;
+    the fold instances with a split too."""
+    codes = _reg_codes()
+    fold_codes = set(_fold_codes())
+    cases = [  # (n, k, group, asym, scale dtype)
+        (1000, 1664, 128, True, None),  # 13 superblocks
+        (300, 1540, -1, True, torch.float32),  # 13 superblocks, the last partial
+        (130, 2304, 384, False, torch.float16),  # 18 superblocks, groups of 3
+    ]
+    for n, k, group, asym, sdt in cases:
+        sdt = sdt or (torch.float16 if dtype == torch.float16 else torch.bfloat16)
+        packed, w = _layer(n, k, group, asym, sdt, seed=n + k + 5)
+        nsb = (k + 127) // 128
+        for code in codes:
+            r, u, nt, pipe = code // 1000, code // 100 % 10, code // 10 % 10, code % 10
+            m = 5 if nt == 1 else 13
+            for p in (pipe, 2) if pipe == 0 else (pipe,):
+                for splits in (2, 3, 5, nsb):
+                    warps = 3 if splits < 5 else 2
+                    _check(packed, w, m, dtype=dtype, bias=splits % 2 == 0, config=(r, u, warps, p, 0, splits),
+                           seed=code + splits)
+                    if code in fold_codes and asym and group == 128:
+                        _check(packed, w, m, dtype=dtype, config=(r, u, warps, p, 1, splits), seed=code + splits)
+
+
+def _fold_codes():
+    from qlinear.kernels import cuda_ext
+
+    return list(cuda_ext.load().w4a16_reg_fold_configs())
+
+
+@pytest.mark.parametrize("shape,m,config", [
+    ((2112, 7168), 16, (4, 1, 8, 0, 0, 4)), ((2112, 7168), 16, (4, 1, 8, 2, 0, 4)),
+    ((2112, 7168), 1, (2, 2, 8, 2, 0, 2)), ((24576, 1536), 16, (4, 1, 4, 2, 0, 3)),
+    ((7168, 16384), 16, (4, 1, 8, 2, 0, 2)), ((7168, 16384), 1, (2, 2, 4, 0, 0, 2)),
+])
+def test_reg_k_split_big_shapes(shape, m, config):
+    packed, w = _layer(*shape, seed=shape[0] + 3)
+    _check(packed, w, m, config=config, seed=m)
+    _check(packed, w, max(1, m - 7), config=config, seed=m + 1)
+
+
+def test_reg_k_split_deterministic_graph_replays_and_pdl():
+    """The splits are summed in a fixed order: eager runs, PDL on / off and graph replays give the
+    same bits; replays reuse the counters the kernel left zeroed."""
+    packed, w = _layer(2112, 7168, seed=21)
+    cfg = (4, 1, 8, 2, 0, 4)
+    x = torch.randn(16, 7168, device=DEV, dtype=torch.bfloat16)
+    y0 = ops.cuda_gemv(x, packed, config=cfg, pdl=True)
+    assert torch.equal(y0, ops.cuda_gemv(x, packed, config=cfg, pdl=False))
+    assert torch.equal(y0, ops.cuda_gemv(x, packed, config=cfg, pdl=True))
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        y = ops.cuda_gemv(x, packed, config=cfg, pdl=True)
+    for i in range(4):
+        x.copy_(torch.randn_like(x))
+        g.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(y, ops.cuda_gemv(x, packed, config=cfg, pdl=False)), i
+        want = x.float() @ w.T
+        assert ((y.float() - want).norm() / want.norm()).item() <= TOL
+
+
+def test_reg_k_split_refusals():
+    """More splits than superblocks, a split with a ring code or sub-128 groups: kBadConfig (6);
+    no counters, or fewer than the CTA row tiles: kNoWorkspace (11), refused before the launch
+    with the counts in the message."""
+    from qlinear.kernels import cuda_ext
+    from qlinear.kernels._splitk import locks
+
+    lib = cuda_ext.load()
+    packed, _ = _layer(1000, 1024, 128, True, seed=31)  # 8 superblocks, 63 row tiles
+    x = torch.randn(3, 1024, device=DEV, dtype=torch.bfloat16)
+    args = (x, packed.qweight, packed.scales, packed.zeros, 128)
+    cnt = locks(x.device)
+    assert lib.w4a16_gemv_supported(*args, 1, 2, 4, -1, 0, 0, 8, cnt) == 0
+    assert lib.w4a16_gemv_supported(*args, 1, 2, 4, -1, 0, 0, 9, cnt) == 6
+    assert lib.w4a16_gemv_supported(*args, 0, 0, 0, 1424, 0, 0, 2, cnt) == 6
+    assert lib.w4a16_gemv_supported(*args, 1, 2, 4, -1, 0, 0, 2) == 11
+    assert lib.w4a16_gemv_supported(*args, 1, 2, 4, -1, 0, 0, 2, cnt[:62]) == 11
+    assert lib.w4a16_gemv_supported(*args, 1, 2, 4, -1, 0, 0, 2, cnt[:63]) == 0
+    out = torch.full((3, 1000), 7.0, device=DEV, dtype=torch.bfloat16)
+    with pytest.raises(RuntimeError, match=r"not supported \(code 11.*splits=2 counters=0 \(needs 63\)"):
+        lib.w4a16_gemv(out, *args[:4], None, 128, 1, 2, 4, 0, -1, 0, 0, 2)
+    assert (out == 7.0).all()  # nothing launched
+    p64, _ = _layer(256, 1024, 64, True, seed=32)
+    assert lib.w4a16_gemv_supported(x, p64.qweight, p64.scales, p64.zeros, 64, 1, 2, 4, -1, 0, 0, 2, cnt) == 6
+    torch.cuda.synchronize()
