@@ -51,12 +51,9 @@ REG_CONFIGS = {1: [(1, 2, 2, 0), (1, 2, 4, 0), (1, 2, 8, 0), (1, 2, 16, 0), (1, 
 # K split (6th element; 5th the fold): more row tiles per CTA, the grid kept at about one CTA per SM
 # by splitting K, so each x fragment read from L2 feeds R row tiles (M = 9..16: x is 4x a tile's
 # weight bytes per superblock)
-# Run 2 (NT 1): one row tile per CTA, K halved, 2 warps: 896 CTAs of 113 registers x 64 threads
-# (9 per SM fit) are 6.8 per SM with at most 7, where 448 CTAs of 4 warps are 3.4 with at most 4
-# (the SMs holding 4 set the time if each SM's loads in flight bound its rate)
-SPLIT_CONFIGS = {1: [(1, 2, 2, 0, 0, 2), (1, 2, 2, 2, 0, 2), (1, 2, 2, 0, 0, 1), (1, 1, 2, 1, 0, 2),
-                     (1, 2, 4, 0, 0, 2), (1, 2, 3, 0, 0, 2), (1, 2, 2, 0, 1, 2), (2, 2, 4, 0, 0, 2),
-                     (1, 4, 2, 0, 0, 2), (1, 2, 2, 0, 0, 3)],
+SPLIT_CONFIGS = {1: [(2, 2, 4, 0, 0, 2), (2, 2, 8, 0, 0, 2), (2, 2, 4, 2, 0, 2), (2, 2, 8, 2, 0, 2),
+                     (4, 1, 4, 0, 0, 4), (4, 1, 4, 2, 0, 2), (4, 1, 8, 2, 0, 4), (4, 1, 4, 2, 0, 4),
+                     (4, 1, 2, 2, 0, 2)],
                  2: [(4, 1, 8, 0, 0, 4), (4, 1, 8, 2, 0, 4), (4, 1, 7, 2, 0, 4), (4, 1, 4, 2, 0, 4),
                      (2, 1, 8, 2, 0, 2), (2, 1, 4, 2, 0, 2), (2, 1, 8, 1, 0, 2), (4, 1, 8, 2, 0, 2),
                      (4, 1, 6, 2, 0, 2), (4, 1, 8, 2, 0, 3), (4, 1, 2, 2, 0, 2), (4, 1, 4, 2, 0, 2),
