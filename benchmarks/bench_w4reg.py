@@ -10,9 +10,7 @@ variant, and every (R, U, W, pipe) of ``REG_CONFIGS`` that is compiled.
 Prints one line per candidate, ``BEST case: config us vs reg auto`` and a ``SET`` line with the
 ``_CUDA_REG_AUTO`` table (per shape class and tiles 0 = M 1, 1 = M 2..8, 2 = M 9..16: the config
 with the lowest summed time where it beats "reg auto" by > 2 %).
-``--split`` (session 16): only the K-split configs of ``SPLIT_CONFIGS`` (6th element: splits) and
-the committed table's entries, so the split's gain is read against the dispatch in the same round.
-    python benchmarks/bench_w4reg.py --out DIR [--reps 15] [--ms 16] [--split]
+    python benchmarks/bench_w4reg.py --out DIR [--reps 15] [--ms 16]
 """
 
 from __future__ import annotations
@@ -48,24 +46,6 @@ REG_CONFIGS = {1: [(1, 2, 2, 0), (1, 2, 4, 0), (1, 2, 8, 0), (1, 2, 16, 0), (1, 
                    (2, 1, 4, 1), (2, 1, 8, 1), (4, 1, 4, 0), (4, 1, 8, 0),
                    (2, 1, 2, 2), (2, 1, 4, 2), (4, 1, 8, 2), (2, 1, 2, 0, 1), (2, 1, 2, 2, 1)]}
 
-# K split (6th element; 5th the fold): more row tiles per CTA, the grid kept at about one CTA per SM
-# by splitting K, so each x fragment read from L2 feeds R row tiles (M = 9..16: x is 4x a tile's
-# weight bytes per superblock)
-SPLIT_CONFIGS = {1: [(2, 2, 4, 0, 0, 2), (2, 2, 8, 0, 0, 2), (2, 2, 4, 2, 0, 2), (2, 2, 8, 2, 0, 2),
-                     (4, 1, 4, 0, 0, 4), (4, 1, 4, 2, 0, 2), (4, 1, 8, 2, 0, 4), (4, 1, 4, 2, 0, 4),
-                     (4, 1, 2, 2, 0, 2)],
-                 2: [(4, 1, 8, 0, 0, 4), (4, 1, 8, 2, 0, 4), (4, 1, 7, 2, 0, 4), (4, 1, 4, 2, 0, 4),
-                     (2, 1, 8, 2, 0, 2), (2, 1, 4, 2, 0, 2), (2, 1, 8, 1, 0, 2), (4, 1, 8, 2, 0, 2),
-                     (4, 1, 6, 2, 0, 2), (4, 1, 8, 2, 0, 3), (4, 1, 2, 2, 0, 2), (4, 1, 4, 2, 0, 2),
-                     (4, 1, 3, 2, 0, 4), (2, 1, 2, 2, 0, 2)]}
-
-
-def label(cfg: tuple) -> str:
-    """``reg R U W P[ F1][ Sn]`` of a register config (row tiles, chunk, warps, pipe[, fold[, splits]])."""
-    fold = len(cfg) > 4 and cfg[4]
-    splits = cfg[5] if len(cfg) > 5 else 0
-    return "reg R{} U{} W{} P{}".format(*cfg[:4]) + (" F1" if fold else "") + (f" S{splits}" if splits > 1 else "")
-
 
 def main() -> None:
     ap = argparse.ArgumentParser()
@@ -73,12 +53,7 @@ def main() -> None:
     ap.add_argument("--layer", choices=sorted(LAYER_KINDS), default="asym-bf16", help="bench_w4a16.LAYER_KINDS")
     ap.add_argument("--reps", type=int, default=15)
     ap.add_argument("--ms", type=int, nargs="+", default=None, help="only these M of CASES")
-    ap.add_argument("--split", action="store_true", help="SPLIT_CONFIGS and the committed table's entries only")
     args = ap.parse_args()
-    table_cfgs = {nt: sorted({tuple(c) for (_, t), c in ops._CUDA_REG_AUTO.items() if (t == 2) == (nt == 2)})
-                  for nt in (1, 2)}
-    configs = {nt: (table_cfgs[nt] + SPLIT_CONFIGS[nt]) if args.split else REG_CONFIGS[nt] for nt in (1, 2)}
-    cfg_of: dict[str, tuple] = {}
     cuda_ext.load()
     rows: list[dict] = []
     sums: dict[tuple[str, int], dict[str, float]] = {}
@@ -102,9 +77,9 @@ def main() -> None:
                    "auto": lambda i: ops.cuda_gemv(xs[i % 4], packs[i % nbuf]),
                    "reg auto": lambda i: ops.cuda_gemv(xs[i % 4], packs[i % nbuf], ring=-1),
                    "reg auto nopdl": lambda i: ops.cuda_gemv(xs[i % 4], packs[i % nbuf], ring=-1, pdl=False)}
-            for cfg in configs[nt]:
-                cfg_of[label(cfg)] = cfg
-                fns[label(cfg)] = lambda i, c=cfg: ops.cuda_gemv(xs[i % 4], packs[i % nbuf], config=c)
+            for cfg in REG_CONFIGS[nt]:
+                fns["reg R{} U{} W{} P{}".format(*cfg) + (" F1" if len(cfg) > 4 and cfg[4] else "")] = (
+                    lambda i, c=cfg: ops.cuda_gemv(xs[i % 4], packs[i % nbuf], config=c))
 
             ok = runnable(fns, rel_err_check(want, skip=("bf16 F.linear",)), f"{case:>18}  ")
             res = bench_graphs_interleaved(ok, n_buffers=nall, reps=args.reps, target_replay_us=400.0)
@@ -138,7 +113,7 @@ def main() -> None:
         print(f"CLASS {key}: {b} {regs[b]:.2f} us summed vs reg auto {d['reg auto']:.2f}, auto (the table) {d['auto']:.2f}"
               f" (ring table entry {ops._CUDA_RING_AUTO.get(key)})")
         if regs[b] < min(d["reg auto"], d["auto"]) / 1.02:
-            table[key] = cfg_of[b]
+            table[key] = tuple(int(v[1:]) for v in b.split()[1:])
             if ops._CUDA_RING_AUTO.get(key, 0) != -1:
                 print(f"RING {key}: set _CUDA_RING_AUTO[{key}] = -1 for this register config")
     print(f"SET qlinear/ops/w4a16.py: _CUDA_REG_AUTO = {table!r}")

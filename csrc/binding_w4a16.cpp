@@ -1,14 +1,11 @@
 // Torch binding of the W4A16 tensor-core decode launcher (w4a16_gemv_launch.h): checks devices,
 // dtypes, shapes and strides, then launches on the current CUDA stream.
 //   torch.ops.qlinear_C.w4a16_gemv(out, x, qweight, scales, zeros, bias, group_size, row_tiles=0,
-//                                  chunk=0, warps=0, pdl=0, ring=0, pipe=0, fold=0, splits=0,
-//                                  counters=None) -> int   (ring code used, or -warps for the register
-//                                  kernel; splits > 1: the register kernel's K split, counters as
-//                                  w4a16_gemm's, the fp32 partials allocated here)
+//                                  chunk=0, warps=0, pdl=0, ring=0, pipe=0, fold=0) -> int   (ring
+//                                  code used, or -warps for the register kernel)
 //   torch.ops.qlinear_C.w4a16_gemv_supported(x, qweight, scales, zeros, group_size, row_tiles=0,
-//                                            chunk=0, warps=0, ring=0, pipe=0, fold=0, splits=0,
-//                                            counters=None) -> int   (0 = supported, else a
-//                                            W4GemvSupport code)
+//                                            chunk=0, warps=0, ring=0, pipe=0, fold=0) -> int   (0 =
+//                                            supported, else a W4GemvSupport code)
 //   torch.ops.qlinear_C.w4a16_ring_configs(int nt) -> int[]   (compiled ring codes, then bulk ring codes >= 10000)
 //   torch.ops.qlinear_C.w4a16_reg_configs() -> int[]   (compiled register-kernel codes R U NT pipe)
 //   torch.ops.qlinear_C.w4a16_reg_fold_configs() -> int[]   (the codes also compiled with fold 1)
@@ -50,13 +47,6 @@ namespace msg = qlinear::msg;  // messages without stream number formatting: see
 void check_on(const at::Tensor& t, const char* name, const at::Tensor& x) {
   TORCH_CHECK(t.is_cuda() && t.device() == x.device(),
               msg::cat(name, ": expected a tensor on ", x.device(), ", got ", t.device()));
-}
-
-void check_counters(const at::Tensor& counters, const at::Tensor& x) {
-  check_on(counters, "counters", x);
-  TORCH_CHECK_TYPE(counters.scalar_type() == at::kInt, msg::cat("counters: expected int32, got ", counters.scalar_type()));
-  TORCH_CHECK(counters.dim() == 1 && counters.is_contiguous(),
-              msg::cat("counters: expected a contiguous 1-D tensor, got sizes ", msg::shape(counters)));
 }
 
 qlinear::W4GemvArgs make_args(const at::Tensor& x, const at::Tensor& qweight, const at::Tensor& scales,
@@ -131,7 +121,7 @@ void set_out_bias(qlinear::W4GemvArgs& a, const at::Tensor& out, const std::opti
 }
 
 qlinear::W4GemvConfig make_config(int64_t row_tiles, int64_t chunk, int64_t warps, int64_t pdl, int64_t ring,
-                                  int64_t pipe = 0, int64_t fold = 0, int64_t splits = 0) {
+                                  int64_t pipe = 0, int64_t fold = 0) {
   qlinear::W4GemvConfig c;
   c.row_tiles = static_cast<int>(row_tiles);
   c.chunk = static_cast<int>(chunk);
@@ -140,59 +130,36 @@ qlinear::W4GemvConfig make_config(int64_t row_tiles, int64_t chunk, int64_t warp
   c.ring = static_cast<int>(ring);
   c.pipe = static_cast<int>(pipe);
   c.fold = static_cast<int>(fold);
-  c.splits = static_cast<int>(splits);
   return c;
 }
 
 int64_t w4a16_gemv_supported(const at::Tensor& x, const at::Tensor& qweight, const at::Tensor& scales,
                              const std::optional<at::Tensor>& zeros, int64_t group_size, int64_t row_tiles,
-                             int64_t chunk, int64_t warps, int64_t ring, int64_t pipe, int64_t fold, int64_t splits,
-                             const std::optional<at::Tensor>& counters) {
+                             int64_t chunk, int64_t warps, int64_t ring, int64_t pipe, int64_t fold) {
   const qlinear::W4GemvArgs a = make_args(x, qweight, scales, zeros, group_size);
-  if (counters) check_counters(*counters, x);
   const c10::cuda::CUDAGuard guard(x.device());
-  const qlinear::W4GemvConfig cfg = make_config(row_tiles, chunk, warps, 0, ring, pipe, fold, splits);
-  // the op allocates the partials it needs: only the counters are the caller's
-  qlinear::W4GemvSplitK ws;
-  ws.partial_floats = qlinear::w4_gemv_workspace_floats(a, cfg);
-  ws.num_counters = counters ? counters->numel() : 0;
-  return static_cast<int64_t>(qlinear::w4_gemv_supported(a, cfg, ws));
+  return static_cast<int64_t>(qlinear::w4_gemv_supported(a, make_config(row_tiles, chunk, warps, 0, ring, pipe, fold)));
 }
 
 int64_t w4a16_gemv(const at::Tensor& out, const at::Tensor& x, const at::Tensor& qweight, const at::Tensor& scales,
                    const std::optional<at::Tensor>& zeros, const std::optional<at::Tensor>& bias, int64_t group_size,
                    int64_t row_tiles, int64_t chunk, int64_t warps, int64_t pdl, int64_t ring, int64_t pipe,
-                   int64_t fold, int64_t splits, const std::optional<at::Tensor>& counters) {
+                   int64_t fold) {
   qlinear::W4GemvArgs a = make_args(x, qweight, scales, zeros, group_size);
   set_out_bias(a, out, bias, x);
-  if (counters) check_counters(*counters, x);
   if (a.m == 0 || a.n == 0) return 0;
   const c10::cuda::CUDAGuard guard(x.device());  // the support check reads the device's attributes
-  const qlinear::W4GemvConfig cfg = make_config(row_tiles, chunk, warps, pdl, ring, pipe, fold, splits);
-  // K split: fp32 partials from the caching allocator (stream-ordered; a graph capture owns them)
-  const int64_t need = qlinear::w4_gemv_workspace_floats(a, cfg);
-  at::Tensor partials = need > 0 ? at::empty({need}, x.options().dtype(at::kFloat)) : at::Tensor();
-  qlinear::W4GemvSplitK ws;
-  if (need > 0) {
-    ws.partials = partials.data_ptr<float>();
-    ws.partial_floats = need;
-  }
-  if (counters) {
-    ws.counters = counters->data_ptr<int32_t>();
-    ws.num_counters = counters->numel();
-  }
-  const qlinear::W4GemvSupport why = qlinear::w4_gemv_supported(a, cfg, ws);
+  const qlinear::W4GemvConfig cfg = make_config(row_tiles, chunk, warps, pdl, ring, pipe, fold);
+  const qlinear::W4GemvSupport why = qlinear::w4_gemv_supported(a, cfg);
   TORCH_CHECK(why == qlinear::W4GemvSupport::kOk,
               msg::cat("qlinear w4a16_gemv: case not supported (code ", msg::num(static_cast<int>(why)), ": ",
                        qlinear::w4_gemv_support_reason(why), "; W4GemvSupport in csrc/w4a16_gemv_launch.h): M=",
                        msg::num(a.m), " N=", msg::num(a.n), " K=", msg::num(a.k), " group_size=", msg::num(group_size),
                        " config=(", msg::num(row_tiles), ", ", msg::num(chunk), ", ", msg::num(warps), ", ",
-                       msg::num(pipe), ") ring=", msg::num(ring), " fold=", msg::num(fold), " splits=",
-                       msg::num(splits), " counters=", msg::num(ws.num_counters), " (needs ",
-                       msg::num(qlinear::w4_gemv_split_counters(a, cfg)), ")"));
+                       msg::num(pipe), ") ring=", msg::num(ring), " fold=", msg::num(fold)));
   qlinear::W4GemvConfig used;
   const cudaError_t err =
-      qlinear::w4_gemv_launch(a, c10::cuda::getCurrentCUDAStream(x.device().index()).stream(), cfg, &used, ws);
+      qlinear::w4_gemv_launch(a, c10::cuda::getCurrentCUDAStream(x.device().index()).stream(), cfg, &used);
   TORCH_CHECK(err == cudaSuccess, msg::cat("qlinear w4a16_gemv launch failed: ", cudaGetErrorString(err), " (M=",
                                            msg::num(a.m), " N=", msg::num(a.n), " K=", msg::num(a.k), " ring=",
                                            msg::num(used.ring), " warps=", msg::num(used.warps), ")"));
@@ -224,6 +191,13 @@ qlinear::W4GemmConfig gemm_config(int64_t warps, int64_t tokens, int64_t splits,
   c.splits = static_cast<int>(splits);
   c.stages = static_cast<int>(stages);
   return c;
+}
+
+void check_counters(const at::Tensor& counters, const at::Tensor& x) {
+  check_on(counters, "counters", x);
+  TORCH_CHECK_TYPE(counters.scalar_type() == at::kInt, msg::cat("counters: expected int32, got ", counters.scalar_type()));
+  TORCH_CHECK(counters.dim() == 1 && counters.is_contiguous(),
+              msg::cat("counters: expected a contiguous 1-D tensor, got sizes ", msg::shape(counters)));
 }
 
 // The launcher entry points of one GEMM family (mma.sync w4a16_gemm.cuh, or wgmma w4a16_wgmma.cuh).
@@ -318,13 +292,11 @@ std::vector<int64_t> w4a16_gemm_configs() { return code_list(qlinear::w4_gemm_co
 TORCH_LIBRARY_FRAGMENT(qlinear_C, m) {
   m.def(
       "w4a16_gemv(Tensor(a!) out, Tensor x, Tensor qweight, Tensor scales, Tensor? zeros, Tensor? bias, "
-      "int group_size, int row_tiles=0, int chunk=0, int warps=0, int pdl=0, int ring=0, int pipe=0, int fold=0, "
-      "int splits=0, Tensor(b!)? counters=None) -> int",
+      "int group_size, int row_tiles=0, int chunk=0, int warps=0, int pdl=0, int ring=0, int pipe=0, int fold=0) -> int",
       &w4a16_gemv);
   m.def(
       "w4a16_gemv_supported(Tensor x, Tensor qweight, Tensor scales, Tensor? zeros, int group_size, "
-      "int row_tiles=0, int chunk=0, int warps=0, int ring=0, int pipe=0, int fold=0, int splits=0, "
-      "Tensor? counters=None) -> int",
+      "int row_tiles=0, int chunk=0, int warps=0, int ring=0, int pipe=0, int fold=0) -> int",
       &w4a16_gemv_supported);
   m.def("w4a16_ring_configs(int nt) -> int[]", &w4a16_ring_configs);
   m.def("w4a16_reg_configs() -> int[]", &w4a16_reg_configs);

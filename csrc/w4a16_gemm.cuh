@@ -89,6 +89,21 @@ __device__ __forceinline__ uint32_t pack2<__half>(float v) {
   return h * 0x00010001u;
 }
 
+// K split (gridDim.y CTAs per output tile), once this CTA's fp32 partials are stored (__stcg): true for
+// the last CTA of the tile to arrive, which then sees every split's partials and has reset the tile's
+// counter for the next launch (graph replays); false for the others.
+__device__ __forceinline__ bool splitk_last_arrival(int* counters, int tile) {
+  __threadfence();
+  __syncthreads();
+  __shared__ int last;
+  if (threadIdx.x == 0) last = atomicAdd(counters + tile, 1) == static_cast<int>(gridDim.y) - 1;
+  __syncthreads();
+  if (!last) return false;
+  __threadfence();
+  if (threadIdx.x == 0) counters[tile] = 0;
+  return true;
+}
+
 // Byte layout of one stage (WR row tiles, NT token tiles, SB = bytes per scale): x, w, scales, zeros.
 struct GemmStage {
   int w_off, s_off, z_off, bytes;

@@ -21,10 +21,7 @@
 // 8 (or fewer) mma products are scaled in fp32 once per row: total += acc * scale.
 //
 // Work split: a CTA owns 16 R rows; its W warps take contiguous superblock slices of K and reduce
-// through shared memory (one launch, no workspace). The register kernel can also split K over S
-// CTAs per row tile (gridDim.y; fp32 partials in a workspace, summed by the tile's last CTA): more
-// rows per CTA then keep the grid's CTA count, and every x fragment a CTA loads from L2 feeds R row
-// tiles instead of one (at M = 16 a superblock's x is 4 KB against 1 KB of one tile's weights). Each warp issues the loads of U superblocks
+// through shared memory (one launch, no workspace). Each warp issues the loads of U superblocks
 // (2 R weight vectors, the x fragments, scales, zeros each) before it uses any: memory-level
 // parallelism, not instructions, bounds a decode GEMV.
 //
@@ -68,29 +65,7 @@ struct Params {
   int pdl_prefetch;    // issue L2 prefetches of the first chunk before griddepcontrol.wait
   int sb_interleave;   // register kernel without PF: warps take U-superblock chunks round-robin
   uint32_t grp_mul;    // !SUB: group of superblock sb = umulhi(2 sb, grp_mul) (group_of_sb); 0 per channel
-  // register kernel's K split (gridDim.y CTAs per row tile; 1: none): CTA y owns superblocks
-  // [y * sb_per_split, (y + 1) * sb_per_split) of K, publishes its fp32 partial tile in ws
-  // [tile][split][R * NT * 128] and the last CTA of the tile to arrive (counters[tile], zero between
-  // launches) sums them; the other kernels leave these unread
-  int sb_per_split;
-  float* ws;
-  int* counters;
 };
-
-// K split, once this CTA's fp32 partials are stored (__stcg): true for the last CTA of the tile to
-// arrive (of gridDim.y), which then sees every split's partials and has reset the tile's counter for
-// the next launch (graph replays); false for the others.
-__device__ __forceinline__ bool splitk_last_arrival(int* counters, int tile) {
-  __threadfence();
-  __syncthreads();
-  __shared__ int last;
-  if (threadIdx.x == 0) last = atomicAdd(counters + tile, 1) == static_cast<int>(gridDim.y) - 1;
-  __syncthreads();
-  if (!last) return false;
-  __threadfence();
-  if (threadIdx.x == 0) counters[tile] = 0;
-  return true;
-}
 
 // ceil(2^31 / d): umulhi(2 sb, m) == sb / d exactly while sb * d < 2^31 (the launcher keeps
 // K < 2^22, so sb, d < 2^15). Replaces an integer division per superblock (~15 instructions).
@@ -276,9 +251,7 @@ __device__ __forceinline__ void store_frag(const Params& p, int tile_row0, int n
 }
 
 // Cross-warp reduction of the per-warp partial sums tot (in dynamic shared memory, fixed order:
-// deterministic), + bias, store. red[warp][v], v = ((r * NT + nt) * 4 + c) * 32 + lane. With a K
-// split (gridDim.y > 1, register kernel only) the CTA's sums go to its workspace slot first and the
-// tile's last CTA to arrive adds the splits in split order (deterministic too) and stores.
+// deterministic), + bias, store. red[warp][v], v = ((r * NT + nt) * 4 + c) * 32 + lane.
 template <typename XT, int R, int NT>
 __device__ __forceinline__ void reduce_store(const Params& p, const float (&tot)[R][NT][4], int row0) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
@@ -291,24 +264,9 @@ __device__ __forceinline__ void reduce_store(const Params& p, const float (&tot)
 #pragma unroll
       for (int c = 0; c < 4; ++c) red[warp * V + ((r * NT + nt) * 4 + c) * 32 + lane] = tot[r][nt][c];
   __syncthreads();
-  const int splits = static_cast<int>(gridDim.y);
-  if (splits > 1) {
-    float* mine = p.ws + (static_cast<int64_t>(blockIdx.x) * splits + blockIdx.y) * V;
-    for (int v = threadIdx.x; v < V; v += blockDim.x) {
-      float s = 0.f;
-      for (int wi = 0; wi < nw; ++wi) s += red[wi * V + v];
-      __stcg(mine + v, s);
-    }
-    if (!splitk_last_arrival(p.counters, blockIdx.x)) return;
-  }
-  const float* parts = p.ws + static_cast<int64_t>(blockIdx.x) * splits * V;
   for (int v = threadIdx.x; v < V; v += blockDim.x) {
     float s = 0.f;
-    if (splits > 1) {
-      for (int sp = 0; sp < splits; ++sp) s += __ldcg(parts + sp * V + v);
-    } else {
-      for (int wi = 0; wi < nw; ++wi) s += red[wi * V + v];
-    }
+    for (int wi = 0; wi < nw; ++wi) s += red[wi * V + v];
     const int ln = v & 31, c = (v >> 5) & 3, rn = v >> 7;
     const int nt = rn % NT, r = rn / NT;
     store_frag<XT>(p, row0 + r * 16, nt, ln, c, s);
@@ -546,15 +504,11 @@ __global__ void __launch_bounds__(reg_threads<R, U, NT, PF>(), 1) reg_gemv_kerne
   const int nw = blockDim.x >> 5;
   const int g = lane >> 2, t = lane & 3;
   const int row0 = blockIdx.x * (16 * R);
-  // the CTA's superblocks [sb_lo, sb_hi) (all of K without a K split), shared by its warps in
-  // contiguous slices [sb_begin, sb_end), or (sb_interleave, no PF) in chunks of U superblocks dealt
-  // round-robin, so the CTA's warps read neighbouring pieces of each row at a time
-  const int sb_lo = static_cast<int>(blockIdx.y) * p.sb_per_split;
-  const int sb_hi = min(p.nsb, sb_lo + p.sb_per_split);
-  const int span = sb_hi - sb_lo;
+  // K split: contiguous slices [sb_begin, sb_end) per warp, or (sb_interleave, no PF) chunks of U
+  // superblocks dealt round-robin, so the CTA's warps read neighbouring pieces of each row at a time
   const bool il = !PF && p.sb_interleave;
-  const int sb_begin = sb_lo + (il ? warp * U : static_cast<int>(static_cast<int64_t>(span) * warp / nw));
-  const int sb_end = il ? sb_hi : sb_lo + static_cast<int>(static_cast<int64_t>(span) * (warp + 1) / nw);
+  const int sb_begin = il ? warp * U : static_cast<int>(static_cast<int64_t>(p.nsb) * warp / nw);
+  const int sb_end = il ? p.nsb : static_cast<int>(static_cast<int64_t>(p.nsb) * (warp + 1) / nw);
   const int full_end = min(sb_end, p.k >> 7);  // superblocks with all 128 columns inside K
 
   const uint32_t* wrow[R][2];
@@ -616,15 +570,15 @@ __global__ void __launch_bounds__(reg_threads<R, U, NT, PF>(), 1) reg_gemv_kerne
       if (!more2) break;
     }
   } else if (il) {
-    // chunk ch = (sb - sb_lo) / U of the CTA's full chunks goes to warp ch % nw
-    const int full_chunks_end = sb_lo + max(0, min(sb_hi, p.k >> 7) - sb_lo) / U * U;
+    // chunk ch = sb / U of the row's full chunks goes to warp ch % nw
+    const int full_chunks_end = (min(p.nsb, p.k >> 7) / U) * U;
     for (; sb < full_chunks_end; sb += nw * U) {
       RegChunk<U, R, NT> c;
       reg_load<U, R, NT, false, MODE>(p, c, sb, wrow, xrow, rows, t);
       reg_compute<XT, U, R, NT, MODE, FOLD>(c, tot, sink, magic);
     }
     // the superblocks past the full chunks (< U full ones and the partial last), one per warp
-    for (sb = full_chunks_end + warp; sb < sb_hi; sb += nw) {
+    for (sb = full_chunks_end + warp; sb < p.nsb; sb += nw) {
       RegChunk<1, R, NT> c;
       reg_load<1, R, NT, true, MODE>(p, c, sb, wrow, xrow, rows, t);
       reg_compute<XT, 1, R, NT, MODE, FOLD>(c, tot, sink, magic);
@@ -1340,8 +1294,7 @@ static_assert(reg_codes_within(kRegFoldCodes), "every kRegFoldCodes entry must b
 template <typename XT, int R, int U, int NT, bool PF, int MODE, int FOLD = 0>
 inline cudaError_t reg_launch(const Params& p, int warps, bool pdl, cudaStream_t stream) {
   if (warps < 1 || warps * 32 > reg_threads<R, U, NT, PF>()) return cudaErrorInvalidValue;
-  const dim3 grid(static_cast<unsigned>((p.n + 16 * R - 1) / (16 * R)),
-                  static_cast<unsigned>((p.nsb + p.sb_per_split - 1) / p.sb_per_split));
+  const dim3 grid(static_cast<unsigned>((p.n + 16 * R - 1) / (16 * R)));
   const size_t smem = sizeof(float) * static_cast<size_t>(R * NT * 128 * warps);
   return launch_kernel(reg_gemv_kernel<XT, R, U, NT, PF, MODE, FOLD>, grid, dim3(32 * warps), smem, pdl, stream, p);
 }

@@ -57,9 +57,6 @@ bool bulk_ok(const W4GemvArgs& a) {
          al16(a.zeros) && (a.m <= 1 || a.x_stride % 8 == 0);
 }
 
-// Superblocks per K split of nsb over `splits` CTAs.
-int64_t split_span(int64_t nsb, int splits) { return (nsb + splits - 1) / splits; }
-
 bool ring_compiled(int nt, int code) {
   using namespace w4a16g;
   if (code >= 10000) return nt == 1 ? code_listed(kBulkNT1, code) : code_listed(kBulkNT2, code);
@@ -118,18 +115,11 @@ W4GemvConfig w4_gemv_resolve(const W4GemvArgs& a, const W4GemvConfig& cfg) {
     }
     c.pipe = 0;
   }
-  // K split: S ranges of ceil(nsb / S) superblocks, as many CTAs as ranges that are not empty
-  if (c.splits <= 1) {
-    c.splits = 1;
-  } else if (c.splits <= nsb) {
-    c.splits = static_cast<int>((nsb + split_span(nsb, c.splits) - 1) / split_span(nsb, c.splits));
-  }
   if (c.warps <= 0) {
     // about 16 resident warps per SM over the grid, at least one chunk of superblocks per warp
-    const int64_t ctas = (row_tiles + c.row_tiles - 1) / c.row_tiles * c.splits;
+    const int64_t ctas = (row_tiles + c.row_tiles - 1) / c.row_tiles;
     int64_t w = (16LL * sms + ctas - 1) / ctas;
-    const int64_t span = c.splits > 1 && c.splits <= nsb ? split_span(nsb, c.splits) : nsb;
-    const int64_t cap = span / c.chunk > 0 ? span / c.chunk : 1;
+    const int64_t cap = nsb / c.chunk > 0 ? nsb / c.chunk : 1;
     w = w < cap ? w : cap;
     const int wmax = max_warps(nt, c.row_tiles, c.chunk, c.pipe, sub_group(a));
     c.warps = static_cast<int>(w < 1 ? 1 : (w > wmax ? wmax : w));
@@ -138,7 +128,7 @@ W4GemvConfig w4_gemv_resolve(const W4GemvArgs& a, const W4GemvConfig& cfg) {
   return c;
 }
 
-W4GemvSupport w4_gemv_supported(const W4GemvArgs& a, const W4GemvConfig& cfg, const W4GemvSplitK& ws) {
+W4GemvSupport w4_gemv_supported(const W4GemvArgs& a, const W4GemvConfig& cfg) {
   if (a.m < 1 || a.m > 16) return W4GemvSupport::kBadM;
   if (a.x_dtype != W4GDType::kFloat16 && a.x_dtype != W4GDType::kBFloat16) return W4GemvSupport::kBadDtype;
   if (a.k < 1 || a.k % 4 != 0) return W4GemvSupport::kBadK;
@@ -156,8 +146,6 @@ W4GemvSupport w4_gemv_supported(const W4GemvArgs& a, const W4GemvConfig& cfg, co
   const int nt = a.m > 8 ? 2 : 1;
   if (c.fold < 0 || c.fold > 1 || (c.fold != 0 && (c.ring > 0 || sub_group(a)))) return W4GemvSupport::kBadConfig;
   if (c.ring <= 0 && (c.pipe < 0 || c.pipe > 2)) return W4GemvSupport::kBadConfig;
-  // a K split exists in the register kernel only, with at least one superblock per split
-  if (c.splits > 1 && (c.ring > 0 || sub_group(a) || c.splits > (a.k + 127) / 128)) return W4GemvSupport::kBadConfig;
   if (c.ring > 0) {
     if (c.ring >= 10000 ? !bulk_ok(a) : !ring_ok(a))
       return c.ring >= 10000 ? W4GemvSupport::kNoBulk : W4GemvSupport::kNoRing;
@@ -170,22 +158,7 @@ W4GemvSupport w4_gemv_supported(const W4GemvArgs& a, const W4GemvConfig& cfg, co
   if (sub ? (c.row_tiles != 1 || c.chunk != 2) : !reg_compiled(reg_code(nt, c.row_tiles, c.chunk, c.pipe), c.fold))
     return W4GemvSupport::kBadConfig;
   if (c.warps < 1 || c.warps > max_warps(nt, c.row_tiles, c.chunk, c.pipe, sub)) return W4GemvSupport::kBadConfig;
-  if (c.splits > 1 &&
-      (ws.partial_floats < w4_gemv_workspace_floats(a, c) || ws.num_counters < w4_gemv_split_counters(a, c)))
-    return W4GemvSupport::kNoWorkspace;
   return W4GemvSupport::kOk;
-}
-
-int64_t w4_gemv_split_counters(const W4GemvArgs& a, const W4GemvConfig& cfg) {
-  const W4GemvConfig c = w4_gemv_resolve(a, cfg);
-  if (c.splits <= 1 || c.ring > 0 || c.row_tiles < 1) return 0;
-  return (a.n + 16 * c.row_tiles - 1) / (16 * c.row_tiles);
-}
-
-int64_t w4_gemv_workspace_floats(const W4GemvArgs& a, const W4GemvConfig& cfg) {
-  const W4GemvConfig c = w4_gemv_resolve(a, cfg);
-  const int64_t nt = a.m > 8 ? 2 : 1;
-  return w4_gemv_split_counters(a, c) * c.splits * c.row_tiles * nt * 128;
 }
 
 const char* w4_gemv_support_reason(W4GemvSupport s) {
@@ -199,8 +172,8 @@ const char* w4_gemv_support_reason(W4GemvSupport s) {
       return "x must be 8-byte aligned with row stride % 4 == 0, qweight 16-byte aligned with row stride % 4 == 0";
     case W4GemvSupport::kBadConfig:
       return "config / ring code not compiled for this token-tile count (M <= 8 / M <= 16) (with fold: not in "
-             "w4a16_reg_fold_configs), warps out of range, fold not 0 / 1, with a ring code or groups < 128, pipe "
-             "not 0 / 1 / 2, or splits > 1 with a ring code, groups < 128 or more splits than 128-column superblocks";
+             "w4a16_reg_fold_configs), warps out of range, fold not 0 / 1, with a ring code or groups < 128, or pipe "
+             "not 0 / 1 / 2";
     case W4GemvSupport::kTooLarge: return "N must be < 2^31 and K < 2^22";
     case W4GemvSupport::kNoRing:
       return "ring kernel needs groups >= 128 or per channel, N % 4 == 0, 4-byte aligned scales / zeros";
@@ -209,8 +182,6 @@ const char* w4_gemv_support_reason(W4GemvSupport s) {
              "aligned x / scales / zeros, x row stride % 8 == 0";
     case W4GemvSupport::kTooMuchSmem:
       return "ring code's shared memory at this M exceeds the device's per-block opt-in limit";
-    case W4GemvSupport::kNoWorkspace:
-      return "K split needs a partials workspace of w4_gemv_workspace_floats and one zeroed counter per CTA row tile";
   }
   return "unknown";
 }
@@ -243,23 +214,16 @@ Params w4_params(const W4GemvArgs& a, int pdl_prefetch) {
   p.scale_kind = fkind(a.scale_dtype);
   p.bias_kind = fkind(a.bias_dtype);
   p.pdl_prefetch = pdl_prefetch;
-  p.sb_per_split = p.nsb;
   return p;
 }
 
 namespace {
-cudaError_t launch_impl(const W4GemvArgs& a, cudaStream_t stream, const W4GemvConfig& cfg, W4GemvConfig* used,
-                        const W4GemvSplitK& ws) {
-  if (w4_gemv_supported(a, cfg, ws) != W4GemvSupport::kOk) return cudaErrorInvalidValue;
+cudaError_t launch_impl(const W4GemvArgs& a, cudaStream_t stream, const W4GemvConfig& cfg, W4GemvConfig* used) {
+  if (w4_gemv_supported(a, cfg) != W4GemvSupport::kOk) return cudaErrorInvalidValue;
   const W4GemvConfig c = w4_gemv_resolve(a, cfg);
   if (used != nullptr) *used = c;
   Params p = w4_params(a, c.pdl > 0 ? 1 : 0);
   p.sb_interleave = c.pipe == 2 ? 1 : 0;
-  if (c.splits > 1) {
-    p.sb_per_split = static_cast<int>(split_span(p.nsb, c.splits));
-    p.ws = ws.partials;
-    p.counters = ws.counters;
-  }
   const int nt = a.m > 8 ? 2 : 1;
   if (c.ring >= 10000) {
     // instances live in w4a16_bulk_bf16.cu / w4a16_bulk_f16.cu
@@ -288,9 +252,8 @@ cudaError_t launch_impl(const W4GemvArgs& a, cudaStream_t stream, const W4GemvCo
 
 }  // namespace
 
-cudaError_t w4_gemv_launch(const W4GemvArgs& a, cudaStream_t stream, W4GemvConfig cfg, W4GemvConfig* used,
-                           const W4GemvSplitK& ws) {
-  const cudaError_t e = launch_impl(a, stream, cfg, used, ws);
+cudaError_t w4_gemv_launch(const W4GemvArgs& a, cudaStream_t stream, W4GemvConfig cfg, W4GemvConfig* used) {
+  const cudaError_t e = launch_impl(a, stream, cfg, used);
   // a failed cudaFuncSetAttribute / launch also sets the thread's last error, which the next
   // unrelated torch kernel check would report as its own: consume it here, the caller has it
   if (e != cudaSuccess) (void)cudaGetLastError();

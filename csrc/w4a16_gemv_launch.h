@@ -49,10 +49,6 @@ struct W4GemvArgs {
 // fold: the register kernel's zero-point fold (w4a16_gemv.cuh FOLD: 1 = on, per-token x sums; 0 =
 // off); 1 selects the register kernel when ring is 0 and needs a code in w4_reg_fold_configs()
 // (groups >= 128 or per channel), else kBadConfig (as is any other value).
-// splits: the register kernel's K split (S CTAs per row tile, each a contiguous range of
-// ceil(nsb / S) superblocks; fewer CTAs where the last ranges would be empty); 0 / 1 = none. Needs a
-// W4GemvSplitK workspace (w4_gemv_workspace_floats); refused (kBadConfig) with the ring, bulk ring
-// and sub-group kernels and past nsb.
 struct W4GemvConfig {
   int row_tiles = 0;
   int chunk = 0;
@@ -61,16 +57,6 @@ struct W4GemvConfig {
   int ring = 0;
   int pipe = 0;
   int fold = 0;
-  int splits = 0;
-};
-
-// A K-split launch's workspace: fp32 partial tiles (w4_gemv_workspace_floats of them) and int32
-// counters, one per CTA row tile, zero before the launch and left zero by it.
-struct W4GemvSplitK {
-  float* partials = nullptr;
-  int64_t partial_floats = 0;
-  int32_t* counters = nullptr;
-  int64_t num_counters = 0;
 };
 
 // Why a case is not taken (0 = supported).
@@ -89,7 +75,6 @@ enum class W4GemvSupport : int {
                       // zeros not 16-byte aligned or x row stride % 8 != 0
   kTooMuchSmem = 10,  // the ring / bulk code's dynamic shared memory at this M exceeds the device's per-CTA
                       // opt-in limit (227 KB on sm_90: every compiled code fits there; smaller on sm_8x)
-  kNoWorkspace = 11,  // K split: fewer partial floats than w4_gemv_workspace_floats or fewer counters than row tiles
 };
 
 // A short reason for a W4GemvSupport value ("supported" for kOk), for error messages.
@@ -98,13 +83,7 @@ const char* w4_gemv_support_reason(W4GemvSupport s);
 // Dynamic shared memory (bytes) a ring / bulk ring code (>= 10000) needs at M rows of x, 0 for other codes.
 size_t w4_ring_smem_bytes(int code, int64_t m);
 
-// ws: checked only for a K split (splits > 1), where the launch needs it.
-W4GemvSupport w4_gemv_supported(const W4GemvArgs& a, const W4GemvConfig& cfg, const W4GemvSplitK& ws = W4GemvSplitK());
-
-// fp32 partials a launch with cfg needs in W4GemvSplitK (0 without a K split), and the counters
-// (its CTA row tiles; 0 without a K split).
-int64_t w4_gemv_workspace_floats(const W4GemvArgs& a, const W4GemvConfig& cfg);
-int64_t w4_gemv_split_counters(const W4GemvArgs& a, const W4GemvConfig& cfg);
+W4GemvSupport w4_gemv_supported(const W4GemvArgs& a, const W4GemvConfig& cfg);
 
 // The compiled ring shapes for M <= 8 (nt = 1) or M <= 16 (nt = 2), cp.async ring codes then bulk
 // ring codes (>= 10000): writes up to `cap` codes, returns how many there are.
@@ -122,6 +101,6 @@ W4GemvConfig w4_gemv_resolve(const W4GemvArgs& a, const W4GemvConfig& cfg);
 
 // cudaErrorInvalidValue for unsupported cases (check w4_gemv_supported first), else the launch error.
 cudaError_t w4_gemv_launch(const W4GemvArgs& a, cudaStream_t stream, W4GemvConfig cfg = W4GemvConfig(),
-                           W4GemvConfig* used = nullptr, const W4GemvSplitK& ws = W4GemvSplitK());
+                           W4GemvConfig* used = nullptr);
 
 }  // namespace qlinear

@@ -747,16 +747,11 @@ def cuda_gemv(
     launcher's own choice. ``config`` =
     the register kernel's (row tiles per CTA, superblocks per chunk, warps per CTA[, pipe: 0 = a
     contiguous K slice per warp, 1 = the same with double-buffered chunks, 2 = chunks dealt
-    round-robin over the warps[, fold[, splits]]]; ``w4a16_reg_configs()`` lists the compiled ones),
-    0 = automatic (default :data:`_CUDA_CONFIG`); ``pdl`` None follows ``qlinear.kernels._pdl`` (on for
-    M <= PDL_MAX_M).
+    round-robin over the warps[, fold]]; ``w4a16_reg_configs()`` lists the compiled ones), 0 = automatic
+    (default :data:`_CUDA_CONFIG`); ``pdl`` None follows ``qlinear.kernels._pdl`` (on for M <= PDL_MAX_M).
     ``fold`` (default 0 = off, 1 = on; other values are refused): the register kernel's zero-point
     fold (``csrc/w4a16_gemv.cuh`` FOLD: per-token x sums from an all-ones mma), compiled for the
     codes of ``w4a16_reg_fold_configs()`` only (groups of >= 128 or per channel).
-    ``splits`` (default 0 / 1 = none): K split over that many CTAs per row tile, each a contiguous
-    range of ceil(K / 128 / splits) superblocks; fp32 partials in a workspace from the caching
-    allocator, summed in split order by the tile's last CTA, counted by
-    ``qlinear.kernels._splitk.locks`` (one launch, graph-capturable; groups of >= 128 or per channel).
     """
     return _cuda_gemv(x, packed, bias, config, pdl, ring)
 
@@ -780,18 +775,14 @@ def _cuda_gemv(x, packed, bias, config=None, pdl=None, ring=None):
             if ring == -1:
                 config = _cuda_auto_reg(x, packed)
     cfg = tuple(config if config is not None else _CUDA_CONFIG)
-    if len(cfg) not in (3, 4, 5, 6):
-        raise ValueError(f"config: expected (row_tiles, chunk, warps[, pipe[, fold[, splits]]]), got {config!r}")
+    if len(cfg) not in (3, 4, 5):
+        raise ValueError(f"config: expected (row_tiles, chunk, warps[, pipe[, fold]]), got {config!r}")
     r, u, w = cfg[:3]
-    pipe, fold, splits = (tuple(cfg[3:]) + (0, 0, 0))[:3]
-    counters = None
-    if splits > 1:
-        from qlinear.kernels._splitk import locks  # function-local: imports triton
-
-        counters = locks(x.device)
+    pipe = cfg[3] if len(cfg) >= 4 else 0
+    fold = cfg[4] if len(cfg) == 5 else 0
     ops.w4a16_gemv(
         out, x, packed.qweight, packed.scales, packed.zeros, bias, packed.group_size, r, u, w, int(pdl), int(ring),
-        int(pipe), int(fold), int(splits), counters,
+        int(pipe), int(fold),
     )
     return out
 
