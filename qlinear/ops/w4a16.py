@@ -258,6 +258,12 @@ _CUDA_RING_AUTO: dict[tuple[str, int], int] = {
 #   short M=16: R2 U1 W2 pipe 2 13.96 vs 19.32 (R2 U1 W2 fold; pipe 0 no fold 14.93) -> ('short', 2)
 #   many M=8: R2 U2 W6 pipe 2 30.21 vs the launcher's config 32.18                 -> ('many', 1)
 #   many M=16: R4 U1 W8 pipe 2 36.71 vs 38.77 (pipe 0)                           -> ('many', 2)
+# The fold entries were measured on asymmetric layers (session 7 run 3 above). On symmetric layers
+# (GPTQ sym: fp16 scales, no zero points; bench_w4reg.py --layer sym-fp16, session 15 run 1 and
+# session 16 runs 1-2, benchmarks/results/session15/run1, session16/run1, run2; us, fold 1 vs 0 at
+# the same config) the fold loses or ties: many M=2 (R1 U2 W4) 25.27 vs 23.93, M=4 26.02 / 26.22 vs
+# 25.58 / 25.23, M=1 25.14 / 25.18 vs 24.19 / 24.18; few M=1 (R1 U2 W16 pipe 2) 5.46 vs 5.42
+# -> _cuda_auto_reg drops the fold where the layer has no zero points.
 _CUDA_REG_AUTO: dict[tuple[str, int], tuple[int, ...]] = {
     ("many", 0): (1, 2, 4, 0), ("many", 4): (1, 2, 4, 0, 1), ("many", 1): (2, 2, 6, 2), ("many", 2): (4, 1, 8, 2),
     ("few", 0): (1, 2, 16, 2, 1), ("few", 2): (1, 1, 8, 1),
@@ -908,8 +914,13 @@ def _cuda_auto_ring(x: torch.Tensor, packed: W4A16Weights) -> int:
 
 
 def _cuda_auto_reg(x: torch.Tensor, packed: W4A16Weights) -> tuple[int, ...] | None:
-    """:data:`_CUDA_REG_AUTO`'s register config for this call, or None (the launcher's heuristic)."""
-    return _cuda_table_entry(_CUDA_REG_AUTO, x, packed) if _grouped_128(packed) else None
+    """:data:`_CUDA_REG_AUTO`'s register config for this call, or None (the launcher's heuristic).
+    An entry's zero-point fold (5th element) applies to layers with zero points only; a symmetric
+    layer gets the same config without it (:data:`_CUDA_REG_AUTO`'s session-16 note)."""
+    cfg = _cuda_table_entry(_CUDA_REG_AUTO, x, packed) if _grouped_128(packed) else None
+    if cfg is not None and packed.zeros is None and len(cfg) > 4 and cfg[4]:
+        return tuple(cfg[:4])
+    return cfg
 
 
 @_w4a16_mm.register_fake

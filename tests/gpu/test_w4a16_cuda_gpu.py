@@ -405,3 +405,18 @@ def test_auto_table_on_measured_shapes(shape):
         if m in REG_WANT[shape]:
             assert ops._cuda_auto_reg(x, packed) == REG_WANT[shape][m], (shape, m)
         _check(packed, w, m, seed=m + 40)
+
+
+@pytest.mark.parametrize("shape,m", [((7168, 16384), 4), ((2112, 7168), 1)])
+def test_auto_table_symmetric_layer_drops_the_fold(shape, m):
+    """A GPTQ symmetric layer (fp16 scales, no zero points) takes the table's config without the
+    zero-point fold (_cuda_auto_reg); the asymmetric layer of the same shape keeps it."""
+    want = REG_WANT[shape][m]
+    assert len(want) == 5 and want[4] == 1, "the table entry this test is about has the fold"
+    sym, w = _layer(*shape, 128, False, torch.float16, seed=shape[0] + m)
+    asym, _ = _layer(*shape, 128, True, torch.float16, seed=shape[0] + m)
+    assert sym.zeros is None and asym.zeros is not None
+    x = torch.randn(m, shape[1], device=DEV, dtype=torch.float16)
+    assert ops._cuda_auto_reg(x, sym) == want[:4]
+    assert ops._cuda_auto_reg(x, asym) == want
+    _check(sym, w, m, dtype=torch.float16, seed=m + 50)

@@ -225,6 +225,21 @@ def test_cuda_auto_reg_table(monkeypatch):
     assert ops._cuda_auto_reg(torch.randn(1, 2304), big) is None
 
 
+def test_cuda_auto_reg_fold_only_with_zero_points(monkeypatch):
+    """A table entry's zero-point fold (5th element) is kept for layers with zero points and
+    dropped for symmetric ones (nothing to fold; measured slower there)."""
+    q = torch.randint(0, 16, (3200, 2304), dtype=torch.int32)
+    s = torch.rand(3200, 18) + 0.5
+    sym = ops.pack_w4a16(q, None, s, 128)
+    asym = ops.pack_w4a16(q, torch.randint(0, 16, (3200, 18), dtype=torch.int32), s, 128)
+    assert sym.zeros is None and asym.zeros is not None
+    monkeypatch.setattr(ops, "_CUDA_REG_AUTO", {("many", 0): (1, 2, 4, 0, 1), ("many", 2): (4, 1, 8, 2, 0)})
+    x1, x16 = torch.randn(1, 2304), torch.randn(16, 2304)
+    assert ops._cuda_auto_reg(x1, asym) == (1, 2, 4, 0, 1)
+    assert ops._cuda_auto_reg(x1, sym) == (1, 2, 4, 0)
+    assert ops._cuda_auto_reg(x16, sym) == (4, 1, 8, 2, 0)  # fold 0: unchanged
+
+
 # Per split-K GEMM backend: M of the probe x, its support test, its auto-dispatch bound (name and a
 # value that would take every M), its op, and malformed launch configs.
 _GEMM_OFF_CUDA = {
