@@ -227,7 +227,8 @@ def test_cuda_auto_reg_table(monkeypatch):
 
 def test_cuda_auto_reg_fold_only_with_zero_points(monkeypatch):
     """A table entry's zero-point fold (5th element) is kept for layers with zero points and
-    dropped for symmetric ones (nothing to fold; measured slower there)."""
+    dropped for symmetric ones (the fold entries were measured on asymmetric layers; symmetric ones
+    ran slower with it)."""
     q = torch.randint(0, 16, (3200, 2304), dtype=torch.int32)
     s = torch.rand(3200, 18) + 0.5
     sym = ops.pack_w4a16(q, None, s, 128)
