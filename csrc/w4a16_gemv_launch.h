@@ -49,6 +49,10 @@ struct W4GemvArgs {
 // fold: the register kernel's zero-point fold (w4a16_gemv.cuh FOLD: 1 = on, per-token x sums; 0 =
 // off); 1 selects the register kernel when ring is 0 and needs a code in w4_reg_fold_configs()
 // (groups >= 128 or per channel), else kBadConfig (as is any other value).
+// xs: the register kernel with x staged in shared memory (w4a16_gemv.cuh XS: 1 = on, 0 = off);
+// 1 selects the register kernel when ring is 0 and needs M <= 8, fold 0 and a code in
+// w4_reg_xs_configs() (else kBadConfig), and the staged rows (w4_reg_xs_smem_bytes) within the
+// device's per-CTA shared memory (else kTooMuchSmem).
 struct W4GemvConfig {
   int row_tiles = 0;
   int chunk = 0;
@@ -57,6 +61,7 @@ struct W4GemvConfig {
   int ring = 0;
   int pipe = 0;
   int fold = 0;
+  int xs = 0;
 };
 
 // Why a case is not taken (0 = supported).
@@ -67,14 +72,16 @@ enum class W4GemvSupport : int {
   kBadK = 3,          // k % 4 != 0 or k < 1
   kBadGroup = 4,      // group size not in {16, 32, 64, multiples of 128, K}
   kMisaligned = 5,    // x pointer not 8-byte aligned or x row stride % 4 != 0, qweight not 16-byte aligned
-  kBadConfig = 6,     // (row_tiles, chunk) not compiled (with fold: not in w4_reg_fold_configs) or warps out of
-                      // range, or fold not in {0, 1} / with a ring code / groups < 128, or pipe not in {0, 1, 2}
+  kBadConfig = 6,     // (row_tiles, chunk) not compiled (with fold: not in w4_reg_fold_configs; with xs: not in
+                      // w4_reg_xs_configs, or M > 8, or fold) or warps out of range, or fold / xs not in {0, 1}
+                      // or with a ring code / groups < 128, or pipe not in {0, 1, 2}
   kTooLarge = 7,      // n >= 2^31 or k >= 2^22
   kNoRing = 8,        // ring kernel asked for: groups < 128, N % 4 != 0 or scales / zeros not 4-byte aligned
   kNoBulk = 9,        // bulk ring asked for: not sm_90+, groups < 128, N % 16 != 0, K % 128 != 0, x / scales /
                       // zeros not 16-byte aligned or x row stride % 8 != 0
-  kTooMuchSmem = 10,  // the ring / bulk code's dynamic shared memory at this M exceeds the device's per-CTA
-                      // opt-in limit (227 KB on sm_90: every compiled code fits there; smaller on sm_8x)
+  kTooMuchSmem = 10,  // the ring / bulk code's (or the staged x's, xs) dynamic shared memory at this M exceeds
+                      // the device's per-CTA opt-in limit (227 KB on sm_90: every compiled ring code fits
+                      // there; smaller on sm_8x)
 };
 
 // A short reason for a W4GemvSupport value ("supported" for kOk), for error messages.
@@ -95,6 +102,13 @@ int w4_reg_configs(int* codes, int cap);
 
 // The register-kernel codes compiled with the zero fold (fold 1); as w4_reg_configs.
 int w4_reg_fold_configs(int* codes, int cap);
+
+// The register-kernel codes compiled with x staged in shared memory (xs 1); as w4_reg_configs.
+int w4_reg_xs_configs(int* codes, int cap);
+
+// Dynamic shared memory (bytes) of a staged-x (xs 1) register launch at M rows of x, K columns,
+// row_tiles and warps per CTA: min(M, 8) rows of 256 ceil(K / 128) + 64 bytes, then the reduction.
+size_t w4_reg_xs_smem_bytes(int64_t m, int64_t k, int row_tiles, int warps);
 
 // The config the launcher would use (zeros resolved); *used receives it when non-null.
 W4GemvConfig w4_gemv_resolve(const W4GemvArgs& a, const W4GemvConfig& cfg);

@@ -270,6 +270,10 @@ _CUDA_REG_AUTO: dict[tuple[str, int], tuple[int, ...]] = {
     ("short", 0): (4, 1, 4, 2), ("short", 1): (4, 1, 4, 2), ("short", 2): (2, 1, 2, 2),
 }
 
+# The most shared memory an automatic staged-x launch may take (xs_smem_bytes); larger (long K or
+# many rows of x) runs the entry's config without the staged x. PROVISIONAL until measured.
+_XS_AUTO_MAX_BYTES = 64 * 1024
+
 _SCALE_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 
 
@@ -753,11 +757,15 @@ def cuda_gemv(
     launcher's own choice. ``config`` =
     the register kernel's (row tiles per CTA, superblocks per chunk, warps per CTA[, pipe: 0 = a
     contiguous K slice per warp, 1 = the same with double-buffered chunks, 2 = chunks dealt
-    round-robin over the warps[, fold]]; ``w4a16_reg_configs()`` lists the compiled ones), 0 = automatic
-    (default :data:`_CUDA_CONFIG`); ``pdl`` None follows ``qlinear.kernels._pdl`` (on for M <= PDL_MAX_M).
+    round-robin over the warps[, fold[, xs]]]; ``w4a16_reg_configs()`` lists the compiled ones), 0 =
+    automatic (default :data:`_CUDA_CONFIG`); ``pdl`` None follows ``qlinear.kernels._pdl`` (on for
+    M <= PDL_MAX_M).
     ``fold`` (default 0 = off, 1 = on; other values are refused): the register kernel's zero-point
     fold (``csrc/w4a16_gemv.cuh`` FOLD: per-token x sums from an all-ones mma), compiled for the
     codes of ``w4a16_reg_fold_configs()`` only (groups of >= 128 or per channel).
+    ``xs`` (default 0 = off, 1 = on): x staged in shared memory once per CTA (``csrc/w4a16_gemv.cuh``
+    XS), for M <= 8 without the fold, the codes of ``w4a16_reg_xs_configs()``; its
+    :func:`xs_smem_bytes` must fit the device's per-CTA shared memory.
     """
     return _cuda_gemv(x, packed, bias, config, pdl, ring)
 
@@ -781,14 +789,13 @@ def _cuda_gemv(x, packed, bias, config=None, pdl=None, ring=None):
             if ring == -1:
                 config = _cuda_auto_reg(x, packed)
     cfg = tuple(config if config is not None else _CUDA_CONFIG)
-    if len(cfg) not in (3, 4, 5):
-        raise ValueError(f"config: expected (row_tiles, chunk, warps[, pipe[, fold]]), got {config!r}")
+    if len(cfg) not in (3, 4, 5, 6):
+        raise ValueError(f"config: expected (row_tiles, chunk, warps[, pipe[, fold[, xs]]]), got {config!r}")
     r, u, w = cfg[:3]
-    pipe = cfg[3] if len(cfg) >= 4 else 0
-    fold = cfg[4] if len(cfg) == 5 else 0
+    pipe, fold, xs = (tuple(cfg[3:]) + (0, 0, 0))[:3]
     ops.w4a16_gemv(
         out, x, packed.qweight, packed.scales, packed.zeros, bias, packed.group_size, r, u, w, int(pdl), int(ring),
-        int(pipe), int(fold),
+        int(pipe), int(fold), int(xs),
     )
     return out
 
@@ -913,13 +920,28 @@ def _cuda_auto_ring(x: torch.Tensor, packed: W4A16Weights) -> int:
     return code
 
 
+def xs_smem_bytes(m: int, k: int, row_tiles: int, warps: int) -> int:
+    """Dynamic shared memory (bytes) of a staged-x register launch (config element xs = 1;
+    ``csrc/w4a16_gemv_launch.h`` ``w4_reg_xs_smem_bytes``, which the host test compares): min(M, 8)
+    rows of x at a pitch of 256 ceil(K / 128) + 64 bytes, then 512 bytes of fp32 reduction space per
+    row tile and warp."""
+    return min(m, 8) * (256 * -(-k // 128) + 64) + 512 * row_tiles * warps
+
+
 def _cuda_auto_reg(x: torch.Tensor, packed: W4A16Weights) -> tuple[int, ...] | None:
     """:data:`_CUDA_REG_AUTO`'s register config for this call, or None (the launcher's heuristic).
     An entry's zero-point fold (5th element) applies to layers with zero points only; a symmetric
-    layer gets the same config without it (:data:`_CUDA_REG_AUTO`'s session-16 note)."""
+    layer gets the same config without it (:data:`_CUDA_REG_AUTO`'s session-16 note). An entry's
+    staged x (6th element) applies while :func:`xs_smem_bytes` is within :data:`_XS_AUTO_MAX_BYTES`;
+    past it the same config runs without it."""
     cfg = _cuda_table_entry(_CUDA_REG_AUTO, x, packed) if _grouped_128(packed) else None
-    if cfg is not None and packed.zeros is None and len(cfg) > 4 and cfg[4]:
-        return tuple(cfg[:4])
+    if cfg is None:
+        return None
+    cfg = tuple(cfg)
+    if len(cfg) > 5 and cfg[5] and xs_smem_bytes(x.shape[0], x.shape[1], cfg[0], cfg[2]) > _XS_AUTO_MAX_BYTES:
+        cfg = cfg[:5]
+    if packed.zeros is None and len(cfg) > 4 and cfg[4]:
+        cfg = cfg[:4] + ((0,) + cfg[5:] if len(cfg) > 5 else ())
     return cfg
 
 
