@@ -59,9 +59,9 @@ def test_dispatch_table_configs_are_taken(tool):
 
 def test_staged_x_refusals_and_smem(tool):
     """xs 1 (x staged in shared memory): taken for compiled NT 1 codes without the fold, refused
-    (6 = kBadConfig) for M > 8, the fold, codes compiled without it, xs 3, ring codes and warps past
+    (6 = kBadConfig) for M > 8, the fold, codes compiled without it, xs 2, ring codes and warps past
     the instance's cap; 10 (kTooMuchSmem) past the device's opt-in shared memory (the host default,
-    48 KB); xs 2 (shuffled x) at M = 1 only; xs with ring 0 picks the register kernel. The Python size (ops.xs_smem_bytes, the
+    48 KB); xs with ring 0 picks the register kernel. The Python size (ops.xs_smem_bytes, the
     automatic table's cap) equals the launcher's."""
     cases = [  # (n, k, m, row_tiles, chunk, warps, ring, pipe, fold, xs) -> expected support code
         ((7168, 16384, 1, 1, 2, 4, -1, 0, 0, 1), 0),
@@ -69,7 +69,7 @@ def test_staged_x_refusals_and_smem(tool):
         ((7168, 16384, 9, 1, 2, 4, -1, 0, 0, 1), 6),
         ((7168, 16384, 1, 1, 2, 4, -1, 0, 1, 1), 6),
         ((7168, 16384, 1, 2, 2, 4, -1, 0, 0, 1), 6),
-        ((7168, 16384, 1, 1, 2, 4, -1, 0, 0, 2), 0),
+        ((7168, 16384, 1, 1, 2, 4, -1, 0, 0, 2), 6),
         ((7168, 16384, 1, 1, 2, 4, 4143, 0, 0, 1), 6),
         ((24576, 1536, 8, 4, 1, 8, -1, 2, 0, 1), 0),
         ((24576, 1536, 8, 4, 1, 9, -1, 2, 0, 1), 6),
