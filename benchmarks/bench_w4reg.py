@@ -50,8 +50,7 @@ REG_CONFIGS = {1: [(1, 2, 2, 0), (1, 2, 4, 0), (1, 2, 8, 0), (1, 2, 16, 0), (1, 
 
 
 # Staged-x (xs 1) configs (w4a16_gemv.cuh kRegXsCodes: R1U1, R1U1 pipe, R1U2, R1U2 pipe, R1U4, R2U1,
-# R2U1 pipe, R4U1; NT 1 only); names end in " F0 X1" (fold 0, xs 1). At M = 1 also x mode 2 (xs 2:
-# fragments by warp shuffles), " F0 X2"
+# R2U1 pipe, R4U1; NT 1 only); names end in " F0 X1" (fold 0, xs 1)
 XS_CONFIGS = [(1, 1, 4, 0), (1, 1, 8, 0), (1, 1, 16, 0), (1, 1, 8, 2), (1, 1, 16, 2), (1, 1, 4, 1), (1, 1, 8, 1),
               (1, 1, 16, 1), (1, 2, 2, 0), (1, 2, 4, 0), (1, 2, 8, 0), (1, 2, 16, 0), (1, 2, 4, 2), (1, 2, 8, 2),
               (1, 2, 16, 2), (1, 2, 2, 1), (1, 2, 4, 1), (1, 2, 8, 1), (1, 2, 16, 1), (1, 4, 4, 0), (1, 4, 8, 0),
@@ -96,8 +95,7 @@ def main() -> None:
                 table = ops._cuda_auto_reg(xs[0], packs[0])
                 if table is not None:
                     fns["reg table"] = lambda i, c=tuple(table[:5]): ops.cuda_gemv(xs[i % 4], packs[i % nbuf], config=c)
-                cands = {"reg R{} U{} W{} P{} F0 X{}".format(*cfg, xm): tuple(cfg) + (0, xm)
-                         for xm in ((1, 2) if m == 1 else (1,)) for cfg in XS_CONFIGS}
+                cands = {"reg R{} U{} W{} P{} F0 X1".format(*cfg): tuple(cfg) + (0, 1) for cfg in XS_CONFIGS}
             else:
                 cands = {"reg R{} U{} W{} P{}".format(*cfg) + (" F1" if len(cfg) > 4 and cfg[4] else ""): cfg
                          for cfg in REG_CONFIGS[nt]}

@@ -326,12 +326,10 @@ __device__ __forceinline__ void reduce_store(const Params& p, const float (&tot)
 // past K is zeroed (CHECK), so A x (padded q = 0: A = C) and xs get nothing from it. Inf / NaN in
 // x give NaN where FOLD 0 might give +-inf.
 
-// XM (the register kernel's x mode): 0 = every lane loads its x fragments with the chunk (16 NT
-// registers per superblock); 1 = x staged in shared memory, read at compute time (none); 2 = M = 1
-// only, one 8-byte load per lane and superblock, fragments by warp shuffles at compute time (2).
-template <int R, int U, int NT, bool PF, int XM = 0>
+// XS: x is read from shared memory at compute time, so a chunk holds no x registers.
+template <int R, int U, int NT, bool PF, bool XS = false>
 constexpr int reg_threads() {
-  return ((PF ? 2 : 1) * U * (12 * R + (XM == 0 ? 16 * NT : 0)) + 12 * R * NT) > 80 ? 256 : 512;
+  return ((PF ? 2 : 1) * U * (12 * R + (XS ? 0 : 16 * NT)) + 12 * R * NT) > 80 ? 256 : 512;
 }
 
 // XS (x staged in shared memory): row pitch of the staged x (bytes; 64 mod 128, so the two token
@@ -386,14 +384,13 @@ template <int U, int R, int NT>
 struct RegChunk {
   uint4 w[U][R][2];
   uint2 x[U][NT][8];
-  uint2 x1[U];  // XM 2: columns 4 lane .. 4 lane + 3 of each superblock of token 0
   float s[U][R][2];
   uint32_t z[U][R][2];
 };
 
 // Loads of U superblocks starting at sb0. wrow: lane's word 4t of rows g / g + 8 of each tile;
 // xrow: token row min(tok, M - 1), column 4t. CHECK: zero the x of planes past K (tail only).
-template <int U, int R, int NT, bool CHECK, int MODE = 0, int XM = 0>
+template <int U, int R, int NT, bool CHECK, int MODE = 0, bool XS = false>
 __device__ __forceinline__ void reg_load(const Params& p, RegChunk<U, R, NT>& c, int sb0,
                                          const uint32_t* const (&wrow)[R][2], const char* const (&xrow)[NT],
                                          const int (&rows)[R][2], int t) {
@@ -405,20 +402,8 @@ __device__ __forceinline__ void reg_load(const Params& p, RegChunk<U, R, NT>& c,
 #pragma unroll
       for (int u = 0; u < U; ++u) c.w[u][r][h] = load_stream(wp + u * 16);
     }
-  if constexpr (XM == 2) {
-    // xrow[0]: token 0, column 4 lane (set by the kernel)
-    const int lane = threadIdx.x & 31;
 #pragma unroll
-    for (int u = 0; u < U; ++u) {
-      if (CHECK && (sb0 + u) * 128 + 4 * lane >= p.k) {
-        c.x1[u] = make_uint2(0u, 0u);
-      } else {
-        c.x1[u] = __ldg(reinterpret_cast<const uint2*>(xrow[0] + static_cast<int64_t>(sb0 + u) * 256));
-      }
-    }
-  }
-#pragma unroll
-  for (int nt = 0; nt < (MODE >= 3 || XM != 0 ? 0 : NT); ++nt) {
+  for (int nt = 0; nt < (MODE >= 3 || XS ? 0 : NT); ++nt) {
     const char* xp = xrow[nt] + static_cast<int64_t>(sb0) * 256 * 1;
 #pragma unroll
     for (int u = 0; u < U; ++u)
@@ -478,26 +463,18 @@ __device__ __forceinline__ float neg_magic_zero(uint32_t z) {
   return (8388608.f - Mma<XT>::kMagicF) - __uint_as_float(0x4B000000u | z);
 }
 
-// XM 1: the x fragments of superblock sb0 + u come from the staged copy (xsp, xs_frags); XM 2: from
-// c.x1 by shuffles (plane i of lane t is lane 4 i + t's load); XM 0: c.x.
-template <typename XT, int U, int R, int NT, int MODE, int FOLD = 0, int XM = 0>
+// XS: the x fragments of superblock sb0 + u come from the staged copy (xsp, xs_frags), not c.x.
+template <typename XT, int U, int R, int NT, int MODE, int FOLD = 0, bool XS = false>
 __device__ __forceinline__ void reg_compute(const RegChunk<U, R, NT>& c, float (&tot)[R][NT][4], uint32_t& sink,
                                             uint32_t magic, const char* const (&xsp)[NT], int sb0) {
   static_assert(FOLD == 0 || FOLD == 1, "FOLD is 0 (off) or 1 (the zero fold)");
   static_assert(FOLD == 0 || MODE == 0, "the zero fold has no micro-benchmark modes");
-  static_assert(XM == 0 || MODE == 0, "x modes 1 / 2 have no micro-benchmark modes");
-  static_assert(XM != 2 || NT == 1, "x mode 2 is for M = 1");
+  static_assert(!XS || MODE == 0, "the staged x has no micro-benchmark modes");
 #pragma unroll
   for (int u = 0; u < U; ++u) {
     uint2 xv[NT][8];
-    if constexpr (XM == 1) {
+    if constexpr (XS) {
       xs_frags<NT>(xv, xsp, sb0 + u);
-    } else if constexpr (XM == 2) {
-      const int t = threadIdx.x & 3;
-#pragma unroll
-      for (int i = 0; i < 8; ++i)
-        xv[0][i] = make_uint2(__shfl_sync(0xffffffffu, c.x1[u].x, 4 * i + t),
-                              __shfl_sync(0xffffffffu, c.x1[u].y, 4 * i + t));
     } else {
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt)
@@ -605,8 +582,8 @@ __device__ __forceinline__ void reg_compute(const RegChunk<U, R, NT>& c, float (
 // no x registers (16 NT per superblock, twice the weights' 8 R at R = NT = 1), which leaves room
 // for double-buffered chunks at four 4-warp CTAs per SM. Dynamic shared memory: xs_bytes, then the
 // reduction space.
-template <typename XT, int R, int U, int NT, bool PF, int MODE, int FOLD = 0, int XM = 0>
-__global__ void __launch_bounds__(reg_threads<R, U, NT, PF, XM>(), 1) reg_gemv_kernel(const Params p) {
+template <typename XT, int R, int U, int NT, bool PF, int MODE, int FOLD = 0, bool XS = false>
+__global__ void __launch_bounds__(reg_threads<R, U, NT, PF, XS>(), 1) reg_gemv_kernel(const Params p) {
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x >> 5;
   const int nw = blockDim.x >> 5;
@@ -633,9 +610,8 @@ __global__ void __launch_bounds__(reg_threads<R, U, NT, PF, XM>(), 1) reg_gemv_k
 #pragma unroll
   for (int nt = 0; nt < NT; ++nt) {
     const int tok = min(g + 8 * nt, p.m - 1);
-    // XM 2 (M = 1): lane reads columns 4 lane .. 4 lane + 3 of each superblock
     xrow[nt] = reinterpret_cast<const char*>(static_cast<const XT*>(p.x) + static_cast<int64_t>(tok) * p.x_stride +
-                                             (XM == 2 ? 4 * lane : 4 * t));
+                                             4 * t);
   }
   extern __shared__ __align__(16) char reg_smem[];
   const char* xsp[NT];
@@ -658,52 +634,52 @@ __global__ void __launch_bounds__(reg_threads<R, U, NT, PF, XM>(), 1) reg_gemv_k
   uint32_t sink = 0;
 
   int sb = sb_begin;
-  if constexpr (XM == 1) {
+  if constexpr (XS) {
     // the first chunk's weights and scales before the wait, x staged after it; then the same chunk
     // order as below (PF: double-buffered; otherwise one chunk at a time, round-robin when il)
     const int chunks_end = il ? (min(p.nsb, p.k >> 7) / U) * U : full_end;
     const int step = il ? nw * U : U;
     if constexpr (PF) {
       RegChunk<U, R, NT> c0, c1;
-      if (sb + U <= full_end) reg_load<U, R, NT, false, 0, 1>(p, c0, sb, wrow, xrow, rows, t);
+      if (sb + U <= full_end) reg_load<U, R, NT, false, 0, true>(p, c0, sb, wrow, xrow, rows, t);
       pdl::wait();
       stage_x<XT, NT>(p, reg_smem);
       while (sb + U <= full_end) {
         const bool more = sb + 2 * U <= full_end;
-        if (more) reg_load<U, R, NT, false, 0, 1>(p, c1, sb + U, wrow, xrow, rows, t);
-        reg_compute<XT, U, R, NT, 0, FOLD, 1>(c0, tot, sink, magic, xsp, sb);
+        if (more) reg_load<U, R, NT, false, 0, true>(p, c1, sb + U, wrow, xrow, rows, t);
+        reg_compute<XT, U, R, NT, 0, FOLD, true>(c0, tot, sink, magic, xsp, sb);
         sb += U;
         if (!more) break;
         const bool more2 = sb + 2 * U <= full_end;
-        if (more2) reg_load<U, R, NT, false, 0, 1>(p, c0, sb + U, wrow, xrow, rows, t);
-        reg_compute<XT, U, R, NT, 0, FOLD, 1>(c1, tot, sink, magic, xsp, sb);
+        if (more2) reg_load<U, R, NT, false, 0, true>(p, c0, sb + U, wrow, xrow, rows, t);
+        reg_compute<XT, U, R, NT, 0, FOLD, true>(c1, tot, sink, magic, xsp, sb);
         sb += U;
         if (!more2) break;
       }
     } else {
       RegChunk<U, R, NT> c;
       bool have = sb + U <= chunks_end;
-      if (have) reg_load<U, R, NT, false, 0, 1>(p, c, sb, wrow, xrow, rows, t);
+      if (have) reg_load<U, R, NT, false, 0, true>(p, c, sb, wrow, xrow, rows, t);
       pdl::wait();
       stage_x<XT, NT>(p, reg_smem);
       while (have) {
-        reg_compute<XT, U, R, NT, 0, FOLD, 1>(c, tot, sink, magic, xsp, sb);
+        reg_compute<XT, U, R, NT, 0, FOLD, true>(c, tot, sink, magic, xsp, sb);
         sb += step;
         have = sb + U <= chunks_end;
-        if (have) reg_load<U, R, NT, false, 0, 1>(p, c, sb, wrow, xrow, rows, t);
+        if (have) reg_load<U, R, NT, false, 0, true>(p, c, sb, wrow, xrow, rows, t);
       }
     }
     if (il) {
       for (sb = chunks_end + warp; sb < p.nsb; sb += nw) {
         RegChunk<1, R, NT> c;
-        reg_load<1, R, NT, true, 0, 1>(p, c, sb, wrow, xrow, rows, t);
-        reg_compute<XT, 1, R, NT, 0, FOLD, 1>(c, tot, sink, magic, xsp, sb);
+        reg_load<1, R, NT, true, 0, true>(p, c, sb, wrow, xrow, rows, t);
+        reg_compute<XT, 1, R, NT, 0, FOLD, true>(c, tot, sink, magic, xsp, sb);
       }
     } else {
       for (; sb < sb_end; ++sb) {
         RegChunk<1, R, NT> c;
-        reg_load<1, R, NT, true, 0, 1>(p, c, sb, wrow, xrow, rows, t);
-        reg_compute<XT, 1, R, NT, 0, FOLD, 1>(c, tot, sink, magic, xsp, sb);
+        reg_load<1, R, NT, true, 0, true>(p, c, sb, wrow, xrow, rows, t);
+        reg_compute<XT, 1, R, NT, 0, FOLD, true>(c, tot, sink, magic, xsp, sb);
       }
     }
   } else {
@@ -721,16 +697,16 @@ __global__ void __launch_bounds__(reg_threads<R, U, NT, PF, XM>(), 1) reg_gemv_k
 
     if constexpr (PF) {
       RegChunk<U, R, NT> c0, c1;
-      if (sb + U <= full_end) reg_load<U, R, NT, false, MODE, XM>(p, c0, sb, wrow, xrow, rows, t);
+      if (sb + U <= full_end) reg_load<U, R, NT, false, MODE>(p, c0, sb, wrow, xrow, rows, t);
       while (sb + U <= full_end) {
         const bool more = sb + 2 * U <= full_end;
-        if (more) reg_load<U, R, NT, false, MODE, XM>(p, c1, sb + U, wrow, xrow, rows, t);
-        reg_compute<XT, U, R, NT, MODE, FOLD, XM>(c0, tot, sink, magic, xsp, sb);
+        if (more) reg_load<U, R, NT, false, MODE>(p, c1, sb + U, wrow, xrow, rows, t);
+        reg_compute<XT, U, R, NT, MODE, FOLD>(c0, tot, sink, magic, xsp, sb);
         sb += U;
         if (!more) break;
         const bool more2 = sb + 2 * U <= full_end;
-        if (more2) reg_load<U, R, NT, false, MODE, XM>(p, c0, sb + U, wrow, xrow, rows, t);
-        reg_compute<XT, U, R, NT, MODE, FOLD, XM>(c1, tot, sink, magic, xsp, sb);
+        if (more2) reg_load<U, R, NT, false, MODE>(p, c0, sb + U, wrow, xrow, rows, t);
+        reg_compute<XT, U, R, NT, MODE, FOLD>(c1, tot, sink, magic, xsp, sb);
         sb += U;
         if (!more2) break;
       }
@@ -739,27 +715,27 @@ __global__ void __launch_bounds__(reg_threads<R, U, NT, PF, XM>(), 1) reg_gemv_k
       const int full_chunks_end = (min(p.nsb, p.k >> 7) / U) * U;
       for (; sb < full_chunks_end; sb += nw * U) {
         RegChunk<U, R, NT> c;
-        reg_load<U, R, NT, false, MODE, XM>(p, c, sb, wrow, xrow, rows, t);
-        reg_compute<XT, U, R, NT, MODE, FOLD, XM>(c, tot, sink, magic, xsp, sb);
+        reg_load<U, R, NT, false, MODE>(p, c, sb, wrow, xrow, rows, t);
+        reg_compute<XT, U, R, NT, MODE, FOLD>(c, tot, sink, magic, xsp, sb);
       }
       // the superblocks past the full chunks (< U full ones and the partial last), one per warp
       for (sb = full_chunks_end + warp; sb < p.nsb; sb += nw) {
         RegChunk<1, R, NT> c;
-        reg_load<1, R, NT, true, MODE, XM>(p, c, sb, wrow, xrow, rows, t);
-        reg_compute<XT, 1, R, NT, MODE, FOLD, XM>(c, tot, sink, magic, xsp, sb);
+        reg_load<1, R, NT, true, MODE>(p, c, sb, wrow, xrow, rows, t);
+        reg_compute<XT, 1, R, NT, MODE, FOLD>(c, tot, sink, magic, xsp, sb);
       }
     } else {
       for (; sb + U <= full_end; sb += U) {
         RegChunk<U, R, NT> c;
-        reg_load<U, R, NT, false, MODE, XM>(p, c, sb, wrow, xrow, rows, t);
-        reg_compute<XT, U, R, NT, MODE, FOLD, XM>(c, tot, sink, magic, xsp, sb);
+        reg_load<U, R, NT, false, MODE>(p, c, sb, wrow, xrow, rows, t);
+        reg_compute<XT, U, R, NT, MODE, FOLD>(c, tot, sink, magic, xsp, sb);
       }
     }
     // leftover superblocks of the slice (< U) and the partial last superblock, one at a time
     for (; !il && sb < sb_end; ++sb) {
       RegChunk<1, R, NT> c;
-      reg_load<1, R, NT, true, MODE, XM>(p, c, sb, wrow, xrow, rows, t);
-      reg_compute<XT, 1, R, NT, MODE, FOLD, XM>(c, tot, sink, magic, xsp, sb);
+      reg_load<1, R, NT, true, MODE>(p, c, sb, wrow, xrow, rows, t);
+      reg_compute<XT, 1, R, NT, MODE, FOLD>(c, tot, sink, magic, xsp, sb);
     }
   }
   pdl::launch_dependents();
@@ -768,7 +744,7 @@ __global__ void __launch_bounds__(reg_threads<R, U, NT, PF, XM>(), 1) reg_gemv_k
     if (sink == 0x9E3779B9u) static_cast<XT*>(p.out)[0] = Mma<XT>::from_f(1.f);
     return;
   }
-  reduce_store<XT, R, NT>(p, tot, row0, XM == 1 ? static_cast<int>(xs_bytes(p.nsb, p.m, NT) / 4) : 0);
+  reduce_store<XT, R, NT>(p, tot, row0, XS ? static_cast<int>(xs_bytes(p.nsb, p.m, NT) / 4) : 0);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1422,19 +1398,18 @@ constexpr int kRegCodes[] = {1210, 1410, 2210, 4110, 1211, 1111, 4111, 1220, 212
 // launcher's defaults and session 6's table) are kept so sweeps can compare fold on / off there.
 constexpr int kRegFoldCodes[] = {1210, 4110, 2120, 2121, 1121};
 
-// Register instances with x mode 1 (staged in shared memory, M <= 8) and 2 (shuffled, M = 1), fold
-// off; codes as kRegCodes but with their own thread caps (reg_threads without the x registers), so
-// they need not be there.
+// Staged-x register instances (XS, see the register kernel; fold off), M <= 8; codes as kRegCodes
+// but with their own thread caps (reg_threads without the x registers), so they need not be there.
 constexpr int kRegXsCodes[] = {1110, 1111, 1210, 1211, 1410, 2110, 2111, 4110};
 
-// The template arguments of register code C, read from its digits (XM: the x mode's thread cap).
-template <int C, int XM = 0>
+// The template arguments of register code C, read from its digits (XS: the staged-x instance's cap).
+template <int C, bool XS = false>
 struct RegCode {
   static constexpr int R = C / 1000, U = C / 100 % 10, NT = C / 10 % 10;
   static constexpr bool PF = C % 10 == 1;
   static_assert(C >= 1000 && C < 10000 && U >= 1 && NT >= 1 && NT <= 2 && C % 10 <= 1,
                 "a register code is R U NT PF as decimal digits, NT 1 / 2, PF 0 / 1");
-  static constexpr int threads = reg_threads<R, U, NT, PF, XM>();
+  static constexpr int threads = reg_threads<R, U, NT, PF, XS>();
 };
 
 // reg_code_threads gives every code the cap of its kRegCodes entry, fold instances included.
@@ -1446,27 +1421,27 @@ constexpr bool reg_codes_within(const int (&codes)[L]) {
 }
 static_assert(reg_codes_within(kRegFoldCodes), "every kRegFoldCodes entry must be in kRegCodes");
 
-// Dynamic shared memory of a register instance: (x mode 1: the staged x, then) the reduction space.
+// Dynamic shared memory of a register instance: (XS: the staged x, then) the reduction space.
 inline size_t reg_smem_bytes(const Params& p, int r, int nt, int warps, bool xs) {
   return (xs ? static_cast<size_t>(xs_bytes(p.nsb, p.m, nt)) : 0) + sizeof(float) * static_cast<size_t>(r * nt * 128 * warps);
 }
 
-template <typename XT, int R, int U, int NT, bool PF, int MODE, int FOLD = 0, int XM = 0>
+template <typename XT, int R, int U, int NT, bool PF, int MODE, int FOLD = 0, bool XS = false>
 inline cudaError_t reg_launch(const Params& p, int warps, bool pdl, cudaStream_t stream) {
-  if (warps < 1 || warps * 32 > reg_threads<R, U, NT, PF, XM>()) return cudaErrorInvalidValue;
+  if (warps < 1 || warps * 32 > reg_threads<R, U, NT, PF, XS>()) return cudaErrorInvalidValue;
   const dim3 grid(static_cast<unsigned>((p.n + 16 * R - 1) / (16 * R)));
-  return launch_kernel(reg_gemv_kernel<XT, R, U, NT, PF, MODE, FOLD, XM>, grid, dim3(32 * warps),
-                       reg_smem_bytes(p, R, NT, warps, XM == 1), pdl, stream, p);
+  return launch_kernel(reg_gemv_kernel<XT, R, U, NT, PF, MODE, FOLD, XS>, grid, dim3(32 * warps),
+                       reg_smem_bytes(p, R, NT, warps, XS), pdl, stream, p);
 }
 
 // Launches the register instance (FOLD, MODE) of the entry of Codes equal to code, its template
 // arguments read from the code's digits, so the lists above are the only place an instance is
 // named; cudaErrorInvalidValue when code is not listed.
-template <typename XT, int MODE, int FOLD, const auto& Codes, int XM = 0>
+template <typename XT, int MODE, int FOLD, const auto& Codes, bool XS = false>
 inline cudaError_t reg_launch_listed(const Params& p, int code, int warps, bool pdl, cudaStream_t s) {
   return with_listed_code<Codes>(code, cudaErrorInvalidValue, [&](auto c) {
-    using D = RegCode<decltype(c)::value, XM>;
-    return reg_launch<XT, D::R, D::U, D::NT, D::PF, MODE, FOLD, XM>(p, warps, pdl, s);
+    using D = RegCode<decltype(c)::value, XS>;
+    return reg_launch<XT, D::R, D::U, D::NT, D::PF, MODE, FOLD, XS>(p, warps, pdl, s);
   });
 }
 
@@ -1481,9 +1456,8 @@ inline cudaError_t reg_fold_dispatch(const Params& p, int code, int warps, bool 
 }
 
 template <typename XT>
-inline cudaError_t reg_xs_dispatch(const Params& p, int code, int xm, int warps, bool pdl, cudaStream_t s) {
-  if (xm == 2) return reg_launch_listed<XT, 0, 0, kRegXsCodes, 2>(p, code, warps, pdl, s);
-  return reg_launch_listed<XT, 0, 0, kRegXsCodes, 1>(p, code, warps, pdl, s);
+inline cudaError_t reg_xs_dispatch(const Params& p, int code, int warps, bool pdl, cudaStream_t s) {
+  return reg_launch_listed<XT, 0, 0, kRegXsCodes, true>(p, code, warps, pdl, s);
 }
 
 // Thread cap (reg_threads) of a kRegCodes instance; 0 when code is not listed.
@@ -1491,18 +1465,18 @@ constexpr int reg_code_threads(int code) {
   return with_listed_code<kRegCodes>(code, 0, [](auto c) { return RegCode<decltype(c)::value>::threads; });
 }
 
-// Thread cap of a kRegXsCodes instance (x modes 1 and 2 alike); 0 when code is not listed.
+// Thread cap of a kRegXsCodes instance; 0 when code is not listed.
 constexpr int reg_xs_code_threads(int code) {
-  return with_listed_code<kRegXsCodes>(code, 0, [](auto c) { return RegCode<decltype(c)::value, 1>::threads; });
+  return with_listed_code<kRegXsCodes>(code, 0, [](auto c) { return RegCode<decltype(c)::value, true>::threads; });
 }
 
 // FOLD 1 instances; defined in w4a16_gemv_launch.cu.
 cudaError_t reg_fold_dispatch_bf16(const Params& p, int code, int warps, bool pdl, cudaStream_t s);
 cudaError_t reg_fold_dispatch_f16(const Params& p, int code, int warps, bool pdl, cudaStream_t s);
 
-// x mode 1 / 2 instances (xm); defined in w4a16_xs.cu.
-cudaError_t reg_xs_dispatch_bf16(const Params& p, int code, int xm, int warps, bool pdl, cudaStream_t s);
-cudaError_t reg_xs_dispatch_f16(const Params& p, int code, int xm, int warps, bool pdl, cudaStream_t s);
+// XS instances; defined in w4a16_xs.cu.
+cudaError_t reg_xs_dispatch_bf16(const Params& p, int code, int warps, bool pdl, cudaStream_t s);
+cudaError_t reg_xs_dispatch_f16(const Params& p, int code, int warps, bool pdl, cudaStream_t s);
 
 // Defined in w4a16_ring_bf16.cu / w4a16_ring_f16.cu (MODE 0).
 cudaError_t reg_dispatch_bf16(const Params& p, int code, int warps, bool pdl, cudaStream_t s);

@@ -148,8 +148,7 @@ W4GemvSupport w4_gemv_supported(const W4GemvArgs& a, const W4GemvConfig& cfg) {
   const W4GemvConfig c = w4_gemv_resolve(a, cfg);
   const int nt = a.m > 8 ? 2 : 1;
   if (c.fold < 0 || c.fold > 1 || (c.fold != 0 && (c.ring > 0 || sub_group(a)))) return W4GemvSupport::kBadConfig;
-  if (c.xs < 0 || c.xs > 2 || (c.xs != 0 && (c.ring > 0 || sub_group(a) || nt != 1)) || (c.xs == 2 && a.m != 1))
-    return W4GemvSupport::kBadConfig;
+  if (c.xs < 0 || c.xs > 1 || (c.xs != 0 && (c.ring > 0 || sub_group(a) || nt != 1))) return W4GemvSupport::kBadConfig;
   if (c.ring <= 0 && (c.pipe < 0 || c.pipe > 2)) return W4GemvSupport::kBadConfig;
   if (c.ring > 0) {
     if (c.ring >= 10000 ? !bulk_ok(a) : !ring_ok(a))
@@ -164,7 +163,7 @@ W4GemvSupport w4_gemv_supported(const W4GemvArgs& a, const W4GemvConfig& cfg) {
           : !reg_compiled(reg_code(nt, c.row_tiles, c.chunk, c.pipe), c.fold, c.xs))
     return W4GemvSupport::kBadConfig;
   if (c.warps < 1 || c.warps > max_warps(nt, c.row_tiles, c.chunk, c.pipe, sub, c.xs)) return W4GemvSupport::kBadConfig;
-  if (c.xs == 1 && w4_reg_xs_smem_bytes(a.m, a.k, c.row_tiles, c.warps) > static_cast<size_t>(smem_optin()))
+  if (c.xs != 0 && w4_reg_xs_smem_bytes(a.m, a.k, c.row_tiles, c.warps) > static_cast<size_t>(smem_optin()))
     return W4GemvSupport::kTooMuchSmem;
   return W4GemvSupport::kOk;
 }
@@ -180,9 +179,8 @@ const char* w4_gemv_support_reason(W4GemvSupport s) {
       return "x must be 8-byte aligned with row stride % 4 == 0, qweight 16-byte aligned with row stride % 4 == 0";
     case W4GemvSupport::kBadConfig:
       return "config / ring code not compiled for this token-tile count (M <= 8 / M <= 16) (with fold: not in "
-             "w4a16_reg_fold_configs; with xs: not in w4a16_reg_xs_configs, M > 8 (xs 2: M > 1) or with fold), "
-             "warps out of range, fold not 0 / 1, xs not 0 / 1 / 2, with a ring code or groups < 128, or pipe not "
-             "0 / 1 / 2";
+             "w4a16_reg_fold_configs; with xs: not in w4a16_reg_xs_configs, M > 8 or with fold), warps out of "
+             "range, fold / xs not 0 / 1, with a ring code or groups < 128, or pipe not 0 / 1 / 2";
     case W4GemvSupport::kTooLarge: return "N must be < 2^31 and K < 2^22";
     case W4GemvSupport::kNoRing:
       return "ring kernel needs groups >= 128 or per channel, N % 4 == 0, 4-byte aligned scales / zeros";
@@ -261,8 +259,8 @@ cudaError_t launch_impl(const W4GemvArgs& a, cudaStream_t stream, const W4GemvCo
   }
   const int code = reg_code(nt, c.row_tiles, c.chunk, c.pipe);
   if (c.xs != 0)
-    return bf ? w4a16g::reg_xs_dispatch_bf16(p, code, c.xs, c.warps, c.pdl > 0, stream)
-              : w4a16g::reg_xs_dispatch_f16(p, code, c.xs, c.warps, c.pdl > 0, stream);
+    return bf ? w4a16g::reg_xs_dispatch_bf16(p, code, c.warps, c.pdl > 0, stream)
+              : w4a16g::reg_xs_dispatch_f16(p, code, c.warps, c.pdl > 0, stream);
   if (c.fold != 0)
     return bf ? w4a16g::reg_fold_dispatch_bf16(p, code, c.warps, c.pdl > 0, stream)
               : w4a16g::reg_fold_dispatch_f16(p, code, c.warps, c.pdl > 0, stream);

@@ -49,11 +49,10 @@ struct W4GemvArgs {
 // fold: the register kernel's zero-point fold (w4a16_gemv.cuh FOLD: 1 = on, per-token x sums; 0 =
 // off); 1 selects the register kernel when ring is 0 and needs a code in w4_reg_fold_configs()
 // (groups >= 128 or per channel), else kBadConfig (as is any other value).
-// xs: the register kernel's x mode (w4a16_gemv.cuh XM): 0 = x fragments loaded per lane with each
-// chunk; 1 = x staged in shared memory once per CTA; 2 = M = 1 only, one 8-byte load per lane and
-// superblock, fragments by warp shuffles. 1 / 2 select the register kernel when ring is 0 and need
-// M <= 8 (2: M = 1), fold 0 and a code in w4_reg_xs_configs() (else kBadConfig); 1 also needs the
-// staged rows (w4_reg_xs_smem_bytes) within the device's per-CTA shared memory (else kTooMuchSmem).
+// xs: the register kernel with x staged in shared memory (w4a16_gemv.cuh XS: 1 = on, 0 = off);
+// 1 selects the register kernel when ring is 0 and needs M <= 8, fold 0 and a code in
+// w4_reg_xs_configs() (else kBadConfig), and the staged rows (w4_reg_xs_smem_bytes) within the
+// device's per-CTA shared memory (else kTooMuchSmem).
 struct W4GemvConfig {
   int row_tiles = 0;
   int chunk = 0;
@@ -74,9 +73,8 @@ enum class W4GemvSupport : int {
   kBadGroup = 4,      // group size not in {16, 32, 64, multiples of 128, K}
   kMisaligned = 5,    // x pointer not 8-byte aligned or x row stride % 4 != 0, qweight not 16-byte aligned
   kBadConfig = 6,     // (row_tiles, chunk) not compiled (with fold: not in w4_reg_fold_configs; with xs: not in
-                      // w4_reg_xs_configs, or M > 8 (xs 2: M > 1), or fold) or warps out of range, or fold not
-                      // in {0, 1}, xs not in {0, 1, 2}, either with a ring code / groups < 128, or pipe not in
-                      // {0, 1, 2}
+                      // w4_reg_xs_configs, or M > 8, or fold) or warps out of range, or fold / xs not in {0, 1}
+                      // or with a ring code / groups < 128, or pipe not in {0, 1, 2}
   kTooLarge = 7,      // n >= 2^31 or k >= 2^22
   kNoRing = 8,        // ring kernel asked for: groups < 128, N % 4 != 0 or scales / zeros not 4-byte aligned
   kNoBulk = 9,        // bulk ring asked for: not sm_90+, groups < 128, N % 16 != 0, K % 128 != 0, x / scales /
@@ -105,7 +103,7 @@ int w4_reg_configs(int* codes, int cap);
 // The register-kernel codes compiled with the zero fold (fold 1); as w4_reg_configs.
 int w4_reg_fold_configs(int* codes, int cap);
 
-// The register-kernel codes compiled with x modes 1 and 2 (xs 1 / 2); as w4_reg_configs.
+// The register-kernel codes compiled with x staged in shared memory (xs 1); as w4_reg_configs.
 int w4_reg_xs_configs(int* codes, int cap);
 
 // Dynamic shared memory (bytes) of a staged-x (xs 1) register launch at M rows of x, K columns,

@@ -763,11 +763,9 @@ def cuda_gemv(
     ``fold`` (default 0 = off, 1 = on; other values are refused): the register kernel's zero-point
     fold (``csrc/w4a16_gemv.cuh`` FOLD: per-token x sums from an all-ones mma), compiled for the
     codes of ``w4a16_reg_fold_configs()`` only (groups of >= 128 or per channel).
-    ``xs`` (the x mode, ``csrc/w4a16_gemv.cuh`` XM; default 0 = each lane loads its x fragments
-    with the chunk): 1 = x staged in shared memory once per CTA (M <= 8; its :func:`xs_smem_bytes`
-    must fit the device's per-CTA shared memory), 2 = M = 1 only, one 8-byte load per lane and
-    superblock and the fragments by warp shuffles; both without the fold, for the codes of
-    ``w4a16_reg_xs_configs()``.
+    ``xs`` (default 0 = off, 1 = on): x staged in shared memory once per CTA (``csrc/w4a16_gemv.cuh``
+    XS), for M <= 8 without the fold, the codes of ``w4a16_reg_xs_configs()``; its
+    :func:`xs_smem_bytes` must fit the device's per-CTA shared memory.
     """
     return _cuda_gemv(x, packed, bias, config, pdl, ring)
 
@@ -940,7 +938,7 @@ def _cuda_auto_reg(x: torch.Tensor, packed: W4A16Weights) -> tuple[int, ...] | N
     if cfg is None:
         return None
     cfg = tuple(cfg)
-    if len(cfg) > 5 and cfg[5] == 1 and xs_smem_bytes(x.shape[0], x.shape[1], cfg[0], cfg[2]) > _XS_AUTO_MAX_BYTES:
+    if len(cfg) > 5 and cfg[5] and xs_smem_bytes(x.shape[0], x.shape[1], cfg[0], cfg[2]) > _XS_AUTO_MAX_BYTES:
         cfg = cfg[:5]
     if packed.zeros is None and len(cfg) > 4 and cfg[4]:
         cfg = cfg[:4] + ((0,) + cfg[5:] if len(cfg) > 5 else ())
