@@ -8,7 +8,7 @@ round reads slow), a second copy of "reg auto" ("reg auto#2") to show that posit
 "auto" (the committed dispatch), "reg auto" (``ring=-1``, the launcher's config), its PDL-off
 variant, and every (R, U, W, pipe) of ``REG_CONFIGS`` that is compiled.
 ``--xs``: the staged-x instances (kRegXsCodes, config 6th element xs = 1) of ``XS_CONFIGS`` instead
-of ``REG_CONFIGS``, plus the committed table's configs without xs as ``reg table``.
+of ``REG_CONFIGS``, plus ``XS_BASELINES`` and the committed table's config as ``reg table``.
 Prints one line per candidate, ``BEST case: config us vs reg auto`` and a ``SET`` line with the
 ``_CUDA_REG_AUTO`` table (per shape class and tiles 0 = M 1, 1 = M 2..8, 2 = M 9..16: the config
 with the lowest summed time where it beats "reg auto" by > 2 %).
@@ -56,6 +56,8 @@ XS_CONFIGS = [(1, 1, 4, 0), (1, 1, 8, 0), (1, 1, 16, 0), (1, 1, 8, 2), (1, 1, 16
               (1, 2, 16, 2), (1, 2, 2, 1), (1, 2, 4, 1), (1, 2, 8, 1), (1, 2, 16, 1), (1, 4, 4, 0), (1, 4, 8, 0),
               (1, 4, 4, 2), (1, 4, 8, 2), (2, 1, 4, 0), (2, 1, 8, 0), (2, 1, 4, 2), (2, 1, 8, 2), (2, 1, 4, 1),
               (2, 1, 8, 1), (4, 1, 2, 2), (4, 1, 4, 2), (4, 1, 8, 2), (4, 1, 4, 0)]
+# --xs: the committed M <= 8 table configs without xs (few, many, short; few M = 1 with the fold)
+XS_BASELINES = [(1, 2, 16, 2), (1, 2, 16, 2, 1), (1, 2, 4, 0), (4, 1, 4, 2)]
 
 
 def main() -> None:
@@ -96,6 +98,8 @@ def main() -> None:
                 if table is not None:
                     fns["reg table"] = lambda i, c=tuple(table[:5]): ops.cuda_gemv(xs[i % 4], packs[i % nbuf], config=c)
                 cands = {"reg R{} U{} W{} P{} F0 X1".format(*cfg): tuple(cfg) + (0, 1) for cfg in XS_CONFIGS}
+                cands.update({"reg R{} U{} W{} P{}".format(*cfg) + (" F1" if len(cfg) > 4 and cfg[4] else ""): cfg
+                              for cfg in XS_BASELINES})
             else:
                 cands = {"reg R{} U{} W{} P{}".format(*cfg) + (" F1" if len(cfg) > 4 and cfg[4] else ""): cfg
                          for cfg in REG_CONFIGS[nt]}
