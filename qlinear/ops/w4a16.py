@@ -264,15 +264,26 @@ _CUDA_RING_AUTO: dict[tuple[str, int], int] = {
 # the same config) the fold loses or ties: many M=2 (R1 U2 W4) 25.27 vs 23.93, M=4 26.02 / 26.22 vs
 # 25.58 / 25.23, M=1 25.14 / 25.18 vs 24.19 / 24.18; few M=1 (R1 U2 W16 pipe 2) 5.46 vs 5.42
 # -> _cuda_auto_reg drops the fold where the layer has no zero points.
+# A 6th element is the x mode (csrc/w4a16_gemv.cuh XM; 1 = x staged in shared memory once per CTA,
+# fold 0). Session 17 runs 1-3 (benchmarks/results/session17, bench_w4reg.py --xs, same method; us,
+# the staged config vs the committed entries in the same round): it wins on few-row M = 1 only --
+# R1 U2 W16 pipe 2 xs 5.08 / 5.06 / 5.09 (sym-fp16, runs 1-3) vs 5.47 / 5.40 / 5.42, and 5.24 vs
+# 5.49 (fold) on the asymmetric layer (run 3)                              -> ('few', 0)
+# Elsewhere it loses: many M=1 R1 U2 W4 pipe 0 26.91 vs 23.57 without it (the CTA's whole x row,
+# 32 KB, is copied before any math: 448 CTAs read 14.7 MB from L2 up front, where the per-lane
+# loads spread the same reads over the loop), best staged config R1 U2 W4 pipe 1 24.52; short M=1
+# best R1 U1 W4 10.82 vs 9.59-9.91; few M=4 6.31 vs 6.33 (tie).
 _CUDA_REG_AUTO: dict[tuple[str, int], tuple[int, ...]] = {
     ("many", 0): (1, 2, 4, 0), ("many", 4): (1, 2, 4, 0, 1), ("many", 1): (2, 2, 6, 2), ("many", 2): (4, 1, 8, 2),
-    ("few", 0): (1, 2, 16, 2, 1), ("few", 2): (1, 1, 8, 1),
+    ("few", 0): (1, 2, 16, 2, 0, 1), ("few", 2): (1, 1, 8, 1),
     ("short", 0): (4, 1, 4, 2), ("short", 1): (4, 1, 4, 2), ("short", 2): (2, 1, 2, 2),
 }
 
-# The most shared memory an automatic staged-x launch may take (xs_smem_bytes); larger (long K or
-# many rows of x) runs the entry's config without the staged x. PROVISIONAL until measured.
-_XS_AUTO_MAX_BYTES = 64 * 1024
+# The most shared memory an automatic staged-x launch may take (xs_smem_bytes); past it the entry's
+# config runs without the staged x. The one staged entry was measured at 22.6 KB (K = 7168, 16
+# warps); the copy before the math grows with K and cost 3.4 us at 34.9 KB on many rows (see
+# _CUDA_REG_AUTO), so the cap stays near the measured size: K up to ~14000 at M = 1 and 16 warps.
+_XS_AUTO_MAX_BYTES = 36 * 1024
 
 _SCALE_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 
