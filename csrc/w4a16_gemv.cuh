@@ -62,7 +62,7 @@ struct Params {
   int num_groups;
   int sb_per_group;    // !SUB: group_size / 128, or 1 << 30 per channel
   FKind scale_kind, bias_kind;
-  int pdl_prefetch;    // issue L2 prefetches of the first chunk before griddepcontrol.wait
+  int pdl_prefetch;    // sub-group kernel: L2 prefetches of the first chunk before griddepcontrol.wait
   int sb_interleave;   // register kernel without PF: warps take U-superblock chunks round-robin
   uint32_t grp_mul;    // !SUB: group of superblock sb = umulhi(2 sb, grp_mul) (group_of_sb); 0 per channel
 };
@@ -390,12 +390,14 @@ struct RegChunk {
 
 // Loads of U superblocks starting at sb0. wrow: lane's word 4t of rows g / g + 8 of each tile;
 // xrow: token row min(tok, M - 1), column 4t. CHECK: zero the x of planes past K (tail only).
-template <int U, int R, int NT, bool CHECK, int MODE = 0, bool XS = false>
+// LW: the weights, scales and zero points; LX: x (a chunk's first loads split in two around
+// griddepcontrol.wait: the previous kernel may write x, never the weights).
+template <int U, int R, int NT, bool CHECK, int MODE = 0, bool LW = true, bool LX = true>
 __device__ __forceinline__ void reg_load(const Params& p, RegChunk<U, R, NT>& c, int sb0,
                                          const uint32_t* const (&wrow)[R][2], const char* const (&xrow)[NT],
                                          const int (&rows)[R][2], int t) {
 #pragma unroll
-  for (int r = 0; r < R; ++r)
+  for (int r = 0; r < (LW ? R : 0); ++r)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const uint32_t* wp = wrow[r][h] + sb0 * 16;
@@ -403,7 +405,7 @@ __device__ __forceinline__ void reg_load(const Params& p, RegChunk<U, R, NT>& c,
       for (int u = 0; u < U; ++u) c.w[u][r][h] = load_stream(wp + u * 16);
     }
 #pragma unroll
-  for (int nt = 0; nt < (MODE >= 3 || XS ? 0 : NT); ++nt) {
+  for (int nt = 0; nt < (MODE >= 3 || !LX ? 0 : NT); ++nt) {
     const char* xp = xrow[nt] + static_cast<int64_t>(sb0) * 256 * 1;
 #pragma unroll
     for (int u = 0; u < U; ++u)
@@ -416,7 +418,7 @@ __device__ __forceinline__ void reg_load(const Params& p, RegChunk<U, R, NT>& c,
         }
       }
   }
-  if constexpr (MODE != 4) {  // scales and zero points (MODE 4: the weight words alone)
+  if constexpr (LW && MODE != 4) {  // scales and zero points (MODE 4: the weight words alone)
     int64_t gb[U];
 #pragma unroll
     for (int u = 0; u < U; ++u) gb[u] = static_cast<int64_t>(group_of_sb(sb0 + u, p.grp_mul)) * p.n;
@@ -576,9 +578,8 @@ __device__ __forceinline__ void reg_compute(const RegChunk<U, R, NT>& c, float (
 
 // R: 16-row tiles per CTA (every warp covers all of them); U: superblocks per chunk per warp;
 // NT: 8-token tiles (1: M <= 8, 2: M <= 16); PF: double-buffered chunks; MODE: see above.
-// XS (x staged): the CTA copies its x rows into shared memory once (stage_x, after the first chunk's
-// weight loads are issued: the weights are never written by the previous kernel, so those loads go
-// out before griddepcontrol.wait), and the math reads the fragments from there. A chunk then holds
+// XS (x staged): the CTA copies its x rows into shared memory once (stage_x, right after
+// griddepcontrol.wait), and the math reads the fragments from there. A chunk then holds
 // no x registers (16 NT per superblock, twice the weights' 8 R at R = NT = 1), which leaves room
 // for double-buffered chunks at four 4-warp CTAs per SM. Dynamic shared memory: xs_bytes, then the
 // reduction space.
@@ -633,110 +634,60 @@ __global__ void __launch_bounds__(reg_threads<R, U, NT, PF, XS>(), 1) reg_gemv_k
       for (int q = 0; q < 4; ++q) tot[r][nt][q] = 0.f;
   uint32_t sink = 0;
 
+  // The first chunk's weights, scales and zero points are requested before griddepcontrol.wait
+  // (the previous kernel never writes them), its x after (XS: x staged after it). Then the chunks in
+  // order: PF double-buffered; otherwise one at a time, dealt round-robin over the warps when il.
+  constexpr bool LX = !XS;  // the chunks' own x loads
   int sb = sb_begin;
-  if constexpr (XS) {
-    // the first chunk's weights and scales before the wait, x staged after it; then the same chunk
-    // order as below (PF: double-buffered; otherwise one chunk at a time, round-robin when il)
-    const int chunks_end = il ? (min(p.nsb, p.k >> 7) / U) * U : full_end;
-    const int step = il ? nw * U : U;
-    if constexpr (PF) {
-      RegChunk<U, R, NT> c0, c1;
-      if (sb + U <= full_end) reg_load<U, R, NT, false, 0, true>(p, c0, sb, wrow, xrow, rows, t);
-      pdl::wait();
+  if constexpr (PF) {
+    RegChunk<U, R, NT> c0, c1;
+    const bool first = sb + U <= full_end;
+    if (first) reg_load<U, R, NT, false, MODE, true, false>(p, c0, sb, wrow, xrow, rows, t);
+    pdl::wait();
+    if constexpr (XS) {
       stage_x<XT, NT>(p, reg_smem);
-      while (sb + U <= full_end) {
-        const bool more = sb + 2 * U <= full_end;
-        if (more) reg_load<U, R, NT, false, 0, true>(p, c1, sb + U, wrow, xrow, rows, t);
-        reg_compute<XT, U, R, NT, 0, FOLD, true>(c0, tot, sink, magic, xsp, sb);
-        sb += U;
-        if (!more) break;
-        const bool more2 = sb + 2 * U <= full_end;
-        if (more2) reg_load<U, R, NT, false, 0, true>(p, c0, sb + U, wrow, xrow, rows, t);
-        reg_compute<XT, U, R, NT, 0, FOLD, true>(c1, tot, sink, magic, xsp, sb);
-        sb += U;
-        if (!more2) break;
-      }
-    } else {
-      RegChunk<U, R, NT> c;
-      bool have = sb + U <= chunks_end;
-      if (have) reg_load<U, R, NT, false, 0, true>(p, c, sb, wrow, xrow, rows, t);
-      pdl::wait();
-      stage_x<XT, NT>(p, reg_smem);
-      while (have) {
-        reg_compute<XT, U, R, NT, 0, FOLD, true>(c, tot, sink, magic, xsp, sb);
-        sb += step;
-        have = sb + U <= chunks_end;
-        if (have) reg_load<U, R, NT, false, 0, true>(p, c, sb, wrow, xrow, rows, t);
-      }
+    } else if (first) {
+      reg_load<U, R, NT, false, MODE, false, true>(p, c0, sb, wrow, xrow, rows, t);
     }
-    if (il) {
-      for (sb = chunks_end + warp; sb < p.nsb; sb += nw) {
-        RegChunk<1, R, NT> c;
-        reg_load<1, R, NT, true, 0, true>(p, c, sb, wrow, xrow, rows, t);
-        reg_compute<XT, 1, R, NT, 0, FOLD, true>(c, tot, sink, magic, xsp, sb);
-      }
-    } else {
-      for (; sb < sb_end; ++sb) {
-        RegChunk<1, R, NT> c;
-        reg_load<1, R, NT, true, 0, true>(p, c, sb, wrow, xrow, rows, t);
-        reg_compute<XT, 1, R, NT, 0, FOLD, true>(c, tot, sink, magic, xsp, sb);
-      }
+    while (sb + U <= full_end) {
+      const bool more = sb + 2 * U <= full_end;
+      if (more) reg_load<U, R, NT, false, MODE, true, LX>(p, c1, sb + U, wrow, xrow, rows, t);
+      reg_compute<XT, U, R, NT, MODE, FOLD, XS>(c0, tot, sink, magic, xsp, sb);
+      sb += U;
+      if (!more) break;
+      const bool more2 = sb + 2 * U <= full_end;
+      if (more2) reg_load<U, R, NT, false, MODE, true, LX>(p, c0, sb + U, wrow, xrow, rows, t);
+      reg_compute<XT, U, R, NT, MODE, FOLD, XS>(c1, tot, sink, magic, xsp, sb);
+      sb += U;
+      if (!more2) break;
     }
   } else {
-    if (p.pdl_prefetch) {
-      // weights are never written by the previous kernel: warm L2 while it finishes
-#pragma unroll
-      for (int u = 0; u < U; ++u)
-        if (sb_begin + u < sb_end)
-#pragma unroll
-          for (int r = 0; r < R; ++r)
-#pragma unroll
-            for (int h = 0; h < 2; ++h) prefetch_l2(wrow[r][h] + (sb_begin + u) * 16);
-    }
+    // il: chunk ch = sb / U of the row's full chunks goes to warp ch % nw
+    const int chunks_end = il ? (min(p.nsb, p.k >> 7) / U) * U : full_end;
+    const int step = il ? nw * U : U;
+    RegChunk<U, R, NT> c;
+    bool have = sb + U <= chunks_end;
+    if (have) reg_load<U, R, NT, false, MODE, true, false>(p, c, sb, wrow, xrow, rows, t);
     pdl::wait();
-
-    if constexpr (PF) {
-      RegChunk<U, R, NT> c0, c1;
-      if (sb + U <= full_end) reg_load<U, R, NT, false, MODE>(p, c0, sb, wrow, xrow, rows, t);
-      while (sb + U <= full_end) {
-        const bool more = sb + 2 * U <= full_end;
-        if (more) reg_load<U, R, NT, false, MODE>(p, c1, sb + U, wrow, xrow, rows, t);
-        reg_compute<XT, U, R, NT, MODE, FOLD>(c0, tot, sink, magic, xsp, sb);
-        sb += U;
-        if (!more) break;
-        const bool more2 = sb + 2 * U <= full_end;
-        if (more2) reg_load<U, R, NT, false, MODE>(p, c0, sb + U, wrow, xrow, rows, t);
-        reg_compute<XT, U, R, NT, MODE, FOLD>(c1, tot, sink, magic, xsp, sb);
-        sb += U;
-        if (!more2) break;
-      }
-    } else if (il) {
-      // chunk ch = sb / U of the row's full chunks goes to warp ch % nw
-      const int full_chunks_end = (min(p.nsb, p.k >> 7) / U) * U;
-      for (; sb < full_chunks_end; sb += nw * U) {
-        RegChunk<U, R, NT> c;
-        reg_load<U, R, NT, false, MODE>(p, c, sb, wrow, xrow, rows, t);
-        reg_compute<XT, U, R, NT, MODE, FOLD>(c, tot, sink, magic, xsp, sb);
-      }
-      // the superblocks past the full chunks (< U full ones and the partial last), one per warp
-      for (sb = full_chunks_end + warp; sb < p.nsb; sb += nw) {
-        RegChunk<1, R, NT> c;
-        reg_load<1, R, NT, true, MODE>(p, c, sb, wrow, xrow, rows, t);
-        reg_compute<XT, 1, R, NT, MODE, FOLD>(c, tot, sink, magic, xsp, sb);
-      }
-    } else {
-      for (; sb + U <= full_end; sb += U) {
-        RegChunk<U, R, NT> c;
-        reg_load<U, R, NT, false, MODE>(p, c, sb, wrow, xrow, rows, t);
-        reg_compute<XT, U, R, NT, MODE, FOLD>(c, tot, sink, magic, xsp, sb);
-      }
+    if constexpr (XS) {
+      stage_x<XT, NT>(p, reg_smem);
+    } else if (have) {
+      reg_load<U, R, NT, false, MODE, false, true>(p, c, sb, wrow, xrow, rows, t);
     }
-    // leftover superblocks of the slice (< U) and the partial last superblock, one at a time
-    for (; !il && sb < sb_end; ++sb) {
-      RegChunk<1, R, NT> c;
-      reg_load<1, R, NT, true, MODE>(p, c, sb, wrow, xrow, rows, t);
-      reg_compute<XT, 1, R, NT, MODE, FOLD>(c, tot, sink, magic, xsp, sb);
+    while (have) {
+      reg_compute<XT, U, R, NT, MODE, FOLD, XS>(c, tot, sink, magic, xsp, sb);
+      sb += step;
+      have = sb + U <= chunks_end;
+      if (have) reg_load<U, R, NT, false, MODE, true, LX>(p, c, sb, wrow, xrow, rows, t);
     }
+    if (il) sb = chunks_end + warp;
+  }
+  // il: the superblocks past the full chunks (< U full ones and the partial last), one per warp;
+  // otherwise the slice's leftover superblocks (< U) and the partial last one, one at a time
+  for (; sb < (il ? p.nsb : sb_end); sb += (il ? nw : 1)) {
+    RegChunk<1, R, NT> c;
+    reg_load<1, R, NT, true, MODE, true, LX>(p, c, sb, wrow, xrow, rows, t);
+    reg_compute<XT, 1, R, NT, MODE, FOLD, XS>(c, tot, sink, magic, xsp, sb);
   }
   pdl::launch_dependents();
   if constexpr (MODE != 0) {
