@@ -7,8 +7,6 @@ bf16 activations; ``--layer`` asym-bf16 (default) or sym-fp16, bench_w4a16.LAYER
 round reads slow), a second copy of "reg auto" ("reg auto#2") to show that position effect,
 "auto" (the committed dispatch), "reg auto" (``ring=-1``, the launcher's config), its PDL-off
 variant, and every (R, U, W, pipe) of ``REG_CONFIGS`` that is compiled.
-``--xs``: the staged-x instances (kRegXsCodes, config 6th element xs = 1) of ``XS_CONFIGS`` instead
-of ``REG_CONFIGS``, plus ``XS_BASELINES`` and the committed table's config as ``reg table``.
 Prints one line per candidate, ``BEST case: config us vs reg auto`` and a ``SET`` line with the
 ``_CUDA_REG_AUTO`` table (per shape class and tiles 0 = M 1, 1 = M 2..8, 2 = M 9..16: the config
 with the lowest summed time where it beats "reg auto" by > 2 %).
@@ -35,29 +33,23 @@ CASES = {(7168, 16384): [1, 2, 4, 8, 16], (2112, 7168): [1, 4, 8, 16], (24576, 1
 # (row tiles, superblocks per chunk, warps, pipe) per token-tile count, from the compiled codes
 # (w4a16_gemv.cuh kRegCodes: NT 1 R1U2, R1U4, R2U2, R4U1, R1U2 pipe, R1U1 pipe, R4U1 pipe; NT 2 R1U2,
 # R2U1, R1U1 pipe, R2U1 pipe, R4U1); a warp count over the code's limit is refused and skipped.
-# pipe 2 = the pipe 0 instance with chunks dealt round-robin over the warps; a 5th element 1 = the
-# zero-point fold (kRegFoldCodes only)
+# pipe 2 = the pipe 0 instance with chunks dealt round-robin over the warps; pipe 3 / 4 = the soft
+# pipeline (PK 2: codes ending in 2) contiguous / round-robin; a 5th element 1 = the zero-point fold
+# (kRegFoldCodes only)
 REG_CONFIGS = {1: [(1, 2, 2, 0), (1, 2, 4, 0), (1, 2, 8, 0), (1, 2, 16, 0), (1, 4, 2, 0), (1, 4, 4, 0), (1, 4, 8, 0),
                    (2, 2, 4, 0), (2, 2, 8, 0), (4, 1, 4, 0), (4, 1, 8, 0), (1, 2, 4, 1), (1, 1, 4, 1), (1, 1, 8, 1),
                    (1, 1, 16, 1), (4, 1, 4, 1),
                    (1, 2, 2, 2), (1, 2, 4, 2), (1, 2, 8, 2), (1, 2, 16, 2), (1, 4, 4, 2), (1, 4, 8, 2), (4, 1, 4, 2),
                    (4, 1, 8, 2), (1, 2, 4, 0, 1), (1, 2, 4, 2, 1), (1, 2, 16, 0, 1), (1, 2, 16, 2, 1),
                    (4, 1, 2, 2), (4, 1, 3, 2), (4, 1, 6, 2), (2, 2, 2, 2), (2, 2, 4, 2), (2, 2, 6, 2), (4, 1, 4, 2, 1),
-                   (1, 2, 12, 2), (1, 2, 14, 2), (1, 2, 14, 2, 1)],
+                   (1, 2, 12, 2), (1, 2, 14, 2), (1, 2, 14, 2, 1),
+                   (1, 2, 2, 3), (1, 2, 4, 3), (1, 2, 8, 3), (1, 2, 4, 4), (1, 2, 8, 4), (1, 2, 14, 4), (1, 2, 16, 4),
+                   (1, 2, 4, 3, 1), (1, 2, 14, 4, 1), (1, 2, 16, 4, 1), (2, 2, 4, 3), (2, 2, 6, 3), (2, 2, 4, 4),
+                   (2, 2, 6, 4), (4, 1, 2, 4), (4, 1, 4, 4), (4, 1, 8, 4)],
                2: [(2, 1, 2, 0), (2, 1, 4, 0), (2, 1, 8, 0), (1, 2, 4, 0), (1, 2, 8, 0), (1, 1, 4, 1), (1, 1, 8, 1),
                    (2, 1, 4, 1), (2, 1, 8, 1), (4, 1, 4, 0), (4, 1, 8, 0),
-                   (2, 1, 2, 2), (2, 1, 4, 2), (4, 1, 8, 2), (2, 1, 2, 0, 1), (2, 1, 2, 2, 1)]}
-
-
-# Staged-x (xs 1) configs (w4a16_gemv.cuh kRegXsCodes: R1U1, R1U1 pipe, R1U2, R1U2 pipe, R1U4, R2U1,
-# R2U1 pipe, R4U1; NT 1 only); names end in " F0 X1" (fold 0, xs 1)
-XS_CONFIGS = [(1, 1, 4, 0), (1, 1, 8, 0), (1, 1, 16, 0), (1, 1, 8, 2), (1, 1, 16, 2), (1, 1, 4, 1), (1, 1, 8, 1),
-              (1, 1, 16, 1), (1, 2, 2, 0), (1, 2, 4, 0), (1, 2, 8, 0), (1, 2, 16, 0), (1, 2, 4, 2), (1, 2, 8, 2),
-              (1, 2, 16, 2), (1, 2, 2, 1), (1, 2, 4, 1), (1, 2, 8, 1), (1, 2, 16, 1), (1, 4, 4, 0), (1, 4, 8, 0),
-              (1, 4, 4, 2), (1, 4, 8, 2), (2, 1, 4, 0), (2, 1, 8, 0), (2, 1, 4, 2), (2, 1, 8, 2), (2, 1, 4, 1),
-              (2, 1, 8, 1), (4, 1, 2, 2), (4, 1, 4, 2), (4, 1, 8, 2), (4, 1, 4, 0)]
-# --xs: the committed M <= 8 table configs without xs (few, many, short; few M = 1 with the fold)
-XS_BASELINES = [(1, 2, 16, 2), (1, 2, 16, 2, 1), (1, 2, 4, 0), (4, 1, 4, 2)]
+                   (2, 1, 2, 2), (2, 1, 4, 2), (4, 1, 8, 2), (2, 1, 2, 0, 1), (2, 1, 2, 2, 1),
+                   (1, 2, 4, 3), (1, 2, 8, 3), (1, 2, 4, 4), (1, 2, 8, 4)]}
 
 
 def main() -> None:
@@ -66,7 +58,6 @@ def main() -> None:
     ap.add_argument("--layer", choices=sorted(LAYER_KINDS), default="asym-bf16", help="bench_w4a16.LAYER_KINDS")
     ap.add_argument("--reps", type=int, default=15)
     ap.add_argument("--ms", type=int, nargs="+", default=None, help="only these M of CASES")
-    ap.add_argument("--xs", action="store_true", help="sweep the staged-x instances (XS_CONFIGS)")
     args = ap.parse_args()
     cuda_ext.load()
     rows: list[dict] = []
@@ -91,20 +82,9 @@ def main() -> None:
                    "auto": lambda i: ops.cuda_gemv(xs[i % 4], packs[i % nbuf]),
                    "reg auto": lambda i: ops.cuda_gemv(xs[i % 4], packs[i % nbuf], ring=-1),
                    "reg auto nopdl": lambda i: ops.cuda_gemv(xs[i % 4], packs[i % nbuf], ring=-1, pdl=False)}
-            if args.xs:
-                if nt != 1:
-                    continue
-                table = ops._cuda_auto_reg(xs[0], packs[0])
-                if table is not None:
-                    fns["reg table"] = lambda i, c=tuple(table[:5]): ops.cuda_gemv(xs[i % 4], packs[i % nbuf], config=c)
-                cands = {"reg R{} U{} W{} P{} F0 X1".format(*cfg): tuple(cfg) + (0, 1) for cfg in XS_CONFIGS}
-                cands.update({"reg R{} U{} W{} P{}".format(*cfg) + (" F1" if len(cfg) > 4 and cfg[4] else ""): cfg
-                              for cfg in XS_BASELINES})
-            else:
-                cands = {"reg R{} U{} W{} P{}".format(*cfg) + (" F1" if len(cfg) > 4 and cfg[4] else ""): cfg
-                         for cfg in REG_CONFIGS[nt]}
-            for name, cfg in cands.items():
-                fns[name] = lambda i, c=cfg: ops.cuda_gemv(xs[i % 4], packs[i % nbuf], config=c)
+            for cfg in REG_CONFIGS[nt]:
+                fns["reg R{} U{} W{} P{}".format(*cfg) + (" F1" if len(cfg) > 4 and cfg[4] else "")] = (
+                    lambda i, c=cfg: ops.cuda_gemv(xs[i % 4], packs[i % nbuf], config=c))
 
             ok = runnable(fns, rel_err_check(want, skip=("bf16 F.linear",)), f"{case:>18}  ")
             res = bench_graphs_interleaved(ok, n_buffers=nall, reps=args.reps, target_replay_us=400.0)

@@ -63,7 +63,7 @@ struct Params {
   int sb_per_group;    // !SUB: group_size / 128, or 1 << 30 per channel
   FKind scale_kind, bias_kind;
   int pdl_prefetch;    // sub-group kernel: L2 prefetches of the first chunk before griddepcontrol.wait
-  int sb_interleave;   // register kernel without PF: warps take U-superblock chunks round-robin
+  int sb_interleave;   // register kernel, PK 0 / 2: warps take U-superblock chunks round-robin
   uint32_t grp_mul;    // !SUB: group of superblock sb = umulhi(2 sb, grp_mul) (group_of_sb); 0 per channel
 };
 
@@ -230,23 +230,6 @@ __device__ __forceinline__ void split_words(const uint4& w, uint32_t (&o)[4]) {
 template <typename XT>
 __device__ __forceinline__ uint32_t nzero(uint32_t z) { return z * 0x00010001u + Mma<XT>::kNegMagic; }
 
-// cp.async copies (shared destination as a 32-bit address, src-size n: bytes past n are zero-filled).
-using tma::smem_u32;
-__device__ __forceinline__ void cp16(uint32_t dst, const void* src, int n) {
-  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(n));
-}
-__device__ __forceinline__ void cp8(uint32_t dst, const void* src, int n) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;" ::"r"(dst), "l"(src), "r"(n));
-}
-__device__ __forceinline__ void cp4(uint32_t dst, const void* src, int n) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(dst), "l"(src), "r"(n));
-}
-__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cp_wait() {
-  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
-}
-
 // Threads per CTA of the sub-group kernel (mma_gemv_kernel): ~48+ registers of loads in flight per
 // lane (or many row tiles) get 256 threads (up to 255 registers, no spills), the light ones 512.
 template <int R, int U, int NT>
@@ -268,14 +251,12 @@ __device__ __forceinline__ void store_frag(const Params& p, int tile_row0, int n
 }
 
 // Cross-warp reduction of the per-warp partial sums tot (in dynamic shared memory, fixed order:
-// deterministic), + bias, store. red[warp][v], v = ((r * NT + nt) * 4 + c) * 32 + lane, from float
-// red_off of the dynamic shared memory (past the register kernel's staged x, XS).
+// deterministic), + bias, store. red[warp][v], v = ((r * NT + nt) * 4 + c) * 32 + lane.
 template <typename XT, int R, int NT>
-__device__ __forceinline__ void reduce_store(const Params& p, const float (&tot)[R][NT][4], int row0, int red_off = 0) {
+__device__ __forceinline__ void reduce_store(const Params& p, const float (&tot)[R][NT][4], int row0) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
   constexpr int V = R * NT * 4 * 32;
-  extern __shared__ float red_smem[];
-  float* red = red_smem + red_off;
+  extern __shared__ float red[];
 #pragma unroll
   for (int r = 0; r < R; ++r)
 #pragma unroll
@@ -304,7 +285,13 @@ __device__ __forceinline__ void reduce_store(const Params& p, const float (&tot)
 // with immediate offsets from one base address per chunk; x is read unpredicated from row
 // min(token, M - 1) (the mma's token columns are independent; columns past M are never stored),
 // bounds tests only in the separate tail step of a partial last superblock.
-// PF: double-buffered chunks (the next chunk's loads are issued before this chunk's math).
+// PK (the chunk pipeline): 0 single-buffered, each chunk's loads at the top of its own iteration;
+// 1 double-buffered (the next chunk's loads are issued before this chunk's math, two chunks of
+// registers); 2 "soft": single-buffered, but the next chunk's loads are issued at the end of this
+// chunk's iteration, where ptxas may move them up into this chunk's math -- it does, as far as the
+// thread cap's registers allow (R1 U2 NT1: 127 registers against 108 at PK 0 and 190 at PK 1).
+// Every PK requests the first chunk's weights, scales and zero points before griddepcontrol.wait
+// (the previous kernel never writes them) and its x after.
 // MODE (micro-benchmark only): 0 full, 1 loads only (loaded words xor-ed), 2 loads + dequant, 3
 // loads without x, 4 the weight words alone (no x, scales or zero points).
 //
@@ -326,58 +313,9 @@ __device__ __forceinline__ void reduce_store(const Params& p, const float (&tot)
 // past K is zeroed (CHECK), so A x (padded q = 0: A = C) and xs get nothing from it. Inf / NaN in
 // x give NaN where FOLD 0 might give +-inf.
 
-// XS: x is read from shared memory at compute time, so a chunk holds no x registers.
-template <int R, int U, int NT, bool PF, bool XS = false>
+template <int R, int U, int NT, int PK>
 constexpr int reg_threads() {
-  return ((PF ? 2 : 1) * U * (12 * R + (XS ? 0 : 16 * NT)) + 12 * R * NT) > 80 ? 256 : 512;
-}
-
-// XS (x staged in shared memory): row pitch of the staged x (bytes; 64 mod 128, so the two token
-// rows of one quarter-warp's 16-byte reads fall in different banks) and the staged bytes at M rows.
-__host__ __device__ constexpr int xs_pitch(int nsb) { return nsb * 256 + 64; }
-__host__ __device__ constexpr int64_t xs_bytes(int nsb, int m, int nt) {
-  return static_cast<int64_t>(m < 8 * nt ? m : 8 * nt) * xs_pitch(nsb);
-}
-
-// XS: copies x rows 0 .. min(M, 8 NT) - 1, columns 0 .. 128 nsb (zero past K), into shared memory at
-// smem with 8-byte cp.async pieces permuted so that one lane's planes 2j and 2j + 1 are adjacent:
-// the piece of columns sb * 128 + 16 i + 4 t .. + 3 of row r lands at
-//   r * pitch + sb * 256 + (i / 2) * 64 + t * 16 + (i % 2) * 8,
-// and lane (g, t) reads a superblock's 8 fragments as four 16-byte loads (xs_frags). Returns after
-// every thread's copies have landed and the CTA has synchronized.
-template <typename XT, int NT>
-__device__ __forceinline__ void stage_x(const Params& p, char* smem) {
-  const int rows = min(p.m, 8 * NT);
-  const int pieces = p.nsb * 32;
-  const int pitch = xs_pitch(p.nsb);
-  const uint32_t base = smem_u32(smem);
-  const char* x0 = static_cast<const char*>(p.x);
-  for (int r = 0; r < rows; ++r) {
-    const char* xr = x0 + static_cast<int64_t>(r) * p.x_stride * static_cast<int64_t>(sizeof(XT));
-    for (int u = threadIdx.x; u < pieces; u += blockDim.x) {
-      const uint32_t dst =
-          base + r * pitch + (u >> 5) * 256 + ((u >> 3) & 3) * 64 + (u & 3) * 16 + ((u >> 2) & 1) * 8;
-      const bool in = 4 * u < p.k;  // K % 4 == 0: a piece is inside K or wholly past it
-      cp8(dst, in ? xr + 8 * u : x0, in ? 8 : 0);
-    }
-  }
-  cp_commit();
-  cp_wait<0>();
-  __syncthreads();
-}
-
-// XS: the x fragments of superblock sb for lane (g, t); xsp[nt] = the lane's token row of the staged
-// copy + 16 t.
-template <int NT>
-__device__ __forceinline__ void xs_frags(uint2 (&xv)[NT][8], const char* const (&xsp)[NT], int sb) {
-#pragma unroll
-  for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const uint4 v = *reinterpret_cast<const uint4*>(xsp[nt] + sb * 256 + 64 * j);
-      xv[nt][2 * j] = make_uint2(v.x, v.y);
-      xv[nt][2 * j + 1] = make_uint2(v.z, v.w);
-    }
+  return ((PK == 1 ? 2 : 1) * U * (12 * R + 16 * NT) + 12 * R * NT) > 80 ? 256 : 512;
 }
 
 template <int U, int R, int NT>
@@ -390,8 +328,8 @@ struct RegChunk {
 
 // Loads of U superblocks starting at sb0. wrow: lane's word 4t of rows g / g + 8 of each tile;
 // xrow: token row min(tok, M - 1), column 4t. CHECK: zero the x of planes past K (tail only).
-// LW: the weights, scales and zero points; LX: x (a chunk's first loads split in two around
-// griddepcontrol.wait: the previous kernel may write x, never the weights).
+// LW: the weights, scales and zero points; LX: x (the first chunk's loads are split around
+// griddepcontrol.wait).
 template <int U, int R, int NT, bool CHECK, int MODE = 0, bool LW = true, bool LX = true>
 __device__ __forceinline__ void reg_load(const Params& p, RegChunk<U, R, NT>& c, int sb0,
                                          const uint32_t* const (&wrow)[R][2], const char* const (&xrow)[NT],
@@ -465,24 +403,13 @@ __device__ __forceinline__ float neg_magic_zero(uint32_t z) {
   return (8388608.f - Mma<XT>::kMagicF) - __uint_as_float(0x4B000000u | z);
 }
 
-// XS: the x fragments of superblock sb0 + u come from the staged copy (xsp, xs_frags), not c.x.
-template <typename XT, int U, int R, int NT, int MODE, int FOLD = 0, bool XS = false>
+template <typename XT, int U, int R, int NT, int MODE, int FOLD = 0>
 __device__ __forceinline__ void reg_compute(const RegChunk<U, R, NT>& c, float (&tot)[R][NT][4], uint32_t& sink,
-                                            uint32_t magic, const char* const (&xsp)[NT], int sb0) {
+                                            uint32_t magic) {
   static_assert(FOLD == 0 || FOLD == 1, "FOLD is 0 (off) or 1 (the zero fold)");
   static_assert(FOLD == 0 || MODE == 0, "the zero fold has no micro-benchmark modes");
-  static_assert(!XS || MODE == 0, "the staged x has no micro-benchmark modes");
 #pragma unroll
   for (int u = 0; u < U; ++u) {
-    uint2 xv[NT][8];
-    if constexpr (XS) {
-      xs_frags<NT>(xv, xsp, sb0 + u);
-    } else {
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-        for (int i = 0; i < 8; ++i) xv[nt][i] = c.x[u][nt][i];
-    }
     if constexpr (MODE == 1 || MODE >= 3) {
 #pragma unroll
       for (int r = 0; r < R; ++r)
@@ -494,7 +421,7 @@ __device__ __forceinline__ void reg_compute(const RegChunk<U, R, NT>& c, float (
 #pragma unroll
       for (int nt = 0; nt < (MODE >= 3 ? 0 : NT); ++nt)
 #pragma unroll
-        for (int i = 0; i < 8; ++i) sink ^= xv[nt][i].x ^ xv[nt][i].y;
+        for (int i = 0; i < 8; ++i) sink ^= c.x[u][nt][i].x ^ c.x[u][nt][i].y;
     } else {
     uint32_t lo[R][4], hi[R][4], nz[R][2] = {};
 #pragma unroll
@@ -518,9 +445,9 @@ __device__ __forceinline__ void reg_compute(const RegChunk<U, R, NT>& c, float (
 #pragma unroll
         for (int nt = 0; nt < NT; ++nt) {
           if (i < 2) {
-            Mma<XT>::mma0(xacc[i & 1][nt], ones, xv[nt][i].x, xv[nt][i].y);
+            Mma<XT>::mma0(xacc[i & 1][nt], ones, c.x[u][nt][i].x, c.x[u][nt][i].y);
           } else {
-            Mma<XT>::mma(xacc[i & 1][nt], ones, xv[nt][i].x, xv[nt][i].y);
+            Mma<XT>::mma(xacc[i & 1][nt], ones, c.x[u][nt][i].x, c.x[u][nt][i].y);
           }
         }
       }
@@ -531,14 +458,14 @@ __device__ __forceinline__ void reg_compute(const RegChunk<U, R, NT>& c, float (
         if constexpr (MODE == 2) {
           sink ^= a[0] ^ a[1] ^ a[2] ^ a[3];
 #pragma unroll
-          for (int nt = 0; nt < NT; ++nt) sink ^= xv[nt][i].x ^ xv[nt][i].y;
+          for (int nt = 0; nt < NT; ++nt) sink ^= c.x[u][nt][i].x ^ c.x[u][nt][i].y;
         } else {
 #pragma unroll
           for (int nt = 0; nt < NT; ++nt) {
             if (i < 2) {
-              Mma<XT>::mma0(acc[i & 1][r][nt], a, xv[nt][i].x, xv[nt][i].y);
+              Mma<XT>::mma0(acc[i & 1][r][nt], a, c.x[u][nt][i].x, c.x[u][nt][i].y);
             } else {
-              Mma<XT>::mma(acc[i & 1][r][nt], a, xv[nt][i].x, xv[nt][i].y);
+              Mma<XT>::mma(acc[i & 1][r][nt], a, c.x[u][nt][i].x, c.x[u][nt][i].y);
             }
           }
         }
@@ -577,22 +504,18 @@ __device__ __forceinline__ void reg_compute(const RegChunk<U, R, NT>& c, float (
 }
 
 // R: 16-row tiles per CTA (every warp covers all of them); U: superblocks per chunk per warp;
-// NT: 8-token tiles (1: M <= 8, 2: M <= 16); PF: double-buffered chunks; MODE: see above.
-// XS (x staged): the CTA copies its x rows into shared memory once (stage_x, right after
-// griddepcontrol.wait), and the math reads the fragments from there. A chunk then holds
-// no x registers (16 NT per superblock, twice the weights' 8 R at R = NT = 1), which leaves room
-// for double-buffered chunks at four 4-warp CTAs per SM. Dynamic shared memory: xs_bytes, then the
-// reduction space.
-template <typename XT, int R, int U, int NT, bool PF, int MODE, int FOLD = 0, bool XS = false>
-__global__ void __launch_bounds__(reg_threads<R, U, NT, PF, XS>(), 1) reg_gemv_kernel(const Params p) {
+// NT: 8-token tiles (1: M <= 8, 2: M <= 16); PK: the chunk pipeline (above); MODE: see above.
+template <typename XT, int R, int U, int NT, int PK, int MODE, int FOLD = 0>
+__global__ void __launch_bounds__(reg_threads<R, U, NT, PK>(), 1) reg_gemv_kernel(const Params p) {
+  static_assert(PK >= 0 && PK <= 2, "PK: 0 single, 1 double-buffered, 2 soft");
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x >> 5;
   const int nw = blockDim.x >> 5;
   const int g = lane >> 2, t = lane & 3;
   const int row0 = blockIdx.x * (16 * R);
-  // K split: contiguous slices [sb_begin, sb_end) per warp, or (sb_interleave, no PF) chunks of U
+  // K split: contiguous slices [sb_begin, sb_end) per warp, or (sb_interleave, PK 0 / 2) chunks of U
   // superblocks dealt round-robin, so the CTA's warps read neighbouring pieces of each row at a time
-  const bool il = !PF && p.sb_interleave;
+  const bool il = PK != 1 && p.sb_interleave;
   const int sb_begin = il ? warp * U : static_cast<int>(static_cast<int64_t>(p.nsb) * warp / nw);
   const int sb_end = il ? p.nsb : static_cast<int>(static_cast<int64_t>(p.nsb) * (warp + 1) / nw);
   const int full_end = min(sb_end, p.k >> 7);  // superblocks with all 128 columns inside K
@@ -614,13 +537,6 @@ __global__ void __launch_bounds__(reg_threads<R, U, NT, PF, XS>(), 1) reg_gemv_k
     xrow[nt] = reinterpret_cast<const char*>(static_cast<const XT*>(p.x) + static_cast<int64_t>(tok) * p.x_stride +
                                              4 * t);
   }
-  extern __shared__ __align__(16) char reg_smem[];
-  const char* xsp[NT];
-#pragma unroll
-  for (int nt = 0; nt < NT; ++nt) {
-    const int tok = min(g + 8 * nt, p.m - 1);
-    xsp[nt] = reg_smem + tok * xs_pitch(p.nsb) + 16 * t;
-  }
   // the magic number through an opaque move: a register operand of the fused LOP3
   uint32_t magic;
   asm("mov.b32 %0, %1;" : "=r"(magic) : "n"(Mma<XT>::kMagic));
@@ -634,60 +550,55 @@ __global__ void __launch_bounds__(reg_threads<R, U, NT, PF, XS>(), 1) reg_gemv_k
       for (int q = 0; q < 4; ++q) tot[r][nt][q] = 0.f;
   uint32_t sink = 0;
 
-  // The first chunk's weights, scales and zero points are requested before griddepcontrol.wait
-  // (the previous kernel never writes them), its x after (XS: x staged after it). Then the chunks in
-  // order: PF double-buffered; otherwise one at a time, dealt round-robin over the warps when il.
-  constexpr bool LX = !XS;  // the chunks' own x loads
+  // The first chunk: weights, scales and zero points before griddepcontrol.wait, x after it.
   int sb = sb_begin;
-  if constexpr (PF) {
-    RegChunk<U, R, NT> c0, c1;
-    const bool first = sb + U <= full_end;
-    if (first) reg_load<U, R, NT, false, MODE, true, false>(p, c0, sb, wrow, xrow, rows, t);
-    pdl::wait();
-    if constexpr (XS) {
-      stage_x<XT, NT>(p, reg_smem);
-    } else if (first) {
-      reg_load<U, R, NT, false, MODE, false, true>(p, c0, sb, wrow, xrow, rows, t);
-    }
-    while (sb + U <= full_end) {
+  // il: chunk ch = sb / U of the row's full chunks goes to warp ch % nw
+  const int chunks_end = il ? (min(p.nsb, p.k >> 7) / U) * U : full_end;
+  const int step = il ? nw * U : U;
+  RegChunk<U, R, NT> c0;
+  bool have = sb + U <= chunks_end;
+  if (have) reg_load<U, R, NT, false, MODE, true, false>(p, c0, sb, wrow, xrow, rows, t);
+  pdl::wait();
+  if (have) reg_load<U, R, NT, false, MODE, false, true>(p, c0, sb, wrow, xrow, rows, t);
+  if constexpr (PK == 1) {
+    RegChunk<U, R, NT> c1;
+    while (have) {
       const bool more = sb + 2 * U <= full_end;
-      if (more) reg_load<U, R, NT, false, MODE, true, LX>(p, c1, sb + U, wrow, xrow, rows, t);
-      reg_compute<XT, U, R, NT, MODE, FOLD, XS>(c0, tot, sink, magic, xsp, sb);
+      if (more) reg_load<U, R, NT, false, MODE>(p, c1, sb + U, wrow, xrow, rows, t);
+      reg_compute<XT, U, R, NT, MODE, FOLD>(c0, tot, sink, magic);
       sb += U;
       if (!more) break;
       const bool more2 = sb + 2 * U <= full_end;
-      if (more2) reg_load<U, R, NT, false, MODE, true, LX>(p, c0, sb + U, wrow, xrow, rows, t);
-      reg_compute<XT, U, R, NT, MODE, FOLD, XS>(c1, tot, sink, magic, xsp, sb);
+      if (more2) reg_load<U, R, NT, false, MODE>(p, c0, sb + U, wrow, xrow, rows, t);
+      reg_compute<XT, U, R, NT, MODE, FOLD>(c1, tot, sink, magic);
       sb += U;
       if (!more2) break;
     }
-  } else {
-    // il: chunk ch = sb / U of the row's full chunks goes to warp ch % nw
-    const int chunks_end = il ? (min(p.nsb, p.k >> 7) / U) * U : full_end;
-    const int step = il ? nw * U : U;
-    RegChunk<U, R, NT> c;
-    bool have = sb + U <= chunks_end;
-    if (have) reg_load<U, R, NT, false, MODE, true, false>(p, c, sb, wrow, xrow, rows, t);
-    pdl::wait();
-    if constexpr (XS) {
-      stage_x<XT, NT>(p, reg_smem);
-    } else if (have) {
-      reg_load<U, R, NT, false, MODE, false, true>(p, c, sb, wrow, xrow, rows, t);
-    }
+  } else if constexpr (PK == 2) {
     while (have) {
-      reg_compute<XT, U, R, NT, MODE, FOLD, XS>(c, tot, sink, magic, xsp, sb);
+      reg_compute<XT, U, R, NT, MODE, FOLD>(c0, tot, sink, magic);
       sb += step;
       have = sb + U <= chunks_end;
-      if (have) reg_load<U, R, NT, false, MODE, true, LX>(p, c, sb, wrow, xrow, rows, t);
+      if (have) reg_load<U, R, NT, false, MODE>(p, c0, sb, wrow, xrow, rows, t);
     }
-    if (il) sb = chunks_end + warp;
+  } else {
+    if (have) {
+      reg_compute<XT, U, R, NT, MODE, FOLD>(c0, tot, sink, magic);
+      sb += step;
+    }
+    for (; sb + U <= chunks_end; sb += step) {
+      RegChunk<U, R, NT> c;
+      reg_load<U, R, NT, false, MODE>(p, c, sb, wrow, xrow, rows, t);
+      reg_compute<XT, U, R, NT, MODE, FOLD>(c, tot, sink, magic);
+    }
   }
   // il: the superblocks past the full chunks (< U full ones and the partial last), one per warp;
   // otherwise the slice's leftover superblocks (< U) and the partial last one, one at a time
+  if (il) sb = chunks_end + warp;
   for (; sb < (il ? p.nsb : sb_end); sb += (il ? nw : 1)) {
     RegChunk<1, R, NT> c;
-    reg_load<1, R, NT, true, MODE, true, LX>(p, c, sb, wrow, xrow, rows, t);
-    reg_compute<XT, 1, R, NT, MODE, FOLD, XS>(c, tot, sink, magic, xsp, sb);
+    reg_load<1, R, NT, true, MODE>(p, c, sb, wrow, xrow, rows, t);
+    reg_compute<XT, 1, R, NT, MODE, FOLD>(c, tot, sink, magic);
   }
   pdl::launch_dependents();
   if constexpr (MODE != 0) {
@@ -695,7 +606,7 @@ __global__ void __launch_bounds__(reg_threads<R, U, NT, PF, XS>(), 1) reg_gemv_k
     if (sink == 0x9E3779B9u) static_cast<XT*>(p.out)[0] = Mma<XT>::from_f(1.f);
     return;
   }
-  reduce_store<XT, R, NT>(p, tot, row0, XS ? static_cast<int>(xs_bytes(p.nsb, p.m, NT) / 4) : 0);
+  reduce_store<XT, R, NT>(p, tot, row0);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -838,6 +749,22 @@ struct RingParams {
   int off_x, off_s, off_z;  // offsets inside a stage
   int off_bar;              // bulk kernel: the ST mbarriers (8 bytes each) after the ring / reduction space
 };
+
+using tma::smem_u32;
+__device__ __forceinline__ void cp16(uint32_t dst, const void* src, int n) {
+  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(n));
+}
+__device__ __forceinline__ void cp8(uint32_t dst, const void* src, int n) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;" ::"r"(dst), "l"(src), "r"(n));
+}
+__device__ __forceinline__ void cp4(uint32_t dst, const void* src, int n) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(dst), "l"(src), "r"(n));
+}
+__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
 
 // Row pitches of a ring stage holding sbs superblocks per row: weights (= 64 mod 128) and x
 // (= 32 mod 128), and the stage's layout (16-byte aligned offsets) for wr 16-row tiles and xrows
@@ -1340,27 +1267,24 @@ inline cudaError_t bulk_dispatch(const Params& p, int code, int nt, bool pdl, cu
                  : launch_listed<XT, 2, MODE, kBulkNT2>(p, code, pdl, s);
 }
 
-// Register-kernel instances compiled into the extension (code: R U NT PF as decimal digits).
-// Every other (R, U, NT, PF) is a micro-benchmark instance only (csrc/probe).
-constexpr int kRegCodes[] = {1210, 1410, 2210, 4110, 1211, 1111, 4111, 1220, 2120, 1121, 2121, 4120};
+// Register-kernel instances compiled into the extension (code: R U NT PK as decimal digits).
+// Every other (R, U, NT, PK) is a micro-benchmark instance only (csrc/probe).
+constexpr int kRegCodes[] = {1210, 1410, 2210, 4110, 1211, 1111, 4111, 1220, 2120, 1121, 2121, 4120,
+                             1212, 2212, 1222, 4112};
 
 // Zero-fold register instances (FOLD 1, see the register kernel's header); codes as kRegCodes.
 // qlinear/ops/w4a16.py _CUDA_REG_AUTO uses 1210 and 2120 with the fold; 4110, 2121, 1121 (the
 // launcher's defaults and session 6's table) are kept so sweeps can compare fold on / off there.
-constexpr int kRegFoldCodes[] = {1210, 4110, 2120, 2121, 1121};
+constexpr int kRegFoldCodes[] = {1210, 4110, 2120, 2121, 1121, 1212};
 
-// Staged-x register instances (XS, see the register kernel; fold off), M <= 8; codes as kRegCodes
-// but with their own thread caps (reg_threads without the x registers), so they need not be there.
-constexpr int kRegXsCodes[] = {1110, 1111, 1210, 1211, 1410, 2110, 2111, 4110};
-
-// The template arguments of register code C, read from its digits (XS: the staged-x instance's cap).
-template <int C, bool XS = false>
+// The template arguments of register code C, read from its digits.
+template <int C>
 struct RegCode {
   static constexpr int R = C / 1000, U = C / 100 % 10, NT = C / 10 % 10;
-  static constexpr bool PF = C % 10 == 1;
-  static_assert(C >= 1000 && C < 10000 && U >= 1 && NT >= 1 && NT <= 2 && C % 10 <= 1,
-                "a register code is R U NT PF as decimal digits, NT 1 / 2, PF 0 / 1");
-  static constexpr int threads = reg_threads<R, U, NT, PF, XS>();
+  static constexpr int PK = C % 10;
+  static_assert(C >= 1000 && C < 10000 && U >= 1 && NT >= 1 && NT <= 2 && C % 10 <= 2,
+                "a register code is R U NT PK as decimal digits, NT 1 / 2, PK 0 / 1 / 2");
+  static constexpr int threads = reg_threads<R, U, NT, PK>();
 };
 
 // reg_code_threads gives every code the cap of its kRegCodes entry, fold instances included.
@@ -1372,27 +1296,22 @@ constexpr bool reg_codes_within(const int (&codes)[L]) {
 }
 static_assert(reg_codes_within(kRegFoldCodes), "every kRegFoldCodes entry must be in kRegCodes");
 
-// Dynamic shared memory of a register instance: (XS: the staged x, then) the reduction space.
-inline size_t reg_smem_bytes(const Params& p, int r, int nt, int warps, bool xs) {
-  return (xs ? static_cast<size_t>(xs_bytes(p.nsb, p.m, nt)) : 0) + sizeof(float) * static_cast<size_t>(r * nt * 128 * warps);
-}
-
-template <typename XT, int R, int U, int NT, bool PF, int MODE, int FOLD = 0, bool XS = false>
+template <typename XT, int R, int U, int NT, int PK, int MODE, int FOLD = 0>
 inline cudaError_t reg_launch(const Params& p, int warps, bool pdl, cudaStream_t stream) {
-  if (warps < 1 || warps * 32 > reg_threads<R, U, NT, PF, XS>()) return cudaErrorInvalidValue;
+  if (warps < 1 || warps * 32 > reg_threads<R, U, NT, PK>()) return cudaErrorInvalidValue;
   const dim3 grid(static_cast<unsigned>((p.n + 16 * R - 1) / (16 * R)));
-  return launch_kernel(reg_gemv_kernel<XT, R, U, NT, PF, MODE, FOLD, XS>, grid, dim3(32 * warps),
-                       reg_smem_bytes(p, R, NT, warps, XS), pdl, stream, p);
+  const size_t smem = sizeof(float) * static_cast<size_t>(R * NT * 128 * warps);
+  return launch_kernel(reg_gemv_kernel<XT, R, U, NT, PK, MODE, FOLD>, grid, dim3(32 * warps), smem, pdl, stream, p);
 }
 
 // Launches the register instance (FOLD, MODE) of the entry of Codes equal to code, its template
 // arguments read from the code's digits, so the lists above are the only place an instance is
 // named; cudaErrorInvalidValue when code is not listed.
-template <typename XT, int MODE, int FOLD, const auto& Codes, bool XS = false>
+template <typename XT, int MODE, int FOLD, const auto& Codes>
 inline cudaError_t reg_launch_listed(const Params& p, int code, int warps, bool pdl, cudaStream_t s) {
   return with_listed_code<Codes>(code, cudaErrorInvalidValue, [&](auto c) {
-    using D = RegCode<decltype(c)::value, XS>;
-    return reg_launch<XT, D::R, D::U, D::NT, D::PF, MODE, FOLD, XS>(p, warps, pdl, s);
+    using D = RegCode<decltype(c)::value>;
+    return reg_launch<XT, D::R, D::U, D::NT, D::PK, MODE, FOLD>(p, warps, pdl, s);
   });
 }
 
@@ -1406,28 +1325,14 @@ inline cudaError_t reg_fold_dispatch(const Params& p, int code, int warps, bool 
   return reg_launch_listed<XT, 0, 1, kRegFoldCodes>(p, code, warps, pdl, s);
 }
 
-template <typename XT>
-inline cudaError_t reg_xs_dispatch(const Params& p, int code, int warps, bool pdl, cudaStream_t s) {
-  return reg_launch_listed<XT, 0, 0, kRegXsCodes, true>(p, code, warps, pdl, s);
-}
-
 // Thread cap (reg_threads) of a kRegCodes instance; 0 when code is not listed.
 constexpr int reg_code_threads(int code) {
   return with_listed_code<kRegCodes>(code, 0, [](auto c) { return RegCode<decltype(c)::value>::threads; });
 }
 
-// Thread cap of a kRegXsCodes instance; 0 when code is not listed.
-constexpr int reg_xs_code_threads(int code) {
-  return with_listed_code<kRegXsCodes>(code, 0, [](auto c) { return RegCode<decltype(c)::value, true>::threads; });
-}
-
 // FOLD 1 instances; defined in w4a16_gemv_launch.cu.
 cudaError_t reg_fold_dispatch_bf16(const Params& p, int code, int warps, bool pdl, cudaStream_t s);
 cudaError_t reg_fold_dispatch_f16(const Params& p, int code, int warps, bool pdl, cudaStream_t s);
-
-// XS instances; defined in w4a16_xs.cu.
-cudaError_t reg_xs_dispatch_bf16(const Params& p, int code, int warps, bool pdl, cudaStream_t s);
-cudaError_t reg_xs_dispatch_f16(const Params& p, int code, int warps, bool pdl, cudaStream_t s);
 
 // Defined in w4a16_ring_bf16.cu / w4a16_ring_f16.cu (MODE 0).
 cudaError_t reg_dispatch_bf16(const Params& p, int code, int warps, bool pdl, cudaStream_t s);

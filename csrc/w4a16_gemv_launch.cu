@@ -20,19 +20,20 @@ bool sub_group(const W4GemvArgs& a) {
 }
 
 // Register-kernel code of a config: R U NT PF as decimal digits (w4a16g::kRegCodes).
-// pipe 2 (chunks dealt round-robin over the warps) runs the single-buffered (pipe 0) instance.
-int reg_code(int nt, int r, int u, int pipe) { return r * 1000 + u * 100 + nt * 10 + (pipe == 1 ? 1 : 0); }
+// Last digit: the instance's chunk pipeline PK (w4a16_gemv.cuh): pipe 0 / 2 (contiguous / dealt
+// round-robin over the warps) run PK 0, pipe 1 PK 1, pipe 3 / 4 (contiguous / round-robin) PK 2.
+int reg_code(int nt, int r, int u, int pipe) {
+  return r * 1000 + u * 100 + nt * 10 + (pipe == 1 ? 1 : (pipe >= 3 ? 2 : 0));
+}
 
-bool reg_compiled(int code, int fold, int xs) {
-  if (xs != 0) return fold == 0 && code_listed(w4a16g::kRegXsCodes, code);
+bool reg_compiled(int code, int fold) {
   if (fold != 0) return code_listed(w4a16g::kRegFoldCodes, code);
   return code_listed(w4a16g::kRegCodes, code);
 }
 
-int max_warps(int nt, int r, int u, int pipe, bool sub, int xs) {
+int max_warps(int nt, int r, int u, int pipe, bool sub) {
   if (sub) return (nt == 1 ? w4a16g::max_threads<1, 2, 1>() : w4a16g::max_threads<1, 2, 2>()) / 32;
-  const int code = reg_code(nt, r, u, pipe);
-  return (xs != 0 ? w4a16g::reg_xs_code_threads(code) : w4a16g::reg_code_threads(code)) / 32;
+  return w4a16g::reg_code_threads(reg_code(nt, r, u, pipe)) / 32;
 }
 
 FKind fkind(W4GDType d) {
@@ -90,9 +91,8 @@ W4GemvConfig w4_gemv_resolve(const W4GemvArgs& a, const W4GemvConfig& cfg) {
   const int64_t nsb = (a.k + 127) / 128;
   // Auto: round 3's register kernel, except short rows at M <= 8 (nsb <= 16, e.g. 24576x1536:
   // round 2 ring 4143 12.7 us / 4124 14.7 us at M = 1 / 4 vs the register kernel's 21.9 / 19.1).
-  // (the zero fold and the staged x exist in the register kernel only: asking for one picks that kernel)
-  if (c.ring == 0)
-    c.ring = (c.fold == 0 && c.xs == 0 && ring_ok(a) && nt == 1 && nsb <= 16) ? auto_ring(nt, a.n, nsb, sms) : -1;
+  // (the zero fold exists in the register kernel only: asking for it picks that kernel)
+  if (c.ring == 0) c.ring = (c.fold == 0 && ring_ok(a) && nt == 1 && nsb <= 16) ? auto_ring(nt, a.n, nsb, sms) : -1;
   if (c.pdl > 0 && cc_major() < 9) c.pdl = 0;
   if (c.ring > 0) {
     c.row_tiles = c.chunk = 0;
@@ -124,7 +124,7 @@ W4GemvConfig w4_gemv_resolve(const W4GemvArgs& a, const W4GemvConfig& cfg) {
     int64_t w = (16LL * sms + ctas - 1) / ctas;
     const int64_t cap = nsb / c.chunk > 0 ? nsb / c.chunk : 1;
     w = w < cap ? w : cap;
-    const int wmax = max_warps(nt, c.row_tiles, c.chunk, c.pipe, sub_group(a), c.xs);
+    const int wmax = max_warps(nt, c.row_tiles, c.chunk, c.pipe, sub_group(a));
     c.warps = static_cast<int>(w < 1 ? 1 : (w > wmax ? wmax : w));
   }
   if (c.pdl > 0 && cc_major() < 9) c.pdl = 0;
@@ -148,8 +148,7 @@ W4GemvSupport w4_gemv_supported(const W4GemvArgs& a, const W4GemvConfig& cfg) {
   const W4GemvConfig c = w4_gemv_resolve(a, cfg);
   const int nt = a.m > 8 ? 2 : 1;
   if (c.fold < 0 || c.fold > 1 || (c.fold != 0 && (c.ring > 0 || sub_group(a)))) return W4GemvSupport::kBadConfig;
-  if (c.xs < 0 || c.xs > 1 || (c.xs != 0 && (c.ring > 0 || sub_group(a) || nt != 1))) return W4GemvSupport::kBadConfig;
-  if (c.ring <= 0 && (c.pipe < 0 || c.pipe > 2)) return W4GemvSupport::kBadConfig;
+  if (c.ring <= 0 && (c.pipe < 0 || c.pipe > 4)) return W4GemvSupport::kBadConfig;
   if (c.ring > 0) {
     if (c.ring >= 10000 ? !bulk_ok(a) : !ring_ok(a))
       return c.ring >= 10000 ? W4GemvSupport::kNoBulk : W4GemvSupport::kNoRing;
@@ -159,12 +158,9 @@ W4GemvSupport w4_gemv_supported(const W4GemvArgs& a, const W4GemvConfig& cfg) {
     return W4GemvSupport::kOk;
   }
   const bool sub = sub_group(a);
-  if (sub ? (c.row_tiles != 1 || c.chunk != 2)
-          : !reg_compiled(reg_code(nt, c.row_tiles, c.chunk, c.pipe), c.fold, c.xs))
+  if (sub ? (c.row_tiles != 1 || c.chunk != 2) : !reg_compiled(reg_code(nt, c.row_tiles, c.chunk, c.pipe), c.fold))
     return W4GemvSupport::kBadConfig;
-  if (c.warps < 1 || c.warps > max_warps(nt, c.row_tiles, c.chunk, c.pipe, sub, c.xs)) return W4GemvSupport::kBadConfig;
-  if (c.xs != 0 && w4_reg_xs_smem_bytes(a.m, a.k, c.row_tiles, c.warps) > static_cast<size_t>(smem_optin()))
-    return W4GemvSupport::kTooMuchSmem;
+  if (c.warps < 1 || c.warps > max_warps(nt, c.row_tiles, c.chunk, c.pipe, sub)) return W4GemvSupport::kBadConfig;
   return W4GemvSupport::kOk;
 }
 
@@ -179,8 +175,8 @@ const char* w4_gemv_support_reason(W4GemvSupport s) {
       return "x must be 8-byte aligned with row stride % 4 == 0, qweight 16-byte aligned with row stride % 4 == 0";
     case W4GemvSupport::kBadConfig:
       return "config / ring code not compiled for this token-tile count (M <= 8 / M <= 16) (with fold: not in "
-             "w4a16_reg_fold_configs; with xs: not in w4a16_reg_xs_configs, M > 8 or with fold), warps out of "
-             "range, fold / xs not 0 / 1, with a ring code or groups < 128, or pipe not 0 / 1 / 2";
+             "w4a16_reg_fold_configs), warps out of range, fold not 0 / 1, with a ring code or groups < 128, or pipe "
+             "not 0 .. 4";
     case W4GemvSupport::kTooLarge: return "N must be < 2^31 and K < 2^22";
     case W4GemvSupport::kNoRing:
       return "ring kernel needs groups >= 128 or per channel, N % 4 == 0, 4-byte aligned scales / zeros";
@@ -188,17 +184,9 @@ const char* w4_gemv_support_reason(W4GemvSupport s) {
       return "bulk ring kernel needs sm_90+, groups >= 128 or per channel, N % 16 == 0, K % 128 == 0, 16-byte "
              "aligned x / scales / zeros, x row stride % 8 == 0";
     case W4GemvSupport::kTooMuchSmem:
-      return "ring code's (or the staged x's) shared memory at this M exceeds the device's per-block opt-in limit";
+      return "ring code's shared memory at this M exceeds the device's per-block opt-in limit";
   }
   return "unknown";
-}
-
-size_t w4_reg_xs_smem_bytes(int64_t m, int64_t k, int row_tiles, int warps) {
-  if (m < 1 || m > 8 || k < 1 || row_tiles < 1 || warps < 1) return 0;
-  Params p{};
-  p.m = static_cast<int>(m);
-  p.nsb = static_cast<int>((k + 127) / 128);
-  return w4a16g::reg_smem_bytes(p, row_tiles, 1, warps, true);
 }
 
 size_t w4_ring_smem_bytes(int code, int64_t m) {
@@ -238,7 +226,7 @@ cudaError_t launch_impl(const W4GemvArgs& a, cudaStream_t stream, const W4GemvCo
   const W4GemvConfig c = w4_gemv_resolve(a, cfg);
   if (used != nullptr) *used = c;
   Params p = w4_params(a, c.pdl > 0 ? 1 : 0);
-  p.sb_interleave = c.pipe == 2 ? 1 : 0;
+  p.sb_interleave = (c.pipe == 2 || c.pipe == 4) ? 1 : 0;
   const int nt = a.m > 8 ? 2 : 1;
   if (c.ring >= 10000) {
     // instances live in w4a16_bulk_bf16.cu / w4a16_bulk_f16.cu
@@ -258,9 +246,6 @@ cudaError_t launch_impl(const W4GemvArgs& a, cudaStream_t stream, const W4GemvCo
               : launch_sub<__half, 2>(p, c.warps, c.pdl > 0, stream);
   }
   const int code = reg_code(nt, c.row_tiles, c.chunk, c.pipe);
-  if (c.xs != 0)
-    return bf ? w4a16g::reg_xs_dispatch_bf16(p, code, c.warps, c.pdl > 0, stream)
-              : w4a16g::reg_xs_dispatch_f16(p, code, c.warps, c.pdl > 0, stream);
   if (c.fold != 0)
     return bf ? w4a16g::reg_fold_dispatch_bf16(p, code, c.warps, c.pdl > 0, stream)
               : w4a16g::reg_fold_dispatch_f16(p, code, c.warps, c.pdl > 0, stream);
@@ -295,7 +280,5 @@ cudaError_t reg_fold_dispatch_f16(const Params& p, int code, int warps, bool pdl
 int w4_reg_configs(int* codes, int cap) { return append_codes(w4a16g::kRegCodes, codes, cap, 0); }
 
 int w4_reg_fold_configs(int* codes, int cap) { return append_codes(w4a16g::kRegFoldCodes, codes, cap, 0); }
-
-int w4_reg_xs_configs(int* codes, int cap) { return append_codes(w4a16g::kRegXsCodes, codes, cap, 0); }
 
 }  // namespace qlinear

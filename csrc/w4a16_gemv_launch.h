@@ -44,15 +44,13 @@ struct W4GemvArgs {
 // pipe: the register kernel's chunk schedule. 0: each warp a contiguous slice of K, one chunk of
 // `chunk` superblocks at a time; 1: the same, double-buffered (next chunk's loads issued before this
 // chunk's math); 2: chunks dealt round-robin over the warps (neighbouring warps read neighbouring
-// pieces of each row), single-buffered, the pipe 0 instances. Compiled (row_tiles, chunk, NT, pipe
-// 0 / 1) codes: w4_reg_configs(). Other values: kBadConfig.
+// pieces of each row), single-buffered, the pipe 0 instances; 3 / 4: as 0 / 2 with the next chunk's
+// loads issued at the end of this chunk's iteration, free to overlap its math (the "soft" pipeline,
+// w4a16_gemv.cuh PK 2: instances with last digit 2). Compiled codes (row_tiles, chunk, NT, PK):
+// w4_reg_configs(). Other values: kBadConfig.
 // fold: the register kernel's zero-point fold (w4a16_gemv.cuh FOLD: 1 = on, per-token x sums; 0 =
 // off); 1 selects the register kernel when ring is 0 and needs a code in w4_reg_fold_configs()
 // (groups >= 128 or per channel), else kBadConfig (as is any other value).
-// xs: the register kernel with x staged in shared memory (w4a16_gemv.cuh XS: 1 = on, 0 = off);
-// 1 selects the register kernel when ring is 0 and needs M <= 8, fold 0 and a code in
-// w4_reg_xs_configs() (else kBadConfig), and the staged rows (w4_reg_xs_smem_bytes) within the
-// device's per-CTA shared memory (else kTooMuchSmem).
 struct W4GemvConfig {
   int row_tiles = 0;
   int chunk = 0;
@@ -61,7 +59,6 @@ struct W4GemvConfig {
   int ring = 0;
   int pipe = 0;
   int fold = 0;
-  int xs = 0;
 };
 
 // Why a case is not taken (0 = supported).
@@ -72,16 +69,14 @@ enum class W4GemvSupport : int {
   kBadK = 3,          // k % 4 != 0 or k < 1
   kBadGroup = 4,      // group size not in {16, 32, 64, multiples of 128, K}
   kMisaligned = 5,    // x pointer not 8-byte aligned or x row stride % 4 != 0, qweight not 16-byte aligned
-  kBadConfig = 6,     // (row_tiles, chunk) not compiled (with fold: not in w4_reg_fold_configs; with xs: not in
-                      // w4_reg_xs_configs, or M > 8, or fold) or warps out of range, or fold / xs not in {0, 1}
-                      // or with a ring code / groups < 128, or pipe not in {0, 1, 2}
+  kBadConfig = 6,     // (row_tiles, chunk) not compiled (with fold: not in w4_reg_fold_configs) or warps out of
+                      // range, or fold not in {0, 1} / with a ring code / groups < 128, or pipe not in 0 .. 4
   kTooLarge = 7,      // n >= 2^31 or k >= 2^22
   kNoRing = 8,        // ring kernel asked for: groups < 128, N % 4 != 0 or scales / zeros not 4-byte aligned
   kNoBulk = 9,        // bulk ring asked for: not sm_90+, groups < 128, N % 16 != 0, K % 128 != 0, x / scales /
                       // zeros not 16-byte aligned or x row stride % 8 != 0
-  kTooMuchSmem = 10,  // the ring / bulk code's (or the staged x's, xs) dynamic shared memory at this M exceeds
-                      // the device's per-CTA opt-in limit (227 KB on sm_90: every compiled ring code fits
-                      // there; smaller on sm_8x)
+  kTooMuchSmem = 10,  // the ring / bulk code's dynamic shared memory at this M exceeds the device's per-CTA
+                      // opt-in limit (227 KB on sm_90: every compiled code fits there; smaller on sm_8x)
 };
 
 // A short reason for a W4GemvSupport value ("supported" for kOk), for error messages.
@@ -96,19 +91,12 @@ W4GemvSupport w4_gemv_supported(const W4GemvArgs& a, const W4GemvConfig& cfg);
 // ring codes (>= 10000): writes up to `cap` codes, returns how many there are.
 int w4_ring_configs(int nt, int* codes, int cap);
 
-// The compiled register-kernel configs: codes R * 1000 + U * 100 + NT * 10 + pipe (NT = 1: M <= 8,
-// 2: M <= 16); writes up to `cap`, returns how many there are.
+// The compiled register-kernel configs: codes R * 1000 + U * 100 + NT * 10 + PK (NT = 1: M <= 8,
+// 2: M <= 16; PK 0 runs pipe 0 / 2, 1 pipe 1, 2 pipe 3 / 4); writes up to `cap`, returns how many there are.
 int w4_reg_configs(int* codes, int cap);
 
 // The register-kernel codes compiled with the zero fold (fold 1); as w4_reg_configs.
 int w4_reg_fold_configs(int* codes, int cap);
-
-// The register-kernel codes compiled with x staged in shared memory (xs 1); as w4_reg_configs.
-int w4_reg_xs_configs(int* codes, int cap);
-
-// Dynamic shared memory (bytes) of a staged-x (xs 1) register launch at M rows of x, K columns,
-// row_tiles and warps per CTA: min(M, 8) rows of 256 ceil(K / 128) + 64 bytes, then the reduction.
-size_t w4_reg_xs_smem_bytes(int64_t m, int64_t k, int row_tiles, int warps);
 
 // The config the launcher would use (zeros resolved); *used receives it when non-null.
 W4GemvConfig w4_gemv_resolve(const W4GemvArgs& a, const W4GemvConfig& cfg);

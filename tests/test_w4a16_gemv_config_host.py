@@ -15,7 +15,7 @@ from _host_tool import ask, build
 from qlinear.ops import w4a16 as ops
 
 SOURCES = ["w4a16_gemv_launch.cu", "w4a16_ring_bf16.cu", "w4a16_ring_f16.cu", "w4a16_bulk_bf16.cu",
-           "w4a16_bulk_f16.cu", "w4a16_xs.cu"]
+           "w4a16_bulk_f16.cu"]
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
 
@@ -26,14 +26,15 @@ def tool(tmp_path_factory):
 
 
 def test_pipe_values(tool):
-    # (n, k, m, row_tiles, chunk, warps, ring, pipe, fold, xs); ring -1 = the register kernel
-    cases = [(7168, 16384, 1, 1, 2, 4, -1, p, 0, 0) for p in (0, 1, 2, 3, -1)]
-    cases += [(7168, 16384, 1, 1, 1, 4, -1, p, 0, 0) for p in (0, 1, 2)]  # R1 U1: compiled with pipe 1 only
+    # (n, k, m, row_tiles, chunk, warps, ring, pipe, fold); ring -1 = the register kernel
+    cases = [(7168, 16384, 1, 1, 2, 4, -1, p, 0) for p in (0, 1, 2, 3, 4, 5, -1)]
+    cases += [(7168, 16384, 1, 1, 1, 4, -1, p, 0) for p in (0, 1, 2, 3)]  # R1 U1: compiled with pipe 1 only
     rows = ask(tool, cases)
     why = [r[0] for r in rows]
-    # R1 U2 (codes 1210 / 1211): pipe 0 / 1 / 2 taken, 3 and -1 refused; R1 U1 only double-buffered
-    assert why == [0, 0, 0, 6, 6, 6, 0, 6], why
-    assert rows[2][1:8] == (1, 2, 4, -1, 2, 0, 0)  # pipe 2 resolves to itself (the pipe 0 instance runs it)
+    # R1 U2 (codes 1210 / 1211 / 1212): pipe 0 .. 4 taken, 5 and -1 refused; R1 U1 only double-buffered
+    assert why == [0, 0, 0, 0, 0, 6, 6, 6, 0, 6, 6], why
+    assert rows[2][1:] == (1, 2, 4, -1, 2, 0)  # pipe 2 resolves to itself (the pipe 0 instance runs it)
+    assert rows[4][1:] == (1, 2, 4, -1, 4, 0)  # pipe 4: the soft instance (1212), round-robin
 
 
 SHAPES = {"few": (2112, 7168), "short": (24576, 1536), "many": (7168, 16384)}
@@ -49,37 +50,8 @@ def test_dispatch_table_configs_are_taken(tool):
         r, u, w = cfg[:3]
         pipe = cfg[3] if len(cfg) > 3 else 0
         fold = cfg[4] if len(cfg) > 4 else 0
-        xs = cfg[5] if len(cfg) > 5 else 0
-        cases.append((n, k, TILES_M[tiles], r, u, w, -1, pipe, fold, xs))
+        cases.append((n, k, TILES_M[tiles], r, u, w, -1, pipe, fold))
         keys.append((cls, tiles))
     for key, row, case in zip(keys, ask(tool, cases), cases):
         assert row[0] == 0, (key, case, row)
         assert row[1:4] == case[3:6], (key, row)
-
-
-def test_staged_x_refusals_and_smem(tool):
-    """xs 1 (x staged in shared memory): taken for compiled NT 1 codes without the fold, refused
-    (6 = kBadConfig) for M > 8, the fold, codes compiled without it, xs 2, ring codes and warps past
-    the instance's cap; 10 (kTooMuchSmem) past the device's opt-in shared memory (the host default,
-    48 KB); xs with ring 0 picks the register kernel. The Python size (ops.xs_smem_bytes, the
-    automatic table's cap) equals the launcher's."""
-    cases = [  # (n, k, m, row_tiles, chunk, warps, ring, pipe, fold, xs) -> expected support code
-        ((7168, 16384, 1, 1, 2, 4, -1, 0, 0, 1), 0),
-        ((7168, 16384, 2, 1, 2, 4, -1, 0, 0, 1), 10),
-        ((7168, 16384, 9, 1, 2, 4, -1, 0, 0, 1), 6),
-        ((7168, 16384, 1, 1, 2, 4, -1, 0, 1, 1), 6),
-        ((7168, 16384, 1, 2, 2, 4, -1, 0, 0, 1), 6),
-        ((7168, 16384, 1, 1, 2, 4, -1, 0, 0, 2), 6),
-        ((7168, 16384, 1, 1, 2, 4, 4143, 0, 0, 1), 6),
-        ((24576, 1536, 8, 4, 1, 8, -1, 2, 0, 1), 0),
-        ((24576, 1536, 8, 4, 1, 9, -1, 2, 0, 1), 6),
-        ((2112, 7168, 1, 1, 2, 16, -1, 1, 0, 1), 0),
-        ((24576, 1536, 1, 0, 0, 0, 0, 0, 0, 1), 0),
-    ]
-    rows = ask(tool, [c for c, _ in cases])
-    assert [r[0] for r in rows] == [want for _, want in cases], rows
-    assert rows[-1][4] == -1 and rows[-1][7] == 1, rows[-1]  # automatic ring with xs: the register kernel
-    for (case, _), row in zip(cases, rows):
-        m, k = case[2], case[1]
-        if m <= 8 and row[1] > 0 and row[3] > 0:
-            assert row[8] == ops.xs_smem_bytes(m, k, row[1], row[3]), (case, row)

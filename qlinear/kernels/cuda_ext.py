@@ -55,7 +55,6 @@ SOURCES = (
     "fp8_gemv_launch_preq.cu",
     "w4a16_bulk_bf16.cu",
     "w4a16_bulk_f16.cu",
-    "w4a16_xs.cu",
 )
 HEADERS = (
     "device_attrs.h",

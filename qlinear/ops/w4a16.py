@@ -264,26 +264,11 @@ _CUDA_RING_AUTO: dict[tuple[str, int], int] = {
 # the same config) the fold loses or ties: many M=2 (R1 U2 W4) 25.27 vs 23.93, M=4 26.02 / 26.22 vs
 # 25.58 / 25.23, M=1 25.14 / 25.18 vs 24.19 / 24.18; few M=1 (R1 U2 W16 pipe 2) 5.46 vs 5.42
 # -> _cuda_auto_reg drops the fold where the layer has no zero points.
-# A 6th element is the x mode (csrc/w4a16_gemv.cuh XM; 1 = x staged in shared memory once per CTA,
-# fold 0). Session 17 runs 1-3 (benchmarks/results/session17, bench_w4reg.py --xs, same method; us,
-# the staged config vs the committed entries in the same round): it wins on few-row M = 1 only --
-# R1 U2 W16 pipe 2 xs 5.08 / 5.06 / 5.09 (sym-fp16, runs 1-3) vs 5.47 / 5.40 / 5.42, and 5.24 vs
-# 5.49 (fold) on the asymmetric layer (run 3)                              -> ('few', 0)
-# Elsewhere it loses: many M=1 R1 U2 W4 pipe 0 26.91 vs 23.57 without it (the CTA's whole x row,
-# 32 KB, is copied before any math: 448 CTAs read 14.7 MB from L2 up front, where the per-lane
-# loads spread the same reads over the loop), best staged config R1 U2 W4 pipe 1 24.52; short M=1
-# best R1 U1 W4 10.82 vs 9.59-9.91; few M=4 6.31 vs 6.33 (tie).
 _CUDA_REG_AUTO: dict[tuple[str, int], tuple[int, ...]] = {
     ("many", 0): (1, 2, 4, 0), ("many", 4): (1, 2, 4, 0, 1), ("many", 1): (2, 2, 6, 2), ("many", 2): (4, 1, 8, 2),
-    ("few", 0): (1, 2, 16, 2, 0, 1), ("few", 2): (1, 1, 8, 1),
+    ("few", 0): (1, 2, 16, 2, 1), ("few", 2): (1, 1, 8, 1),
     ("short", 0): (4, 1, 4, 2), ("short", 1): (4, 1, 4, 2), ("short", 2): (2, 1, 2, 2),
 }
-
-# The most shared memory an automatic staged-x launch may take (xs_smem_bytes); past it the entry's
-# config runs without the staged x. The one staged entry was measured at 22.6 KB (K = 7168, 16
-# warps); the copy before the math grows with K and cost 3.4 us at 34.9 KB on many rows (see
-# _CUDA_REG_AUTO), so the cap stays near the measured size: K up to ~14000 at M = 1 and 16 warps.
-_XS_AUTO_MAX_BYTES = 36 * 1024
 
 _SCALE_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 
@@ -768,15 +753,13 @@ def cuda_gemv(
     launcher's own choice. ``config`` =
     the register kernel's (row tiles per CTA, superblocks per chunk, warps per CTA[, pipe: 0 = a
     contiguous K slice per warp, 1 = the same with double-buffered chunks, 2 = chunks dealt
-    round-robin over the warps[, fold[, xs]]]; ``w4a16_reg_configs()`` lists the compiled ones), 0 =
-    automatic (default :data:`_CUDA_CONFIG`); ``pdl`` None follows ``qlinear.kernels._pdl`` (on for
-    M <= PDL_MAX_M).
+    round-robin over the warps, 3 / 4 = as 0 / 2 with each next chunk's loads free to overlap the
+    math before them (``csrc/w4a16_gemv.cuh`` PK 2)[, fold]]; ``w4a16_reg_configs()`` lists the
+    compiled ones as R U NT PK digits: PK 0 runs pipe 0 / 2, 1 pipe 1, 2 pipe 3 / 4), 0 = automatic
+    (default :data:`_CUDA_CONFIG`); ``pdl`` None follows ``qlinear.kernels._pdl`` (on for M <= PDL_MAX_M).
     ``fold`` (default 0 = off, 1 = on; other values are refused): the register kernel's zero-point
     fold (``csrc/w4a16_gemv.cuh`` FOLD: per-token x sums from an all-ones mma), compiled for the
     codes of ``w4a16_reg_fold_configs()`` only (groups of >= 128 or per channel).
-    ``xs`` (default 0 = off, 1 = on): x staged in shared memory once per CTA (``csrc/w4a16_gemv.cuh``
-    XS), for M <= 8 without the fold, the codes of ``w4a16_reg_xs_configs()``; its
-    :func:`xs_smem_bytes` must fit the device's per-CTA shared memory.
     """
     return _cuda_gemv(x, packed, bias, config, pdl, ring)
 
@@ -800,13 +783,14 @@ def _cuda_gemv(x, packed, bias, config=None, pdl=None, ring=None):
             if ring == -1:
                 config = _cuda_auto_reg(x, packed)
     cfg = tuple(config if config is not None else _CUDA_CONFIG)
-    if len(cfg) not in (3, 4, 5, 6):
-        raise ValueError(f"config: expected (row_tiles, chunk, warps[, pipe[, fold[, xs]]]), got {config!r}")
+    if len(cfg) not in (3, 4, 5):
+        raise ValueError(f"config: expected (row_tiles, chunk, warps[, pipe[, fold]]), got {config!r}")
     r, u, w = cfg[:3]
-    pipe, fold, xs = (tuple(cfg[3:]) + (0, 0, 0))[:3]
+    pipe = cfg[3] if len(cfg) >= 4 else 0
+    fold = cfg[4] if len(cfg) == 5 else 0
     ops.w4a16_gemv(
         out, x, packed.qweight, packed.scales, packed.zeros, bias, packed.group_size, r, u, w, int(pdl), int(ring),
-        int(pipe), int(fold), int(xs),
+        int(pipe), int(fold),
     )
     return out
 
@@ -931,28 +915,13 @@ def _cuda_auto_ring(x: torch.Tensor, packed: W4A16Weights) -> int:
     return code
 
 
-def xs_smem_bytes(m: int, k: int, row_tiles: int, warps: int) -> int:
-    """Dynamic shared memory (bytes) of a staged-x register launch (config element xs = 1;
-    ``csrc/w4a16_gemv_launch.h`` ``w4_reg_xs_smem_bytes``, which the host test compares): min(M, 8)
-    rows of x at a pitch of 256 ceil(K / 128) + 64 bytes, then 512 bytes of fp32 reduction space per
-    row tile and warp."""
-    return min(m, 8) * (256 * -(-k // 128) + 64) + 512 * row_tiles * warps
-
-
 def _cuda_auto_reg(x: torch.Tensor, packed: W4A16Weights) -> tuple[int, ...] | None:
     """:data:`_CUDA_REG_AUTO`'s register config for this call, or None (the launcher's heuristic).
     An entry's zero-point fold (5th element) applies to layers with zero points only; a symmetric
-    layer gets the same config without it (:data:`_CUDA_REG_AUTO`'s session-16 note). An entry's
-    staged x (6th element) applies while :func:`xs_smem_bytes` is within :data:`_XS_AUTO_MAX_BYTES`;
-    past it the same config runs without it."""
+    layer gets the same config without it (:data:`_CUDA_REG_AUTO`'s session-16 note)."""
     cfg = _cuda_table_entry(_CUDA_REG_AUTO, x, packed) if _grouped_128(packed) else None
-    if cfg is None:
-        return None
-    cfg = tuple(cfg)
-    if len(cfg) > 5 and cfg[5] and xs_smem_bytes(x.shape[0], x.shape[1], cfg[0], cfg[2]) > _XS_AUTO_MAX_BYTES:
-        cfg = cfg[:5]
-    if packed.zeros is None and len(cfg) > 4 and cfg[4]:
-        cfg = cfg[:4] + ((0,) + cfg[5:] if len(cfg) > 5 else ())
+    if cfg is not None and packed.zeros is None and len(cfg) > 4 and cfg[4]:
+        return tuple(cfg[:4])
     return cfg
 
 

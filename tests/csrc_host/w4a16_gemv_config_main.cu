@@ -1,10 +1,9 @@
 // Host-side check of the W4A16 decode launcher's config logic, used by
 // tests/test_w4a16_gemv_config_host.py (no GPU needed: only w4_gemv_supported / w4_gemv_resolve run,
 // and the device attributes fall back to their defaults: 132 SMs, 48 KB of opt-in shared memory,
-// compute capability 0, so the bulk ring is refused). Arguments: groups of 10 integers (n, k, m,
-// row_tiles, chunk, warps, ring, pipe, fold, xs) on an asymmetric group-128 layer; prints per group
-// "supported row_tiles chunk warps ring pipe fold xs xs_smem" (the resolved config, and
-// w4_reg_xs_smem_bytes at its M, K, row_tiles and warps).
+// compute capability 0, so the bulk ring is refused). Arguments: groups of 9 integers (n, k, m,
+// row_tiles, chunk, warps, ring, pipe, fold) on an asymmetric group-128 layer; prints per group
+// "supported row_tiles chunk warps ring pipe fold" (the resolved config).
 #include <cstdio>
 #include <cstdlib>
 
@@ -13,9 +12,9 @@
 
 int main(int argc, char** argv) {
   using namespace qlinear;
-  for (int i = 1; i + 9 < argc; i += 10) {
-    int v[10];
-    for (int j = 0; j < 10; ++j) v[j] = std::atoi(argv[i + j]);
+  for (int i = 1; i + 8 < argc; i += 9) {
+    int v[9];
+    for (int j = 0; j < 9; ++j) v[j] = std::atoi(argv[i + j]);
     const W4GemvArgs a = w4a16_host_args(v[0], v[1], v[2]);
     W4GemvConfig c;
     c.row_tiles = v[3];
@@ -24,11 +23,9 @@ int main(int argc, char** argv) {
     c.ring = v[6];
     c.pipe = v[7];
     c.fold = v[8];
-    c.xs = v[9];
     const int why = static_cast<int>(w4_gemv_supported(a, c));
     const W4GemvConfig r = w4_gemv_resolve(a, c);
-    std::printf("%d %d %d %d %d %d %d %d %zu\n", why, r.row_tiles, r.chunk, r.warps, r.ring, r.pipe, r.fold, r.xs,
-                w4_reg_xs_smem_bytes(v[2], v[1], r.row_tiles, r.warps));
+    std::printf("%d %d %d %d %d %d %d\n", why, r.row_tiles, r.chunk, r.warps, r.ring, r.pipe, r.fold);
   }
   return 0;
 }

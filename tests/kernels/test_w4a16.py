@@ -323,23 +323,3 @@ def test_cuda_gemm_ops_pass_their_configs(monkeypatch, family):
     assert run(x[:0], packed).shape == (0, 3200)
     assert [c[5] for c in fake.calls] == [explicit, auto_entry, tuple(default), tuple(default)]
     assert all(c[0] == name and c[1] == (40, 3200) and c[3] == 128 and c[4] == torch.int32 for c in fake.calls)
-
-
-def test_cuda_auto_reg_staged_x_within_the_cap(monkeypatch):
-    """A table entry's staged x (6th element, xs = 1) is kept while xs_smem_bytes is within
-    _XS_AUTO_MAX_BYTES and dropped past it (the same config then reads x from global memory); a
-    symmetric layer keeps it (the rule that drops the fold does not touch xs)."""
-    q = torch.randint(0, 16, (2112, 2304), dtype=torch.int32)
-    s = torch.rand(2112, 18) + 0.5
-    sym = ops.pack_w4a16(q, None, s, 128)
-    monkeypatch.setattr(ops, "_CUDA_REG_AUTO", {("few", 0): (1, 2, 16, 2, 0, 1), ("few", 4): (1, 2, 16, 2, 0, 1)})
-    x1, x4 = torch.randn(1, 2304), torch.randn(4, 2304)
-    one = ops.xs_smem_bytes(1, 2304, 1, 16)
-    assert one == 18 * 256 + 64 + 512 * 16
-    assert ops.xs_smem_bytes(4, 2304, 1, 16) == 4 * (18 * 256 + 64) + 512 * 16
-    assert ops.xs_smem_bytes(16, 2304, 1, 16) == ops.xs_smem_bytes(8, 2304, 1, 16)  # at most 8 staged rows
-    monkeypatch.setattr(ops, "_XS_AUTO_MAX_BYTES", one)
-    assert ops._cuda_auto_reg(x1, sym) == (1, 2, 16, 2, 0, 1)
-    assert ops._cuda_auto_reg(x4, sym) == (1, 2, 16, 2, 0)  # over the cap: without xs
-    monkeypatch.setattr(ops, "_XS_AUTO_MAX_BYTES", one - 1)
-    assert ops._cuda_auto_reg(x1, sym) == (1, 2, 16, 2, 0)
