@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Needs c1fbc00 (the rotated-loop kernel with staged x; replaced since).
 # Session 17: the register decode kernel with its first chunk's weights, scales and zero points loaded
 # before griddepcontrol.wait (instead of L2 prefetches): the register-kernel GPU tests, then the config
 # sweeps on the GPTQ symmetric layer (bench_w4reg.py at REG_MS, and --xs at M = 1), cold weights.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Needs f19d4f8 (the soft chunk pipeline, pipe 3 / 4; removed since).
 # Session 17: the register decode kernel with the first chunk's weights, scales and zero points loaded
 # before griddepcontrol.wait and the soft chunk pipeline (pipe 3 / 4, PK 2): its GPU tests, then the
 # register-config sweeps (bench_w4reg.py, every REG_CONFIGS entry) on the GPTQ symmetric layer at

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Needs 4f5035b .. f2a80fd (the staged-x register kernel, config element xs; removed in the next commits).
 # Session 17: the W4A16 register decode kernel with x staged in shared memory (XS, config element xs):
 # its GPU tests, the register-kernel tests it could disturb, then bench_w4reg.py --xs (every staged-x
 # config against the committed table's config, GPTQ symmetric layer, cold weights, M in REG_MS).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Needs f2a80fd (bench_w4reg.py --xs and the staged-x kernel, removed since).
 # Session 17 run 3: the staged-x (XS) configs at M = 1 on the asymmetric and the GPTQ symmetric layer,
 # against the committed table's configs (bench_w4reg.py --xs, XS_BASELINES), cold weights.
 #   OUT=/some/dir bash benchmarks/gpu_s17xs2.sh

@@ -63,7 +63,7 @@ struct Params {
   int sb_per_group;    // !SUB: group_size / 128, or 1 << 30 per channel
   FKind scale_kind, bias_kind;
   int pdl_prefetch;    // sub-group kernel: L2 prefetches of the first chunk before griddepcontrol.wait
-  int sb_interleave;   // register kernel, PK 0 / 2: warps take U-superblock chunks round-robin
+  int sb_interleave;   // register kernel without PF: warps take U-superblock chunks round-robin
   uint32_t grp_mul;    // !SUB: group of superblock sb = umulhi(2 sb, grp_mul) (group_of_sb); 0 per channel
 };
 
@@ -285,13 +285,11 @@ __device__ __forceinline__ void reduce_store(const Params& p, const float (&tot)
 // with immediate offsets from one base address per chunk; x is read unpredicated from row
 // min(token, M - 1) (the mma's token columns are independent; columns past M are never stored),
 // bounds tests only in the separate tail step of a partial last superblock.
-// PK (the chunk pipeline): 0 single-buffered, each chunk's loads at the top of its own iteration;
-// 1 double-buffered (the next chunk's loads are issued before this chunk's math, two chunks of
-// registers); 2 "soft": single-buffered, but the next chunk's loads are issued at the end of this
-// chunk's iteration, where ptxas may move them up into this chunk's math -- it does, as far as the
-// thread cap's registers allow (R1 U2 NT1: 127 registers against 108 at PK 0 and 190 at PK 1).
-// Every PK requests the first chunk's weights, scales and zero points before griddepcontrol.wait
-// (the previous kernel never writes them) and its x after.
+// PF: double-buffered chunks (the next chunk's loads are issued before this chunk's math).
+// The first chunk's weights, scales and zero points are requested before griddepcontrol.wait (the
+// previous kernel never writes them; with PDL they overlap its tail), its x after. Session 17
+// (benchmarks/results/session17, run 7 against runs 1-5, same method): 24576x1536 M = 1 8.89 us
+// against 9.6-9.9 with L2 prefetches there, 2112x7168 M = 1 4.60 against 5.40.
 // MODE (micro-benchmark only): 0 full, 1 loads only (loaded words xor-ed), 2 loads + dequant, 3
 // loads without x, 4 the weight words alone (no x, scales or zero points).
 //
@@ -313,9 +311,9 @@ __device__ __forceinline__ void reduce_store(const Params& p, const float (&tot)
 // past K is zeroed (CHECK), so A x (padded q = 0: A = C) and xs get nothing from it. Inf / NaN in
 // x give NaN where FOLD 0 might give +-inf.
 
-template <int R, int U, int NT, int PK>
+template <int R, int U, int NT, bool PF>
 constexpr int reg_threads() {
-  return ((PK == 1 ? 2 : 1) * U * (12 * R + 16 * NT) + 12 * R * NT) > 80 ? 256 : 512;
+  return ((PF ? 2 : 1) * U * (12 * R + 16 * NT) + 12 * R * NT) > 80 ? 256 : 512;
 }
 
 template <int U, int R, int NT>
@@ -504,18 +502,17 @@ __device__ __forceinline__ void reg_compute(const RegChunk<U, R, NT>& c, float (
 }
 
 // R: 16-row tiles per CTA (every warp covers all of them); U: superblocks per chunk per warp;
-// NT: 8-token tiles (1: M <= 8, 2: M <= 16); PK: the chunk pipeline (above); MODE: see above.
-template <typename XT, int R, int U, int NT, int PK, int MODE, int FOLD = 0>
-__global__ void __launch_bounds__(reg_threads<R, U, NT, PK>(), 1) reg_gemv_kernel(const Params p) {
-  static_assert(PK >= 0 && PK <= 2, "PK: 0 single, 1 double-buffered, 2 soft");
+// NT: 8-token tiles (1: M <= 8, 2: M <= 16); PF: double-buffered chunks; MODE: see above.
+template <typename XT, int R, int U, int NT, bool PF, int MODE, int FOLD = 0>
+__global__ void __launch_bounds__(reg_threads<R, U, NT, PF>(), 1) reg_gemv_kernel(const Params p) {
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x >> 5;
   const int nw = blockDim.x >> 5;
   const int g = lane >> 2, t = lane & 3;
   const int row0 = blockIdx.x * (16 * R);
-  // K split: contiguous slices [sb_begin, sb_end) per warp, or (sb_interleave, PK 0 / 2) chunks of U
+  // K split: contiguous slices [sb_begin, sb_end) per warp, or (sb_interleave, no PF) chunks of U
   // superblocks dealt round-robin, so the CTA's warps read neighbouring pieces of each row at a time
-  const bool il = PK != 1 && p.sb_interleave;
+  const bool il = !PF && p.sb_interleave;
   const int sb_begin = il ? warp * U : static_cast<int>(static_cast<int64_t>(p.nsb) * warp / nw);
   const int sb_end = il ? p.nsb : static_cast<int>(static_cast<int64_t>(p.nsb) * (warp + 1) / nw);
   const int full_end = min(sb_end, p.k >> 7);  // superblocks with all 128 columns inside K
@@ -560,7 +557,7 @@ __global__ void __launch_bounds__(reg_threads<R, U, NT, PK>(), 1) reg_gemv_kerne
   if (have) reg_load<U, R, NT, false, MODE, true, false>(p, c0, sb, wrow, xrow, rows, t);
   pdl::wait();
   if (have) reg_load<U, R, NT, false, MODE, false, true>(p, c0, sb, wrow, xrow, rows, t);
-  if constexpr (PK == 1) {
+  if constexpr (PF) {
     RegChunk<U, R, NT> c1;
     while (have) {
       const bool more = sb + 2 * U <= full_end;
@@ -573,13 +570,6 @@ __global__ void __launch_bounds__(reg_threads<R, U, NT, PK>(), 1) reg_gemv_kerne
       reg_compute<XT, U, R, NT, MODE, FOLD>(c1, tot, sink, magic);
       sb += U;
       if (!more2) break;
-    }
-  } else if constexpr (PK == 2) {
-    while (have) {
-      reg_compute<XT, U, R, NT, MODE, FOLD>(c0, tot, sink, magic);
-      sb += step;
-      have = sb + U <= chunks_end;
-      if (have) reg_load<U, R, NT, false, MODE>(p, c0, sb, wrow, xrow, rows, t);
     }
   } else {
     if (have) {
@@ -1267,24 +1257,23 @@ inline cudaError_t bulk_dispatch(const Params& p, int code, int nt, bool pdl, cu
                  : launch_listed<XT, 2, MODE, kBulkNT2>(p, code, pdl, s);
 }
 
-// Register-kernel instances compiled into the extension (code: R U NT PK as decimal digits).
-// Every other (R, U, NT, PK) is a micro-benchmark instance only (csrc/probe).
-constexpr int kRegCodes[] = {1210, 1410, 2210, 4110, 1211, 1111, 4111, 1220, 2120, 1121, 2121, 4120,
-                             1212, 2212, 1222, 4112};
+// Register-kernel instances compiled into the extension (code: R U NT PF as decimal digits).
+// Every other (R, U, NT, PF) is a micro-benchmark instance only (csrc/probe).
+constexpr int kRegCodes[] = {1210, 1410, 2210, 4110, 1211, 1111, 4111, 1220, 2120, 1121, 2121, 4120};
 
 // Zero-fold register instances (FOLD 1, see the register kernel's header); codes as kRegCodes.
 // qlinear/ops/w4a16.py _CUDA_REG_AUTO uses 1210 and 2120 with the fold; 4110, 2121, 1121 (the
 // launcher's defaults and session 6's table) are kept so sweeps can compare fold on / off there.
-constexpr int kRegFoldCodes[] = {1210, 4110, 2120, 2121, 1121, 1212};
+constexpr int kRegFoldCodes[] = {1210, 4110, 2120, 2121, 1121};
 
 // The template arguments of register code C, read from its digits.
 template <int C>
 struct RegCode {
   static constexpr int R = C / 1000, U = C / 100 % 10, NT = C / 10 % 10;
-  static constexpr int PK = C % 10;
-  static_assert(C >= 1000 && C < 10000 && U >= 1 && NT >= 1 && NT <= 2 && C % 10 <= 2,
-                "a register code is R U NT PK as decimal digits, NT 1 / 2, PK 0 / 1 / 2");
-  static constexpr int threads = reg_threads<R, U, NT, PK>();
+  static constexpr bool PF = C % 10 == 1;
+  static_assert(C >= 1000 && C < 10000 && U >= 1 && NT >= 1 && NT <= 2 && C % 10 <= 1,
+                "a register code is R U NT PF as decimal digits, NT 1 / 2, PF 0 / 1");
+  static constexpr int threads = reg_threads<R, U, NT, PF>();
 };
 
 // reg_code_threads gives every code the cap of its kRegCodes entry, fold instances included.
@@ -1296,12 +1285,12 @@ constexpr bool reg_codes_within(const int (&codes)[L]) {
 }
 static_assert(reg_codes_within(kRegFoldCodes), "every kRegFoldCodes entry must be in kRegCodes");
 
-template <typename XT, int R, int U, int NT, int PK, int MODE, int FOLD = 0>
+template <typename XT, int R, int U, int NT, bool PF, int MODE, int FOLD = 0>
 inline cudaError_t reg_launch(const Params& p, int warps, bool pdl, cudaStream_t stream) {
-  if (warps < 1 || warps * 32 > reg_threads<R, U, NT, PK>()) return cudaErrorInvalidValue;
+  if (warps < 1 || warps * 32 > reg_threads<R, U, NT, PF>()) return cudaErrorInvalidValue;
   const dim3 grid(static_cast<unsigned>((p.n + 16 * R - 1) / (16 * R)));
   const size_t smem = sizeof(float) * static_cast<size_t>(R * NT * 128 * warps);
-  return launch_kernel(reg_gemv_kernel<XT, R, U, NT, PK, MODE, FOLD>, grid, dim3(32 * warps), smem, pdl, stream, p);
+  return launch_kernel(reg_gemv_kernel<XT, R, U, NT, PF, MODE, FOLD>, grid, dim3(32 * warps), smem, pdl, stream, p);
 }
 
 // Launches the register instance (FOLD, MODE) of the entry of Codes equal to code, its template
@@ -1311,7 +1300,7 @@ template <typename XT, int MODE, int FOLD, const auto& Codes>
 inline cudaError_t reg_launch_listed(const Params& p, int code, int warps, bool pdl, cudaStream_t s) {
   return with_listed_code<Codes>(code, cudaErrorInvalidValue, [&](auto c) {
     using D = RegCode<decltype(c)::value>;
-    return reg_launch<XT, D::R, D::U, D::NT, D::PK, MODE, FOLD>(p, warps, pdl, s);
+    return reg_launch<XT, D::R, D::U, D::NT, D::PF, MODE, FOLD>(p, warps, pdl, s);
   });
 }
 

@@ -20,11 +20,8 @@ bool sub_group(const W4GemvArgs& a) {
 }
 
 // Register-kernel code of a config: R U NT PF as decimal digits (w4a16g::kRegCodes).
-// Last digit: the instance's chunk pipeline PK (w4a16_gemv.cuh): pipe 0 / 2 (contiguous / dealt
-// round-robin over the warps) run PK 0, pipe 1 PK 1, pipe 3 / 4 (contiguous / round-robin) PK 2.
-int reg_code(int nt, int r, int u, int pipe) {
-  return r * 1000 + u * 100 + nt * 10 + (pipe == 1 ? 1 : (pipe >= 3 ? 2 : 0));
-}
+// pipe 2 (chunks dealt round-robin over the warps) runs the single-buffered (pipe 0) instance.
+int reg_code(int nt, int r, int u, int pipe) { return r * 1000 + u * 100 + nt * 10 + (pipe == 1 ? 1 : 0); }
 
 bool reg_compiled(int code, int fold) {
   if (fold != 0) return code_listed(w4a16g::kRegFoldCodes, code);
@@ -148,7 +145,7 @@ W4GemvSupport w4_gemv_supported(const W4GemvArgs& a, const W4GemvConfig& cfg) {
   const W4GemvConfig c = w4_gemv_resolve(a, cfg);
   const int nt = a.m > 8 ? 2 : 1;
   if (c.fold < 0 || c.fold > 1 || (c.fold != 0 && (c.ring > 0 || sub_group(a)))) return W4GemvSupport::kBadConfig;
-  if (c.ring <= 0 && (c.pipe < 0 || c.pipe > 4)) return W4GemvSupport::kBadConfig;
+  if (c.ring <= 0 && (c.pipe < 0 || c.pipe > 2)) return W4GemvSupport::kBadConfig;
   if (c.ring > 0) {
     if (c.ring >= 10000 ? !bulk_ok(a) : !ring_ok(a))
       return c.ring >= 10000 ? W4GemvSupport::kNoBulk : W4GemvSupport::kNoRing;
@@ -176,7 +173,7 @@ const char* w4_gemv_support_reason(W4GemvSupport s) {
     case W4GemvSupport::kBadConfig:
       return "config / ring code not compiled for this token-tile count (M <= 8 / M <= 16) (with fold: not in "
              "w4a16_reg_fold_configs), warps out of range, fold not 0 / 1, with a ring code or groups < 128, or pipe "
-             "not 0 .. 4";
+             "not 0 / 1 / 2";
     case W4GemvSupport::kTooLarge: return "N must be < 2^31 and K < 2^22";
     case W4GemvSupport::kNoRing:
       return "ring kernel needs groups >= 128 or per channel, N % 4 == 0, 4-byte aligned scales / zeros";
@@ -226,7 +223,7 @@ cudaError_t launch_impl(const W4GemvArgs& a, cudaStream_t stream, const W4GemvCo
   const W4GemvConfig c = w4_gemv_resolve(a, cfg);
   if (used != nullptr) *used = c;
   Params p = w4_params(a, c.pdl > 0 ? 1 : 0);
-  p.sb_interleave = (c.pipe == 2 || c.pipe == 4) ? 1 : 0;
+  p.sb_interleave = c.pipe == 2 ? 1 : 0;
   const int nt = a.m > 8 ? 2 : 1;
   if (c.ring >= 10000) {
     // instances live in w4a16_bulk_bf16.cu / w4a16_bulk_f16.cu

@@ -44,10 +44,8 @@ struct W4GemvArgs {
 // pipe: the register kernel's chunk schedule. 0: each warp a contiguous slice of K, one chunk of
 // `chunk` superblocks at a time; 1: the same, double-buffered (next chunk's loads issued before this
 // chunk's math); 2: chunks dealt round-robin over the warps (neighbouring warps read neighbouring
-// pieces of each row), single-buffered, the pipe 0 instances; 3 / 4: as 0 / 2 with the next chunk's
-// loads issued at the end of this chunk's iteration, free to overlap its math (the "soft" pipeline,
-// w4a16_gemv.cuh PK 2: instances with last digit 2). Compiled codes (row_tiles, chunk, NT, PK):
-// w4_reg_configs(). Other values: kBadConfig.
+// pieces of each row), single-buffered, the pipe 0 instances. Compiled (row_tiles, chunk, NT, pipe
+// 0 / 1) codes: w4_reg_configs(). Other values: kBadConfig.
 // fold: the register kernel's zero-point fold (w4a16_gemv.cuh FOLD: 1 = on, per-token x sums; 0 =
 // off); 1 selects the register kernel when ring is 0 and needs a code in w4_reg_fold_configs()
 // (groups >= 128 or per channel), else kBadConfig (as is any other value).
@@ -70,7 +68,7 @@ enum class W4GemvSupport : int {
   kBadGroup = 4,      // group size not in {16, 32, 64, multiples of 128, K}
   kMisaligned = 5,    // x pointer not 8-byte aligned or x row stride % 4 != 0, qweight not 16-byte aligned
   kBadConfig = 6,     // (row_tiles, chunk) not compiled (with fold: not in w4_reg_fold_configs) or warps out of
-                      // range, or fold not in {0, 1} / with a ring code / groups < 128, or pipe not in 0 .. 4
+                      // range, or fold not in {0, 1} / with a ring code / groups < 128, or pipe not in {0, 1, 2}
   kTooLarge = 7,      // n >= 2^31 or k >= 2^22
   kNoRing = 8,        // ring kernel asked for: groups < 128, N % 4 != 0 or scales / zeros not 4-byte aligned
   kNoBulk = 9,        // bulk ring asked for: not sm_90+, groups < 128, N % 16 != 0, K % 128 != 0, x / scales /
@@ -91,8 +89,8 @@ W4GemvSupport w4_gemv_supported(const W4GemvArgs& a, const W4GemvConfig& cfg);
 // ring codes (>= 10000): writes up to `cap` codes, returns how many there are.
 int w4_ring_configs(int nt, int* codes, int cap);
 
-// The compiled register-kernel configs: codes R * 1000 + U * 100 + NT * 10 + PK (NT = 1: M <= 8,
-// 2: M <= 16; PK 0 runs pipe 0 / 2, 1 pipe 1, 2 pipe 3 / 4); writes up to `cap`, returns how many there are.
+// The compiled register-kernel configs: codes R * 1000 + U * 100 + NT * 10 + pipe (NT = 1: M <= 8,
+// 2: M <= 16); writes up to `cap`, returns how many there are.
 int w4_reg_configs(int* codes, int cap);
 
 // The register-kernel codes compiled with the zero fold (fold 1); as w4_reg_configs.

@@ -213,8 +213,11 @@ _CUDA_RING = 0
 # short rows: M = 1 / 4 / 8 R4 U1 W4 pipe 2 10.10 / 10.38 / 10.68 vs 4143 11.16, 4124 12.01 / 12.32
 # -> ('short', 0|1): -1. ('few', 1) stays 11824: 6.57 / 7.06 at M = 4 / 8 vs R1 U2 W16 pipe 2 fold
 # 6.64 and R1 U2 W14 pipe 2 7.81.
+# Session 17 run 7 (benchmarks/results/session17/run7, bench_w4reg.py, same method; the register
+# kernel now loads its first chunk before griddepcontrol.wait): few M=4 R1 U2 W16 pipe 2 5.28 (sym-fp16)
+# / fold 5.12 (asym-bf16) vs 11824 6.29 / 6.25 -> ('few', 4): -1; M=8 stays 11824 (6.41 vs 6.69).
 _CUDA_RING_AUTO: dict[tuple[str, int], int] = {
-    ("few", 0): -1, ("few", 1): 11824, ("few", 2): -1,
+    ("few", 0): -1, ("few", 4): -1, ("few", 1): 11824, ("few", 2): -1,
     ("short", 0): -1, ("short", 1): -1, ("short", 2): -1,
     ("many", 1): -1, ("many", 2): -1,
 }
@@ -264,9 +267,15 @@ _CUDA_RING_AUTO: dict[tuple[str, int], int] = {
 # the same config) the fold loses or ties: many M=2 (R1 U2 W4) 25.27 vs 23.93, M=4 26.02 / 26.22 vs
 # 25.58 / 25.23, M=1 25.14 / 25.18 vs 24.19 / 24.18; few M=1 (R1 U2 W16 pipe 2) 5.46 vs 5.42
 # -> _cuda_auto_reg drops the fold where the layer has no zero points.
+# Session 17 run 7 (benchmarks/results/session17/run7, same method, the kernel with its first chunk
+# loaded before griddepcontrol.wait; us, best vs the table before, sym-fp16 / asym-bf16):
+#   many M=4: R2 U2 W6 pipe 2 24.35 / 25.75 vs R1 U2 W4 (fold on asym) 25.54 / 25.92  -> ('many', 4)
+#   few M=4: R1 U2 W16 pipe 2 5.28 / fold 5.12 vs ring 11824 6.29 / 6.25               -> ('few', 4)
+#   few M=16 (sym): R1 U2 W8 9.28 vs R1 U1 W8 pipe 1 9.56                              -> ('few', 2)
+#   every other class and M: the entries above stay best or within 1 %.
 _CUDA_REG_AUTO: dict[tuple[str, int], tuple[int, ...]] = {
-    ("many", 0): (1, 2, 4, 0), ("many", 4): (1, 2, 4, 0, 1), ("many", 1): (2, 2, 6, 2), ("many", 2): (4, 1, 8, 2),
-    ("few", 0): (1, 2, 16, 2, 1), ("few", 2): (1, 1, 8, 1),
+    ("many", 0): (1, 2, 4, 0), ("many", 4): (2, 2, 6, 2), ("many", 1): (2, 2, 6, 2), ("many", 2): (4, 1, 8, 2),
+    ("few", 0): (1, 2, 16, 2, 1), ("few", 4): (1, 2, 16, 2, 1), ("few", 2): (1, 2, 8, 0),
     ("short", 0): (4, 1, 4, 2), ("short", 1): (4, 1, 4, 2), ("short", 2): (2, 1, 2, 2),
 }
 
@@ -753,9 +762,7 @@ def cuda_gemv(
     launcher's own choice. ``config`` =
     the register kernel's (row tiles per CTA, superblocks per chunk, warps per CTA[, pipe: 0 = a
     contiguous K slice per warp, 1 = the same with double-buffered chunks, 2 = chunks dealt
-    round-robin over the warps, 3 / 4 = as 0 / 2 with each next chunk's loads free to overlap the
-    math before them (``csrc/w4a16_gemv.cuh`` PK 2)[, fold]]; ``w4a16_reg_configs()`` lists the
-    compiled ones as R U NT PK digits: PK 0 runs pipe 0 / 2, 1 pipe 1, 2 pipe 3 / 4), 0 = automatic
+    round-robin over the warps[, fold]]; ``w4a16_reg_configs()`` lists the compiled ones), 0 = automatic
     (default :data:`_CUDA_CONFIG`); ``pdl`` None follows ``qlinear.kernels._pdl`` (on for M <= PDL_MAX_M).
     ``fold`` (default 0 = off, 1 = on; other values are refused): the register kernel's zero-point
     fold (``csrc/w4a16_gemv.cuh`` FOLD: per-token x sums from an all-ones mma), compiled for the

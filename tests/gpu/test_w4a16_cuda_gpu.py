@@ -32,9 +32,8 @@ TOL = 1e-2
 MS = (1, 2, 3, 4, 8, 16)
 # (row tiles, superblocks per chunk, warps[, pipe]); compiled: w4a16_gemv.cuh kRegCodes
 CONFIGS_NT1 = [(1, 2, 4), (1, 4, 8), (2, 2, 8), (4, 1, 4), (1, 2, 16), (1, 4, 3), (1, 2, 8, 1), (1, 1, 16, 1),
-               (4, 1, 8, 1), (4, 1, 3, 1), (1, 2, 4, 3), (1, 2, 16, 4), (2, 2, 4, 3), (4, 1, 4, 4)]
-CONFIGS_NT2 = [(1, 2, 8), (2, 1, 4), (2, 1, 8), (1, 1, 8, 1), (2, 1, 8, 1), (2, 1, 3, 1), (4, 1, 8), (4, 1, 3),
-               (1, 2, 8, 3), (1, 2, 4, 4)]
+               (4, 1, 8, 1), (4, 1, 3, 1)]
+CONFIGS_NT2 = [(1, 2, 8), (2, 1, 4), (2, 1, 8), (1, 1, 8, 1), (2, 1, 8, 1), (2, 1, 3, 1), (4, 1, 8), (4, 1, 3)]
 
 
 def _check(packed, w, m, dtype=torch.bfloat16, bias=True, config=None, seed=0):
@@ -239,24 +238,23 @@ def test_reg_every_code(dtype):
         sdt = sdt or (torch.float16 if dtype == torch.float16 else torch.bfloat16)
         packed, w = _layer(n, k, group, asym, sdt, seed=n + k)
         for code in codes:
-            r, u, nt, pk = code // 1000, code // 100 % 10, code // 10 % 10, code % 10
+            r, u, nt, pipe = code // 1000, code // 100 % 10, code // 10 % 10, code % 10
             ms = (1, 3, 8) if nt == 1 else (9, 16)
-            # the instance's pipeline PK runs pipe 0 / 2 (PK 0), 1 (PK 1), 3 / 4 (PK 2, soft); 2 and 4
-            # deal chunks round-robin over the warps
-            for p in {0: (0, 2), 1: (1,), 2: (3, 4)}[pk]:
+            # pipe 2 (chunks round-robin over the warps) runs the pipe 0 instances
+            for p in (pipe, 2) if pipe == 0 else (pipe,):
                 for warps in (1, 3, 8):
                     for m in ms:
                         _check(packed, w, m, dtype=dtype, bias=m % 2 == 1, config=(r, u, warps, p), seed=m + code)
 
 
 def test_reg_pipe_out_of_range_refused():
-    """pipe 5 or -1 is kBadConfig (6), not silently another instance; 3 / 4 are the soft ones."""
+    """pipe 3 or -1 is kBadConfig (6), not silently the double-buffered instance."""
     from qlinear.kernels import cuda_ext
 
     C = cuda_ext.load()
     packed, _ = _layer(256, 1024, 128, True, torch.bfloat16, seed=3)
     x = torch.randn(1, 1024, device=DEV, dtype=torch.bfloat16)
-    for pipe, want in ((5, 6), (-1, 6), (4, 0), (3, 0), (2, 0), (1, 0), (0, 0)):
+    for pipe, want in ((3, 6), (-1, 6), (2, 0), (1, 0), (0, 0)):
         why = C.w4a16_gemv_supported(x, packed.qweight, packed.scales, packed.zeros, packed.group_size, 1, 2, 4, -1,
                                      pipe, 0)
         assert why == want, (pipe, why)
@@ -388,12 +386,12 @@ def test_too_large_ring_is_refused_up_front():
 
 
 # the committed dispatch table (qlinear/ops/w4a16.py _CUDA_RING_AUTO) on the measured shapes
-AUTO_WANT = {(2112, 7168): {1: -1, 4: 11824, 16: -1}, (24576, 1536): {1: -1, 4: -1, 8: -1, 16: -1},
+AUTO_WANT = {(2112, 7168): {1: -1, 4: -1, 8: 11824, 16: -1}, (24576, 1536): {1: -1, 4: -1, 8: -1, 16: -1},
              (7168, 16384): {1: -1, 4: -1, 8: -1, 16: -1}}
 # ... and _CUDA_REG_AUTO's register configs where the ring table says -1 (None: the launcher's)
-REG_WANT = {(2112, 7168): {1: (1, 2, 16, 2, 1), 16: (1, 1, 8, 1)},
+REG_WANT = {(2112, 7168): {1: (1, 2, 16, 2, 1), 4: (1, 2, 16, 2, 1), 16: (1, 2, 8, 0)},
             (24576, 1536): {1: (4, 1, 4, 2), 4: (4, 1, 4, 2), 8: (4, 1, 4, 2), 16: (2, 1, 2, 2)},
-            (7168, 16384): {1: (1, 2, 4, 0), 4: (1, 2, 4, 0, 1), 8: (2, 2, 6, 2), 16: (4, 1, 8, 2)}}
+            (7168, 16384): {1: (1, 2, 4, 0), 4: (2, 2, 6, 2), 8: (2, 2, 6, 2), 16: (4, 1, 8, 2)}}
 
 
 @pytest.mark.parametrize("shape", list(AUTO_WANT))
@@ -409,7 +407,7 @@ def test_auto_table_on_measured_shapes(shape):
         _check(packed, w, m, seed=m + 40)
 
 
-@pytest.mark.parametrize("shape,m", [((7168, 16384), 4), ((2112, 7168), 1)])
+@pytest.mark.parametrize("shape,m", [((2112, 7168), 4), ((2112, 7168), 1)])
 def test_auto_table_symmetric_layer_drops_the_fold(shape, m):
     """A GPTQ symmetric layer (fp16 scales, no zero points) takes the table's config without the
     zero-point fold (_cuda_auto_reg); the asymmetric layer of the same shape keeps it."""
