@@ -555,17 +555,6 @@ __global__ void __launch_bounds__(reg_threads<R, U, NT, PF>(), 1) reg_gemv_kerne
   RegChunk<U, R, NT> c0;
   bool have = sb + U <= chunks_end;
   if (have) reg_load<U, R, NT, false, MODE, true, false>(p, c0, sb, wrow, xrow, rows, t);
-  // with PDL: the warp's next pdl_prefetch - 1 chunks into L2 as well
-  for (int ch = 1; ch < p.pdl_prefetch; ++ch) {
-    const int sbn = sb + ch * step;
-    if (sbn + U > chunks_end) break;
-#pragma unroll
-    for (int u = 0; u < U; ++u)
-#pragma unroll
-      for (int r = 0; r < R; ++r)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) prefetch_l2(wrow[r][h] + (sbn + u) * 16);
-  }
   pdl::wait();
   if (have) reg_load<U, R, NT, false, MODE, false, true>(p, c0, sb, wrow, xrow, rows, t);
   if constexpr (PF) {
