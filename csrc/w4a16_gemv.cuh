@@ -64,6 +64,7 @@ struct Params {
   FKind scale_kind, bias_kind;
   int pdl_prefetch;    // sub-group kernel: L2 prefetches of the first chunk before griddepcontrol.wait
   int sb_interleave;   // register kernel without PF: warps take U-superblock chunks round-robin
+  int early_trigger;   // EXPERIMENT: register kernel triggers its dependents at its start
   uint32_t grp_mul;    // !SUB: group of superblock sb = umulhi(2 sb, grp_mul) (group_of_sb); 0 per channel
 };
 
@@ -547,6 +548,7 @@ __global__ void __launch_bounds__(reg_threads<R, U, NT, PF>(), 1) reg_gemv_kerne
       for (int q = 0; q < 4; ++q) tot[r][nt][q] = 0.f;
   uint32_t sink = 0;
 
+  if (p.early_trigger) pdl::launch_dependents();
   // The first chunk: weights, scales and zero points before griddepcontrol.wait, x after it.
   int sb = sb_begin;
   // il: chunk ch = sb / U of the row's full chunks goes to warp ch % nw
