@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Needs 94b2d6c (the QLINEAR_W4_TRIGGER switch; the kernel now fixes the trigger by token tiles).
 # Session 17 experiment: the register decode kernel triggering its PDL dependents at its start
 # (QLINEAR_W4_TRIGGER=early) against after its main loop (late, the default): bench_w4reg.py on the
 # GPTQ symmetric layer at REG_MS, both in one run.

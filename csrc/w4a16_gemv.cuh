@@ -64,7 +64,6 @@ struct Params {
   FKind scale_kind, bias_kind;
   int pdl_prefetch;    // sub-group kernel: L2 prefetches of the first chunk before griddepcontrol.wait
   int sb_interleave;   // register kernel without PF: warps take U-superblock chunks round-robin
-  int early_trigger;   // EXPERIMENT: register kernel triggers its dependents at its start
   uint32_t grp_mul;    // !SUB: group of superblock sb = umulhi(2 sb, grp_mul) (group_of_sb); 0 per channel
 };
 
@@ -548,7 +547,12 @@ __global__ void __launch_bounds__(reg_threads<R, U, NT, PF>(), 1) reg_gemv_kerne
       for (int q = 0; q < 4; ++q) tot[r][nt][q] = 0.f;
   uint32_t sink = 0;
 
-  if (p.early_trigger) pdl::launch_dependents();
+  // PDL trigger: at M <= 8 right away (the next grid's CTAs take the room this grid's tail frees
+  // and request their first chunk early), at M 9..16 after the main loop. Session 17 run 10
+  // (benchmarks/results/session17/run10, the table's configs, us, late / early): M = 1 24576x1536
+  // 8.72 / 7.96, 7168x16384 23.43 / 22.99, 2112x7168 4.63 / 4.63; M = 4 8.98 / 8.28, 24.32 / 24.00,
+  // 5.21 / 5.22; M = 16 2112x7168 9.33 / 9.93 (others within 1 %).
+  if constexpr (NT == 1) pdl::launch_dependents();
   // The first chunk: weights, scales and zero points before griddepcontrol.wait, x after it.
   int sb = sb_begin;
   // il: chunk ch = sb / U of the row's full chunks goes to warp ch % nw
@@ -592,7 +596,7 @@ __global__ void __launch_bounds__(reg_threads<R, U, NT, PF>(), 1) reg_gemv_kerne
     reg_load<1, R, NT, true, MODE>(p, c, sb, wrow, xrow, rows, t);
     reg_compute<XT, 1, R, NT, MODE, FOLD>(c, tot, sink, magic);
   }
-  pdl::launch_dependents();
+  if constexpr (NT == 2) pdl::launch_dependents();
   if constexpr (MODE != 0) {
     // keeps the loads (and dequant) alive; practically never stores
     if (sink == 0x9E3779B9u) static_cast<XT*>(p.out)[0] = Mma<XT>::from_f(1.f);

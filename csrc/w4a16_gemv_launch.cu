@@ -2,8 +2,6 @@
 // launch config, and the dispatch over the compiled instances (ring kernel: dtype, WR, WK, S, ST, NT;
 // register kernel: dtype, R, U, NT, PF, both in w4a16_ring_<dtype>.cu; bulk ring kernel: the ring's
 // digits + 10000, in w4a16_bulk_<dtype>.cu; sub-group kernel: here).
-#include <cstdlib>
-
 #include "w4a16_params.cuh"
 #include "device_attrs.h"
 
@@ -225,12 +223,6 @@ cudaError_t launch_impl(const W4GemvArgs& a, cudaStream_t stream, const W4GemvCo
   const W4GemvConfig c = w4_gemv_resolve(a, cfg);
   if (used != nullptr) *used = c;
   Params p = w4_params(a, c.pdl > 0 ? 1 : 0);
-  // EXPERIMENT (session 17): QLINEAR_W4_TRIGGER=early
-  static const int early = [] {
-    const char* e = std::getenv("QLINEAR_W4_TRIGGER");
-    return e != nullptr && e[0] == 'e' ? 1 : 0;
-  }();
-  p.early_trigger = early;
   p.sb_interleave = c.pipe == 2 ? 1 : 0;
   const int nt = a.m > 8 ? 2 : 1;
   if (c.ring >= 10000) {
