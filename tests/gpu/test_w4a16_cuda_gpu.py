@@ -390,7 +390,7 @@ AUTO_WANT = {(2112, 7168): {1: -1, 4: -1, 8: 11824, 16: -1}, (24576, 1536): {1: 
              (7168, 16384): {1: -1, 4: -1, 8: -1, 16: -1}}
 # ... and _CUDA_REG_AUTO's register configs where the ring table says -1 (None: the launcher's)
 REG_WANT = {(2112, 7168): {1: (1, 2, 16, 2, 1), 4: (1, 2, 16, 2, 1), 16: (1, 2, 8, 0)},
-            (24576, 1536): {1: (4, 1, 4, 2), 4: (4, 1, 4, 2), 8: (4, 1, 4, 2), 16: (2, 1, 2, 2)},
+            (24576, 1536): {1: (4, 1, 4, 2), 4: (4, 1, 4, 2), 8: (4, 1, 4, 2), 16: (2, 1, 2, 2, 1)},
             (7168, 16384): {1: (1, 2, 4, 0), 4: (2, 2, 6, 2), 8: (2, 2, 6, 2), 16: (4, 1, 8, 2)}}
 
 
@@ -407,7 +407,7 @@ def test_auto_table_on_measured_shapes(shape):
         _check(packed, w, m, seed=m + 40)
 
 
-@pytest.mark.parametrize("shape,m", [((2112, 7168), 4), ((2112, 7168), 1)])
+@pytest.mark.parametrize("shape,m", [((2112, 7168), 4), ((2112, 7168), 1), ((24576, 1536), 16)])
 def test_auto_table_symmetric_layer_drops_the_fold(shape, m):
     """A GPTQ symmetric layer (fp16 scales, no zero points) takes the table's config without the
     zero-point fold (_cuda_auto_reg); the asymmetric layer of the same shape keeps it."""
