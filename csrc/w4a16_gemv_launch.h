@@ -32,7 +32,9 @@ struct W4GemvArgs {
 
 // Launch choices; zeros mean automatic. rows_tiles (R) * chunk (U) must be one of the compiled
 // pairs (see w4a16_gemv_launch.cu); warps: 1 .. 16 warps per CTA splitting K; pdl: 1 launch with
-// programmatic stream serialization (and L2-prefetch the first weights before waiting).
+// programmatic stream serialization (the first weights are requested before waiting: into registers
+// by the register kernel, which at M <= 8 also lets its dependents launch at its start; as L2
+// prefetches or ring copies by the others).
 // ring: the cp.async ring kernel's shape WR * 1000 + WK * 100 + S * 10 + ST (16 WR rows per CTA,
 // WK warps over K, S superblocks per warp per stage, ST stages; see w4_ring_configs()), 0 = auto
 // (the ring kernel for M <= 8 on rows of <= 16 superblocks where it applies, else the register

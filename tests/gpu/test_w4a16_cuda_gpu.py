@@ -215,6 +215,38 @@ def test_ring_pdl_and_graph():
     assert ((y.float() - want).norm() / want.norm()).item() <= TOL
 
 
+
+@pytest.mark.parametrize("m,config", [(1, (1, 2, 4, 0)), (4, (4, 1, 4, 2)), (16, (2, 1, 2, 2))])
+def test_reg_pdl_chain_in_a_graph(m, config):
+    """The register kernel requests its first chunk's weights before griddepcontrol.wait and, at
+    M <= 8, triggers its dependents at its start: a chain of launches where each one's x is the
+    previous one's output (K = N) must still see every input complete. PDL on and off give the same
+    bits; a captured chain replayed on fresh x matches the fp32 reference at every link."""
+    packed, w = _layer(2048, 2048, seed=11)
+    x = torch.randn(m, 2048, device=DEV, dtype=torch.bfloat16)
+
+    def chain(pdl):
+        ys = [x]
+        for _ in range(4):
+            ys.append(ops.cuda_gemv(ys[-1], packed, config=config, pdl=pdl))
+        return ys[1:]
+
+    on, off = chain(True), chain(False)
+    assert all(torch.equal(a, b) for a, b in zip(on, off))
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        ys = chain(True)
+    x.copy_(torch.randn_like(x))
+    graph.replay()
+    torch.cuda.synchronize()
+    prev = x
+    for i, y in enumerate(ys):
+        want = prev.float() @ w.T
+        err = ((y.float() - want).norm() / want.norm()).item()
+        assert err <= TOL, f"link {i}: rel err {err:.3e}"
+        prev = y
+
+
 # ---- round 3: the register kernel rebuilt for instruction count ----
 
 
