@@ -3,6 +3,7 @@
 #include "fp8_gemv_dispatch.cuh"
 #include "fp8_gemv_launch.h"
 #include "device_attrs.h"
+#include "int_math.h"
 
 namespace qlinear {
 namespace fp8g {
@@ -14,8 +15,6 @@ namespace {
 using fp8g::Params;
 
 int max_warps(int nt, int r, int pf, bool pq, bool xa) { return fp8g::max_threads(nt, r, pf, pq, xa) / 32; }
-
-int64_t cdiv64(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 int64_t partial_words(const Fp8GemvArgs& a, const Fp8GemvConfig& c) {
   const int nt = a.m > 8 ? 2 : 1;

@@ -1,6 +1,7 @@
 // Launcher of the W4A16 mma.sync GEMM (w4a16_gemm.cuh): support checks, the automatic config and the dispatch
 // over the compiled (dtype, WR, NT, ST) instances.
 #include "device_attrs.h"
+#include "int_math.h"
 #include "w4a16_gemm.cuh"
 #include "w4a16_gemm_launch.h"
 #include "w4a16_params.cuh"
@@ -9,8 +10,6 @@ namespace qlinear {
 namespace {
 
 using w4a16g::GemmParams;
-
-int64_t cdiv64(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 int gemm_code(const W4GemmConfig& c) { return c.warps * 1000 + (c.tokens / 8) * 10 + c.stages; }
 

@@ -1,6 +1,7 @@
 // Launcher of the Hopper wgmma W4A16 GEMM (w4a16_wgmma.cuh): support checks, the automatic config and
 // the dispatch over the compiled (dtype, TN, ST) instances. Declared in w4a16_gemm_launch.h.
 #include "device_attrs.h"
+#include "int_math.h"
 #include "tensor_map.h"
 #include "w4a16_gemm_launch.h"
 #include "w4a16_params.cuh"
@@ -10,8 +11,6 @@ namespace qlinear {
 namespace {
 
 using w4a16g::WgParams;
-
-int64_t cdiv64(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 int wg_code(const W4GemmConfig& c) { return (c.tokens / 8) * 10 + c.stages; }
 

@@ -78,6 +78,7 @@ HEADERS = (
     "fp8_gemv_dispatch.cuh",
     "tensor_map.h",
     "code_list.h",
+    "int_math.h",
     "msg.h",
     "binding_util.h",
 )
