@@ -42,8 +42,9 @@ int64_t fp8_gemv_encode(const Fp8GemvConfig& c) {
 
 // Automatic choice (zero fields of the code): R = 1 for m <= 4, 2 for m <= 8, 4 above (x is quantized
 // once per CTA per k-block: more rows per CTA cut that work, which grows with m; pre-quantized x:
-// R = 1); PF = 1 where compiled. Warps: about 16 resident warps per SM over the grid (8 for R = 4, register-bound), at
-// least two k-blocks per warp; a tile group needing more warps than a CTA holds splits K over CTAs.
+// R = 1); PF = 1 where compiled. Warps: about 16 resident warps per SM over the grid (8 for R = 4,
+// register-bound), at least two k-blocks per warp; a tile group needing more warps than a CTA holds
+// splits K over CTAs.
 Fp8GemvConfig fp8_gemv_resolve(const Fp8GemvArgs& a, int64_t code) {
   Fp8GemvConfig c = fp8_gemv_decode(code);
   const bool pq = a.x_scales != nullptr;
@@ -92,7 +93,8 @@ Fp8GemvSupport fp8_gemv_supported(const Fp8GemvArgs& a, int64_t code) {
       reinterpret_cast<uintptr_t>(a.weight) % 16 != 0 || (a.n > 1 && a.w_stride % 16 != 0))
     return Fp8GemvSupport::kMisaligned;
   const Fp8GemvConfig c = fp8_gemv_resolve(a, code);
-  if (code >= 100000000 || fp8_gemv_decode(code).preq > 1 || (fp8_gemv_decode(code).preq == 1 && !pq) || c.xa > 1)
+  const int q = fp8_gemv_decode(code).preq;  // as asked (resolve sets c.preq from the operands)
+  if (code >= 100000000 || q > 1 || (q == 1 && !pq) || c.xa > 1)
     return Fp8GemvSupport::kBadConfig;
   if (!fp8g::pair_compiled(c.r, c.pf, pq, c.xa != 0) || c.warps < 1 ||
       c.warps > max_warps(a.m > 8 ? 2 : 1, c.r, c.pf, pq, c.xa != 0) || c.splits < 1 || c.splits > 99)
