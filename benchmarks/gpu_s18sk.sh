@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Session 18 run 1. Needs the stream-K FP8 decode kernel (fp8_gemv.cuh SK, K digit of the config code).
-# Its GPU tests, then probe_fp8_preq.py on the wide shapes (Triton today) and 2112x7168: stream-K codes
+# Session 17's W4A16 PDL chain test (never run on a GPU), the stream-K GPU tests, then probe_fp8_preq.py on the wide shapes (Triton today) and 2112x7168: stream-K codes
 # against the Triton path ("triton q early") and the auto dispatch, cold weights, alternated replays.
 #   OUT=/some/dir bash benchmarks/gpu_s18sk.sh   # ~300 s after the build
 source "$(dirname "$0")/_gpu_build.sh"
 export PYTHONPATH="${PYTHONPATH:-$PWD}"
 gpu_build s18sk
+gpu_pytest w4_pdl_chain 60 tests/gpu/test_w4a16_cuda_gpu.py -k reg_pdl_chain_in_a_graph
 gpu_pytest sk_tests 150 -x tests/gpu/test_fp8_cuda_gemv.py -k "stream_k or graph_replay or two_streams"
 PQ16=111011114,111011116,211011107,211011108,311011105,411011104,511011103,411011103,211011206,311011204,11011104
 gpu_probe w16 110 "PREQ|rror" benchmarks/probe_fp8_preq.py --m 16 --shapes 7168x16384,24576x1536 --gemv-codes "" --qmodes early \
