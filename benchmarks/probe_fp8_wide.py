@@ -3,7 +3,7 @@
 configs around GEMM_CONFIGS, against the committed dispatch ("auto"); cold weights (copies rotated
 past L2), alternated graph replays. One line per case: ``WIDE M=16 NxK config us``.
 
-    python benchmarks/probe_fp8_wide.py [--out DIR] [--ms 8 12 16] [--shapes NxK,...] [--fused]
+    python benchmarks/probe_fp8_wide.py [--out DIR] [--ms 8 12 16] [--shapes NxK,...] [--fused] [--set s8|ku]
 """
 
 from __future__ import annotations
@@ -35,9 +35,24 @@ CANDIDATES = {
                     G(16, 64, 6, 4, 4, swap_ab=True), G(16, 256, 3, 8, 3, swap_ab=True)],
 }
 
+# --set ku (session 18): K blocks per loop iteration (k_unroll 2 / 4: each weight row's consecutive
+# K blocks requested together) around the table's entries
+KU_CANDIDATES = {
+    (24576, 1536): [G(16, 64, 1, 4, 4, swap_ab=True), G(16, 64, 1, 4, 4), G(16, 64, 1, 4, 4, swap_ab=True, k_unroll=2),
+                    G(16, 64, 1, 4, 2, swap_ab=True, k_unroll=2), G(16, 64, 1, 4, 3, swap_ab=True, k_unroll=2),
+                    G(16, 128, 1, 4, 2, swap_ab=True, k_unroll=2), G(16, 64, 1, 4, 2, k_unroll=2),
+                    G(16, 64, 1, 4, 3, k_unroll=2), G(16, 64, 1, 4, 2, swap_ab=True, k_unroll=4)],
+    (7168, 16384): [G(16, 64, 6, 4, 3), G(16, 128, 5, 4, 4, swap_ab=True), G(16, 64, 6, 4, 3, k_unroll=2),
+                    G(16, 64, 6, 4, 2, k_unroll=2), G(16, 64, 3, 4, 2, k_unroll=2),
+                    G(16, 128, 5, 4, 4, swap_ab=True, k_unroll=2), G(16, 128, 5, 4, 2, swap_ab=True, k_unroll=2),
+                    G(16, 128, 5, 4, 3, swap_ab=True, k_unroll=2), G(16, 64, 6, 4, 3, swap_ab=True, k_unroll=2),
+                    G(16, 128, 5, 4, 2, swap_ab=True, k_unroll=4), G(16, 64, 6, 4, 2, k_unroll=4)],
+}
+
 
 def label(c: ft.GemmConfig) -> str:
-    return f"({c.block_m},{c.block_n},{c.split_k},{c.num_warps},{c.num_stages}){' swap' if c.swap_ab else ''}"
+    ku = f" ku{c.k_unroll}" if c.k_unroll > 1 else ""
+    return f"({c.block_m},{c.block_n},{c.split_k},{c.num_warps},{c.num_stages}){' swap' if c.swap_ab else ''}{ku}"
 
 
 def main() -> None:
@@ -47,11 +62,12 @@ def main() -> None:
     ap.add_argument("--shapes", default="24576x1536,7168x16384", help="comma-separated NxK (keys of CANDIDATES)")
     ap.add_argument("--fused", action="store_true",
                     help="also time each non-swap config with the quantization fused into the GEMM (fuse_quant=True)")
+    ap.add_argument("--set", choices=("s8", "ku"), default="s8", help="candidate lists: session 8's, or k_unroll")
     args = ap.parse_args()
     shapes = {tuple(int(v) for v in sh.split("x")) for sh in args.shapes.split(",") if sh}
     torch.manual_seed(0)
     rows = []
-    for (n, k), cands in CANDIDATES.items():
+    for (n, k), cands in (KU_CANDIDATES if args.set == "ku" else CANDIDATES).items():
         if (n, k) not in shapes:
             continue
         ws, ss = cold_fp8_block_weights(n, k)

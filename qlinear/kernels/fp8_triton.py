@@ -330,6 +330,7 @@ def _fp8_block_gemm_kernel(
     FP8_DOT: tl.constexpr,
     QUANT_A: tl.constexpr,
     PREFETCH_B: tl.constexpr,
+    K_UNROLL: tl.constexpr,
     INTERPRET: tl.constexpr,
     USE_PDL: tl.constexpr,
     PDL_EARLY: tl.constexpr,
@@ -368,27 +369,36 @@ def _fp8_block_gemm_kernel(
     bs_ptrs = Bs_ptr + (offs_n // SCALE_BLOCK_N) * stride_bs_n
 
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for kb in range(kb_begin, kb_end):
-        k0 = kb * BLOCK_K
-        if EVEN_K:
-            a = tl.load(a_ptrs + k0, mask=m_ok[:, None], other=0.0)
-            b = tl.load(b_ptrs + k0, mask=n_ok[None, :], other=0.0)
-        else:
-            k_ok = (k0 + offs_k) < K
-            a = tl.load(a_ptrs + k0, mask=m_ok[:, None] & k_ok[None, :], other=0.0)
-            b = tl.load(b_ptrs + k0, mask=k_ok[:, None] & n_ok[None, :], other=0.0)
-        if QUANT_A:
-            # rows >= M and columns >= K read as zeros: as in the quantization kernel
-            a, a_s = _quant_rows(a.to(tl.float32), scale_eps, INTERPRET)
-        else:
-            a_s = tl.load(as_ptrs + kb * stride_as_k, mask=m_ok, other=0.0)
-        b_s = tl.load(bs_ptrs + kb * stride_bs_k, mask=n_ok, other=0.0)
-        if FP8_DOT:
-            part = tl.dot(a, b)
-        else:
-            # GPUs without fp8 tensor cores: e4m3 -> fp16 is exact (subnormals included).
-            part = tl.dot(a.to(tl.float16), b.to(tl.float16))
-        acc += part * a_s[:, None] * b_s[None, :]
+    # K_UNROLL K blocks per iteration (see GemmConfig.k_unroll); the sum order is the same
+    for kb0 in range(kb_begin, kb_end, K_UNROLL):
+        for u in tl.static_range(K_UNROLL):
+            kb = kb0 + u
+            # a K block past this slice (the last iteration of an odd slice) reads as zeros
+            m_in = m_ok
+            n_in = n_ok
+            if K_UNROLL > 1:
+                m_in = m_ok & ((offs_m * 0 + kb) < kb_end)
+                n_in = n_ok & ((offs_n * 0 + kb) < kb_end)
+            k0 = kb * BLOCK_K
+            if EVEN_K:
+                a = tl.load(a_ptrs + k0, mask=m_in[:, None], other=0.0)
+                b = tl.load(b_ptrs + k0, mask=n_in[None, :], other=0.0)
+            else:
+                k_ok = (k0 + offs_k) < K
+                a = tl.load(a_ptrs + k0, mask=m_in[:, None] & k_ok[None, :], other=0.0)
+                b = tl.load(b_ptrs + k0, mask=k_ok[:, None] & n_in[None, :], other=0.0)
+            if QUANT_A:
+                # rows >= M and columns >= K read as zeros: as in the quantization kernel
+                a, a_s = _quant_rows(a.to(tl.float32), scale_eps, INTERPRET)
+            else:
+                a_s = tl.load(as_ptrs + kb * stride_as_k, mask=m_in, other=0.0)
+            b_s = tl.load(bs_ptrs + kb * stride_bs_k, mask=n_in, other=0.0)
+            if FP8_DOT:
+                part = tl.dot(a, b)
+            else:
+                # GPUs without fp8 tensor cores: e4m3 -> fp16 is exact (subnormals included).
+                part = tl.dot(a.to(tl.float16), b.to(tl.float16))
+            acc += part * a_s[:, None] * b_s[None, :]
 
     pdl_trigger(USE_PDL, PDL_EARLY)
     c_ptrs = C_ptr + offs_m[:, None].to(tl.int64) * stride_cm + offs_n[None, :]
@@ -438,6 +448,7 @@ def _fp8_block_gemm_swapab_kernel(
     HAS_BIAS: tl.constexpr,
     FP8_DOT: tl.constexpr,
     QUANT_A: tl.constexpr,
+    K_UNROLL: tl.constexpr,
     INTERPRET: tl.constexpr,
     USE_PDL: tl.constexpr,
     PDL_EARLY: tl.constexpr,
@@ -474,33 +485,42 @@ def _fp8_block_gemm_swapab_kernel(
         k_lim = tl.minimum(kb_end * BLOCK_K, K)  # this slice's end: no load past the last step
         k_ok0 = (kb_begin * BLOCK_K + offs_k) < K
         x_next = tl.load(a_ptrs + kb_begin * BLOCK_K, mask=m_ok[:, None] & k_ok0[None, :], other=0.0)
-    for kb in range(kb_begin, kb_end):
-        k0 = kb * BLOCK_K
-        if EVEN_K:
-            b = tl.load(b_ptrs + k0, mask=n_ok[:, None], other=0.0)
-        else:
-            k_ok = (k0 + offs_k) < K
-            b = tl.load(b_ptrs + k0, mask=n_ok[:, None] & k_ok[None, :], other=0.0)
-        if QUANT_A:
-            x = x_next
-            # the next step's tile (none after the last step: its mask is all false)
-            k_ok1 = (k0 + BLOCK_K + offs_k) < k_lim
-            x_next = tl.load(a_ptrs + (k0 + BLOCK_K), mask=m_ok[:, None] & k_ok1[None, :], other=0.0)
-            # rows >= M and columns >= K are zeros: as in the quantization kernel
-            a, a_s = _quant_rows(x.to(tl.float32), scale_eps, INTERPRET)
-        else:
+    # K_UNROLL K blocks per iteration (see GemmConfig.k_unroll; 1 with QUANT_A); the sum order is the same
+    for kb0 in range(kb_begin, kb_end, K_UNROLL):
+        for u in tl.static_range(K_UNROLL):
+            kb = kb0 + u
+            # a K block past this slice (the last iteration of an odd slice) reads as zeros
+            m_in = m_ok
+            n_in = n_ok
+            if K_UNROLL > 1:
+                m_in = m_ok & ((offs_m * 0 + kb) < kb_end)
+                n_in = n_ok & ((offs_n * 0 + kb) < kb_end)
+            k0 = kb * BLOCK_K
             if EVEN_K:
-                a = tl.load(a_ptrs + k0, mask=m_ok[:, None], other=0.0)
+                b = tl.load(b_ptrs + k0, mask=n_in[:, None], other=0.0)
             else:
-                a = tl.load(a_ptrs + k0, mask=m_ok[:, None] & k_ok[None, :], other=0.0)
-            a_s = tl.load(as_ptrs + kb * stride_as_k, mask=m_ok, other=0.0)
-        b_s = tl.load(bs_ptrs + kb * stride_bs_k, mask=n_ok, other=0.0)
-        if FP8_DOT:
-            part = tl.dot(b, tl.trans(a))
-        else:
-            part = tl.dot(b.to(tl.float16), tl.trans(a.to(tl.float16)))
-        # the operand order of _fp8_block_gemm_kernel's (part * a_s) * b_s: the same fp32 roundings
-        acc += part * a_s[None, :] * b_s[:, None]
+                k_ok = (k0 + offs_k) < K
+                b = tl.load(b_ptrs + k0, mask=n_in[:, None] & k_ok[None, :], other=0.0)
+            if QUANT_A:
+                x = x_next
+                # the next step's tile (none after the last step: its mask is all false)
+                k_ok1 = (k0 + BLOCK_K + offs_k) < k_lim
+                x_next = tl.load(a_ptrs + (k0 + BLOCK_K), mask=m_ok[:, None] & k_ok1[None, :], other=0.0)
+                # rows >= M and columns >= K are zeros: as in the quantization kernel
+                a, a_s = _quant_rows(x.to(tl.float32), scale_eps, INTERPRET)
+            else:
+                if EVEN_K:
+                    a = tl.load(a_ptrs + k0, mask=m_in[:, None], other=0.0)
+                else:
+                    a = tl.load(a_ptrs + k0, mask=m_in[:, None] & k_ok[None, :], other=0.0)
+                a_s = tl.load(as_ptrs + kb * stride_as_k, mask=m_in, other=0.0)
+            b_s = tl.load(bs_ptrs + kb * stride_bs_k, mask=n_in, other=0.0)
+            if FP8_DOT:
+                part = tl.dot(b, tl.trans(a))
+            else:
+                part = tl.dot(b.to(tl.float16), tl.trans(a.to(tl.float16)))
+            # the operand order of _fp8_block_gemm_kernel's (part * a_s) * b_s: the same fp32 roundings
+            acc += part * a_s[None, :] * b_s[:, None]
 
     pdl_trigger(USE_PDL, PDL_EARLY)
     c_ptrs = C_ptr + offs_m[None, :].to(tl.int64) * stride_cm + offs_n[:, None]
@@ -527,7 +547,10 @@ class GemmConfig:
     ``swap_ab``: run the swap-AB kernel (:func:`_fp8_block_gemm_swapab_kernel`: weight rows are
     the MMA's M side, ``block_n`` of them per tile, tokens its N side, ``block_m`` of them).
     ``fuse_quant`` (swap-AB only, in :func:`fp8_block_linear_triton`): that kernel quantizes its
-    own activation tiles, so the layer is one launch.
+    own activation tiles, so the layer is one launch. ``k_unroll`` (1, 2, 4; 1 where the swap-AB
+    kernel quantizes): K blocks loaded per loop iteration, so each weight row's consecutive K
+    blocks (``k_unroll`` x 128 contiguous bytes) are requested together; the same sums in the same
+    order (a slice's K blocks past its end read as zeros).
     """
 
     block_m: int
@@ -538,11 +561,17 @@ class GemmConfig:
     group_m: int = 8
     swap_ab: bool = False
     fuse_quant: bool = False
+    k_unroll: int = 1
+
+    def __post_init__(self):
+        if self.k_unroll not in (1, 2, 4):
+            raise ValueError(f"k_unroll: expected 1, 2 or 4, got {self.k_unroll!r}")
 
     def short(self) -> str:
         """Name used by the benchmarks' result lines."""
         kind = ("swapq" if self.fuse_quant else "swap") if self.swap_ab else "split"
-        return f"{kind} bm{self.block_m} bn{self.block_n} sk{self.split_k} w{self.num_warps} st{self.num_stages}"
+        ku = f" ku{self.k_unroll}" if self.k_unroll > 1 else ""
+        return f"{kind} bm{self.block_m} bn{self.block_n} sk{self.split_k} w{self.num_warps} st{self.num_stages}{ku}"
 
 
 @functools.lru_cache(maxsize=None)
@@ -785,6 +814,7 @@ def _launch_gemm(a, a_scale, b, b_scale, block_size, out_dtype, bias, out, confi
         FP8_DOT=fp8_dot,
         QUANT_A=quant_a,
         PREFETCH_B=_prefetch_b(b, even_k, opts["USE_PDL"]),
+        K_UNROLL=config.k_unroll,
         INTERPRET=_interpret(),
         num_warps=config.num_warps,
         num_stages=config.num_stages,
@@ -838,6 +868,7 @@ def _launch_swapab(a, a_scale, b, b_scale, bn, bk, bias, out, config, split, per
         HAS_BIAS=has_bias,
         FP8_DOT=fp8_dot,
         QUANT_A=quant_a,
+        K_UNROLL=1 if quant_a else config.k_unroll,
         INTERPRET=_interpret(),
         num_warps=config.num_warps,
         num_stages=config.num_stages,

@@ -1,7 +1,7 @@
 """The swap-AB FP8 block GEMM (``GemmConfig(swap_ab=True)``, with and without the in-kernel
 activation quantization) under ``TRITON_INTERPRET=1`` on small shapes: bit-equal to the split-K
-kernel on the same quantized operands (the interpreter sums in a fixed order), and within 1e-2 of
-the fp32 reference; plus the small-M path selection. Runs in a child process so the interpreter
+kernel on the same quantized operands (the interpreter sums in a fixed order), unchanged by
+``k_unroll``, and within 1e-2 of the fp32 reference; plus the small-M path selection. Runs in a child process so the interpreter
 switch does not leak into other tests (as tests/kernels/test_fp8_triton.py does).
 """
 
@@ -52,6 +52,13 @@ def _worker() -> dict:
         assert out_fused.shape == (M, N) and out_fused.dtype == torch.bfloat16
         assert torch.equal(out_fused, out_swap), "fused quantization differs from quantize-then-swap-GEMM"
         assert torch.equal(out_swap, out_plain), "swap-AB differs from the split-K kernel"
+        # k_unroll loads 2 / 4 K blocks per iteration (odd slices: the block past the end reads as
+        # zeros): the same sums in the same order, so the same bits
+        for ku in (2, 4):
+            for cfg, ref_out in ((kern.GemmConfig(bm, bn, split, swap_ab=True, k_unroll=ku), out_swap),
+                                 (kern.GemmConfig(16, 64, split, k_unroll=ku), out_plain)):
+                got = kern.fp8_block_linear_triton(x, w, ws, block, b, config=cfg)
+                assert torch.equal(got, ref_out), f"k_unroll={ku} differs ({cfg.short()})"
         want = ref.fp8_block_linear_ref(x.float(), w, ws, block, b)
         rel = ((out_fused.float() - want).norm() / want.norm()).item()
         assert rel < 1e-2, f"rel err {rel}"
