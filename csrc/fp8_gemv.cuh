@@ -35,15 +35,6 @@
 // x; without XA they are loaded at the start of their own block.
 // PDL: the first k-block's weights and scales are requested before griddepcontrol.wait, x after.
 //
-// SK (stream-K, fp8_gemv_sk_kernel; R = 1 with x ahead): every warp of the grid is one worker that
-// owns an equal contiguous range of the U = tiles * kb (row tile, k-block) units, u = tile * kb + kb_i:
-// worker i of T takes [i U / T, (i + 1) U / T). Every SM then streams the same number of weight bytes
-// whatever the tile count (a grid of whole tiles leaves SMs with one CTA more than others, e.g. 448
-// tiles of 7168x16384 over 132 SMs), and the weight ring runs on across tile boundaries. At the end of
-// its part of a tile a warp stores its partial into the tile's workspace slot (worker - first worker
-// of the tile), and the last of the tile's workers to arrive sums the slots in order (deterministic),
-// adds the bias and stores; a worker holding a whole tile stores directly. No shared memory.
-//
 // PQ (pre-quantized x): x arrives as e4m3 codes [M, K] (row stride x_stride bytes) plus fp32 group
 // scales xs [M, K / 128] from per_token_group_quant_fp8 (launched just before, the GEMM with PDL so
 // its first weight loads overlap the quantizer); the B fragments are the codes at the same k
@@ -74,10 +65,10 @@ struct Params {
   const void* bias;  // [n] in x's dtype or null
   const float* xs;  // PQ: x's group scales [m, kb], strides xs_s0, xs_s1 (x then holds e4m3 codes)
   int64_t xs_s0, xs_s1;
-  float* ws;         // split partials (splits > 1, or stream-K)
+  float* ws;         // split partials (splits > 1)
   int* counters;     // one per tile group, zero between launches
   int m, n, kb;      // kb = k / 128
-  int splits, kb_per_split;  // stream-K: splits = partial slots per row tile (the most workers a tile has)
+  int splits, kb_per_split;
   float scale_eps;
 };
 
@@ -454,136 +445,6 @@ __global__ void __launch_bounds__(max_threads(NT, R, PF, PQ, XA), 1) fp8_gemv_ke
   }
 
   reduce_store<XT, NT, R>(acc, red, p, tg, split, row0);
-}
-
-// Workers of unit u: the largest i with i U / T <= u (integer division), i.e. ((u + 1) T - 1) / U.
-__device__ __forceinline__ int64_t sk_worker(int64_t u, int64_t T, int64_t U) { return ((u + 1) * T - 1) / U; }
-
-// A stream-K worker's end of row tile `tile`: direct store when it is the tile's only worker, else
-// its partial into slot (worker - first worker of the tile) and the last to arrive sums the slots
-// 0 .. count - 1 in order. Warp-wide, no shared memory. acc holds lane (g, t)'s C fragments: value
-// nt * 4 + i is row g + 8 (i / 2) of the tile, token nt * 8 + 2t + (i % 2).
-template <typename XT, int NT>
-__device__ __forceinline__ void sk_flush(const float (&acc)[NT][4], const Params& p, int tile, int64_t worker,
-                                         int64_t T, int64_t U, int lane) {
-  constexpr int V = NT * 4;
-  const int64_t first = static_cast<int64_t>(tile) * p.kb;
-  const int64_t c0 = sk_worker(first, T, U);
-  const int count = static_cast<int>(sk_worker(first + p.kb - 1, T, U) - c0 + 1);
-  float sum[V];
-  if (count == 1) {
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) sum[nt * 4 + i] = acc[nt][i];
-  } else {
-    float* base = p.ws + static_cast<int64_t>(tile) * p.splits * (V * 32);
-    float* mine = base + (worker - c0) * (V * 32);
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) __stcg(mine + (nt * 4 + i) * 32 + lane, acc[nt][i]);
-    // classic last-arrival reduction, per warp: publish, count, the last worker sums
-    __threadfence();
-    __syncwarp();
-    int last = 0;
-    if (lane == 0) last = atomicAdd(p.counters + tile, 1) == count - 1;
-    if (!__shfl_sync(0xffffffffu, last, 0)) return;
-    __threadfence();
-#pragma unroll
-    for (int v = 0; v < V; ++v) sum[v] = 0.f;
-    for (int s = 0; s < count; ++s) {
-#pragma unroll
-      for (int v = 0; v < V; ++v) sum[v] += __ldcg(base + s * (V * 32) + v * 32 + lane);
-    }
-    if (lane == 0) p.counters[tile] = 0;  // ready for the next launch (graph replays)
-  }
-  const int g = lane >> 2, t = lane & 3;
-#pragma unroll
-  for (int v = 0; v < V; ++v) {
-    const int row = tile * 16 + g + ((v & 3) >> 1) * 8;
-    const int tok = (v >> 2) * 8 + 2 * t + (v & 1);
-    if (row >= p.n || tok >= p.m) continue;
-    float s = sum[v];
-    if (p.bias != nullptr) s += XTraits<XT>::to(static_cast<const XT*>(p.bias)[row]);
-    static_cast<XT*>(p.out)[static_cast<int64_t>(tok) * p.out_stride + row] = XTraits<XT>::from(s);
-  }
-}
-
-// The weights of unit (tile, kbi) into stage st: rows tile * 16 + g and + 8 (rows past N read row N - 1).
-__device__ __forceinline__ void sk_load(WStage<1>& st, const Params& p, int tile, int kbi, int g, int t) {
-  const int rows[1][2] = {{min(tile * 16 + g, p.n - 1), min(tile * 16 + 8 + g, p.n - 1)}};
-  load_stage<1>(st, p, rows, t, kbi);
-}
-
-template <typename XT, int NT, int PF, bool PQ>
-__global__ void __launch_bounds__(max_threads(NT, 1, PF, PQ, true), 1) fp8_gemv_sk_kernel(const Params p) {
-  static_assert(PF >= 1, "the stream-K ring needs PF >= 1");
-  const int lane = threadIdx.x & 31, W = blockDim.x >> 5;
-  const int g = lane >> 2, t = lane & 3;
-  const int64_t T = static_cast<int64_t>(gridDim.x) * W;
-  const int64_t worker = static_cast<int64_t>(blockIdx.x) * W + (threadIdx.x >> 5);
-  const int64_t U = static_cast<int64_t>((p.n + 15) / 16) * p.kb;
-  const int64_t u0 = worker * U / T;
-  const int units = static_cast<int>((worker + 1) * U / T - u0);
-
-  // (tile, kbi): the unit multiplied next; (ltile, lkb): the next unit to load
-  int tile = static_cast<int>(u0 / p.kb), kbi = static_cast<int>(u0 % p.kb);
-  int ltile = tile, lkb = kbi;
-  constexpr int NS = PF + 1;
-  WStage<1> st[NS];
-  // the weights do not depend on the previous grid: the first PF units are requested before the wait
-#pragma unroll
-  for (int i = 0; i < PF; ++i) {
-    if (i < units) {
-      sk_load(st[i], p, ltile, lkb, g, t);
-      if (++lkb == p.kb) lkb = 0, ++ltile;
-    }
-  }
-
-  pdl::wait();
-  pdl::launch_dependents();
-
-  const void* xrow[NT];
-  bool xvalid[NT];
-#pragma unroll
-  for (int nt = 0; nt < NT; ++nt) {
-    const int m = nt * 8 + g;
-    xvalid[nt] = m < p.m;
-    const int64_t off = static_cast<int64_t>(xvalid[nt] ? m : 0) * p.x_stride;
-    if constexpr (PQ)
-      xrow[nt] = static_cast<const uint8_t*>(p.x) + off;
-    else
-      xrow[nt] = static_cast<const XT*>(p.x) + off;
-  }
-
-  float acc[1][NT][4];
-#pragma unroll
-  for (int nt = 0; nt < NT; ++nt) acc[0][nt][0] = acc[0][nt][1] = acc[0][nt][2] = acc[0][nt][3] = 0.f;
-  // x ahead: the next unit's x operands are loaded before this unit is multiplied
-  XLoad<NT, PQ> xn;
-  if (units > 0) load_x<XT, NT, PQ>(xn, xrow, xvalid, kbi, t, p);
-  for (int u = 0; u < units; u += NS) {
-#pragma unroll
-    for (int i = 0; i < NS; ++i) {
-      if (u + i >= units) break;
-      if (u + i + PF < units) {
-        sk_load(st[(i + PF) % NS], p, ltile, lkb, g, t);
-        if (++lkb == p.kb) lkb = 0, ++ltile;
-      }
-      XLoad<NT, PQ> xc = xn;
-      const int next = kbi + 1 == p.kb ? 0 : kbi + 1;
-      if (u + i + 1 < units) load_x<XT, NT, PQ>(xn, xrow, xvalid, next, t, p);
-      do_block<XT, NT, 1, PQ, true>(acc, st[i], xc, xrow, xvalid, kbi, t, p);
-      if (next == 0 || u + i + 1 == units) {
-        sk_flush<XT, NT>(acc[0], p, tile, worker, T, U, lane);
-#pragma unroll
-        for (int nt = 0; nt < NT; ++nt) acc[0][nt][0] = acc[0][nt][1] = acc[0][nt][2] = acc[0][nt][3] = 0.f;
-        ++tile;
-      }
-      kbi = next;
-    }
-  }
 }
 
 }  // namespace fp8g

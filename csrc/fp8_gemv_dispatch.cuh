@@ -51,22 +51,6 @@ cudaError_t launch_nt(const Params& p, int r, int pf, bool xa, int warps, int tg
   }
 }
 
-// The stream-K instances (fp8_gemv_sk_kernel: R = 1, x ahead, PF 1 or 2, but PF 1 only for two token
-// tiles quantized in the kernel): `ctas` CTAs of `warps` warps.
-template <typename XT, int NT, bool PQ>
-cudaError_t launch_sk_nt(const Params& p, int pf, int warps, int ctas, bool pdl, cudaStream_t stream) {
-  const dim3 grid(static_cast<unsigned>(ctas)), block(static_cast<unsigned>(32 * warps));
-  if (pf == 1) return pdl::launch(fp8_gemv_sk_kernel<XT, NT, 1, PQ>, grid, block, stream, pdl, 1, p);
-  // not compiled with two token tiles quantized in the kernel: that instance spills under its cap
-  if constexpr (PQ || NT == 1)
-    if (pf == 2) return pdl::launch(fp8_gemv_sk_kernel<XT, NT, 2, PQ>, grid, block, stream, pdl, 1, p);
-  return cudaErrorInvalidValue;
-}
-
-// fp8_gemv_launch_sk.cu
-cudaError_t launch_sk(const Params& p, bool bf16, bool two, bool pq, int pf, int warps, int ctas, bool pdl,
-                      cudaStream_t stream);
-
 // bf16: out / bias (and unquantized x) dtype; two: M > 8 (two token tiles); xa: x ahead. launch_quant:
 // x quantized in the kernel (fp8_gemv_launch.cu), launch_preq: pre-quantized x (fp8_gemv_launch_preq.cu).
 cudaError_t launch_quant(const Params& p, bool bf16, bool two, int r, int pf, bool xa, int warps, int tgs, bool pdl,

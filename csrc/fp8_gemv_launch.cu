@@ -21,37 +21,11 @@ int64_t partial_words(const Fp8GemvArgs& a, const Fp8GemvConfig& c) {
   return cdiv64(cdiv64(a.n, 16), c.r) * c.splits * c.r * nt * 128;
 }
 
-// A stream-K launch (c.sk > 0): its CTAs, K per SM but no more than leave every warp (worker) at
-// least one unit (an empty worker would be counted by the tiles around it and never arrive; 0 CTAs
-// when the shape has fewer units than a CTA has warps: refused), and the partial slots a row tile
-// needs, the most workers whose ranges meet its kb units: with L = U / T >= 1 units per worker at
-// least, the workers inside a tile's range number at most (kb - 2) / L, so a tile meets at most
-// cdiv(kb, L) + 1 of them.
-struct SkGrid {
-  int64_t ctas = 0, slots = 0;
-};
-SkGrid sk_grid(const Fp8GemvArgs& a, const Fp8GemvConfig& c) {
-  SkGrid s;
-  const int64_t kb = a.k / 128, units = cdiv64(a.n, 16) * kb;
-  s.ctas = static_cast<int64_t>(c.sk) * devattr::sm_count();
-  if (s.ctas > units / c.warps) s.ctas = units / c.warps;
-  if (s.ctas < 1) return s;
-  const int64_t workers = s.ctas * c.warps;
-  s.slots = cdiv64(kb, units / workers) + 1;
-  if (s.slots > workers) s.slots = workers;
-  return s;
-}
-
-int64_t sk_partial_words(const Fp8GemvArgs& a, const SkGrid& s) {
-  return cdiv64(a.n, 16) * s.slots * (a.m > 8 ? 2 : 1) * 128;
-}
-
 }  // namespace
 
 Fp8GemvConfig fp8_gemv_decode(int64_t code) {
   Fp8GemvConfig c;
   if (code <= 0) return c;
-  c.sk = static_cast<int>((code / 100000000) % 10);
   c.xa = static_cast<int>((code / 10000000) % 10);
   c.preq = static_cast<int>((code / 1000000) % 10);
   c.splits = static_cast<int>((code / 10000) % 100);
@@ -62,7 +36,7 @@ Fp8GemvConfig fp8_gemv_decode(int64_t code) {
 }
 
 int64_t fp8_gemv_encode(const Fp8GemvConfig& c) {
-  return int64_t{c.sk} * 100000000 + int64_t{c.xa} * 10000000 + int64_t{c.preq} * 1000000 + int64_t{c.splits} * 10000 + c.r * 1000 +
+  return int64_t{c.xa} * 10000000 + int64_t{c.preq} * 1000000 + int64_t{c.splits} * 10000 + c.r * 1000 +
          c.pf * 100 + c.warps;
 }
 
@@ -75,16 +49,6 @@ Fp8GemvConfig fp8_gemv_resolve(const Fp8GemvArgs& a, int64_t code) {
   Fp8GemvConfig c = fp8_gemv_decode(code);
   const bool pq = a.x_scales != nullptr;
   c.preq = pq ? 1 : 0;
-  if (c.sk > 0) {
-    // stream-K: one row tile per warp unit, x ahead; automatic warps fill ~16 per SM
-    if (c.r <= 0) c.r = 1, c.pf = 1;
-    if (c.warps <= 0) {
-      const int w = 16 / c.sk, wmax = max_warps(a.m > 8 ? 2 : 1, 1, c.pf, pq, true);
-      c.warps = w < 1 ? 1 : (w > wmax ? wmax : w);
-    }
-    if (c.splits <= 0) c.splits = 1;
-    return c;
-  }
   if (c.r <= 0) {
     c.r = c.xa || pq || a.m <= 4 ? 1 : (a.m <= 8 ? 2 : 4);
     c.pf = c.r <= 2 ? 1 : 0;
@@ -130,20 +94,8 @@ Fp8GemvSupport fp8_gemv_supported(const Fp8GemvArgs& a, int64_t code) {
     return Fp8GemvSupport::kMisaligned;
   const Fp8GemvConfig c = fp8_gemv_resolve(a, code);
   const int q = fp8_gemv_decode(code).preq;  // as asked (resolve sets c.preq from the operands)
-  if (code >= 1000000000 || q > 1 || (q == 1 && !pq) || c.xa > 1)
+  if (code >= 100000000 || q > 1 || (q == 1 && !pq) || c.xa > 1)
     return Fp8GemvSupport::kBadConfig;
-  if (c.sk > 0) {
-    if (c.xa != 1 || c.r != 1 || (c.pf != 1 && c.pf != 2) || (c.pf == 2 && !pq && a.m > 8) || c.splits != 1 ||
-        c.warps < 1 ||
-        c.warps > max_warps(a.m > 8 ? 2 : 1, 1, c.pf, pq, true))
-      return Fp8GemvSupport::kBadConfig;
-    const SkGrid s = sk_grid(a, c);
-    if (s.ctas < 1) return Fp8GemvSupport::kBadConfig;
-    if (a.workspace == nullptr || cdiv64(a.n, 16) > kFp8GemvCounters ||
-        sk_partial_words(a, s) > a.workspace_words - kFp8GemvCounters)
-      return Fp8GemvSupport::kWorkspace;
-    return Fp8GemvSupport::kOk;
-  }
   if (!fp8g::pair_compiled(c.r, c.pf, pq, c.xa != 0) || c.warps < 1 ||
       c.warps > max_warps(a.m > 8 ? 2 : 1, c.r, c.pf, pq, c.xa != 0) || c.splits < 1 || c.splits > 99)
     return Fp8GemvSupport::kBadConfig;
@@ -189,12 +141,6 @@ cudaError_t fp8_gemv_launch(const Fp8GemvArgs& a, cudaStream_t stream, int64_t c
   const bool use_pdl = pdl && devattr::cc_major() >= 9;
   const bool bf16 = a.dtype == Fp8GDType::kBFloat16, two = a.m > 8;
   const bool xa = c.xa != 0;
-  if (c.sk > 0) {
-    const SkGrid s = sk_grid(a, c);
-    p.splits = static_cast<int>(s.slots);
-    return fp8g::launch_sk(p, bf16, two, a.x_scales != nullptr, c.pf, c.warps, static_cast<int>(s.ctas), use_pdl,
-                           stream);
-  }
   if (a.x_scales != nullptr) return fp8g::launch_preq(p, bf16, two, c.r, c.pf, xa, c.warps, tgs, use_pdl, stream);
   return fp8g::launch_quant(p, bf16, two, c.r, c.pf, xa, c.warps, tgs, use_pdl, stream);
 }

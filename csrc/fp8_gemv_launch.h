@@ -43,13 +43,9 @@ struct Fp8GemvArgs {
 // without x_scales, the operands decide otherwise (the digit tells the Python caller which op to
 // run). fp8_gemv_configs lists the compiled (R, PF) pairs as R * 10 + PF. X = 1: each warp loads its
 // next k-block's x operands before multiplying the current one (fp8_gemv.cuh XA; compiled for R = 1
-// with PF 1 or 2 only, which fp8_gemv_configs does not list). K * 100000000 on top (K = 1 .. 9):
-// stream-K (fp8_gemv.cuh SK), K CTAs per SM of W warps (fewer CTAs when the shape has fewer
-// (row tile, k-block) units than K * SMs * W), every warp streaming an equal share of the units;
-// needs X = 1, R = 1, PF 1 or 2 (1 for M > 8 quantized in the kernel), S 0 or 1 and the workspace
-// (partials of the tiles split between warps).
+// with PF 1 or 2 only, which fp8_gemv_configs does not list).
 struct Fp8GemvConfig {
-  int r = 0, pf = 0, warps = 0, splits = 0, preq = 0, xa = 0, sk = 0;
+  int r = 0, pf = 0, warps = 0, splits = 0, preq = 0, xa = 0;
 };
 
 enum class Fp8GemvSupport : int {
@@ -60,10 +56,8 @@ enum class Fp8GemvSupport : int {
   kMisaligned = 4,     // x / weight not 16-byte aligned, x row stride % 8 (codes: bytes % 16) or weight
                        // row stride % 16 != 0
   kBadConfig = 5,      // (R, PF) not compiled, warps or splits out of range, Q = 1 without x_scales, X > 1,
-                       // X = 1 with (R, PF) other than (1, 1) / (1, 2), K > 0 without X = 1, with S > 1,
-                       // with PF = 2 on M > 8 quantized in the kernel or with fewer (row tile, k-block)
-                       // units than W, or a digit above K
-  kWorkspace = 6,      // split-K / stream-K needs more counters / partials than the workspace holds
+                       // X = 1 with (R, PF) other than (1, 1) / (1, 2), or a digit above X
+  kWorkspace = 6,      // split-K needs more counters / partials than the workspace holds
   kBadPointer = 7,     // x, weight, weight scales or (pre-quantized) x_scales null
 };
 

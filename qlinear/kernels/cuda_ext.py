@@ -53,7 +53,6 @@ SOURCES = (
     "binding_fp8_gemv.cpp",
     "fp8_gemv_launch.cu",
     "fp8_gemv_launch_preq.cu",
-    "fp8_gemv_launch_sk.cu",
     "w4a16_bulk_bf16.cu",
     "w4a16_bulk_f16.cu",
 )

@@ -11,7 +11,7 @@
 int main(int argc, char** argv) {
   using namespace qlinear;
   alignas(16) static unsigned char buf[256];
-  alignas(16) static int32_t ws[kFp8GemvCounters + (1 << 21)];  // as qlinear.ops.fp8._CUDA_WS_WORDS
+  alignas(16) static int32_t ws[kFp8GemvCounters + (1 << 16)];
   for (int i = 1; i + 2 < argc; i += 3) {
     const long long code = std::atoll(argv[i]);
     const int m = std::atoi(argv[i + 1]);
