@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Session 18 run 1. Needs 4d3fb12: the stream-K FP8 decode kernel, reverted after this run (slower
-# everywhere; benchmarks/results/session18/README.md). Session 17's W4A16 PDL chain test (its first GPU run), the stream-K GPU tests, then probe_fp8_preq.py on the wide shapes (Triton today) and 2112x7168: stream-K codes
-# against the Triton path ("triton q early") and the auto dispatch, cold weights, alternated replays.
+# everywhere; benchmarks/results/session18/README.md). Session 17's W4A16 PDL chain test (its
+# first GPU run), the stream-K GPU tests, then probe_fp8_preq.py on the wide shapes (Triton today)
+# and 2112x7168: stream-K codes against the Triton path ("triton q early") and the auto dispatch,
+# cold weights, alternated replays.
 #   OUT=/some/dir bash benchmarks/gpu_s18sk.sh   # ~300 s after the build
 source "$(dirname "$0")/_gpu_build.sh"
 export PYTHONPATH="${PYTHONPATH:-$PWD}"
