@@ -3,7 +3,7 @@
 configs around GEMM_CONFIGS, against the committed dispatch ("auto"); cold weights (copies rotated
 past L2), alternated graph replays. One line per case: ``WIDE M=16 NxK config us``.
 
-    python benchmarks/probe_fp8_wide.py [--out DIR] [--ms 8 12 16] [--shapes NxK,...] [--fused] [--set s8|ku]
+    python benchmarks/probe_fp8_wide.py [--out DIR] [--ms 8 12 16] [--shapes NxK,...] [--fused] [--set s8|ku|ku3]
 """
 
 from __future__ import annotations
@@ -49,6 +49,14 @@ KU_CANDIDATES = {
                     G(16, 128, 5, 4, 2, swap_ab=True, k_unroll=4), G(16, 64, 6, 4, 2, k_unroll=4)],
 }
 
+# --set ku3 (session 18 run 3): the 24576x1536 k_unroll entry against the entry before it and the
+# same stage count without k_unroll
+KU3_CANDIDATES = {
+    (24576, 1536): [G(16, 64, 1, 4, 4, swap_ab=True), G(16, 64, 1, 4, 3, swap_ab=True),
+                    G(16, 64, 1, 4, 3, swap_ab=True, k_unroll=2), G(16, 64, 1, 4, 4, swap_ab=True, k_unroll=2),
+                    G(16, 64, 1, 4, 5, swap_ab=True)],
+}
+
 
 def label(c: ft.GemmConfig) -> str:
     ku = f" ku{c.k_unroll}" if c.k_unroll > 1 else ""
@@ -62,12 +70,14 @@ def main() -> None:
     ap.add_argument("--shapes", default="24576x1536,7168x16384", help="comma-separated NxK (keys of CANDIDATES)")
     ap.add_argument("--fused", action="store_true",
                     help="also time each non-swap config with the quantization fused into the GEMM (fuse_quant=True)")
-    ap.add_argument("--set", choices=("s8", "ku"), default="s8", help="candidate lists: session 8's, or k_unroll")
+    ap.add_argument("--set", choices=("s8", "ku", "ku3"), default="s8",
+                    help="candidate lists: session 8's, k_unroll (session 18 run 2 / run 3)")
     args = ap.parse_args()
     shapes = {tuple(int(v) for v in sh.split("x")) for sh in args.shapes.split(",") if sh}
     torch.manual_seed(0)
     rows = []
-    for (n, k), cands in (KU_CANDIDATES if args.set == "ku" else CANDIDATES).items():
+    sets = {"s8": CANDIDATES, "ku": KU_CANDIDATES, "ku3": KU3_CANDIDATES}
+    for (n, k), cands in sets[args.set].items():
         if (n, k) not in shapes:
             continue
         ws, ss = cold_fp8_block_weights(n, k)

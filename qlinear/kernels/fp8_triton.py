@@ -634,6 +634,10 @@ _G = GemmConfig
 # 4, 4) 14.11 at M = 4 and split (16, 64, 1, 4, 4) 14.11 at M = 16 (dispatch 14.18 / 14.19; with the
 # quantization fused into the GEMM every config took >= 19.75) -> one swap-AB entry for M <= 16
 # (M = 1 / 2 were not measured with it).
+# Session 18 run 2 (benchmarks/results/session18/run2/s18ku, same probe --set ku, us at M = 1 / 4 / 16):
+# 24576x1536 swap-AB (16, 64, 1, 4, 3) with k_unroll = 2 12.30 / 13.09 / 13.45 vs the entry before it
+# 12.38 / 12.82 / 13.98 -> k_unroll for M = 5..16 (run 3 checks M = 5 / 8 / 12 and the same stages
+# without k_unroll); on 7168x16384 every k_unroll config was slower.
 GEMM_CONFIGS: dict = {
     (2112, 7168): (
         (4, _G(16, 32, 8, 4, 3)),
@@ -642,7 +646,8 @@ GEMM_CONFIGS: dict = {
         (128, _G(128, 128, 4, 8, 3)),
     ),
     (24576, 1536): (
-        (16, _G(16, 64, 1, 4, 4, swap_ab=True)),
+        (4, _G(16, 64, 1, 4, 4, swap_ab=True)),
+        (16, _G(16, 64, 1, 4, 3, swap_ab=True, k_unroll=2)),
         (64, _G(64, 64, 1, 4, 4)),
         (128, _G(64, 128, 1, 8, 4)),
     ),
