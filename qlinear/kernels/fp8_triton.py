@@ -636,8 +636,10 @@ _G = GemmConfig
 # (M = 1 / 2 were not measured with it).
 # Session 18 run 2 (benchmarks/results/session18/run2/s18ku, same probe --set ku, us at M = 1 / 4 / 16):
 # 24576x1536 swap-AB (16, 64, 1, 4, 3) with k_unroll = 2 12.30 / 13.09 / 13.45 vs the entry before it
-# 12.38 / 12.82 / 13.98 -> k_unroll for M = 5..16 (run 3 checks M = 5 / 8 / 12 and the same stages
-# without k_unroll); on 7168x16384 every k_unroll config was slower.
+# 12.38 / 12.82 / 13.98; on 7168x16384 every k_unroll config was slower. Run 3 (run3/s18fin/ku3, us at
+# M = 2 / 5 / 8 / 12 / 16): k_unroll 12.78 / 13.34 / 13.36 / 13.56 / 13.62 vs the entry before it
+# 12.33 / 13.13 / 13.73 / 13.93 / 13.91 and the same 3 stages without k_unroll 12.47 / 13.25 / 13.85 /
+# 13.97 / 14.02 (the gain is the unrolling's) -> k_unroll from M = 8 on.
 GEMM_CONFIGS: dict = {
     (2112, 7168): (
         (4, _G(16, 32, 8, 4, 3)),
@@ -646,7 +648,7 @@ GEMM_CONFIGS: dict = {
         (128, _G(128, 128, 4, 8, 3)),
     ),
     (24576, 1536): (
-        (4, _G(16, 64, 1, 4, 4, swap_ab=True)),
+        (7, _G(16, 64, 1, 4, 4, swap_ab=True)),
         (16, _G(16, 64, 1, 4, 3, swap_ab=True, k_unroll=2)),
         (64, _G(64, 64, 1, 4, 4)),
         (128, _G(64, 128, 1, 8, 4)),
