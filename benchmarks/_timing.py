@@ -342,6 +342,18 @@ def env_info() -> dict[str, str]:
     return info
 
 
+def time_case_rows(fns: dict[str, Callable[[int], object]], n_buffers: int, tag: str, case: str, rows: list[dict],
+                   width: int = 30) -> dict[str, dict]:
+    """Time ``fns`` with :func:`bench_graphs_interleaved` (15 reps, ~1 ms replays), print one line
+    ``<tag> <case> <name> <median> us`` per candidate and append ``{case, impl, us, p20_us, p80_us}``
+    rows to ``rows``; returns the timings."""
+    res = bench_graphs_interleaved(fns, n_buffers=n_buffers, reps=15, target_replay_us=1000.0)
+    for name, t in res.items():
+        print(f"{tag} {case} {name:<{width}s} {t['median_us']:7.2f} us", flush=True)
+        rows.append(dict(case=case, impl=name, us=t["median_us"], p20_us=t["p20_us"], p80_us=t["p80_us"]))
+    return res
+
+
 def write_results(name: str, rows: list[dict], meta: dict, out_dir: str | os.PathLike | None = None,
                   metric: str = "gbps", label: str = "impl", group: str = "case") -> tuple[Path, Path | None]:
     """Write ``{meta, rows}`` to ``<out_dir>/<name>.json`` and a grouped bar chart of

@@ -18,7 +18,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _timing import bench_graphs_interleaved, cold_fp8_block_weights, env_info, rel_err_check, runnable, write_results  # noqa: E402
+from _timing import cold_fp8_block_weights, env_info, rel_err_check, runnable, time_case_rows, write_results  # noqa: E402
 
 from qlinear.kernels import fp8_triton as ft  # noqa: E402
 from qlinear.ops import fp8 as ops  # noqa: E402
@@ -62,10 +62,7 @@ def main() -> None:
                 fns[f"pair {name} q rows16"] = rows16
             fns["auto"] = lambda i: ops.fp8_block_linear(x, ws[i % copies], ss[i % copies])
             ok = runnable(fns, rel_err_check(want), f"MGROW M={m} {n}x{k} ")
-            res = bench_graphs_interleaved(ok, n_buffers=copies, reps=15, target_replay_us=1000.0)
-            for name, t in res.items():
-                print(f"MGROW M={m} {n}x{k} {name:<26s} {t['median_us']:7.2f} us", flush=True)
-                rows.append(dict(case=f"M={m} {n}x{k}", impl=name, us=t["median_us"], p20_us=t["p20_us"], p80_us=t["p80_us"]))
+            time_case_rows(ok, copies, "MGROW", f"M={m} {n}x{k}", rows, width=26)
         del ws, ss
         torch.cuda.empty_cache()
     write_results("fp8_mgrow_probe", rows, {**env_info(), "weights": "cold (copies rotated past L2)"}, args.out, metric="us")

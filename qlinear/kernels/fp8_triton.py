@@ -297,6 +297,17 @@ def _prefetch_l2(ptrs, nbytes):
     )
 
 
+@triton.jit
+def _unrolled_masks(m_ok, n_ok, offs_m, offs_n, kb, kb_end, K_UNROLL: tl.constexpr):
+    """The row masks of K block ``kb`` of a K_UNROLL iteration: with K_UNROLL > 1 a block past the
+    slice's end (the last iteration of a slice whose length K_UNROLL does not divide) reads as zeros."""
+    if K_UNROLL > 1:
+        # broadcast as int vectors: the interpreter rejects a bool vector & a scalar bool as a mask
+        m_ok = m_ok & ((offs_m * 0 + kb) < kb_end)
+        n_ok = n_ok & ((offs_n * 0 + kb) < kb_end)
+    return m_ok, n_ok
+
+
 @triton.jit(do_not_specialize=["M"])
 def _fp8_block_gemm_kernel(
     C_ptr,
@@ -373,12 +384,7 @@ def _fp8_block_gemm_kernel(
     for kb0 in range(kb_begin, kb_end, K_UNROLL):
         for u in tl.static_range(K_UNROLL):
             kb = kb0 + u
-            # a K block past this slice (the last iteration of an odd slice) reads as zeros
-            m_in = m_ok
-            n_in = n_ok
-            if K_UNROLL > 1:
-                m_in = m_ok & ((offs_m * 0 + kb) < kb_end)
-                n_in = n_ok & ((offs_n * 0 + kb) < kb_end)
+            m_in, n_in = _unrolled_masks(m_ok, n_ok, offs_m, offs_n, kb, kb_end, K_UNROLL)
             k0 = kb * BLOCK_K
             if EVEN_K:
                 a = tl.load(a_ptrs + k0, mask=m_in[:, None], other=0.0)
@@ -489,12 +495,7 @@ def _fp8_block_gemm_swapab_kernel(
     for kb0 in range(kb_begin, kb_end, K_UNROLL):
         for u in tl.static_range(K_UNROLL):
             kb = kb0 + u
-            # a K block past this slice (the last iteration of an odd slice) reads as zeros
-            m_in = m_ok
-            n_in = n_ok
-            if K_UNROLL > 1:
-                m_in = m_ok & ((offs_m * 0 + kb) < kb_end)
-                n_in = n_ok & ((offs_n * 0 + kb) < kb_end)
+            m_in, n_in = _unrolled_masks(m_ok, n_ok, offs_m, offs_n, kb, kb_end, K_UNROLL)
             k0 = kb * BLOCK_K
             if EVEN_K:
                 b = tl.load(b_ptrs + k0, mask=n_in[:, None], other=0.0)
