@@ -27,7 +27,8 @@ from qlinear.reference import fp8 as ref  # noqa: E402
 G = ft.GemmConfig
 CONFIGS = {
     (7168, 16384): {"split": G(16, 64, 6, 4, 3), "swap": G(16, 128, 5, 4, 4, swap_ab=True)},
-    (24576, 1536): {"swap": G(16, 64, 1, 4, 4, swap_ab=True), "swapku2": G(16, 64, 1, 4, 3, swap_ab=True, k_unroll=2)},
+    (24576, 1536): {"swap": G(16, 64, 1, 4, 4, swap_ab=True),
+                    "swapku2": G(16, 64, 1, 4, 3, swap_ab=True, k_unroll=2)},
 }
 
 
@@ -57,7 +58,8 @@ def main() -> None:
 
                 def rows16(i, c=cfg):
                     qq, sq = ft.per_token_group_quant_fp8(x, 128, column_major_scales=True, rows_per_prog=16)
-                    return ft.fp8_block_gemm(qq, sq, ws[i % copies], ss[i % copies], (128, 128), torch.bfloat16, config=c)
+                    w, sw = ws[i % copies], ss[i % copies]
+                    return ft.fp8_block_gemm(qq, sq, w, sw, (128, 128), torch.bfloat16, config=c)
 
                 fns[f"pair {name} q rows16"] = rows16
             fns["auto"] = lambda i: ops.fp8_block_linear(x, ws[i % copies], ss[i % copies])
@@ -65,7 +67,8 @@ def main() -> None:
             time_case_rows(ok, copies, "MGROW", f"M={m} {n}x{k}", rows, width=26)
         del ws, ss
         torch.cuda.empty_cache()
-    write_results("fp8_mgrow_probe", rows, {**env_info(), "weights": "cold (copies rotated past L2)"}, args.out, metric="us")
+    meta = {**env_info(), "weights": "cold (copies rotated past L2)"}
+    write_results("fp8_mgrow_probe", rows, meta, args.out, metric="us")
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 configs around GEMM_CONFIGS, against the committed dispatch ("auto"); cold weights (copies rotated
 past L2), alternated graph replays. One line per case: ``WIDE M=16 NxK config us``.
 
-    python benchmarks/probe_fp8_wide.py [--out DIR] [--ms 8 12 16] [--shapes NxK,...] [--fused] [--set s8|ku|ku3]
+    python benchmarks/probe_fp8_wide.py [--out DIR] [--ms 8 12 16] [--shapes NxK,...] [--fused]
+        [--set s8|ku|ku3]
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """The swap-AB FP8 block GEMM (``GemmConfig(swap_ab=True)``, with and without the in-kernel
 activation quantization) under ``TRITON_INTERPRET=1`` on small shapes: bit-equal to the split-K
 kernel on the same quantized operands (the interpreter sums in a fixed order), unchanged by
-``k_unroll``, and within 1e-2 of the fp32 reference; plus the small-M path selection. Runs in a child process so the interpreter
-switch does not leak into other tests (as tests/kernels/test_fp8_triton.py does).
+``k_unroll``, and within 1e-2 of the fp32 reference; plus the small-M path selection. Runs in a
+child process so the interpreter switch does not leak into other tests (as
+tests/kernels/test_fp8_triton.py does).
 """
 
 from __future__ import annotations
