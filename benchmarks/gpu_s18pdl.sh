@@ -8,6 +8,6 @@
 source "$(dirname "$0")/_gpu_build.sh"
 export PYTHONPATH="${PYTHONPATH:-$PWD}"
 gpu_probe late 100 "MGROW|rror" benchmarks/probe_fp8_mgrow.py --ms 4 16 --shapes 7168x16384,24576x1536
-QLINEAR_PDL=early gpu_probe early 100 "MGROW|rror" benchmarks/probe_fp8_mgrow.py --ms 4 16 --shapes 7168x16384,24576x1536
+( export QLINEAR_PDL=early; gpu_probe early 100 "MGROW|rror" benchmarks/probe_fp8_mgrow.py --ms 4 16 --shapes 7168x16384,24576x1536 )
 timeout 200 python benchmarks/bench_linear.py --format fp8-block --ms 4 16 --pdl-ab --out "$OUT" 2>&1 | tail -n 12
 gpu_cleanup
