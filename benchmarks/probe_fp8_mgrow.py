@@ -37,6 +37,8 @@ def main() -> None:
     ap.add_argument("--out", default=None)
     ap.add_argument("--ms", type=int, nargs="+", default=[1, 4, 16])
     ap.add_argument("--shapes", default="7168x16384")
+    ap.add_argument("--layouts", action="store_true",
+                    help="also the GEMMs on row-major scales, and at M < 16 on column-major scales of stride 16")
     args = ap.parse_args()
     torch.manual_seed(0)
     rows = []
@@ -62,6 +64,19 @@ def main() -> None:
                     return ft.fp8_block_gemm(qq, sq, w, sw, (128, 128), torch.bfloat16, config=c)
 
                 fns[f"pair {name} q rows16"] = rows16
+                if args.layouts:
+                    # the scale layout the GEMM is specialized on: row-major scales make its K stride 1
+                    # at every M (column-major: M, which Triton specializes as 1 at M = 1 only); and at
+                    # M < 16 column-major scales of 16 rows (the K stride of M = 16) cut to M rows
+                    sr = s.contiguous()  # row-major copy of the same scales
+                    fns[f"gemm {name} rowmajor"] = (lambda c: lambda i: ft.fp8_block_gemm(
+                        q, sr, ws[i % copies], ss[i % copies], (128, 128), torch.bfloat16, config=c))(cfg)
+                    if m < 16:
+                        pad = torch.zeros(s.shape[1], 16, device=s.device)
+                        pad[:, :m] = s.t()
+                        s16 = pad.t()[:m]  # strides (1, 16)
+                        fns[f"gemm {name} colmajor16"] = (lambda c: lambda i: ft.fp8_block_gemm(
+                            q, s16, ws[i % copies], ss[i % copies], (128, 128), torch.bfloat16, config=c))(cfg)
             fns["auto"] = lambda i: ops.fp8_block_linear(x, ws[i % copies], ss[i % copies])
             ok = runnable(fns, rel_err_check(want), f"MGROW M={m} {n}x{k} ")
             time_case_rows(ok, copies, "MGROW", f"M={m} {n}x{k}", rows, width=26)
