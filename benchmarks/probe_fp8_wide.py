@@ -4,7 +4,7 @@ configs around GEMM_CONFIGS, against the committed dispatch ("auto"); cold weigh
 past L2), alternated graph replays. One line per case: ``WIDE M=16 NxK config us``.
 
     python benchmarks/probe_fp8_wide.py [--out DIR] [--ms 8 12 16] [--shapes NxK,...] [--fused]
-        [--set s8|ku|ku3|rm]
+        [--set s8|ku|ku3]
 """
 
 from __future__ import annotations
@@ -58,13 +58,6 @@ KU3_CANDIDATES = {
                     G(16, 64, 1, 4, 5, swap_ab=True)],
 }
 
-# --set rm (session 18 run 10): the swap-AB entries with column- / row-major activation scales
-# (SWAP_AB_ROW_MAJOR_SCALES), the split entry of 7168x16384 as the reference
-RM_CANDIDATES = {
-    (24576, 1536): [G(16, 64, 1, 4, 4, swap_ab=True), G(16, 64, 1, 4, 3, swap_ab=True, k_unroll=2)],
-    (7168, 16384): [G(16, 64, 6, 4, 3), G(16, 128, 5, 4, 4, swap_ab=True)],
-}
-
 
 def label(c: ft.GemmConfig) -> str:
     ku = f" ku{c.k_unroll}" if c.k_unroll > 1 else ""
@@ -78,13 +71,13 @@ def main() -> None:
     ap.add_argument("--shapes", default="24576x1536,7168x16384", help="comma-separated NxK (keys of CANDIDATES)")
     ap.add_argument("--fused", action="store_true",
                     help="also time each non-swap config with the quantization fused into the GEMM (fuse_quant=True)")
-    ap.add_argument("--set", choices=("s8", "ku", "ku3", "rm"), default="s8",
-                    help="candidate lists: session 8's, k_unroll (session 18 run 2 / run 3), row-major scales (run 10)")
+    ap.add_argument("--set", choices=("s8", "ku", "ku3"), default="s8",
+                    help="candidate lists: session 8's, k_unroll (session 18 run 2 / run 3)")
     args = ap.parse_args()
     shapes = {tuple(int(v) for v in sh.split("x")) for sh in args.shapes.split(",") if sh}
     torch.manual_seed(0)
     rows = []
-    sets = {"s8": CANDIDATES, "ku": KU_CANDIDATES, "ku3": KU3_CANDIDATES, "rm": RM_CANDIDATES}
+    sets = {"s8": CANDIDATES, "ku": KU_CANDIDATES, "ku3": KU3_CANDIDATES}
     for (n, k), cands in sets[args.set].items():
         if (n, k) not in shapes:
             continue
@@ -97,16 +90,6 @@ def main() -> None:
             for c in cands:
                 fns[label(c)] = (lambda cfg: lambda i: ft.fp8_block_linear_triton(
                     x, ws[i % copies], ss[i % copies], (128, 128), config=cfg, fuse_quant=False))(c)
-                if args.set == "rm" and c.swap_ab:
-                    def row_major(i, cfg=c):
-                        ft.SWAP_AB_ROW_MAJOR_SCALES = True
-                        try:
-                            return ft.fp8_block_linear_triton(x, ws[i % copies], ss[i % copies], (128, 128),
-                                                              config=cfg, fuse_quant=False)
-                        finally:
-                            ft.SWAP_AB_ROW_MAJOR_SCALES = False
-
-                    fns[label(c) + " rowmajor"] = row_major
                 if args.fused and not c.swap_ab:
                     fns[label(c) + " fused"] = (lambda cfg: lambda i: ft.fp8_block_linear_triton(
                         x, ws[i % copies], ss[i % copies], (128, 128), config=cfg, fuse_quant=True))(c)

@@ -197,14 +197,9 @@ def _per_token_group_quant_fp8_kernel(
 #     griddepcontrol.wait, so the weight stream overlaps the preceding kernel; "always" = also
 #     without PDL. Weights are not written by the preceding kernel, and a prefetch returns no data,
 #     so results never depend on it.
-#   SWAP_AB_ROW_MAJOR_SCALES: fp8_block_linear_triton asks the quantizer for row-major activation
-#     scales (K stride 1) when the GEMM is swap-AB, column-major (K stride M) otherwise. Triton
-#     specializes that stride (1, divisible by 16, other), and session 18 run 9 timed the swap-AB
-#     GEMM alone on 7168x16384 1.2 / 2.0 us slower at M = 1 / 16 on a K stride of 16 than on 1.
 QUANT_ROW_BLOCK = 1
 FUSED_QUANT_MAX_M = 0
 PREFETCH_WEIGHTS = "off"
-SWAP_AB_ROW_MAJOR_SCALES = False
 
 
 def _quant_rows_per_prog(M_pad: int) -> int:
@@ -948,9 +943,7 @@ def fp8_block_linear_triton(
     if fuse_quant:
         check_group_size(bk)
         return _launch_gemm(x, None, b, b_scale, block_size, x.dtype, bias, None, config, scale_eps)
-    row_major = config is not None and config.swap_ab and SWAP_AB_ROW_MAJOR_SCALES
-    q, s = per_token_group_quant_fp8(x, bk, column_major_scales=not row_major, scale_eps=scale_eps,
-                                     pdl_trigger=quant_pdl)
+    q, s = per_token_group_quant_fp8(x, bk, column_major_scales=True, scale_eps=scale_eps, pdl_trigger=quant_pdl)
     return fp8_block_gemm(q, s, b, b_scale, block_size, x.dtype, bias, config=config)
 
 
