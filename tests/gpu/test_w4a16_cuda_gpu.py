@@ -215,7 +215,6 @@ def test_ring_pdl_and_graph():
     assert ((y.float() - want).norm() / want.norm()).item() <= TOL
 
 
-
 @pytest.mark.parametrize("m,config", [(1, (1, 2, 4, 0)), (4, (4, 1, 4, 2)), (16, (2, 1, 2, 2))])
 def test_reg_pdl_chain_in_a_graph(m, config):
     """The register kernel requests its first chunk's weights before griddepcontrol.wait and, at
