@@ -40,8 +40,8 @@ def main() -> None:
     ap.add_argument("--family", choices=("gemm", "wgmma", "both"), default="gemm")
     ap.add_argument("--tokens", type=int, nargs="*", default=None, help="wgmma token tiles to time (default: all)")
     ap.add_argument("--wg-configs", nargs="*", default=[],
-                    help="extra wgmma configs 'tokens,splits,stages' timed at every M (a fourth field, "
-                         "ctas, needs session 15's stream-K commit 01f237e, reverted)")
+                    help="extra wgmma configs 'tokens,splits,stages[,reduce]' timed at every M (reduce: "
+                         "1 = the last CTA of a tile sums the K split, 2 = spread over the tile's CTAs)")
     ap.add_argument("--rotate-x", action="store_true",
                     help="rotate x copies past L2 as bench_linear does (default: one x, L2-resident)")
     args = ap.parse_args()

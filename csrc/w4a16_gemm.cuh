@@ -41,6 +41,8 @@ struct GemmParams {
   float* ws;          // K split: fp32 partials [tile][split][WR * NT * 128]
   int* counters;      // K split: one per output tile (bx + gridDim.x * bz), zero between launches
   int sb_per_split;   // superblocks per K split
+  int spread;         // wgmma GEMM only: 1 = every split's CTA sums a share of the tile (splitk_rendezvous),
+                      // 0 = the last to arrive sums it all (splitk_last_arrival)
 };
 
 // Both GEMM launchers' parameters for p's operands split over `splits` CTAs per output tile (host).
@@ -102,6 +104,36 @@ __device__ __forceinline__ bool splitk_last_arrival(int* counters, int tile) {
   __threadfence();
   if (threadIdx.x == 0) counters[tile] = 0;
   return true;
+}
+
+__device__ __forceinline__ int ld_acquire_gpu(const int* ptr) {
+  int v;
+  asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(ptr) : "memory");
+  return v;
+}
+
+// Spread K split, once this CTA's fp32 partials are stored: waits until all gridDim.y CTAs of the
+// tile have stored theirs (counters[2 tile] counts arrivals), so that each can then sum its own share
+// of the tile. Only for grids whose CTAs are all resident at once (a cooperative launch): a CTA waits
+// here for the others. splitk_depart must follow once the CTA is past this point.
+__device__ __forceinline__ void splitk_rendezvous(int* counters, int tile) {
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    atomicAdd(counters + 2 * tile, 1);
+    while (ld_acquire_gpu(counters + 2 * tile) < static_cast<int>(gridDim.y)) {
+    }
+  }
+  __syncthreads();
+  __threadfence();
+}
+// counters[2 tile + 1] counts the CTAs past the rendezvous; the last one has seen every other one leave
+// the wait, so it resets both counters for the next launch (graph replays).
+__device__ __forceinline__ void splitk_depart(int* counters, int tile) {
+  if (threadIdx.x == 0 && atomicAdd(counters + 2 * tile + 1, 1) == static_cast<int>(gridDim.y) - 1) {
+    counters[2 * tile] = 0;
+    counters[2 * tile + 1] = 0;
+  }
 }
 
 // Byte layout of one stage (WR row tiles, NT token tiles, SB = bytes per scale): x, w, scales, zeros.

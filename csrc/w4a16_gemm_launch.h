@@ -14,11 +14,15 @@ namespace qlinear {
 // multiple of 8); splits: CTAs splitting K per output tile; stages: superblocks of x in the shared
 // memory ring. (warps, tokens / 8, stages) must be compiled: w4_gemm_configs() lists them as
 // warps * 1000 + (tokens / 8) * 10 + stages.
+// reduce (wgmma GEMM only; the mma.sync GEMM takes 0 or 1): how a K split's partials are summed, 1 = by
+// the last CTA of a tile to arrive, 2 = spread over all the tile's CTAs (a cooperative launch, so only
+// when the grid fits on the GPU at once); 0 = spread where it fits, else 1.
 struct W4GemmConfig {
   int warps = 0;
   int tokens = 0;
   int splits = 0;
   int stages = 0;
+  int reduce = 0;
 };
 
 enum class W4GemmSupport : int {
@@ -30,7 +34,8 @@ enum class W4GemmSupport : int {
   kMisaligned = 5,    // x not 16-byte aligned or x row stride % 8 != 0 (16-byte cp.async); qweight not
                       // 16-byte aligned or its row stride % 4 != 0; scales / zeros not 4-byte aligned or
                       // N % 4 != 0 (4-byte cp.async of a group's row)
-  kBadConfig = 6,     // (warps, tokens, stages) not compiled, or splits out of 1 .. superblocks
+  kBadConfig = 6,     // (warps, tokens, stages) not compiled, splits out of 1 .. superblocks, reduce out of
+                      // 0 .. 2 (mma.sync: 0 .. 1), or a spread reduction whose grid exceeds the SM count
   kTooLarge = 7,      // n >= 2^31, k >= 2^22 or more output tiles than counters
   kWorkspace = 8,     // a K split without a workspace of w4_gemm_workspace_floats() floats
   kTooMuchSmem = 9,   // the x ring exceeds the device's per-CTA shared memory opt-in
@@ -41,7 +46,8 @@ const char* w4_gemm_support_reason(W4GemmSupport s);
 // The config a launch uses (automatic fields resolved) and the fp32 workspace it needs (0 unsplit).
 W4GemmConfig w4_gemm_resolve(const W4GemvArgs& a, const W4GemmConfig& c);
 int64_t w4_gemm_workspace_floats(const W4GemvArgs& a, const W4GemmConfig& c);
-// counters: how many int32 counters the caller provides (one per output tile is needed).
+// counters: how many int32 counters the caller provides (one per output tile is needed, two for a spread
+// reduction).
 W4GemmSupport w4_gemm_supported(const W4GemvArgs& a, const W4GemmConfig& c, int64_t workspace_floats,
                                 int64_t counters);
 int w4_gemm_configs(int* codes, int cap);

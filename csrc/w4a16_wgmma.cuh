@@ -31,8 +31,10 @@
 // superblock after its use, when its group is known complete. The A fragments are double-buffered
 // for the same reason.
 //
-// K split: as w4a16_gemm.cuh (fp32 partials [tile][split][value][thread], last CTA to arrive sums in
-// split order, resets the counter).
+// K split: fp32 partials [tile][split][value][thread], summed in split order (deterministic) either as
+// w4a16_gemm.cuh does (the last CTA to arrive sums the whole tile and resets the counter), or spread
+// (gp.spread: every CTA of the tile waits for all partials, then sums and stores 1 / S of the tile;
+// only in a cooperative launch, where all CTAs are resident). Both give the same bits.
 #pragma once
 
 #include <cuda.h>
@@ -254,6 +256,57 @@ __device__ __forceinline__ void wg_dequant(uint32_t (&a)[8][4], const unsigned c
   }
 }
 
+// Spread K split, after the rendezvous: this CTA (split blockIdx.y of S = gridDim.y) sums one
+// contiguous share of the tile's partials, float4 q in [y Q / S, (y + 1) Q / S) of Q = tile_floats / 4,
+// over the S splits in split order (the order and the bits of the last-arrival sum), and stores it.
+// Partial float f = v * 256 + t holds accumulator value v of thread t (acc[4 j + c]: C register c of
+// warp t / 32's rows, lane t % 32, token tile j). Each thread has 4 float4 of the share and 4 splits
+// in flight per round trip.
+template <typename XT>
+__device__ __forceinline__ void wg_spread_sum(const Params& p, const float* base, int64_t tile_floats, int row0,
+                                              int tok0) {
+  const int S = static_cast<int>(gridDim.y), y = static_cast<int>(blockIdx.y);
+  const int64_t nq = tile_floats / 4;
+  const int64_t q_lo = y * nq / S, q_hi = (y + 1) * nq / S;
+  const float4* b4 = reinterpret_cast<const float4*>(base);
+  for (int64_t q0 = q_lo + threadIdx.x; q0 < q_hi; q0 += 4 * kWgThreads) {
+    float4 sum[4];
+#pragma unroll
+    for (int b = 0; b < 4; ++b) sum[b] = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int sp = 0; sp < S; sp += 4) {
+      float4 t[4][4];
+#pragma unroll
+      for (int a = 0; a < 4; ++a)
+#pragma unroll
+        for (int b = 0; b < 4; ++b) {
+          const int64_t q = q0 + b * kWgThreads;
+          t[a][b] = sp + a < S && q < q_hi ? __ldcg(b4 + (sp + a) * nq + q) : make_float4(0.f, 0.f, 0.f, 0.f);
+        }
+#pragma unroll
+      for (int a = 0; a < 4; ++a)
+#pragma unroll
+        for (int b = 0; b < 4; ++b)
+          if (sp + a < S) {
+            sum[b].x += t[a][b].x;
+            sum[b].y += t[a][b].y;
+            sum[b].z += t[a][b].z;
+            sum[b].w += t[a][b].w;
+          }
+    }
+#pragma unroll
+    for (int b = 0; b < 4; ++b) {
+      const int64_t q = q0 + b * kWgThreads;
+      if (q >= q_hi) continue;
+      const float vals[4] = {sum[b].x, sum[b].y, sum[b].z, sum[b].w};
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int f = static_cast<int>(4 * q) + e, v = f / kWgThreads, th = f % kWgThreads;
+        store_frag<XT>(p, row0 + (th >> 5) * 16, tok0 / 8 + (v >> 2), th & 31, v & 3, vals[e]);
+      }
+    }
+  }
+}
+
 #endif  // QLINEAR_WGMMA
 
 template <typename XT, int TN, int ST>
@@ -349,6 +402,12 @@ __global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const __grid_co
     float* mine = gp.ws + (static_cast<int64_t>(tile) * gridDim.y + blockIdx.y) * tile_floats;
 #pragma unroll
     for (int v = 0; v < V; ++v) __stcg(mine + v * kWgThreads + tid, acc[v]);
+    if (gp.spread) {
+      splitk_rendezvous(gp.counters, tile);
+      wg_spread_sum<XT>(p, gp.ws + static_cast<int64_t>(tile) * gridDim.y * tile_floats, tile_floats, row0, tok0);
+      splitk_depart(gp.counters, tile);
+      return;
+    }
     if (!splitk_last_arrival(gp.counters, tile)) return;
     const float* base = gp.ws + static_cast<int64_t>(tile) * gridDim.y * tile_floats;
     // split-major: the V loads of one split are independent (a v-major loop waited out one L2 round

@@ -18,6 +18,8 @@ int64_t wg_tiles(const W4GemvArgs& a, const W4GemmConfig& c) {
   return cdiv64(a.n, w4a16g::kWgRows) * cdiv64(a.m, c.tokens);
 }
 
+// A spread reduction (wp.gp.spread) is launched cooperative: the runtime then guarantees that all CTAs
+// are resident together, which the CTAs waiting for each other's partials rely on.
 template <typename XT, int C>
 cudaError_t launch_code(const WgParams& wp, dim3 grid, cudaStream_t stream) {
   using D = w4a16g::WgCode<C>;
@@ -25,8 +27,21 @@ cudaError_t launch_code(const WgParams& wp, dim3 grid, cudaStream_t stream) {
   const int smem = w4a16g::wg_smem_bytes(D::TN, D::ST);
   const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (e != cudaSuccess) return e;
-  kernel<<<grid, dim3(w4a16g::kWgThreads), smem, stream>>>(wp);
-  return cudaGetLastError();
+  if (!wp.gp.spread) {
+    kernel<<<grid, dim3(w4a16g::kWgThreads), smem, stream>>>(wp);
+    return cudaGetLastError();
+  }
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = dim3(w4a16g::kWgThreads);
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cudaLaunchAttribute coop;
+  coop.id = cudaLaunchAttributeCooperative;
+  coop.val.cooperative = 1;
+  cfg.attrs = &coop;
+  cfg.numAttrs = 1;
+  return cudaLaunchKernelEx(&cfg, kernel, wp);
 }
 
 template <typename XT>
@@ -72,6 +87,9 @@ W4GemmConfig w4_wgmma_resolve(const W4GemvArgs& a, const W4GemmConfig& cfg) {
     c.splits = static_cast<int>(best);
   }
   if (c.splits >= 1 && c.splits <= nsb) c.splits = static_cast<int>(cdiv64(nsb, cdiv64(nsb, c.splits)));
+  // a spread reduction needs every CTA resident at once: one CTA per SM (the ring takes most of the
+  // shared memory), so at most one CTA per SM in the grid
+  if (c.reduce == 0) c.reduce = c.splits > 1 && wg_tiles(a, c) * c.splits <= devattr::sm_count() ? 2 : 1;
   return c;
 }
 
@@ -87,9 +105,12 @@ W4GemmSupport w4_wgmma_supported(const W4GemvArgs& a, const W4GemmConfig& cfg, i
   if (base != W4GemmSupport::kOk) return base;
   if (!w4_wgmma_built()) return W4GemmSupport::kNoWgmma;
   const W4GemmConfig c = w4_wgmma_resolve(a, cfg);
-  if (c.warps != 8 || c.tokens % 8 != 0 || !code_listed(w4a16g::kWgCodes, wg_code(c))) return W4GemmSupport::kBadConfig;
-  return w4_gemm_config_limits(a, c.splits, wg_tiles(a, c), w4_wgmma_workspace_floats(a, c), workspace_floats, counters,
-                               w4a16g::wg_smem_bytes(c.tokens, c.stages));
+  if (c.warps != 8 || c.tokens % 8 != 0 || !code_listed(w4a16g::kWgCodes, wg_code(c)) || c.reduce < 1 ||
+      c.reduce > 2 || (c.reduce == 2 && wg_tiles(a, c) * c.splits > devattr::sm_count()))
+    return W4GemmSupport::kBadConfig;
+  // a spread reduction counts arrivals and departures: two counters per output tile
+  return w4_gemm_config_limits(a, c.splits, wg_tiles(a, c) * (c.reduce == 2 ? 2 : 1), w4_wgmma_workspace_floats(a, c),
+                               workspace_floats, counters, w4a16g::wg_smem_bytes(c.tokens, c.stages));
 }
 
 int w4_wgmma_configs(int* codes, int cap) { return append_codes(w4a16g::kWgCodes, codes, cap, 0); }
@@ -101,6 +122,7 @@ cudaError_t w4_wgmma_launch(const W4GemvArgs& a, const W4GemmConfig& cfg, float*
   if (used != nullptr) *used = c;
   WgParams wp{};
   wp.gp = w4a16g::gemm_params(w4_params(a, 0), workspace, counters, c.splits);
+  wp.gp.spread = c.splits > 1 && c.reduce == 2 ? 1 : 0;
   const int64_t nsb = cdiv64(a.k, 128);
   // x [M, K] in boxes of 64 columns x `tokens` rows, swizzled for the wgmma descriptor; qweight
   // [N, 16 nsb] int32 in boxes of 16 words x 128 rows. One row of x: any stride works (rounded to 16)

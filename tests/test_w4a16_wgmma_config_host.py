@@ -39,6 +39,8 @@ def test_automatic_config_on_measured_shapes(tool):
         assert row[1:4] == expect, (key, row)
         tiles = -(-key[0] // 128) * -(-key[2] // expect[0])
         assert row[4] == (tiles * expect[1] * 128 * expect[0] if expect[1] > 1 else 0), (key, row)
+        # a split is summed spread over the tile's CTAs where the grid fits on the 132 SMs at once
+        assert row[5] == (2 if expect[1] > 1 and tiles * expect[1] <= 132 else 1), (key, row)
 
 
 def test_explicit_configs_and_refusals(tool):
@@ -48,3 +50,4 @@ def test_explicit_configs_and_refusals(tool):
     assert rows[1][0] == 1  # M < 1: kBadM, before anything else
     assert rows[2][0] == 10  # no GPU here: kNoWgmma
     assert rows[3][1:4] == (128, 28, 4)  # 40 splits of 56 superblocks: no empty split, 28 of 2 each
+    assert rows[3][5] == 1  # 17 x 28 CTAs do not fit at once: the last CTA of a tile sums

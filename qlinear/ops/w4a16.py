@@ -852,16 +852,19 @@ def cuda_wgmma(
     x: torch.Tensor,
     packed: W4A16Weights,
     bias: torch.Tensor | None = None,
-    config: tuple[int, int, int] | None = None,
+    config: tuple[int, ...] | None = None,
 ) -> torch.Tensor | None:
     """The Hopper wgmma W4A16 GEMM on ``x [M, K]`` (:func:`cuda_wgmma_supported`): ``[M, N]`` in x's
-    dtype, or None when the extension is unavailable. ``config`` = (tokens per CTA, K splits, stages),
-    zeros for the launcher's choice (default: the row of the shape class's :data:`_CUDA_WGMMA_AUTO`
-    entry for M, else all automatic; ``w4a16_wgmma_configs()`` lists the compiled (tokens / 8,
-    stages)). K splits as :func:`cuda_gemm`'s.
+    dtype, or None when the extension is unavailable. ``config`` = (tokens per CTA, K splits, stages)
+    or (tokens, splits, stages, reduce), zeros for the launcher's choice (default: the row of the shape
+    class's :data:`_CUDA_WGMMA_AUTO` entry for M, else all automatic; ``w4a16_wgmma_configs()`` lists
+    the compiled (tokens / 8, stages)). K splits as :func:`cuda_gemm`'s; ``reduce`` says who sums a
+    split's partials: 1 the last CTA of a tile to arrive, 2 all of the tile's CTAs, a share each
+    (launched cooperative, so only where the grid fits on the GPU at once), 0 = 2 where it fits. Both
+    sum in split order: the same bits.
     """
-    if config is not None and (len(tuple(config)) != 3 or any(int(v) < 0 for v in config)):
-        raise ValueError(f"config: expected (tokens, splits, stages) of ints >= 0, got {config!r}")
+    if config is not None and (len(tuple(config)) not in (3, 4) or any(int(v) < 0 for v in config)):
+        raise ValueError(f"config: expected (tokens, splits, stages[, reduce]) of ints >= 0, got {config!r}")
     return _cuda_wgmma(x, packed, bias, config)
 
 

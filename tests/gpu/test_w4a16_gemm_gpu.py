@@ -7,8 +7,8 @@ layout) on fresh random data: M in {17, 32, 33, 64, 100, 128, 256, 300} x the is
 N / K (a partial last superblock), symmetric / asymmetric, groups 128 / 256 / per channel, bf16 /
 fp16 x, bf16 / fp16 / fp32 scales, every compiled (warps, tokens, stages) with and without a K split
 (N % (16 warps) != 0),
-strided x rows, CUDA-graph replays (the split-K counters must be left zeroed), the refusals and the
-fallback of the public op.
+strided x rows, CUDA-graph replays (the split-K counters must be left zeroed), the wgmma GEMM's spread
+K-split reduction (bit-equal to the last-arrival one), the refusals and the fallback of the public op.
 """
 
 import pytest
@@ -104,7 +104,8 @@ def test_every_config_with_and_without_split(family):
     assert int(_splitk.locks(torch.device(DEV)).abs().sum()) == 0  # the last CTA of a tile reset its counter
 
 
-@pytest.mark.parametrize("family, cfg", [("cuda_gemm", (8, 64, 8, 6)), ("cuda_wgmma", (64, 8, 8))])
+@pytest.mark.parametrize("family, cfg", [("cuda_gemm", (8, 64, 8, 6)), ("cuda_wgmma", (64, 8, 8, 1)),
+                                         ("cuda_wgmma", (128, 7, 4, 2))])
 def test_graph_replays_keep_counters_zeroed(family, cfg):
     run, _ = _family(family)
     n, k = 2112, 7168
@@ -146,7 +147,40 @@ def test_wgmma_refusals_and_public_op():
     assert not ops.cuda_wgmma_supported(x, p64)
     assert C.w4a16_wgmma_supported(x, p64.qweight, p64.scales, p64.zeros, 64, locks) == 4
     with pytest.raises(ValueError, match="tokens, splits, stages"):
-        ops.cuda_wgmma(x, packed, config=(8, 128, 1, 5))
+        ops.cuda_wgmma(x, packed, config=(8, 128, 1, 5, 0))
+    assert sup(x, 128, 2, 5, 3) == 6  # reduce is 0, 1 or 2
+    assert sup(x, 128, 2, 5, 2) == 0
+    wide, _ = _layer(24576, 1536, seed=7)
+    xw = _x(128, 1536, torch.bfloat16, 3)
+    # 192 row tiles x 2 splits: a spread reduction's grid must fit on the GPU at once
+    assert C.w4a16_wgmma_supported(xw, wide.qweight, wide.scales, wide.zeros, 128, locks, 128, 2, 4, 2) == 6
+    assert C.w4a16_wgmma_supported(xw, wide.qweight, wide.scales, wide.zeros, 128, locks, 128, 2, 4, 1) == 0
+
+
+def test_wgmma_spread_reduction_bits():
+    """reduce = 2 (each of a tile's S CTAs sums 1 / S of the tile, after all S partials are stored)
+    gives the bits of reduce = 1 (the last CTA to arrive sums it all): both sum in split order. Token
+    tiles of 64 / 128 / 256, splits that do not divide the tile's values, shares of several float4 per
+    thread, bias, ragged N and M; the automatic choice spreads where the grid fits, and the counters
+    are left zeroed."""
+    C = _wgmma_ext()
+    locks = _splitk.locks(torch.device(DEV))
+    cases = [(2112, 7168, 128, (128, 7, 4)), (520, 2048, 200, (64, 3, 8)), (1000, 4096, 300, (256, 5, 3)),
+             (300, 1024, 33, (64, 2, 8))]
+    for n, k, m, cfg in cases:
+        packed, w = _layer(n, k, seed=n + m)
+        x = _x(m, k, torch.bfloat16, m)
+        b = torch.randn(n, device=DEV).to(torch.bfloat16) if m % 2 else None
+        last = ops.cuda_wgmma(x, packed, b, cfg + (1,))
+        spread = ops.cuda_wgmma(x, packed, b, cfg + (2,))
+        assert torch.equal(last, spread), f"{n}x{k} M={m} {cfg}: spread and last-arrival sums differ"
+        assert_matches(spread, x, w, b, f"spread reduction {n}x{k} M={m} {cfg}")
+        assert int(locks.abs().sum()) == 0
+    packed, _ = _layer(2112, 7168, seed=1)
+    x = _x(128, 7168, torch.bfloat16, 1)
+    out = torch.empty(128, 2112, device=DEV, dtype=torch.bfloat16)
+    code = C.w4a16_wgmma(out, x, packed.qweight, packed.scales, packed.zeros, None, 128, locks)
+    assert code // 10**9 == 2 and code // 10 % 1000 == 7, code  # 17 tiles x 7 splits: spread
 
 
 def test_refusals_and_public_op():
