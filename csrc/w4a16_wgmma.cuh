@@ -309,21 +309,6 @@ __device__ __forceinline__ void wg_spread_sum(const Params& p, const float* base
 
 #endif  // QLINEAR_WGMMA
 
-// DIAGNOSTIC (session 19, to be reverted): thread 0 of each CTA writes the low 32 bits of
-// %globaltimer at 7 points, and its SM id, into counters[8192 + 8 * cta + e] (slots no launch here uses).
-__device__ __forceinline__ void wg_trace(const GemmParams& gp, int e) {
-  if (threadIdx.x != 0) return;
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  const int cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
-  gp.counters[8192 + 8 * cta + e] = static_cast<int>(t & 0x7fffffffull);
-  if (e == 0) {
-    unsigned sm;
-    asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
-    gp.counters[8192 + 8 * cta + 7] = static_cast<int>(sm);
-  }
-}
-
 template <typename XT, int TN, int ST>
 __global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const __grid_constant__ WgParams wp) {
 #if QLINEAR_WGMMA
@@ -342,7 +327,6 @@ __global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const __grid_co
   const int tok0 = blockIdx.z * TN;
   const int sb_lo = blockIdx.y * gp.sb_per_split;
   const int nsb = min(sb_lo + gp.sb_per_split, p.nsb) - sb_lo;  // superblocks of this CTA
-  wg_trace(gp, 0);
 
   // superblock j into its stage (thread 0 only)
   auto fill = [&](int j) {
@@ -363,7 +347,6 @@ __global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const __grid_co
     for (int j = 0; j < ST && j < nsb; ++j) fill(j);
   }
   __syncthreads();
-  wg_trace(gp, 1);
 
   const int g = lane >> 2, t = lane & 3;
   const int r = warp * 16 + g;  // local row of the lane's first A row: warpgroup 64 + warp 16 + g
@@ -384,7 +367,6 @@ __global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const __grid_co
     const WgGroupVals gv = wg_group_vals<XT>(graw, p.scale_kind);
     graw = wg_group_load(p, row0 + r, min(sb_lo + j + 1, p.nsb - 1));
     tma::mbar_wait(full0 + 8 * s, static_cast<uint32_t>((j / ST) & 1));
-    if (j == 0) wg_trace(gp, 2);
     wg_dequant<XT>(a[B], smem + s * kStage + wg_stage(TN).w_off, r, t, gv, magic);
     const uint32_t d0 = wg_desc_lo(ring + s * kStage);
     wg_fence();
@@ -413,7 +395,6 @@ __global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const __grid_co
   wg_wait<0>();
 #pragma unroll
   for (int v = 0; v < V; ++v) keep(acc[v]);
-  wg_trace(gp, 3);
 
   const int tile = blockIdx.x + gridDim.x * blockIdx.z;
   if (gridDim.y > 1) {
@@ -421,17 +402,13 @@ __global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const __grid_co
     float* mine = gp.ws + (static_cast<int64_t>(tile) * gridDim.y + blockIdx.y) * tile_floats;
 #pragma unroll
     for (int v = 0; v < V; ++v) __stcg(mine + v * kWgThreads + tid, acc[v]);
-    wg_trace(gp, 4);
     if (gp.spread) {
       splitk_rendezvous(gp.counters, tile);
-      wg_trace(gp, 5);
       wg_spread_sum<XT>(p, gp.ws + static_cast<int64_t>(tile) * gridDim.y * tile_floats, tile_floats, row0, tok0);
       splitk_depart(gp.counters, tile);
-      wg_trace(gp, 6);
       return;
     }
-    if (!splitk_last_arrival(gp.counters, tile)) { wg_trace(gp, 6); return; }
-    wg_trace(gp, 5);
+    if (!splitk_last_arrival(gp.counters, tile)) return;
     const float* base = gp.ws + static_cast<int64_t>(tile) * gridDim.y * tile_floats;
     // split-major: the V loads of one split are independent (a v-major loop waited out one L2 round
     // trip per value: run 5, 2112x7168 M = 128 took 89 us with 7 splits against 69 with none)
@@ -446,7 +423,6 @@ __global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const __grid_co
   // acc[4 j + c] is register c of the m16n8 C fragment of the warp's 16 rows and token tile j
 #pragma unroll
   for (int v = 0; v < V; ++v) store_frag<XT>(p, row0 + warp * 16, tok0 / 8 + (v >> 2), lane, v & 3, acc[v]);
-  wg_trace(gp, 6);
 #else
   __trap();  // not built for sm_90a: the launcher refuses before launching (w4_wgmma_built)
 #endif
