@@ -127,10 +127,12 @@ __device__ __forceinline__ void splitk_rendezvous(int* counters, int tile) {
   __syncthreads();
   __threadfence();
 }
-// counters[2 tile + 1] counts the CTAs past the rendezvous; the last one has seen every other one leave
-// the wait, so it resets both counters for the next launch (graph replays).
-__device__ __forceinline__ void splitk_depart(int* counters, int tile) {
-  if (threadIdx.x == 0 && atomicAdd(counters + 2 * tile + 1, 1) == static_cast<int>(gridDim.y) - 1) {
+// counters[2 tile + 1] counts the CTAs past the rendezvous (one thread per CTA, once past it): returns
+// the count before this one. The CTA that got gridDim.y - 1 has seen every other one leave the wait,
+// so splitk_reset_if_last (any time later) resets both counters for the next launch (graph replays).
+__device__ __forceinline__ int splitk_depart(int* counters, int tile) { return atomicAdd(counters + 2 * tile + 1, 1); }
+__device__ __forceinline__ void splitk_reset_if_last(int* counters, int tile, int departed_before) {
+  if (departed_before == static_cast<int>(gridDim.y) - 1) {
     counters[2 * tile] = 0;
     counters[2 * tile + 1] = 0;
   }

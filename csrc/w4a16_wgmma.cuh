@@ -256,20 +256,68 @@ __device__ __forceinline__ void wg_dequant(uint32_t (&a)[8][4], const unsigned c
   }
 }
 
-// Spread K split, after the rendezvous: this CTA (split blockIdx.y of S = gridDim.y) sums one
-// contiguous share of the tile's partials, float4 q in [y Q / S, (y + 1) Q / S) of Q = tile_floats / 4,
-// over the S splits in split order (the order and the bits of the last-arrival sum), and stores it.
-// Partial float f = v * 256 + t holds accumulator value v of thread t (acc[4 j + c]: C register c of
-// warp t / 32's rows, lane t % 32, token tile j). Each thread has 4 float4 of the share and 4 splits
-// in flight per round trip.
+// The output tile goes out through shared memory (the ring, free once the main loop is done): its fp32
+// values as [v][warp * kWgPitch + lane] (v = the thread's accumulator index), then each thread stores
+// 8 consecutive rows of one token as one 16-byte vector. Storing the accumulator registers one value
+// at a time took ~4 us per CTA (session 19 run 3: %globaltimer stamps, 64 values per thread, each
+// with its own index math), longer than 4 superblocks of the main loop.
+// Reading value v of rows 8 h + g (g = 0 .. 7) of warp w for token 2 t + (v & 1) takes floats
+// v * kWgRow + w * kWgPitch + 4 g + t: with a pitch of 36 the 32 lanes (w, t) of one g hit 32 banks.
+constexpr int kWgPitch = 36;
+constexpr int kWgRow = 8 * kWgPitch;  // floats per accumulator index
+__host__ __device__ constexpr int wg_tile_bytes(int tn) { return tn / 2 * kWgRow * 4; }
+
 template <typename XT>
-__device__ __forceinline__ void wg_spread_sum(const Params& p, const float* base, int64_t tile_floats, int row0,
+__device__ __forceinline__ uint32_t wg_pack2(float a, float b) {
+  const XT lo = Mma<XT>::from_f(a), hi = Mma<XT>::from_f(b);
+  unsigned short ul, uh;
+  memcpy(&ul, &lo, 2);
+  memcpy(&uh, &hi, 2);
+  return uint32_t{ul} | uint32_t{uh} << 16;
+}
+
+// Stores accumulator indices [v_lo, v_hi) of the staged tile sm (+ bias): 32 vectors per index
+// (8 warps x 4 token columns t), rows past N and tokens past M left out; 16-byte stores where out
+// and its row stride allow, else one element at a time. Same value per element as store_frag.
+template <typename XT>
+__device__ __forceinline__ void wg_store_tile(const Params& p, const float* sm, int v_lo, int v_hi, int row0,
                                               int tok0) {
-  const int S = static_cast<int>(gridDim.y), y = static_cast<int>(blockIdx.y);
+  const bool vec = reinterpret_cast<uintptr_t>(p.out) % 16 == 0 && p.out_stride % 8 == 0;
+  for (int ch = v_lo * 32 + static_cast<int>(threadIdx.x); ch < v_hi * 32; ch += kWgThreads) {
+    const int v = ch >> 5, w = (ch >> 2) & 7, t = ch & 3;
+    const int tok = tok0 + (v >> 2) * 8 + 2 * t + (v & 1);
+    const int row = row0 + w * 16 + (v & 2) * 4;
+    if (tok >= p.m) continue;
+    const float* src = sm + v * kWgRow + w * kWgPitch + t;
+    float s[8];
+#pragma unroll
+    for (int g = 0; g < 8; ++g) s[g] = src[4 * g];
+    if (p.bias != nullptr)
+#pragma unroll
+      for (int g = 0; g < 8; ++g)
+        if (row + g < p.n) s[g] += load_f(p.bias, row + g, p.bias_kind);
+    XT* dst = static_cast<XT*>(p.out) + static_cast<int64_t>(tok) * p.out_stride + row;
+    if (vec && row + 8 <= p.n) {
+      *reinterpret_cast<uint4*>(dst) = make_uint4(wg_pack2<XT>(s[0], s[1]), wg_pack2<XT>(s[2], s[3]),
+                                                  wg_pack2<XT>(s[4], s[5]), wg_pack2<XT>(s[6], s[7]));
+    } else {
+#pragma unroll
+      for (int g = 0; g < 8; ++g)
+        if (row + g < p.n) dst[g] = Mma<XT>::from_f(s[g]);
+    }
+  }
+}
+
+// Spread K split, after the rendezvous: this CTA (split y = blockIdx.y of S = gridDim.y) sums the
+// accumulator indices [y V / S, (y + 1) V / S) of the tile over the S splits' partials in split order
+// (the order, hence the bits, of the last-arrival sum) into the staged tile sm. Partial float
+// f = v * 256 + thread; one index is 64 float4. Each thread keeps 4 float4 x 4 splits in flight.
+__device__ __forceinline__ void wg_spread_sum(const float* base, int64_t tile_floats, int v_lo, int v_hi, float* sm) {
+  const int S = static_cast<int>(gridDim.y);
   const int64_t nq = tile_floats / 4;
-  const int64_t q_lo = y * nq / S, q_hi = (y + 1) * nq / S;
+  const int q_lo = v_lo * (kWgThreads / 4), q_hi = v_hi * (kWgThreads / 4);
   const float4* b4 = reinterpret_cast<const float4*>(base);
-  for (int64_t q0 = q_lo + threadIdx.x; q0 < q_hi; q0 += 4 * kWgThreads) {
+  for (int q0 = q_lo + static_cast<int>(threadIdx.x); q0 < q_hi; q0 += 4 * kWgThreads) {
     float4 sum[4];
 #pragma unroll
     for (int b = 0; b < 4; ++b) sum[b] = make_float4(0.f, 0.f, 0.f, 0.f);
@@ -279,7 +327,7 @@ __device__ __forceinline__ void wg_spread_sum(const Params& p, const float* base
       for (int a = 0; a < 4; ++a)
 #pragma unroll
         for (int b = 0; b < 4; ++b) {
-          const int64_t q = q0 + b * kWgThreads;
+          const int q = q0 + b * kWgThreads;
           t[a][b] = sp + a < S && q < q_hi ? __ldcg(b4 + (sp + a) * nq + q) : make_float4(0.f, 0.f, 0.f, 0.f);
         }
 #pragma unroll
@@ -295,14 +343,10 @@ __device__ __forceinline__ void wg_spread_sum(const Params& p, const float* base
     }
 #pragma unroll
     for (int b = 0; b < 4; ++b) {
-      const int64_t q = q0 + b * kWgThreads;
+      const int q = q0 + b * kWgThreads;
       if (q >= q_hi) continue;
-      const float vals[4] = {sum[b].x, sum[b].y, sum[b].z, sum[b].w};
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int f = static_cast<int>(4 * q) + e, v = f / kWgThreads, th = f % kWgThreads;
-        store_frag<XT>(p, row0 + (th >> 5) * 16, tok0 / 8 + (v >> 2), th & 31, v & 3, vals[e]);
-      }
+      const int f = 4 * q, v = f / kWgThreads, th = f % kWgThreads;  // th % 4 == 0: one warp, 4 lanes
+      *reinterpret_cast<float4*>(sm + v * kWgRow + (th >> 5) * kWgPitch + (th & 31)) = sum[b];
     }
   }
 }
@@ -313,6 +357,7 @@ template <typename XT, int TN, int ST>
 __global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const __grid_constant__ WgParams wp) {
 #if QLINEAR_WGMMA
   static_assert(ST >= 2, "a stage is released one superblock after its use");
+  static_assert(wg_tile_bytes(TN) <= ST * wg_stage(TN).bytes, "the staged output tile must fit in the ring");
   constexpr int V = TN / 2;  // accumulator values per thread
   constexpr uint32_t kStage = wg_stage(TN).bytes;
   extern __shared__ __align__(16) unsigned char wg_smem_raw[];
@@ -395,6 +440,8 @@ __global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const __grid_co
   wg_wait<0>();
 #pragma unroll
   for (int v = 0; v < V; ++v) keep(acc[v]);
+  __syncthreads();  // every warp is done with the ring: it holds the staged output tile from here on
+  float* sm = reinterpret_cast<float*>(smem);
 
   const int tile = blockIdx.x + gridDim.x * blockIdx.z;
   if (gridDim.y > 1) {
@@ -402,14 +449,20 @@ __global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const __grid_co
     float* mine = gp.ws + (static_cast<int64_t>(tile) * gridDim.y + blockIdx.y) * tile_floats;
 #pragma unroll
     for (int v = 0; v < V; ++v) __stcg(mine + v * kWgThreads + tid, acc[v]);
+    const float* base = gp.ws + static_cast<int64_t>(tile) * gridDim.y * tile_floats;
     if (gp.spread) {
       splitk_rendezvous(gp.counters, tile);
-      wg_spread_sum<XT>(p, gp.ws + static_cast<int64_t>(tile) * gridDim.y * tile_floats, tile_floats, row0, tok0);
-      splitk_depart(gp.counters, tile);
+      // the departure's atomic is in flight while the share is summed
+      const int dep = tid == 0 ? splitk_depart(gp.counters, tile) : 0;
+      const int S = static_cast<int>(gridDim.y), y = static_cast<int>(blockIdx.y);
+      const int v_lo = y * V / S, v_hi = (y + 1) * V / S;
+      wg_spread_sum(base, tile_floats, v_lo, v_hi, sm);
+      __syncthreads();
+      wg_store_tile<XT>(p, sm, v_lo, v_hi, row0, tok0);
+      if (tid == 0) splitk_reset_if_last(gp.counters, tile, dep);
       return;
     }
     if (!splitk_last_arrival(gp.counters, tile)) return;
-    const float* base = gp.ws + static_cast<int64_t>(tile) * gridDim.y * tile_floats;
     // split-major: the V loads of one split are independent (a v-major loop waited out one L2 round
     // trip per value: run 5, 2112x7168 M = 128 took 89 us with 7 splits against 69 with none)
 #pragma unroll
@@ -422,7 +475,9 @@ __global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const __grid_co
   }
   // acc[4 j + c] is register c of the m16n8 C fragment of the warp's 16 rows and token tile j
 #pragma unroll
-  for (int v = 0; v < V; ++v) store_frag<XT>(p, row0 + warp * 16, tok0 / 8 + (v >> 2), lane, v & 3, acc[v]);
+  for (int v = 0; v < V; ++v) sm[v * kWgRow + warp * kWgPitch + lane] = acc[v];
+  __syncthreads();
+  wg_store_tile<XT>(p, sm, 0, V, row0, tok0);
 #else
   __trap();  // not built for sm_90a: the launcher refuses before launching (w4_wgmma_built)
 #endif
