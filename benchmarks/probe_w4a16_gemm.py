@@ -42,6 +42,8 @@ def main() -> None:
     ap.add_argument("--wg-configs", nargs="*", default=[],
                     help="extra wgmma configs 'tokens,splits,stages[,reduce]' timed at every M (reduce: "
                          "1 = the last CTA of a tile sums the K split, 2 = spread over the tile's CTAs)")
+    ap.add_argument("--pdl-ab", action="store_true",
+                    help="also time the wgmma GEMM's automatic config with PDL off and on")
     ap.add_argument("--rotate-x", action="store_true",
                     help="rotate x copies past L2 as bench_linear does (default: one x, L2-resident)")
     args = ap.parse_args()
@@ -67,6 +69,10 @@ def main() -> None:
                 fns["cuda_gemm auto"] = lambda i: ops.cuda_gemm(xs[i % nx], packs[i % nbuf])
             if use_wg:
                 fns["cuda_wgmma auto"] = lambda i: ops.cuda_wgmma(xs[i % nx], packs[i % nbuf])
+                if args.pdl_ab:
+                    for on in (False, True):
+                        fns[f"cuda_wgmma auto pdl={int(on)}"] = (
+                            lambda i, on=on: ops.cuda_wgmma(xs[i % nx], packs[i % nbuf], None, None, on))
                 for tokens, stages in wg_codes:
                     if args.tokens and tokens not in args.tokens:
                         continue

@@ -18,9 +18,10 @@
 //                                            tokens=0, splits=0, stages=0) -> int   (a W4GemmSupport code)
 //   torch.ops.qlinear_C.w4a16_gemm_configs() -> int[]   (compiled warps * 1000 + tokens / 8 * 10 + stages)
 //   torch.ops.qlinear_C.w4a16_wgmma(out, x, qweight, scales, zeros, bias, group_size, counters, tokens=0,
-//                                   splits=0, stages=0, reduce=0) -> int   (the Hopper wgmma GEMM of
+//                                   splits=0, stages=0, reduce=0, pdl=0) -> int   (the Hopper wgmma GEMM of
 //                                   w4a16_wgmma.cuh; same counters as w4a16_gemm, two per tile for a spread
-//                                   reduction; returns w4a16_gemm's value, warps always 8, + reduce * 10^9)
+//                                   reduction; pdl 1: programmatic dependent launch; returns w4a16_gemm's
+//                                   value, warps always 8, + reduce * 10^9)
 //   torch.ops.qlinear_C.w4a16_wgmma_supported(x, qweight, scales, zeros, group_size, counters, tokens=0,
 //                                             splits=0, stages=0, reduce=0) -> int   (a W4GemmSupport code)
 //   torch.ops.qlinear_C.w4a16_wgmma_configs() -> int[]   (compiled tokens / 8 * 10 + stages)
@@ -185,13 +186,15 @@ std::vector<int64_t> w4a16_reg_configs() { return code_list(qlinear::w4_reg_conf
 
 std::vector<int64_t> w4a16_reg_fold_configs() { return code_list(qlinear::w4_reg_fold_configs); }
 
-qlinear::W4GemmConfig gemm_config(int64_t warps, int64_t tokens, int64_t splits, int64_t stages, int64_t reduce = 0) {
+qlinear::W4GemmConfig gemm_config(int64_t warps, int64_t tokens, int64_t splits, int64_t stages, int64_t reduce = 0,
+                                  int64_t pdl = 0) {
   qlinear::W4GemmConfig c;
   c.warps = static_cast<int>(warps);
   c.tokens = static_cast<int>(tokens);
   c.splits = static_cast<int>(splits);
   c.stages = static_cast<int>(stages);
   c.reduce = static_cast<int>(reduce);
+  c.pdl = static_cast<int>(pdl);
   return c;
 }
 
@@ -278,9 +281,10 @@ int64_t w4a16_wgmma_supported(const at::Tensor& x, const at::Tensor& qweight, co
 
 int64_t w4a16_wgmma(const at::Tensor& out, const at::Tensor& x, const at::Tensor& qweight, const at::Tensor& scales,
                     const std::optional<at::Tensor>& zeros, const std::optional<at::Tensor>& bias, int64_t group_size,
-                    const at::Tensor& counters, int64_t tokens, int64_t splits, int64_t stages, int64_t reduce) {
+                    const at::Tensor& counters, int64_t tokens, int64_t splits, int64_t stages, int64_t reduce,
+                    int64_t pdl) {
   return gemm_run(kWgmmaGemm, out, x, qweight, scales, zeros, bias, group_size, counters,
-                  gemm_config(0, tokens, splits, stages, reduce));
+                  gemm_config(0, tokens, splits, stages, reduce, pdl));
 }
 
 std::vector<int64_t> w4a16_wgmma_configs() { return code_list(qlinear::w4_wgmma_configs); }
@@ -315,7 +319,7 @@ TORCH_LIBRARY_FRAGMENT(qlinear_C, m) {
   m.def("w4a16_gemm_configs() -> int[]", &w4a16_gemm_configs);
   m.def(
       "w4a16_wgmma(Tensor(a!) out, Tensor x, Tensor qweight, Tensor scales, Tensor? zeros, Tensor? bias, "
-      "int group_size, Tensor(b!) counters, int tokens=0, int splits=0, int stages=0, int reduce=0) -> int",
+      "int group_size, Tensor(b!) counters, int tokens=0, int splits=0, int stages=0, int reduce=0, int pdl=0) -> int",
       &w4a16_wgmma);
   m.def(
       "w4a16_wgmma_supported(Tensor x, Tensor qweight, Tensor scales, Tensor? zeros, int group_size, "

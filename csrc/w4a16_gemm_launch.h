@@ -17,12 +17,16 @@ namespace qlinear {
 // reduce (wgmma GEMM only; the mma.sync GEMM takes 0 or 1): how a K split's partials are summed, 1 = by
 // the last CTA of a tile to arrive, 2 = spread over all the tile's CTAs (a cooperative launch, so only
 // when the grid fits on the GPU at once); 0 = spread where it fits, else 1.
+// pdl (wgmma GEMM only, else 0): 1 = launch with programmatic dependent launch (the kernel requests its
+// first weights before griddepcontrol.wait and lets the next grid launch at once); not part of the
+// resolved config.
 struct W4GemmConfig {
   int warps = 0;
   int tokens = 0;
   int splits = 0;
   int stages = 0;
   int reduce = 0;
+  int pdl = 0;
 };
 
 enum class W4GemmSupport : int {

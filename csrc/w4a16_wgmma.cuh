@@ -373,23 +373,34 @@ __global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const __grid_co
   const int sb_lo = blockIdx.y * gp.sb_per_split;
   const int nsb = min(sb_lo + gp.sb_per_split, p.nsb) - sb_lo;  // superblocks of this CTA
 
-  // superblock j into its stage (thread 0 only)
-  auto fill = [&](int j) {
+  // superblock j into its stage (thread 0 only): the weight rows (with the stage's byte count), then x
+  auto fill_w = [&](int j) {
     const int s = j % ST;
     const uint32_t st = ring + s * kStage, bar = full0 + 8 * s;
     tma::mbar_arrive_tx(bar, static_cast<uint32_t>(TN * 256 + kWgRows * 64));
+    tma::tensor_copy_2d(st + wg_stage(TN).w_off, &wp.wmap, (sb_lo + j) * 16, row0, bar);
+  };
+  auto fill_x = [&](int j) {
+    const int s = j % ST;
+    const uint32_t st = ring + s * kStage, bar = full0 + 8 * s;
     const int sb = sb_lo + j;
     tma::tensor_copy_2d(st, &wp.xmap, sb * 128, tok0, bar);
     tma::tensor_copy_2d(st + TN * 128, &wp.xmap, sb * 128 + 64, tok0, bar);
-    tma::tensor_copy_2d(st + wg_stage(TN).w_off, &wp.wmap, sb * 16, row0, bar);
   };
+  // Programmatic dependent launch (when the launcher asks for it): the next grid may be scheduled at
+  // once (its CTAs take SMs this grid leaves idle or frees). The first stages' weights, scales and
+  // zero points, which no kernel writes, are requested before griddepcontrol.wait; x, the workspace,
+  // the counters and the output only after it (thread 0's x copies; every thread waits).
+  pdl::launch_dependents();
   if (tid == 0) {
     for (int s = 0; s < ST; ++s) {
       tma::mbar_init(full0 + 8 * s, 1);
       tma::mbar_init(empty0 + 8 * s, kWgThreads / 32);
     }
     tma::mbar_fence_init();
-    for (int j = 0; j < ST && j < nsb; ++j) fill(j);
+    for (int j = 0; j < ST && j < nsb; ++j) fill_w(j);
+    pdl::wait();
+    for (int j = 0; j < ST && j < nsb; ++j) fill_x(j);
   }
   __syncthreads();
 
@@ -402,6 +413,7 @@ __global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const __grid_co
   for (int v = 0; v < V; ++v) acc[v] = 0.f;
   uint32_t a[2][8][4];
   WgGroupRaw graw = wg_group_load(p, row0 + r, sb_lo);
+  pdl::wait();
 
   // Superblock j: convert its group values (loaded one superblock ago), load the next superblock's,
   // wait for its stage, dequantize into buffer B, issue the 8 wgmmas, wait for superblock j - 1's
@@ -427,7 +439,8 @@ __global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const __grid_co
       if (lane == 0) tma::mbar_arrive(empty0 + 8 * ((j - 1) % ST));
       if (tid == 0 && j - 1 + ST < nsb) {
         tma::mbar_wait(empty0 + 8 * ((j - 1) % ST), static_cast<uint32_t>(((j - 1) / ST) & 1));
-        fill(j - 1 + ST);
+        fill_w(j - 1 + ST);
+        fill_x(j - 1 + ST);
       }
     }
   };

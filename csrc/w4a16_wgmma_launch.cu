@@ -19,15 +19,16 @@ int64_t wg_tiles(const W4GemvArgs& a, const W4GemmConfig& c) {
 }
 
 // A spread reduction (wp.gp.spread) is launched cooperative: the runtime then guarantees that all CTAs
-// are resident together, which the CTAs waiting for each other's partials rely on.
+// are resident together, which the CTAs waiting for each other's partials rely on. pdl adds the
+// programmatic-stream-serialization attribute.
 template <typename XT, int C>
-cudaError_t launch_code(const WgParams& wp, dim3 grid, cudaStream_t stream) {
+cudaError_t launch_code(const WgParams& wp, dim3 grid, bool pdl, cudaStream_t stream) {
   using D = w4a16g::WgCode<C>;
   const auto kernel = w4a16g::w4_wgmma_kernel<XT, D::TN, D::ST>;
   const int smem = w4a16g::wg_smem_bytes(D::TN, D::ST);
   const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (e != cudaSuccess) return e;
-  if (!wp.gp.spread) {
+  if (!wp.gp.spread && !pdl) {
     kernel<<<grid, dim3(w4a16g::kWgThreads), smem, stream>>>(wp);
     return cudaGetLastError();
   }
@@ -36,18 +37,27 @@ cudaError_t launch_code(const WgParams& wp, dim3 grid, cudaStream_t stream) {
   cfg.blockDim = dim3(w4a16g::kWgThreads);
   cfg.dynamicSmemBytes = smem;
   cfg.stream = stream;
-  cudaLaunchAttribute coop;
-  coop.id = cudaLaunchAttributeCooperative;
-  coop.val.cooperative = 1;
-  cfg.attrs = &coop;
-  cfg.numAttrs = 1;
+  cudaLaunchAttribute attrs[2];
+  unsigned n = 0;
+  if (wp.gp.spread) {
+    attrs[n].id = cudaLaunchAttributeCooperative;
+    attrs[n].val.cooperative = 1;
+    ++n;
+  }
+  if (pdl) {
+    attrs[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attrs[n].val.programmaticStreamSerializationAllowed = 1;
+    ++n;
+  }
+  cfg.attrs = attrs;
+  cfg.numAttrs = n;
   return cudaLaunchKernelEx(&cfg, kernel, wp);
 }
 
 template <typename XT>
-cudaError_t launch_listed(int code, const WgParams& wp, dim3 grid, cudaStream_t stream) {
+cudaError_t launch_listed(int code, const WgParams& wp, dim3 grid, bool pdl, cudaStream_t stream) {
   return with_listed_code<w4a16g::kWgCodes>(code, cudaErrorInvalidValue, [&](auto c) {
-    return launch_code<XT, decltype(c)::value>(wp, grid, stream);
+    return launch_code<XT, decltype(c)::value>(wp, grid, pdl, stream);
   });
 }
 
@@ -106,7 +116,7 @@ W4GemmSupport w4_wgmma_supported(const W4GemvArgs& a, const W4GemmConfig& cfg, i
   if (!w4_wgmma_built()) return W4GemmSupport::kNoWgmma;
   const W4GemmConfig c = w4_wgmma_resolve(a, cfg);
   if (c.warps != 8 || c.tokens % 8 != 0 || !code_listed(w4a16g::kWgCodes, wg_code(c)) || c.reduce < 1 ||
-      c.reduce > 2 || (c.reduce == 2 && wg_tiles(a, c) * c.splits > devattr::sm_count()))
+      c.reduce > 2 || (c.reduce == 2 && wg_tiles(a, c) * c.splits > devattr::sm_count()) || c.pdl < 0 || c.pdl > 1)
     return W4GemmSupport::kBadConfig;
   // a spread reduction counts arrivals and departures: two counters per output tile
   return w4_gemm_config_limits(a, c.splits, wg_tiles(a, c) * (c.reduce == 2 ? 2 : 1), w4_wgmma_workspace_floats(a, c),
@@ -137,8 +147,16 @@ cudaError_t w4_wgmma_launch(const W4GemvArgs& a, const W4GemmConfig& cfg, float*
     return cudaErrorInvalidValue;
   const dim3 grid(static_cast<unsigned>(cdiv64(a.n, w4a16g::kWgRows)), static_cast<unsigned>(c.splits),
                   static_cast<unsigned>(cdiv64(a.m, c.tokens)));
-  const cudaError_t e = a.x_dtype == W4GDType::kBFloat16 ? launch_listed<__nv_bfloat16>(wg_code(c), wp, grid, stream)
-                                                         : launch_listed<__half>(wg_code(c), wp, grid, stream);
+  auto launch = [&](bool pdl) {
+    return a.x_dtype == W4GDType::kBFloat16 ? launch_listed<__nv_bfloat16>(wg_code(c), wp, grid, pdl, stream)
+                                            : launch_listed<__half>(wg_code(c), wp, grid, pdl, stream);
+  };
+  cudaError_t e = launch(c.pdl == 1);
+  // a runtime that refuses PDL on a cooperative launch gets the plain cooperative one (same results)
+  if (e != cudaSuccess && c.pdl == 1 && wp.gp.spread) {
+    (void)cudaGetLastError();
+    e = launch(false);
+  }
   if (e != cudaSuccess) (void)cudaGetLastError();
   return e;
 }

@@ -827,11 +827,12 @@ def _cuda_gemm(x, packed, bias, config=None):
     return _run_gemm("w4a16_gemm", x, packed, bias, config, _CUDA_GEMM_AUTO, _CUDA_GEMM_CONFIG)
 
 
-def _run_gemm(op_name, x, packed, bias, config, auto, default):
+def _run_gemm(op_name, x, packed, bias, config, auto, default, extra=()):
     """One of the extension's split-K GEMM ops (``w4a16_gemm`` / ``w4a16_wgmma``) on ``x [M, K]``:
     ``config`` (None: the first (max_m, config) row of the shape class's ``auto`` entry with M <=
-    max_m, else ``default``) passed as the op's trailing ints, the split-K counters from
-    ``qlinear.kernels._splitk.locks``; None without the extension."""
+    max_m, else ``default``; a shorter one padded with zeros to ``default``'s length) then ``extra``
+    passed as the op's trailing ints, the split-K counters from ``qlinear.kernels._splitk.locks``;
+    None without the extension."""
     ops = _cuda_ext_ops()
     if ops is None:
         return None
@@ -843,8 +844,10 @@ def _run_gemm(op_name, x, packed, bias, config, auto, default):
     if config is None:
         rows = auto.get(_cuda_shape_class(packed.n, packed.k), ())
         config = next((cfg for max_m, cfg in rows if x.shape[0] <= max_m), default)
+    config = tuple(int(v) for v in config)
+    config += (0,) * (len(default) - len(config))
     getattr(ops, op_name)(out, x, packed.qweight, packed.scales, packed.zeros, bias, packed.group_size,
-                          locks(x.device), *(int(v) for v in config))
+                          locks(x.device), *config, *(int(v) for v in extra))
     return out
 
 
@@ -853,6 +856,7 @@ def cuda_wgmma(
     packed: W4A16Weights,
     bias: torch.Tensor | None = None,
     config: tuple[int, ...] | None = None,
+    pdl: bool | None = None,
 ) -> torch.Tensor | None:
     """The Hopper wgmma W4A16 GEMM on ``x [M, K]`` (:func:`cuda_wgmma_supported`): ``[M, N]`` in x's
     dtype, or None when the extension is unavailable. ``config`` = (tokens per CTA, K splits, stages)
@@ -861,15 +865,20 @@ def cuda_wgmma(
     the compiled (tokens / 8, stages)). K splits as :func:`cuda_gemm`'s; ``reduce`` says who sums a
     split's partials: 1 the last CTA of a tile to arrive, 2 all of the tile's CTAs, a share each
     (launched cooperative, so only where the grid fits on the GPU at once), 0 = 2 where it fits. Both
-    sum in split order: the same bits.
+    sum in split order: the same bits. ``pdl``: launch with programmatic dependent launch (None:
+    ``qlinear.kernels._pdl.pdl_enabled``).
     """
     if config is not None and (len(tuple(config)) not in (3, 4) or any(int(v) < 0 for v in config)):
         raise ValueError(f"config: expected (tokens, splits, stages[, reduce]) of ints >= 0, got {config!r}")
-    return _cuda_wgmma(x, packed, bias, config)
+    return _cuda_wgmma(x, packed, bias, config, pdl)
 
 
-def _cuda_wgmma(x, packed, bias, config=None):
-    return _run_gemm("w4a16_wgmma", x, packed, bias, config, _CUDA_WGMMA_AUTO, (0, 0, 0))
+def _cuda_wgmma(x, packed, bias, config=None, pdl=None):
+    if pdl is None:
+        from qlinear.kernels import _pdl  # function-local: imports triton
+
+        pdl = _pdl.pdl_enabled(x.device)
+    return _run_gemm("w4a16_wgmma", x, packed, bias, config, _CUDA_WGMMA_AUTO, (0, 0, 0, 0), (int(pdl),))
 
 
 def _cuda_shape_class(n: int, k: int) -> str:

@@ -174,6 +174,9 @@ def test_wgmma_spread_reduction_bits():
         last = ops.cuda_wgmma(x, packed, b, cfg + (1,))
         spread = ops.cuda_wgmma(x, packed, b, cfg + (2,))
         assert torch.equal(last, spread), f"{n}x{k} M={m} {cfg}: spread and last-arrival sums differ"
+        for reduce in (1, 2):  # programmatic dependent launch changes when, not what
+            y = ops.cuda_wgmma(x, packed, b, cfg + (reduce,), pdl=True)
+            assert torch.equal(y, spread), f"{n}x{k} M={m} {cfg} reduce={reduce}: PDL changed the result"
         assert_matches(spread, x, w, b, f"spread reduction {n}x{k} M={m} {cfg}")
         assert int(locks.abs().sum()) == 0
     packed, _ = _layer(2112, 7168, seed=1)
@@ -241,3 +244,28 @@ def test_wgmma_auto_dispatch_on_measured_shapes():
             assert (ops.w4a16_backend(x, packed) == "cuda_wgmma") == wg, f"M={m} {n}x{k}"
             if wg and m in (50, 300, 65):
                 assert_matches(ops.w4a16_linear(x, packed), x, w, None, f"auto M={m} {n}x{k}")
+
+
+def test_wgmma_pdl_chain_in_a_graph():
+    """Two wgmma GEMMs launched with PDL, the second reading the first's output, captured in a CUDA
+    graph and replayed on fresh x: the second must wait for the first (griddepcontrol.wait before x),
+    with and without a K split (spread and last-arrival)."""
+    _wgmma_ext()
+    p1, w1 = _layer(1024, 2048, seed=21)
+    p2, w2 = _layer(512, 1024, seed=22)
+    for cfg1, cfg2 in [((128, 4, 4, 2), (128, 2, 4, 1)), ((128, 1, 4, 0), (64, 8, 8, 2))]:
+        x = _x(100, 2048, torch.bfloat16, 30)
+        y1 = ops.cuda_wgmma(x, p1, None, cfg1, pdl=True)
+        ops.cuda_wgmma(y1, p2, None, cfg2, pdl=True)  # warm up outside the capture
+        torch.cuda.synchronize()
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            y1 = ops.cuda_wgmma(x, p1, None, cfg1, pdl=True)
+            y2 = ops.cuda_wgmma(y1, p2, None, cfg2, pdl=True)
+        for i in range(3):
+            x.copy_(_x(100, 2048, torch.bfloat16, 31 + i))
+            g.replay()
+            torch.cuda.synchronize()
+            assert_matches(y1, x, w1, None, f"PDL chain, first GEMM, replay {i}")
+            assert_matches(y2, y1, w2, None, f"PDL chain, second GEMM on the first's output, replay {i}")
+        assert int(_splitk.locks(torch.device(DEV)).abs().sum()) == 0
