@@ -91,14 +91,14 @@ __device__ __forceinline__ uint32_t pack2<__half>(float v) {
   return h * 0x00010001u;
 }
 
-// K split (`splits` CTAs per output tile), once this CTA's fp32 partials are stored (__stcg): true for
+// K split (gridDim.y CTAs per output tile), once this CTA's fp32 partials are stored (__stcg): true for
 // the last CTA of the tile to arrive, which then sees every split's partials and has reset the tile's
 // counter for the next launch (graph replays); false for the others.
-__device__ __forceinline__ bool splitk_last_arrival(int* counters, int tile, int splits) {
+__device__ __forceinline__ bool splitk_last_arrival(int* counters, int tile) {
   __threadfence();
   __syncthreads();
   __shared__ int last;
-  if (threadIdx.x == 0) last = atomicAdd(counters + tile, 1) == splits - 1;
+  if (threadIdx.x == 0) last = atomicAdd(counters + tile, 1) == static_cast<int>(gridDim.y) - 1;
   __syncthreads();
   if (!last) return false;
   __threadfence();
@@ -112,27 +112,27 @@ __device__ __forceinline__ int ld_acquire_gpu(const int* ptr) {
   return v;
 }
 
-// Spread K split, once this CTA's fp32 partials are stored: waits until all `splits` CTAs of the
+// Spread K split, once this CTA's fp32 partials are stored: waits until all gridDim.y CTAs of the
 // tile have stored theirs (counters[2 tile] counts arrivals), so that each can then sum its own share
 // of the tile. Only for grids whose CTAs are all resident at once (a cooperative launch): a CTA waits
 // here for the others. splitk_depart must follow once the CTA is past this point.
-__device__ __forceinline__ void splitk_rendezvous(int* counters, int tile, int splits) {
+__device__ __forceinline__ void splitk_rendezvous(int* counters, int tile) {
   __threadfence();
   __syncthreads();
   if (threadIdx.x == 0) {
     atomicAdd(counters + 2 * tile, 1);
-    while (ld_acquire_gpu(counters + 2 * tile) < splits) {
+    while (ld_acquire_gpu(counters + 2 * tile) < static_cast<int>(gridDim.y)) {
     }
   }
   __syncthreads();
   __threadfence();
 }
 // counters[2 tile + 1] counts the CTAs past the rendezvous (one thread per CTA, once past it): returns
-// the count before this one. The CTA that got splits - 1 has seen every other one leave the wait,
+// the count before this one. The CTA that got gridDim.y - 1 has seen every other one leave the wait,
 // so splitk_reset_if_last (any time later) resets both counters for the next launch (graph replays).
 __device__ __forceinline__ int splitk_depart(int* counters, int tile) { return atomicAdd(counters + 2 * tile + 1, 1); }
-__device__ __forceinline__ void splitk_reset_if_last(int* counters, int tile, int splits, int departed_before) {
-  if (departed_before == splits - 1) {
+__device__ __forceinline__ void splitk_reset_if_last(int* counters, int tile, int departed_before) {
+  if (departed_before == static_cast<int>(gridDim.y) - 1) {
     counters[2 * tile] = 0;
     counters[2 * tile + 1] = 0;
   }
@@ -289,7 +289,7 @@ __global__ void __launch_bounds__(32 * WR, 1) w4_gemm_kernel(const GemmParams gp
     for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
       for (int c = 0; c < 4; ++c) __stcg(mine + ((warp * V) + nt * 4 + c) * 32 + lane, acc[nt][c]);
-    if (!splitk_last_arrival(gp.counters, tile, static_cast<int>(gridDim.y))) return;
+    if (!splitk_last_arrival(gp.counters, tile)) return;
     const float* base = gp.ws + static_cast<int64_t>(tile) * gridDim.y * tile_floats + warp * V * 32 + lane;
     // split-major, each value summed from 0 in split order as before: the V loads of one split are
     // independent, where a value-major loop waited out one L2 round trip per value and split (the

@@ -51,7 +51,7 @@ const char* w4_gemm_support_reason(W4GemmSupport s) {
     case W4GemmSupport::kMisaligned:
       return "x not 16-byte aligned or its row stride not a multiple of 8, qweight not 16-byte aligned, "
              "scales / zeros not 4-byte aligned or N % 4 != 0";
-    case W4GemmSupport::kBadConfig: return "config not compiled (w4_gemm_configs), splits, reduce, tail or pdl out of range";
+    case W4GemmSupport::kBadConfig: return "config not compiled (w4_gemm_configs), splits, reduce or pdl out of range";
     case W4GemmSupport::kTooLarge: return "N >= 2^31, K >= 2^22 or more output tiles than counters";
     case W4GemmSupport::kWorkspace: return "a K split needs a larger fp32 workspace";
     case W4GemmSupport::kTooMuchSmem: return "the x ring exceeds the device's shared memory per CTA";
@@ -108,8 +108,7 @@ W4GemmSupport w4_gemm_supported(const W4GemvArgs& a, const W4GemmConfig& cfg, in
   const W4GemmSupport base = w4_gemm_operands_supported(a);
   if (base != W4GemmSupport::kOk) return base;
   const W4GemmConfig c = w4_gemm_resolve(a, cfg);
-  if (c.tokens % 8 != 0 || !code_listed(w4a16g::kGemmCodes, gemm_code(c)) || c.reduce != 1 || c.pdl != 0 ||
-      c.tail > 1 || c.tail < 0)
+  if (c.tokens % 8 != 0 || !code_listed(w4a16g::kGemmCodes, gemm_code(c)) || c.reduce != 1 || c.pdl != 0)
     return W4GemmSupport::kBadConfig;
   return w4_gemm_config_limits(a, c.splits, output_tiles(a, c), w4_gemm_workspace_floats(a, c), workspace_floats,
                                counters, w4a16g::gemm_smem_bytes(c.warps, c.tokens / 8, c.stages, scale_bytes(a)));

@@ -17,9 +17,6 @@ namespace qlinear {
 // reduce (wgmma GEMM only; the mma.sync GEMM takes 0 or 1): how a K split's partials are summed, 1 = by
 // the last CTA of a tile to arrive, 2 = spread over all the tile's CTAs (a cooperative launch, so only
 // when the grid fits on the GPU at once); 0 = spread where it fits, else 1.
-// tail (wgmma GEMM only, else 0 or 1): with one split and more output tiles than SMs, the tiles past the
-// first wave (one per SM) may each be split in `tail` K pieces (last-arrival sum), so that a second
-// wave of whole tiles does not leave most SMs idle; 1 = none, 0 = automatic (w4_wgmma_resolve).
 // pdl (wgmma GEMM only, else 0): 1 = launch with programmatic dependent launch (the kernel requests its
 // first weights before griddepcontrol.wait and lets the next grid launch at once); not part of the
 // resolved config.
@@ -29,7 +26,6 @@ struct W4GemmConfig {
   int splits = 0;
   int stages = 0;
   int reduce = 0;
-  int tail = 0;
   int pdl = 0;
 };
 
@@ -43,8 +39,7 @@ enum class W4GemmSupport : int {
                       // 16-byte aligned or its row stride % 4 != 0; scales / zeros not 4-byte aligned or
                       // N % 4 != 0 (4-byte cp.async of a group's row)
   kBadConfig = 6,     // (warps, tokens, stages) not compiled, splits out of 1 .. superblocks, reduce out of
-                      // 0 .. 2 (mma.sync: 0 .. 1), a spread reduction whose grid exceeds the SM count, or a
-                      // tail split without one split and more output tiles than SMs
+                      // 0 .. 2 (mma.sync: 0 .. 1), or a spread reduction whose grid exceeds the SM count
   kTooLarge = 7,      // n >= 2^31, k >= 2^22 or more output tiles than counters
   kWorkspace = 8,     // a K split without a workspace of w4_gemm_workspace_floats() floats
   kTooMuchSmem = 9,   // the x ring exceeds the device's per-CTA shared memory opt-in

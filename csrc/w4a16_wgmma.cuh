@@ -9,9 +9,7 @@
 // the dequantize + cuBLAS path.
 //
 // CTA: two warpgroups, 128 weight rows (64 each: one m64 wgmma row block) x TN tokens (the wgmma's N)
-// x the superblocks [sb_lo, sb_hi) of its K split. Grid (row tiles, splits, token tiles), or with a
-// tail split (wp.tail_from >= 0) one dimension: output tiles [0, tail_from) whole, one CTA each (the
-// first wave), then every later tile in tail_splits K pieces (wg_work).
+// x the superblocks [sb_lo, sb_hi) of its K split (blockIdx.y). Grid (row tiles, splits, token tiles).
 //
 // A fragments without a k permutation: wgmma's A slots of lane (g, t) are k = 2t, 2t + 1 (registers
 // 0 / 1: rows g / g + 8) and 2t + 8, 2t + 9 (registers 2 / 3). Column 16 i + j of a superblock sits
@@ -68,53 +66,7 @@ struct WgParams {
   CUtensorMap xmap;  // x [M, K]: box 64 columns x TN tokens, 128-byte swizzle
   CUtensorMap wmap;  // qweight [N, words] int32: box 16 words x 128 rows, no swizzle
   GemmParams gp;
-  int tail_from;     // -1: the 3-D grid; else the tail split's first split tile (tile = row tile + row_tiles * token tile)
-  int tail_splits;   // K pieces of a tail tile
-  int tail_sb;       // superblocks per tail piece
-  int row_tiles;
 };
-
-// What one CTA computes: output tile (row tile, token tile), its K split of `splits`, superblocks
-// [sb_lo, sb_lo + sb_n), and the workspace slot of the tile's first split.
-struct WgWork {
-  int tile, row_tile, tok_tile, split, splits, sb_lo, sb_n;
-  int64_t ws_slot;
-};
-__device__ __forceinline__ WgWork wg_work(const WgParams& wp) {
-  const GemmParams& gp = wp.gp;
-  WgWork w;
-  if (wp.tail_from < 0) {
-    w.row_tile = blockIdx.x;
-    w.tok_tile = blockIdx.z;
-    w.tile = blockIdx.x + gridDim.x * blockIdx.z;
-    w.split = blockIdx.y;
-    w.splits = gridDim.y;
-    w.sb_lo = w.split * gp.sb_per_split;
-    w.sb_n = min(w.sb_lo + gp.sb_per_split, gp.p.nsb) - w.sb_lo;
-    w.ws_slot = static_cast<int64_t>(w.tile) * w.splits;
-    return w;
-  }
-  const int b = blockIdx.x;
-  if (b < wp.tail_from) {
-    w.tile = b;
-    w.split = 0;
-    w.splits = 1;
-    w.sb_lo = 0;
-    w.sb_n = gp.p.nsb;
-    w.ws_slot = 0;
-  } else {
-    const int t = b - wp.tail_from;
-    w.tile = wp.tail_from + t / wp.tail_splits;
-    w.split = t % wp.tail_splits;
-    w.splits = wp.tail_splits;
-    w.sb_lo = w.split * wp.tail_sb;
-    w.sb_n = min(w.sb_lo + wp.tail_sb, gp.p.nsb) - w.sb_lo;
-    w.ws_slot = static_cast<int64_t>(w.tile - wp.tail_from) * w.splits;
-  }
-  w.row_tile = w.tile % wp.row_tiles;
-  w.tok_tile = w.tile / wp.row_tiles;
-  return w;
-}
 
 // Compiled (TN, ST) as (TN / 8) * 10 + ST.
 constexpr int kWgCodes[] = {164, 165, 84, 88, 323};
@@ -356,12 +308,12 @@ __device__ __forceinline__ void wg_store_tile(const Params& p, const float* sm, 
   }
 }
 
-// Spread K split, after the rendezvous: this CTA (split y of S) sums the
+// Spread K split, after the rendezvous: this CTA (split y = blockIdx.y of S = gridDim.y) sums the
 // accumulator indices [y V / S, (y + 1) V / S) of the tile over the S splits' partials in split order
 // (the order, hence the bits, of the last-arrival sum) into the staged tile sm. Partial float
 // f = v * 256 + thread; one index is 64 float4. Each thread keeps 4 float4 x 4 splits in flight.
-__device__ __forceinline__ void wg_spread_sum(const float* base, int64_t tile_floats, int S, int v_lo, int v_hi,
-                                              float* sm) {
+__device__ __forceinline__ void wg_spread_sum(const float* base, int64_t tile_floats, int v_lo, int v_hi, float* sm) {
+  const int S = static_cast<int>(gridDim.y);
   const int64_t nq = tile_floats / 4;
   const int q_lo = v_lo * (kWgThreads / 4), q_hi = v_hi * (kWgThreads / 4);
   const float4* b4 = reinterpret_cast<const float4*>(base);
@@ -416,11 +368,10 @@ __global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const __grid_co
   const GemmParams& gp = wp.gp;
   const Params& p = gp.p;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const WgWork work = wg_work(wp);
-  const int row0 = work.row_tile * kWgRows;
-  const int tok0 = work.tok_tile * TN;
-  const int sb_lo = work.sb_lo;
-  const int nsb = work.sb_n;  // superblocks of this CTA
+  const int row0 = blockIdx.x * kWgRows;
+  const int tok0 = blockIdx.z * TN;
+  const int sb_lo = blockIdx.y * gp.sb_per_split;
+  const int nsb = min(sb_lo + gp.sb_per_split, p.nsb) - sb_lo;  // superblocks of this CTA
 
   // superblock j into its stage (thread 0 only): the weight rows (with the stage's byte count), then x
   auto fill_w = [&](int j) {
@@ -505,30 +456,31 @@ __global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const __grid_co
   __syncthreads();  // every warp is done with the ring: it holds the staged output tile from here on
   float* sm = reinterpret_cast<float*>(smem);
 
-  const int tile = work.tile, S = work.splits;
-  if (S > 1) {
+  const int tile = blockIdx.x + gridDim.x * blockIdx.z;
+  if (gridDim.y > 1) {
     const int64_t tile_floats = static_cast<int64_t>(kWgThreads) * V;
-    const float* base = gp.ws + work.ws_slot * tile_floats;
-    float* mine = gp.ws + (work.ws_slot + work.split) * tile_floats;
+    float* mine = gp.ws + (static_cast<int64_t>(tile) * gridDim.y + blockIdx.y) * tile_floats;
 #pragma unroll
     for (int v = 0; v < V; ++v) __stcg(mine + v * kWgThreads + tid, acc[v]);
+    const float* base = gp.ws + static_cast<int64_t>(tile) * gridDim.y * tile_floats;
     if (gp.spread) {
-      splitk_rendezvous(gp.counters, tile, S);
+      splitk_rendezvous(gp.counters, tile);
       // the departure's atomic is in flight while the share is summed
       const int dep = tid == 0 ? splitk_depart(gp.counters, tile) : 0;
-      const int v_lo = work.split * V / S, v_hi = (work.split + 1) * V / S;
-      wg_spread_sum(base, tile_floats, S, v_lo, v_hi, sm);
+      const int S = static_cast<int>(gridDim.y), y = static_cast<int>(blockIdx.y);
+      const int v_lo = y * V / S, v_hi = (y + 1) * V / S;
+      wg_spread_sum(base, tile_floats, v_lo, v_hi, sm);
       __syncthreads();
       wg_store_tile<XT>(p, sm, v_lo, v_hi, row0, tok0);
-      if (tid == 0) splitk_reset_if_last(gp.counters, tile, S, dep);
+      if (tid == 0) splitk_reset_if_last(gp.counters, tile, dep);
       return;
     }
-    if (!splitk_last_arrival(gp.counters, tile, S)) return;
+    if (!splitk_last_arrival(gp.counters, tile)) return;
     // split-major: the V loads of one split are independent (a v-major loop waited out one L2 round
     // trip per value: run 5, 2112x7168 M = 128 took 89 us with 7 splits against 69 with none)
 #pragma unroll
     for (int v = 0; v < V; ++v) acc[v] = 0.f;
-    for (int sp = 0; sp < S; ++sp) {
+    for (int sp = 0; sp < static_cast<int>(gridDim.y); ++sp) {
       const float* part = base + sp * tile_floats + tid;
 #pragma unroll
       for (int v = 0; v < V; ++v) acc[v] += __ldcg(part + v * kWgThreads);

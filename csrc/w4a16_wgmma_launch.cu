@@ -99,31 +99,12 @@ W4GemmConfig w4_wgmma_resolve(const W4GemvArgs& a, const W4GemmConfig& cfg) {
   if (c.splits >= 1 && c.splits <= nsb) c.splits = static_cast<int>(cdiv64(nsb, cdiv64(nsb, c.splits)));
   // a spread reduction needs every CTA resident at once: one CTA per SM (the ring takes most of the
   // shared memory), so at most one CTA per SM in the grid
-  const int64_t tiles = wg_tiles(a, c), sms = devattr::sm_count();
-  if (c.reduce == 0) c.reduce = c.splits > 1 && tiles * c.splits <= sms ? 2 : 1;
-  // tail split, automatic: between one and two waves of whole tiles, the second wave's tiles in as many
-  // pieces as fill the SMs (each piece >= 2 superblocks, at most 16)
-  if (c.tail == 0) {
-    c.tail = 1;
-    if (c.splits == 1 && tiles > sms && 2 * (tiles - sms) <= sms) {
-      int64_t s = sms / (tiles - sms);
-      s = s < nsb / 2 ? s : nsb / 2;
-      c.tail = static_cast<int>(s < 16 ? s : 16);
-      if (c.tail < 2) c.tail = 1;
-    }
-  }
-  if (c.tail > 1 && c.tail <= nsb) c.tail = static_cast<int>(cdiv64(nsb, cdiv64(nsb, c.tail)));
+  if (c.reduce == 0) c.reduce = c.splits > 1 && wg_tiles(a, c) * c.splits <= devattr::sm_count() ? 2 : 1;
   return c;
-}
-
-// A tail split applies: one split, more output tiles than SMs.
-static bool wg_tail(const W4GemvArgs& a, const W4GemmConfig& c) {
-  return c.tail > 1 && c.splits == 1 && wg_tiles(a, c) > devattr::sm_count();
 }
 
 int64_t w4_wgmma_workspace_floats(const W4GemvArgs& a, const W4GemmConfig& cfg) {
   const W4GemmConfig c = w4_wgmma_resolve(a, cfg);
-  if (wg_tail(a, c)) return (wg_tiles(a, c) - devattr::sm_count()) * c.tail * w4a16g::kWgRows * c.tokens;
   if (c.splits <= 1) return 0;
   return wg_tiles(a, c) * c.splits * w4a16g::kWgRows * c.tokens;
 }
@@ -135,14 +116,11 @@ W4GemmSupport w4_wgmma_supported(const W4GemvArgs& a, const W4GemmConfig& cfg, i
   if (!w4_wgmma_built()) return W4GemmSupport::kNoWgmma;
   const W4GemmConfig c = w4_wgmma_resolve(a, cfg);
   if (c.warps != 8 || c.tokens % 8 != 0 || !code_listed(w4a16g::kWgCodes, wg_code(c)) || c.reduce < 1 ||
-      c.reduce > 2 || (c.reduce == 2 && wg_tiles(a, c) * c.splits > devattr::sm_count()) || c.pdl < 0 || c.pdl > 1 ||
-      c.tail < 1 || (c.tail > 1 && (!wg_tail(a, c) || c.reduce == 2)))
+      c.reduce > 2 || (c.reduce == 2 && wg_tiles(a, c) * c.splits > devattr::sm_count()) || c.pdl < 0 || c.pdl > 1)
     return W4GemmSupport::kBadConfig;
-  // a spread reduction counts arrivals and departures: two counters per output tile; a tail split's
-  // tiles are summed like a K split's (the limits' split count)
-  return w4_gemm_config_limits(a, wg_tail(a, c) ? c.tail : c.splits, wg_tiles(a, c) * (c.reduce == 2 ? 2 : 1),
-                               w4_wgmma_workspace_floats(a, c), workspace_floats, counters,
-                               w4a16g::wg_smem_bytes(c.tokens, c.stages));
+  // a spread reduction counts arrivals and departures: two counters per output tile
+  return w4_gemm_config_limits(a, c.splits, wg_tiles(a, c) * (c.reduce == 2 ? 2 : 1), w4_wgmma_workspace_floats(a, c),
+                               workspace_floats, counters, w4a16g::wg_smem_bytes(c.tokens, c.stages));
 }
 
 int w4_wgmma_configs(int* codes, int cap) { return append_codes(w4a16g::kWgCodes, codes, cap, 0); }
@@ -167,16 +145,8 @@ cudaError_t w4_wgmma_launch(const W4GemvArgs& a, const W4GemmConfig& cfg, float*
                        static_cast<uint64_t>(a.n), static_cast<uint64_t>(a.qw_stride) * 4, 16, w4a16g::kWgRows,
                        CU_TENSOR_MAP_SWIZZLE_NONE))
     return cudaErrorInvalidValue;
-  const int64_t row_tiles = cdiv64(a.n, w4a16g::kWgRows), tiles = wg_tiles(a, c), sms = devattr::sm_count();
-  dim3 grid(static_cast<unsigned>(row_tiles), static_cast<unsigned>(c.splits), static_cast<unsigned>(cdiv64(a.m, c.tokens)));
-  wp.tail_from = -1;
-  if (wg_tail(a, c)) {
-    grid = dim3(static_cast<unsigned>(sms + (tiles - sms) * c.tail));
-    wp.tail_from = static_cast<int>(sms);
-    wp.tail_splits = c.tail;
-    wp.tail_sb = static_cast<int>(cdiv64(nsb, c.tail));
-    wp.row_tiles = static_cast<int>(row_tiles);
-  }
+  const dim3 grid(static_cast<unsigned>(cdiv64(a.n, w4a16g::kWgRows)), static_cast<unsigned>(c.splits),
+                  static_cast<unsigned>(cdiv64(a.m, c.tokens)));
   auto launch = [&](bool pdl) {
     return a.x_dtype == W4GDType::kBFloat16 ? launch_listed<__nv_bfloat16>(wg_code(c), wp, grid, pdl, stream)
                                             : launch_listed<__half>(wg_code(c), wp, grid, pdl, stream);

@@ -2,7 +2,7 @@
 // tests/test_w4a16_wgmma_config_host.py (no GPU needed: w4_wgmma_resolve / w4_wgmma_supported run with
 // the device attributes at their defaults, 132 SMs; without a device w4_wgmma_built is 0). Arguments:
 // groups of 6 integers (n, k, m, tokens, splits, stages) on an asymmetric group-128 layer; prints per
-// group "supported tokens splits stages workspace_floats reduce tail".
+// group "supported tokens splits stages workspace_floats reduce".
 #include <cstdio>
 #include <cstdlib>
 
@@ -22,8 +22,7 @@ int main(int argc, char** argv) {
     const int64_t ws = w4_wgmma_workspace_floats(a, c);
     const int why = static_cast<int>(w4_wgmma_supported(a, c, ws, 1 << 20));
     const W4GemmConfig r = w4_wgmma_resolve(a, c);
-    std::printf("%d %d %d %d %lld %d %d\n", why, r.tokens, r.splits, r.stages, static_cast<long long>(ws), r.reduce,
-                r.tail);
+    std::printf("%d %d %d %d %lld %d\n", why, r.tokens, r.splits, r.stages, static_cast<long long>(ws), r.reduce);
   }
   return 0;
 }

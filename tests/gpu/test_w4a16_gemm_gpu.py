@@ -8,8 +8,7 @@ N / K (a partial last superblock), symmetric / asymmetric, groups 128 / 256 / pe
 fp16 x, bf16 / fp16 / fp32 scales, every compiled (warps, tokens, stages) with and without a K split
 (N % (16 warps) != 0),
 strided x rows, CUDA-graph replays (the split-K counters must be left zeroed), the wgmma GEMM's spread
-K-split reduction (bit-equal to the last-arrival one), its tail split and programmatic dependent launch,
-the refusals and the fallback of the public op.
+K-split reduction (bit-equal to the last-arrival one), the refusals and the fallback of the public op.
 """
 
 import pytest
@@ -270,37 +269,3 @@ def test_wgmma_pdl_chain_in_a_graph():
             assert_matches(y1, x, w1, None, f"PDL chain, first GEMM, replay {i}")
             assert_matches(y2, y1, w2, None, f"PDL chain, second GEMM on the first's output, replay {i}")
         assert int(_splitk.locks(torch.device(DEV)).abs().sum()) == 0
-
-
-def test_wgmma_tail_split():
-    """More output tiles than SMs, one K split: the tiles past the first wave each in `tail` K pieces,
-    summed by their last CTA. Against the reference with bias and ragged M / N, automatic and explicit
-    piece counts, in a CUDA graph with replays on fresh x (counters left zeroed), and the refusals."""
-    C = _wgmma_ext()
-    sms = torch.cuda.get_device_properties(DEV).multi_processor_count
-    locks = _splitk.locks(torch.device(DEV))
-    n, k = 128 * (sms + 8) - 40, 1024  # sms + 8 row tiles, the last one ragged; 8 superblocks
-    packed, w = _layer(n, k, seed=41)
-    x = _x(61, k, torch.bfloat16, 61)
-    b = torch.randn(n, device=DEV).to(torch.bfloat16)
-    out = torch.empty(61, n, device=DEV, dtype=torch.bfloat16)
-    code = C.w4a16_wgmma(out, x, packed.qweight, packed.scales, packed.zeros, b, 128, locks, 64, 1, 8)
-    assert code // 10**10 == 4, code  # 8 tiles past the first wave: 8 superblocks in 4 pieces of 2
-    assert_matches(out, x, w, b, "tail split, automatic")
-    for tail in (2, 3, 8):
-        y = ops.cuda_wgmma(x, packed, b, (64, 1, 8, 0, tail))
-        assert_matches(y, x, w, b, f"tail split in {tail}")
-    assert int(locks.abs().sum()) == 0
-    sup = lambda *cfg: C.w4a16_wgmma_supported(x, packed.qweight, packed.scales, packed.zeros, 128, locks, *cfg)  # noqa: E731
-    assert sup(64, 2, 8, 0, 2) == 6  # a tail split needs one K split
-    few, _ = _layer(2112, 1024, seed=42)
-    assert C.w4a16_wgmma_supported(x, few.qweight, few.scales, few.zeros, 128, locks, 64, 1, 8, 0, 2) == 6  # 17 tiles
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        y = ops.cuda_wgmma(x, packed, b, (64, 1, 8, 0, 3))
-    for i in range(3):
-        x.copy_(_x(61, k, torch.bfloat16, 70 + i))
-        g.replay()
-        torch.cuda.synchronize()
-        assert_matches(y, x, w, b, f"tail split in a graph, replay {i}")
-    assert int(locks.abs().sum()) == 0
