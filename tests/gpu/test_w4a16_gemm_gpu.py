@@ -147,7 +147,7 @@ def test_wgmma_refusals_and_public_op():
     assert not ops.cuda_wgmma_supported(x, p64)
     assert C.w4a16_wgmma_supported(x, p64.qweight, p64.scales, p64.zeros, 64, locks) == 4
     with pytest.raises(ValueError, match="tokens, splits, stages"):
-        ops.cuda_wgmma(x, packed, config=(8, 128, 1, 5, 0))
+        ops.cuda_wgmma(x, packed, config=(8, 128, 1, 5, 0))  # five fields
     assert sup(x, 128, 2, 5, 3) == 6  # reduce is 0, 1 or 2
     assert sup(x, 128, 2, 5, 2) == 0
     wide, _ = _layer(24576, 1536, seed=7)
