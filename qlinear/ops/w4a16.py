@@ -169,12 +169,20 @@ _CUDA_GEMM_MAX_M: dict[str, int] = {"many": 32}
 #         15.66: a few % either way, left as it was)
 #   short M = 40 / 64: 27.00 / 27.82 vs triton 25.14 / 23.45 -> unchanged
 #   M = 128 with 64-token tiles or fixed K splits: no gain over the automatic config on any shape.
-_CUDA_WGMMA_M: dict[str, tuple[int, int]] = {"few": (65, 128), "short": (65, 512), "many": (33, 1024)}
+# Session 19 (benchmarks/results/session19/run7, probe_w4a16_gemm.py, same method; the kernel now sums a
+# K split spread over the tile's CTAs, stores through shared memory in 16-byte vectors and launches
+# with PDL; us, bf16 F.linear in brackets):
+#   few   M = 33 / 48 / 64: (64 tokens, auto splits, 4 stages) 13.12 / 13.07 / 13.05, the automatic
+#         8 stages 14.31 / 13.99 / 13.94, vs triton 15.69 / 16.12 / 17.02 [14.32 / 14.33 / 14.06];
+#         M = 256: automatic 22.30 vs dequant_cublas 28.92 [16.58]; M = 512: 34.87 vs 34.91 [23.48]
+#                                                                                    -> 33 .. 256
+_CUDA_WGMMA_M: dict[str, tuple[int, int]] = {"few": (33, 256), "short": (65, 512), "many": (33, 1024)}
 # Its launch config per shape class, rows (max_m, (tokens per CTA, K splits, stages)) as
-# _CUDA_GEMM_AUTO's (0 = the launcher's choice,
-# csrc/w4a16_wgmma_launch.cu w4_wgmma_resolve: its choice is run 8's best config within noise in every
-# case above, checked on the host by tests/test_w4a16_wgmma_config_host.py, so no class overrides it).
-_CUDA_WGMMA_AUTO: dict[str, tuple[tuple[int, tuple[int, ...]], ...]] = {}
+# _CUDA_GEMM_AUTO's (0 = the launcher's choice, csrc/w4a16_wgmma_launch.cu w4_wgmma_resolve: its
+# choice is session 11 run 8's best config within noise in the cases above, checked on the host by
+# tests/test_w4a16_wgmma_config_host.py). few up to M = 64: 4 stages instead of the launcher's 8
+# (session 19 run 7 above).
+_CUDA_WGMMA_AUTO: dict[str, tuple[tuple[int, tuple[int, ...]], ...]] = {"few": ((64, (64, 0, 4)),)}
 _CUDA_GEMM_CONFIG: tuple[int, int, int, int] = (0, 0, 0, 0)
 _CUDA_GEMM_AUTO: dict[str, tuple[tuple[int, tuple[int, ...]], ...]] = {
     "many": ((32, (8, 32, 4, 4)),),
