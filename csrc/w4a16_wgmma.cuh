@@ -311,29 +311,32 @@ __device__ __forceinline__ void wg_store_tile(const Params& p, const float* sm, 
 // Spread K split, after the rendezvous: this CTA (split y = blockIdx.y of S = gridDim.y) sums the
 // accumulator indices [y V / S, (y + 1) V / S) of the tile over the S splits' partials in split order
 // (the order, hence the bits, of the last-arrival sum) into the staged tile sm. Partial float
-// f = v * 256 + thread; one index is 64 float4. Each thread keeps 4 float4 x 4 splits in flight.
+// f = v * 256 + thread; one index is 64 float4. Each thread keeps kB float4 x kA splits in flight: one
+// L2 round trip for up to 8 splits and a share of up to 3 float4 per thread (7 splits of a 64-value
+// tile: 2.25-2.5).
 __device__ __forceinline__ void wg_spread_sum(const float* base, int64_t tile_floats, int v_lo, int v_hi, float* sm) {
+  constexpr int kA = 8, kB = 3;
   const int S = static_cast<int>(gridDim.y);
   const int64_t nq = tile_floats / 4;
   const int q_lo = v_lo * (kWgThreads / 4), q_hi = v_hi * (kWgThreads / 4);
   const float4* b4 = reinterpret_cast<const float4*>(base);
-  for (int q0 = q_lo + static_cast<int>(threadIdx.x); q0 < q_hi; q0 += 4 * kWgThreads) {
-    float4 sum[4];
+  for (int q0 = q_lo + static_cast<int>(threadIdx.x); q0 < q_hi; q0 += kB * kWgThreads) {
+    float4 sum[kB];
 #pragma unroll
-    for (int b = 0; b < 4; ++b) sum[b] = make_float4(0.f, 0.f, 0.f, 0.f);
-    for (int sp = 0; sp < S; sp += 4) {
-      float4 t[4][4];
+    for (int b = 0; b < kB; ++b) sum[b] = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int sp = 0; sp < S; sp += kA) {
+      float4 t[kA][kB];
 #pragma unroll
-      for (int a = 0; a < 4; ++a)
+      for (int a = 0; a < kA; ++a)
 #pragma unroll
-        for (int b = 0; b < 4; ++b) {
+        for (int b = 0; b < kB; ++b) {
           const int q = q0 + b * kWgThreads;
           t[a][b] = sp + a < S && q < q_hi ? __ldcg(b4 + (sp + a) * nq + q) : make_float4(0.f, 0.f, 0.f, 0.f);
         }
 #pragma unroll
-      for (int a = 0; a < 4; ++a)
+      for (int a = 0; a < kA; ++a)
 #pragma unroll
-        for (int b = 0; b < 4; ++b)
+        for (int b = 0; b < kB; ++b)
           if (sp + a < S) {
             sum[b].x += t[a][b].x;
             sum[b].y += t[a][b].y;
@@ -342,7 +345,7 @@ __device__ __forceinline__ void wg_spread_sum(const float* base, int64_t tile_fl
           }
     }
 #pragma unroll
-    for (int b = 0; b < 4; ++b) {
+    for (int b = 0; b < kB; ++b) {
       const int q = q0 + b * kWgThreads;
       if (q >= q_hi) continue;
       const int f = 4 * q, v = f / kWgThreads, th = f % kWgThreads;  // th % 4 == 0: one warp, 4 lanes
