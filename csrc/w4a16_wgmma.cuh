@@ -311,11 +311,11 @@ __device__ __forceinline__ void wg_store_tile(const Params& p, const float* sm, 
 // Spread K split, after the rendezvous: this CTA (split y = blockIdx.y of S = gridDim.y) sums the
 // accumulator indices [y V / S, (y + 1) V / S) of the tile over the S splits' partials in split order
 // (the order, hence the bits, of the last-arrival sum) into the staged tile sm. Partial float
-// f = v * 256 + thread; one index is 64 float4. Each thread keeps kB float4 x kA splits in flight: one
-// L2 round trip for up to 8 splits and a share of up to 3 float4 per thread (7 splits of a 64-value
-// tile: 2.25-2.5).
-__device__ __forceinline__ void wg_spread_sum(const float* base, int64_t tile_floats, int v_lo, int v_hi, float* sm) {
-  constexpr int kA = 8, kB = 3;
+// f = v * 256 + thread; one index is 64 float4. Each thread keeps kB float4 x kA splits in flight
+// (wg_spread_sum picks them).
+template <int kA, int kB>
+__device__ __forceinline__ void wg_spread_sum_in(const float* base, int64_t tile_floats, int v_lo, int v_hi,
+                                                 float* sm) {
   const int S = static_cast<int>(gridDim.y);
   const int64_t nq = tile_floats / 4;
   const int q_lo = v_lo * (kWgThreads / 4), q_hi = v_hi * (kWgThreads / 4);
@@ -352,6 +352,17 @@ __device__ __forceinline__ void wg_spread_sum(const float* base, int64_t tile_fl
       *reinterpret_cast<float4*>(sm + v * kWgRow + (th >> 5) * kWgPitch + (th & 31)) = sum[b];
     }
   }
+}
+// Up to 4 splits: 4 float4 x 4 splits per round trip (2 splits of a 64-token tile: the whole share
+// of 4 float4 per thread at once). More: 3 x 8, so that 7 splits of a 128-token tile (2.25-2.5
+// float4 per thread) take one round trip instead of two. Session 19 run 10 against runs 9 / 5 (us, bf16
+// of the same run in brackets): 2112x7168 M = 128 14.60 [14.03] against 14.77 [14.14]; 8 x 3 at 2
+// splits: 7168x16384 M = 64 66.79 [62.16] against 64.86 [62.11].
+__device__ __forceinline__ void wg_spread_sum(const float* base, int64_t tile_floats, int v_lo, int v_hi, float* sm) {
+  if (gridDim.y <= 4)
+    wg_spread_sum_in<4, 4>(base, tile_floats, v_lo, v_hi, sm);
+  else
+    wg_spread_sum_in<8, 3>(base, tile_floats, v_lo, v_hi, sm);
 }
 
 #endif  // QLINEAR_WGMMA
