@@ -8,7 +8,8 @@ N / K (a partial last superblock), symmetric / asymmetric, groups 128 / 256 / pe
 fp16 x, bf16 / fp16 / fp32 scales, every compiled (warps, tokens, stages) with and without a K split
 (N % (16 warps) != 0),
 strided x rows, CUDA-graph replays (the split-K counters must be left zeroed), the wgmma GEMM's spread
-K-split reduction (bit-equal to the last-arrival one), the refusals and the fallback of the public op.
+K-split reduction (bit-equal to the last-arrival one) and programmatic dependent launch (a chain of two
+GEMMs in a graph), the refusals and the fallback of the public op.
 """
 
 import pytest
