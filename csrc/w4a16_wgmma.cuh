@@ -308,23 +308,15 @@ __device__ __forceinline__ void wg_store_tile(const Params& p, const float* sm, 
   }
 }
 
-// Where partial float4 q (floats f = 4 q .. 4 q + 3: accumulator index f / 256 of threads f % 256 ..
-// + 3, one warp) sits in the staged tile.
-__device__ __forceinline__ float* wg_share_at(float* sm, int q) {
-  const int f = 4 * q, v = f / kWgThreads, th = f % kWgThreads;
-  return sm + v * kWgRow + (th >> 5) * kWgPitch + (th & 31);
-}
-
 // Spread K split, after the rendezvous: this CTA (split y = blockIdx.y of S = gridDim.y) sums the
 // accumulator indices [y V / S, (y + 1) V / S) of the tile over the S splits' partials in split order
-// (the order, hence the bits, of the last-arrival sum) into the staged tile sm, which on entry holds
-// this CTA's own partial of the share (split y is read from there). Partial float f = v * 256 +
-// thread; one index is 64 float4. Each thread keeps kB float4 x kA splits in flight
+// (the order, hence the bits, of the last-arrival sum) into the staged tile sm. Partial float
+// f = v * 256 + thread; one index is 64 float4. Each thread keeps kB float4 x kA splits in flight
 // (wg_spread_sum picks them).
 template <int kA, int kB>
 __device__ __forceinline__ void wg_spread_sum_in(const float* base, int64_t tile_floats, int v_lo, int v_hi,
                                                  float* sm) {
-  const int S = static_cast<int>(gridDim.y), y = static_cast<int>(blockIdx.y);
+  const int S = static_cast<int>(gridDim.y);
   const int64_t nq = tile_floats / 4;
   const int q_lo = v_lo * (kWgThreads / 4), q_hi = v_hi * (kWgThreads / 4);
   const float4* b4 = reinterpret_cast<const float4*>(base);
@@ -339,12 +331,7 @@ __device__ __forceinline__ void wg_spread_sum_in(const float* base, int64_t tile
 #pragma unroll
         for (int b = 0; b < kB; ++b) {
           const int q = q0 + b * kWgThreads;
-          if (q >= q_hi || sp + a >= S)
-            t[a][b] = make_float4(0.f, 0.f, 0.f, 0.f);
-          else if (sp + a == y)
-            t[a][b] = *reinterpret_cast<const float4*>(wg_share_at(sm, q));
-          else
-            t[a][b] = __ldcg(b4 + (sp + a) * nq + q);
+          t[a][b] = sp + a < S && q < q_hi ? __ldcg(b4 + (sp + a) * nq + q) : make_float4(0.f, 0.f, 0.f, 0.f);
         }
 #pragma unroll
       for (int a = 0; a < kA; ++a)
@@ -361,7 +348,8 @@ __device__ __forceinline__ void wg_spread_sum_in(const float* base, int64_t tile
     for (int b = 0; b < kB; ++b) {
       const int q = q0 + b * kWgThreads;
       if (q >= q_hi) continue;
-      *reinterpret_cast<float4*>(wg_share_at(sm, q)) = sum[b];
+      const int f = 4 * q, v = f / kWgThreads, th = f % kWgThreads;  // th % 4 == 0: one warp, 4 lanes
+      *reinterpret_cast<float4*>(sm + v * kWgRow + (th >> 5) * kWgPitch + (th & 31)) = sum[b];
     }
   }
 }
@@ -486,29 +474,21 @@ __global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const __grid_co
   if (gridDim.y > 1) {
     const int64_t tile_floats = static_cast<int64_t>(kWgThreads) * V;
     float* mine = gp.ws + (static_cast<int64_t>(tile) * gridDim.y + blockIdx.y) * tile_floats;
+#pragma unroll
+    for (int v = 0; v < V; ++v) __stcg(mine + v * kWgThreads + tid, acc[v]);
     const float* base = gp.ws + static_cast<int64_t>(tile) * gridDim.y * tile_floats;
     if (gp.spread) {
-      const int S = static_cast<int>(gridDim.y), y = static_cast<int>(blockIdx.y);
-      const int v_lo = y * V / S, v_hi = (y + 1) * V / S;
-      // the own share's values stay on chip (staged tile); the other CTAs read only theirs
-#pragma unroll
-      for (int v = 0; v < V; ++v) {
-        if (v >= v_lo && v < v_hi)
-          sm[v * kWgRow + warp * kWgPitch + lane] = acc[v];
-        else
-          __stcg(mine + v * kWgThreads + tid, acc[v]);
-      }
       splitk_rendezvous(gp.counters, tile);
       // the departure's atomic is in flight while the share is summed
       const int dep = tid == 0 ? splitk_depart(gp.counters, tile) : 0;
+      const int S = static_cast<int>(gridDim.y), y = static_cast<int>(blockIdx.y);
+      const int v_lo = y * V / S, v_hi = (y + 1) * V / S;
       wg_spread_sum(base, tile_floats, v_lo, v_hi, sm);
       __syncthreads();
       wg_store_tile<XT>(p, sm, v_lo, v_hi, row0, tok0);
       if (tid == 0) splitk_reset_if_last(gp.counters, tile, dep);
       return;
     }
-#pragma unroll
-    for (int v = 0; v < V; ++v) __stcg(mine + v * kWgThreads + tid, acc[v]);
     if (!splitk_last_arrival(gp.counters, tile)) return;
     // split-major: the V loads of one split are independent (a v-major loop waited out one L2 round
     // trip per value: run 5, 2112x7168 M = 128 took 89 us with 7 splits against 69 with none)
