@@ -25,12 +25,13 @@ __device__ __forceinline__ void launch_dependents() {
 #endif
 }
 
-// A plain <<<>>> launch, or cudaLaunchKernelEx when PDL (programmatic stream serialization) or a
-// thread-block cluster of `cluster` > 1 CTAs along x is asked for.
+// A plain <<<>>> launch, or cudaLaunchKernelEx when PDL (programmatic stream serialization), a
+// thread-block cluster of `cluster` > 1 CTAs along x, or a cooperative launch (all CTAs resident at
+// once; the runtime refuses a grid that cannot be) is asked for.
 template <typename... KArgs, typename... Args>
-inline cudaError_t launch_smem(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
-                               bool pdl, int cluster, Args... args) {
-  if (!pdl && cluster <= 1) {
+inline cudaError_t launch_smem_ex(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                                  bool pdl, int cluster, bool cooperative, Args... args) {
+  if (!pdl && cluster <= 1 && !cooperative) {
     kernel<<<grid, block, smem, stream>>>(args...);
     return cudaGetLastError();
   }
@@ -39,8 +40,13 @@ inline cudaError_t launch_smem(void (*kernel)(KArgs...), dim3 grid, dim3 block, 
   cfg.blockDim = block;
   cfg.dynamicSmemBytes = smem;
   cfg.stream = stream;
-  cudaLaunchAttribute attrs[2];
+  cudaLaunchAttribute attrs[3];
   unsigned n = 0;
+  if (cooperative) {
+    attrs[n].id = cudaLaunchAttributeCooperative;
+    attrs[n].val.cooperative = 1;
+    ++n;
+  }
   if (pdl) {
     attrs[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attrs[n].val.programmaticStreamSerializationAllowed = 1;
@@ -56,6 +62,13 @@ inline cudaError_t launch_smem(void (*kernel)(KArgs...), dim3 grid, dim3 block, 
   cfg.attrs = attrs;
   cfg.numAttrs = n;
   return cudaLaunchKernelEx(&cfg, kernel, args...);
+}
+
+// launch_smem_ex without a cooperative launch.
+template <typename... KArgs, typename... Args>
+inline cudaError_t launch_smem(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                               bool pdl, int cluster, Args... args) {
+  return launch_smem_ex(kernel, grid, block, smem, stream, pdl, cluster, false, args...);
 }
 
 // launch_smem without dynamic shared memory.

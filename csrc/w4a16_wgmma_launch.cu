@@ -18,9 +18,14 @@ int64_t wg_tiles(const W4GemvArgs& a, const W4GemmConfig& c) {
   return cdiv64(a.n, w4a16g::kWgRows) * cdiv64(a.m, c.tokens);
 }
 
+// Whether the grid's CTAs can all be resident at once, as a spread reduction needs: one CTA per SM (the
+// ring takes most of the shared memory), so at most one CTA per SM in the grid.
+bool wg_grid_fits(const W4GemvArgs& a, const W4GemmConfig& c) {
+  return wg_tiles(a, c) * c.splits <= devattr::sm_count();
+}
+
 // A spread reduction (wp.gp.spread) is launched cooperative: the runtime then guarantees that all CTAs
-// are resident together, which the CTAs waiting for each other's partials rely on. pdl adds the
-// programmatic-stream-serialization attribute.
+// are resident together, which the CTAs waiting for each other's partials rely on.
 template <typename XT, int C>
 cudaError_t launch_code(const WgParams& wp, dim3 grid, bool pdl, cudaStream_t stream) {
   using D = w4a16g::WgCode<C>;
@@ -28,30 +33,7 @@ cudaError_t launch_code(const WgParams& wp, dim3 grid, bool pdl, cudaStream_t st
   const int smem = w4a16g::wg_smem_bytes(D::TN, D::ST);
   const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (e != cudaSuccess) return e;
-  if (!wp.gp.spread && !pdl) {
-    kernel<<<grid, dim3(w4a16g::kWgThreads), smem, stream>>>(wp);
-    return cudaGetLastError();
-  }
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = grid;
-  cfg.blockDim = dim3(w4a16g::kWgThreads);
-  cfg.dynamicSmemBytes = smem;
-  cfg.stream = stream;
-  cudaLaunchAttribute attrs[2];
-  unsigned n = 0;
-  if (wp.gp.spread) {
-    attrs[n].id = cudaLaunchAttributeCooperative;
-    attrs[n].val.cooperative = 1;
-    ++n;
-  }
-  if (pdl) {
-    attrs[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attrs[n].val.programmaticStreamSerializationAllowed = 1;
-    ++n;
-  }
-  cfg.attrs = attrs;
-  cfg.numAttrs = n;
-  return cudaLaunchKernelEx(&cfg, kernel, wp);
+  return pdl::launch_smem_ex(kernel, grid, dim3(w4a16g::kWgThreads), smem, stream, pdl, 0, wp.gp.spread != 0, wp);
 }
 
 template <typename XT>
@@ -97,9 +79,7 @@ W4GemmConfig w4_wgmma_resolve(const W4GemvArgs& a, const W4GemmConfig& cfg) {
     c.splits = static_cast<int>(best);
   }
   if (c.splits >= 1 && c.splits <= nsb) c.splits = static_cast<int>(cdiv64(nsb, cdiv64(nsb, c.splits)));
-  // a spread reduction needs every CTA resident at once: one CTA per SM (the ring takes most of the
-  // shared memory), so at most one CTA per SM in the grid
-  if (c.reduce == 0) c.reduce = c.splits > 1 && wg_tiles(a, c) * c.splits <= devattr::sm_count() ? 2 : 1;
+  if (c.reduce == 0) c.reduce = c.splits > 1 && wg_grid_fits(a, c) ? 2 : 1;
   return c;
 }
 
@@ -116,7 +96,7 @@ W4GemmSupport w4_wgmma_supported(const W4GemvArgs& a, const W4GemmConfig& cfg, i
   if (!w4_wgmma_built()) return W4GemmSupport::kNoWgmma;
   const W4GemmConfig c = w4_wgmma_resolve(a, cfg);
   if (c.warps != 8 || c.tokens % 8 != 0 || !code_listed(w4a16g::kWgCodes, wg_code(c)) || c.reduce < 1 ||
-      c.reduce > 2 || (c.reduce == 2 && wg_tiles(a, c) * c.splits > devattr::sm_count()) || c.pdl < 0 || c.pdl > 1)
+      c.reduce > 2 || (c.reduce == 2 && !wg_grid_fits(a, c)) || c.pdl < 0 || c.pdl > 1)
     return W4GemmSupport::kBadConfig;
   // a spread reduction counts arrivals and departures: two counters per output tile
   return w4_gemm_config_limits(a, c.splits, wg_tiles(a, c) * (c.reduce == 2 ? 2 : 1), w4_wgmma_workspace_floats(a, c),
