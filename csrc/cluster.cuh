@@ -1,0 +1,85 @@
+// Thread-block cluster primitives (sm_90+): distributed shared memory stores, remote mbarrier
+// arrivals, the cluster barrier. Device code only, no torch headers. Below sm_90 the calls compile to
+// nothing: the launchers never pick a cluster kernel there.
+//
+// Addresses are 32-bit shared-window addresses (tma::smem_u32 of a local pointer); peer() maps one
+// to the same offset in another CTA of the cluster, which the st / arrive helpers then target.
+#pragma once
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+namespace qlinear {
+namespace cluster {
+
+__device__ __forceinline__ uint32_t cta_rank() {
+  uint32_t r = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+#endif
+  return r;
+}
+
+// The shared::cluster address of local address `addr` in CTA `rank` of this cluster.
+__device__ __forceinline__ uint32_t peer(uint32_t addr, uint32_t rank) {
+  uint32_t r = addr;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(addr), "r"(rank));
+#endif
+  return r;
+}
+
+__device__ __forceinline__ void st_v4(uint32_t addr, uint4 v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("st.shared::cluster.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(v.x), "r"(v.y), "r"(v.z),
+               "r"(v.w)
+               : "memory");
+#endif
+}
+
+__device__ __forceinline__ void st_v2f(uint32_t addr, float a, float b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("st.shared::cluster.v2.f32 [%0], {%1, %2};" ::"r"(addr), "f"(a), "f"(b) : "memory");
+#endif
+}
+
+// One arrival on a (possibly remote) mbarrier; release at cluster scope orders this thread's earlier
+// stores before it for whoever acquires the phase.
+__device__ __forceinline__ void arrive_release(uint32_t bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(bar) : "memory");
+#endif
+}
+
+// Spin until phase `parity` of the local mbarrier `bar` completes, acquiring at cluster scope (the
+// arrivals came from other CTAs).
+__device__ __forceinline__ void wait_acquire(uint32_t bar, uint32_t parity) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  uint32_t done = 0;
+  do {
+    asm volatile(
+        "{\n .reg .pred p;\n mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
+        " selp.u32 %0, 1, 0, p;\n}"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+  } while (!done);
+#endif
+}
+
+// The cluster barrier split in two (every thread of every CTA, warp-uniform): arrive publishes this
+// thread's earlier writes (mbarrier inits included), wait returns once all threads have arrived.
+__device__ __forceinline__ void barrier_arrive() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void barrier_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+#endif
+}
+
+}  // namespace cluster
+}  // namespace qlinear
