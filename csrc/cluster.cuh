@@ -29,25 +29,23 @@ __device__ __forceinline__ uint32_t peer(uint32_t addr, uint32_t rank) {
   return r;
 }
 
-__device__ __forceinline__ void st_v4(uint32_t addr, uint4 v) {
+// Asynchronous stores into another CTA's shared memory that complete on that CTA's mbarrier `bar`
+// (a shared::cluster address in the same CTA as `addr`): each lowers the barrier's pending
+// transaction count by its bytes when it lands, so a waiter on the phase sees the data without any
+// release fence on the storing side (a release would wait for this thread's loads in flight).
+__device__ __forceinline__ void st_async_v4(uint32_t addr, uint4 v, uint32_t bar) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("st.shared::cluster.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(v.x), "r"(v.y), "r"(v.z),
-               "r"(v.w)
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [%0], {%1, %2, %3, %4}, [%5];" ::"r"(addr),
+               "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w), "r"(bar)
                : "memory");
 #endif
 }
 
-__device__ __forceinline__ void st_v2f(uint32_t addr, float a, float b) {
+__device__ __forceinline__ void st_async_v2f(uint32_t addr, float a, float b, uint32_t bar) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("st.shared::cluster.v2.f32 [%0], {%1, %2};" ::"r"(addr), "f"(a), "f"(b) : "memory");
-#endif
-}
-
-// One arrival on a (possibly remote) mbarrier; release at cluster scope orders this thread's earlier
-// stores before it for whoever acquires the phase.
-__device__ __forceinline__ void arrive_release(uint32_t bar) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(bar) : "memory");
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.f32 [%0], {%1, %2}, [%3];" ::"r"(addr), "f"(a),
+               "f"(b), "r"(bar)
+               : "memory");
 #endif
 }
 
@@ -67,11 +65,12 @@ __device__ __forceinline__ void wait_acquire(uint32_t bar, uint32_t parity) {
 #endif
 }
 
-// The cluster barrier split in two (every thread of every CTA, warp-uniform): arrive publishes this
-// thread's earlier writes (mbarrier inits included), wait returns once all threads have arrived.
-__device__ __forceinline__ void barrier_arrive() {
+// The cluster barrier split in two (every thread of every CTA, warp-uniform). arrive is relaxed: it
+// publishes nothing but mbarrier inits fenced by fence.mbarrier_init (tma::mbar_fence_init), so it
+// does not wait for this thread's loads in flight; wait returns once all threads have arrived.
+__device__ __forceinline__ void barrier_arrive_relaxed() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
 #endif
 }
 

@@ -455,7 +455,8 @@ __global__ void __launch_bounds__(max_threads(NT, R, PF, PQ, XA), 1) fp8_gemv_ke
 // Shared memory of fp8_gemv_cs_kernel: reduce_store's area (two token tiles), then per (warp, slot)
 // the peer's B fragments (2 x 32 uint4), its C-column scales (32 float2) and an mbarrier.
 __host__ __device__ constexpr size_t cs_red_bytes(int warps) { return (sizeof(float) * warps * 2 * 128 + 16 + 15) / 16 * 16; }
-__host__ __device__ constexpr size_t cs_slot_bytes() { return 2 * 32 * 16 + 32 * 8 + 8; }
+constexpr uint32_t kCsSlotBytes = 2 * 32 * 16 + 32 * 8;  // what the peer stores into one slot
+__host__ __device__ constexpr size_t cs_slot_bytes() { return kCsSlotBytes + 8; }
 inline size_t cs_smem_bytes(int warps, int slots) {
   return cs_red_bytes(warps) + static_cast<size_t>(warps) * slots * cs_slot_bytes();
 }
@@ -466,17 +467,17 @@ __host__ __device__ constexpr int max_threads_cs(int PF) { return PF <= 1 ? 512 
 
 // Two CTAs of a cluster (cluster rank c = blockIdx.x % 2) own neighbouring 16-row tiles over the same
 // k range; warp w of both takes the same k-blocks. Per block, CTA c quantizes only token tile c
-// (tokens 8c .. 8c + 7) from raw x, stores the lane's B fragments and C-column scales into the peer's
-// slot (distributed shared memory) and arrives on the peer's mbarrier of that slot (32 arrivals, one
-// per lane, release at cluster scope); it then waits for its own slot to be filled by the peer and
-// runs the MMAs of both token tiles. Each CTA thus loads and quantizes half of x (what M <= 8 costs)
-// instead of all of it; codes and scales are quant_raw's, so the result is bit-identical to the
-// in-kernel path with the same warps and splits (same fragments, same sums). Slot j of warp w holds
-// the warp's j-th block: written once per launch, waited on with parity 0, never reused, so there is
-// no empty signal (the launcher refuses a k range whose slots do not fit). Every slot a CTA fills is
-// waited on by its peer before that peer exits, and vice versa, so no CTA exits while the other can
-// still write into its shared memory. A CTA past the last row tile (odd tile count) still quantizes
-// and sends its token tile, and stores nothing.
+// (tokens 8c .. 8c + 7) from raw x and stores the lane's B fragments and C-column scales into the
+// peer's slot with st.async, which completes on the peer's mbarrier of that slot (armed for the
+// slot's bytes at init; no release fence, which would wait for the lane's loads in flight). It then
+// waits for its own slot to be filled by the peer and runs the MMAs of both token tiles. Each CTA
+// thus loads and quantizes half of x (what M <= 8 costs) instead of all of it. Codes and scales are
+// quant_raw's, so the result is bit-identical to the pre-quantized path (Q = 1) with the same warps
+// and splits (same fragments, same sums). Slot j of warp w holds the warp's j-th block: written once
+// per launch, waited on with parity 0, never reused, so there is no empty signal (the launcher
+// refuses a k range whose slots do not fit). A cluster barrier around the epilogue keeps either CTA
+// from exiting before the other has received everything. A CTA past the last row tile (odd tile
+// count) still quantizes and sends its token tile, and stores nothing.
 template <typename XT, int PF>
 __global__ void __launch_bounds__(max_threads_cs(PF), 1) fp8_gemv_cs_kernel(const Params p) {
   extern __shared__ __align__(16) float red[];
@@ -509,11 +510,15 @@ __global__ void __launch_bounds__(max_threads_cs(PF), 1) fp8_gemv_cs_kernel(cons
   for (int i = 0; i < PF; ++i)
     if (kb + i * W < kb_hi) load_stage<1>(st[i], p, rows, t, kb + i * W);
 
-  for (int i = threadIdx.x; i < nslots; i += blockDim.x) tma::mbar_init(b_base + 8u * i, 32);
+  // one arrival (this one, arming the slot's 1280 bytes); the peer's stores complete the phase
+  for (int i = threadIdx.x; i < nslots; i += blockDim.x) {
+    tma::mbar_init(b_base + 8u * i, 1);
+    tma::mbar_arrive_tx(b_base + 8u * i, kCsSlotBytes);
+  }
   if (threadIdx.x < nslots) tma::mbar_fence_init();
   // the peer may store into this CTA's slots only once they exist and their barriers are
   // initialized: arrive now, wait just before the first store, so the barrier overlaps the loads
-  cluster::barrier_arrive();
+  cluster::barrier_arrive_relaxed();
 
   pdl::wait();
   pdl::launch_dependents();
@@ -546,10 +551,10 @@ __global__ void __launch_bounds__(max_threads_cs(PF), 1) fp8_gemv_cs_kernel(cons
       const uint32_t qa = q_base + static_cast<uint32_t>(slot) * 1024u + lane_q;
       const uint32_t sa = s_base + static_cast<uint32_t>(slot) * 256u + lane_s;
       const uint32_t ba = b_base + 8u * static_cast<uint32_t>(slot);
-      cluster::st_v4(cluster::peer(qa, other), make_uint4(q[0][0], q[0][1], q[0][2], q[0][3]));
-      cluster::st_v4(cluster::peer(qa + 512u, other), make_uint4(q[0][4], q[0][5], q[0][6], q[0][7]));
-      cluster::st_v2f(cluster::peer(sa, other), sxc[0][0], sxc[0][1]);
-      cluster::arrive_release(cluster::peer(ba, other));
+      const uint32_t rb = cluster::peer(ba, other);
+      cluster::st_async_v4(cluster::peer(qa, other), make_uint4(q[0][0], q[0][1], q[0][2], q[0][3]), rb);
+      cluster::st_async_v4(cluster::peer(qa + 512u, other), make_uint4(q[0][4], q[0][5], q[0][6], q[0][7]), rb);
+      cluster::st_async_v2f(cluster::peer(sa, other), sxc[0][0], sxc[0][1], rb);
 
       cluster::wait_acquire(ba, 0);
       uint4 c0, c1;
@@ -566,15 +571,19 @@ __global__ void __launch_bounds__(max_threads_cs(PF), 1) fp8_gemv_cs_kernel(cons
     }
   }
 
-  if (row0 >= p.n) return;  // the padding CTA of an odd tile count
-  // reduce_store wants token tile 0 first
-  float tok[1][2][4];
+  // every slot of this CTA has landed: the peer may exit once this CTA has arrived too
+  cluster::barrier_arrive_relaxed();
+  if (row0 < p.n) {  // not the padding CTA of an odd tile count
+    // reduce_store wants token tile 0 first
+    float tok[1][2][4];
 #pragma unroll
-  for (int v = 0; v < 4; ++v) {
-    tok[0][0][v] = rank == 0 ? acc[0][0][v] : acc[0][1][v];
-    tok[0][1][v] = rank == 0 ? acc[0][1][v] : acc[0][0][v];
+    for (int v = 0; v < 4; ++v) {
+      tok[0][0][v] = rank == 0 ? acc[0][0][v] : acc[0][1][v];
+      tok[0][1][v] = rank == 0 ? acc[0][1][v] : acc[0][0][v];
+    }
+    reduce_store<XT, 2, 1>(tok, red, p, tg, split, row0);
   }
-  reduce_store<XT, 2, 1>(tok, red, p, tg, split, row0);
+  cluster::barrier_wait();
 }
 
 }  // namespace fp8g
