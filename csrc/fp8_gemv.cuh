@@ -551,12 +551,14 @@ __global__ void __launch_bounds__(max_threads_cs(PF), 1) fp8_gemv_cs_kernel(cons
   // Block j is quantized and sent during block j - 1, so the peer's codes of block j have had a
   // whole block's time to land when block j is multiplied (sent and used at once, each block waited
   // for the distributed-shared-memory round trip). raw holds the x of the next block to quantize.
+  // The first two blocks' x are requested together (the loop then keeps one block's raw x in flight).
   uint4 raw[2][2];
-  if (kb < kb_hi) load_raw<XT>(raw, xrow, xvalid, kb, t);
-  cluster::barrier_wait();
-  if (kb < kb_hi) {
-    quant_send(raw, 0);
+  {
+    uint4 first[2][2];
+    if (kb < kb_hi) load_raw<XT>(first, xrow, xvalid, kb, t);
     if (kb + W < kb_hi) load_raw<XT>(raw, xrow, xvalid, kb + W, t);
+    cluster::barrier_wait();
+    if (kb < kb_hi) quant_send(first, 0);
   }
 
   int j = 0;
