@@ -7,9 +7,9 @@ source "$(dirname "$0")/_gpu_build.sh"
 export PYTHONPATH="${PYTHONPATH:-$PWD}"
 gpu_build s20cs
 gpu_pytest cs_tests 200 tests/gpu/test_fp8_cuda_gemv.py -k "cluster or x_ahead"
-for m in 16 12 9; do
+for m in ${CS_MS:-16 12 9}; do
     gpu_probe "cs_m$m" 100 "PREQ|rror" benchmarks/probe_fp8_preq.py --m "$m" \
-        --shapes 2112x7168,1536x7168,576x7168 --gemv-codes "" --pair-codes 11011114,11011116,11041108 \
+        --shapes "${CS_SHAPES:-2112x7168,1536x7168,576x7168}" --gemv-codes "" --pair-codes 11011114,11011116,11041108 \
         --qmodes early --kernel-codes "${CS_CODES:-12011116,12011114,12011112,12011212,12021108,12041104}"
 done
 gpu_cleanup
