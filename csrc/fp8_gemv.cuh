@@ -480,7 +480,7 @@ __host__ __device__ constexpr int max_threads_cs(int PF) { return PF <= 1 ? 512 
 // refuses a k range whose slots do not fit). A cluster barrier around the epilogue keeps either CTA
 // from exiting before the other has received everything. A CTA past the last row tile (odd tile
 // count) still quantizes and sends its token tile, and stores nothing.
-template <typename XT, int PF>
+template <typename XT, int PF, bool AHEAD = true>
 __global__ void __launch_bounds__(max_threads_cs(PF), 1) fp8_gemv_cs_kernel(const Params p) {
   extern __shared__ __align__(16) float red[];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, W = blockDim.x >> 5;
@@ -553,12 +553,15 @@ __global__ void __launch_bounds__(max_threads_cs(PF), 1) fp8_gemv_cs_kernel(cons
   // for the distributed-shared-memory round trip). raw holds the x of the next block to quantize.
   // The first two blocks' x are requested together (the loop then keeps one block's raw x in flight).
   uint4 raw[2][2];
-  {
+  if constexpr (AHEAD) {
     uint4 first[2][2];
     if (kb < kb_hi) load_raw<XT>(first, xrow, xvalid, kb, t);
     if (kb + W < kb_hi) load_raw<XT>(raw, xrow, xvalid, kb + W, t);
     cluster::barrier_wait();
     if (kb < kb_hi) quant_send(first, 0);
+  } else {
+    if (kb < kb_hi) load_raw<XT>(raw, xrow, xvalid, kb, t);
+    cluster::barrier_wait();
   }
 
   int j = 0;
@@ -568,9 +571,14 @@ __global__ void __launch_bounds__(max_threads_cs(PF), 1) fp8_gemv_cs_kernel(cons
       const int kbi = kb + i * W;
       if (kbi >= kb_hi) break;
       if (kbi + PF * W < kb_hi) load_stage<1>(st[(i + PF) % NS], p, rows, t, kbi + PF * W);
-      if (kbi + W < kb_hi) {
-        quant_send(raw, j + 1);
-        if (kbi + 2 * W < kb_hi) load_raw<XT>(raw, xrow, xvalid, kbi + 2 * W, t);
+      if constexpr (AHEAD) {
+        if (kbi + W < kb_hi) {
+          quant_send(raw, j + 1);
+          if (kbi + 2 * W < kb_hi) load_raw<XT>(raw, xrow, xvalid, kbi + 2 * W, t);
+        }
+      } else {
+        quant_send(raw, j);
+        if (kbi + W < kb_hi) load_raw<XT>(raw, xrow, xvalid, kbi + W, t);
       }
 
       const uint32_t sl = static_cast<uint32_t>(slot0 + j);
