@@ -480,7 +480,7 @@ __host__ __device__ constexpr int max_threads_cs(int PF) { return PF <= 1 ? 512 
 // refuses a k range whose slots do not fit). A cluster barrier around the epilogue keeps either CTA
 // from exiting before the other has received everything. A CTA past the last row tile (odd tile
 // count) still quantizes and sends its token tile, and stores nothing.
-template <typename XT, int PF, bool AHEAD = true>
+template <typename XT, int PF>
 __global__ void __launch_bounds__(max_threads_cs(PF), 1) fp8_gemv_cs_kernel(const Params p) {
   extern __shared__ __align__(16) float red[];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, W = blockDim.x >> 5;
@@ -530,39 +530,51 @@ __global__ void __launch_bounds__(max_threads_cs(PF), 1) fp8_gemv_cs_kernel(cons
   const XT* xrow = static_cast<const XT*>(p.x) + static_cast<int64_t>(xvalid ? m : 0) * p.x_stride;
   const uint32_t lane_q = 16u * lane, lane_s = 8u * lane;
   const int slot0 = warp * p.cs_slots;
-  // Quantize the raw x of the warp's block j and store codes and scales as token tile `rank` of slot
-  // j, here (plain stores: only this lane reads them back) and in the peer (st.async).
+  // x is loaded in whole 32-byte sectors per instruction: lane t reads pieces t and t + 4 (8 values
+  // each, 16 bytes) of each 64-value chunk, so the 4 lanes of a token cover 64 contiguous bytes. (The
+  // MMA layout, 16 contiguous values per lane, would make each instruction read half sectors and
+  // leave the other halves to the L1, which a large shared-memory carve-out makes small.)
+  auto load_x = [&](uint4 (&raw)[2][2], int kblk) {
+    if (xvalid) {
+      const uint4* b = reinterpret_cast<const uint4*>(xrow + static_cast<int64_t>(kblk) * 128);
+#pragma unroll
+      for (int c = 0; c < 2; ++c) raw[c][0] = b[8 * c + t], raw[c][1] = b[8 * c + 4 + t];
+    } else {
+#pragma unroll
+      for (int c = 0; c < 2; ++c) raw[c][0] = raw[c][1] = make_uint4(0, 0, 0, 0);
+    }
+  };
+  // Quantize the raw x of the warp's block j (quant_raw: words c * 4 + 2 h + w = codes of piece t + 4 h
+  // of chunk c) and store each piece where the MMA layout wants it (piece pc of chunk c: lane
+  // 4 g + pc / 2, bytes 8 (pc % 2) of its chunk-c word quadruple), as token tile `rank` of slot j,
+  // here (plain stores) and in the peer (st.async), with the C-column scales.
   auto quant_send = [&](const uint4 (&raw)[2][2], int j) {
     uint32_t q[8];
     const float sx = quant_raw<XT>(q, raw, xvalid, p.scale_eps);
     const float s0 = __shfl_sync(0xffffffffu, sx, 8 * t), s1 = __shfl_sync(0xffffffffu, sx, 8 * t + 4);
     const uint32_t sl = static_cast<uint32_t>(slot0 + j);
-    const uint32_t qa = q_base + (sl * 2 + rank) * 1024u + lane_q, sa = s_base + (sl * 2 + rank) * 256u + lane_s;
-    const uint4 lo = make_uint4(q[0], q[1], q[2], q[3]), hi = make_uint4(q[4], q[5], q[6], q[7]);
-    asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(qa), "r"(lo.x), "r"(lo.y), "r"(lo.z), "r"(lo.w) : "memory");
-    asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(qa + 512u), "r"(hi.x), "r"(hi.y), "r"(hi.z), "r"(hi.w) : "memory");
-    asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(sa), "f"(s0), "f"(s1) : "memory");
+    const uint32_t tile_q = q_base + (sl * 2 + rank) * 1024u, sa = s_base + (sl * 2 + rank) * 256u + lane_s;
     const uint32_t rb = cluster::peer(b_base + 8u * sl, other);
-    cluster::st_async_v4(cluster::peer(qa, other), lo, rb);
-    cluster::st_async_v4(cluster::peer(qa + 512u, other), hi, rb);
+#pragma unroll
+    for (int c = 0; c < 2; ++c) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int pc = t + 4 * h;
+        const uint32_t a = tile_q + c * 512u + static_cast<uint32_t>(4 * g + (pc >> 1)) * 16u + (pc & 1) * 8u;
+        const uint32_t w0 = q[c * 4 + 2 * h], w1 = q[c * 4 + 2 * h + 1];
+        asm volatile("st.shared.v2.b32 [%0], {%1, %2};" ::"r"(a), "r"(w0), "r"(w1) : "memory");
+        cluster::st_async_v2(cluster::peer(a, other), w0, w1, rb);
+      }
+    }
+    asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(sa), "f"(s0), "f"(s1) : "memory");
     cluster::st_async_v2f(cluster::peer(sa, other), s0, s1, rb);
   };
 
-  // Block j is quantized and sent during block j - 1, so the peer's codes of block j have had a
-  // whole block's time to land when block j is multiplied (sent and used at once, each block waited
-  // for the distributed-shared-memory round trip). raw holds the x of the next block to quantize.
-  // The first two blocks' x are requested together (the loop then keeps one block's raw x in flight).
+  // Each block's own x is quantized and sent, then the peer's share of it waited for (sending a
+  // block ahead measured no faster: run 5 of session 20); raw holds the next block's x in flight.
   uint4 raw[2][2];
-  if constexpr (AHEAD) {
-    uint4 first[2][2];
-    if (kb < kb_hi) load_raw<XT>(first, xrow, xvalid, kb, t);
-    if (kb + W < kb_hi) load_raw<XT>(raw, xrow, xvalid, kb + W, t);
-    cluster::barrier_wait();
-    if (kb < kb_hi) quant_send(first, 0);
-  } else {
-    if (kb < kb_hi) load_raw<XT>(raw, xrow, xvalid, kb, t);
-    cluster::barrier_wait();
-  }
+  if (kb < kb_hi) load_x(raw, kb);
+  cluster::barrier_wait();
 
   int j = 0;
   for (; kb < kb_hi; kb += NS * W) {
@@ -571,15 +583,8 @@ __global__ void __launch_bounds__(max_threads_cs(PF), 1) fp8_gemv_cs_kernel(cons
       const int kbi = kb + i * W;
       if (kbi >= kb_hi) break;
       if (kbi + PF * W < kb_hi) load_stage<1>(st[(i + PF) % NS], p, rows, t, kbi + PF * W);
-      if constexpr (AHEAD) {
-        if (kbi + W < kb_hi) {
-          quant_send(raw, j + 1);
-          if (kbi + 2 * W < kb_hi) load_raw<XT>(raw, xrow, xvalid, kbi + 2 * W, t);
-        }
-      } else {
-        quant_send(raw, j);
-        if (kbi + W < kb_hi) load_raw<XT>(raw, xrow, xvalid, kbi + W, t);
-      }
+      quant_send(raw, j);
+      if (kbi + W < kb_hi) load_x(raw, kbi + W);
 
       const uint32_t sl = static_cast<uint32_t>(slot0 + j);
       cluster::wait_acquire(b_base + 8u * sl, 0);

@@ -55,14 +55,14 @@ cudaError_t launch_nt(const Params& p, int r, int pf, bool xa, int warps, int tg
 // clusters; the shared memory cap is raised once per instance.
 constexpr size_t kCsMaxSmem = 227 * 1024;
 
-template <typename XT, int PF, bool AHEAD = true>
+template <typename XT, int PF>
 cudaError_t launch_cs_one(const Params& p, int tgs, int warps, bool pdl, cudaStream_t stream) {
-  static const cudaError_t attr = cudaFuncSetAttribute(fp8_gemv_cs_kernel<XT, PF, AHEAD>,
+  static const cudaError_t attr = cudaFuncSetAttribute(fp8_gemv_cs_kernel<XT, PF>,
                                                        cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                        static_cast<int>(kCsMaxSmem));
   if (attr != cudaSuccess) return attr;
   const dim3 grid(static_cast<unsigned>((tgs + 1) / 2 * 2), static_cast<unsigned>(p.splits));
-  return pdl::launch_smem(fp8_gemv_cs_kernel<XT, PF, AHEAD>, grid, dim3(32 * warps), cs_smem_bytes(warps, p.cs_slots),
+  return pdl::launch_smem(fp8_gemv_cs_kernel<XT, PF>, grid, dim3(32 * warps), cs_smem_bytes(warps, p.cs_slots),
                           stream, pdl, 2, p);
 }
 

@@ -13,7 +13,7 @@ cudaError_t launch_cs(const Params& p, bool bf16, int pf, int warps, int tgs, bo
   if (pf != 1 && pf != 2) return cudaErrorInvalidValue;
   if (bf16)
     return pf == 1 ? launch_cs_one<__nv_bfloat16, 1>(p, tgs, warps, pdl, stream)
-                   : launch_cs_one<__nv_bfloat16, 1, false>(p, tgs, warps, pdl, stream);  // DIAGNOSTIC: PF 2 = not ahead
+                   : launch_cs_one<__nv_bfloat16, 2>(p, tgs, warps, pdl, stream);
   return pf == 1 ? launch_cs_one<__half, 1>(p, tgs, warps, pdl, stream)
                  : launch_cs_one<__half, 2>(p, tgs, warps, pdl, stream);
 }
@@ -123,7 +123,7 @@ Fp8GemvSupport fp8_gemv_supported(const Fp8GemvArgs& a, int64_t code) {
   if (q == 2) {
     // two token tiles split over a 2-CTA cluster (sm_90), x ahead, every slot in shared memory
     if (a.m <= 8 || c.r != 1 || c.xa != 1 || (c.pf != 1 && c.pf != 2) ||
-        c.warps > fp8g::max_threads_cs(1) / 32 ||  /* DIAGNOSTIC */ !cs_device_ok(fp8g::cs_smem_bytes(c.warps, cs_slots(a, c))))
+        c.warps > fp8g::max_threads_cs(c.pf) / 32 || !cs_device_ok(fp8g::cs_smem_bytes(c.warps, cs_slots(a, c))))
       return Fp8GemvSupport::kBadConfig;
   } else if (!fp8g::pair_compiled(c.r, c.pf, pq, c.xa != 0) ||
              c.warps > max_warps(a.m > 8 ? 2 : 1, c.r, c.pf, pq, c.xa != 0)) {
