@@ -41,14 +41,6 @@ __device__ __forceinline__ void st_async_v4(uint32_t addr, uint4 v, uint32_t bar
 #endif
 }
 
-__device__ __forceinline__ void st_async_v2(uint32_t addr, uint32_t a, uint32_t b, uint32_t bar) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.b32 [%0], {%1, %2}, [%3];" ::"r"(addr), "r"(a),
-               "r"(b), "r"(bar)
-               : "memory");
-#endif
-}
-
 __device__ __forceinline__ void st_async_v2f(uint32_t addr, float a, float b, uint32_t bar) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.f32 [%0], {%1, %2}, [%3];" ::"r"(addr), "f"(a),
@@ -57,14 +49,15 @@ __device__ __forceinline__ void st_async_v2f(uint32_t addr, float a, float b, ui
 #endif
 }
 
-// Spin until phase `parity` of the local mbarrier `bar` completes, acquiring at cluster scope (the
-// arrivals came from other CTAs).
-__device__ __forceinline__ void wait_acquire(uint32_t bar, uint32_t parity) {
+// Spin until phase `parity` of the local mbarrier `bar` completes. CTA scope: the data came with
+// st.async, whose completion on the barrier makes it visible to the waiters; an acquire at cluster
+// scope would cost more than this needs.
+__device__ __forceinline__ void wait_phase(uint32_t bar, uint32_t parity) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   uint32_t done = 0;
   do {
     asm volatile(
-        "{\n .reg .pred p;\n mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
+        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
         " selp.u32 %0, 1, 0, p;\n}"
         : "=r"(done)
         : "r"(bar), "r"(parity)

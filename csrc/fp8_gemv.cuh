@@ -453,11 +453,10 @@ __global__ void __launch_bounds__(max_threads(NT, R, PF, PQ, XA), 1) fp8_gemv_ke
 // ---- Q = 2: x quantized once per 2-CTA cluster (M = 9 .. 16, R = 1, XA, PF 1 or 2) ----------------
 
 // Shared memory of fp8_gemv_cs_kernel: reduce_store's area (two token tiles), then per (warp, slot)
-// both token tiles' B fragments (2 x 2 x 32 uint4) and C-column scales (2 x 32 float2), and an
-// mbarrier.
+// the peer's B fragments (2 x 32 uint4), its C-column scales (32 float2) and an mbarrier.
 __host__ __device__ constexpr size_t cs_red_bytes(int warps) { return (sizeof(float) * warps * 2 * 128 + 16 + 15) / 16 * 16; }
-constexpr uint32_t kCsSlotBytes = 2 * 32 * 16 + 32 * 8;  // one token tile: what the peer stores
-__host__ __device__ constexpr size_t cs_slot_bytes() { return 2 * kCsSlotBytes + 8; }
+constexpr uint32_t kCsSlotBytes = 2 * 32 * 16 + 32 * 8;  // what the peer stores into one slot
+__host__ __device__ constexpr size_t cs_slot_bytes() { return kCsSlotBytes + 8; }
 inline size_t cs_smem_bytes(int warps, int slots) {
   return cs_red_bytes(warps) + static_cast<size_t>(warps) * slots * cs_slot_bytes();
 }
@@ -468,11 +467,10 @@ __host__ __device__ constexpr int max_threads_cs(int PF) { return PF <= 1 ? 512 
 
 // Two CTAs of a cluster (cluster rank c = blockIdx.x % 2) own neighbouring 16-row tiles over the same
 // k range; warp w of both takes the same k-blocks. Per block, CTA c quantizes only token tile c
-// (tokens 8c .. 8c + 7) from raw x and stores the lane's B fragments and C-column scales as token
-// tile c of its own slot and of the peer's slot, there with st.async, which completes on the peer's mbarrier of that slot (armed for the
-// slot's bytes at init; no release fence, which would wait for the lane's loads in flight), one block
-// ahead of the MMAs: while multiplying block j it sends block j + 1, then waits for the peer's block j
-// and runs the MMAs of both token tiles. Each CTA
+// (tokens 8c .. 8c + 7) from raw x and stores the lane's B fragments and C-column scales into the
+// peer's slot with st.async, which completes on the peer's mbarrier of that slot (armed for the
+// slot's bytes at init; no release fence, which would wait for the lane's loads in flight). It then
+// waits for its own slot to be filled by the peer and runs the MMAs of both token tiles. Each CTA
 // thus loads and quantizes half of x (what M <= 8 costs) instead of all of it. Codes and scales are
 // quant_raw's, so the result is bit-identical to the pre-quantized path (Q = 1) with the same warps
 // and splits (same fragments, same sums). Slot j of warp w holds the warp's j-th block: written once
@@ -493,15 +491,15 @@ __global__ void __launch_bounds__(max_threads_cs(PF), 1) fp8_gemv_cs_kernel(cons
 
   uint8_t* xch = reinterpret_cast<uint8_t*>(red) + cs_red_bytes(W);
   const int nslots = W * p.cs_slots;
-  const uint32_t q_base = tma::smem_u32(xch);                        // [slot][token tile][2][32] uint4
-  const uint32_t s_base = q_base + static_cast<uint32_t>(nslots) * 2048u;  // [slot][token tile][32] float2
-  const uint32_t b_base = s_base + static_cast<uint32_t>(nslots) * 512u;   // [slot] mbarrier
+  const uint32_t q_base = tma::smem_u32(xch);                        // [slot][2][32] uint4
+  const uint32_t s_base = q_base + static_cast<uint32_t>(nslots) * 1024u;  // [slot][32] float2
+  const uint32_t b_base = s_base + static_cast<uint32_t>(nslots) * 256u;   // [slot] mbarrier
 
   int rows[1][2];
 #pragma unroll
   for (int h = 0; h < 2; ++h) rows[0][h] = min(row0 + h * 8 + g, p.n - 1);
 
-  float acc[1][2][4];
+  float acc[1][2][4];  // [0][0]: own token tile, [0][1]: the peer's
 #pragma unroll
   for (int nt = 0; nt < 2; ++nt) acc[0][nt][0] = acc[0][nt][1] = acc[0][nt][2] = acc[0][nt][3] = 0.f;
 
@@ -528,85 +526,63 @@ __global__ void __launch_bounds__(max_threads_cs(PF), 1) fp8_gemv_cs_kernel(cons
   const int m = static_cast<int>(rank) * 8 + g;
   const bool xvalid = m < p.m;
   const XT* xrow = static_cast<const XT*>(p.x) + static_cast<int64_t>(xvalid ? m : 0) * p.x_stride;
-  const uint32_t lane_q = 16u * lane, lane_s = 8u * lane;
-  const int slot0 = warp * p.cs_slots;
-  // x is loaded in whole 32-byte sectors per instruction: lane t reads pieces t and t + 4 (8 values
-  // each, 16 bytes) of each 64-value chunk, so the 4 lanes of a token cover 64 contiguous bytes. (The
-  // MMA layout, 16 contiguous values per lane, would make each instruction read half sectors and
-  // leave the other halves to the L1, which a large shared-memory carve-out makes small.)
-  auto load_x = [&](uint4 (&raw)[2][2], int kblk) {
-    if (xvalid) {
-      const uint4* b = reinterpret_cast<const uint4*>(xrow + static_cast<int64_t>(kblk) * 128);
-#pragma unroll
-      for (int c = 0; c < 2; ++c) raw[c][0] = b[8 * c + t], raw[c][1] = b[8 * c + 4 + t];
-    } else {
-#pragma unroll
-      for (int c = 0; c < 2; ++c) raw[c][0] = raw[c][1] = make_uint4(0, 0, 0, 0);
-    }
-  };
-  // Quantize the raw x of the warp's block j (quant_raw: words c * 4 + 2 h + w = codes of piece t + 4 h
-  // of chunk c) and store each piece where the MMA layout wants it (piece pc of chunk c: lane
-  // 4 g + pc / 2, bytes 8 (pc % 2) of its chunk-c word quadruple), as token tile `rank` of slot j,
-  // here (plain stores) and in the peer (st.async), with the C-column scales.
-  auto quant_send = [&](const uint4 (&raw)[2][2], int j) {
-    uint32_t q[8];
-    const float sx = quant_raw<XT>(q, raw, xvalid, p.scale_eps);
-    const float s0 = __shfl_sync(0xffffffffu, sx, 8 * t), s1 = __shfl_sync(0xffffffffu, sx, 8 * t + 4);
-    const uint32_t sl = static_cast<uint32_t>(slot0 + j);
-    const uint32_t tile_q = q_base + (sl * 2 + rank) * 1024u, sa = s_base + (sl * 2 + rank) * 256u + lane_s;
-    const uint32_t rb = cluster::peer(b_base + 8u * sl, other);
-#pragma unroll
-    for (int c = 0; c < 2; ++c) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int pc = t + 4 * h;
-        const uint32_t a = tile_q + c * 512u + static_cast<uint32_t>(4 * g + (pc >> 1)) * 16u + (pc & 1) * 8u;
-        const uint32_t w0 = q[c * 4 + 2 * h], w1 = q[c * 4 + 2 * h + 1];
-        asm volatile("st.shared.v2.b32 [%0], {%1, %2};" ::"r"(a), "r"(w0), "r"(w1) : "memory");
-        cluster::st_async_v2(cluster::peer(a, other), w0, w1, rb);
-      }
-    }
-    asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(sa), "f"(s0), "f"(s1) : "memory");
-    cluster::st_async_v2f(cluster::peer(sa, other), s0, s1, rb);
-  };
-
-  // Each block's own x is quantized and sent, then the peer's share of it waited for (sending a
-  // block ahead measured no faster: run 5 of session 20); raw holds the next block's x in flight.
-  uint4 raw[2][2];
-  if (kb < kb_hi) load_x(raw, kb);
+  uint4 xn[2][2];
+  if (kb < kb_hi) load_raw<XT>(xn, xrow, xvalid, kb, t);
   cluster::barrier_wait();
 
-  int j = 0;
+  const uint32_t lane_q = 16u * lane, lane_s = 8u * lane;
+  int slot = warp * p.cs_slots;
   for (; kb < kb_hi; kb += NS * W) {
 #pragma unroll
     for (int i = 0; i < NS; ++i) {
       const int kbi = kb + i * W;
       if (kbi >= kb_hi) break;
       if (kbi + PF * W < kb_hi) load_stage<1>(st[(i + PF) % NS], p, rows, t, kbi + PF * W);
-      quant_send(raw, j);
-      if (kbi + W < kb_hi) load_x(raw, kbi + W);
+      uint4 xc[2][2];
+#pragma unroll
+      for (int c = 0; c < 2; ++c) xc[c][0] = xn[c][0], xc[c][1] = xn[c][1];
+      if (kbi + W < kb_hi) load_raw<XT>(xn, xrow, xvalid, kbi + W, t);
 
-      const uint32_t sl = static_cast<uint32_t>(slot0 + j);
-      cluster::wait_acquire(b_base + 8u * sl, 0);
       uint32_t q[2][8];
       float sxc[2][2];
-#pragma unroll
-      for (int nt = 0; nt < 2; ++nt) {
-        const uint32_t qa = q_base + (sl * 2 + nt) * 1024u + lane_q, sa = s_base + (sl * 2 + nt) * 256u + lane_s;
-        asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
-                     : "=r"(q[nt][0]), "=r"(q[nt][1]), "=r"(q[nt][2]), "=r"(q[nt][3]) : "r"(qa) : "memory");
-        asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
-                     : "=r"(q[nt][4]), "=r"(q[nt][5]), "=r"(q[nt][6]), "=r"(q[nt][7]) : "r"(qa + 512u) : "memory");
-        asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];" : "=f"(sxc[nt][0]), "=f"(sxc[nt][1]) : "r"(sa) : "memory");
-      }
+      const float sx = quant_raw<XT>(q[0], xc, xvalid, p.scale_eps);
+      sxc[0][0] = __shfl_sync(0xffffffffu, sx, 8 * t);
+      sxc[0][1] = __shfl_sync(0xffffffffu, sx, 8 * t + 4);
+      const uint32_t qa = q_base + static_cast<uint32_t>(slot) * 1024u + lane_q;
+      const uint32_t sa = s_base + static_cast<uint32_t>(slot) * 256u + lane_s;
+      const uint32_t ba = b_base + 8u * static_cast<uint32_t>(slot);
+      const uint32_t rb = cluster::peer(ba, other);
+      cluster::st_async_v4(cluster::peer(qa, other), make_uint4(q[0][0], q[0][1], q[0][2], q[0][3]), rb);
+      cluster::st_async_v4(cluster::peer(qa + 512u, other), make_uint4(q[0][4], q[0][5], q[0][6], q[0][7]), rb);
+      cluster::st_async_v2f(cluster::peer(sa, other), sxc[0][0], sxc[0][1], rb);
+
+      cluster::wait_phase(ba, 0);
+      uint4 c0, c1;
+      float2 s;
+      asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(c0.x), "=r"(c0.y), "=r"(c0.z), "=r"(c0.w) : "r"(qa) : "memory");
+      asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(c1.x), "=r"(c1.y), "=r"(c1.z), "=r"(c1.w) : "r"(qa + 512u) : "memory");
+      asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];" : "=f"(s.x), "=f"(s.y) : "r"(sa) : "memory");
+      q[1][0] = c0.x, q[1][1] = c0.y, q[1][2] = c0.z, q[1][3] = c0.w;
+      q[1][4] = c1.x, q[1][5] = c1.y, q[1][6] = c1.z, q[1][7] = c1.w;
+      sxc[1][0] = s.x;
+      sxc[1][1] = s.y;
       block_mma<2, 1>(acc, st[i], q, sxc);
-      ++j;
+      ++slot;
     }
   }
 
   // every slot of this CTA has landed: the peer may exit once this CTA has arrived too
   cluster::barrier_arrive_relaxed();
-  if (row0 < p.n) reduce_store<XT, 2, 1>(acc, red, p, tg, split, row0);  // not an odd count's padding CTA
+  if (row0 < p.n) {  // not the padding CTA of an odd tile count
+    // reduce_store wants token tile 0 first
+    float tok[1][2][4];
+#pragma unroll
+    for (int v = 0; v < 4; ++v) {
+      tok[0][0][v] = rank == 0 ? acc[0][0][v] : acc[0][1][v];
+      tok[0][1][v] = rank == 0 ? acc[0][1][v] : acc[0][0][v];
+    }
+    reduce_store<XT, 2, 1>(tok, red, p, tg, split, row0);
+  }
   cluster::barrier_wait();
 }
 
