@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# RECORD ONLY: the Q = 2 kernel (x quantized once per 2-CTA cluster) it times was removed again
+# (no faster than the quantizer + GEMV pair it was meant to replace; benchmarks/results/session20/
+# README.md). To rerun it, check out the kernel's last commit: 8456fdd (run 7's code).
 # Session 20 run 5 (DIAGNOSTIC kernel: PF digit 2 of a Q = 2 code = the same kernel sending each
 # block in the iteration that multiplies it): probe_fp8_preq.py at M = 16 (Q = 2 ahead / not ahead,
 # the pair) and M = 8 (the in-kernel one-token-tile kernel the Q = 2 kernel is built on).

@@ -47,8 +47,6 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
-#include "bulk_copy.cuh"
-#include "cluster.cuh"
 #include "norm_quant.cuh"
 #include "pdl.cuh"
 
@@ -72,7 +70,6 @@ struct Params {
   int m, n, kb;      // kb = k / 128
   int splits, kb_per_split;
   float scale_eps;
-  int cs_slots;  // Q = 2 (fp8_gemv_cs_kernel): exchange slots per warp, cdiv(kb_per_split, warps)
 };
 
 template <typename XT>
@@ -448,142 +445,6 @@ __global__ void __launch_bounds__(max_threads(NT, R, PF, PQ, XA), 1) fp8_gemv_ke
   }
 
   reduce_store<XT, NT, R>(acc, red, p, tg, split, row0);
-}
-
-// ---- Q = 2: x quantized once per 2-CTA cluster (M = 9 .. 16, R = 1, XA, PF 1 or 2) ----------------
-
-// Shared memory of fp8_gemv_cs_kernel: reduce_store's area (two token tiles), then per (warp, slot)
-// the peer's B fragments (2 x 32 uint4), its C-column scales (32 float2) and an mbarrier.
-__host__ __device__ constexpr size_t cs_red_bytes(int warps) { return (sizeof(float) * warps * 2 * 128 + 16 + 15) / 16 * 16; }
-constexpr uint32_t kCsSlotBytes = 2 * 32 * 16 + 32 * 8;  // what the peer stores into one slot
-__host__ __device__ constexpr size_t cs_slot_bytes() { return kCsSlotBytes + 8; }
-inline size_t cs_smem_bytes(int warps, int slots) {
-  return cs_red_bytes(warps) + static_cast<size_t>(warps) * slots * cs_slot_bytes();
-}
-
-// The register cap of the cluster kernel (see max_threads): one token tile of raw x twice (XA) as
-// with M <= 8, plus the peer's codes and scales (10 registers) and a second accumulator set.
-__host__ __device__ constexpr int max_threads_cs(int PF) { return PF <= 1 ? 512 : 384; }
-
-// Two CTAs of a cluster (cluster rank c = blockIdx.x % 2) own neighbouring 16-row tiles over the same
-// k range; warp w of both takes the same k-blocks. Per block, CTA c quantizes only token tile c
-// (tokens 8c .. 8c + 7) from raw x and stores the lane's B fragments and C-column scales into the
-// peer's slot with st.async, which completes on the peer's mbarrier of that slot (armed for the
-// slot's bytes at init; no release fence, which would wait for the lane's loads in flight). It then
-// waits for its own slot to be filled by the peer and runs the MMAs of both token tiles. Each CTA
-// thus loads and quantizes half of x (what M <= 8 costs) instead of all of it. Codes and scales are
-// quant_raw's, so the result is bit-identical to the pre-quantized path (Q = 1) with the same warps
-// and splits (same fragments, same sums). Slot j of warp w holds the warp's j-th block: written once
-// per launch, waited on with parity 0, never reused, so there is no empty signal (the launcher
-// refuses a k range whose slots do not fit). A cluster barrier around the epilogue keeps either CTA
-// from exiting before the other has received everything. A CTA past the last row tile (odd tile
-// count) still quantizes and sends its token tile, and stores nothing.
-template <typename XT, int PF>
-__global__ void __launch_bounds__(max_threads_cs(PF), 1) fp8_gemv_cs_kernel(const Params p) {
-  extern __shared__ __align__(16) float red[];
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, W = blockDim.x >> 5;
-  const int g = lane >> 2, t = lane & 3;
-  const int tg = blockIdx.x, split = blockIdx.y;
-  const int row0 = tg * 16;
-  const int kb_lo = split * p.kb_per_split;
-  const int kb_hi = min(kb_lo + p.kb_per_split, p.kb);
-  const uint32_t rank = cluster::cta_rank(), other = rank ^ 1u;
-
-  uint8_t* xch = reinterpret_cast<uint8_t*>(red) + cs_red_bytes(W);
-  const int nslots = W * p.cs_slots;
-  const uint32_t q_base = tma::smem_u32(xch);                        // [slot][2][32] uint4
-  const uint32_t s_base = q_base + static_cast<uint32_t>(nslots) * 1024u;  // [slot][32] float2
-  const uint32_t b_base = s_base + static_cast<uint32_t>(nslots) * 256u;   // [slot] mbarrier
-
-  int rows[1][2];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) rows[0][h] = min(row0 + h * 8 + g, p.n - 1);
-
-  float acc[1][2][4];  // [0][0]: own token tile, [0][1]: the peer's
-#pragma unroll
-  for (int nt = 0; nt < 2; ++nt) acc[0][nt][0] = acc[0][nt][1] = acc[0][nt][2] = acc[0][nt][3] = 0.f;
-
-  int kb = kb_lo + warp;
-  constexpr int NS = PF + 1;
-  WStage<1> st[NS];
-#pragma unroll
-  for (int i = 0; i < PF; ++i)
-    if (kb + i * W < kb_hi) load_stage<1>(st[i], p, rows, t, kb + i * W);
-
-  // one arrival (this one, arming the slot's 1280 bytes); the peer's stores complete the phase
-  for (int i = threadIdx.x; i < nslots; i += blockDim.x) {
-    tma::mbar_init(b_base + 8u * i, 1);
-    tma::mbar_arrive_tx(b_base + 8u * i, kCsSlotBytes);
-  }
-  if (threadIdx.x < nslots) tma::mbar_fence_init();
-  // the peer may store into this CTA's slots only once they exist and their barriers are
-  // initialized: arrive now, wait just before the first store, so the barrier overlaps the loads
-  cluster::barrier_arrive_relaxed();
-
-  pdl::wait();
-  pdl::launch_dependents();
-
-  const int m = static_cast<int>(rank) * 8 + g;
-  const bool xvalid = m < p.m;
-  const XT* xrow = static_cast<const XT*>(p.x) + static_cast<int64_t>(xvalid ? m : 0) * p.x_stride;
-  uint4 xn[2][2];
-  if (kb < kb_hi) load_raw<XT>(xn, xrow, xvalid, kb, t);
-  cluster::barrier_wait();
-
-  const uint32_t lane_q = 16u * lane, lane_s = 8u * lane;
-  int slot = warp * p.cs_slots;
-  for (; kb < kb_hi; kb += NS * W) {
-#pragma unroll
-    for (int i = 0; i < NS; ++i) {
-      const int kbi = kb + i * W;
-      if (kbi >= kb_hi) break;
-      if (kbi + PF * W < kb_hi) load_stage<1>(st[(i + PF) % NS], p, rows, t, kbi + PF * W);
-      uint4 xc[2][2];
-#pragma unroll
-      for (int c = 0; c < 2; ++c) xc[c][0] = xn[c][0], xc[c][1] = xn[c][1];
-      if (kbi + W < kb_hi) load_raw<XT>(xn, xrow, xvalid, kbi + W, t);
-
-      uint32_t q[2][8];
-      float sxc[2][2];
-      const float sx = quant_raw<XT>(q[0], xc, xvalid, p.scale_eps);
-      sxc[0][0] = __shfl_sync(0xffffffffu, sx, 8 * t);
-      sxc[0][1] = __shfl_sync(0xffffffffu, sx, 8 * t + 4);
-      const uint32_t qa = q_base + static_cast<uint32_t>(slot) * 1024u + lane_q;
-      const uint32_t sa = s_base + static_cast<uint32_t>(slot) * 256u + lane_s;
-      const uint32_t ba = b_base + 8u * static_cast<uint32_t>(slot);
-      const uint32_t rb = cluster::peer(ba, other);
-      cluster::st_async_v4(cluster::peer(qa, other), make_uint4(q[0][0], q[0][1], q[0][2], q[0][3]), rb);
-      cluster::st_async_v4(cluster::peer(qa + 512u, other), make_uint4(q[0][4], q[0][5], q[0][6], q[0][7]), rb);
-      cluster::st_async_v2f(cluster::peer(sa, other), sxc[0][0], sxc[0][1], rb);
-
-      cluster::wait_phase(ba, 0);
-      uint4 c0, c1;
-      float2 s;
-      asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(c0.x), "=r"(c0.y), "=r"(c0.z), "=r"(c0.w) : "r"(qa) : "memory");
-      asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(c1.x), "=r"(c1.y), "=r"(c1.z), "=r"(c1.w) : "r"(qa + 512u) : "memory");
-      asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];" : "=f"(s.x), "=f"(s.y) : "r"(sa) : "memory");
-      q[1][0] = c0.x, q[1][1] = c0.y, q[1][2] = c0.z, q[1][3] = c0.w;
-      q[1][4] = c1.x, q[1][5] = c1.y, q[1][6] = c1.z, q[1][7] = c1.w;
-      sxc[1][0] = s.x;
-      sxc[1][1] = s.y;
-      block_mma<2, 1>(acc, st[i], q, sxc);
-      ++slot;
-    }
-  }
-
-  // every slot of this CTA has landed: the peer may exit once this CTA has arrived too
-  cluster::barrier_arrive_relaxed();
-  if (row0 < p.n) {  // not the padding CTA of an odd tile count
-    // reduce_store wants token tile 0 first
-    float tok[1][2][4];
-#pragma unroll
-    for (int v = 0; v < 4; ++v) {
-      tok[0][0][v] = rank == 0 ? acc[0][0][v] : acc[0][1][v];
-      tok[0][1][v] = rank == 0 ? acc[0][1][v] : acc[0][0][v];
-    }
-    reduce_store<XT, 2, 1>(tok, red, p, tg, split, row0);
-  }
-  cluster::barrier_wait();
 }
 
 }  // namespace fp8g

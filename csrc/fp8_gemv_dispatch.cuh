@@ -51,24 +51,6 @@ cudaError_t launch_nt(const Params& p, int r, int pf, bool xa, int warps, int tg
   }
 }
 
-// Q = 2 (fp8_gemv_cs_kernel, x quantized in the kernel): the grid's x rounded up to whole 2-CTA
-// clusters; the shared memory cap is raised once per instance.
-constexpr size_t kCsMaxSmem = 227 * 1024;
-
-template <typename XT, int PF>
-cudaError_t launch_cs_one(const Params& p, int tgs, int warps, bool pdl, cudaStream_t stream) {
-  static const cudaError_t attr = cudaFuncSetAttribute(fp8_gemv_cs_kernel<XT, PF>,
-                                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                       static_cast<int>(kCsMaxSmem));
-  if (attr != cudaSuccess) return attr;
-  const dim3 grid(static_cast<unsigned>((tgs + 1) / 2 * 2), static_cast<unsigned>(p.splits));
-  return pdl::launch_smem(fp8_gemv_cs_kernel<XT, PF>, grid, dim3(32 * warps), cs_smem_bytes(warps, p.cs_slots),
-                          stream, pdl, 2, p);
-}
-
-// defined in fp8_gemv_launch.cu only (the PQ = true translation unit does not instantiate it)
-cudaError_t launch_cs(const Params& p, bool bf16, int pf, int warps, int tgs, bool pdl, cudaStream_t stream);
-
 // bf16: out / bias (and unquantized x) dtype; two: M > 8 (two token tiles); xa: x ahead. launch_quant:
 // x quantized in the kernel (fp8_gemv_launch.cu), launch_preq: pre-quantized x (fp8_gemv_launch_preq.cu).
 cudaError_t launch_quant(const Params& p, bool bf16, bool two, int r, int pf, bool xa, int warps, int tgs, bool pdl,

@@ -8,15 +8,6 @@
 namespace qlinear {
 namespace fp8g {
 QLINEAR_FP8G_LAUNCH_PQ(launch_quant, false)
-
-cudaError_t launch_cs(const Params& p, bool bf16, int pf, int warps, int tgs, bool pdl, cudaStream_t stream) {
-  if (pf != 1 && pf != 2) return cudaErrorInvalidValue;
-  if (bf16)
-    return pf == 1 ? launch_cs_one<__nv_bfloat16, 1>(p, tgs, warps, pdl, stream)
-                   : launch_cs_one<__nv_bfloat16, 2>(p, tgs, warps, pdl, stream);
-  return pf == 1 ? launch_cs_one<__half, 1>(p, tgs, warps, pdl, stream)
-                 : launch_cs_one<__half, 2>(p, tgs, warps, pdl, stream);
-}
 }  // namespace fp8g
 
 namespace {
@@ -24,19 +15,6 @@ namespace {
 using fp8g::Params;
 
 int max_warps(int nt, int r, int pf, bool pq, bool xa) { return fp8g::max_threads(nt, r, pf, pq, xa) / 32; }
-
-// Q = 2 needs clusters (sm_90) and its slots within the opt-in shared memory; a device that cannot be
-// asked (the host-only config tool) is taken to be an H100 / H200.
-bool cs_device_ok(size_t smem) {
-  const int cc = devattr::cc_major();
-  if (cc == 0) return smem <= fp8g::kCsMaxSmem;
-  return cc >= 9 && smem <= fp8g::kCsMaxSmem && smem <= static_cast<size_t>(devattr::smem_optin());
-}
-
-// Q = 2's exchange slots per warp: the most k-blocks one warp takes in a split.
-int cs_slots(const Fp8GemvArgs& a, const Fp8GemvConfig& c) {
-  return static_cast<int>(cdiv64(cdiv64(a.k / 128, c.splits), c.warps));
-}
 
 int64_t partial_words(const Fp8GemvArgs& a, const Fp8GemvConfig& c) {
   const int nt = a.m > 8 ? 2 : 1;
@@ -70,15 +48,14 @@ int64_t fp8_gemv_encode(const Fp8GemvConfig& c) {
 Fp8GemvConfig fp8_gemv_resolve(const Fp8GemvArgs& a, int64_t code) {
   Fp8GemvConfig c = fp8_gemv_decode(code);
   const bool pq = a.x_scales != nullptr;
-  const bool cs = c.preq == 2 && !pq;  // Q = 2 keeps its digit; otherwise the operands decide
-  c.preq = pq ? 1 : (cs ? 2 : 0);
+  c.preq = pq ? 1 : 0;
   if (c.r <= 0) {
     c.r = c.xa || pq || a.m <= 4 ? 1 : (a.m <= 8 ? 2 : 4);
     c.pf = c.r <= 2 ? 1 : 0;
   }
   const int64_t kb = a.k / 128;
   const int64_t tgs = cdiv64(cdiv64(a.n, 16), c.r);
-  const int wmax = cs ? fp8g::max_threads_cs(c.pf) / 32 : max_warps(a.m > 8 ? 2 : 1, c.r, c.pf, pq, c.xa != 0);
+  const int wmax = max_warps(a.m > 8 ? 2 : 1, c.r, c.pf, pq, c.xa != 0);
   const int64_t target = static_cast<int64_t>(devattr::sm_count()) * (c.r >= 4 ? 8 : 16);
   int64_t wpt = cdiv64(target, tgs);
   const int64_t cap = kb / 2 > 0 ? kb / 2 : 1;
@@ -117,18 +94,11 @@ Fp8GemvSupport fp8_gemv_supported(const Fp8GemvArgs& a, int64_t code) {
     return Fp8GemvSupport::kMisaligned;
   const Fp8GemvConfig c = fp8_gemv_resolve(a, code);
   const int q = fp8_gemv_decode(code).preq;  // as asked (resolve sets c.preq from the operands)
-  if (code >= 100000000 || q > 2 || (q == 1 && !pq) || (q == 2 && pq) || c.xa > 1)
+  if (code >= 100000000 || q > 1 || (q == 1 && !pq) || c.xa > 1)
     return Fp8GemvSupport::kBadConfig;
-  if (c.splits < 1 || c.splits > 99 || c.warps < 1) return Fp8GemvSupport::kBadConfig;
-  if (q == 2) {
-    // two token tiles split over a 2-CTA cluster (sm_90), x ahead, every slot in shared memory
-    if (a.m <= 8 || c.r != 1 || c.xa != 1 || (c.pf != 1 && c.pf != 2) ||
-        c.warps > fp8g::max_threads_cs(c.pf) / 32 || !cs_device_ok(fp8g::cs_smem_bytes(c.warps, cs_slots(a, c))))
-      return Fp8GemvSupport::kBadConfig;
-  } else if (!fp8g::pair_compiled(c.r, c.pf, pq, c.xa != 0) ||
-             c.warps > max_warps(a.m > 8 ? 2 : 1, c.r, c.pf, pq, c.xa != 0)) {
+  if (!fp8g::pair_compiled(c.r, c.pf, pq, c.xa != 0) || c.warps < 1 ||
+      c.warps > max_warps(a.m > 8 ? 2 : 1, c.r, c.pf, pq, c.xa != 0) || c.splits < 1 || c.splits > 99)
     return Fp8GemvSupport::kBadConfig;
-  }
   if (c.splits > 1) {
     const int64_t tgs = cdiv64(cdiv64(a.n, 16), c.r);
     if (a.workspace == nullptr || tgs > kFp8GemvCounters ||
@@ -167,12 +137,10 @@ cudaError_t fp8_gemv_launch(const Fp8GemvArgs& a, cudaStream_t stream, int64_t c
   p.splits = c.splits;
   p.kb_per_split = static_cast<int>(cdiv64(kb, c.splits));
   p.scale_eps = a.scale_eps;
-  p.cs_slots = c.preq == 2 ? cs_slots(a, c) : 0;
   const int tgs = static_cast<int>(cdiv64(cdiv64(a.n, 16), c.r));
   const bool use_pdl = pdl && devattr::cc_major() >= 9;
   const bool bf16 = a.dtype == Fp8GDType::kBFloat16, two = a.m > 8;
   const bool xa = c.xa != 0;
-  if (c.preq == 2) return fp8g::launch_cs(p, bf16, c.pf, c.warps, tgs, use_pdl, stream);
   if (a.x_scales != nullptr) return fp8g::launch_preq(p, bf16, two, c.r, c.pf, xa, c.warps, tgs, use_pdl, stream);
   return fp8g::launch_quant(p, bf16, two, c.r, c.pf, xa, c.warps, tgs, use_pdl, stream);
 }

@@ -43,10 +43,7 @@ struct Fp8GemvArgs {
 // without x_scales, the operands decide otherwise (the digit tells the Python caller which op to
 // run). fp8_gemv_configs lists the compiled (R, PF) pairs as R * 10 + PF. X = 1: each warp loads its
 // next k-block's x operands before multiplying the current one (fp8_gemv.cuh XA; compiled for R = 1
-// with PF 1 or 2 only, which fp8_gemv_configs does not list). Q = 2: x quantized in the kernel once
-// per 2-CTA cluster (fp8_gemv_cs_kernel: each CTA quantizes one token tile and hands its codes to the
-// other through distributed shared memory); M 9 .. 16, R = 1, X = 1, PF 1 or 2, sm_90, and every
-// warp's k-blocks' exchange slots within 227 KB of shared memory.
+// with PF 1 or 2 only, which fp8_gemv_configs does not list).
 struct Fp8GemvConfig {
   int r = 0, pf = 0, warps = 0, splits = 0, preq = 0, xa = 0;
 };
@@ -59,8 +56,7 @@ enum class Fp8GemvSupport : int {
   kMisaligned = 4,     // x / weight not 16-byte aligned, x row stride % 8 (codes: bytes % 16) or weight
                        // row stride % 16 != 0
   kBadConfig = 5,      // (R, PF) not compiled, warps or splits out of range, Q = 1 without x_scales, X > 1,
-                       // X = 1 with (R, PF) other than (1, 1) / (1, 2), a digit above X, or Q = 2
-                       // outside its case (see Fp8GemvConfig)
+                       // X = 1 with (R, PF) other than (1, 1) / (1, 2), or a digit above X
   kWorkspace = 6,      // split-K needs more counters / partials than the workspace holds
   kBadPointer = 7,     // x, weight, weight scales or (pre-quantized) x_scales null
 };

@@ -59,32 +59,3 @@ def test_automatic_fields(tool):
     # X with automatic fields keeps R = 1 (the only compiled XA row count)
     assert got[(10000000, 16, True)] == (0, 11011116, 10000000)
     assert got[(10000000, 4, False)] == (0, 10011116, 10000000)
-
-
-def test_cluster_quant_codes(tool):
-    """Q = 2 (x quantized once per 2-CTA cluster) takes only two token tiles of unquantized x with
-    R = 1, X = 1 and PF 1 or 2 under their register caps (PF 1: 16 warps, PF 2: 12)."""
-    cases = [
-        (12011116, 16, False),   # the candidate for 2112x7168 M = 9..16
-        (12011116, 9, False),
-        (12011212, 16, False),   # PF = 2: 12 warps fit
-        (12011116, 8, False),    # one token tile: nothing to share
-        (12011116, 16, True),    # pre-quantized x
-        (12011216, 16, False),   # PF = 2 with 16 warps: over its register cap
-        (12012108, 16, False),   # R = 2
-        (2011116, 16, False),    # without X
-        (12011016, 16, False),   # PF = 0
-        (13011116, 16, False),   # Q = 3
-    ]
-    got = _ask(tool, cases)
-    want_ok = {(12011116, 16, False), (12011116, 9, False), (12011212, 16, False)}
-    for case in cases:
-        why, used, round_trip = got[case]
-        assert (why == 0) == (case in want_ok), (case, why)
-        if case in want_ok:
-            assert used == case[0], (case, used)
-        else:
-            assert why == 5, (case, why)
-        assert round_trip == case[0], (case, round_trip)
-    # automatic warps and splits keep Q = 2 (16 warps, one split on 132 tiles)
-    assert _ask(tool, [(12000000, 16, False)])[(12000000, 16, False)][:2] == (0, 12011116)

@@ -65,7 +65,6 @@ HEADERS = (
     "norm_quant_launch.h",
     "pdl.cuh",
     "bulk_copy.cuh",
-    "cluster.cuh",
     "w4a16_gemv.cuh",
     "w4a16_gemv_launch.h",
     "w4a16_gemm.cuh",

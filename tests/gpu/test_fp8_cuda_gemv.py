@@ -4,7 +4,7 @@ Against ``qlinear.reference.fp8.fp8_block_linear_ref`` (the same per-token-group
 an fp32 GEMM of the dequantized operands) on fresh random data: M in {1, 2, 3, 4, 7, 8, 9, 15, 16}
 x the DeepSeek shapes and a ragged N x bf16 / fp16, strided x rows, bias; every compiled (R, PF)
 pair with one and several K splits, in-kernel and pre-quantized x (Q = 1: bit-identical to the
-in-kernel path at the same config), x quantized once per 2-CTA cluster (Q = 2, bit-identical to Q = 1); CUDA-graph replays (the split-K arrival counters must be reset);
+in-kernel path at the same config); CUDA-graph replays (the split-K arrival counters must be reset);
 split-K launches on two streams at once (one workspace per stream); the fallbacks to "triton" and
 the errors of the raw op (each case in a subprocess, so a crash names the case); auto dispatch
 through FP8_CUDA_MAX_M.
@@ -37,8 +37,6 @@ CODES = [11104, 11016, 41108, 12104, 32004, 22108, 14008, 34004, 81002, 11101, 1
 PREQ_CODES = [1011104, 1011016, 1041108, 1011116, 1011216, 1011312, 1021104, 1021204, 1031204]
 # x ahead (X = 1: each warp loads its next block's x before multiplying this one; R = 1, PF 1 or 2)
 XA_CODES = [10011116, 10011114, 10011212, 10021108, 11011114, 11011116, 11011212, 11041108]
-# x quantized once per 2-CTA cluster (Q = 2: M > 8, R = 1, X = 1, PF 1 or 2)
-CS_CODES = [12011116, 12011114, 12011212, 12021108, 12031104]
 
 
 def _ext():
@@ -153,62 +151,6 @@ def test_x_ahead_configs(code, m):
     ws = ops._cuda_workspace(x.device)
     for bad in (10012108, 10011008, 20011116, 110011116):  # R = 2, PF = 0, X = 2, a digit above X (code 5)
         assert C.fp8_block_gemv_supported(x, w, wsi, ws, bad) == 5, bad
-
-
-@pytest.mark.parametrize("code", CS_CODES)
-@pytest.mark.parametrize("m", [9, 12, 16])
-def test_cluster_quant_configs(code, m):
-    """Q = 2 against the reference, and bit for bit against the pre-quantized path (Q = 1) with the
-    same warps and splits: the same codes and scales go through the same per-token-tile sums. 200 and
-    1552 rows have an odd tile count (the last cluster's second CTA only quantizes); 200 x 1024 has
-    fewer k-blocks than warps."""
-    _ext()
-    for n, k in [(2112, 7168), (1552, 7168), (200, 1024)]:
-        w, wsi = _weight(n, k)
-        for dtype in (torch.bfloat16, torch.float16):
-            x = _x(m, k, dtype, m + code % 991, row_pad=64 if m % 2 else 0)
-            b = torch.randn(n, device=DEV).to(dtype) if m % 2 else None
-            what = f"M={m} {n}x{k} {dtype} config={code}"
-            y = ops.fp8_block_gemv_cuda(x, w, wsi, b, config=code)
-            assert y is not None, what
-            _check(y, x, w, wsi, b, what)
-            y1 = ops.fp8_block_gemv_cuda(x, w, wsi, b, config=code - 1000000)
-            assert y1 is not None and torch.equal(y, y1), f"differs from the pre-quantized path ({what})"
-
-
-def test_cluster_quant_refusals_and_replays():
-    """Q = 2 is refused (code 5) for one token tile, pre-quantized x, and slots beyond shared
-    memory; a split launch captured in a graph gives the eager bits on fresh x at every replay."""
-    C = _ext()
-    w, wsi = _weight(2112, 7168)
-    ws = ops._cuda_workspace(torch.device(DEV))
-    x8 = _x(8, 7168, torch.bfloat16, 1)
-    assert C.fp8_block_gemv_supported(x8, w, wsi, ws, 12011116) == 5
-    x16 = _x(16, 7168, torch.bfloat16, 2)
-    q, s = ops.per_token_group_quant_fp8(x16, 128)
-    assert C.fp8_block_gemv_supported(q, w, wsi, ws, 12011116, s) == 5
-    wl, wsil = _weight(16, 128 * 2048)
-    xl = _x(16, 128 * 2048, torch.bfloat16, 3)
-    # 16 warps x 128 blocks each: 2048 slots of 1288 bytes; 16 splits: 8 slots per warp fit
-    assert C.fp8_block_gemv_supported(xl, wl, wsil, ws, 12011116) == 5
-    assert C.fp8_block_gemv_supported(xl, wl, wsil, ws, 12161116) == 0
-    _check(ops.fp8_block_gemv_cuda(xl, wl, wsil, None, config=12161116), xl, wl, wsil, None, "K = 262144, 16 splits")
-
-    code = 12021108
-    static = _x(16, 7168, torch.bfloat16, 4).clone()
-    s2 = torch.cuda.Stream()
-    s2.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s2):
-        ops.fp8_block_gemv_cuda(static, w, wsi, None, config=code)  # warm-up: the stream's workspace
-    torch.cuda.current_stream().wait_stream(s2)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g, stream=s2):
-        y = ops.fp8_block_gemv_cuda(static, w, wsi, None, config=code)
-    for seed in (5, 6, 7):
-        static.copy_(_x(16, 7168, torch.bfloat16, seed))
-        g.replay()
-        torch.cuda.synchronize()
-        assert torch.equal(y, ops.fp8_block_gemv_cuda(static, w, wsi, None, config=code)), seed
 
 
 @pytest.mark.parametrize("m", [9, 16])
