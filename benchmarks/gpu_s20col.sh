@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# RECORD ONLY: the knob and the probe's --col-major were removed again (column-major scales were slower at
+# M = 16; benchmarks/results/session20/README.md run 9). To rerun, check out 5324c61.
 # Session 20 run 9: the M = 9..16 pair (Triton quantizer early + CUDA GEMV on its codes) with the x
 # scales written column-major (FP8_CUDA_PREQ_COLUMN_MAJOR; a block's scales of 8 tokens in one
 # sector instead of 8) against row-major, probe_fp8_preq.py --col-major, 2112x7168 and 1536x7168.

@@ -39,8 +39,6 @@ def main() -> None:
     ap.add_argument("--pair-codes", default=PAIR_CODES, help="codes timed after the quantizer (PDL late / early)")
     ap.add_argument("--qmodes", default="late,early", help="PDL triggers of the quantizer launch in the pairs")
     ap.add_argument("--kernel-codes", default="11116", help="in-kernel-quantization codes to time (whole op)")
-    ap.add_argument("--col-major", action="store_true",
-                    help="also time each pair with column-major x scales (FP8_CUDA_PREQ_COLUMN_MAJOR)")
     ap.add_argument("--no-check", action="store_true",
                     help="time candidates without checking their output (diagnostic kernel variants)")
     args = ap.parse_args()
@@ -77,22 +75,6 @@ def main() -> None:
         for code in pair_codes:
             for qmode in qmodes:
                 fns[f"q {qmode} + gemv {code} pdl"] = path(code, qmode)
-        if args.col_major:
-            def col_major(code, qmode):
-                """the pair with the quantizer writing column-major scales (FP8_CUDA_PREQ_COLUMN_MAJOR)"""
-                inner = path(code, qmode)
-
-                def fn(i):
-                    ops.FP8_CUDA_PREQ_COLUMN_MAJOR = True
-                    try:
-                        return inner(i)
-                    finally:
-                        ops.FP8_CUDA_PREQ_COLUMN_MAJOR = False
-                return fn
-
-            for code in pair_codes:
-                for qmode in qmodes:
-                    fns[f"q {qmode} + gemv {code} pdl col"] = col_major(code, qmode)
         for code in [int(c) for c in args.kernel_codes.split(",") if c]:
             fns[f"in-kernel {code}"] = path(code, None)
         for qmode in qmodes:

@@ -176,9 +176,6 @@ _CUDA_PREQ = 1000000  # the Q digit of a config code
 # 8.56 / 8.54. With an early trigger the quantizer's CTAs start while the previous GEMV still runs,
 # which needs registers left on the SMs: 16 warps of 120-127 registers hold all of them.
 FP8_CUDA_QUANT_PDL = "late"
-# Scale layout the Q = 1 quantizer writes for the GEMV: False = [M, K / 128] row-major, True = its
-# column-major transpose (a block's scales of consecutive tokens contiguous).
-FP8_CUDA_PREQ_COLUMN_MAJOR = False
 
 # Workspaces of the split-K launches: kFp8GemvCounters (4096) int32 arrival counters, zeroed once
 # here and reset by the kernel, then fp32 partial tiles. One per (device, stream): two split-K
@@ -304,8 +301,7 @@ def fp8_block_gemv_cuda(
         pdl = M <= _pdl.PDL_MAX_M and _pdl.pdl_enabled(x.device)
     if (code // _CUDA_PREQ) % 10 == 1:
         trigger = quant_pdl or table_trigger or FP8_CUDA_QUANT_PDL
-        q, s = _kernels().per_token_group_quant_fp8(x, 128, scale_eps=_ref.FP8_SCALE_EPS, pdl_trigger=trigger,
-                                                    column_major_scales=FP8_CUDA_PREQ_COLUMN_MAJOR)
+        q, s = _kernels().per_token_group_quant_fp8(x, 128, scale_eps=_ref.FP8_SCALE_EPS, pdl_trigger=trigger)
         if ops.fp8_block_gemv_supported(q, weight, weight_scale_inv, ws, code, s) != 0:
             return None
         return ops.fp8_block_gemv_preq(q, s, weight, weight_scale_inv, bias, ws, x.dtype, code, bool(pdl))
