@@ -2,7 +2,7 @@
 # RECORD ONLY: the Q = 2 kernel (x quantized once per 2-CTA cluster) it times was removed again
 # (no faster than the quantizer + GEMV pair it was meant to replace; benchmarks/results/session20/
 # README.md). To rerun it, check out the kernel's last commit: 8456fdd (run 7's code).
-# Session 20 run 1: the FP8 decode GEMM with x quantized once per 2-CTA cluster (Q = 2). Its GPU tests
+# Session 20 runs 1-4, 6, 7: the FP8 decode GEMM with x quantized once per 2-CTA cluster (Q = 2). Its GPU tests
 # (against the reference and bit for bit against Q = 1), then probe_fp8_preq.py on the MLA shapes at
 # M = 16 / 12 / 9: Q = 2 codes against the table's pair (Triton quantizer early + 11011114) and auto.
 #   OUT=/some/dir bash benchmarks/gpu_s20cs.sh   # ~250 s after the build
