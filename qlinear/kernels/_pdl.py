@@ -12,7 +12,11 @@ off, benchmarks/results/session2/): the next grid's programs, resident and waiti
 with the running one.
 
 ``QLINEAR_PDL``: ``0`` off, ``early``, or ``late`` / unset (read at each launch, so benchmarks
-can compare them in one process).
+can compare them in one process). A launch may also ask for ``first``: the trigger *before* the
+wait. The next grid is then scheduled while this one still waits for its own predecessor, so its
+programs can take SMs (and start work that needs no earlier result, e.g. weight loads) the moment
+the predecessor's programs leave. Ordering still holds transitively: the next grid's wait returns
+only when this grid has completed, and this grid completes only after its own wait returned.
 
 PDL is used only for launches with at most :data:`PDL_MAX_M` rows of activations. H200, whole layer
 forward, us, PDL late vs off in one run (benchmarks/results/session2/linear_*_pdl.json):
@@ -43,10 +47,12 @@ import torch
 import triton
 import triton.language as tl
 
-__all__ = ["PDL_MAX_M", "W4A16_PDL_MAX_M", "pdl_mode", "pdl_enabled", "launch_options", "pdl_prologue", "pdl_trigger"]
+__all__ = ["PDL_MAX_M", "PDL_TRIGGERS", "W4A16_PDL_MAX_M", "pdl_mode", "pdl_enabled", "launch_options", "pdl_prologue", "pdl_trigger"]
 
 PDL_MAX_M = 16
 W4A16_PDL_MAX_M = 1
+# PDL_EARLY constexpr of each trigger placement: after the main loop, right after the wait, before it
+PDL_TRIGGERS = {"late": 0, "early": 1, "first": 2}
 
 
 @functools.lru_cache(maxsize=None)
@@ -74,26 +80,31 @@ def launch_options(device: torch.device, m: int, max_m: int | None = None, trigg
     """Keyword arguments for ``kernel[grid](...)`` of a launch over ``m`` activation rows: the
     ``USE_PDL`` / ``PDL_EARLY`` constexprs every PDL-aware kernel takes, plus Triton's
     ``launch_pdl`` launch option when PDL is on (never passed to the CPU interpreter). PDL is on
-    for ``m <= max_m`` (default :data:`PDL_MAX_M`). ``trigger`` "early" / "late" places this
-    launch's ``launch_dependents`` regardless of ``QLINEAR_PDL`` (which still turns PDL off)."""
-    if trigger not in (None, "early", "late"):
-        raise ValueError(f"trigger: expected None, 'early' or 'late', got {trigger!r}")
+    for ``m <= max_m`` (default :data:`PDL_MAX_M`). ``trigger`` "first" / "early" / "late" places
+    this launch's ``launch_dependents`` regardless of ``QLINEAR_PDL`` (which still turns PDL off).
+    ``PDL_EARLY``: 0 late, 1 early, 2 first (:data:`PDL_TRIGGERS`)."""
+    if trigger not in (None, *PDL_TRIGGERS):
+        raise ValueError(f"trigger: expected None, 'first', 'early' or 'late', got {trigger!r}")
     bound = PDL_MAX_M if max_m is None else max_m
     mode = pdl_mode(device) if m <= bound else "off"
     if mode != "off" and trigger is not None:
         mode = trigger
     if mode == "off":
         return {"USE_PDL": False, "PDL_EARLY": False}
-    return {"USE_PDL": True, "PDL_EARLY": mode == "early", "launch_pdl": True}
+    return {"USE_PDL": True, "PDL_EARLY": PDL_TRIGGERS[mode], "launch_pdl": True}
 
 
 @triton.jit
 def pdl_prologue(USE_PDL: tl.constexpr, PDL_EARLY: tl.constexpr):
-    """First statement of a PDL-aware kernel: wait for the previous grid (and, "early", let the
-    next one be scheduled). Nothing is traced when ``USE_PDL`` is False."""
+    """First statement of a PDL-aware kernel: wait for the previous grid (and let the next one be
+    scheduled: "first" before the wait, "early" after it). Nothing is traced when ``USE_PDL`` is
+    False."""
     if USE_PDL:
+        if PDL_EARLY == 2:
+            tl.inline_asm_elementwise("griddepcontrol.launch_dependents; // $0", "=r", [], dtype=tl.int32,
+                                      is_pure=False, pack=1)
         tl.inline_asm_elementwise("griddepcontrol.wait; // $0", "=r", [], dtype=tl.int32, is_pure=False, pack=1)
-        if PDL_EARLY:
+        if PDL_EARLY == 1:
             tl.inline_asm_elementwise("griddepcontrol.launch_dependents; // $0", "=r", [], dtype=tl.int32,
                                       is_pure=False, pack=1)
 

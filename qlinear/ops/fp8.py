@@ -140,7 +140,7 @@ FP8_CUDA_MAX_M: "int | dict" = {
 # reads the codes (fp8_block_gemv_preq) instead of re-quantizing x in every CTA. PF = 1, 2, 3 keep
 # that many k-blocks of weights in flight (compiled for R = 1, and PF <= 2 for R = 2).
 # An int, or a dict keyed by (N, K) of tuples of (max_m, code) or (max_m, code, trigger) (the first
-# with M <= max_m wins), None for every other shape; trigger ("early" / "late") is the PDL trigger of
+# with M <= max_m wins), None for every other shape; trigger ("first" / "early" / "late") is the PDL trigger of
 # a Q = 1 code's quantizer, FP8_CUDA_QUANT_PDL where absent. From the sweeps: one CTA per 16-row tile
 # with 16 warps splitting K and the next k-block prefetched (11116) on the 7168-wide MLA shapes, x
 # pre-quantized from M = 9 on 1536 rows (1011116); 576 rows (36 tiles) split K over 4 CTAs (41108,
@@ -279,8 +279,8 @@ def fp8_block_gemv_cuda(
     yet allocated during a graph capture). ``config``: launch code (see :data:`FP8_CUDA_CONFIG`;
     None = that table; Q = 1 quantizes x with :func:`per_token_group_quant_fp8` first and launches
     the GEMM on the codes); ``pdl`` None: on for M <= ``qlinear.kernels._pdl.PDL_MAX_M`` on sm_90+;
-    ``quant_pdl``: that quantizer's PDL trigger, "early" / "late" (None: the table entry's, else
-    :data:`FP8_CUDA_QUANT_PDL`).
+    ``quant_pdl``: that quantizer's PDL trigger, "first" / "early" / "late" (``qlinear.kernels._pdl``;
+    None: the table entry's, else :data:`FP8_CUDA_QUANT_PDL`).
 
     Split-K launches use a workspace per (device, stream) (``_cuda_ws``).
     """

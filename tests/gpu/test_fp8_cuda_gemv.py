@@ -156,13 +156,13 @@ def test_x_ahead_configs(code, m):
 @pytest.mark.parametrize("m", [9, 16])
 def test_quantizer_trigger_same_result(m):
     """The quantizer's PDL trigger (FP8_CUDA_CONFIG's third field) moves only its launch_dependents:
-    early and late give the same bits, and the table's 2112x7168 entry matches the reference."""
+    first, early and late give the same bits, and the table's 2112x7168 entry matches the reference."""
     _ext()
     n, k = 2112, 7168
     w, wsi = _weight(n, k)
     x = _x(m, k, torch.bfloat16, 77 + m)
-    ys = {t: ops.fp8_block_gemv_cuda(x, w, wsi, None, config=1011114, quant_pdl=t) for t in ("early", "late")}
-    assert ys["early"] is not None and torch.equal(ys["early"], ys["late"])
+    ys = {t: ops.fp8_block_gemv_cuda(x, w, wsi, None, config=1011114, quant_pdl=t) for t in ("first", "early", "late")}
+    assert ys["early"] is not None and torch.equal(ys["early"], ys["late"]) and torch.equal(ys["first"], ys["late"])
     y = ops.fp8_block_gemv_cuda(x, w, wsi, None)
     assert y is not None
     _check(y, x, w, wsi, None, f"M={m} table entry")
@@ -225,6 +225,48 @@ def test_graph_replay_split_k():
     # the counters of every workspace (per stream, and the capture one) are back to zero
     for key, ws in ops._cuda_ws.items():
         assert int(ws[: ops._CUDA_WS_COUNTERS].abs().sum()) == 0, key
+
+
+@pytest.mark.parametrize("trigger", ["first", "early"])
+def test_pair_chain_in_a_graph(trigger):
+    """Quantizer + GEMV pairs back to back in one CUDA graph, each layer's input the previous
+    layer's output (GEMV -> quantizer -> GEMV, all PDL launches, no kernel in between): with the
+    quantizer's trigger "first" the next GEMV is scheduled while the quantizer still waits for the
+    GEMV before it, so every read of a result must still come after its producer. Replays on fresh x:
+    each layer's output against the reference on that layer's input, and the whole chain bit for bit
+    against the same chain run eagerly without PDL."""
+    _ext()
+    n = k = 2048  # square, so the chain feeds itself; 16 row tiles
+    m, depth = 16, 6
+    layers = [_weight(n, k, seed=40 + i) for i in range(depth)]
+    x = torch.empty(m, k, device=DEV, dtype=torch.bfloat16)
+
+    def chain(h, pdl, qmode):
+        outs = []
+        for w, wsi in layers:
+            h = ops.fp8_block_gemv_cuda(h, w, wsi, None, config=11011114, pdl=pdl, quant_pdl=qmode)
+            assert h is not None
+            outs.append(h)
+        return outs
+
+    x.copy_(_x(m, k, torch.bfloat16, 5))
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        chain(x, True, trigger)  # warm-up outside the capture (workspace, compiled kernels)
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        outs = chain(x, True, trigger)
+    for seed in (6, 7):
+        x.copy_(_x(m, k, torch.bfloat16, seed))
+        g.replay()
+        torch.cuda.synchronize()
+        ins = [x] + outs[:-1]
+        for i, (w, wsi) in enumerate(layers):
+            _check(outs[i], ins[i], w, wsi, None, f"layer {i} of the chain (trigger {trigger}, seed {seed})")
+        eager = chain(x.clone(), False, "late")
+        assert torch.equal(outs[-1], eager[-1]), f"graph chain differs from the eager one (trigger {trigger}, seed {seed})"
 
 
 def test_split_k_two_streams():

@@ -1,0 +1,33 @@
+"""Launch options of the PDL-aware Triton kernels (``qlinear.kernels._pdl.launch_options``): which
+trigger placement each request gets, the M bound, and the refusal of an unknown placement. The
+placements themselves run on the GPU (tests/gpu/test_fp8_cuda_gemv.py: the quantizer + GEMV chain
+with the trigger "first" and "early" in one CUDA graph)."""
+
+import pytest
+import torch
+
+from qlinear.kernels import _pdl
+
+CPU = torch.device("cpu")
+
+
+def test_cpu_is_off():
+    assert _pdl.launch_options(CPU, 1, trigger="first") == {"USE_PDL": False, "PDL_EARLY": False}
+
+
+@pytest.mark.parametrize("env_mode", ["late", "early"])
+def test_trigger_placements(monkeypatch, env_mode):
+    monkeypatch.setattr(_pdl, "pdl_mode", lambda device: env_mode)
+    default = _pdl.launch_options(CPU, 4)
+    assert default == {"USE_PDL": True, "PDL_EARLY": {"late": 0, "early": 1}[env_mode], "launch_pdl": True}
+    got = {t: _pdl.launch_options(CPU, 4, trigger=t)["PDL_EARLY"] for t in ("late", "early", "first")}
+    assert got == {"late": 0, "early": 1, "first": 2}
+    # past the M bound PDL is off whatever the trigger asks
+    assert _pdl.launch_options(CPU, _pdl.PDL_MAX_M + 1, trigger="first")["USE_PDL"] is False
+    assert _pdl.launch_options(CPU, 40, max_m=64, trigger="first")["PDL_EARLY"] == 2
+
+
+def test_unknown_trigger_named(monkeypatch):
+    monkeypatch.setattr(_pdl, "pdl_mode", lambda device: "late")
+    with pytest.raises(ValueError, match="trigger.*'first'.*'soon'"):
+        _pdl.launch_options(CPU, 1, trigger="soon")
