@@ -453,8 +453,19 @@ __global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const __grid_co
       if (lane == 0) tma::mbar_arrive(empty0 + 8 * ((j - 1) % ST));
       if (tid == 0 && j - 1 + ST < nsb) {
         tma::mbar_wait(empty0 + 8 * ((j - 1) % ST), static_cast<uint32_t>(((j - 1) / ST) & 1));
-        fill_w(j - 1 + ST);
-        fill_x(j - 1 + ST);
+        if (gp.diag == 0) {
+          fill_w(j - 1 + ST);
+          fill_x(j - 1 + ST);
+        } else {  // DIAGNOSTIC: the stage keeps its old x and / or weights (wrong results)
+          const int jj = j - 1 + ST, s2 = jj % ST;
+          const uint32_t st2 = ring + s2 * kStage, bar2 = full0 + 8 * s2;
+          tma::mbar_arrive_tx(bar2, static_cast<uint32_t>(((gp.diag & 1) ? 0 : TN * 256) + ((gp.diag & 2) ? 0 : kWgRows * 64)));
+          if (!(gp.diag & 2)) tma::tensor_copy_2d(st2 + wg_stage(TN).w_off, &wp.wmap, (sb_lo + jj) * 16, row0, bar2);
+          if (!(gp.diag & 1)) {
+            tma::tensor_copy_2d(st2, &wp.xmap, (sb_lo + jj) * 128, tok0, bar2);
+            tma::tensor_copy_2d(st2 + TN * 128, &wp.xmap, (sb_lo + jj) * 128 + 64, tok0, bar2);
+          }
+        }
       }
     }
   };

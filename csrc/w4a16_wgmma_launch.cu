@@ -1,5 +1,6 @@
 // Launcher of the Hopper wgmma W4A16 GEMM (w4a16_wgmma.cuh): support checks, the automatic config and
 // the dispatch over the compiled (dtype, TN, ST) instances. Declared in w4a16_gemm_launch.h.
+#include <cstdlib>
 #include "device_attrs.h"
 #include "int_math.h"
 #include "tensor_map.h"
@@ -113,6 +114,10 @@ cudaError_t w4_wgmma_launch(const W4GemvArgs& a, const W4GemmConfig& cfg, float*
   WgParams wp{};
   wp.gp = w4a16g::gemm_params(w4_params(a, 0), workspace, counters, c.splits);
   wp.gp.spread = c.splits > 1 && c.reduce == 2 ? 1 : 0;
+  {  // DIAGNOSTIC
+    const char* d = std::getenv("QLINEAR_WG_DIAG");
+    wp.gp.diag = d != nullptr ? std::atoi(d) : 0;
+  }
   const int64_t nsb = cdiv64(a.k, 128);
   // x [M, K] in boxes of 64 columns x `tokens` rows, swizzled for the wgmma descriptor; qweight
   // [N, 16 nsb] int32 in boxes of 16 words x 128 rows. One row of x: any stride works (rounded to 16)

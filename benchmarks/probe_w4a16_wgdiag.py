@@ -1,0 +1,71 @@
+"""DIAGNOSTIC (needs the commit that adds GemmParams.diag): what binds the wgmma W4A16 GEMM's main loop.
+QLINEAR_WG_DIAG makes the ring's refills skip x (1), the weights (2) or both (3): the stages keep
+their first data (results wrong, not checked), the compute stays. Times each against the normal
+kernel (0) and bf16 F.linear, cold weights, alternated graph replays, on the issue shapes at the
+given M (auto config). One line per case: ``WGDIAG M=128 NxK name us``.
+
+    python benchmarks/probe_w4a16_wgdiag.py [--out DIR] [--ms 128 ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from _timing import bench_graphs_interleaved, env_info, write_results  # noqa: E402
+from bench_w4a16 import cold_layers  # noqa: E402
+
+from qlinear.kernels import cuda_ext  # noqa: E402
+from qlinear.ops import w4a16 as ops  # noqa: E402
+
+SHAPES = ((2112, 7168), (24576, 1536), (7168, 16384))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--ms", type=int, nargs="+", default=[128])
+    ap.add_argument("--configs", nargs="*", default=[], help="wgmma configs 'tokens,splits,stages' besides auto")
+    args = ap.parse_args()
+    cuda_ext.load()
+    rows = []
+    for n, k in SHAPES:
+        packs, _, w16, _ = cold_layers(n, k, layer="sym-fp16")
+        nbuf, nb16 = len(packs), len(w16)
+        for m in args.ms:
+            x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+            case = f"M={m} {n}x{k}"
+
+            def wg(diag, cfg=None):
+                def fn(i):
+                    os.environ["QLINEAR_WG_DIAG"] = str(diag)
+                    try:
+                        return ops.cuda_wgmma(x, packs[i % nbuf], None, cfg)
+                    finally:
+                        os.environ["QLINEAR_WG_DIAG"] = "0"
+                return fn
+
+            fns = {"bf16 F.linear": lambda i: F.linear(x, w16[i % nb16])}
+            for cfg in [None] + [tuple(int(v) for v in c.split(",")) for c in args.configs]:
+                tag = "auto" if cfg is None else "T{} S{} ST{}".format(*cfg)
+                for diag, what in ((0, "normal"), (1, "no x refill"), (2, "no w refill"), (3, "no refill")):
+                    fns[f"{tag} {what}"] = wg(diag, cfg)
+            res = bench_graphs_interleaved(fns, n_buffers=max(nbuf, nb16), reps=9, target_replay_us=800.0)
+            for name, r in res.items():
+                print(f"WGDIAG {case:<18} {name:<26} {r['median_us']:9.2f} us", flush=True)
+                rows.append(dict(case=case, impl=name, m=m, n=n, k=k, us=r["median_us"]))
+        del packs, w16
+        torch.cuda.empty_cache()
+    write_results("w4a16_wgdiag_probe", rows, {**env_info(), "weights": "cold (copies rotated past L2)"}, args.out, metric="us")
+
+
+if __name__ == "__main__":
+    main()
