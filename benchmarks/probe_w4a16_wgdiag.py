@@ -1,6 +1,7 @@
 """DIAGNOSTIC (needs the commit that adds GemmParams.diag): what binds the wgmma W4A16 GEMM's main loop.
-QLINEAR_WG_DIAG makes the ring's refills skip x (1), the weights (2) or both (3): the stages keep
-their first data (results wrong, not checked), the compute stays. Times each against the normal
+QLINEAR_WG_DIAG bits: the ring's refills skip x (1) and / or the weights (2), so the stages keep
+their first data; the raw words replace the dequantized A fragments (4); no wgmma is issued (8).
+Results are wrong and not checked. Times each against the normal
 kernel (0) and bf16 F.linear, cold weights, alternated graph replays, on the issue shapes at the
 given M (auto config). One line per case: ``WGDIAG M=128 NxK name us``.
 
@@ -27,6 +28,9 @@ from qlinear.kernels import cuda_ext  # noqa: E402
 from qlinear.ops import w4a16 as ops  # noqa: E402
 
 SHAPES = ((2112, 7168), (24576, 1536), (7168, 16384))
+# QLINEAR_WG_DIAG bits: 1 no x refill, 2 no weight refill, 4 no dequantization (raw words as A), 8 no wgmma
+DIAGS = ((0, "normal"), (3, "no refill"), (4, "no dequant"), (8, "no wgmma"), (7, "no refill/dequant"),
+         (11, "no refill/wgmma"), (12, "no dequant/wgmma"))
 
 
 def main() -> None:
@@ -56,7 +60,7 @@ def main() -> None:
             fns = {"bf16 F.linear": lambda i: F.linear(x, w16[i % nb16])}
             for cfg in [None] + [tuple(int(v) for v in c.split(",")) for c in args.configs]:
                 tag = "auto" if cfg is None else "T{} S{} ST{}".format(*cfg)
-                for diag, what in ((0, "normal"), (1, "no x refill"), (2, "no w refill"), (3, "no refill")):
+                for diag, what in DIAGS:
                     fns[f"{tag} {what}"] = wg(diag, cfg)
             res = bench_graphs_interleaved(fns, n_buffers=max(nbuf, nb16), reps=9, target_replay_us=800.0)
             for name, r in res.items():

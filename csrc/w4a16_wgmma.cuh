@@ -438,13 +438,37 @@ __global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const __grid_co
     const WgGroupVals gv = wg_group_vals<XT>(graw, p.scale_kind);
     graw = wg_group_load(p, row0 + r, min(sb_lo + j + 1, p.nsb - 1));
     tma::mbar_wait(full0 + 8 * s, static_cast<uint32_t>((j / ST) & 1));
-    wg_dequant<XT>(a[B], smem + s * kStage + wg_stage(TN).w_off, r, t, gv, magic);
-    const uint32_t d0 = wg_desc_lo(ring + s * kStage);
-    wg_fence();
+    if (gp.diag & 4) {  // DIAGNOSTIC: the stage's words as A fragments, no dequantization (wrong results)
+      const unsigned char* wr = smem + s * kStage + wg_stage(TN).w_off + r * 64 + (t >> 1) * 16 + (t & 1) * 8;
+      const uint2 l0 = *reinterpret_cast<const uint2*>(wr);
+      const uint2 l1 = *reinterpret_cast<const uint2*>(wr + 32);
+      const uint2 h0 = *reinterpret_cast<const uint2*>(wr + 8 * 64);
+      const uint2 h1 = *reinterpret_cast<const uint2*>(wr + 8 * 64 + 32);
 #pragma unroll
-    for (int i = 0; i < 8; ++i) wgmma_rs<XT, TN>(acc, a[B][i], d0 + ((((i >> 2) * TN * 128) + (i & 3) * 32) >> 4));
-    wg_commit();
-    wg_wait<1>();
+      for (int i = 0; i < 8; ++i) {
+        a[B][i][0] = l0.x + i;
+        a[B][i][1] = h0.y + i;
+        a[B][i][2] = l1.x + i;
+        a[B][i][3] = h1.y + i;
+      }
+    } else {
+      wg_dequant<XT>(a[B], smem + s * kStage + wg_stage(TN).w_off, r, t, gv, magic);
+    }
+    const uint32_t d0 = wg_desc_lo(ring + s * kStage);
+    if (gp.diag & 8) {  // DIAGNOSTIC: no wgmma; the fragments folded into one accumulator (wrong results)
+      uint32_t sink = 0;
+#pragma unroll
+      for (int i = 0; i < 8; ++i)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) sink ^= a[B][i][c];
+      acc[0] += __uint_as_float(sink & 0x3f800000u);
+    } else {
+      wg_fence();
+#pragma unroll
+      for (int i = 0; i < 8; ++i) wgmma_rs<XT, TN>(acc, a[B][i], d0 + ((((i >> 2) * TN * 128) + (i & 3) * 32) >> 4));
+      wg_commit();
+      wg_wait<1>();
+    }
 #pragma unroll
     for (int i = 0; i < 8; ++i)
 #pragma unroll
