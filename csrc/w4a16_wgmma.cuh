@@ -367,7 +367,7 @@ __device__ __forceinline__ void wg_spread_sum(const float* base, int64_t tile_fl
 
 #endif  // QLINEAR_WGMMA
 
-template <typename XT, int TN, int ST>
+template <typename XT, int TN, int ST, int DIAG = 0>
 __global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const __grid_constant__ WgParams wp) {
 #if QLINEAR_WGMMA
   static_assert(ST >= 2, "a stage is released one superblock after its use");
@@ -438,24 +438,27 @@ __global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const __grid_co
     const WgGroupVals gv = wg_group_vals<XT>(graw, p.scale_kind);
     graw = wg_group_load(p, row0 + r, min(sb_lo + j + 1, p.nsb - 1));
     tma::mbar_wait(full0 + 8 * s, static_cast<uint32_t>((j / ST) & 1));
-    if (gp.diag & 4) {  // DIAGNOSTIC: the stage's words as A fragments, no dequantization (wrong results)
+    if constexpr ((DIAG & 4) != 0) {  // DIAGNOSTIC: the stage's words as A fragments, no dequantization (wrong results)
       const unsigned char* wr = smem + s * kStage + wg_stage(TN).w_off + r * 64 + (t >> 1) * 16 + (t & 1) * 8;
       const uint2 l0 = *reinterpret_cast<const uint2*>(wr);
       const uint2 l1 = *reinterpret_cast<const uint2*>(wr + 32);
       const uint2 h0 = *reinterpret_cast<const uint2*>(wr + 8 * 64);
       const uint2 h1 = *reinterpret_cast<const uint2*>(wr + 8 * 64 + 32);
+      uint32_t lo[4], hi[4];
+      split_words(make_uint4(l0.x, l0.y, l1.x, l1.y), lo);
+      split_words(make_uint4(h0.x, h0.y, h1.x, h1.y), hi);
 #pragma unroll
       for (int i = 0; i < 8; ++i) {
-        a[B][i][0] = l0.x + i;
-        a[B][i][1] = h0.y + i;
-        a[B][i][2] = l1.x + i;
-        a[B][i][3] = h1.y + i;
+        a[B][i][0] = lo[i & 3] | magic;
+        a[B][i][1] = hi[i & 3] | magic;
+        a[B][i][2] = lo[(i + 1) & 3] | magic;
+        a[B][i][3] = hi[(i + 1) & 3] | magic;
       }
     } else {
       wg_dequant<XT>(a[B], smem + s * kStage + wg_stage(TN).w_off, r, t, gv, magic);
     }
     const uint32_t d0 = wg_desc_lo(ring + s * kStage);
-    if (gp.diag & 8) {  // DIAGNOSTIC: no wgmma; the fragments folded into one accumulator (wrong results)
+    if constexpr ((DIAG & 8) != 0) {  // DIAGNOSTIC: no wgmma; the fragments folded into one accumulator (wrong results)
       uint32_t sink = 0;
 #pragma unroll
       for (int i = 0; i < 8; ++i)

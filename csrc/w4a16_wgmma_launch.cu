@@ -1,6 +1,7 @@
 // Launcher of the Hopper wgmma W4A16 GEMM (w4a16_wgmma.cuh): support checks, the automatic config and
 // the dispatch over the compiled (dtype, TN, ST) instances. Declared in w4a16_gemm_launch.h.
 #include <cstdlib>
+#include <type_traits>
 #include "device_attrs.h"
 #include "int_math.h"
 #include "tensor_map.h"
@@ -30,7 +31,15 @@ bool wg_grid_fits(const W4GemvArgs& a, const W4GemmConfig& c) {
 template <typename XT, int C>
 cudaError_t launch_code(const WgParams& wp, dim3 grid, bool pdl, cudaStream_t stream) {
   using D = w4a16g::WgCode<C>;
-  const auto kernel = w4a16g::w4_wgmma_kernel<XT, D::TN, D::ST>;
+  auto kernel = w4a16g::w4_wgmma_kernel<XT, D::TN, D::ST>;
+  if constexpr ((C == 164 || C == 323) && std::is_same_v<XT, __nv_bfloat16>) {  // DIAGNOSTIC instances
+    switch (wp.gp.diag & 12) {
+      case 4: kernel = w4a16g::w4_wgmma_kernel<XT, D::TN, D::ST, 4>; break;
+      case 8: kernel = w4a16g::w4_wgmma_kernel<XT, D::TN, D::ST, 8>; break;
+      case 12: kernel = w4a16g::w4_wgmma_kernel<XT, D::TN, D::ST, 12>; break;
+      default: break;
+    }
+  }
   const int smem = w4a16g::wg_smem_bytes(D::TN, D::ST);
   const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (e != cudaSuccess) return e;
