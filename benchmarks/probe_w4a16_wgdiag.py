@@ -30,7 +30,7 @@ from qlinear.ops import w4a16 as ops  # noqa: E402
 SHAPES = ((2112, 7168), (24576, 1536), (7168, 16384))
 # QLINEAR_WG_DIAG bits: 1 no x refill, 2 no weight refill, 4 no dequantization (raw words as A), 8 no wgmma
 DIAGS = ((0, "normal"), (3, "no refill"), (4, "no dequant"), (8, "no wgmma"), (7, "no refill/dequant"),
-         (11, "no refill/wgmma"), (12, "no dequant/wgmma"))
+         (11, "no refill/wgmma"), (12, "no dequant/wgmma"), (15, "skeleton"))
 
 
 def main() -> None:
@@ -38,10 +38,14 @@ def main() -> None:
     ap.add_argument("--out", default=None)
     ap.add_argument("--ms", type=int, nargs="+", default=[128])
     ap.add_argument("--configs", nargs="*", default=[], help="wgmma configs 'tokens,splits,stages' besides auto")
+    ap.add_argument("--shapes", default=None, help="comma-separated NxK (default: the three issue shapes)")
+    ap.add_argument("--diags", default=None, help="comma-separated QLINEAR_WG_DIAG values (default: all of DIAGS)")
     args = ap.parse_args()
     cuda_ext.load()
     rows = []
-    for n, k in SHAPES:
+    shapes = SHAPES if not args.shapes else [tuple(int(v) for v in sh.split("x")) for sh in args.shapes.split(",")]
+    diags = DIAGS if not args.diags else [d for d in DIAGS if str(d[0]) in args.diags.split(",")]
+    for n, k in shapes:
         packs, _, w16, _ = cold_layers(n, k, layer="sym-fp16")
         nbuf, nb16 = len(packs), len(w16)
         for m in args.ms:
@@ -60,7 +64,7 @@ def main() -> None:
             fns = {"bf16 F.linear": lambda i: F.linear(x, w16[i % nb16])}
             for cfg in [None] + [tuple(int(v) for v in c.split(",")) for c in args.configs]:
                 tag = "auto" if cfg is None else "T{} S{} ST{}".format(*cfg)
-                for diag, what in DIAGS:
+                for diag, what in diags:
                     fns[f"{tag} {what}"] = wg(diag, cfg)
             res = bench_graphs_interleaved(fns, n_buffers=max(nbuf, nb16), reps=9, target_replay_us=800.0)
             for name, r in res.items():
