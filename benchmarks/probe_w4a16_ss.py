@@ -1,6 +1,6 @@
 """EXPERIMENT (session 21): the wgmma W4A16 GEMM with a producer warpgroup that dequantizes into shared
 memory and two consumer warpgroups on shared-memory-operand wgmmas (w4_wgmma_ss_kernel, selected by
-QLINEAR_WG_SS=1 at launch for 64- and 128-token tiles) against the register-operand kernel (RS) of the
+QLINEAR_WG_SS=1 / 2 at launch for 64- and 128-token tiles: 4 / 8 producer warps) against the register-operand kernel (RS) of the
 same config, the committed dispatch and bf16 F.linear; every candidate checked against the fp32
 reference first. Cold weights (copies rotated past L2), alternated graph replays. One line per case:
 ``WGSS M=128 NxK name us``.
@@ -50,7 +50,7 @@ def main() -> None:
 
             def wg(ss, cfg=None):
                 def fn(i):
-                    os.environ["QLINEAR_WG_SS"] = "1" if ss else "0"
+                    os.environ["QLINEAR_WG_SS"] = str(ss)
                     try:
                         return ops.cuda_wgmma(x, packs[i % nbuf], None, cfg)
                     finally:
@@ -61,10 +61,10 @@ def main() -> None:
                    "auto": lambda i: ops.w4a16_linear(x, packs[i % nbuf])}
             tokens = [64, 128] if m <= 64 else [128]
             for tn in tokens:
-                for ss in (False, True):
-                    fns[f"{'SS' if ss else 'RS'} T{tn}"] = wg(ss, (tn, 0, 4))
+                for ss in (0, 1, 2):
+                    fns[f"{('RS', 'SS4', 'SS8')[ss]} T{tn}"] = wg(ss, (tn, 0, 4))
             if m > 128:
-                fns["RS T256"] = wg(False, (256, 0, 3))
+                fns["RS T256"] = wg(0, (256, 0, 3))
             ok = runnable(fns, rel_err_check(want, skip=("bf16 F.linear",)), f"WGSS {case} ")
             res = bench_graphs_interleaved(ok, n_buffers=max(nbuf, nb16), reps=9, target_replay_us=800.0)
             for name, r in res.items():

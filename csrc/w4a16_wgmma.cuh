@@ -606,15 +606,17 @@ __global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const __grid_co
 // arithmetic. Barriers: full (TMA), empty (8 consumer warps after their wgmmas of the stage completed +
 // 4 producer warps after reading its weights), afull (4 producer warps, after fence.proxy.async), aempty
 // (8 consumer warps). The epilogue is the RS kernel's, run by all 384 threads.
-constexpr int kWsThreads = 384;
+// PW producer warps (4 or 8), each dequantizing 8 / PW of the 8 16-row groups; the consumers are the
+// last 8 warps.
 constexpr int kWsABytes = kWgRows * 128 * 2;  // one A buffer: 128 rows x 128 k of 2 bytes
 __host__ __device__ constexpr int ws_smem_bytes(int tn, int st) {
   return st * wg_stage(tn).bytes + 2 * kWsABytes + 16 * st + 32 + 1024;
 }
 
-template <typename XT, int TN, int ST>
-__global__ void __launch_bounds__(kWsThreads, 1) w4_wgmma_ss_kernel(const __grid_constant__ WgParams wp) {
+template <typename XT, int TN, int ST, int PW>
+__global__ void __launch_bounds__(32 * (PW + 8), 1) w4_wgmma_ss_kernel(const __grid_constant__ WgParams wp) {
 #if QLINEAR_WGMMA
+  constexpr int kWsThreads = 32 * (PW + 8), kRG = 8 / PW;  // threads, row groups per producer warp
   static_assert(ST >= 3, "the producer runs up to two superblocks ahead of the consumers");
   static_assert(wg_tile_bytes(TN) <= ST * wg_stage(TN).bytes, "the staged output tile must fit in the ring");
   constexpr int V = TN / 2;
@@ -628,7 +630,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) w4_wgmma_ss_kernel(const __grid
   const GemmParams& gp = wp.gp;
   const Params& p = gp.p;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const bool producer = warp < 4;
+  const bool producer = warp < PW;
   const int row0 = blockIdx.x * kWgRows;
   const int tok0 = blockIdx.z * TN;
   const int sb_lo = blockIdx.y * gp.sb_per_split;
@@ -651,10 +653,10 @@ __global__ void __launch_bounds__(kWsThreads, 1) w4_wgmma_ss_kernel(const __grid
   if (tid == 0) {
     for (int s = 0; s < ST; ++s) {
       tma::mbar_init(full0 + 8 * s, 1);
-      tma::mbar_init(empty0 + 8 * s, 12);
+      tma::mbar_init(empty0 + 8 * s, 8 + PW);
     }
     for (int b = 0; b < 2; ++b) {
-      tma::mbar_init(afull0 + 8 * b, 4);
+      tma::mbar_init(afull0 + 8 * b, PW);
       tma::mbar_init(aempty0 + 8 * b, 8);
     }
     tma::mbar_fence_init();
@@ -671,24 +673,24 @@ __global__ void __launch_bounds__(kWsThreads, 1) w4_wgmma_ss_kernel(const __grid
   if (producer) {
     uint32_t magic;
     asm("mov.b32 %0, %1;" : "=r"(magic) : "n"(Mma<XT>::kMagic));
-    WgGroupRaw graw[2];
+    WgGroupRaw graw[kRG];
 #pragma unroll
-    for (int h = 0; h < 2; ++h) graw[h] = wg_group_load(p, row0 + (warp + 4 * h) * 16 + g, sb_lo);
+    for (int h = 0; h < kRG; ++h) graw[h] = wg_group_load(p, row0 + (warp + PW * h) * 16 + g, sb_lo);
     pdl::wait();
     for (int j = 0; j < nsb; ++j) {
       const int s = j % ST, b = j & 1;
-      WgGroupVals gv[2];
+      WgGroupVals gv[kRG];
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
+      for (int h = 0; h < kRG; ++h) {
         gv[h] = wg_group_vals<XT>(graw[h], p.scale_kind);
-        graw[h] = wg_group_load(p, row0 + (warp + 4 * h) * 16 + g, min(sb_lo + j + 1, p.nsb - 1));
+        graw[h] = wg_group_load(p, row0 + (warp + PW * h) * 16 + g, min(sb_lo + j + 1, p.nsb - 1));
       }
       tma::mbar_wait(full0 + 8 * s, static_cast<uint32_t>((j / ST) & 1));
       tma::mbar_wait(aempty0 + 8 * b, static_cast<uint32_t>(((j >> 1) & 1) ^ 1));
       const uint32_t abase = abuf0 + b * kWsABytes;
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int r = (warp + 4 * h) * 16 + g;
+      for (int h = 0; h < kRG; ++h) {
+        const int r = (warp + PW * h) * 16 + g;
         uint32_t a[8][4];
         wg_dequant<XT>(a, smem + s * kStage + wg_stage(TN).w_off, r, t, gv[h], magic);
 #pragma unroll
@@ -716,7 +718,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) w4_wgmma_ss_kernel(const __grid
       }
     }
   } else {
-    const int wgc = (warp - 4) >> 2;  // consumer warpgroup: rows 64 wgc .. + 63
+    const int wgc = (warp - PW) >> 2;  // consumer warpgroup: rows 64 wgc .. + 63
     pdl::wait();
     for (int j = 0; j < nsb; ++j) {
       const int s = j % ST, b = j & 1;
@@ -742,7 +744,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) w4_wgmma_ss_kernel(const __grid
   }
   __syncthreads();  // the ring and the A buffers are free: the staged output tile from here on
   float* sm = reinterpret_cast<float*>(smem);
-  const int ctid = tid - 128, cw = warp - 4;  // consumer thread / warp index (producers: negative)
+  const int ctid = tid - 32 * PW, cw = warp - PW;  // consumer thread / warp index (producers: negative)
   const int tile = blockIdx.x + gridDim.x * blockIdx.z;
   if (gridDim.y > 1) {
     const int64_t tile_floats = static_cast<int64_t>(kWgThreads) * V;

@@ -41,13 +41,13 @@ cudaError_t launch_code(const WgParams& wp, dim3 grid, bool pdl, cudaStream_t st
     }
   }
   if constexpr (D::TN <= 128) {  // EXPERIMENT: the producer / consumer kernel, 4 stages
-    const char* ss = std::getenv("QLINEAR_WG_SS");
-    if (ss != nullptr && ss[0] == '1') {
-      const auto ks = w4a16g::w4_wgmma_ss_kernel<XT, D::TN, 4>;
+    const char* ss = std::getenv("QLINEAR_WG_SS");  // "1": 4 producer warps, "2": 8
+    if (ss != nullptr && (ss[0] == '1' || ss[0] == '2')) {
+      const auto ks = ss[0] == '1' ? w4a16g::w4_wgmma_ss_kernel<XT, D::TN, 4, 4> : w4a16g::w4_wgmma_ss_kernel<XT, D::TN, 4, 8>;
       const int sm2 = w4a16g::ws_smem_bytes(D::TN, 4);
       const cudaError_t e2 = cudaFuncSetAttribute(ks, cudaFuncAttributeMaxDynamicSharedMemorySize, sm2);
       if (e2 != cudaSuccess) return e2;
-      return pdl::launch_smem_ex(ks, grid, dim3(w4a16g::kWsThreads), sm2, stream, pdl, 0, wp.gp.spread != 0, wp);
+      return pdl::launch_smem_ex(ks, grid, dim3(ss[0] == '1' ? 384 : 512), sm2, stream, pdl, 0, wp.gp.spread != 0, wp);
     }
   }
   const int smem = w4a16g::wg_smem_bytes(D::TN, D::ST);
