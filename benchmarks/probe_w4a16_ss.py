@@ -1,4 +1,5 @@
-"""EXPERIMENT (session 21): the wgmma W4A16 GEMM with a producer warpgroup that dequantizes into shared
+"""RECORD ONLY: the producer / consumer kernel was removed again (1.3-2x slower than the register-operand
+kernel, benchmarks/results/session21/README.md runs 5-6); to rerun, check out 960ccf7. EXPERIMENT (session 21): the wgmma W4A16 GEMM with a producer warpgroup that dequantizes into shared
 memory and two consumer warpgroups on shared-memory-operand wgmmas (w4_wgmma_ss_kernel, selected by
 QLINEAR_WG_SS=1 / 2 at launch for 64- and 128-token tiles: 4 / 8 producer warps) against the register-operand kernel (RS) of the
 same config, the committed dispatch and bf16 F.linear; every candidate checked against the fp32

@@ -1,4 +1,5 @@
-"""DIAGNOSTIC (needs the commit that adds GemmParams.diag): what binds the wgmma W4A16 GEMM's main loop.
+"""RECORD ONLY: the QLINEAR_WG_DIAG kernel variants it times were removed again; to rerun, check out
+6646b9e (benchmarks/results/session21/README.md, runs 2-4). DIAGNOSTIC: what binds the wgmma W4A16 GEMM's main loop.
 QLINEAR_WG_DIAG bits: the ring's refills skip x (1) and / or the weights (2), so the stages keep
 their first data; the raw words replace the dequantized A fragments (4); no wgmma is issued (8).
 Results are wrong and not checked. Times each against the normal

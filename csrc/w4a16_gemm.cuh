@@ -43,7 +43,6 @@ struct GemmParams {
   int sb_per_split;   // superblocks per K split
   int spread;         // wgmma GEMM only: 1 = every split's CTA sums a share of the tile (splitk_rendezvous),
                       // 0 = the last to arrive sums it all (splitk_last_arrival)
-  int diag;           // DIAGNOSTIC (wgmma GEMM): refills skip x (bit 0) and / or the weights (bit 1)
 };
 
 // Both GEMM launchers' parameters for p's operands split over `splits` CTAs per output tile (host).

@@ -187,55 +187,6 @@ __device__ __forceinline__ void wgmma_rs<__half, 256>(float (&d)[128], const uin
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(desc_lo), "r"(kWgDescHi));
 }
 
-// d[64 x N] += A[64 x 16] (shared memory, descriptor low word a_lo) * B[16 x N] (b_lo), both K-major
-// 128-byte swizzled tiles (high word kWgDescHi), fp32 accumulate; accumulator layout as wgmma_rs.
-template <typename XT, int N>
-__device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], uint32_t a_lo, uint32_t b_lo);
-
-template <>
-__device__ __forceinline__ void wgmma_ss<__nv_bfloat16, 64>(float (&d)[32], uint32_t a_lo, uint32_t b_lo) {
-  asm volatile(
-      "{\n.reg .b64 da, db;\nmov.b64 da, {%32, %33};\nmov.b64 db, {%34, %35};\n"
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
-      "da, db, 1, 1, 1, 0, 0;\n}"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-      : "r"(a_lo), "r"(kWgDescHi), "r"(b_lo), "r"(kWgDescHi));
-}
-
-template <>
-__device__ __forceinline__ void wgmma_ss<__half, 64>(float (&d)[32], uint32_t a_lo, uint32_t b_lo) {
-  asm volatile(
-      "{\n.reg .b64 da, db;\nmov.b64 da, {%32, %33};\nmov.b64 db, {%34, %35};\n"
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
-      "da, db, 1, 1, 1, 0, 0;\n}"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-      : "r"(a_lo), "r"(kWgDescHi), "r"(b_lo), "r"(kWgDescHi));
-}
-
-template <>
-__device__ __forceinline__ void wgmma_ss<__nv_bfloat16, 128>(float (&d)[64], uint32_t a_lo, uint32_t b_lo) {
-  asm volatile(
-      "{\n.reg .b64 da, db;\nmov.b64 da, {%64, %65};\nmov.b64 db, {%66, %67};\n"
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
-      "da, db, 1, 1, 1, 0, 0;\n}"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-      : "r"(a_lo), "r"(kWgDescHi), "r"(b_lo), "r"(kWgDescHi));
-}
-
-template <>
-__device__ __forceinline__ void wgmma_ss<__half, 128>(float (&d)[64], uint32_t a_lo, uint32_t b_lo) {
-  asm volatile(
-      "{\n.reg .b64 da, db;\nmov.b64 da, {%64, %65};\nmov.b64 db, {%66, %67};\n"
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
-      "da, db, 1, 1, 1, 0, 0;\n}"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-      : "r"(a_lo), "r"(kWgDescHi), "r"(b_lo), "r"(kWgDescHi));
-}
-
 // The raw scale bits (2- or 4-byte) and zero points of rows row and row + 8 (rows past N read row
 // N - 1) for the group of superblock sb, loaded from global memory; wg_group_vals converts them one
 // superblock later, so that the loads' latency is not waited out where they are issued.
@@ -330,9 +281,9 @@ __device__ __forceinline__ uint32_t wg_pack2(float a, float b) {
 // and its row stride allow, else one element at a time. Same value per element as store_frag.
 template <typename XT>
 __device__ __forceinline__ void wg_store_tile(const Params& p, const float* sm, int v_lo, int v_hi, int row0,
-                                              int tok0, int th, int nth) {
+                                              int tok0) {
   const bool vec = reinterpret_cast<uintptr_t>(p.out) % 16 == 0 && p.out_stride % 8 == 0;
-  for (int ch = v_lo * 32 + th; ch < v_hi * 32; ch += nth) {
+  for (int ch = v_lo * 32 + static_cast<int>(threadIdx.x); ch < v_hi * 32; ch += kWgThreads) {
     const int v = ch >> 5, w = (ch >> 2) & 7, t = ch & 3;
     const int tok = tok0 + (v >> 2) * 8 + 2 * t + (v & 1);
     const int row = row0 + w * 16 + (v & 2) * 4;
@@ -364,12 +315,12 @@ __device__ __forceinline__ void wg_store_tile(const Params& p, const float* sm, 
 // (wg_spread_sum picks them).
 template <int kA, int kB>
 __device__ __forceinline__ void wg_spread_sum_in(const float* base, int64_t tile_floats, int v_lo, int v_hi,
-                                                 float* sm, int th0, int nth) {
+                                                 float* sm) {
   const int S = static_cast<int>(gridDim.y);
   const int64_t nq = tile_floats / 4;
   const int q_lo = v_lo * (kWgThreads / 4), q_hi = v_hi * (kWgThreads / 4);
   const float4* b4 = reinterpret_cast<const float4*>(base);
-  for (int q0 = q_lo + th0; q0 < q_hi; q0 += kB * nth) {
+  for (int q0 = q_lo + static_cast<int>(threadIdx.x); q0 < q_hi; q0 += kB * kWgThreads) {
     float4 sum[kB];
 #pragma unroll
     for (int b = 0; b < kB; ++b) sum[b] = make_float4(0.f, 0.f, 0.f, 0.f);
@@ -379,7 +330,7 @@ __device__ __forceinline__ void wg_spread_sum_in(const float* base, int64_t tile
       for (int a = 0; a < kA; ++a)
 #pragma unroll
         for (int b = 0; b < kB; ++b) {
-          const int q = q0 + b * nth;
+          const int q = q0 + b * kWgThreads;
           t[a][b] = sp + a < S && q < q_hi ? __ldcg(b4 + (sp + a) * nq + q) : make_float4(0.f, 0.f, 0.f, 0.f);
         }
 #pragma unroll
@@ -395,7 +346,7 @@ __device__ __forceinline__ void wg_spread_sum_in(const float* base, int64_t tile
     }
 #pragma unroll
     for (int b = 0; b < kB; ++b) {
-      const int q = q0 + b * nth;
+      const int q = q0 + b * kWgThreads;
       if (q >= q_hi) continue;
       const int f = 4 * q, v = f / kWgThreads, th = f % kWgThreads;  // th % 4 == 0: one warp, 4 lanes
       *reinterpret_cast<float4*>(sm + v * kWgRow + (th >> 5) * kWgPitch + (th & 31)) = sum[b];
@@ -407,17 +358,16 @@ __device__ __forceinline__ void wg_spread_sum_in(const float* base, int64_t tile
 // float4 per thread) take one round trip instead of two. Session 19 run 10 against runs 9 / 5 (us, bf16
 // of the same run in brackets): 2112x7168 M = 128 14.60 [14.03] against 14.77 [14.14]; 8 x 3 at 2
 // splits: 7168x16384 M = 64 66.79 [62.16] against 64.86 [62.11].
-__device__ __forceinline__ void wg_spread_sum(const float* base, int64_t tile_floats, int v_lo, int v_hi, float* sm,
-                                              int th, int nth) {
+__device__ __forceinline__ void wg_spread_sum(const float* base, int64_t tile_floats, int v_lo, int v_hi, float* sm) {
   if (gridDim.y <= 4)
-    wg_spread_sum_in<4, 4>(base, tile_floats, v_lo, v_hi, sm, th, nth);
+    wg_spread_sum_in<4, 4>(base, tile_floats, v_lo, v_hi, sm);
   else
-    wg_spread_sum_in<8, 3>(base, tile_floats, v_lo, v_hi, sm, th, nth);
+    wg_spread_sum_in<8, 3>(base, tile_floats, v_lo, v_hi, sm);
 }
 
 #endif  // QLINEAR_WGMMA
 
-template <typename XT, int TN, int ST, int DIAG = 0>
+template <typename XT, int TN, int ST>
 __global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const __grid_constant__ WgParams wp) {
 #if QLINEAR_WGMMA
   static_assert(ST >= 2, "a stage is released one superblock after its use");
@@ -488,40 +438,13 @@ __global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const __grid_co
     const WgGroupVals gv = wg_group_vals<XT>(graw, p.scale_kind);
     graw = wg_group_load(p, row0 + r, min(sb_lo + j + 1, p.nsb - 1));
     tma::mbar_wait(full0 + 8 * s, static_cast<uint32_t>((j / ST) & 1));
-    if constexpr ((DIAG & 4) != 0) {  // DIAGNOSTIC: the stage's words as A fragments, no dequantization (wrong results)
-      const unsigned char* wr = smem + s * kStage + wg_stage(TN).w_off + r * 64 + (t >> 1) * 16 + (t & 1) * 8;
-      const uint2 l0 = *reinterpret_cast<const uint2*>(wr);
-      const uint2 l1 = *reinterpret_cast<const uint2*>(wr + 32);
-      const uint2 h0 = *reinterpret_cast<const uint2*>(wr + 8 * 64);
-      const uint2 h1 = *reinterpret_cast<const uint2*>(wr + 8 * 64 + 32);
-      uint32_t lo[4], hi[4];
-      split_words(make_uint4(l0.x, l0.y, l1.x, l1.y), lo);
-      split_words(make_uint4(h0.x, h0.y, h1.x, h1.y), hi);
-#pragma unroll
-      for (int i = 0; i < 8; ++i) {
-        a[B][i][0] = lo[i & 3] | magic;
-        a[B][i][1] = hi[i & 3] | magic;
-        a[B][i][2] = lo[(i + 1) & 3] | magic;
-        a[B][i][3] = hi[(i + 1) & 3] | magic;
-      }
-    } else {
-      wg_dequant<XT>(a[B], smem + s * kStage + wg_stage(TN).w_off, r, t, gv, magic);
-    }
+    wg_dequant<XT>(a[B], smem + s * kStage + wg_stage(TN).w_off, r, t, gv, magic);
     const uint32_t d0 = wg_desc_lo(ring + s * kStage);
-    if constexpr ((DIAG & 8) != 0) {  // DIAGNOSTIC: no wgmma; the fragments folded into one accumulator (wrong results)
-      uint32_t sink = 0;
+    wg_fence();
 #pragma unroll
-      for (int i = 0; i < 8; ++i)
-#pragma unroll
-        for (int c = 0; c < 4; ++c) sink ^= a[B][i][c];
-      acc[0] += __uint_as_float(sink & 0x3f800000u);
-    } else {
-      wg_fence();
-#pragma unroll
-      for (int i = 0; i < 8; ++i) wgmma_rs<XT, TN>(acc, a[B][i], d0 + ((((i >> 2) * TN * 128) + (i & 3) * 32) >> 4));
-      wg_commit();
-      wg_wait<1>();
-    }
+    for (int i = 0; i < 8; ++i) wgmma_rs<XT, TN>(acc, a[B][i], d0 + ((((i >> 2) * TN * 128) + (i & 3) * 32) >> 4));
+    wg_commit();
+    wg_wait<1>();
 #pragma unroll
     for (int i = 0; i < 8; ++i)
 #pragma unroll
@@ -530,19 +453,8 @@ __global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const __grid_co
       if (lane == 0) tma::mbar_arrive(empty0 + 8 * ((j - 1) % ST));
       if (tid == 0 && j - 1 + ST < nsb) {
         tma::mbar_wait(empty0 + 8 * ((j - 1) % ST), static_cast<uint32_t>(((j - 1) / ST) & 1));
-        if (gp.diag == 0) {
-          fill_w(j - 1 + ST);
-          fill_x(j - 1 + ST);
-        } else {  // DIAGNOSTIC: the stage keeps its old x and / or weights (wrong results)
-          const int jj = j - 1 + ST, s2 = jj % ST;
-          const uint32_t st2 = ring + s2 * kStage, bar2 = full0 + 8 * s2;
-          tma::mbar_arrive_tx(bar2, static_cast<uint32_t>(((gp.diag & 1) ? 0 : TN * 256) + ((gp.diag & 2) ? 0 : kWgRows * 64)));
-          if (!(gp.diag & 2)) tma::tensor_copy_2d(st2 + wg_stage(TN).w_off, &wp.wmap, (sb_lo + jj) * 16, row0, bar2);
-          if (!(gp.diag & 1)) {
-            tma::tensor_copy_2d(st2, &wp.xmap, (sb_lo + jj) * 128, tok0, bar2);
-            tma::tensor_copy_2d(st2 + TN * 128, &wp.xmap, (sb_lo + jj) * 128 + 64, tok0, bar2);
-          }
-        }
+        fill_w(j - 1 + ST);
+        fill_x(j - 1 + ST);
       }
     }
   };
@@ -571,9 +483,9 @@ __global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const __grid_co
       const int dep = tid == 0 ? splitk_depart(gp.counters, tile) : 0;
       const int S = static_cast<int>(gridDim.y), y = static_cast<int>(blockIdx.y);
       const int v_lo = y * V / S, v_hi = (y + 1) * V / S;
-      wg_spread_sum(base, tile_floats, v_lo, v_hi, sm, tid, kWgThreads);
+      wg_spread_sum(base, tile_floats, v_lo, v_hi, sm);
       __syncthreads();
-      wg_store_tile<XT>(p, sm, v_lo, v_hi, row0, tok0, tid, kWgThreads);
+      wg_store_tile<XT>(p, sm, v_lo, v_hi, row0, tok0);
       if (tid == 0) splitk_reset_if_last(gp.counters, tile, dep);
       return;
     }
@@ -592,196 +504,9 @@ __global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const __grid_co
 #pragma unroll
   for (int v = 0; v < V; ++v) sm[v * kWgRow + warp * kWgPitch + lane] = acc[v];
   __syncthreads();
-  wg_store_tile<XT>(p, sm, 0, V, row0, tok0, tid, kWgThreads);
+  wg_store_tile<XT>(p, sm, 0, V, row0, tok0);
 #else
   __trap();  // not built for sm_90a: the launcher refuses before launching (w4_wgmma_built)
-#endif
-}
-
-// EXPERIMENT (session 21): the same GEMM with the dequantization moved out of the MMA warps. Three
-// warpgroups: warpgroup 0 (producer) dequantizes each superblock's 128 x 128 weight tile from the ring
-// into one of two bf16 / fp16 A buffers in shared memory, laid out as wgmma's K-major 128-byte swizzled
-// operand (the x atoms' layout: row r's 16-byte chunk c at chunk c ^ (r % 8)); warpgroups 1 and 2
-// (consumers, 64 rows each) issue shared-memory-operand wgmmas on A and the stage's x and never wait on
-// arithmetic. Barriers: full (TMA), empty (8 consumer warps after their wgmmas of the stage completed +
-// 4 producer warps after reading its weights), afull (4 producer warps, after fence.proxy.async), aempty
-// (8 consumer warps). The epilogue is the RS kernel's, run by all 384 threads.
-// PW producer warps (4 or 8), each dequantizing 8 / PW of the 8 16-row groups; the consumers are the
-// last 8 warps.
-constexpr int kWsABytes = kWgRows * 128 * 2;  // one A buffer: 128 rows x 128 k of 2 bytes
-__host__ __device__ constexpr int ws_smem_bytes(int tn, int st) {
-  return st * wg_stage(tn).bytes + 2 * kWsABytes + 16 * st + 32 + 1024;
-}
-
-template <typename XT, int TN, int ST, int PW>
-__global__ void __launch_bounds__(32 * (PW + 8), 1) w4_wgmma_ss_kernel(const __grid_constant__ WgParams wp) {
-#if QLINEAR_WGMMA
-  constexpr int kWsThreads = 32 * (PW + 8), kRG = 8 / PW;  // threads, row groups per producer warp
-  static_assert(ST >= 3, "the producer runs up to two superblocks ahead of the consumers");
-  static_assert(wg_tile_bytes(TN) <= ST * wg_stage(TN).bytes, "the staged output tile must fit in the ring");
-  constexpr int V = TN / 2;
-  constexpr uint32_t kStage = wg_stage(TN).bytes;
-  extern __shared__ __align__(16) unsigned char wg_smem_raw[];
-  const uint32_t raw = static_cast<uint32_t>(__cvta_generic_to_shared(wg_smem_raw));
-  const uint32_t ring = (raw + 1023u) & ~1023u;
-  unsigned char* smem = wg_smem_raw + (ring - raw);
-  const uint32_t abuf0 = ring + ST * kStage;
-  const uint32_t full0 = abuf0 + 2 * kWsABytes, empty0 = full0 + 8 * ST, afull0 = empty0 + 8 * ST, aempty0 = afull0 + 16;
-  const GemmParams& gp = wp.gp;
-  const Params& p = gp.p;
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const bool producer = warp < PW;
-  const int row0 = blockIdx.x * kWgRows;
-  const int tok0 = blockIdx.z * TN;
-  const int sb_lo = blockIdx.y * gp.sb_per_split;
-  const int nsb = min(sb_lo + gp.sb_per_split, p.nsb) - sb_lo;
-
-  auto fill_w = [&](int j) {
-    const int s = j % ST;
-    const uint32_t st = ring + s * kStage, bar = full0 + 8 * s;
-    tma::mbar_arrive_tx(bar, static_cast<uint32_t>(TN * 256 + kWgRows * 64));
-    tma::tensor_copy_2d(st + wg_stage(TN).w_off, &wp.wmap, (sb_lo + j) * 16, row0, bar);
-  };
-  auto fill_x = [&](int j) {
-    const int s = j % ST;
-    const uint32_t st = ring + s * kStage, bar = full0 + 8 * s;
-    const int sb = sb_lo + j;
-    tma::tensor_copy_2d(st, &wp.xmap, sb * 128, tok0, bar);
-    tma::tensor_copy_2d(st + TN * 128, &wp.xmap, sb * 128 + 64, tok0, bar);
-  };
-  pdl::launch_dependents();
-  if (tid == 0) {
-    for (int s = 0; s < ST; ++s) {
-      tma::mbar_init(full0 + 8 * s, 1);
-      tma::mbar_init(empty0 + 8 * s, 8 + PW);
-    }
-    for (int b = 0; b < 2; ++b) {
-      tma::mbar_init(afull0 + 8 * b, PW);
-      tma::mbar_init(aempty0 + 8 * b, 8);
-    }
-    tma::mbar_fence_init();
-    for (int j = 0; j < ST && j < nsb; ++j) fill_w(j);
-    pdl::wait();
-    for (int j = 0; j < ST && j < nsb; ++j) fill_x(j);
-  }
-  __syncthreads();
-
-  const int g = lane >> 2, t = lane & 3;
-  float acc[V];
-#pragma unroll
-  for (int v = 0; v < V; ++v) acc[v] = 0.f;
-  if (producer) {
-    uint32_t magic;
-    asm("mov.b32 %0, %1;" : "=r"(magic) : "n"(Mma<XT>::kMagic));
-    WgGroupRaw graw[kRG];
-#pragma unroll
-    for (int h = 0; h < kRG; ++h) graw[h] = wg_group_load(p, row0 + (warp + PW * h) * 16 + g, sb_lo);
-    pdl::wait();
-    for (int j = 0; j < nsb; ++j) {
-      const int s = j % ST, b = j & 1;
-      WgGroupVals gv[kRG];
-#pragma unroll
-      for (int h = 0; h < kRG; ++h) {
-        gv[h] = wg_group_vals<XT>(graw[h], p.scale_kind);
-        graw[h] = wg_group_load(p, row0 + (warp + PW * h) * 16 + g, min(sb_lo + j + 1, p.nsb - 1));
-      }
-      tma::mbar_wait(full0 + 8 * s, static_cast<uint32_t>((j / ST) & 1));
-      tma::mbar_wait(aempty0 + 8 * b, static_cast<uint32_t>(((j >> 1) & 1) ^ 1));
-      const uint32_t abase = abuf0 + b * kWsABytes;
-#pragma unroll
-      for (int h = 0; h < kRG; ++h) {
-        const int r = (warp + PW * h) * 16 + g;
-        uint32_t a[8][4];
-        wg_dequant<XT>(a, smem + s * kStage + wg_stage(TN).w_off, r, t, gv[h], magic);
-#pragma unroll
-        for (int i = 0; i < 8; ++i)
-#pragma unroll
-          for (int c = 0; c < 4; ++c) {
-            // register c: row r + 8 (c & 1), k = 16 i + 2 t + 8 (c >> 1) -> 16-byte chunk 2 (i % 4) + c / 2 of
-            // atom i / 4, swizzled by the row
-            const int row = r + 8 * (c & 1);
-            const int chunk = 2 * (i & 3) + (c >> 1);
-            const uint32_t addr = abase + (i >> 2) * (kWgRows * 128) + row * 128 + ((chunk ^ (row & 7)) << 4) + 4 * t;
-            asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(a[i][c]) : "memory");
-          }
-      }
-      asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-      __syncwarp();
-      if (lane == 0) {
-        tma::mbar_arrive(afull0 + 8 * b);
-        tma::mbar_arrive(empty0 + 8 * s);
-      }
-      if (tid == 0 && j >= 1 && j - 1 + ST < nsb) {
-        tma::mbar_wait(empty0 + 8 * ((j - 1) % ST), static_cast<uint32_t>(((j - 1) / ST) & 1));
-        fill_w(j - 1 + ST);
-        fill_x(j - 1 + ST);
-      }
-    }
-  } else {
-    const int wgc = (warp - PW) >> 2;  // consumer warpgroup: rows 64 wgc .. + 63
-    pdl::wait();
-    for (int j = 0; j < nsb; ++j) {
-      const int s = j % ST, b = j & 1;
-      tma::mbar_wait(full0 + 8 * s, static_cast<uint32_t>((j / ST) & 1));
-      tma::mbar_wait(afull0 + 8 * b, static_cast<uint32_t>((j >> 1) & 1));
-      const uint32_t a0 = wg_desc_lo(abuf0 + b * kWsABytes + wgc * 64 * 128);
-      const uint32_t d0 = wg_desc_lo(ring + s * kStage);
-      wg_fence();
-#pragma unroll
-      for (int i = 0; i < 8; ++i)
-        wgmma_ss<XT, TN>(acc, a0 + ((((i >> 2) * kWgRows * 128) + (i & 3) * 32) >> 4),
-                         d0 + ((((i >> 2) * TN * 128) + (i & 3) * 32) >> 4));
-      wg_commit();
-      wg_wait<1>();
-      if (j >= 1 && lane == 0) {
-        tma::mbar_arrive(empty0 + 8 * ((j - 1) % ST));
-        tma::mbar_arrive(aempty0 + 8 * ((j - 1) & 1));
-      }
-    }
-    wg_wait<0>();
-#pragma unroll
-    for (int v = 0; v < V; ++v) keep(acc[v]);
-  }
-  __syncthreads();  // the ring and the A buffers are free: the staged output tile from here on
-  float* sm = reinterpret_cast<float*>(smem);
-  const int ctid = tid - 32 * PW, cw = warp - PW;  // consumer thread / warp index (producers: negative)
-  const int tile = blockIdx.x + gridDim.x * blockIdx.z;
-  if (gridDim.y > 1) {
-    const int64_t tile_floats = static_cast<int64_t>(kWgThreads) * V;
-    float* mine = gp.ws + (static_cast<int64_t>(tile) * gridDim.y + blockIdx.y) * tile_floats;
-    if (!producer)
-#pragma unroll
-      for (int v = 0; v < V; ++v) __stcg(mine + v * kWgThreads + ctid, acc[v]);
-    const float* base = gp.ws + static_cast<int64_t>(tile) * gridDim.y * tile_floats;
-    if (gp.spread) {
-      splitk_rendezvous(gp.counters, tile);
-      const int dep = tid == 0 ? splitk_depart(gp.counters, tile) : 0;
-      const int S = static_cast<int>(gridDim.y), y = static_cast<int>(blockIdx.y);
-      const int v_lo = y * V / S, v_hi = (y + 1) * V / S;
-      wg_spread_sum(base, tile_floats, v_lo, v_hi, sm, tid, kWsThreads);
-      __syncthreads();
-      wg_store_tile<XT>(p, sm, v_lo, v_hi, row0, tok0, tid, kWsThreads);
-      if (tid == 0) splitk_reset_if_last(gp.counters, tile, dep);
-      return;
-    }
-    if (!splitk_last_arrival(gp.counters, tile)) return;
-    if (!producer) {
-#pragma unroll
-      for (int v = 0; v < V; ++v) acc[v] = 0.f;
-      for (int sp = 0; sp < static_cast<int>(gridDim.y); ++sp) {
-        const float* part = base + sp * tile_floats + ctid;
-#pragma unroll
-        for (int v = 0; v < V; ++v) acc[v] += __ldcg(part + v * kWgThreads);
-      }
-    }
-  }
-  if (!producer)
-#pragma unroll
-    for (int v = 0; v < V; ++v) sm[v * kWgRow + cw * kWgPitch + lane] = acc[v];
-  __syncthreads();
-  wg_store_tile<XT>(p, sm, 0, V, row0, tok0, tid, kWsThreads);
-#else
-  __trap();
 #endif
 }
 

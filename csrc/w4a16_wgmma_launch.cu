@@ -1,7 +1,5 @@
 // Launcher of the Hopper wgmma W4A16 GEMM (w4a16_wgmma.cuh): support checks, the automatic config and
 // the dispatch over the compiled (dtype, TN, ST) instances. Declared in w4a16_gemm_launch.h.
-#include <cstdlib>
-#include <type_traits>
 #include "device_attrs.h"
 #include "int_math.h"
 #include "tensor_map.h"
@@ -31,25 +29,7 @@ bool wg_grid_fits(const W4GemvArgs& a, const W4GemmConfig& c) {
 template <typename XT, int C>
 cudaError_t launch_code(const WgParams& wp, dim3 grid, bool pdl, cudaStream_t stream) {
   using D = w4a16g::WgCode<C>;
-  auto kernel = w4a16g::w4_wgmma_kernel<XT, D::TN, D::ST>;
-  if constexpr ((C == 164 || C == 323) && std::is_same_v<XT, __nv_bfloat16>) {  // DIAGNOSTIC instances
-    switch (wp.gp.diag & 12) {
-      case 4: kernel = w4a16g::w4_wgmma_kernel<XT, D::TN, D::ST, 4>; break;
-      case 8: kernel = w4a16g::w4_wgmma_kernel<XT, D::TN, D::ST, 8>; break;
-      case 12: kernel = w4a16g::w4_wgmma_kernel<XT, D::TN, D::ST, 12>; break;
-      default: break;
-    }
-  }
-  if constexpr (D::TN <= 128) {  // EXPERIMENT: the producer / consumer kernel, 4 stages
-    const char* ss = std::getenv("QLINEAR_WG_SS");  // "1": 4 producer warps, "2": 8
-    if (ss != nullptr && (ss[0] == '1' || ss[0] == '2')) {
-      const auto ks = ss[0] == '1' ? w4a16g::w4_wgmma_ss_kernel<XT, D::TN, 4, 4> : w4a16g::w4_wgmma_ss_kernel<XT, D::TN, 4, 8>;
-      const int sm2 = w4a16g::ws_smem_bytes(D::TN, 4);
-      const cudaError_t e2 = cudaFuncSetAttribute(ks, cudaFuncAttributeMaxDynamicSharedMemorySize, sm2);
-      if (e2 != cudaSuccess) return e2;
-      return pdl::launch_smem_ex(ks, grid, dim3(ss[0] == '1' ? 384 : 512), sm2, stream, pdl, 0, wp.gp.spread != 0, wp);
-    }
-  }
+  const auto kernel = w4a16g::w4_wgmma_kernel<XT, D::TN, D::ST>;
   const int smem = w4a16g::wg_smem_bytes(D::TN, D::ST);
   const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (e != cudaSuccess) return e;
@@ -133,10 +113,6 @@ cudaError_t w4_wgmma_launch(const W4GemvArgs& a, const W4GemmConfig& cfg, float*
   WgParams wp{};
   wp.gp = w4a16g::gemm_params(w4_params(a, 0), workspace, counters, c.splits);
   wp.gp.spread = c.splits > 1 && c.reduce == 2 ? 1 : 0;
-  {  // DIAGNOSTIC
-    const char* d = std::getenv("QLINEAR_WG_DIAG");
-    wp.gp.diag = d != nullptr ? std::atoi(d) : 0;
-  }
   const int64_t nsb = cdiv64(a.k, 128);
   // x [M, K] in boxes of 64 columns x `tokens` rows, swizzled for the wgmma descriptor; qweight
   // [N, 16 nsb] int32 in boxes of 16 words x 128 rows. One row of x: any stride works (rounded to 16)
