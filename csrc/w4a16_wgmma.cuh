@@ -31,6 +31,14 @@
 // superblock after its use, when its group is known complete. The A fragments are double-buffered
 // for the same reason.
 //
+// Why the MMA warps dequantize themselves (session 21, benchmarks/results/session21, runs 2-6): at
+// M = 128 the main loop is bound by the arithmetic, not by memory (refills without x and weights:
+// 14.44 -> 14.25 us on 2112x7168; 28.66 -> 27.36 on 24576x1536), and on 2112x7168 dequantization and
+// wgmmas each cost ~3.3 us of the 14.7 with ~1.9 us overlapped. Moving the dequantization to producer
+// warps that write a swizzled bf16 A tile for shared-memory-operand wgmmas was 1.3-2x slower (4 or 8
+// producer warps: 7168x16384 M = 128 134.4 / 107.5 us against 67.7): the extra A writes and A reads
+// put shared memory, not the tensor cores, on the critical path.
+//
 // K split: fp32 partials [tile][split][value][thread], summed in split order (deterministic) either as
 // w4a16_gemm.cuh does (the last CTA to arrive sums the whole tile and resets the counter), or spread
 // (gp.spread: every CTA of the tile waits for all partials, then sums and stores 1 / S of the tile;

@@ -17,6 +17,10 @@ wait. The next grid is then scheduled while this one still waits for its own pre
 programs can take SMs (and start work that needs no earlier result, e.g. weight loads) the moment
 the predecessor's programs leave. Ordering still holds transitively: the next grid's wait returns
 only when this grid has completed, and this grid completes only after its own wait returned.
+No dispatch table uses "first": for the quantizer of the FP8 quantize-then-GEMM pairs (session 21
+run 1, benchmarks/results/session21/run1, probe_fp8_preq.py, us, first vs early) it moved the CUDA
+pair on 2112x7168 at M = 16 by nothing (11011114: 8.20 vs 8.18), gained at M = 9 (7.69 vs 7.88;
+1536x7168 7.02 vs 7.41) and lost on the Triton pairs (2112x7168 M = 16: 13.16 vs 11.66).
 
 PDL is used only for launches with at most :data:`PDL_MAX_M` rows of activations. H200, whole layer
 forward, us, PDL late vs off in one run (benchmarks/results/session2/linear_*_pdl.json):

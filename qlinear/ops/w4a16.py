@@ -139,6 +139,10 @@ _CUDA_MAX_M_TALL = 16
 # many M = 40 / 48 / 64: wgmma auto 59.02 / 59.20 / 59.54 vs (8, 64, 4, 4) 79.74 / 81.61 / 86.61
 # [bf16 64.11 / 64.18 / 62.98]; at M = 32 this GEMM stays ahead (56.77 vs 58.98) -> up to 32, and
 # _CUDA_WGMMA_M's many range starts at 33.
+# Session 21 run 7 (benchmarks/results/session21/run7, same probe, sym-fp16 layers, x rotated, us): at
+# M = 16 neither split-K GEMM comes near the register decode kernel the dispatch runs there: best
+# 12.34 (wgmma 64 tokens) / 20.51 (this GEMM, W8 T32 S2) / 52.22 (this GEMM, auto) against 9.27 / 12.62
+# / 33.76 on 2112x7168 / 24576x1536 / 7168x16384 -> no entry below 17 rows.
 _CUDA_GEMM_MAX_M: dict[str, int] = {"many": 32}
 # Its launch config (warps = 16-row tiles per CTA, tokens per CTA, K splits, ring stages) for calls
 # without one: the first (max_m, config) row of the shape class's entry with M <= max_m, else
