@@ -32,12 +32,12 @@
 // for the same reason.
 //
 // Why the MMA warps dequantize themselves (session 21, benchmarks/results/session21, runs 2-6): at
-// M = 128 the main loop is bound by the arithmetic, not by memory (refills without x and weights:
-// 14.44 -> 14.25 us on 2112x7168; 28.66 -> 27.36 on 24576x1536), and on 2112x7168 dequantization and
-// wgmmas each cost ~3.3 us of the 14.7 with ~1.9 us overlapped. Moving the dequantization to producer
-// warps that write a swizzled bf16 A tile for shared-memory-operand wgmmas was 1.3-2x slower (4 or 8
-// producer warps: 7168x16384 M = 128 134.4 / 107.5 us against 67.7): the extra A writes and A reads
-// put shared memory, not the tensor cores, on the critical path.
+// M = 128 the main loop is bound by arithmetic, not memory (refills without x and weights: 14.44 ->
+// 14.25 us on 2112x7168, 28.66 -> 27.36 on 24576x1536); on 2112x7168 dequantization and wgmmas each
+// add ~3.3 us to the 9.4 of everything else, 5.2 together (run 3). Producer warps that dequantize into
+// a swizzled bf16 A tile for shared-memory-operand wgmmas were 1.3-2x slower (4 / 8 producer warps:
+// 7168x16384 M = 128 134.4 / 107.5 us against 67.7). Not profiled; the likely cost is shared memory:
+// A is written once and read by the tensor cores, on top of x.
 //
 // K split: fp32 partials [tile][split][value][thread], summed in split order (deterministic) either as
 // w4a16_gemm.cuh does (the last CTA to arrive sums the whole tile and resets the counter), or spread
