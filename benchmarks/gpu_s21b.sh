@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# RECORD ONLY: the kernel code it measures was removed again; to rerun, check out 6646b9e.
+# RECORD ONLY: the kernel variants and probe_w4a16_wgdiag.py it runs exist only at 6646b9e; check that out to rerun.
 # Session 21 runs 2-4 (DIAGNOSTIC, needs the commit that adds GemmParams.diag): what binds the wgmma
 # W4A16 GEMM's main loop: probe_w4a16_wgdiag.py (refills without x / weights, no dequantization, no
 # wgmma). The no-dequant / no-wgmma instances exist for the 128-token, 4-stage code only (run 3 hung on

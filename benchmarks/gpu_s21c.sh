@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# RECORD ONLY: the kernel code it measures was removed again; to rerun, check out 960ccf7.
+# RECORD ONLY: the kernel and probe_w4a16_ss.py it runs exist only at 960ccf7; check that out to rerun.
 # Session 21 runs 5-6 (EXPERIMENT): the producer / consumer wgmma W4A16 GEMM (w4_wgmma_ss_kernel, QLINEAR_WG_SS=1):
 # the wgmma GPU tests with it switched on, then probe_w4a16_ss.py (SS against RS, auto and bf16) per shape.
 #   OUT=/some/dir bash benchmarks/gpu_s21c.sh   # ~4 min after the build
