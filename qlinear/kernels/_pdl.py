@@ -51,7 +51,8 @@ import torch
 import triton
 import triton.language as tl
 
-__all__ = ["PDL_MAX_M", "PDL_TRIGGERS", "W4A16_PDL_MAX_M", "pdl_mode", "pdl_enabled", "launch_options", "pdl_prologue", "pdl_trigger"]
+__all__ = ["PDL_MAX_M", "PDL_TRIGGERS", "W4A16_PDL_MAX_M", "pdl_mode", "pdl_enabled", "launch_options", "pdl_prologue",
+           "pdl_trigger"]
 
 PDL_MAX_M = 16
 W4A16_PDL_MAX_M = 1
@@ -94,7 +95,7 @@ def launch_options(device: torch.device, m: int, max_m: int | None = None, trigg
     if mode != "off" and trigger is not None:
         mode = trigger
     if mode == "off":
-        return {"USE_PDL": False, "PDL_EARLY": False}
+        return {"USE_PDL": False, "PDL_EARLY": 0}
     return {"USE_PDL": True, "PDL_EARLY": PDL_TRIGGERS[mode], "launch_pdl": True}
 
 

@@ -12,7 +12,7 @@ CPU = torch.device("cpu")
 
 
 def test_cpu_is_off():
-    assert _pdl.launch_options(CPU, 1, trigger="first") == {"USE_PDL": False, "PDL_EARLY": False}
+    assert _pdl.launch_options(CPU, 1, trigger="first") == {"USE_PDL": False, "PDL_EARLY": 0}
 
 
 @pytest.mark.parametrize("env_mode", ["late", "early"])
