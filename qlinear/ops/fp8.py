@@ -142,9 +142,9 @@ FP8_CUDA_MAX_M: "int | dict" = {
 # An int, or a dict keyed by (N, K) of tuples of (max_m, code) or (max_m, code, trigger) (the first
 # with M <= max_m wins), None for every other shape; trigger ("first" / "early" / "late") is the PDL
 # trigger of a Q = 1 code's quantizer, FP8_CUDA_QUANT_PDL where absent. From the sweeps: one CTA per
-# 16-row tile with 16 warps splitting K and the next k-block prefetched (11116) on the 7168-wide MLA shapes, x
-# pre-quantized from M = 9 on 1536 rows (1011116); 576 rows (36 tiles) split K over 4 CTAs (41108,
-# pre-quantized 1041108 for two token tiles).
+# 16-row tile with 16 warps splitting K and the next k-block prefetched (11116) on the 7168-wide MLA
+# shapes, x pre-quantized from M = 9 on 1536 rows (1011116); 576 rows (36 tiles) split K over 4 CTAs
+# (41108, pre-quantized 1041108 for two token tiles).
 # Session 8 run 2 (benchmarks/results/session8/run2, M = 16, us, quantizer trigger late / early):
 # 2112x7168 1011114 12.80 / 9.35 (16 warps, 1011116: 12.99 / 12.52; 13 warps 13.37 / 9.94; PF = 2
 # 1011214 12.48 / 9.63) -> 1011114 early for M = 9..16; 576x7168 1041108 6.68 / 6.49 -> early;
