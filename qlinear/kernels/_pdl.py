@@ -100,18 +100,22 @@ def launch_options(device: torch.device, m: int, max_m: int | None = None, trigg
 
 
 @triton.jit
+def _launch_dependents():
+    tl.inline_asm_elementwise("griddepcontrol.launch_dependents; // $0", "=r", [], dtype=tl.int32, is_pure=False,
+                              pack=1)
+
+
+@triton.jit
 def pdl_prologue(USE_PDL: tl.constexpr, PDL_EARLY: tl.constexpr):
     """First statement of a PDL-aware kernel: wait for the previous grid (and let the next one be
     scheduled: "first" before the wait, "early" after it). Nothing is traced when ``USE_PDL`` is
     False."""
     if USE_PDL:
         if PDL_EARLY == 2:
-            tl.inline_asm_elementwise("griddepcontrol.launch_dependents; // $0", "=r", [], dtype=tl.int32,
-                                      is_pure=False, pack=1)
+            _launch_dependents()
         tl.inline_asm_elementwise("griddepcontrol.wait; // $0", "=r", [], dtype=tl.int32, is_pure=False, pack=1)
         if PDL_EARLY == 1:
-            tl.inline_asm_elementwise("griddepcontrol.launch_dependents; // $0", "=r", [], dtype=tl.int32,
-                                      is_pure=False, pack=1)
+            _launch_dependents()
 
 
 @triton.jit
@@ -119,5 +123,4 @@ def pdl_trigger(USE_PDL: tl.constexpr, PDL_EARLY: tl.constexpr):
     """After the main loop ("late" mode): let the next PDL grid be scheduled."""
     if USE_PDL:
         if not PDL_EARLY:
-            tl.inline_asm_elementwise("griddepcontrol.launch_dependents; // $0", "=r", [], dtype=tl.int32,
-                                      is_pure=False, pack=1)
+            _launch_dependents()
