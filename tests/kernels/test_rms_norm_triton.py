@@ -3,10 +3,8 @@
 ``TRITON_INTERPRET=1`` must be set before triton is first imported (``triton.jit`` and triton's
 own library functions pick the interpreter at definition time). So:
 
-* if triton is not imported yet and no GPU is present, this module sets the variable before
-  importing triton and leaves it set: on a CPU-only machine the interpreter is the only way any
-  Triton kernel can run, so later test modules lose nothing;
-* if the variable is already set, the tests run here as they are;
+* on a CPU-only machine tests/conftest.py sets the variable before any test module is collected,
+  and the tests run here;
 * otherwise (triton already imported compiled-mode, or a GPU machine, where interpreting would
   slow down or break the GPU tests in the same process) the in-process tests are skipped and one
   test runs this file in a subprocess with ``TRITON_INTERPRET=1``.
@@ -18,14 +16,11 @@ results may differ from the reference by one bf16 ulp; the tolerances allow it.
 from __future__ import annotations
 
 import os
-import sys
 
 import pytest
 from _interpreter import rerun_interpreted
 import torch
 
-if "triton" not in sys.modules and not torch.cuda.is_available():
-    os.environ["TRITON_INTERPRET"] = "1"
 IN_PROCESS = os.environ.get("TRITON_INTERPRET") == "1"
 
 triton = pytest.importorskip("triton")

@@ -18,9 +18,10 @@ op's own view collapsing) for the norms, because the public ops send CPU tensors
 
 ``TRITON_INTERPRET=1`` must be set before triton is imported, and this module must not set it for
 the rest of the session. So the properties run in this process only when the variable was already
-set and triton runs interpreted here (e.g. a CPU session where an earlier test module switched it
-on); otherwise one test runs this file in a child process with the variable set and checks that
-every property passed there (its example counts are merged into this session's summary).
+set and triton runs interpreted here (a CPU session: tests/conftest.py switches it on before any
+module is collected); otherwise one test runs this file in a child process with the variable set
+and checks that every property passed there (its example counts are merged into this session's
+summary).
 """
 
 from __future__ import annotations
