@@ -3,6 +3,7 @@
 // register kernel: dtype, R, U, NT, PF, both in w4a16_ring_<dtype>.cu; bulk ring kernel: the ring's
 // digits + 10000, in w4a16_bulk_<dtype>.cu; sub-group kernel: here).
 #include "w4a16_params.cuh"
+#include "w4a16_tma.cuh"
 #include "device_attrs.h"
 
 namespace qlinear {
@@ -49,16 +50,22 @@ bool ring_ok(const W4GemvArgs& a) {
          reinterpret_cast<uintptr_t>(a.zeros) % 4 == 0;
 }
 
-// The bulk ring kernel's cp.async.bulk copies: sm_90, 16-byte aligned addresses and sizes (rows of
-// 16 scales / zeros per copy: N % 16 == 0; whole superblocks of x: K % 128 == 0).
-bool bulk_ok(const W4GemvArgs& a) {
+// The TMA ring kernel's tensor maps: sm_90, 16-byte aligned bases and row strides (rows of 16 scales /
+// zeros: N % 16 == 0; x rows: stride % 8 == 0 unless one row). K needs nothing: columns past K land as
+// zeros.
+bool tma_ok(const W4GemvArgs& a) {
   auto al16 = [](const void* q) { return reinterpret_cast<uintptr_t>(q) % 16 == 0; };
-  return cc_major() >= 9 && !sub_group(a) && a.n % 16 == 0 && a.k % 128 == 0 && al16(a.x) && al16(a.scales) &&
-         al16(a.zeros) && (a.m <= 1 || a.x_stride % 8 == 0);
+  return cc_major() >= 9 && !sub_group(a) && a.n % 16 == 0 && al16(a.x) && al16(a.scales) && al16(a.zeros) &&
+         (a.m <= 1 || a.x_stride % 8 == 0);
 }
+
+// The bulk ring kernel's cp.async.bulk copies: the TMA ring's conditions and whole superblocks of x
+// (16-byte sizes: K % 128 == 0).
+bool bulk_ok(const W4GemvArgs& a) { return a.k % 128 == 0 && tma_ok(a); }
 
 bool ring_compiled(int nt, int code) {
   using namespace w4a16g;
+  if (code >= 20000) return nt == 1 ? code_listed(kTmaNT1, code) : code_listed(kTmaNT2, code);
   if (code >= 10000) return nt == 1 ? code_listed(kBulkNT1, code) : code_listed(kBulkNT2, code);
   return nt == 1 ? code_listed(kRingNT1, code) : code_listed(kRingNT2, code);
 }
@@ -93,7 +100,8 @@ W4GemvConfig w4_gemv_resolve(const W4GemvArgs& a, const W4GemvConfig& cfg) {
   if (c.pdl > 0 && cc_major() < 9) c.pdl = 0;
   if (c.ring > 0) {
     c.row_tiles = c.chunk = 0;
-    c.warps = ((c.ring % 10000) / 1000) * ((c.ring / 100) % 10);
+    // TMA ring: CW consumer warps and the producer
+    c.warps = c.ring >= 20000 ? c.ring % 10 + 1 : ((c.ring % 10000) / 1000) * ((c.ring / 100) % 10);
     return c;
   }
   if (sub_group(a)) {
@@ -147,9 +155,16 @@ W4GemvSupport w4_gemv_supported(const W4GemvArgs& a, const W4GemvConfig& cfg) {
   if (c.fold < 0 || c.fold > 1 || (c.fold != 0 && (c.ring > 0 || sub_group(a)))) return W4GemvSupport::kBadConfig;
   if (c.ring <= 0 && (c.pipe < 0 || c.pipe > 2)) return W4GemvSupport::kBadConfig;
   if (c.ring > 0) {
-    if (c.ring >= 10000 ? !bulk_ok(a) : !ring_ok(a))
-      return c.ring >= 10000 ? W4GemvSupport::kNoBulk : W4GemvSupport::kNoRing;
+    if (c.ring >= 20000 ? !tma_ok(a) : (c.ring >= 10000 ? !bulk_ok(a) : !ring_ok(a)))
+      return c.ring >= 20000 ? W4GemvSupport::kNoTma
+                             : (c.ring >= 10000 ? W4GemvSupport::kNoBulk : W4GemvSupport::kNoRing);
     if (!ring_compiled(nt, c.ring)) return W4GemvSupport::kBadConfig;
+    if (c.ring >= 20000) {
+      const int mb = static_cast<int>(a.m < 8 * nt ? a.m : 8 * nt);
+      const int ssz = a.scale_dtype == W4GDType::kFloat32 ? 4 : 2;
+      if (w4a16g::tma_smem_bytes(c.ring, nt, mb, ssz) > smem_optin()) return W4GemvSupport::kTooMuchSmem;
+      return W4GemvSupport::kOk;
+    }
     // refused here rather than failing in cudaFuncSetAttribute / the launch (cudaErrorInvalidValue)
     if (w4_ring_smem_bytes(c.ring, a.m) > static_cast<size_t>(smem_optin())) return W4GemvSupport::kTooMuchSmem;
     return W4GemvSupport::kOk;
@@ -180,6 +195,9 @@ const char* w4_gemv_support_reason(W4GemvSupport s) {
     case W4GemvSupport::kNoBulk:
       return "bulk ring kernel needs sm_90+, groups >= 128 or per channel, N % 16 == 0, K % 128 == 0, 16-byte "
              "aligned x / scales / zeros, x row stride % 8 == 0";
+    case W4GemvSupport::kNoTma:
+      return "TMA ring kernel needs sm_90+, groups >= 128 or per channel, N % 16 == 0, 16-byte aligned x / scales / "
+             "zeros, x row stride % 8 == 0";
     case W4GemvSupport::kTooMuchSmem:
       return "ring code's shared memory at this M exceeds the device's per-block opt-in limit";
   }
@@ -189,7 +207,9 @@ const char* w4_gemv_support_reason(W4GemvSupport s) {
 size_t w4_ring_smem_bytes(int code, int64_t m) {
   if (code <= 0 || m < 1 || m > 16) return 0;
   const int nt = m > 8 ? 2 : 1;
-  return w4a16g::ring_smem_bytes(code, nt, static_cast<int>(m < 8 * nt ? m : 8 * nt));
+  const int mb = static_cast<int>(m < 8 * nt ? m : 8 * nt);
+  if (code >= 20000) return static_cast<size_t>(w4a16g::tma_smem_bytes(code, nt, mb, 4));
+  return w4a16g::ring_smem_bytes(code, nt, mb);
 }
 
 Params w4_params(const W4GemvArgs& a, int pdl_prefetch) {
@@ -225,6 +245,11 @@ cudaError_t launch_impl(const W4GemvArgs& a, cudaStream_t stream, const W4GemvCo
   Params p = w4_params(a, c.pdl > 0 ? 1 : 0);
   p.sb_interleave = c.pipe == 2 ? 1 : 0;
   const int nt = a.m > 8 ? 2 : 1;
+  if (c.ring >= 20000) {
+    // instances and tensor maps live in w4a16_tma_launch.cu
+    return a.x_dtype == W4GDType::kBFloat16 ? w4a16g::tma_dispatch_bf16(p, c.ring, nt, c.pdl > 0, stream)
+                                            : w4a16g::tma_dispatch_f16(p, c.ring, nt, c.pdl > 0, stream);
+  }
   if (c.ring >= 10000) {
     // instances live in w4a16_bulk_bf16.cu / w4a16_bulk_f16.cu
     return a.x_dtype == W4GDType::kBFloat16 ? w4a16g::bulk_dispatch_bf16(p, c.ring, nt, c.pdl > 0, stream)
@@ -261,8 +286,10 @@ cudaError_t w4_gemv_launch(const W4GemvArgs& a, cudaStream_t stream, W4GemvConfi
 }
 
 int w4_ring_configs(int nt, int* codes, int cap) {
-  if (nt == 1) return append_codes(w4a16g::kBulkNT1, codes, cap, append_codes(w4a16g::kRingNT1, codes, cap, 0));
-  return append_codes(w4a16g::kBulkNT2, codes, cap, append_codes(w4a16g::kRingNT2, codes, cap, 0));
+  using namespace w4a16g;
+  if (nt == 1)
+    return append_codes(kTmaNT1, codes, cap, append_codes(kBulkNT1, codes, cap, append_codes(kRingNT1, codes, cap, 0)));
+  return append_codes(kTmaNT2, codes, cap, append_codes(kBulkNT2, codes, cap, append_codes(kRingNT2, codes, cap, 0)));
 }
 
 namespace w4a16g {

@@ -42,7 +42,10 @@ struct W4GemvArgs {
 // four digits = the bulk ring kernel (sm_90 cp.async.bulk copies on mbarriers instead of per-thread
 // cp.async: same stage layout and compute; needs N % 16 == 0, K % 128 == 0, 16-byte aligned x /
 // scales / zeros, x row stride % 8 == 0, else kNoBulk), only when asked for (auto never picks it).
-// 5-digit codes: 1 WR WK S ST (e.g. 11424 = the bulk 1424).
+// 5-digit codes: 1 WR WK S ST (e.g. 11424 = the bulk 1424). 20000 + R * 1000 + KS * 100 + ST * 10 + CW =
+// the TMA ring kernel (w4a16_tma.cuh: one producer warp streams 16 R rows x KS superblocks per stage
+// through ST stages with tensor maps, CW consumer warps; sm_90, groups >= 128 or per channel, N % 16 == 0,
+// 16-byte aligned x / scales / zeros, x row stride % 8 == 0, else kNoTma).
 // pipe: the register kernel's chunk schedule. 0: each warp a contiguous slice of K, one chunk of
 // `chunk` superblocks at a time; 1: the same, double-buffered (next chunk's loads issued before this
 // chunk's math); 2: chunks dealt round-robin over the warps (neighbouring warps read neighbouring
@@ -77,18 +80,21 @@ enum class W4GemvSupport : int {
                       // zeros not 16-byte aligned or x row stride % 8 != 0
   kTooMuchSmem = 10,  // the ring / bulk code's dynamic shared memory at this M exceeds the device's per-CTA
                       // opt-in limit (227 KB on sm_90: every compiled code fits there; smaller on sm_8x)
+  kNoTma = 11,        // TMA ring asked for: not sm_90+, groups < 128, N % 16 != 0, x / scales / zeros not
+                      // 16-byte aligned or x row stride % 8 != 0
 };
 
 // A short reason for a W4GemvSupport value ("supported" for kOk), for error messages.
 const char* w4_gemv_support_reason(W4GemvSupport s);
 
-// Dynamic shared memory (bytes) a ring / bulk ring code (>= 10000) needs at M rows of x, 0 for other codes.
+// Dynamic shared memory (bytes) a ring / bulk ring code (>= 10000) needs at M rows of x, 0 for other codes;
+// for a TMA ring code (>= 20000) the most it needs (fp32 scales).
 size_t w4_ring_smem_bytes(int code, int64_t m);
 
 W4GemvSupport w4_gemv_supported(const W4GemvArgs& a, const W4GemvConfig& cfg);
 
-// The compiled ring shapes for M <= 8 (nt = 1) or M <= 16 (nt = 2), cp.async ring codes then bulk
-// ring codes (>= 10000): writes up to `cap` codes, returns how many there are.
+// The compiled ring shapes for M <= 8 (nt = 1) or M <= 16 (nt = 2), cp.async ring codes, bulk ring
+// codes (>= 10000), then TMA ring codes (>= 20000): writes up to `cap` codes, returns how many there are.
 int w4_ring_configs(int nt, int* codes, int cap);
 
 // The compiled register-kernel configs: codes R * 1000 + U * 100 + NT * 10 + pipe (NT = 1: M <= 8,

@@ -55,6 +55,7 @@ SOURCES = (
     "fp8_gemv_launch_preq.cu",
     "w4a16_bulk_bf16.cu",
     "w4a16_bulk_f16.cu",
+    "w4a16_tma_launch.cu",
 )
 HEADERS = (
     "device_attrs.h",
@@ -66,6 +67,7 @@ HEADERS = (
     "pdl.cuh",
     "bulk_copy.cuh",
     "w4a16_gemv.cuh",
+    "w4a16_tma.cuh",
     "w4a16_gemv_launch.h",
     "w4a16_gemm.cuh",
     "w4a16_gemm_launch.h",

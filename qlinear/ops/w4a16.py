@@ -772,7 +772,8 @@ def cuda_gemv(
     ``[M, N]`` in x's dtype, or None when the extension is unavailable.
 
     ``ring``: the cp.async ring kernel's shape code (see :data:`_CUDA_RING`; 0 = automatic, -1 =
-    the register kernel, >= 10000 = the bulk ring kernel); None = -1 when ``config`` is given, else
+    the register kernel, >= 10000 = the bulk ring kernel, >= 20000 = the TMA ring kernel,
+    ``csrc/w4a16_tma.cuh``); None = -1 when ``config`` is given, else
     :data:`_CUDA_RING` (then :data:`_CUDA_RING_AUTO` when that is 0). An explicit 0 is the
     launcher's own choice. ``config`` =
     the register kernel's (row tiles per CTA, superblocks per chunk, warps per CTA[, pipe: 0 = a
@@ -907,17 +908,22 @@ def _grouped_128(packed: W4A16Weights) -> bool:
 
 
 def _cuda_bulk_ok(x: torch.Tensor, packed: W4A16Weights) -> bool:
-    """Whether the bulk ring kernel applies (csrc/w4a16_gemv_launch.cu bulk_ok): sm_90+, groups of
-    >= 128 or per channel, N % 16 == 0, K % 128 == 0, x / scales / zeros 16-byte aligned, x row
-    stride % 8 == 0."""
+    """Whether the bulk ring kernel applies (csrc/w4a16_gemv_launch.cu bulk_ok): the TMA ring's
+    conditions (:func:`_cuda_tma_ok`) and K % 128 == 0."""
+    return x.shape[1] % 128 == 0 and _cuda_tma_ok(x, packed)
+
+
+def _cuda_tma_ok(x: torch.Tensor, packed: W4A16Weights) -> bool:
+    """Whether the TMA ring kernel applies (csrc/w4a16_gemv_launch.cu tma_ok): sm_90+, groups of
+    >= 128 or per channel, N % 16 == 0, x / scales / zeros 16-byte aligned, x row stride % 8 == 0
+    (any K: its x boxes land columns past K as zeros)."""
     dev = x.device.index if x.device.index is not None else torch.cuda.current_device()
     if dev not in _SM90:
         _SM90[dev] = torch.cuda.get_device_capability(dev)[0] >= 9
-    m, k = x.shape
     zeros = packed.zeros
-    return (_SM90[dev] and _grouped_128(packed) and packed.n % 16 == 0 and k % 128 == 0 and x.data_ptr() % 16 == 0
+    return (_SM90[dev] and _grouped_128(packed) and packed.n % 16 == 0 and x.data_ptr() % 16 == 0
             and packed.scales.data_ptr() % 16 == 0 and (zeros is None or zeros.data_ptr() % 16 == 0)
-            and (m <= 1 or x.stride(0) % 8 == 0))
+            and (x.shape[0] <= 1 or x.stride(0) % 8 == 0))
 
 
 def _cuda_ring_ok(packed: W4A16Weights) -> bool:
@@ -942,6 +948,8 @@ def _cuda_auto_ring(x: torch.Tensor, packed: W4A16Weights) -> int:
     """:data:`_CUDA_RING_AUTO`'s code for this call (-1 = the register kernel), or 0 (the
     launcher's choice)."""
     code = _cuda_table_entry(_CUDA_RING_AUTO, x, packed) or 0
+    if code >= 20000:
+        return code if _cuda_tma_ok(x, packed) else 0
     if code >= 10000:
         return code if _cuda_bulk_ok(x, packed) else 0
     if code > 0:

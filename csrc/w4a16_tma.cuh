@@ -1,0 +1,311 @@
+// W4A16 decode GEMV fed by a TMA ring (sm_90): one producer warp streams the weights, scales, zero
+// points and x of a CTA's rows into shared memory with cp.async.bulk.tensor; CW consumer warps read
+// them with LDS and run the register kernel's dequantize + mma (reg_compute, w4a16_gemv.cuh), so the
+// arithmetic and the math are those of a tested path and only the data movement is new. Device code
+// and the instance launch only (no torch headers); the tensor maps come from the launcher.
+//
+//   out[m, n] = sum_k x[m, k] * (q[n, k] - zero[grp(k), n]) * scale[grp(k), n]  (+ bias[n])
+//
+// Why: the register kernel issues its own global loads, so its loads in flight stop while its warps
+// compute; at 7168x16384 M = 1 the weight words alone stream in 16.1 us, the whole kernel in ~23
+// (session 10 run 8: scales / zeros, x and the math each add time instead of overlapping). Here the
+// bytes in flight are the ring's ST stages, whatever the consumers are doing.
+//
+// CTA: 16 R rows over the whole K, in stages of KS superblocks (128 columns each). Stage layout
+// (offsets in TmaLayout): KS weight boxes [16 R rows][16 words] (a row's 64 bytes contiguous: the 8
+// lanes of a quarter warp read rows g, g + 1 as 128 contiguous bytes, no bank conflict), KS x boxes
+// [MB rows][128 columns] (MB = min(M, 8 NT) rows; lanes of row g >= M read row M - 1, a broadcast at
+// M = 1), one scale box [KS groups][16 R rows] and, with zero points, one zero box of the same shape.
+// Boxes past N, K or the last group land as zeros (TMA out-of-bounds fill): a zero x column or a zero
+// scale adds nothing, so a ragged last stage needs no bounds tests.
+// Consumer warp w takes the stage's superblocks j = w, w + CW, ... (U = KS / CW of them) for all R row
+// tiles, so the x fragments it reads serve R tiles; the CW partial sums meet in shared memory at the end.
+#pragma once
+
+#include <cuda.h>
+
+#include "w4a16_gemv.cuh"
+
+namespace qlinear {
+namespace w4a16g {
+
+struct TmaParams {
+  CUtensorMap wmap;  // qweight [N, 16 nsb] int32: box 16 words x 16 R rows
+  CUtensorMap xmap;  // x [M, K]: box 128 columns x MB rows
+  CUtensorMap smap;  // scales [G, N]: box 16 R rows x KS groups (unused per channel)
+  CUtensorMap zmap;  // zeros [G, N] uint8: box as smap (unused when symmetric)
+  Params p;
+  int mb;           // x rows staged per superblock
+  int per_channel;  // one scale per row: read once from global, no scale box
+  int off_x, off_s, off_z, stage_bytes, off_red, off_bar;
+  uint32_t tx_bytes;  // bytes one stage's boxes land (out-of-bounds fill included)
+};
+
+// Code digits: 20000 + R * 1000 + KS * 100 + ST * 10 + CW.
+template <int C>
+struct TmaCode {
+  static constexpr int R = C / 1000 % 10, KS = C / 100 % 10, ST = C / 10 % 10, CW = C % 10;
+  static_assert(C >= 21000 && C < 30000 && R >= 1 && KS >= 1 && ST >= 2 && CW >= 1 && KS % CW == 0,
+                "a TMA ring code is 2 R KS ST CW as decimal digits, CW dividing KS, ST >= 2");
+};
+
+struct TmaLayout {
+  int off_x, off_s, off_z, stage_bytes;
+};
+
+// One stage's layout for r row tiles, ks superblocks, mb x rows and ssz-byte scales (16-byte aligned
+// boxes; stages 128-byte aligned).
+__host__ __device__ constexpr TmaLayout tma_stage_layout(int r, int ks, int mb, int ssz) {
+  const int w = ks * r * 16 * 64;
+  const int x = ks * mb * 256;
+  const int s = (ks * r * 16 * ssz + 15) / 16 * 16;
+  const int z = ks * r * 16;
+  return {w, w + x, w + x + s, (w + x + s + z + 127) / 128 * 128};
+}
+
+// Dynamic shared memory of code C at mb x rows: ST stages, the cross-warp reduction, ST full and ST
+// empty mbarriers.
+__host__ __device__ constexpr int tma_smem_bytes(int code, int nt, int mb, int ssz) {
+  const int r = code / 1000 % 10, ks = code / 100 % 10, st = code / 10 % 10, cw = code % 10;
+  const int ring = st * tma_stage_layout(r, ks, mb, ssz).stage_bytes;
+  const int red = cw * r * nt * 4 * 32 * 4;
+  return ring + red + 16 * st;
+}
+
+__device__ __forceinline__ void named_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
+// The chunk of stage slot `base` that consumer warp w computes: its U superblocks j = w + CW u of all
+// R row tiles, read from shared memory into the register kernel's chunk.
+template <int R, int U, int NT, int CW>
+__device__ __forceinline__ void tma_lds(const TmaParams& tp, const char* base, int w, int g, int t, int gj0,
+                                        int sb0, RegChunk<U, R, NT>& c, const float (&pcs)[R][2]) {
+  const Params& p = tp.p;
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    const int j = w + CW * u;
+    const char* wb = base + j * (R * 16 * 64) + g * 64 + t * 16;
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) c.w[u][r][h] = *reinterpret_cast<const uint4*>(wb + (r * 16 + 8 * h) * 64);
+    const char* xb = base + tp.off_x + j * (tp.mb * 256) + t * 8;
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) {
+      const char* xr = xb + min(g + 8 * nt, tp.mb - 1) * 256;
+#pragma unroll
+      for (int i = 0; i < 8; ++i) c.x[u][nt][i] = *reinterpret_cast<const uint2*>(xr + i * 32);
+    }
+    if (tp.per_channel) {
+#pragma unroll
+      for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) c.s[u][r][h] = pcs[r][h];
+    } else {
+      // the stage's scale box starts at group gj0; superblock sb0 + j is in group_of_sb(sb0 + j)
+      const int gi = group_of_sb(sb0 + j, p.grp_mul) - gj0;
+      const int e0 = gi * (R * 16) + g;
+      if (p.scale_kind == FKind::kBFloat16) {
+        const __nv_bfloat16* sp = reinterpret_cast<const __nv_bfloat16*>(base + tp.off_s) + e0;
+#pragma unroll
+        for (int r = 0; r < R; ++r)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) c.s[u][r][h] = __bfloat162float(sp[r * 16 + 8 * h]);
+      } else if (p.scale_kind == FKind::kFloat16) {
+        const __half* sp = reinterpret_cast<const __half*>(base + tp.off_s) + e0;
+#pragma unroll
+        for (int r = 0; r < R; ++r)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) c.s[u][r][h] = __half2float(sp[r * 16 + 8 * h]);
+      } else {
+        const float* sp = reinterpret_cast<const float*>(base + tp.off_s) + e0;
+#pragma unroll
+        for (int r = 0; r < R; ++r)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) c.s[u][r][h] = sp[r * 16 + 8 * h];
+      }
+    }
+    if (p.zeros != nullptr && !tp.per_channel) {
+      const int gi = group_of_sb(sb0 + j, p.grp_mul) - gj0;
+      const uint8_t* zp = reinterpret_cast<const uint8_t*>(base + tp.off_z) + gi * (R * 16) + g;
+#pragma unroll
+      for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) c.z[u][r][h] = zp[r * 16 + 8 * h];
+    } else {
+#pragma unroll
+      for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) c.z[u][r][h] = 8u;
+    }
+  }
+}
+
+// The producer's copies of stage st into slot `dst` (barrier bar): weights, scales and zero points
+// (wx false) or x (wx true).
+template <int R, int KS>
+__device__ __forceinline__ void tma_issue(const TmaParams& tp, uint32_t dst, uint32_t bar, int st, int row0, bool wx) {
+  const int sb0 = st * KS;
+  if (!wx) {
+#pragma unroll
+    for (int j = 0; j < KS; ++j) tma::tensor_copy_2d(dst + j * (R * 16 * 64), &tp.wmap, (sb0 + j) * 16, row0, bar);
+    if (!tp.per_channel) {
+      const int g0 = group_of_sb(sb0, tp.p.grp_mul);
+      tma::tensor_copy_2d(dst + tp.off_s, &tp.smap, row0, g0, bar);
+      if (tp.p.zeros != nullptr) tma::tensor_copy_2d(dst + tp.off_z, &tp.zmap, row0, g0, bar);
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < KS; ++j) tma::tensor_copy_2d(dst + tp.off_x + j * (tp.mb * 256), &tp.xmap, (sb0 + j) * 128, 0, bar);
+  }
+}
+
+template <typename XT, int R, int KS, int ST, int CW, int NT>
+__global__ void __launch_bounds__(32 * (CW + 1), 1) tma_gemv_kernel(const __grid_constant__ TmaParams tp) {
+  constexpr int U = KS / CW;
+  const Params& p = tp.p;
+  extern __shared__ __align__(16) char smem[];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int row0 = blockIdx.x * (16 * R);
+  const int nst = (p.nsb + KS - 1) / KS;
+  const uint32_t full0 = tma::smem_u32(smem + tp.off_bar), empty0 = full0 + 8 * ST;
+  if (threadIdx.x == 0) {
+#pragma unroll
+    for (int s = 0; s < ST; ++s) {
+      tma::mbar_init(full0 + 8 * s, 1);
+      tma::mbar_init(empty0 + 8 * s, 32 * CW);
+    }
+    tma::mbar_fence_init();
+  }
+  __syncthreads();
+  if constexpr (NT == 1) pdl::launch_dependents();
+
+  if (warp == CW) {
+    // producer: one lane; weights / scales / zeros of the first stages before griddepcontrol.wait (the
+    // previous kernel never writes them), x after
+    if (lane == 0) {
+      const int pro = nst < ST ? nst : ST;
+      for (int s = 0; s < pro; ++s) {
+        tma::mbar_arrive_tx(full0 + 8 * s, tp.tx_bytes);
+        tma_issue<R, KS>(tp, tma::smem_u32(smem + s * tp.stage_bytes), full0 + 8 * s, s, row0, false);
+      }
+      pdl::wait();
+      for (int s = 0; s < pro; ++s)
+        tma_issue<R, KS>(tp, tma::smem_u32(smem + s * tp.stage_bytes), full0 + 8 * s, s, row0, true);
+      for (int st = ST; st < nst; ++st) {
+        const int slot = st % ST;
+        tma::mbar_wait(empty0 + 8 * slot, static_cast<uint32_t>((st / ST - 1) & 1));
+        const uint32_t dst = tma::smem_u32(smem + slot * tp.stage_bytes), bar = full0 + 8 * slot;
+        tma::mbar_arrive_tx(bar, tp.tx_bytes);
+        tma_issue<R, KS>(tp, dst, bar, st, row0, false);
+        tma_issue<R, KS>(tp, dst, bar, st, row0, true);
+      }
+    }
+    return;
+  }
+
+  const int g = lane >> 2, t = lane & 3;
+  uint32_t magic;  // in a register: the fused LOP3 takes one immediate only
+  asm("mov.b32 %0, %1;" : "=r"(magic) : "n"(Mma<XT>::kMagic));
+  float pcs[R][2] = {};
+  if (tp.per_channel) {
+    // one scale per row (scales [1, N]; rows past N read row N - 1, never stored)
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) pcs[r][h] = load_f(p.scales, min(row0 + r * 16 + g + 8 * h, p.n - 1), p.scale_kind);
+  }
+  float tot[R][NT][4];
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+      for (int q = 0; q < 4; ++q) tot[r][nt][q] = 0.f;
+  uint32_t sink = 0;
+  for (int st = 0; st < nst; ++st) {
+    const int slot = st % ST;
+    tma::mbar_wait(full0 + 8 * slot, static_cast<uint32_t>((st / ST) & 1));
+    const int sb0 = st * KS;
+    const int gj0 = tp.per_channel ? 0 : group_of_sb(sb0, p.grp_mul);
+    RegChunk<U, R, NT> c;
+    tma_lds<R, U, NT, CW>(tp, smem + slot * tp.stage_bytes, warp, g, t, gj0, sb0, c, pcs);
+    reg_compute<XT, U, R, NT, 0, 0>(c, tot, sink, magic);
+    // after the math: the chunk's shared-memory reads are complete before the slot is handed back
+    tma::mbar_arrive(empty0 + 8 * slot);
+  }
+  if constexpr (NT == 2) pdl::launch_dependents();
+
+  // cross-warp reduction (its own region: other warps may still read the ring), + bias, store
+  constexpr int V = R * NT * 4 * 32;
+  float* red = reinterpret_cast<float*>(smem + tp.off_red);
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) red[warp * V + ((r * NT + nt) * 4 + c) * 32 + lane] = tot[r][nt][c];
+  named_sync(1, 32 * CW);
+  pdl::wait();  // the output may be read by the previous grid until it completes
+  for (int v = threadIdx.x; v < V; v += 32 * CW) {
+    float s = 0.f;
+#pragma unroll
+    for (int wi = 0; wi < CW; ++wi) s += red[wi * V + v];
+    const int ln = v & 31, c = (v >> 5) & 3, rn = v >> 7;
+    store_frag<XT>(p, row0 + (rn / NT) * 16, rn % NT, ln, c, s);
+  }
+}
+
+// Host side: the stage layout of tp for code C at tp.mb x rows, and the launch.
+template <typename XT, int C, int NT>
+inline cudaError_t tma_launch(TmaParams& tp, bool pdl, cudaStream_t stream) {
+  using D = TmaCode<C>;
+  const int ssz = fkind_bytes(tp.p.scale_kind);
+  const TmaLayout l = tma_stage_layout(D::R, D::KS, tp.mb, ssz);
+  tp.off_x = l.off_x;
+  tp.off_s = l.off_s;
+  tp.off_z = l.off_z;
+  tp.stage_bytes = l.stage_bytes;
+  tp.off_red = D::ST * l.stage_bytes;
+  const int smem = tma_smem_bytes(C, NT, tp.mb, ssz);
+  tp.off_bar = smem - 16 * D::ST;
+  tp.tx_bytes = static_cast<uint32_t>(D::KS * D::R * 16 * 64 + D::KS * tp.mb * 256);
+  if (!tp.per_channel) {
+    tp.tx_bytes += static_cast<uint32_t>(D::KS * D::R * 16 * ssz);
+    if (tp.p.zeros != nullptr) tp.tx_bytes += static_cast<uint32_t>(D::KS * D::R * 16);
+  }
+  const dim3 grid(static_cast<unsigned>((tp.p.n + 16 * D::R - 1) / (16 * D::R)));
+  return launch_kernel(tma_gemv_kernel<XT, D::R, D::KS, D::ST, D::CW, NT>, grid, dim3(32 * (D::CW + 1)),
+                       static_cast<size_t>(smem), pdl, stream, tp);
+}
+
+// TMA ring shapes compiled, per token tiles (code: 20000 + R KS ST CW as decimal digits).
+constexpr int kTmaNT1[] = {21844, 22844, 22444, 24444, 22848, 21424};
+constexpr int kTmaNT2[] = {21844, 22844, 22444, 24444};
+
+template <size_t L>
+constexpr bool tma_codes_fit(const int (&codes)[L], int nt) {
+  for (size_t i = 0; i < L; ++i)
+    if (tma_smem_bytes(codes[i], nt, 8 * nt, 4) > static_cast<int>(kSm90SmemOptin)) return false;
+  return true;
+}
+static_assert(tma_codes_fit(kTmaNT1, 1) && tma_codes_fit(kTmaNT2, 2), "a TMA ring code exceeds 227 KB of smem");
+
+template <typename XT, int NT>
+inline cudaError_t tma_launch_listed(TmaParams& tp, int code, bool pdl, cudaStream_t s) {
+  if constexpr (NT == 1) {
+    return with_listed_code<kTmaNT1>(code, cudaErrorInvalidValue,
+                                     [&](auto c) { return tma_launch<XT, decltype(c)::value, 1>(tp, pdl, s); });
+  } else {
+    return with_listed_code<kTmaNT2>(code, cudaErrorInvalidValue,
+                                     [&](auto c) { return tma_launch<XT, decltype(c)::value, 2>(tp, pdl, s); });
+  }
+}
+
+// Defined in w4a16_tma_launch.cu (the call's tensor maps, then the instance).
+cudaError_t tma_dispatch_bf16(const Params& p, int code, int nt, bool pdl, cudaStream_t s);
+cudaError_t tma_dispatch_f16(const Params& p, int code, int nt, bool pdl, cudaStream_t s);
+
+}  // namespace w4a16g
+}  // namespace qlinear
