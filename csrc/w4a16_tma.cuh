@@ -41,12 +41,14 @@ struct TmaParams {
   uint32_t tx_bytes;  // bytes one stage's boxes land (out-of-bounds fill included)
 };
 
-// Code digits: 20000 + R * 1000 + KS * 100 + ST * 10 + CW.
+// Code digits: F * 10000 + R * 1000 + KS * 100 + ST * 10 + CW; F = 2 plain, 3 with the zero fold,
+// 8 / 9 the diagnostic modes 1 / 2.
 template <int C>
 struct TmaCode {
-  static constexpr int R = C / 1000 % 10, KS = C / 100 % 10, ST = C / 10 % 10, CW = C % 10;
-  static_assert(C >= 21000 && C < 30000 && R >= 1 && KS >= 1 && ST >= 2 && CW >= 1 && KS % CW == 0,
-                "a TMA ring code is 2 R KS ST CW as decimal digits, CW dividing KS, ST >= 2");
+  static constexpr int F = C / 10000, R = C / 1000 % 10, KS = C / 100 % 10, ST = C / 10 % 10, CW = C % 10;
+  static constexpr int FOLD = F == 3 ? 1 : 0, MODE = F == 8 ? 1 : (F == 9 ? 2 : 0);
+  static_assert((F == 2 || F == 3 || F == 8 || F == 9) && R >= 1 && KS >= 1 && ST >= 2 && CW >= 1 && KS % CW == 0,
+                "a TMA ring code is F R KS ST CW as decimal digits (F 2 / 3 / 8 / 9), CW dividing KS, ST >= 2");
 };
 
 struct TmaLayout {
@@ -80,7 +82,8 @@ __device__ __forceinline__ void named_sync(int id, int threads) {
 // R row tiles, read from shared memory into the register kernel's chunk.
 template <int R, int U, int NT, int CW>
 __device__ __forceinline__ void tma_lds(const TmaParams& tp, const char* base, int w, int g, int t, int gj0,
-                                        int sb0, RegChunk<U, R, NT>& c, const float (&pcs)[R][2]) {
+                                        int sb0, RegChunk<U, R, NT>& c, const float (&pcs)[R][2],
+                                        const uint32_t (&pcz)[R][2]) {
   const Params& p = tp.p;
 #pragma unroll
   for (int u = 0; u < U; ++u) {
@@ -126,7 +129,12 @@ __device__ __forceinline__ void tma_lds(const TmaParams& tp, const char* base, i
           for (int h = 0; h < 2; ++h) c.s[u][r][h] = sp[r * 16 + 8 * h];
       }
     }
-    if (p.zeros != nullptr && !tp.per_channel) {
+    if (p.zeros != nullptr && tp.per_channel) {
+#pragma unroll
+      for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) c.z[u][r][h] = pcz[r][h];
+    } else if (p.zeros != nullptr) {
       const int gi = group_of_sb(sb0 + j, p.grp_mul) - gj0;
       const uint8_t* zp = reinterpret_cast<const uint8_t*>(base + tp.off_z) + gi * (R * 16) + g;
 #pragma unroll
@@ -161,7 +169,9 @@ __device__ __forceinline__ void tma_issue(const TmaParams& tp, uint32_t dst, uin
   }
 }
 
-template <typename XT, int R, int KS, int ST, int CW, int NT>
+// FOLD: the register kernel's zero-point fold (reg_compute). MODE (diagnostics, codes 8xxxx / 9xxxx):
+// 1 = consumers only wait for each stage and hand it back, 2 = they also read it (no math).
+template <typename XT, int R, int KS, int ST, int CW, int NT, int FOLD, int MODE>
 __global__ void __launch_bounds__(32 * (CW + 1), 1) tma_gemv_kernel(const __grid_constant__ TmaParams tp) {
   constexpr int U = KS / CW;
   const Params& p = tp.p;
@@ -209,12 +219,17 @@ __global__ void __launch_bounds__(32 * (CW + 1), 1) tma_gemv_kernel(const __grid
   uint32_t magic;  // in a register: the fused LOP3 takes one immediate only
   asm("mov.b32 %0, %1;" : "=r"(magic) : "n"(Mma<XT>::kMagic));
   float pcs[R][2] = {};
+  uint32_t pcz[R][2] = {};
   if (tp.per_channel) {
-    // one scale per row (scales [1, N]; rows past N read row N - 1, never stored)
+    // one scale (and zero point) per row ([1, N]; rows past N read row N - 1, never stored)
 #pragma unroll
     for (int r = 0; r < R; ++r)
 #pragma unroll
-      for (int h = 0; h < 2; ++h) pcs[r][h] = load_f(p.scales, min(row0 + r * 16 + g + 8 * h, p.n - 1), p.scale_kind);
+      for (int h = 0; h < 2; ++h) {
+        const int row = min(row0 + r * 16 + g + 8 * h, p.n - 1);
+        pcs[r][h] = load_f(p.scales, row, p.scale_kind);
+        if (p.zeros != nullptr) pcz[r][h] = p.zeros[row];
+      }
   }
   float tot[R][NT][4];
 #pragma unroll
@@ -230,12 +245,28 @@ __global__ void __launch_bounds__(32 * (CW + 1), 1) tma_gemv_kernel(const __grid
     const int sb0 = st * KS;
     const int gj0 = tp.per_channel ? 0 : group_of_sb(sb0, p.grp_mul);
     RegChunk<U, R, NT> c;
-    tma_lds<R, U, NT, CW>(tp, smem + slot * tp.stage_bytes, warp, g, t, gj0, sb0, c, pcs);
-    reg_compute<XT, U, R, NT, 0, 0>(c, tot, sink, magic);
+    if constexpr (MODE != 1) tma_lds<R, U, NT, CW>(tp, smem + slot * tp.stage_bytes, warp, g, t, gj0, sb0, c, pcs, pcz);
+    if constexpr (MODE == 0) {
+      reg_compute<XT, U, R, NT, 0, FOLD>(c, tot, sink, magic);
+    } else if constexpr (MODE == 2) {
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+#pragma unroll
+        for (int r = 0; r < R; ++r)
+#pragma unroll
+          for (int h = 0; h < 2; ++h)
+            sink ^= c.w[u][r][h].x ^ c.w[u][r][h].y ^ c.w[u][r][h].z ^ c.w[u][r][h].w ^ c.x[u][0][r * 2 + h].x ^
+                    __float_as_uint(c.s[u][r][h]) ^ c.z[u][r][h];
+    }
     // after the math: the chunk's shared-memory reads are complete before the slot is handed back
     tma::mbar_arrive(empty0 + 8 * slot);
   }
   if constexpr (NT == 2) pdl::launch_dependents();
+  if constexpr (MODE != 0) {
+    // diagnostics: keep the loads alive; practically never stores
+    if (sink == 0x9E3779B9u) static_cast<XT*>(p.out)[0] = Mma<XT>::from_f(1.f);
+    return;
+  }
 
   // cross-warp reduction (its own region: other warps may still read the ring), + bias, store
   constexpr int V = R * NT * 4 * 32;
@@ -276,13 +307,13 @@ inline cudaError_t tma_launch(TmaParams& tp, bool pdl, cudaStream_t stream) {
     if (tp.p.zeros != nullptr) tp.tx_bytes += static_cast<uint32_t>(D::KS * D::R * 16);
   }
   const dim3 grid(static_cast<unsigned>((tp.p.n + 16 * D::R - 1) / (16 * D::R)));
-  return launch_kernel(tma_gemv_kernel<XT, D::R, D::KS, D::ST, D::CW, NT>, grid, dim3(32 * (D::CW + 1)),
+  return launch_kernel(tma_gemv_kernel<XT, D::R, D::KS, D::ST, D::CW, NT, D::FOLD, D::MODE>, grid, dim3(32 * (D::CW + 1)),
                        static_cast<size_t>(smem), pdl, stream, tp);
 }
 
 // TMA ring shapes compiled, per token tiles (code: 20000 + R KS ST CW as decimal digits).
-constexpr int kTmaNT1[] = {21844, 22844, 22444, 24444, 22848, 21424};
-constexpr int kTmaNT2[] = {21844, 22844, 22444, 24444};
+constexpr int kTmaNT1[] = {22844, 22848, 22864, 22842, 22464, 32844, 32848, 82844, 92844, 82848, 92848};
+constexpr int kTmaNT2[] = {22844, 24444, 22444, 24464, 34444};
 
 template <size_t L>
 constexpr bool tma_codes_fit(const int (&codes)[L], int nt) {
