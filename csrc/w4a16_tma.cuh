@@ -171,8 +171,14 @@ __device__ __forceinline__ void tma_issue(const TmaParams& tp, uint32_t dst, uin
 
 // FOLD: the register kernel's zero-point fold (reg_compute). MODE (diagnostics, codes 8xxxx / 9xxxx):
 // 1 = consumers only wait for each stage and hand it back, 2 = they also read it (no math).
+// CTAs per SM the register budget is cut for (__launch_bounds__): eight consumer warps fit two CTAs
+// of 9 warps at <= 112 registers (session 22 run 4, ncu: 117 registers left one CTA per SM, 13.6 %
+// occupancy); one row tile per CTA (448 CTAs at 7168 rows) all resident with four. Two token tiles
+// keep the whole budget (their chunks spill below it).
+constexpr int tma_min_blocks(int r, int cw, int nt) { return nt == 2 ? 1 : (cw >= 8 ? 2 : (r == 1 ? 4 : 2)); }
+
 template <typename XT, int R, int KS, int ST, int CW, int NT, int FOLD, int MODE>
-__global__ void __launch_bounds__(32 * (CW + 1), 1) tma_gemv_kernel(const __grid_constant__ TmaParams tp) {
+__global__ void __launch_bounds__(32 * (CW + 1), tma_min_blocks(R, CW, NT)) tma_gemv_kernel(const __grid_constant__ TmaParams tp) {
   constexpr int U = KS / CW;
   const Params& p = tp.p;
   extern __shared__ __align__(16) char smem[];
@@ -315,7 +321,7 @@ inline cudaError_t tma_launch(TmaParams& tp, bool pdl, cudaStream_t stream) {
 }
 
 // TMA ring shapes compiled, per token tiles (code: 20000 + R KS ST CW as decimal digits).
-constexpr int kTmaNT1[] = {22844, 22848, 22864, 22868, 22464, 21844, 21868, 32844, 32848, 82844, 92844};
+constexpr int kTmaNT1[] = {22844, 22848, 22868, 22464, 21844, 21824, 21848, 32844, 32848, 22824};
 constexpr int kTmaNT2[] = {22844, 24444, 22444, 24464, 34444};
 
 template <size_t L>
