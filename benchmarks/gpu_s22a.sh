@@ -11,4 +11,5 @@ for shape in ${S22_SHAPES:-many few short}; do
     gpu_probe "tma_$shape" 150 "BEST|rror|Traceback" benchmarks/bench_w4tma.py --shapes "$shape" --reps ${S22_REPS:-9} ${S22_ARGS:-}
 done
 gpu_pytest s22a_ring_tests ${GT2_LIMIT:-120} tests/gpu/test_w4a16_cuda_gpu.py -k "bulk or ring"
+[ -n "${S22_SASS:-}" ] && gpu_sass "w4a16_tma_launch*.o" $S22_SASS
 gpu_cleanup

@@ -190,7 +190,7 @@ __global__ void __launch_bounds__(32 * (CW + 1), tma_min_blocks(R, CW, NT)) tma_
 #pragma unroll
     for (int s = 0; s < ST; ++s) {
       tma::mbar_init(full0 + 8 * s, 1);
-      tma::mbar_init(empty0 + 8 * s, CW);
+      tma::mbar_init(empty0 + 8 * s, 32 * CW);
     }
     tma::mbar_fence_init();
   }
@@ -252,6 +252,9 @@ __global__ void __launch_bounds__(32 * (CW + 1), tma_min_blocks(R, CW, NT)) tma_
     const int gj0 = tp.per_channel ? 0 : group_of_sb(sb0, p.grp_mul);
     RegChunk<U, R, NT> c;
     if constexpr (MODE != 1) tma_lds<R, U, NT, CW>(tp, smem + slot * tp.stage_bytes, warp, g, t, gj0, sb0, c, pcs, pcz);
+    // the slot goes back as soon as this thread's reads of it are done (the arrival releases them), so the
+    // producer refills it while the chunk is computed from registers: one more stage in flight
+    tma::mbar_arrive(empty0 + 8 * slot);
     if constexpr (MODE == 0) {
       reg_compute<XT, U, R, NT, 0, FOLD>(c, tot, sink, magic);
     } else if constexpr (MODE == 2) {
@@ -264,11 +267,6 @@ __global__ void __launch_bounds__(32 * (CW + 1), tma_min_blocks(R, CW, NT)) tma_
             sink ^= c.w[u][r][h].x ^ c.w[u][r][h].y ^ c.w[u][r][h].z ^ c.w[u][r][h].w ^ c.x[u][0][r * 2 + h].x ^
                     __float_as_uint(c.s[u][r][h]) ^ c.z[u][r][h];
     }
-    // after the math: the chunk's shared-memory reads are complete before the slot is handed back; one
-    // arrival per warp (__syncwarp orders the lanes' reads before lane 0's release): 32 per warp
-    // serialize on the barrier word (session 22 run 2: 4 warps 21.1 us, 8 warps 28.5)
-    __syncwarp();
-    if (lane == 0) tma::mbar_arrive(empty0 + 8 * slot);
   }
   if constexpr (NT == 2) pdl::launch_dependents();
   if constexpr (MODE != 0) {
@@ -321,7 +319,7 @@ inline cudaError_t tma_launch(TmaParams& tp, bool pdl, cudaStream_t stream) {
 }
 
 // TMA ring shapes compiled, per token tiles (code: 20000 + R KS ST CW as decimal digits).
-constexpr int kTmaNT1[] = {22844, 22848, 22868, 22464, 21844, 21824, 21848, 32844, 32848, 22824};
+constexpr int kTmaNT1[] = {22844, 22848, 22854, 22858, 22464, 21844, 21824, 21854, 32844, 32848, 82844};
 constexpr int kTmaNT2[] = {22844, 24444, 22444, 24464, 34444};
 
 template <size_t L>
