@@ -50,18 +50,21 @@ bool ring_ok(const W4GemvArgs& a) {
          reinterpret_cast<uintptr_t>(a.zeros) % 4 == 0;
 }
 
-// The TMA ring kernel's tensor maps: sm_90, 16-byte aligned bases and row strides (rows of 16 scales /
-// zeros: N % 16 == 0; x rows: stride % 8 == 0 unless one row). K needs nothing: columns past K land as
-// zeros.
-bool tma_ok(const W4GemvArgs& a) {
+// 16-byte aligned operands for copy-engine kernels: sm_90, groups of >= 128 or per channel, N % 16 == 0
+// (rows of 16 scales / zeros), x rows 16-byte aligned (stride % 8 == 0 unless one row).
+bool aligned16(const W4GemvArgs& a) {
   auto al16 = [](const void* q) { return reinterpret_cast<uintptr_t>(q) % 16 == 0; };
   return cc_major() >= 9 && !sub_group(a) && a.n % 16 == 0 && al16(a.x) && al16(a.scales) && al16(a.zeros) &&
          (a.m <= 1 || a.x_stride % 8 == 0);
 }
 
-// The bulk ring kernel's cp.async.bulk copies: the TMA ring's conditions and whole superblocks of x
-// (16-byte sizes: K % 128 == 0).
-bool bulk_ok(const W4GemvArgs& a) { return a.k % 128 == 0 && tma_ok(a); }
+// The TMA ring kernel's tensor maps: aligned16 and 16-bit scales. K needs nothing: columns past K land as
+// zeros.
+bool tma_ok(const W4GemvArgs& a) { return a.scale_dtype != W4GDType::kFloat32 && aligned16(a); }
+
+// The bulk ring kernel's cp.async.bulk copies: aligned16 and whole superblocks of x (16-byte sizes:
+// K % 128 == 0).
+bool bulk_ok(const W4GemvArgs& a) { return a.k % 128 == 0 && aligned16(a); }
 
 bool ring_compiled(int nt, int code) {
   using namespace w4a16g;
@@ -161,8 +164,7 @@ W4GemvSupport w4_gemv_supported(const W4GemvArgs& a, const W4GemvConfig& cfg) {
     if (!ring_compiled(nt, c.ring)) return W4GemvSupport::kBadConfig;
     if (c.ring >= 20000) {
       const int mb = static_cast<int>(a.m < 8 * nt ? a.m : 8 * nt);
-      const int ssz = a.scale_dtype == W4GDType::kFloat32 ? 4 : 2;
-      if (w4a16g::tma_smem_bytes(c.ring, nt, mb, ssz) > smem_optin()) return W4GemvSupport::kTooMuchSmem;
+      if (w4a16g::tma_smem_bytes(c.ring, nt, mb) > smem_optin()) return W4GemvSupport::kTooMuchSmem;
       return W4GemvSupport::kOk;
     }
     // refused here rather than failing in cudaFuncSetAttribute / the launch (cudaErrorInvalidValue)
@@ -196,8 +198,8 @@ const char* w4_gemv_support_reason(W4GemvSupport s) {
       return "bulk ring kernel needs sm_90+, groups >= 128 or per channel, N % 16 == 0, K % 128 == 0, 16-byte "
              "aligned x / scales / zeros, x row stride % 8 == 0";
     case W4GemvSupport::kNoTma:
-      return "TMA ring kernel needs sm_90+, groups >= 128 or per channel, N % 16 == 0, 16-byte aligned x / scales / "
-             "zeros, x row stride % 8 == 0";
+      return "TMA ring kernel needs sm_90+, groups >= 128 or per channel, fp16 / bf16 scales, N % 16 == 0, 16-byte "
+             "aligned x / scales / zeros, x row stride % 8 == 0";
     case W4GemvSupport::kTooMuchSmem:
       return "ring code's shared memory at this M exceeds the device's per-block opt-in limit";
   }
@@ -208,7 +210,7 @@ size_t w4_ring_smem_bytes(int code, int64_t m) {
   if (code <= 0 || m < 1 || m > 16) return 0;
   const int nt = m > 8 ? 2 : 1;
   const int mb = static_cast<int>(m < 8 * nt ? m : 8 * nt);
-  if (code >= 20000) return static_cast<size_t>(w4a16g::tma_smem_bytes(code, nt, mb, 4));
+  if (code >= 20000) return static_cast<size_t>(w4a16g::tma_smem_bytes(code, nt, mb));
   return w4a16g::ring_smem_bytes(code, nt, mb);
 }
 

@@ -44,8 +44,8 @@ struct W4GemvArgs {
 // scales / zeros, x row stride % 8 == 0, else kNoBulk), only when asked for (auto never picks it).
 // 5-digit codes: 1 WR WK S ST (e.g. 11424 = the bulk 1424). 20000 + R * 1000 + KS * 100 + ST * 10 + CW =
 // the TMA ring kernel (w4a16_tma.cuh: one producer warp streams 16 R rows x KS superblocks per stage
-// through ST stages with tensor maps, CW consumer warps; sm_90, groups >= 128 or per channel, N % 16 == 0,
-// 16-byte aligned x / scales / zeros, x row stride % 8 == 0, else kNoTma).
+// through ST stages with tensor maps, CW consumer warps; sm_90, groups >= 128 or per channel, fp16 / bf16
+// scales, N % 16 == 0, 16-byte aligned x / scales / zeros, x row stride % 8 == 0, else kNoTma).
 // pipe: the register kernel's chunk schedule. 0: each warp a contiguous slice of K, one chunk of
 // `chunk` superblocks at a time; 1: the same, double-buffered (next chunk's loads issued before this
 // chunk's math); 2: chunks dealt round-robin over the warps (neighbouring warps read neighbouring
@@ -80,8 +80,8 @@ enum class W4GemvSupport : int {
                       // zeros not 16-byte aligned or x row stride % 8 != 0
   kTooMuchSmem = 10,  // the ring / bulk code's dynamic shared memory at this M exceeds the device's per-CTA
                       // opt-in limit (227 KB on sm_90: every compiled code fits there; smaller on sm_8x)
-  kNoTma = 11,        // TMA ring asked for: not sm_90+, groups < 128, N % 16 != 0, x / scales / zeros not
-                      // 16-byte aligned or x row stride % 8 != 0
+  kNoTma = 11,        // TMA ring asked for: not sm_90+, groups < 128, fp32 scales, N % 16 != 0, x / scales /
+                      // zeros not 16-byte aligned or x row stride % 8 != 0
 };
 
 // A short reason for a W4GemvSupport value ("supported" for kOk), for error messages.

@@ -32,11 +32,11 @@ namespace w4a16g {
 struct TmaParams {
   CUtensorMap wmap;  // qweight [N, 16 nsb] int32: box 16 words x 16 R rows
   CUtensorMap xmap;  // x [M, K]: box 128 columns x MB rows
-  CUtensorMap smap;  // scales [G, N]: box 16 R rows x KS groups (unused per channel)
+  CUtensorMap smap;  // scales [G, N] (G = 1 per channel): box 16 R rows x KS groups
   CUtensorMap zmap;  // zeros [G, N] uint8: box as smap (unused when symmetric)
   Params p;
   int mb;           // x rows staged per superblock
-  int per_channel;  // one scale per row: read once from global, no scale box
+  int scale_bf16;  // 16-bit scales: bf16 (1) or fp16 (0)
   int off_x, off_s, off_z, stage_bytes, off_red, off_bar;
   uint32_t tx_bytes;  // bytes one stage's boxes land (out-of-bounds fill included)
 };
@@ -55,21 +55,21 @@ struct TmaLayout {
   int off_x, off_s, off_z, stage_bytes;
 };
 
-// One stage's layout for r row tiles, ks superblocks, mb x rows and ssz-byte scales (16-byte aligned
+// One stage's layout for r row tiles, ks superblocks and mb x rows (16-bit scales; 16-byte aligned
 // boxes; stages 128-byte aligned).
-__host__ __device__ constexpr TmaLayout tma_stage_layout(int r, int ks, int mb, int ssz) {
+__host__ __device__ constexpr TmaLayout tma_stage_layout(int r, int ks, int mb) {
   const int w = ks * r * 16 * 64;
   const int x = ks * mb * 256;
-  const int s = (ks * r * 16 * ssz + 15) / 16 * 16;
+  const int s = ks * r * 16 * 2;
   const int z = ks * r * 16;
   return {w, w + x, w + x + s, (w + x + s + z + 127) / 128 * 128};
 }
 
 // Dynamic shared memory of code C at mb x rows: ST stages, the cross-warp reduction, ST full and ST
 // empty mbarriers.
-__host__ __device__ constexpr int tma_smem_bytes(int code, int nt, int mb, int ssz) {
+__host__ __device__ constexpr int tma_smem_bytes(int code, int nt, int mb) {
   const int r = code / 1000 % 10, ks = code / 100 % 10, st = code / 10 % 10, cw = code % 10;
-  const int ring = st * tma_stage_layout(r, ks, mb, ssz).stage_bytes;
+  const int ring = st * tma_stage_layout(r, ks, mb).stage_bytes;
   const int red = cw * r * nt * 4 * 32 * 4;
   return ring + red + 16 * st;
 }
@@ -79,11 +79,11 @@ __device__ __forceinline__ void named_sync(int id, int threads) {
 }
 
 // The chunk of stage slot `base` that consumer warp w computes: its U superblocks j = w + CW u of all
-// R row tiles, read from shared memory into the register kernel's chunk.
+// R row tiles, read from shared memory into the register kernel's chunk. No branches: the scale kind is
+// a select, and a symmetric layer's zero box holds 8s written once (TMA never overwrites it).
 template <int R, int U, int NT, int CW>
-__device__ __forceinline__ void tma_lds(const TmaParams& tp, const char* base, int w, int g, int t, int gj0,
-                                        int sb0, RegChunk<U, R, NT>& c, const float (&pcs)[R][2],
-                                        const uint32_t (&pcz)[R][2]) {
+__device__ __forceinline__ void tma_lds(const TmaParams& tp, const char* base, int w, int g, int t, int gj0, int sb0,
+                                        RegChunk<U, R, NT>& c) {
   const Params& p = tp.p;
 #pragma unroll
   for (int u = 0; u < U; ++u) {
@@ -100,53 +100,18 @@ __device__ __forceinline__ void tma_lds(const TmaParams& tp, const char* base, i
 #pragma unroll
       for (int i = 0; i < 8; ++i) c.x[u][nt][i] = *reinterpret_cast<const uint2*>(xr + i * 32);
     }
-    if (tp.per_channel) {
+    // the stage's scale / zero boxes start at group gj0; superblock sb0 + j is in group_of_sb(sb0 + j)
+    const int e0 = (group_of_sb(sb0 + j, p.grp_mul) - gj0) * (R * 16) + g;
+    const uint16_t* sp = reinterpret_cast<const uint16_t*>(base + tp.off_s) + e0;
+    const uint8_t* zp = reinterpret_cast<const uint8_t*>(base + tp.off_z) + e0;
 #pragma unroll
-      for (int r = 0; r < R; ++r)
+    for (int r = 0; r < R; ++r)
 #pragma unroll
-        for (int h = 0; h < 2; ++h) c.s[u][r][h] = pcs[r][h];
-    } else {
-      // the stage's scale box starts at group gj0; superblock sb0 + j is in group_of_sb(sb0 + j)
-      const int gi = group_of_sb(sb0 + j, p.grp_mul) - gj0;
-      const int e0 = gi * (R * 16) + g;
-      if (p.scale_kind == FKind::kBFloat16) {
-        const __nv_bfloat16* sp = reinterpret_cast<const __nv_bfloat16*>(base + tp.off_s) + e0;
-#pragma unroll
-        for (int r = 0; r < R; ++r)
-#pragma unroll
-          for (int h = 0; h < 2; ++h) c.s[u][r][h] = __bfloat162float(sp[r * 16 + 8 * h]);
-      } else if (p.scale_kind == FKind::kFloat16) {
-        const __half* sp = reinterpret_cast<const __half*>(base + tp.off_s) + e0;
-#pragma unroll
-        for (int r = 0; r < R; ++r)
-#pragma unroll
-          for (int h = 0; h < 2; ++h) c.s[u][r][h] = __half2float(sp[r * 16 + 8 * h]);
-      } else {
-        const float* sp = reinterpret_cast<const float*>(base + tp.off_s) + e0;
-#pragma unroll
-        for (int r = 0; r < R; ++r)
-#pragma unroll
-          for (int h = 0; h < 2; ++h) c.s[u][r][h] = sp[r * 16 + 8 * h];
+      for (int h = 0; h < 2; ++h) {
+        const uint32_t v = sp[r * 16 + 8 * h];
+        c.s[u][r][h] = tp.scale_bf16 ? __uint_as_float(v << 16) : __half2float(__ushort_as_half(static_cast<unsigned short>(v)));
+        c.z[u][r][h] = zp[r * 16 + 8 * h];
       }
-    }
-    if (p.zeros != nullptr && tp.per_channel) {
-#pragma unroll
-      for (int r = 0; r < R; ++r)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) c.z[u][r][h] = pcz[r][h];
-    } else if (p.zeros != nullptr) {
-      const int gi = group_of_sb(sb0 + j, p.grp_mul) - gj0;
-      const uint8_t* zp = reinterpret_cast<const uint8_t*>(base + tp.off_z) + gi * (R * 16) + g;
-#pragma unroll
-      for (int r = 0; r < R; ++r)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) c.z[u][r][h] = zp[r * 16 + 8 * h];
-    } else {
-#pragma unroll
-      for (int r = 0; r < R; ++r)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) c.z[u][r][h] = 8u;
-    }
   }
 }
 
@@ -158,11 +123,9 @@ __device__ __forceinline__ void tma_issue(const TmaParams& tp, uint32_t dst, uin
   if (!wx) {
 #pragma unroll
     for (int j = 0; j < KS; ++j) tma::tensor_copy_2d(dst + j * (R * 16 * 64), &tp.wmap, (sb0 + j) * 16, row0, bar);
-    if (!tp.per_channel) {
-      const int g0 = group_of_sb(sb0, tp.p.grp_mul);
-      tma::tensor_copy_2d(dst + tp.off_s, &tp.smap, row0, g0, bar);
-      if (tp.p.zeros != nullptr) tma::tensor_copy_2d(dst + tp.off_z, &tp.zmap, row0, g0, bar);
-    }
+    const int g0 = group_of_sb(sb0, tp.p.grp_mul);
+    tma::tensor_copy_2d(dst + tp.off_s, &tp.smap, row0, g0, bar);
+    if (tp.p.zeros != nullptr) tma::tensor_copy_2d(dst + tp.off_z, &tp.zmap, row0, g0, bar);
   } else {
 #pragma unroll
     for (int j = 0; j < KS; ++j) tma::tensor_copy_2d(dst + tp.off_x + j * (tp.mb * 256), &tp.xmap, (sb0 + j) * 128, 0, bar);
@@ -194,6 +157,11 @@ __global__ void __launch_bounds__(32 * (CW + 1), tma_min_blocks(R, CW, NT)) tma_
     }
     tma::mbar_fence_init();
   }
+  if (p.zeros == nullptr) {
+    // symmetric: every slot's zero box holds 8 (TMA writes no zero box then)
+    constexpr int kZ = KS * R * 16;
+    for (int e = threadIdx.x; e < ST * kZ; e += blockDim.x) smem[(e / kZ) * tp.stage_bytes + tp.off_z + e % kZ] = 8;
+  }
   __syncthreads();
   if constexpr (NT == 1) pdl::launch_dependents();
 
@@ -224,19 +192,6 @@ __global__ void __launch_bounds__(32 * (CW + 1), tma_min_blocks(R, CW, NT)) tma_
   const int g = lane >> 2, t = lane & 3;
   uint32_t magic;  // in a register: the fused LOP3 takes one immediate only
   asm("mov.b32 %0, %1;" : "=r"(magic) : "n"(Mma<XT>::kMagic));
-  float pcs[R][2] = {};
-  uint32_t pcz[R][2] = {};
-  if (tp.per_channel) {
-    // one scale (and zero point) per row ([1, N]; rows past N read row N - 1, never stored)
-#pragma unroll
-    for (int r = 0; r < R; ++r)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int row = min(row0 + r * 16 + g + 8 * h, p.n - 1);
-        pcs[r][h] = load_f(p.scales, row, p.scale_kind);
-        if (p.zeros != nullptr) pcz[r][h] = p.zeros[row];
-      }
-  }
   float tot[R][NT][4];
 #pragma unroll
   for (int r = 0; r < R; ++r)
@@ -249,9 +204,9 @@ __global__ void __launch_bounds__(32 * (CW + 1), tma_min_blocks(R, CW, NT)) tma_
     const int slot = st % ST;
     tma::mbar_wait(full0 + 8 * slot, static_cast<uint32_t>((st / ST) & 1));
     const int sb0 = st * KS;
-    const int gj0 = tp.per_channel ? 0 : group_of_sb(sb0, p.grp_mul);
+    const int gj0 = group_of_sb(sb0, p.grp_mul);
     RegChunk<U, R, NT> c;
-    if constexpr (MODE != 1) tma_lds<R, U, NT, CW>(tp, smem + slot * tp.stage_bytes, warp, g, t, gj0, sb0, c, pcs, pcz);
+    if constexpr (MODE != 1) tma_lds<R, U, NT, CW>(tp, smem + slot * tp.stage_bytes, warp, g, t, gj0, sb0, c);
     // the slot goes back as soon as this thread's reads of it are done (the arrival releases them), so the
     // producer refills it while the chunk is computed from registers: one more stage in flight
     tma::mbar_arrive(empty0 + 8 * slot);
@@ -299,20 +254,16 @@ __global__ void __launch_bounds__(32 * (CW + 1), tma_min_blocks(R, CW, NT)) tma_
 template <typename XT, int C, int NT>
 inline cudaError_t tma_launch(TmaParams& tp, bool pdl, cudaStream_t stream) {
   using D = TmaCode<C>;
-  const int ssz = fkind_bytes(tp.p.scale_kind);
-  const TmaLayout l = tma_stage_layout(D::R, D::KS, tp.mb, ssz);
+  const TmaLayout l = tma_stage_layout(D::R, D::KS, tp.mb);
   tp.off_x = l.off_x;
   tp.off_s = l.off_s;
   tp.off_z = l.off_z;
   tp.stage_bytes = l.stage_bytes;
   tp.off_red = D::ST * l.stage_bytes;
-  const int smem = tma_smem_bytes(C, NT, tp.mb, ssz);
+  const int smem = tma_smem_bytes(C, NT, tp.mb);
   tp.off_bar = smem - 16 * D::ST;
-  tp.tx_bytes = static_cast<uint32_t>(D::KS * D::R * 16 * 64 + D::KS * tp.mb * 256);
-  if (!tp.per_channel) {
-    tp.tx_bytes += static_cast<uint32_t>(D::KS * D::R * 16 * ssz);
-    if (tp.p.zeros != nullptr) tp.tx_bytes += static_cast<uint32_t>(D::KS * D::R * 16);
-  }
+  tp.tx_bytes = static_cast<uint32_t>(D::KS * D::R * 16 * (64 + 2) + D::KS * tp.mb * 256);
+  if (tp.p.zeros != nullptr) tp.tx_bytes += static_cast<uint32_t>(D::KS * D::R * 16);
   const dim3 grid(static_cast<unsigned>((tp.p.n + 16 * D::R - 1) / (16 * D::R)));
   return launch_kernel(tma_gemv_kernel<XT, D::R, D::KS, D::ST, D::CW, NT, D::FOLD, D::MODE>, grid, dim3(32 * (D::CW + 1)),
                        static_cast<size_t>(smem), pdl, stream, tp);
@@ -325,7 +276,7 @@ constexpr int kTmaNT2[] = {22844, 24444, 22444, 24464, 34444};
 template <size_t L>
 constexpr bool tma_codes_fit(const int (&codes)[L], int nt) {
   for (size_t i = 0; i < L; ++i)
-    if (tma_smem_bytes(codes[i], nt, 8 * nt, 4) > static_cast<int>(kSm90SmemOptin)) return false;
+    if (tma_smem_bytes(codes[i], nt, 8 * nt) > static_cast<int>(kSm90SmemOptin)) return false;
   return true;
 }
 static_assert(tma_codes_fit(kTmaNT1, 1) && tma_codes_fit(kTmaNT2, 2), "a TMA ring code exceeds 227 KB of smem");

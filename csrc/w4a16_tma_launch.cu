@@ -11,11 +11,6 @@ namespace w4a16g {
 
 namespace {
 
-CUtensorMapDataType fkind_map_type(FKind k) {
-  return k == FKind::kBFloat16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
-                               : (k == FKind::kFloat16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32);
-}
-
 // The maps for code's boxes (R row tiles, KS superblocks) at mb x rows; false when the driver refuses
 // one (the launcher's tma_ok checks the alignments it needs first).
 bool tma_maps(TmaParams& tp, int code, bool bf16) {
@@ -25,19 +20,17 @@ bool tma_maps(TmaParams& tp, int code, bool bf16) {
   // one row of x: any stride works (the box has one row), rounded to the 16 bytes a map needs
   const uint64_t x_row =
       p.m > 1 ? static_cast<uint64_t>(p.x_stride) * 2 : (static_cast<uint64_t>(p.k) * 2 + 15) / 16 * 16;
-  const int ssz = fkind_bytes(p.scale_kind);
   bool ok = tmap::encode_2d(&tp.wmap, CU_TENSOR_MAP_DATA_TYPE_INT32, p.qw, static_cast<uint64_t>(p.nsb) * 16, n,
                             static_cast<uint64_t>(p.qw_stride) * 4, 16, rows, CU_TENSOR_MAP_SWIZZLE_NONE) &&
             tmap::encode_2d(&tp.xmap, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, p.x,
                             static_cast<uint64_t>(p.k), static_cast<uint64_t>(p.m), x_row, 128,
                             static_cast<uint32_t>(tp.mb), CU_TENSOR_MAP_SWIZZLE_NONE);
-  if (ok && !tp.per_channel) {
-    ok = tmap::encode_2d(&tp.smap, fkind_map_type(p.scale_kind), p.scales, n, groups, n * ssz, rows, ks,
+  // 16-bit scales (tma_ok); per channel G = 1, the box's other groups land as zeros and are not read
+  ok = ok && tmap::encode_2d(&tp.smap, CU_TENSOR_MAP_DATA_TYPE_UINT16, p.scales, n, groups, n * 2, rows, ks,
+                             CU_TENSOR_MAP_SWIZZLE_NONE);
+  if (ok && p.zeros != nullptr)
+    ok = tmap::encode_2d(&tp.zmap, CU_TENSOR_MAP_DATA_TYPE_UINT8, p.zeros, n, groups, n, rows, ks,
                          CU_TENSOR_MAP_SWIZZLE_NONE);
-    if (ok && p.zeros != nullptr)
-      ok = tmap::encode_2d(&tp.zmap, CU_TENSOR_MAP_DATA_TYPE_UINT8, p.zeros, n, groups, n, rows, ks,
-                           CU_TENSOR_MAP_SWIZZLE_NONE);
-  }
   return ok;
 }
 
@@ -46,7 +39,7 @@ cudaError_t tma_dispatch(const Params& p, int code, int nt, bool pdl, cudaStream
   TmaParams tp{};
   tp.p = p;
   tp.mb = p.m < 8 * nt ? p.m : 8 * nt;
-  tp.per_channel = p.num_groups == 1 ? 1 : 0;
+  tp.scale_bf16 = p.scale_kind == FKind::kBFloat16 ? 1 : 0;
   if (!tma_maps(tp, code, std::is_same<XT, __nv_bfloat16>::value)) return cudaErrorInvalidValue;
   return nt == 1 ? tma_launch_listed<XT, 1>(tp, code, pdl, s) : tma_launch_listed<XT, 2>(tp, code, pdl, s);
 }

@@ -908,15 +908,20 @@ def _grouped_128(packed: W4A16Weights) -> bool:
 
 
 def _cuda_bulk_ok(x: torch.Tensor, packed: W4A16Weights) -> bool:
-    """Whether the bulk ring kernel applies (csrc/w4a16_gemv_launch.cu bulk_ok): the TMA ring's
-    conditions (:func:`_cuda_tma_ok`) and K % 128 == 0."""
-    return x.shape[1] % 128 == 0 and _cuda_tma_ok(x, packed)
+    """Whether the bulk ring kernel applies (csrc/w4a16_gemv_launch.cu bulk_ok): :func:`_cuda_aligned16`
+    and K % 128 == 0."""
+    return x.shape[1] % 128 == 0 and _cuda_aligned16(x, packed)
 
 
 def _cuda_tma_ok(x: torch.Tensor, packed: W4A16Weights) -> bool:
-    """Whether the TMA ring kernel applies (csrc/w4a16_gemv_launch.cu tma_ok): sm_90+, groups of
-    >= 128 or per channel, N % 16 == 0, x / scales / zeros 16-byte aligned, x row stride % 8 == 0
-    (any K: its x boxes land columns past K as zeros)."""
+    """Whether the TMA ring kernel applies (csrc/w4a16_gemv_launch.cu tma_ok): :func:`_cuda_aligned16`
+    and 16-bit scales (any K: its x boxes land columns past K as zeros)."""
+    return packed.scales.dtype != torch.float32 and _cuda_aligned16(x, packed)
+
+
+def _cuda_aligned16(x: torch.Tensor, packed: W4A16Weights) -> bool:
+    """The copy-engine kernels' common conditions (csrc/w4a16_gemv_launch.cu aligned16): sm_90+, groups
+    of >= 128 or per channel, N % 16 == 0, x / scales / zeros 16-byte aligned, x row stride % 8 == 0."""
     dev = x.device.index if x.device.index is not None else torch.cuda.current_device()
     if dev not in _SM90:
         _SM90[dev] = torch.cuda.get_device_capability(dev)[0] >= 9

@@ -2,7 +2,7 @@
 
 Against ``x @ W.T + bias`` in fp32 with W from ``dequantize_canonical`` (independent of the packed
 layout) on fresh random data: every compiled code x the three benchmark shapes x M in 1..16; sym /
-asym x groups 128 / 256 / 384 / per channel x bf16 / fp16 x scale dtypes; ragged N (partial CTAs) and
+asym x groups 128 / 256 / 384 / per channel x bf16 / fp16 x fp16 / bf16 scales; ragged N (partial CTAs) and
 ragged K (superblocks past K, a partial last stage); strided x; PDL in a CUDA graph replayed on fresh
 x; the refusals (kNoTma) and the dispatch table's fallback where the kernel does not apply.
 """
@@ -75,11 +75,19 @@ def test_groups_dtypes_ragged(lib, group, asym, dtype):
                     _check(packed, w, m, code, dtype=dtype, bias=m % 2 == 0, seed=m)
 
 
-def test_fp32_scales_strided_x_graph_pdl(lib):
-    packed, w = _layer(2112, 7168, 128, True, torch.float32, seed=21)
-    for code in _codes(lib, 1):
-        _check(packed, w, 1, code, seed=1)
-        _check(packed, w, 7, code, seed=2)
+def test_scale_dtypes_strided_x_graph_pdl(lib):
+    # bf16 x with fp16 scales and fp16 x with bf16 scales (the scale kind is read per call)
+    for sdt, xdt in ((torch.float16, torch.bfloat16), (torch.bfloat16, torch.float16)):
+        packed, w = _layer(2112, 7168, 128, True, sdt, seed=21)
+        for code in _codes(lib, 1):
+            _check(packed, w, 1, code, dtype=xdt, seed=1)
+            _check(packed, w, 7, code, dtype=xdt, seed=2)
+    # fp32 scales: refused (kNoTma), the register kernel takes them
+    p32, w32 = _layer(2112, 7168, 128, True, torch.float32, seed=27)
+    x32 = torch.randn(2, 7168, device=DEV, dtype=torch.bfloat16)
+    assert lib.w4a16_gemv_supported(x32, p32.qweight, p32.scales, p32.zeros, 128, 0, 0, 0, 22844, 0) == K_NO_TMA
+    assert not ops._cuda_tma_ok(x32, p32)
+    assert_matches(ops.cuda_gemv(x32, p32), x32, w32, None, "fp32 scales, auto")
     # x rows with a padded stride (a multiple of 8 elements)
     xs = torch.randn(16, 7168 + 64, device=DEV).to(torch.bfloat16)[:, :7168]
     p16, w16 = _layer(2112, 7168, asym=False, seed=22)
