@@ -269,9 +269,11 @@ inline cudaError_t tma_launch(TmaParams& tp, bool pdl, cudaStream_t stream) {
                        static_cast<size_t>(smem), pdl, stream, tp);
 }
 
-// TMA ring shapes compiled, per token tiles (code: 20000 + R KS ST CW as decimal digits).
-constexpr int kTmaNT1[] = {22844, 22848, 22854, 22858, 22464, 21844, 21824, 21854, 32844, 32848, 82844};
-constexpr int kTmaNT2[] = {22844, 24444, 22444, 24464, 34444};
+// TMA ring shapes compiled, per token tiles (code: F R KS ST CW as decimal digits; F 3 = the zero fold,
+// 8 = diagnostic mode 1). The dispatch (qlinear/ops/w4a16.py _CUDA_RING_AUTO) uses 32844, 22464 and 24444;
+// the others are its measured neighbours, kept for re-tuning (benchmarks/bench_w4tma.py).
+constexpr int kTmaNT1[] = {32844, 22844, 22464, 22848, 21844, 82844};
+constexpr int kTmaNT2[] = {24444, 34444, 22444, 24464};
 
 template <size_t L>
 constexpr bool tma_codes_fit(const int (&codes)[L], int nt) {

@@ -54,3 +54,21 @@ def test_dispatch_table_configs_are_taken(tool):
     for key, row, case in zip(keys, ask(tool, cases), cases):
         assert row[0] == 0, (key, case, row)
         assert row[1:4] == case[3:6], (key, row)
+
+
+def test_dispatch_table_tma_codes_are_compiled():
+    """Every TMA ring code (>= 20000) of _CUDA_RING_AUTO is in the compiled list for its token tiles
+    (csrc/w4a16_tma.cuh kTmaNT1 / kTmaNT2). The launcher refuses these codes on a machine without an
+    sm_90 GPU before it looks the code up, so the lists are read from the header here; the GPU tests
+    run the table's choices."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "csrc" / "w4a16_tma.cuh").read_text()
+    lists = {nt: {int(c) for c in re.search(rf"kTmaNT{nt}\[\] = \{{([^}}]*)\}}", text).group(1).split(",")}
+             for nt in (1, 2)}
+    tma = {key: code for key, code in ops._CUDA_RING_AUTO.items() if code >= 20000}
+    assert tma, "the table has no TMA ring entry"
+    for (cls, tiles), code in tma.items():
+        nt = 2 if tiles == 2 else 1
+        assert code in lists[nt], ((cls, tiles), code, sorted(lists[nt]))

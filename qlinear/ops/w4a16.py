@@ -228,10 +228,22 @@ _CUDA_RING = 0
 # Session 17 run 7 (benchmarks/results/session17/run7, bench_w4reg.py, same method; the register
 # kernel now loads its first chunk before griddepcontrol.wait): few M=4 R1 U2 W16 pipe 2 5.28 (sym-fp16)
 # / fold 5.12 (asym-bf16) vs 11824 6.29 / 6.25 -> ('few', 4): -1; M=8 stays 11824 (6.41 vs 6.69).
+# Session 22 run 8 (benchmarks/results/session22/run8, bench_w4tma.py: sym-fp16 layer, bf16 x, cold weights,
+# alternated replays, us; the TMA ring kernel csrc/w4a16_tma.cuh, codes F R KS ST CW, against this table
+# before the entries below, "auto" = the register kernel there, and bf16 F.linear):
+#   many M=1: 32844 (fold) 19.63, 22844 19.88 vs auto 23.34 [bf16 58.80]      -> ('many', 0): 32844
+#   many M=4: 32844 20.01, 22844 20.16 vs 24.06 [60.05]                        -> ('many', 4): 32844
+#   many M=8: 22464 21.56 vs 25.22 [60.64] (KS 8 codes 28-29: x reads of 8 rows conflict) -> ('many', 1)
+#   many M=16: 24444 29.13, 34444 29.50 vs 33.91 [63.46]                       -> ('many', 2): 24444
+# Weights alone stream at 15.2 us (code 82844: consumers only hand stages back); the rest is the
+# consumers' dequantize + mma. On few (2112x7168: 66 CTAs of 32 rows) and short rows (24576x1536: 12
+# superblocks, one stage or two) it lost everywhere (run 2: few M=1 5.83 vs 4.62, short M=1 10.39 vs
+# 8.00), so those classes keep their kernels. A TMA code where the kernel does not apply (fp32 scales,
+# misaligned operands) falls back to the register kernel with its _CUDA_REG_AUTO config.
 _CUDA_RING_AUTO: dict[tuple[str, int], int] = {
     ("few", 0): -1, ("few", 4): -1, ("few", 1): 11824, ("few", 2): -1,
     ("short", 0): -1, ("short", 1): -1, ("short", 2): -1,
-    ("many", 1): -1, ("many", 2): -1,
+    ("many", 0): 32844, ("many", 4): 32844, ("many", 1): 22464, ("many", 2): 24444,
 }
 
 # Register-kernel configs (row tiles per CTA, superblocks per chunk, warps, pipe) for automatic
@@ -951,10 +963,10 @@ def _cuda_table_entry(table: dict, x: torch.Tensor, packed: W4A16Weights):
 
 def _cuda_auto_ring(x: torch.Tensor, packed: W4A16Weights) -> int:
     """:data:`_CUDA_RING_AUTO`'s code for this call (-1 = the register kernel), or 0 (the
-    launcher's choice)."""
+    launcher's choice). A TMA ring code the call cannot take gives the register kernel."""
     code = _cuda_table_entry(_CUDA_RING_AUTO, x, packed) or 0
     if code >= 20000:
-        return code if _cuda_tma_ok(x, packed) else 0
+        return code if _cuda_tma_ok(x, packed) else -1
     if code >= 10000:
         return code if _cuda_bulk_ok(x, packed) else 0
     if code > 0:

@@ -139,11 +139,11 @@ def test_refusals_and_table_fallback(lib, monkeypatch):
     assert lib.w4a16_gemv_supported(xs, p1k.qweight, p1k.scales, p1k.zeros, 128, 0, 0, 0, 22844, 0) == K_NO_TMA
     # an unlisted TMA code is a bad config (6)
     assert lib.w4a16_gemv_supported(x[:, :1024], p1k.qweight, p1k.scales, p1k.zeros, 128, 0, 0, 0, 29999, 0) == 6
-    # the auto table: the TMA kernel where it applies, the launcher's choice elsewhere; both exact
+    # the auto table: the TMA kernel where it applies, the register kernel elsewhere; both exact
     monkeypatch.setattr(ops, "_CUDA_RING_AUTO", {(cls, t): 22844 for cls in ("few", "short", "many") for t in (0, 1, 2)})
     for pk, wk in ((packed, w), (p1k, w1k)):
         for m in (1, 4, 12):
             xm = torch.randn(m, 1024, device=DEV, dtype=torch.bfloat16)
-            assert ops._cuda_auto_ring(xm, pk) == (22844 if pk.n % 16 == 0 else 0)
+            assert ops._cuda_auto_ring(xm, pk) == (22844 if pk.n % 16 == 0 else -1)
             y = ops.w4a16_linear(xm, pk, backend="cuda")
             assert_matches(y, xm, wk, None, f"auto N={pk.n} M={m}")
