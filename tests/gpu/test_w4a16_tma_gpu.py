@@ -92,7 +92,7 @@ def test_scale_dtypes_strided_x_graph_pdl(lib):
     xs = torch.randn(16, 7168 + 64, device=DEV).to(torch.bfloat16)[:, :7168]
     p16, w16 = _layer(2112, 7168, asym=False, seed=22)
     _check(p16, w16, 5, 22844, x=xs[:5])
-    _check(p16, w16, 16, 22844, x=xs)
+    _check(p16, w16, 16, 24444, x=xs)
     # PDL on / off give the same bits; a graph with PDL replays on fresh x
     x = torch.randn(4, 7168, device=DEV, dtype=torch.bfloat16)
     a = ops.cuda_gemv(x, p16, ring=22844, pdl=True)
@@ -140,10 +140,12 @@ def test_refusals_and_table_fallback(lib, monkeypatch):
     # an unlisted TMA code is a bad config (6)
     assert lib.w4a16_gemv_supported(x[:, :1024], p1k.qweight, p1k.scales, p1k.zeros, 128, 0, 0, 0, 29999, 0) == 6
     # the auto table: the TMA kernel where it applies, the register kernel elsewhere; both exact
-    monkeypatch.setattr(ops, "_CUDA_RING_AUTO", {(cls, t): 22844 for cls in ("few", "short", "many") for t in (0, 1, 2)})
+    table = {(cls, t): (24444 if t == 2 else 22844) for cls in ("few", "short", "many") for t in (0, 1, 2)}
+    monkeypatch.setattr(ops, "_CUDA_RING_AUTO", table)
     for pk, wk in ((packed, w), (p1k, w1k)):
         for m in (1, 4, 12):
             xm = torch.randn(m, 1024, device=DEV, dtype=torch.bfloat16)
-            assert ops._cuda_auto_ring(xm, pk) == (22844 if pk.n % 16 == 0 else -1)
+            want = (24444 if m > 8 else 22844) if pk.n % 16 == 0 else -1
+            assert ops._cuda_auto_ring(xm, pk) == want
             y = ops.w4a16_linear(xm, pk, backend="cuda")
             assert_matches(y, xm, wk, None, f"auto N={pk.n} M={m}")
