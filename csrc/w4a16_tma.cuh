@@ -9,17 +9,25 @@
 // Why: the register kernel issues its own global loads, so its loads in flight stop while its warps
 // compute; at 7168x16384 M = 1 the weight words alone stream in 16.1 us, the whole kernel in ~23
 // (session 10 run 8: scales / zeros, x and the math each add time instead of overlapping). Here the
-// bytes in flight are the ring's ST stages, whatever the consumers are doing.
+// bytes in flight are the ring's ST stages, whatever the consumers are doing. Session 22 (runs 2-9,
+// benchmarks/results/session22): with the consumers only handing stages back (code 82844) the same
+// bytes stream in 15.2 us (~92 % of the copy ceiling); the full kernel takes 19.6 us (32844) against
+// the register kernel's 23.3. The gap is the consumers' dequantize + mma: Nsight Compute (run 6) has
+// 0.48 instructions issued per scheduler per cycle, stalls split between waiting for a stage and
+// fixed-latency dependencies, and no pipe above 37 %; more consumer warps per SM did not move it (runs
+// 5 and 7), removing the branches of the shared-memory reads did (run 8: 20.9 -> 19.6 us).
 //
 // CTA: 16 R rows over the whole K, in stages of KS superblocks (128 columns each). Stage layout
 // (offsets in TmaLayout): KS weight boxes [16 R rows][16 words] (a row's 64 bytes contiguous: the 8
 // lanes of a quarter warp read rows g, g + 1 as 128 contiguous bytes, no bank conflict), KS x boxes
 // [MB rows][128 columns] (MB = min(M, 8 NT) rows; lanes of row g >= M read row M - 1, a broadcast at
-// M = 1), one scale box [KS groups][16 R rows] and, with zero points, one zero box of the same shape.
+// M = 1), one scale box [KS groups][16 R rows] of 16-bit scales (per channel: G = 1) and one zero box
+// of the same shape (a symmetric layer's holds 8s, written once at the start; no copy lands there).
 // Boxes past N, K or the last group land as zeros (TMA out-of-bounds fill): a zero x column or a zero
 // scale adds nothing, so a ragged last stage needs no bounds tests.
 // Consumer warp w takes the stage's superblocks j = w, w + CW, ... (U = KS / CW of them) for all R row
-// tiles, so the x fragments it reads serve R tiles; the CW partial sums meet in shared memory at the end.
+// tiles, so the x fragments it reads serve R tiles; each thread hands the slot back right after its reads
+// (the producer refills it during the math); the CW partial sums meet in shared memory at the end.
 #pragma once
 
 #include <cuda.h>
