@@ -354,6 +354,18 @@ def time_case_rows(fns: dict[str, Callable[[int], object]], n_buffers: int, tag:
     return res
 
 
+def record_gbps_rows(res: dict[str, dict], rows: list[dict], case: str, nbytes: int, width: int = 20,
+                     **fields) -> None:
+    """For each candidate of a :func:`bench_graphs_interleaved` result: print ``<case> <name> <median>
+    us <GB/s>`` (GB/s of ``nbytes`` per call) and append its timings without the raw samples, plus
+    ``case``, ``impl``, ``gbps`` and ``fields``, to ``rows``."""
+    for name, r in res.items():
+        r = {key: v for key, v in r.items() if key != "samples_us"}
+        gbps = nbytes / (r["median_us"] * 1e-6) / 1e9
+        rows.append(dict(case=case, impl=name, gbps=gbps, **fields, **r))
+        print(f"{case:>18}  {name:<{width}} {r['median_us']:8.2f} us {gbps:7.0f} GB/s", flush=True)
+
+
 def write_results(name: str, rows: list[dict], meta: dict, out_dir: str | os.PathLike | None = None,
                   metric: str = "gbps", label: str = "impl", group: str = "case") -> tuple[Path, Path | None]:
     """Write ``{meta, rows}`` to ``<out_dir>/<name>.json`` and a grouped bar chart of

@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _timing import bench_graphs_interleaved, env_info, rel_err_check, runnable, write_results  # noqa: E402
+from _timing import bench_graphs_interleaved, env_info, record_gbps_rows, rel_err_check, runnable, write_results  # noqa: E402,E501
 from bench_w4a16 import cold_layers  # noqa: E402
 
 from qlinear.kernels import cuda_ext  # noqa: E402
@@ -91,12 +91,7 @@ def main() -> None:
             ok = runnable(fns, rel_err_check(want, skip=("bf16 F.linear",)), f"{case:>18}  ")
             res = bench_graphs_interleaved(ok, n_buffers=max(nbuf, nb16), reps=args.reps, target_replay_us=400.0)
             print(f"{case:>18}  reg config (R U W pipe) = {base}", flush=True)
-            for name, r in res.items():
-                r = dict(r)
-                r.pop("samples_us", None)
-                gbps = wq / (r["median_us"] * 1e-6) / 1e9
-                rows.append(dict(case=case, impl=name, m=m, n=n, k=k, int4_bytes=wq, gbps=gbps, base_config=base, **r))
-                print(f"{case:>18}  {name:<20} {r['median_us']:8.2f} us {gbps:7.0f} GB/s", flush=True)
+            record_gbps_rows(res, rows, case, wq, m=m, n=n, k=k, int4_bytes=wq, base_config=base)
             us = {nm: r["median_us"] for nm, r in res.items()}
             folded = {nm: v for nm, v in us.items() if nm.endswith(" f1")}
             if folded and "reg f0" in us:

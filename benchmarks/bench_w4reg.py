@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _timing import bench_graphs_interleaved, env_info, rel_err_check, runnable, write_results  # noqa: E402
+from _timing import bench_graphs_interleaved, env_info, record_gbps_rows, rel_err_check, runnable, write_results  # noqa: E402,E501
 from bench_w4a16 import LAYER_KINDS, cold_layers  # noqa: E402
 
 from qlinear.kernels import cuda_ext  # noqa: E402
@@ -83,12 +83,7 @@ def main() -> None:
 
             ok = runnable(fns, rel_err_check(want, skip=("bf16 F.linear",)), f"{case:>18}  ")
             res = bench_graphs_interleaved(ok, n_buffers=nall, reps=args.reps, target_replay_us=400.0)
-            for name, r in res.items():
-                r = dict(r)
-                r.pop("samples_us", None)
-                gbps = wb / (r["median_us"] * 1e-6) / 1e9
-                rows.append(dict(case=case, impl=name, m=m, n=n, k=k, weight_bytes=wb, gbps=gbps, **r))
-                print(f"{case:>18}  {name:<20} {r['median_us']:8.2f} us {gbps:7.0f} GB/s", flush=True)
+            record_gbps_rows(res, rows, case, wb, m=m, n=n, k=k, weight_bytes=wb)
             regs = {nm: r["median_us"] for nm, r in res.items() if nm.startswith("reg R")}
             base = res["reg auto"]["median_us"]
             if regs:

@@ -4,7 +4,7 @@ measurement, weights cold (rotated copies); GB/s of the int4 weight bytes.
 
 Cases: the three benchmark shapes at M = 1, 4, 8, 16 (``--ms`` / ``--shapes`` narrow them), group
 128, the symmetric fp16-scale layer of the acceptance runs (``--layer``). Prints one line per
-candidate and ``BEST case: code us vs auto us``.
+candidate and, per case, ``BEST case: code us | auto us``.
     python benchmarks/bench_w4tma.py --out DIR [--reps 15]
 """
 
@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _timing import bench_graphs_interleaved, env_info, rel_err_check, runnable, write_results  # noqa: E402
+from _timing import bench_graphs_interleaved, env_info, record_gbps_rows, rel_err_check, runnable, write_results  # noqa: E402,E501
 from bench_w4a16 import LAYER_KINDS, cold_layers  # noqa: E402
 
 from qlinear.kernels import cuda_ext  # noqa: E402
@@ -35,11 +35,10 @@ def main() -> None:
     ap.add_argument("--ms", type=int, nargs="+", default=[1, 4, 8, 16])
     ap.add_argument("--shapes", nargs="+", default=list(SHAPES), choices=list(SHAPES))
     ap.add_argument("--codes", type=int, nargs="+", default=None, help="only these TMA codes")
-    ap.add_argument("--diag", action="store_true", help="also the diagnostic codes (8xxxx / 9xxxx: no math)")
+    ap.add_argument("--diag", action="store_true", help="also the diagnostic codes (8xxxx: no math)")
     args = ap.parse_args()
     lib = cuda_ext.load()
     rows: list[dict] = []
-    lines: list[str] = []
     for cls in args.shapes:
         n, k = SHAPES[cls]
         packs, wb, w16, ref_w = cold_layers(n, k, with_reference=True, layer=args.layer)
@@ -55,26 +54,17 @@ def main() -> None:
             for code in lib.w4a16_ring_configs(nt):
                 if code >= 20000 and (args.codes is None or code in args.codes) and (code < 80000 or args.diag):
                     fns[f"tma {code}"] = lambda i, c=code: ops.cuda_gemv(xs[i % 4], packs[i % nbuf], ring=c)
-            diag = tuple(nm for nm in fns if nm.startswith(("tma 8", "tma 9")))
+            diag = tuple(nm for nm in fns if nm.startswith("tma 8"))
             ok = runnable(fns, rel_err_check(want, skip=("bf16 F.linear",) + diag), f"{case:>18}  ")
             res = bench_graphs_interleaved(ok, n_buffers=max(nbuf, nb16), reps=args.reps, target_replay_us=400.0)
-            for name, r in res.items():
-                r = dict(r)
-                r.pop("samples_us", None)
-                gbps = wb / (r["median_us"] * 1e-6) / 1e9
-                rows.append(dict(case=case, impl=name, m=m, n=n, k=k, weight_bytes=wb, gbps=gbps, **r))
-                print(f"{case:>18}  {name:<16} {r['median_us']:8.2f} us {gbps:7.0f} GB/s", flush=True)
-            tma = {nm: r["median_us"] for nm, r in res.items() if nm.startswith("tma") and nm not in diag}
-            if tma:
-                b = min(tma, key=tma.get)
-                base = res["auto"]["median_us"]
-                lines.append(f"BEST {case:>18}: {b:<10} {tma[b]:7.2f} us | auto {base:7.2f} (x{base / tma[b]:.3f})"
-                             f" | bf16 {res['bf16 F.linear']['median_us']:7.2f}")
+            record_gbps_rows(res, rows, case, wb, width=16, m=m, n=n, k=k, weight_bytes=wb)
+            ranked = sorted((r["median_us"], nm) for nm, r in res.items() if nm.startswith("tma") and nm not in diag)
+            if ranked:
+                auto = res["auto"]["median_us"]
+                print(f"BEST {case:>18}: {ranked[0][1]:<10} {ranked[0][0]:7.2f} us | auto {auto:7.2f} "
+                      f"(x{auto / ranked[0][0]:.3f}) | bf16 {res['bf16 F.linear']['median_us']:7.2f}", flush=True)
         del packs, w16, ref_w
         torch.cuda.empty_cache()
-    print()
-    for ln in lines:
-        print(ln)
     write_results("w4tma", rows, {**env_info(), "layer": args.layer}, args.out, metric="median_us")
 
 

@@ -250,27 +250,34 @@ __device__ __forceinline__ void store_frag(const Params& p, int tile_row0, int n
   }
 }
 
-// Cross-warp reduction of the per-warp partial sums tot (in dynamic shared memory, fixed order:
-// deterministic), + bias, store. red[warp][v], v = ((r * NT + nt) * 4 + c) * 32 + lane.
-template <typename XT, int R, int NT>
-__device__ __forceinline__ void reduce_store(const Params& p, const float (&tot)[R][NT][4], int row0) {
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+// Cross-warp reduction of the per-warp partial sums tot of warps 0 .. nw - 1 in `red` (fixed order:
+// deterministic), + bias, store: red[warp][v], v = ((r * NT + nt) * 4 + c) * 32 + lane; sync() makes the
+// writes visible to those warps' threads, which then sum and store.
+template <typename XT, int R, int NT, typename Sync>
+__device__ __forceinline__ void reduce_store_in(const Params& p, const float (&tot)[R][NT][4], int row0, float* red,
+                                                int nw, Sync sync) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   constexpr int V = R * NT * 4 * 32;
-  extern __shared__ float red[];
 #pragma unroll
   for (int r = 0; r < R; ++r)
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
       for (int c = 0; c < 4; ++c) red[warp * V + ((r * NT + nt) * 4 + c) * 32 + lane] = tot[r][nt][c];
-  __syncthreads();
-  for (int v = threadIdx.x; v < V; v += blockDim.x) {
+  sync();
+  for (int v = threadIdx.x; v < V; v += 32 * nw) {
     float s = 0.f;
     for (int wi = 0; wi < nw; ++wi) s += red[wi * V + v];
     const int ln = v & 31, c = (v >> 5) & 3, rn = v >> 7;
-    const int nt = rn % NT, r = rn / NT;
-    store_frag<XT>(p, row0 + r * 16, nt, ln, c, s);
+    store_frag<XT>(p, row0 + (rn / NT) * 16, rn % NT, ln, c, s);
   }
+}
+
+// reduce_store_in over every warp of the CTA, at the start of dynamic shared memory.
+template <typename XT, int R, int NT>
+__device__ __forceinline__ void reduce_store(const Params& p, const float (&tot)[R][NT][4], int row0) {
+  extern __shared__ float red[];
+  reduce_store_in<XT, R, NT>(p, tot, row0, red, static_cast<int>(blockDim.x >> 5), [] { __syncthreads(); });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -392,6 +399,26 @@ __device__ __forceinline__ void reg_load(const Params& p, RegChunk<U, R, NT>& c,
 #pragma unroll
         for (int h = 0; h < 2; ++h) c.z[u][r][h] = zs ? static_cast<uint32_t>(__ldg(p.zeros + gb[u] + rows[r][h])) : 8u;
   }
+}
+
+// The magic number through an opaque move: a register operand of the fused LOP3 (nib_or), which takes
+// one immediate only.
+template <typename XT>
+__device__ __forceinline__ uint32_t magic_reg() {
+  uint32_t m;
+  asm("mov.b32 %0, %1;" : "=r"(m) : "n"(Mma<XT>::kMagic));
+  return m;
+}
+
+// A warp's per-row-tile, per-token-tile accumulators, zeroed.
+template <int R, int NT>
+__device__ __forceinline__ void zero_tot(float (&tot)[R][NT][4]) {
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+      for (int q = 0; q < 4; ++q) tot[r][nt][q] = 0.f;
 }
 
 // -(magic + z) as a float, exact (z < 2^23 - magic): 2^23 + z from the bits, subtracted from
@@ -534,17 +561,9 @@ __global__ void __launch_bounds__(reg_threads<R, U, NT, PF>(), 1) reg_gemv_kerne
     xrow[nt] = reinterpret_cast<const char*>(static_cast<const XT*>(p.x) + static_cast<int64_t>(tok) * p.x_stride +
                                              4 * t);
   }
-  // the magic number through an opaque move: a register operand of the fused LOP3
-  uint32_t magic;
-  asm("mov.b32 %0, %1;" : "=r"(magic) : "n"(Mma<XT>::kMagic));
-
+  const uint32_t magic = magic_reg<XT>();
   float tot[R][NT][4];
-#pragma unroll
-  for (int r = 0; r < R; ++r)
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-      for (int q = 0; q < 4; ++q) tot[r][nt][q] = 0.f;
+  zero_tot(tot);
   uint32_t sink = 0;
 
   // PDL trigger: at M <= 8 right away (the next grid's CTAs take the room this grid's tail frees

@@ -50,13 +50,13 @@ struct TmaParams {
 };
 
 // Code digits: F * 10000 + R * 1000 + KS * 100 + ST * 10 + CW; F = 2 plain, 3 with the zero fold,
-// 8 / 9 the diagnostic modes 1 / 2.
+// 8 the diagnostic mode 1.
 template <int C>
 struct TmaCode {
   static constexpr int F = C / 10000, R = C / 1000 % 10, KS = C / 100 % 10, ST = C / 10 % 10, CW = C % 10;
-  static constexpr int FOLD = F == 3 ? 1 : 0, MODE = F == 8 ? 1 : (F == 9 ? 2 : 0);
-  static_assert((F == 2 || F == 3 || F == 8 || F == 9) && R >= 1 && KS >= 1 && ST >= 2 && CW >= 1 && KS % CW == 0,
-                "a TMA ring code is F R KS ST CW as decimal digits (F 2 / 3 / 8 / 9), CW dividing KS, ST >= 2");
+  static constexpr int FOLD = F == 3 ? 1 : 0, MODE = F == 8 ? 1 : 0;
+  static_assert((F == 2 || F == 3 || F == 8) && R >= 1 && KS >= 1 && ST >= 2 && CW >= 1 && KS % CW == 0,
+                "a TMA ring code is F R KS ST CW as decimal digits (F 2 / 3 / 8), CW dividing KS, ST >= 2");
 };
 
 struct TmaLayout {
@@ -140,8 +140,9 @@ __device__ __forceinline__ void tma_issue(const TmaParams& tp, uint32_t dst, uin
   }
 }
 
-// FOLD: the register kernel's zero-point fold (reg_compute). MODE (diagnostics, codes 8xxxx / 9xxxx):
-// 1 = consumers only wait for each stage and hand it back, 2 = they also read it (no math).
+// FOLD: the register kernel's zero-point fold (reg_compute). MODE 1 (diagnostics, codes 8xxxx): the
+// consumers only wait for each stage and hand it back (session 22 run 2 also had a mode 2, reads without
+// math: 15.79 us against 15.36 for mode 1 at 7168x16384 M = 1; removed).
 // CTAs per SM the register budget is cut for (__launch_bounds__): eight consumer warps fit two CTAs
 // of 9 warps at <= 112 registers (session 22 run 4, ncu: 117 registers left one CTA per SM, 13.6 %
 // occupancy); one row tile per CTA (448 CTAs at 7168 rows) all resident with four. Two token tiles
@@ -198,15 +199,9 @@ __global__ void __launch_bounds__(32 * (CW + 1), tma_min_blocks(R, CW, NT)) tma_
   }
 
   const int g = lane >> 2, t = lane & 3;
-  uint32_t magic;  // in a register: the fused LOP3 takes one immediate only
-  asm("mov.b32 %0, %1;" : "=r"(magic) : "n"(Mma<XT>::kMagic));
+  const uint32_t magic = magic_reg<XT>();
   float tot[R][NT][4];
-#pragma unroll
-  for (int r = 0; r < R; ++r)
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-      for (int q = 0; q < 4; ++q) tot[r][nt][q] = 0.f;
+  zero_tot(tot);
   uint32_t sink = 0;
   for (int st = 0; st < nst; ++st) {
     const int slot = st % ST;
@@ -218,18 +213,7 @@ __global__ void __launch_bounds__(32 * (CW + 1), tma_min_blocks(R, CW, NT)) tma_
     // the slot goes back as soon as this thread's reads of it are done (the arrival releases them), so the
     // producer refills it while the chunk is computed from registers: one more stage in flight
     tma::mbar_arrive(empty0 + 8 * slot);
-    if constexpr (MODE == 0) {
-      reg_compute<XT, U, R, NT, 0, FOLD>(c, tot, sink, magic);
-    } else if constexpr (MODE == 2) {
-#pragma unroll
-      for (int u = 0; u < U; ++u)
-#pragma unroll
-        for (int r = 0; r < R; ++r)
-#pragma unroll
-          for (int h = 0; h < 2; ++h)
-            sink ^= c.w[u][r][h].x ^ c.w[u][r][h].y ^ c.w[u][r][h].z ^ c.w[u][r][h].w ^ c.x[u][0][r * 2 + h].x ^
-                    __float_as_uint(c.s[u][r][h]) ^ c.z[u][r][h];
-    }
+    if constexpr (MODE == 0) reg_compute<XT, U, R, NT, 0, FOLD>(c, tot, sink, magic);
   }
   if constexpr (NT == 2) pdl::launch_dependents();
   if constexpr (MODE != 0) {
@@ -238,24 +222,12 @@ __global__ void __launch_bounds__(32 * (CW + 1), tma_min_blocks(R, CW, NT)) tma_
     return;
   }
 
-  // cross-warp reduction (its own region: other warps may still read the ring), + bias, store
-  constexpr int V = R * NT * 4 * 32;
-  float* red = reinterpret_cast<float*>(smem + tp.off_red);
-#pragma unroll
-  for (int r = 0; r < R; ++r)
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-      for (int c = 0; c < 4; ++c) red[warp * V + ((r * NT + nt) * 4 + c) * 32 + lane] = tot[r][nt][c];
-  named_sync(1, 32 * CW);
-  pdl::wait();  // the output may be read by the previous grid until it completes
-  for (int v = threadIdx.x; v < V; v += 32 * CW) {
-    float s = 0.f;
-#pragma unroll
-    for (int wi = 0; wi < CW; ++wi) s += red[wi * V + v];
-    const int ln = v & 31, c = (v >> 5) & 3, rn = v >> 7;
-    store_frag<XT>(p, row0 + (rn / NT) * 16, rn % NT, ln, c, s);
-  }
+  // cross-warp reduction in its own region (other warps may still read the ring), + bias, store; the
+  // output may be read by the previous grid until it completes
+  reduce_store_in<XT, R, NT>(p, tot, row0, reinterpret_cast<float*>(smem + tp.off_red), CW, [] {
+    named_sync(1, 32 * CW);
+    pdl::wait();
+  });
 }
 
 // Host side: the stage layout of tp for code C at tp.mb x rows, and the launch.

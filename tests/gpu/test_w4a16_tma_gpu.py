@@ -33,7 +33,7 @@ def lib():
 
 
 def _codes(lib, nt):
-    codes = [c for c in lib.w4a16_ring_configs(nt) if 20000 <= c < 80000]  # 8xxxx / 9xxxx: diagnostics
+    codes = [c for c in lib.w4a16_ring_configs(nt) if 20000 <= c < 80000]  # 8xxxx: a diagnostic
     assert codes, "no TMA ring codes compiled"
     return codes
 
