@@ -162,11 +162,6 @@ W4GemvSupport w4_gemv_supported(const W4GemvArgs& a, const W4GemvConfig& cfg) {
       return c.ring >= 20000 ? W4GemvSupport::kNoTma
                              : (c.ring >= 10000 ? W4GemvSupport::kNoBulk : W4GemvSupport::kNoRing);
     if (!ring_compiled(nt, c.ring)) return W4GemvSupport::kBadConfig;
-    if (c.ring >= 20000) {
-      const int mb = static_cast<int>(a.m < 8 * nt ? a.m : 8 * nt);
-      if (w4a16g::tma_smem_bytes(c.ring, nt, mb) > smem_optin()) return W4GemvSupport::kTooMuchSmem;
-      return W4GemvSupport::kOk;
-    }
     // refused here rather than failing in cudaFuncSetAttribute / the launch (cudaErrorInvalidValue)
     if (w4_ring_smem_bytes(c.ring, a.m) > static_cast<size_t>(smem_optin())) return W4GemvSupport::kTooMuchSmem;
     return W4GemvSupport::kOk;

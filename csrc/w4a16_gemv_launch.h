@@ -42,8 +42,9 @@ struct W4GemvArgs {
 // four digits = the bulk ring kernel (sm_90 cp.async.bulk copies on mbarriers instead of per-thread
 // cp.async: same stage layout and compute; needs N % 16 == 0, K % 128 == 0, 16-byte aligned x /
 // scales / zeros, x row stride % 8 == 0, else kNoBulk), only when asked for (auto never picks it).
-// 5-digit codes: 1 WR WK S ST (e.g. 11424 = the bulk 1424). 20000 + R * 1000 + KS * 100 + ST * 10 + CW =
-// the TMA ring kernel (w4a16_tma.cuh: one producer warp streams 16 R rows x KS superblocks per stage
+// 5-digit codes: 1 WR WK S ST (e.g. 11424 = the bulk 1424). F R KS ST CW with F = 2 (3: with the zero
+// fold, 8: a diagnostic without math) = the TMA ring kernel (w4a16_tma.cuh: one producer warp streams
+// 16 R rows x KS superblocks per stage
 // through ST stages with tensor maps, CW consumer warps; sm_90, groups >= 128 or per channel, fp16 / bf16
 // scales, N % 16 == 0, 16-byte aligned x / scales / zeros, x row stride % 8 == 0, else kNoTma).
 // pipe: the register kernel's chunk schedule. 0: each warp a contiguous slice of K, one chunk of
@@ -87,8 +88,8 @@ enum class W4GemvSupport : int {
 // A short reason for a W4GemvSupport value ("supported" for kOk), for error messages.
 const char* w4_gemv_support_reason(W4GemvSupport s);
 
-// Dynamic shared memory (bytes) a ring / bulk ring code (>= 10000) needs at M rows of x, 0 for other codes;
-// for a TMA ring code (>= 20000) the most it needs (fp32 scales).
+// Dynamic shared memory (bytes) a ring, bulk ring (>= 10000) or TMA ring (>= 20000) code needs at M rows
+// of x, 0 for other codes.
 size_t w4_ring_smem_bytes(int code, int64_t m);
 
 W4GemvSupport w4_gemv_supported(const W4GemvArgs& a, const W4GemvConfig& cfg);

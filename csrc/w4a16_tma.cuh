@@ -1,8 +1,8 @@
 // W4A16 decode GEMV fed by a TMA ring (sm_90): one producer warp streams the weights, scales, zero
 // points and x of a CTA's rows into shared memory with cp.async.bulk.tensor; CW consumer warps read
 // them with LDS and run the register kernel's dequantize + mma (reg_compute, w4a16_gemv.cuh), so the
-// arithmetic and the math are those of a tested path and only the data movement is new. Device code
-// and the instance launch only (no torch headers); the tensor maps come from the launcher.
+// arithmetic and the math are those of a tested path and only the data movement is new. Device code, the
+// stage layout and the compiled codes (no torch headers); maps and launch: w4a16_tma_launch.cu.
 //
 //   out[m, n] = sum_k x[m, k] * (q[n, k] - zero[grp(k), n]) * scale[grp(k), n]  (+ bias[n])
 //
@@ -140,15 +140,15 @@ __device__ __forceinline__ void tma_issue(const TmaParams& tp, uint32_t dst, uin
   }
 }
 
-// FOLD: the register kernel's zero-point fold (reg_compute). MODE 1 (diagnostics, codes 8xxxx): the
-// consumers only wait for each stage and hand it back (session 22 run 2 also had a mode 2, reads without
-// math: 15.79 us against 15.36 for mode 1 at 7168x16384 M = 1; removed).
 // CTAs per SM the register budget is cut for (__launch_bounds__): eight consumer warps fit two CTAs
 // of 9 warps at <= 112 registers (session 22 run 4, ncu: 117 registers left one CTA per SM, 13.6 %
 // occupancy); one row tile per CTA (448 CTAs at 7168 rows) all resident with four. Two token tiles
 // keep the whole budget (their chunks spill below it).
 constexpr int tma_min_blocks(int r, int cw, int nt) { return nt == 2 ? 1 : (cw >= 8 ? 2 : (r == 1 ? 4 : 2)); }
 
+// FOLD: the register kernel's zero-point fold (reg_compute). MODE 1 (diagnostics, codes 8xxxx): the
+// consumers only wait for each stage and hand it back (session 22 run 2 also had a mode 2, reads without
+// math: 15.79 us against 15.36 for mode 1 at 7168x16384 M = 1; removed).
 template <typename XT, int R, int KS, int ST, int CW, int NT, int FOLD, int MODE>
 __global__ void __launch_bounds__(32 * (CW + 1), tma_min_blocks(R, CW, NT)) tma_gemv_kernel(const __grid_constant__ TmaParams tp) {
   constexpr int U = KS / CW;
@@ -230,25 +230,6 @@ __global__ void __launch_bounds__(32 * (CW + 1), tma_min_blocks(R, CW, NT)) tma_
   });
 }
 
-// Host side: the stage layout of tp for code C at tp.mb x rows, and the launch.
-template <typename XT, int C, int NT>
-inline cudaError_t tma_launch(TmaParams& tp, bool pdl, cudaStream_t stream) {
-  using D = TmaCode<C>;
-  const TmaLayout l = tma_stage_layout(D::R, D::KS, tp.mb);
-  tp.off_x = l.off_x;
-  tp.off_s = l.off_s;
-  tp.off_z = l.off_z;
-  tp.stage_bytes = l.stage_bytes;
-  tp.off_red = D::ST * l.stage_bytes;
-  const int smem = tma_smem_bytes(C, NT, tp.mb);
-  tp.off_bar = smem - 16 * D::ST;
-  tp.tx_bytes = static_cast<uint32_t>(D::KS * D::R * 16 * (64 + 2) + D::KS * tp.mb * 256);
-  if (tp.p.zeros != nullptr) tp.tx_bytes += static_cast<uint32_t>(D::KS * D::R * 16);
-  const dim3 grid(static_cast<unsigned>((tp.p.n + 16 * D::R - 1) / (16 * D::R)));
-  return launch_kernel(tma_gemv_kernel<XT, D::R, D::KS, D::ST, D::CW, NT, D::FOLD, D::MODE>, grid, dim3(32 * (D::CW + 1)),
-                       static_cast<size_t>(smem), pdl, stream, tp);
-}
-
 // TMA ring shapes compiled, per token tiles (code: F R KS ST CW as decimal digits; F 3 = the zero fold,
 // 8 = diagnostic mode 1). The dispatch (qlinear/ops/w4a16.py _CUDA_RING_AUTO) uses 32844, 22464 and 24444;
 // the others are its measured neighbours, kept for re-tuning (benchmarks/bench_w4tma.py).
@@ -263,18 +244,7 @@ constexpr bool tma_codes_fit(const int (&codes)[L], int nt) {
 }
 static_assert(tma_codes_fit(kTmaNT1, 1) && tma_codes_fit(kTmaNT2, 2), "a TMA ring code exceeds 227 KB of smem");
 
-template <typename XT, int NT>
-inline cudaError_t tma_launch_listed(TmaParams& tp, int code, bool pdl, cudaStream_t s) {
-  if constexpr (NT == 1) {
-    return with_listed_code<kTmaNT1>(code, cudaErrorInvalidValue,
-                                     [&](auto c) { return tma_launch<XT, decltype(c)::value, 1>(tp, pdl, s); });
-  } else {
-    return with_listed_code<kTmaNT2>(code, cudaErrorInvalidValue,
-                                     [&](auto c) { return tma_launch<XT, decltype(c)::value, 2>(tp, pdl, s); });
-  }
-}
-
-// Defined in w4a16_tma_launch.cu (the call's tensor maps, then the instance).
+// Defined in w4a16_tma_launch.cu (the call's tensor maps, then the instance of `code`).
 cudaError_t tma_dispatch_bf16(const Params& p, int code, int nt, bool pdl, cudaStream_t s);
 cudaError_t tma_dispatch_f16(const Params& p, int code, int nt, bool pdl, cudaStream_t s);
 

@@ -1,6 +1,7 @@
-// The W4A16 TMA ring decode kernel's host side (w4a16_tma.cuh): the four tensor maps of a call and the
-// dispatch over the compiled (dtype, code, token tiles) instances, in a TU of their own so they compile
-// in parallel with the other decode instances. Called by w4a16_gemv_launch.cu for ring codes >= 20000.
+// The W4A16 TMA ring decode kernel's host side (w4a16_tma.cuh): a call's four tensor maps, its stage
+// layout and the launch of the compiled (dtype, code, token tiles) instance, in a TU of their own so they
+// compile in parallel with the other decode instances. Called by w4a16_gemv_launch.cu for ring codes
+// >= 20000.
 #include <type_traits>
 
 #include "tensor_map.h"
@@ -11,11 +12,10 @@ namespace w4a16g {
 
 namespace {
 
-// The maps for code's boxes (R row tiles, KS superblocks) at mb x rows; false when the driver refuses
+// The maps for boxes of `rows` rows and `ks` superblocks at tp.mb x rows; false when the driver refuses
 // one (the launcher's tma_ok checks the alignments it needs first).
-bool tma_maps(TmaParams& tp, int code, bool bf16) {
+bool tma_maps(TmaParams& tp, uint32_t rows, uint32_t ks, bool bf16) {
   const Params& p = tp.p;
-  const uint32_t rows = static_cast<uint32_t>(16 * (code / 1000 % 10)), ks = static_cast<uint32_t>(code / 100 % 10);
   const uint64_t n = static_cast<uint64_t>(p.n), groups = static_cast<uint64_t>(p.num_groups);
   // one row of x: any stride works (the box has one row), rounded to the 16 bytes a map needs
   const uint64_t x_row =
@@ -34,14 +34,38 @@ bool tma_maps(TmaParams& tp, int code, bool bf16) {
   return ok;
 }
 
+// Instance C: its maps, the stage layout at tp.mb x rows, the launch.
+template <typename XT, int C, int NT>
+cudaError_t tma_launch(TmaParams& tp, bool pdl, cudaStream_t stream) {
+  using D = TmaCode<C>;
+  if (!tma_maps(tp, 16 * D::R, D::KS, std::is_same<XT, __nv_bfloat16>::value)) return cudaErrorInvalidValue;
+  const TmaLayout l = tma_stage_layout(D::R, D::KS, tp.mb);
+  tp.off_x = l.off_x;
+  tp.off_s = l.off_s;
+  tp.off_z = l.off_z;
+  tp.stage_bytes = l.stage_bytes;
+  tp.off_red = D::ST * l.stage_bytes;
+  const int smem = tma_smem_bytes(C, NT, tp.mb);
+  tp.off_bar = smem - 16 * D::ST;
+  // a stage lands its weight, x and scale boxes (everything before the zero box), and the zero box
+  // only when the layer has zero points
+  tp.tx_bytes = static_cast<uint32_t>(l.off_z + (tp.p.zeros != nullptr ? D::KS * D::R * 16 : 0));
+  const dim3 grid(static_cast<unsigned>((tp.p.n + 16 * D::R - 1) / (16 * D::R)));
+  return launch_kernel(tma_gemv_kernel<XT, D::R, D::KS, D::ST, D::CW, NT, D::FOLD, D::MODE>, grid,
+                       dim3(32 * (D::CW + 1)), static_cast<size_t>(smem), pdl, stream, tp);
+}
+
 template <typename XT>
 cudaError_t tma_dispatch(const Params& p, int code, int nt, bool pdl, cudaStream_t s) {
   TmaParams tp{};
   tp.p = p;
   tp.mb = p.m < 8 * nt ? p.m : 8 * nt;
   tp.scale_bf16 = p.scale_kind == FKind::kBFloat16 ? 1 : 0;
-  if (!tma_maps(tp, code, std::is_same<XT, __nv_bfloat16>::value)) return cudaErrorInvalidValue;
-  return nt == 1 ? tma_launch_listed<XT, 1>(tp, code, pdl, s) : tma_launch_listed<XT, 2>(tp, code, pdl, s);
+  if (nt == 1)
+    return with_listed_code<kTmaNT1>(code, cudaErrorInvalidValue,
+                                     [&](auto c) { return tma_launch<XT, decltype(c)::value, 1>(tp, pdl, s); });
+  return with_listed_code<kTmaNT2>(code, cudaErrorInvalidValue,
+                                   [&](auto c) { return tma_launch<XT, decltype(c)::value, 2>(tp, pdl, s); });
 }
 
 }  // namespace
