@@ -14,8 +14,8 @@ from _host_tool import ask, build
 
 from qlinear.ops import w4a16 as ops
 
-SOURCES = ["w4a16_gemv_launch.cu", "w4a16_ring_bf16.cu", "w4a16_ring_f16.cu", "w4a16_bulk_bf16.cu", "w4a16_tma_launch.cu",
-           "w4a16_bulk_f16.cu"]
+SOURCES = ["w4a16_gemv_launch.cu", "w4a16_ring_bf16.cu", "w4a16_ring_f16.cu", "w4a16_bulk_bf16.cu",
+           "w4a16_bulk_f16.cu", "w4a16_tma_launch.cu"]
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
 

@@ -234,7 +234,8 @@ _CUDA_RING = 0
 # before the entries below, "auto" = the register kernel there, and bf16 F.linear):
 #   many M=1: 32844 (fold) 19.63, 22844 19.88 vs auto 23.34 [bf16 58.80]      -> ('many', 0): 32844
 #   many M=4: 32844 20.01, 22844 20.16 vs 24.06 [60.05]                        -> ('many', 4): 32844
-#   many M=8: 22464 21.56 vs 25.22 [60.64] (KS 8 codes 28-29: x reads of 8 rows conflict) -> ('many', 1)
+#   many M=8: 22464 21.56 vs 25.22 [60.64] (KS 8 codes 28-29: at 8 x rows their 132 KB ring fits one
+#            CTA per SM, so 224 CTAs run in two waves; 22464's 99 KB fits two)         -> ('many', 1)
 #   many M=16: 24444 29.13, 34444 29.50 vs 33.91 [63.46]                       -> ('many', 2): 24444
 # Weights alone stream at 15.2 us (code 82844: consumers only hand stages back); the rest is the
 # consumers' dequantize + mma. On few (2112x7168: 66 CTAs of 32 rows) and short rows (24576x1536: 12
