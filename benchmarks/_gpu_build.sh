@@ -5,6 +5,7 @@
 #   gpu_pytest NAME LIMIT PYTEST_ARGS...     -> $OUT/NAME.txt, prints "NAME rc=.. | <last line>" + failures
 #   gpu_probe NAME LIMIT LINE_REGEX SCRIPT ARGS... -> $OUT/NAME/ (--out), $OUT/NAME.log, prints matching lines
 #   gpu_ncu NAME LIMIT KERNEL_REGEX SCRIPT   -> $OUT/NAME.txt (ncu of SCRIPT's kernels), prints the key rows
+#     ($NCU_EXTRA: more ncu arguments, e.g. "--section ComputeWorkloadAnalysis")
 #   gpu_sass OBJECT_GLOB FUNCTION...         -> $OUT/FUNCTION.sass.gz (cuobjdump -sass of the built object)
 #   gpu_probe_lib_start NAME / gpu_probe_lib_wait -> the W4A16 micro-benchmark library
 #     (csrc/probe/w4a16_probe.cu) built in the background into $probe_so, log $OUT/NAME_probe_build.log
@@ -53,7 +54,7 @@ gpu_ncu() {  # gpu_ncu NAME LIMIT KERNEL_REGEX SCRIPT [ARGS...]
     echo "ncu: ${ncu:-missing}"
     timeout "$limit" "$ncu" --clock-control none --target-processes all -k regex:"$regex" \
         --section SpeedOfLight --section WarpStateStats --section SchedulerStats --section LaunchStats \
-        --section MemoryWorkloadAnalysis --section Occupancy \
+        --section MemoryWorkloadAnalysis --section Occupancy ${NCU_EXTRA:-} \
         python "$@" > "$OUT/$name.txt" 2>&1
     echo "ncu rc=$?"
     grep -E "^  [a-z_].*\(|Duration|Compute \(SM\) Throughput|Memory Throughput|DRAM Throughput|L2 Cache Throughput|Issue Slots Busy|Issued Warp Per Scheduler|No Eligible|Warp Cycles Per Issued|Achieved Occupancy|Registers Per|Grid Size|Block Size|Stall|ERR|rror" \
