@@ -8,8 +8,13 @@
 // from a shared-memory stage. dt = x's dtype: one rounding of the scaled weight, as w4a16_gemm.cuh and
 // the dequantize + cuBLAS path.
 //
-// CTA: two warpgroups, 128 weight rows (64 each: one m64 wgmma row block) x TN tokens (the wgmma's N)
-// x the superblocks [sb_lo, sb_hi) of its K split (blockIdx.y). Grid (row tiles, splits, token tiles).
+// CTA: two warpgroups x the superblocks [sb_lo, sb_hi) of its K split (blockIdx.y), in one of two
+// shapes (ROWS): 128 weight rows x TN tokens, each warpgroup 64 of the rows (one m64 wgmma row block)
+// and all TN tokens (the wgmma's N); or 64 weight rows x TN tokens, both warpgroups the same 64 rows
+// and each TN / 2 of the tokens. The 64-row shape dequantizes every weight twice per CTA, but its
+// tiles are half as tall: 2112 rows are 33 of them, so 2112x7168 at M = 1024 is 33 x 4 CTAs of 256
+// tokens, one full wave on 132 SMs, where 128-row tiles give 17 x 4 = 68 (half the GPU idle; a K
+// split to fill it makes 136, two waves). Grid (row tiles, splits, token tiles).
 //
 // A fragments without a k permutation: wgmma's A slots of lane (g, t) are k = 2t, 2t + 1 (registers
 // 0 / 1: rows g / g + 8) and 2t + 8, 2t + 9 (registers 2 / 3). Column 16 i + j of a superblock sits
@@ -21,7 +26,7 @@
 // Stage (one superblock, 1024-byte aligned), filled by TMA (2-D tensor maps built by the launcher):
 //   x  two 64-k atoms [TN tokens][128 bytes] with the hardware's 128-byte swizzle, which the wgmma
 //      descriptor (K-major, SBO 1024) reads directly; tokens >= M and columns >= K land as zeros;
-//   w  [128 rows][64 bytes]: the CTA's rows' 16 words (rows >= N land as zeros, never stored).
+//   w  [ROWS rows][64 bytes]: the CTA's rows' 16 words (rows >= N land as zeros, never stored).
 // Thread 0 issues a stage's three copies on its `full` mbarrier (with the byte count): the first ST
 // superblocks up front, then each refill as soon as the stage's `empty` mbarrier says all 8 warps are
 // done with it. (A separate producer warp made 288 threads, which ptxas budgets as 384: 168
@@ -54,19 +59,20 @@
 namespace qlinear {
 namespace w4a16g {
 
-constexpr int kWgRows = 128;     // weight rows per CTA (two warpgroups of 64)
 constexpr int kWgThreads = 256;  // threads per CTA (two warpgroups)
 
-// Byte layout of one stage for TN tokens: x atoms, then the weight rows; bytes rounded to 1024 so that
-// every stage's x atoms stay 1024-byte aligned.
+// Byte layout of one stage for TN tokens and ROWS weight rows: x atoms, then the weight rows; bytes
+// rounded to 1024 so that every stage's x atoms stay 1024-byte aligned.
 struct WgStage {
   int w_off, bytes;
 };
-__host__ __device__ constexpr WgStage wg_stage(int tn) {
-  return WgStage{tn * 256, (tn * 256 + kWgRows * 64 + 1023) / 1024 * 1024};
+__host__ __device__ constexpr WgStage wg_stage(int tn, int rows) {
+  return WgStage{tn * 256, (tn * 256 + rows * 64 + 1023) / 1024 * 1024};
 }
 // Dynamic shared memory of a launch: ST stages, 2 ST mbarriers, the slack to align the ring to 1024.
-__host__ __device__ constexpr int wg_smem_bytes(int tn, int st) { return st * wg_stage(tn).bytes + 16 * st + 1024; }
+__host__ __device__ constexpr int wg_smem_bytes(int tn, int st, int rows) {
+  return st * wg_stage(tn, rows).bytes + 16 * st + 1024;
+}
 
 // The kernel's parameters: the two tensor maps (CUtensorMap brings its own 128-byte alignment; TMA
 // reads them from the parameter space: __grid_constant__) and the GEMM's operands.
@@ -76,19 +82,27 @@ struct WgParams {
   GemmParams gp;
 };
 
-// Compiled (TN, ST) as (TN / 8) * 10 + ST.
-constexpr int kWgCodes[] = {164, 165, 84, 88, 323};
+// Compiled (ROWS, TN, ST) as H * 1000 + (TN / 8) * 10 + ST, H = 1 for 64-row CTAs (warpgroups split the
+// tokens), 0 for 128-row CTAs.
+constexpr int kWgCodes[] = {164, 165, 84, 88, 323, 1164, 1323};
+
+__host__ __device__ constexpr int wg_code_rows(int code) { return code >= 1000 ? 64 : 128; }
+__host__ __device__ constexpr int wg_code_tokens(int code) { return code % 1000 / 10 * 8; }
 
 template <int C>
 struct WgCode {
-  static constexpr int TN = C / 10 * 8, ST = C % 10;
-  static_assert((TN == 64 || TN == 128 || TN == 256) && ST >= 2, "a wgmma code is (tokens / 8) * 10 + stages");
+  static constexpr int ROWS = wg_code_rows(C), TN = wg_code_tokens(C), ST = C % 10;
+  static_assert((TN == 64 || TN == 128 || TN == 256) && ST >= 2 && C / 1000 <= 1,
+                "a wgmma code is H * 1000 + (tokens / 8) * 10 + stages");
+  static_assert(ROWS == 128 || TN >= 128, "64-row CTAs give each warpgroup TN / 2 >= 64 tokens");
 };
 
 template <size_t L>
 constexpr bool wg_codes_fit(const int (&codes)[L]) {
   for (size_t i = 0; i < L; ++i)
-    if (static_cast<size_t>(wg_smem_bytes(codes[i] / 10 * 8, codes[i] % 10)) > kSm90SmemOptin) return false;
+    if (static_cast<size_t>(wg_smem_bytes(wg_code_tokens(codes[i]), codes[i] % 10, wg_code_rows(codes[i]))) >
+        kSm90SmemOptin)
+      return false;
   return true;
 }
 static_assert(wg_codes_fit(kWgCodes), "a compiled wgmma code needs more than 227 KB of shared memory");
@@ -273,7 +287,7 @@ __device__ __forceinline__ void wg_dequant(uint32_t (&a)[8][4], const unsigned c
 // v * kWgRow + w * kWgPitch + 4 g + t: with a pitch of 36 the 32 lanes (w, t) of one g hit 32 banks.
 constexpr int kWgPitch = 36;
 constexpr int kWgRow = 8 * kWgPitch;  // floats per accumulator index
-__host__ __device__ constexpr int wg_tile_bytes(int tn) { return tn / 2 * kWgRow * 4; }
+__host__ __device__ constexpr int wg_tile_bytes(int v) { return v * kWgRow * 4; }  // V accumulators per thread
 
 template <typename XT>
 __device__ __forceinline__ uint32_t wg_pack2(float a, float b) {
@@ -287,14 +301,16 @@ __device__ __forceinline__ uint32_t wg_pack2(float a, float b) {
 // Stores accumulator indices [v_lo, v_hi) of the staged tile sm (+ bias): 32 vectors per index
 // (8 warps x 4 token columns t), rows past N and tokens past M left out; 16-byte stores where out
 // and its row stride allow, else one element at a time. Same value per element as store_frag.
-template <typename XT>
+// Warp w holds rows 16 (w % (ROWS / 16)) .. + 15 of the tile and, with 64 rows, the tokens of its
+// warpgroup's half (WN = TN / 2 each).
+template <typename XT, int ROWS, int WN>
 __device__ __forceinline__ void wg_store_tile(const Params& p, const float* sm, int v_lo, int v_hi, int row0,
                                               int tok0) {
   const bool vec = reinterpret_cast<uintptr_t>(p.out) % 16 == 0 && p.out_stride % 8 == 0;
   for (int ch = v_lo * 32 + static_cast<int>(threadIdx.x); ch < v_hi * 32; ch += kWgThreads) {
     const int v = ch >> 5, w = (ch >> 2) & 7, t = ch & 3;
-    const int tok = tok0 + (v >> 2) * 8 + 2 * t + (v & 1);
-    const int row = row0 + w * 16 + (v & 2) * 4;
+    const int tok = tok0 + (ROWS == 64 ? (w >> 2) * WN : 0) + (v >> 2) * 8 + 2 * t + (v & 1);
+    const int row = row0 + (w % (ROWS / 16)) * 16 + (v & 2) * 4;
     if (tok >= p.m) continue;
     const float* src = sm + v * kWgRow + w * kWgPitch + t;
     float s[8];
@@ -375,13 +391,14 @@ __device__ __forceinline__ void wg_spread_sum(const float* base, int64_t tile_fl
 
 #endif  // QLINEAR_WGMMA
 
-template <typename XT, int TN, int ST>
+template <typename XT, int TN, int ST, int ROWS>
 __global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const __grid_constant__ WgParams wp) {
 #if QLINEAR_WGMMA
+  constexpr int WN = ROWS == 64 ? TN / 2 : TN;  // tokens per warpgroup: the wgmma's N
+  constexpr int V = WN / 2;                      // accumulator values per thread
   static_assert(ST >= 2, "a stage is released one superblock after its use");
-  static_assert(wg_tile_bytes(TN) <= ST * wg_stage(TN).bytes, "the staged output tile must fit in the ring");
-  constexpr int V = TN / 2;  // accumulator values per thread
-  constexpr uint32_t kStage = wg_stage(TN).bytes;
+  static_assert(wg_tile_bytes(V) <= ST * wg_stage(TN, ROWS).bytes, "the staged output tile must fit in the ring");
+  constexpr uint32_t kStage = wg_stage(TN, ROWS).bytes;
   extern __shared__ __align__(16) unsigned char wg_smem_raw[];
   const uint32_t raw = static_cast<uint32_t>(__cvta_generic_to_shared(wg_smem_raw));
   const uint32_t ring = (raw + 1023u) & ~1023u;  // 128-byte swizzle atoms need 1024-byte alignment
@@ -390,7 +407,7 @@ __global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const __grid_co
   const GemmParams& gp = wp.gp;
   const Params& p = gp.p;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const int row0 = blockIdx.x * kWgRows;
+  const int row0 = blockIdx.x * ROWS;
   const int tok0 = blockIdx.z * TN;
   const int sb_lo = blockIdx.y * gp.sb_per_split;
   const int nsb = min(sb_lo + gp.sb_per_split, p.nsb) - sb_lo;  // superblocks of this CTA
@@ -399,8 +416,8 @@ __global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const __grid_co
   auto fill_w = [&](int j) {
     const int s = j % ST;
     const uint32_t st = ring + s * kStage, bar = full0 + 8 * s;
-    tma::mbar_arrive_tx(bar, static_cast<uint32_t>(TN * 256 + kWgRows * 64));
-    tma::tensor_copy_2d(st + wg_stage(TN).w_off, &wp.wmap, (sb_lo + j) * 16, row0, bar);
+    tma::mbar_arrive_tx(bar, static_cast<uint32_t>(TN * 256 + ROWS * 64));
+    tma::tensor_copy_2d(st + wg_stage(TN, ROWS).w_off, &wp.wmap, (sb_lo + j) * 16, row0, bar);
   };
   auto fill_x = [&](int j) {
     const int s = j % ST;
@@ -427,7 +444,10 @@ __global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const __grid_co
   __syncthreads();
 
   const int g = lane >> 2, t = lane & 3;
-  const int r = warp * 16 + g;  // local row of the lane's first A row: warpgroup 64 + warp 16 + g
+  // local row of the lane's first A row: 16 (warp % (ROWS / 16)) + g (128 rows: warpgroup 64 + warp
+  // 16 + g); with 64 rows, warpgroup h multiplies tokens [h WN, (h + 1) WN) of the stage's x atoms
+  const int r = (warp % (ROWS / 16)) * 16 + g;
+  const uint32_t x_off = ROWS == 64 ? static_cast<uint32_t>(warp >> 2) * WN * 128 : 0u;
   uint32_t magic;
   asm("mov.b32 %0, %1;" : "=r"(magic) : "n"(Mma<XT>::kMagic));
   float acc[V];
@@ -446,11 +466,11 @@ __global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const __grid_co
     const WgGroupVals gv = wg_group_vals<XT>(graw, p.scale_kind);
     graw = wg_group_load(p, row0 + r, min(sb_lo + j + 1, p.nsb - 1));
     tma::mbar_wait(full0 + 8 * s, static_cast<uint32_t>((j / ST) & 1));
-    wg_dequant<XT>(a[B], smem + s * kStage + wg_stage(TN).w_off, r, t, gv, magic);
-    const uint32_t d0 = wg_desc_lo(ring + s * kStage);
+    wg_dequant<XT>(a[B], smem + s * kStage + wg_stage(TN, ROWS).w_off, r, t, gv, magic);
+    const uint32_t d0 = wg_desc_lo(ring + s * kStage + x_off);
     wg_fence();
 #pragma unroll
-    for (int i = 0; i < 8; ++i) wgmma_rs<XT, TN>(acc, a[B][i], d0 + ((((i >> 2) * TN * 128) + (i & 3) * 32) >> 4));
+    for (int i = 0; i < 8; ++i) wgmma_rs<XT, WN>(acc, a[B][i], d0 + ((((i >> 2) * TN * 128) + (i & 3) * 32) >> 4));
     wg_commit();
     wg_wait<1>();
 #pragma unroll
@@ -493,7 +513,7 @@ __global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const __grid_co
       const int v_lo = y * V / S, v_hi = (y + 1) * V / S;
       wg_spread_sum(base, tile_floats, v_lo, v_hi, sm);
       __syncthreads();
-      wg_store_tile<XT>(p, sm, v_lo, v_hi, row0, tok0);
+      wg_store_tile<XT, ROWS, WN>(p, sm, v_lo, v_hi, row0, tok0);
       if (tid == 0) splitk_reset_if_last(gp.counters, tile, dep);
       return;
     }
@@ -512,7 +532,7 @@ __global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const __grid_co
 #pragma unroll
   for (int v = 0; v < V; ++v) sm[v * kWgRow + warp * kWgPitch + lane] = acc[v];
   __syncthreads();
-  wg_store_tile<XT>(p, sm, 0, V, row0, tok0);
+  wg_store_tile<XT, ROWS, WN>(p, sm, 0, V, row0, tok0);
 #else
   __trap();  // not built for sm_90a: the launcher refuses before launching (w4_wgmma_built)
 #endif

@@ -12,10 +12,13 @@ namespace {
 
 using w4a16g::WgParams;
 
-int wg_code(const W4GemmConfig& c) { return (c.tokens / 8) * 10 + c.stages; }
+// warps = 16-row tiles per CTA: 8 (128 rows, a warpgroup per 64) or 4 (64 rows, a warpgroup per half of
+// the tokens); the CTA has 8 warps either way.
+int wg_rows(const W4GemmConfig& c) { return c.warps * 16; }
+int wg_code(const W4GemmConfig& c) { return (c.warps == 4 ? 1000 : 0) + (c.tokens / 8) * 10 + c.stages; }
 
 int64_t wg_tiles(const W4GemvArgs& a, const W4GemmConfig& c) {
-  return cdiv64(a.n, w4a16g::kWgRows) * cdiv64(a.m, c.tokens);
+  return cdiv64(a.n, wg_rows(c)) * cdiv64(a.m, c.tokens);
 }
 
 // Whether the grid's CTAs can all be resident at once, as a spread reduction needs: one CTA per SM (the
@@ -29,8 +32,8 @@ bool wg_grid_fits(const W4GemvArgs& a, const W4GemmConfig& c) {
 template <typename XT, int C>
 cudaError_t launch_code(const WgParams& wp, dim3 grid, bool pdl, cudaStream_t stream) {
   using D = w4a16g::WgCode<C>;
-  const auto kernel = w4a16g::w4_wgmma_kernel<XT, D::TN, D::ST>;
-  const int smem = w4a16g::wg_smem_bytes(D::TN, D::ST);
+  const auto kernel = w4a16g::w4_wgmma_kernel<XT, D::TN, D::ST, D::ROWS>;
+  const int smem = w4a16g::wg_smem_bytes(D::TN, D::ST, D::ROWS);
   const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (e != cudaSuccess) return e;
   return pdl::launch_smem_ex(kernel, grid, dim3(w4a16g::kWgThreads), smem, stream, pdl, 0, wp.gp.spread != 0, wp);
@@ -65,7 +68,8 @@ int w4_wgmma_built() {
 W4GemmConfig w4_wgmma_resolve(const W4GemvArgs& a, const W4GemmConfig& cfg) {
   W4GemmConfig c = cfg;
   if (c.warps <= 0) c.warps = 8;
-  if (c.tokens <= 0) c.tokens = a.m <= 64 ? 64 : (a.m <= 128 ? 128 : 256);
+  // 64-row CTAs split the tokens between their warpgroups: at least 128 (64 each)
+  if (c.tokens <= 0) c.tokens = a.m <= 64 && c.warps == 8 ? 64 : (a.m <= 128 ? 128 : 256);
   if (c.stages <= 0) c.stages = c.tokens >= 256 ? 3 : (c.tokens >= 128 ? 4 : 8);
   const int64_t nsb = cdiv64(a.k, 128);
   if (c.splits <= 0) {
@@ -86,7 +90,7 @@ W4GemmConfig w4_wgmma_resolve(const W4GemvArgs& a, const W4GemmConfig& cfg) {
 int64_t w4_wgmma_workspace_floats(const W4GemvArgs& a, const W4GemmConfig& cfg) {
   const W4GemmConfig c = w4_wgmma_resolve(a, cfg);
   if (c.splits <= 1) return 0;
-  return wg_tiles(a, c) * c.splits * w4a16g::kWgRows * c.tokens;
+  return wg_tiles(a, c) * c.splits * wg_rows(c) * c.tokens;
 }
 
 W4GemmSupport w4_wgmma_supported(const W4GemvArgs& a, const W4GemmConfig& cfg, int64_t workspace_floats,
@@ -95,12 +99,12 @@ W4GemmSupport w4_wgmma_supported(const W4GemvArgs& a, const W4GemmConfig& cfg, i
   if (base != W4GemmSupport::kOk) return base;
   if (!w4_wgmma_built()) return W4GemmSupport::kNoWgmma;
   const W4GemmConfig c = w4_wgmma_resolve(a, cfg);
-  if (c.warps != 8 || c.tokens % 8 != 0 || !code_listed(w4a16g::kWgCodes, wg_code(c)) || c.reduce < 1 ||
+  if ((c.warps != 8 && c.warps != 4) || c.tokens % 8 != 0 || !code_listed(w4a16g::kWgCodes, wg_code(c)) || c.reduce < 1 ||
       c.reduce > 2 || (c.reduce == 2 && !wg_grid_fits(a, c)) || c.pdl < 0 || c.pdl > 1)
     return W4GemmSupport::kBadConfig;
   // a spread reduction counts arrivals and departures: two counters per output tile
   return w4_gemm_config_limits(a, c.splits, wg_tiles(a, c) * (c.reduce == 2 ? 2 : 1), w4_wgmma_workspace_floats(a, c),
-                               workspace_floats, counters, w4a16g::wg_smem_bytes(c.tokens, c.stages));
+                               workspace_floats, counters, w4a16g::wg_smem_bytes(c.tokens, c.stages, wg_rows(c)));
 }
 
 int w4_wgmma_configs(int* codes, int cap) { return append_codes(w4a16g::kWgCodes, codes, cap, 0); }
@@ -115,17 +119,18 @@ cudaError_t w4_wgmma_launch(const W4GemvArgs& a, const W4GemmConfig& cfg, float*
   wp.gp.spread = c.splits > 1 && c.reduce == 2 ? 1 : 0;
   const int64_t nsb = cdiv64(a.k, 128);
   // x [M, K] in boxes of 64 columns x `tokens` rows, swizzled for the wgmma descriptor; qweight
-  // [N, 16 nsb] int32 in boxes of 16 words x 128 rows. One row of x: any stride works (rounded to 16)
+  // [N, 16 nsb] int32 in boxes of 16 words x the CTA's rows. One row of x: any stride works (rounded to 16)
   const uint64_t x_row = a.m > 1 ? static_cast<uint64_t>(a.x_stride) * 2 : static_cast<uint64_t>(cdiv64(a.k * 2, 16) * 16);
   const CUtensorMapDataType xdt =
       a.x_dtype == W4GDType::kBFloat16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
   if (!tmap::encode_2d(&wp.xmap, xdt, a.x, static_cast<uint64_t>(a.k), static_cast<uint64_t>(a.m), x_row, 64,
                        static_cast<uint32_t>(c.tokens), CU_TENSOR_MAP_SWIZZLE_128B) ||
       !tmap::encode_2d(&wp.wmap, CU_TENSOR_MAP_DATA_TYPE_INT32, a.qweight, static_cast<uint64_t>(nsb * 16),
-                       static_cast<uint64_t>(a.n), static_cast<uint64_t>(a.qw_stride) * 4, 16, w4a16g::kWgRows,
+                       static_cast<uint64_t>(a.n), static_cast<uint64_t>(a.qw_stride) * 4, 16,
+                       static_cast<uint32_t>(wg_rows(c)),
                        CU_TENSOR_MAP_SWIZZLE_NONE))
     return cudaErrorInvalidValue;
-  const dim3 grid(static_cast<unsigned>(cdiv64(a.n, w4a16g::kWgRows)), static_cast<unsigned>(c.splits),
+  const dim3 grid(static_cast<unsigned>(cdiv64(a.n, wg_rows(c))), static_cast<unsigned>(c.splits),
                   static_cast<unsigned>(cdiv64(a.m, c.tokens)));
   auto launch = [&](bool pdl) {
     return a.x_dtype == W4GDType::kBFloat16 ? launch_listed<__nv_bfloat16>(wg_code(c), wp, grid, pdl, stream)

@@ -34,20 +34,33 @@ def test_automatic_config_on_measured_shapes(tool):
         (7168, 16384, 1024): (256, 1, 3),
         (7168, 16384, 64): (64, 2, 8),
     }
-    rows = ask(tool, [(*key, 0, 0, 0) for key in want])
+    rows = ask(tool, [(*key, 0, 0, 0, 0) for key in want])
     for (key, expect), row in zip(want.items(), rows):
         assert row[1:4] == expect, (key, row)
         tiles = -(-key[0] // 128) * -(-key[2] // expect[0])
         assert row[4] == (tiles * expect[1] * 128 * expect[0] if expect[1] > 1 else 0), (key, row)
         # a split is summed spread over the tile's CTAs where the grid fits on the 132 SMs at once
         assert row[5] == (2 if expect[1] > 1 and tiles * expect[1] <= 132 else 1), (key, row)
+        assert row[6] == 128, (key, row)  # 128-row CTAs unless asked
 
 
 def test_explicit_configs_and_refusals(tool):
-    rows = ask(tool, [(7168, 16384, 1024, 128, 3, 5), (7168, 16384, 0, 0, 0, 0), (7168, 16384, 200, 0, 0, 0),
-                      (2112, 7168, 128, 0, 40, 0)])
+    rows = ask(tool, [(7168, 16384, 1024, 128, 3, 5, 0), (7168, 16384, 0, 0, 0, 0, 0), (7168, 16384, 200, 0, 0, 0, 0),
+                      (2112, 7168, 128, 0, 40, 0, 0)])
     assert rows[0][1:4] == (128, 3, 5)  # an explicit config is kept
     assert rows[1][0] == 1  # M < 1: kBadM, before anything else
     assert rows[2][0] == 10  # no GPU here: kNoWgmma
     assert rows[3][1:4] == (128, 28, 4)  # 40 splits of 56 superblocks: no empty split, 28 of 2 each
     assert rows[3][5] == 1  # 17 x 28 CTAs do not fit at once: the last CTA of a tile sums
+
+
+def test_64_row_ctas(tool):
+    """rows = 64: twice the row tiles (2112 rows: 33), tokens at least 128 (64 per warpgroup), the
+    workspace per tile 64 x tokens floats, and the launcher's split choice on that grid: 2112x7168 at
+    M = 1024 is one wave of 33 x 4 CTAs, no split."""
+    rows = ask(tool, [(2112, 7168, 1024, 0, 0, 0, 64), (2112, 7168, 40, 0, 0, 0, 64),
+                      (2112, 7168, 128, 128, 4, 4, 64)])
+    assert rows[0][1:4] == (256, 1, 3) and rows[0][4] == 0 and rows[0][6] == 64
+    assert rows[1][1] == 128 and rows[1][6] == 64  # not 64 tokens: 32 per warpgroup is not compiled
+    assert rows[2][1:4] == (128, 4, 4) and rows[2][4] == 33 * 4 * 64 * 128
+    assert rows[2][5] == 2  # 132 CTAs fit at once: spread

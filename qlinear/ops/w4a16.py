@@ -886,17 +886,19 @@ def cuda_wgmma(
     pdl: bool | None = None,
 ) -> torch.Tensor | None:
     """The Hopper wgmma W4A16 GEMM on ``x [M, K]`` (:func:`cuda_wgmma_supported`): ``[M, N]`` in x's
-    dtype, or None when the extension is unavailable. ``config`` = (tokens per CTA, K splits, stages)
-    or (tokens, splits, stages, reduce), zeros for the launcher's choice (default: the row of the shape
-    class's :data:`_CUDA_WGMMA_AUTO` entry for M, else all automatic; ``w4a16_wgmma_configs()`` lists
-    the compiled (tokens / 8, stages)). K splits as :func:`cuda_gemm`'s; ``reduce`` says who sums a
-    split's partials: 1 the last CTA of a tile to arrive, 2 all of the tile's CTAs, a share each
-    (launched cooperative, so only where the grid fits on the GPU at once), 0 = 2 where it fits. Both
-    sum in split order: the same bits. ``pdl``: launch with programmatic dependent launch (None:
+    dtype, or None when the extension is unavailable. ``config`` = (tokens per CTA, K splits, stages[,
+    reduce[, rows]]), zeros for the launcher's choice (default: the row of the shape class's
+    :data:`_CUDA_WGMMA_AUTO` entry for M, else all automatic; ``w4a16_wgmma_configs()`` lists the
+    compiled H * 1000 + (tokens / 8) * 10 + stages, H = 1 for 64 rows). K splits as
+    :func:`cuda_gemm`'s; ``reduce`` says who sums a split's partials: 1 the last CTA of a tile to
+    arrive, 2 all of the tile's CTAs, a share each (launched cooperative, so only where the grid fits
+    on the GPU at once), 0 = 2 where it fits. Both sum in split order: the same bits. ``rows``: weight
+    rows per CTA, 128 (0: each warpgroup 64 of them) or 64 (both warpgroups the same rows, each half
+    of the tokens; tokens >= 128). ``pdl``: launch with programmatic dependent launch (None:
     ``qlinear.kernels._pdl.pdl_enabled``).
     """
-    if config is not None and (len(tuple(config)) not in (3, 4) or any(int(v) < 0 for v in config)):
-        raise ValueError(f"config: expected (tokens, splits, stages[, reduce]) of ints >= 0, got {config!r}")
+    if config is not None and (len(tuple(config)) not in (3, 4, 5) or any(int(v) < 0 for v in config)):
+        raise ValueError(f"config: expected (tokens, splits, stages[, reduce[, rows]]) of ints >= 0, got {config!r}")
     return _cuda_wgmma(x, packed, bias, config, pdl)
 
 
@@ -905,7 +907,7 @@ def _cuda_wgmma(x, packed, bias, config=None, pdl=None):
         from qlinear.kernels import _pdl  # function-local: imports triton
 
         pdl = _pdl.pdl_enabled(x.device)
-    return _run_gemm("w4a16_wgmma", x, packed, bias, config, _CUDA_WGMMA_AUTO, (0, 0, 0, 0), (int(pdl),))
+    return _run_gemm("w4a16_wgmma", x, packed, bias, config, _CUDA_WGMMA_AUTO, (0, 0, 0, 0, 0), (int(pdl),))
 
 
 def _cuda_shape_class(n: int, k: int) -> str:

@@ -55,8 +55,10 @@ def _family(name):
         codes = [(c // 1000, (c // 10 % 100) * 8, c % 10) for c in C.w4a16_gemm_configs()]
         return ops.cuda_gemm, [(lambda s, w=w, t=t, st=st: (w, t, s, st), t) for w, t, st in codes]
     C = _wgmma_ext()
-    cfgs = [((c // 10) * 8, c % 10) for c in C.w4a16_wgmma_configs()]
-    return ops.cuda_wgmma, [(lambda s, t=t, st=st: (t, s, st), t) for t, st in cfgs]
+    # H * 1000 + (tokens / 8) * 10 + stages; H = 1: 64 weight rows per CTA
+    cfgs = [(c % 1000 // 10 * 8, c % 10, 64 if c >= 1000 else 128) for c in C.w4a16_wgmma_configs()]
+    assert any(rows == 64 for _, _, rows in cfgs) and any(rows == 128 for _, _, rows in cfgs)
+    return ops.cuda_wgmma, [(lambda s, t=t, st=st, r=r: (t, s, st, 0, r), t) for t, st, r in cfgs]
 
 
 FAMILIES = ["cuda_gemm", "cuda_wgmma"]
@@ -148,9 +150,15 @@ def test_wgmma_refusals_and_public_op():
     assert not ops.cuda_wgmma_supported(x, p64)
     assert C.w4a16_wgmma_supported(x, p64.qweight, p64.scales, p64.zeros, 64, locks) == 4
     with pytest.raises(ValueError, match="tokens, splits, stages"):
-        ops.cuda_wgmma(x, packed, config=(8, 128, 1, 5, 0))  # five fields
+        ops.cuda_wgmma(x, packed, config=(8, 128, 1, 5, 0, 0))  # six fields
     assert sup(x, 128, 2, 5, 3) == 6  # reduce is 0, 1 or 2
     assert sup(x, 128, 2, 5, 2) == 0
+    # 64 rows per CTA: compiled for (128 tokens, 4 stages) and (256, 3), not for 64 tokens (32 per warpgroup)
+    assert sup(x, 128, 2, 4, 0, 64) == 0
+    assert sup(x, 64, 2, 8, 0, 64) == 6
+    assert sup(x, 128, 2, 5, 0, 64) == 6
+    with pytest.raises(RuntimeError, match="rows: expected 0 .automatic., 64 or 128"):
+        sup(x, 128, 2, 4, 0, 32)
     wide, _ = _layer(24576, 1536, seed=7)
     xw = _x(128, 1536, torch.bfloat16, 3)
     # 192 row tiles x 2 splits: a spread reduction's grid must fit on the GPU at once
@@ -245,6 +253,31 @@ def test_wgmma_auto_dispatch_on_measured_shapes():
             assert (ops.w4a16_backend(x, packed) == "cuda_wgmma") == wg, f"M={m} {n}x{k}"
             if wg and m in (50, 300, 33, 256):
                 assert_matches(ops.w4a16_linear(x, packed), x, w, None, f"auto M={m} {n}x{k}")
+
+
+def test_wgmma_64_rows_bit_equal_to_128_rows():
+    """64-row CTAs (both warpgroups the same rows, each half of the tokens) give the bits of 128-row
+    CTAs with the same tokens, stages and K split: every output is one wgmma chain over the same
+    superblocks and the same split-order sum. Ragged N (tiles past N), ragged M (tokens past M), both
+    reductions, bias, fp16 x with fp32 scales; then the 2112x7168 M = 1024 grid of one full wave
+    (33 row tiles x 4 token tiles) against the reference."""
+    _wgmma_ext()
+    cases = [(300, 2048, 200, torch.bfloat16, torch.bfloat16, (128, 3, 4)),
+             (1000, 4096, 300, torch.float16, torch.float32, (256, 5, 3)),
+             (2112, 7168, 130, torch.bfloat16, torch.float16, (128, 1, 4))]
+    for n, k, m, dt, sdt, cfg in cases:
+        packed, w = _layer(n, k, 128, True, sdt, seed=n + m)
+        x = _x(m, k, dt, m)
+        b = torch.randn(n, device=DEV).to(dt)
+        for reduce in (1, 2):
+            tall = ops.cuda_wgmma(x, packed, b, cfg + (reduce, 128))
+            half = ops.cuda_wgmma(x, packed, b, cfg + (reduce, 64))
+            assert torch.equal(half, tall), f"{n}x{k} M={m} {cfg} reduce={reduce}: 64 and 128 rows differ"
+        assert_matches(half, x, w, b, f"64 rows {n}x{k} M={m} {cfg}")
+    packed, w = _layer(2112, 7168, seed=13)
+    x = _x(1024, 7168, torch.bfloat16, 14)
+    assert_matches(ops.cuda_wgmma(x, packed, None, (256, 1, 3, 0, 64)), x, w, None, "64 rows 2112x7168 M=1024")
+    assert int(_splitk.locks(torch.device(DEV)).abs().sum()) == 0
 
 
 def test_wgmma_pdl_chain_in_a_graph():
