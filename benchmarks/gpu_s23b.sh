@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 23 run 2: the wgmma GEMM with 64-row CTAs (codes 1164 / 1323: both warpgroups the same rows,
+# Session 23 run 2 (record only; at f33a8fb): the wgmma GEMM with 64-row CTAs (codes 1164 / 1323: both warpgroups the same rows,
 # each half of the tokens). Its GPU tests (the whole split-K GEMM file), then probe_w4a16_gemm.py on
 # 2112x7168 and 24576x1536 at M = 128 .. 1024, every 128 / 256-token code x splits, against the dispatch
 # and bf16.

@@ -10,11 +10,13 @@
 //
 // CTA: two warpgroups x the superblocks [sb_lo, sb_hi) of its K split (blockIdx.y), in one of two
 // shapes (ROWS): 128 weight rows x TN tokens, each warpgroup 64 of the rows (one m64 wgmma row block)
-// and all TN tokens (the wgmma's N); or 64 weight rows x TN tokens, both warpgroups the same 64 rows
-// and each TN / 2 of the tokens. The 64-row shape dequantizes every weight twice per CTA, but its
-// tiles are half as tall: 2112 rows are 33 of them, so 2112x7168 at M = 1024 is 33 x 4 CTAs of 256
-// tokens, one full wave on 132 SMs, where 128-row tiles give 17 x 4 = 68 (half the GPU idle; a K
-// split to fill it makes 136, two waves). Grid (row tiles, splits, token tiles).
+// and all TN tokens (the wgmma's N); or 64 weight rows x TN tokens, both warpgroups the same rows and
+// tokens, warpgroup h the k-steps 4h .. 4h + 3 of every superblock (x atom h, the words' low / high
+// 16-bit planes), the two tiles summed through shared memory at the end. Each weight is dequantized
+// once per CTA either way; 64-row tiles are half as tall: 2112 rows are 33 of them, so 2112x7168 at
+// M = 1024 is 33 x 4 CTAs of 256 tokens, one full wave on 132 SMs, where 128-row tiles give
+// 17 x 4 = 68 (half the GPU idle; a K split to fill it makes 136, two waves). They read x twice as
+// often per weight row. Grid (row tiles, splits, token tiles).
 //
 // A fragments without a k permutation: wgmma's A slots of lane (g, t) are k = 2t, 2t + 1 (registers
 // 0 / 1: rows g / g + 8) and 2t + 8, 2t + 9 (registers 2 / 3). Column 16 i + j of a superblock sits
@@ -83,7 +85,7 @@ struct WgParams {
 };
 
 // Compiled (ROWS, TN, ST) as H * 1000 + (TN / 8) * 10 + ST, H = 1 for 64-row CTAs (warpgroups split the
-// tokens), 0 for 128-row CTAs.
+// k-steps), 0 for 128-row CTAs.
 constexpr int kWgCodes[] = {164, 165, 84, 88, 323, 1164, 1323};
 
 __host__ __device__ constexpr int wg_code_rows(int code) { return code >= 1000 ? 64 : 128; }
@@ -94,7 +96,7 @@ struct WgCode {
   static constexpr int ROWS = wg_code_rows(C), TN = wg_code_tokens(C), ST = C % 10;
   static_assert((TN == 64 || TN == 128 || TN == 256) && ST >= 2 && C / 1000 <= 1,
                 "a wgmma code is H * 1000 + (tokens / 8) * 10 + stages");
-  static_assert(ROWS == 128 || TN >= 128, "64-row CTAs give each warpgroup TN / 2 >= 64 tokens");
+  static_assert(ROWS == 128 || TN >= 128, "64-row CTAs hold V = TN / 4 values per thread: 64 or 128 tokens");
 };
 
 template <size_t L>
@@ -254,22 +256,32 @@ __device__ __forceinline__ WgGroupVals wg_group_vals(const WgGroupRaw& raw, FKin
   return WgGroupVals{wg_scale2<XT>(raw.s0, k), wg_scale2<XT>(raw.s1, k), nzero<XT>(raw.z0), nzero<XT>(raw.z1)};
 }
 
-// The 8 A fragments (one per 16-k step) of local rows r and r + 8 from a stage's weight rows: words
+// The NP A fragments (one per 16-k step) of local rows r and r + 8 from a stage's weight rows: words
 // {2t, 2t+1, 2t+8, 2t+9} of each row (two 8-byte reads per row), q - zero exact, then times the row's
-// scale in x's dtype.
-template <typename XT>
-__device__ __forceinline__ void wg_dequant(uint32_t (&a)[8][4], const unsigned char* w, int r, int t,
-                                           const WgGroupVals& gv, uint32_t magic) {
+// scale in x's dtype. NP = 8: all k-steps. NP = 4: k-steps 0-3 (the words' low 16-bit planes, sel =
+// 0x5410) or 4-7 (high planes, sel = 0x7632): one prmt per word pair instead of two.
+template <typename XT, int NP>
+__device__ __forceinline__ void wg_dequant(uint32_t (&a)[NP][4], const unsigned char* w, int r, int t,
+                                           const WgGroupVals& gv, uint32_t magic, uint32_t sel) {
+  static_assert(NP == 8 || NP == 4, "all 8 k-steps of a superblock, or one half");
   const unsigned char* wr = w + r * 64 + (t >> 1) * 16 + (t & 1) * 8;
   const uint2 l0 = *reinterpret_cast<const uint2*>(wr);
   const uint2 l1 = *reinterpret_cast<const uint2*>(wr + 32);
   const uint2 h0 = *reinterpret_cast<const uint2*>(wr + 8 * 64);
   const uint2 h1 = *reinterpret_cast<const uint2*>(wr + 8 * 64 + 32);
   uint32_t lo[4], hi[4];
-  split_words(make_uint4(l0.x, l0.y, l1.x, l1.y), lo);
-  split_words(make_uint4(h0.x, h0.y, h1.x, h1.y), hi);
+  if constexpr (NP == 8) {
+    split_words(make_uint4(l0.x, l0.y, l1.x, l1.y), lo);
+    split_words(make_uint4(h0.x, h0.y, h1.x, h1.y), hi);
+  } else {
+    lo[0] = __byte_perm(l0.x, l0.y, sel);
+    lo[1] = __byte_perm(l1.x, l1.y, sel);
+    hi[0] = __byte_perm(h0.x, h0.y, sel);
+    hi[1] = __byte_perm(h1.x, h1.y, sel);
+    lo[2] = lo[3] = hi[2] = hi[3] = 0u;  // not read: k-steps 0-3 take index 0 and 1
+  }
 #pragma unroll
-  for (int i = 0; i < 8; ++i) {
+  for (int i = 0; i < NP; ++i) {
     a_frag_i<XT>(i, a[i], lo, hi, gv.nz0, gv.nz1, magic);
     a[i][0] = hmul2<XT>(a[i][0], gv.s0);
     a[i][2] = hmul2<XT>(a[i][2], gv.s0);
@@ -302,7 +314,7 @@ __device__ __forceinline__ uint32_t wg_pack2(float a, float b) {
 // (8 warps x 4 token columns t), rows past N and tokens past M left out; 16-byte stores where out
 // and its row stride allow, else one element at a time. Same value per element as store_frag.
 // Warp w holds rows 16 (w % (ROWS / 16)) .. + 15 of the tile and, with 64 rows, the tokens of its
-// warpgroup's half (WN = TN / 2 each).
+// warpgroup's half of the summed tile (WN = TN / 2 each).
 template <typename XT, int ROWS, int WN>
 __device__ __forceinline__ void wg_store_tile(const Params& p, const float* sm, int v_lo, int v_hi, int row0,
                                               int tok0) {
@@ -394,8 +406,13 @@ __device__ __forceinline__ void wg_spread_sum(const float* base, int64_t tile_fl
 template <typename XT, int TN, int ST, int ROWS>
 __global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const __grid_constant__ WgParams wp) {
 #if QLINEAR_WGMMA
-  constexpr int WN = ROWS == 64 ? TN / 2 : TN;  // tokens per warpgroup: the wgmma's N
-  constexpr int V = WN / 2;                      // accumulator values per thread
+  // ROWS = 64: warpgroup h takes k-steps 4h .. 4h + 3 of every superblock over the same 64 rows and all
+  // TN tokens, and the two tiles are summed at the end (half the dequantization of each warpgroup).
+  constexpr bool kHalf = ROWS == 64;
+  constexpr int NP = kHalf ? 4 : 8;        // k-steps per superblock and warpgroup
+  constexpr int VA = TN / 2;               // accumulators per thread: m64 x TN per warpgroup
+  constexpr int V = kHalf ? VA / 2 : VA;   // values per thread in the summed tile
+  constexpr int WS = kHalf ? TN / 2 : TN;  // tokens per warpgroup in the summed tile
   static_assert(ST >= 2, "a stage is released one superblock after its use");
   static_assert(wg_tile_bytes(V) <= ST * wg_stage(TN, ROWS).bytes, "the staged output tile must fit in the ring");
   constexpr uint32_t kStage = wg_stage(TN, ROWS).bytes;
@@ -445,20 +462,21 @@ __global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const __grid_co
 
   const int g = lane >> 2, t = lane & 3;
   // local row of the lane's first A row: 16 (warp % (ROWS / 16)) + g (128 rows: warpgroup 64 + warp
-  // 16 + g); with 64 rows, warpgroup h multiplies tokens [h WN, (h + 1) WN) of the stage's x atoms
+  // 16 + g); with 64 rows, warpgroup h reads x atom h (k-steps 4h ..) and the words' plane half h
   const int r = (warp % (ROWS / 16)) * 16 + g;
-  const uint32_t x_off = ROWS == 64 ? static_cast<uint32_t>(warp >> 2) * WN * 128 : 0u;
+  const uint32_t x_off = kHalf ? static_cast<uint32_t>(warp >> 2) * TN * 128 : 0u;
+  const uint32_t sel = kHalf && warp >= 4 ? 0x7632u : 0x5410u;
   uint32_t magic;
   asm("mov.b32 %0, %1;" : "=r"(magic) : "n"(Mma<XT>::kMagic));
-  float acc[V];
+  float acc[VA];
 #pragma unroll
-  for (int v = 0; v < V; ++v) acc[v] = 0.f;
-  uint32_t a[2][8][4];
+  for (int v = 0; v < VA; ++v) acc[v] = 0.f;
+  uint32_t a[2][NP][4];
   WgGroupRaw graw = wg_group_load(p, row0 + r, sb_lo);
   pdl::wait();
 
   // Superblock j: convert its group values (loaded one superblock ago), load the next superblock's,
-  // wait for its stage, dequantize into buffer B, issue the 8 wgmmas, wait for superblock j - 1's
+  // wait for its stage, dequantize into buffer B, issue the NP wgmmas, wait for superblock j - 1's
   // group and release its stage.
   auto step = [&](auto buf, int j) {
     constexpr int B = decltype(buf)::value;
@@ -466,15 +484,15 @@ __global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const __grid_co
     const WgGroupVals gv = wg_group_vals<XT>(graw, p.scale_kind);
     graw = wg_group_load(p, row0 + r, min(sb_lo + j + 1, p.nsb - 1));
     tma::mbar_wait(full0 + 8 * s, static_cast<uint32_t>((j / ST) & 1));
-    wg_dequant<XT>(a[B], smem + s * kStage + wg_stage(TN, ROWS).w_off, r, t, gv, magic);
+    wg_dequant<XT, NP>(a[B], smem + s * kStage + wg_stage(TN, ROWS).w_off, r, t, gv, magic, sel);
     const uint32_t d0 = wg_desc_lo(ring + s * kStage + x_off);
     wg_fence();
 #pragma unroll
-    for (int i = 0; i < 8; ++i) wgmma_rs<XT, WN>(acc, a[B][i], d0 + ((((i >> 2) * TN * 128) + (i & 3) * 32) >> 4));
+    for (int i = 0; i < NP; ++i) wgmma_rs<XT, TN>(acc, a[B][i], d0 + ((((i >> 2) * TN * 128) + (i & 3) * 32) >> 4));
     wg_commit();
     wg_wait<1>();
 #pragma unroll
-    for (int i = 0; i < 8; ++i)
+    for (int i = 0; i < NP; ++i)
 #pragma unroll
       for (int c = 0; c < 4; ++c) keep(a[B ^ 1][i][c]);
     if (j >= 1) {
@@ -494,45 +512,75 @@ __global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const __grid_co
   if (j < nsb) step(std::integral_constant<int, 0>{}, j);
   wg_wait<0>();
 #pragma unroll
-  for (int v = 0; v < V; ++v) keep(acc[v]);
+  for (int v = 0; v < VA; ++v) keep(acc[v]);
   __syncthreads();  // every warp is done with the ring: it holds the staged output tile from here on
   float* sm = reinterpret_cast<float*>(smem);
 
-  const int tile = blockIdx.x + gridDim.x * blockIdx.z;
-  if (gridDim.y > 1) {
-    const int64_t tile_floats = static_cast<int64_t>(kWgThreads) * V;
-    float* mine = gp.ws + (static_cast<int64_t>(tile) * gridDim.y + blockIdx.y) * tile_floats;
+  // The tile's values, V per thread (f = acc, or with 64 rows the two warpgroups' sums), to the
+  // workspace for a K split, then staged in shared memory and stored.
+  auto finish = [&](float (&f)[V]) {
+    const int tile = blockIdx.x + gridDim.x * blockIdx.z;
+    if (gridDim.y > 1) {
+      const int64_t tile_floats = static_cast<int64_t>(kWgThreads) * V;
+      float* mine = gp.ws + (static_cast<int64_t>(tile) * gridDim.y + blockIdx.y) * tile_floats;
 #pragma unroll
-    for (int v = 0; v < V; ++v) __stcg(mine + v * kWgThreads + tid, acc[v]);
-    const float* base = gp.ws + static_cast<int64_t>(tile) * gridDim.y * tile_floats;
-    if (gp.spread) {
-      splitk_rendezvous(gp.counters, tile);
-      // the departure's atomic is in flight while the share is summed
-      const int dep = tid == 0 ? splitk_depart(gp.counters, tile) : 0;
-      const int S = static_cast<int>(gridDim.y), y = static_cast<int>(blockIdx.y);
-      const int v_lo = y * V / S, v_hi = (y + 1) * V / S;
-      wg_spread_sum(base, tile_floats, v_lo, v_hi, sm);
-      __syncthreads();
-      wg_store_tile<XT, ROWS, WN>(p, sm, v_lo, v_hi, row0, tok0);
-      if (tid == 0) splitk_reset_if_last(gp.counters, tile, dep);
-      return;
+      for (int v = 0; v < V; ++v) __stcg(mine + v * kWgThreads + tid, f[v]);
+      const float* base = gp.ws + static_cast<int64_t>(tile) * gridDim.y * tile_floats;
+      if (gp.spread) {
+        splitk_rendezvous(gp.counters, tile);
+        // the departure's atomic is in flight while the share is summed
+        const int dep = tid == 0 ? splitk_depart(gp.counters, tile) : 0;
+        const int S = static_cast<int>(gridDim.y), y = static_cast<int>(blockIdx.y);
+        const int v_lo = y * V / S, v_hi = (y + 1) * V / S;
+        wg_spread_sum(base, tile_floats, v_lo, v_hi, sm);
+        __syncthreads();
+        wg_store_tile<XT, ROWS, WS>(p, sm, v_lo, v_hi, row0, tok0);
+        if (tid == 0) splitk_reset_if_last(gp.counters, tile, dep);
+        return;
+      }
+      if (!splitk_last_arrival(gp.counters, tile)) return;
+      // split-major: the V loads of one split are independent (a v-major loop waited out one L2 round
+      // trip per value: run 5, 2112x7168 M = 128 took 89 us with 7 splits against 69 with none)
+#pragma unroll
+      for (int v = 0; v < V; ++v) f[v] = 0.f;
+      for (int sp = 0; sp < static_cast<int>(gridDim.y); ++sp) {
+        const float* part = base + sp * tile_floats + tid;
+#pragma unroll
+        for (int v = 0; v < V; ++v) f[v] += __ldcg(part + v * kWgThreads);
+      }
     }
-    if (!splitk_last_arrival(gp.counters, tile)) return;
-    // split-major: the V loads of one split are independent (a v-major loop waited out one L2 round
-    // trip per value: run 5, 2112x7168 M = 128 took 89 us with 7 splits against 69 with none)
+    // acc[4 j + c] is register c of the m16n8 C fragment of the warp's 16 rows and token tile j
 #pragma unroll
-    for (int v = 0; v < V; ++v) acc[v] = 0.f;
-    for (int sp = 0; sp < static_cast<int>(gridDim.y); ++sp) {
-      const float* part = base + sp * tile_floats + tid;
+    for (int v = 0; v < V; ++v) sm[v * kWgRow + warp * kWgPitch + lane] = f[v];
+    __syncthreads();
+    wg_store_tile<XT, ROWS, WS>(p, sm, 0, V, row0, tok0);
+  };
+  if constexpr (kHalf) {
+    // warpgroup h keeps values [h V, (h + 1) V) of its tile (tokens [h TN / 2, (h + 1) TN / 2)) and
+    // hands the other half to the other warpgroup through shared memory: own + other, the same bits
+    // in either warpgroup (fp32 addition commutes)
+    const int lt = tid & 127;
+    if (warp < 4) {
 #pragma unroll
-      for (int v = 0; v < V; ++v) acc[v] += __ldcg(part + v * kWgThreads);
+      for (int v = 0; v < V; ++v) sm[v * 128 + lt] = acc[V + v];
+    } else {
+#pragma unroll
+      for (int v = 0; v < V; ++v) sm[(V + v) * 128 + lt] = acc[v];
     }
+    __syncthreads();
+    float f[V];
+    if (warp < 4) {
+#pragma unroll
+      for (int v = 0; v < V; ++v) f[v] = acc[v] + sm[(V + v) * 128 + lt];
+    } else {
+#pragma unroll
+      for (int v = 0; v < V; ++v) f[v] = acc[V + v] + sm[v * 128 + lt];
+    }
+    __syncthreads();  // the staged tile reuses this shared memory
+    finish(f);
+  } else {
+    finish(acc);
   }
-  // acc[4 j + c] is register c of the m16n8 C fragment of the warp's 16 rows and token tile j
-#pragma unroll
-  for (int v = 0; v < V; ++v) sm[v * kWgRow + warp * kWgPitch + lane] = acc[v];
-  __syncthreads();
-  wg_store_tile<XT, ROWS, WN>(p, sm, 0, V, row0, tok0);
 #else
   __trap();  // not built for sm_90a: the launcher refuses before launching (w4_wgmma_built)
 #endif

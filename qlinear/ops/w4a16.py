@@ -893,8 +893,8 @@ def cuda_wgmma(
     :func:`cuda_gemm`'s; ``reduce`` says who sums a split's partials: 1 the last CTA of a tile to
     arrive, 2 all of the tile's CTAs, a share each (launched cooperative, so only where the grid fits
     on the GPU at once), 0 = 2 where it fits. Both sum in split order: the same bits. ``rows``: weight
-    rows per CTA, 128 (0: each warpgroup 64 of them) or 64 (both warpgroups the same rows, each half
-    of the tokens; tokens >= 128). ``pdl``: launch with programmatic dependent launch (None:
+    rows per CTA, 128 (0: each warpgroup 64 of them) or 64 (both warpgroups the same rows and tokens,
+    each half of every superblock's k-steps; tokens >= 128). ``pdl``: launch with programmatic dependent launch (None:
     ``qlinear.kernels._pdl.pdl_enabled``).
     """
     if config is not None and (len(tuple(config)) not in (3, 4, 5) or any(int(v) < 0 for v in config)):

@@ -255,25 +255,28 @@ def test_wgmma_auto_dispatch_on_measured_shapes():
                 assert_matches(ops.w4a16_linear(x, packed), x, w, None, f"auto M={m} {n}x{k}")
 
 
-def test_wgmma_64_rows_bit_equal_to_128_rows():
-    """64-row CTAs (both warpgroups the same rows, each half of the tokens) give the bits of 128-row
-    CTAs with the same tokens, stages and K split: every output is one wgmma chain over the same
-    superblocks and the same split-order sum. Ragged N (tiles past N), ragged M (tokens past M), both
-    reductions, bias, fp16 x with fp32 scales; then the 2112x7168 M = 1024 grid of one full wave
-    (33 row tiles x 4 token tiles) against the reference."""
+def test_wgmma_64_rows():
+    """64-row CTAs (the warpgroups take the low / high k-steps of every superblock over the same rows
+    and tokens, and sum their tiles) against the reference and against 128-row CTAs with the same
+    tokens, stages and K split (the same products summed in another order: close, not bit-equal).
+    Ragged N (tiles past N), ragged M (tokens past M), both reductions where they fit, bias, fp16 x
+    with fp32 scales; the spread and last-arrival sums give the same bits; then the 2112x7168
+    M = 1024 grid of one full wave (33 row tiles x 4 token tiles)."""
     _wgmma_ext()
     cases = [(300, 2048, 200, torch.bfloat16, torch.bfloat16, (128, 3, 4)),
-             (1000, 4096, 300, torch.float16, torch.float32, (256, 5, 3)),
+             (1000, 4096, 300, torch.float16, torch.float32, (256, 3, 3)),
              (2112, 7168, 130, torch.bfloat16, torch.float16, (128, 1, 4))]
     for n, k, m, dt, sdt, cfg in cases:
         packed, w = _layer(n, k, 128, True, sdt, seed=n + m)
         x = _x(m, k, dt, m)
         b = torch.randn(n, device=DEV).to(dt)
-        for reduce in (1, 2):
-            tall = ops.cuda_wgmma(x, packed, b, cfg + (reduce, 128))
-            half = ops.cuda_wgmma(x, packed, b, cfg + (reduce, 64))
-            assert torch.equal(half, tall), f"{n}x{k} M={m} {cfg} reduce={reduce}: 64 and 128 rows differ"
-        assert_matches(half, x, w, b, f"64 rows {n}x{k} M={m} {cfg}")
+        tall = ops.cuda_wgmma(x, packed, b, cfg + (1, 128))
+        half = ops.cuda_wgmma(x, packed, b, cfg + (1, 64))
+        want = assert_matches(half, x, w, b, f"64 rows {n}x{k} M={m} {cfg}")
+        diff = ((half.float() - tall.float()).norm() / want.norm()).item()
+        assert diff <= 2e-3, f"{n}x{k} M={m} {cfg}: 64 and 128 rows differ by {diff:.2e}"
+        if cfg[1] > 1:
+            assert torch.equal(ops.cuda_wgmma(x, packed, b, cfg + (2, 64)), half), f"{n}x{k} M={m}: spread"
     packed, w = _layer(2112, 7168, seed=13)
     x = _x(1024, 7168, torch.bfloat16, 14)
     assert_matches(ops.cuda_wgmma(x, packed, None, (256, 1, 3, 0, 64)), x, w, None, "64 rows 2112x7168 M=1024")
