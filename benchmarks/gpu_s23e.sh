@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 23 run 5: the wgmma GEMM with each stage refilled by the last warp to release it (a shared
+# Session 23 run 5 (record only; at cc04061, reverted): the wgmma GEMM with each stage refilled by the last warp to release it (a shared
 # counter) instead of thread 0 waiting on an `empty` mbarrier. The split-K GEMM GPU tests, then
 # probe_w4a16_gemm.py on the three shapes (M = 128 .. 1024 on the two smaller, M = 128 / 1024 on
 # 7168x16384), every 128 / 256-token code x splits, against the dispatch and bf16.

@@ -29,11 +29,10 @@
 //   x  two 64-k atoms [TN tokens][128 bytes] with the hardware's 128-byte swizzle, which the wgmma
 //      descriptor (K-major, SBO 1024) reads directly; tokens >= M and columns >= K land as zeros;
 //   w  [ROWS rows][64 bytes]: the CTA's rows' 16 words (rows >= N land as zeros, never stored).
-// A stage's three copies are issued on its `full` mbarrier (with the byte count): the first ST
-// superblocks by thread 0 up front, then each refill by lane 0 of the last of the 8 warps to release
-// the stage (a shared-memory counter; a thread 0 that waited for the other warpgroup stalled its own).
-// (A separate producer warp made 288 threads, which ptxas budgets as 384: 168 registers, too few for
-// 256 tokens.) The warps wait on `full`, dequantize (scales and zero points
+// Thread 0 issues a stage's three copies on its `full` mbarrier (with the byte count): the first ST
+// superblocks up front, then each refill as soon as the stage's `empty` mbarrier says all 8 warps are
+// done with it. (A separate producer warp made 288 threads, which ptxas budgets as 384: 168
+// registers, too few for 256 tokens.) The warps wait on `full`, dequantize (scales and zero points
 // straight from global memory, loaded one superblock ahead), issue the 8 wgmmas and keep that group
 // in flight while the next superblock is dequantized (wait_group 1): a stage is released one
 // superblock after its use, when its group is known complete. The A fragments are double-buffered
@@ -72,8 +71,7 @@ struct WgStage {
 __host__ __device__ constexpr WgStage wg_stage(int tn, int rows) {
   return WgStage{tn * 256, (tn * 256 + rows * 64 + 1023) / 1024 * 1024};
 }
-// Dynamic shared memory of a launch: ST stages, ST mbarriers and ST release counters (8 bytes each), the
-// slack to align the ring to 1024.
+// Dynamic shared memory of a launch: ST stages, 2 ST mbarriers, the slack to align the ring to 1024.
 __host__ __device__ constexpr int wg_smem_bytes(int tn, int st, int rows) {
   return st * wg_stage(tn, rows).bytes + 16 * st + 1024;
 }
@@ -125,17 +123,6 @@ __device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.s
 template <int N>
 __device__ __forceinline__ void wg_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
-}
-// A stage's release counter: zeroed once, then each warp adds 1 when its reads of the stage are done
-// (acquire-release at CTA scope: those reads happen before the refill that the 8th arrival, old value
-// 7 mod 8, issues; counting on past 8 instead of resetting needs no second synchronization).
-__device__ __forceinline__ void wg_counter_zero(uint32_t addr) {
-  asm volatile("st.shared.u32 [%0], 0;" ::"r"(addr) : "memory");
-}
-__device__ __forceinline__ uint32_t wg_stage_release(uint32_t addr) {
-  uint32_t old;
-  asm volatile("atom.acq_rel.cta.shared::cta.add.u32 %0, [%1], 1;" : "=r"(old) : "r"(addr) : "memory");
-  return old;
 }
 // Keeps a register's value (and its allocation) alive up to this point: after a wait_group, the A
 // fragments of the completed group may be reused; before it, the compiler must not.
@@ -433,8 +420,7 @@ __global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const __grid_co
   const uint32_t raw = static_cast<uint32_t>(__cvta_generic_to_shared(wg_smem_raw));
   const uint32_t ring = (raw + 1023u) & ~1023u;  // 128-byte swizzle atoms need 1024-byte alignment
   unsigned char* smem = wg_smem_raw + (ring - raw);
-  // per stage: its `full` mbarrier, then a release counter (8 bytes each)
-  const uint32_t full0 = ring + ST * kStage, rel0 = full0 + 8 * ST;
+  const uint32_t full0 = ring + ST * kStage, empty0 = full0 + 8 * ST;  // mbarriers
   const GemmParams& gp = wp.gp;
   const Params& p = gp.p;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -465,7 +451,7 @@ __global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const __grid_co
   if (tid == 0) {
     for (int s = 0; s < ST; ++s) {
       tma::mbar_init(full0 + 8 * s, 1);
-      wg_counter_zero(rel0 + 8 * s);
+      tma::mbar_init(empty0 + 8 * s, kWgThreads / 32);
     }
     tma::mbar_fence_init();
     for (int j = 0; j < ST && j < nsb; ++j) fill_w(j);
@@ -510,8 +496,9 @@ __global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const __grid_co
 #pragma unroll
       for (int c = 0; c < 4; ++c) keep(a[B ^ 1][i][c]);
     if (j >= 1) {
-      // the last of the 8 warps to be done with the stage refills it: no warp waits for the others
-      if (lane == 0 && (wg_stage_release(rel0 + 8 * ((j - 1) % ST)) & 7u) == 7u && j - 1 + ST < nsb) {
+      if (lane == 0) tma::mbar_arrive(empty0 + 8 * ((j - 1) % ST));
+      if (tid == 0 && j - 1 + ST < nsb) {
+        tma::mbar_wait(empty0 + 8 * ((j - 1) % ST), static_cast<uint32_t>(((j - 1) / ST) & 1));
         fill_w(j - 1 + ST);
         fill_x(j - 1 + ST);
       }
