@@ -34,7 +34,8 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=15)
     ap.add_argument("--ms", type=int, nargs="+", default=[1, 4, 8, 16])
     ap.add_argument("--shapes", nargs="+", default=list(SHAPES), choices=list(SHAPES))
-    ap.add_argument("--codes", type=int, nargs="+", default=None, help="only these TMA codes")
+    ap.add_argument("--codes", type=int, nargs="+", default=None,
+                    help="only these ring codes (default: every TMA code; other compiled ring codes may be named)")
     ap.add_argument("--diag", action="store_true", help="also the diagnostic codes (8xxxx: no math)")
     args = ap.parse_args()
     lib = cuda_ext.load()
@@ -52,8 +53,9 @@ def main() -> None:
                    "auto#2": lambda i: ops.cuda_gemv(xs[i % 4], packs[i % nbuf]),
                    "auto": lambda i: ops.cuda_gemv(xs[i % 4], packs[i % nbuf])}
             for code in lib.w4a16_ring_configs(nt):
-                if code >= 20000 and (args.codes is None or code in args.codes) and (code < 80000 or args.diag):
-                    fns[f"tma {code}"] = lambda i, c=code: ops.cuda_gemv(xs[i % 4], packs[i % nbuf], ring=c)
+                if (code in args.codes if args.codes else code >= 20000) and (code < 80000 or args.diag):
+                    name = f"tma {code}" if code >= 20000 else f"ring {code}"
+                    fns[name] = lambda i, c=code: ops.cuda_gemv(xs[i % 4], packs[i % nbuf], ring=c)
             diag = tuple(nm for nm in fns if nm.startswith("tma 8"))
             ok = runnable(fns, rel_err_check(want, skip=("bf16 F.linear",) + diag), f"{case:>18}  ")
             res = bench_graphs_interleaved(ok, n_buffers=max(nbuf, nb16), reps=args.reps, target_replay_us=400.0)

@@ -2,7 +2,7 @@
 a small program (tests/csrc_host/w4a16_wgmma_config_main.cu) linked against the launchers, device code
 compiled to PTX only, asks w4_wgmma_resolve / w4_wgmma_supported. The automatic config must stay the
 one session 11 measured best on the issue shapes (benchmarks/results/session11/run8, the reason
-qlinear/ops/w4a16.py _CUDA_WGMMA_AUTO is empty), and without a GPU every case is refused with
+qlinear/ops/w4a16.py _CUDA_WGMMA_AUTO overrides it only on the few class), and without a GPU every case is refused with
 kNoWgmma after the operand checks."""
 
 from __future__ import annotations

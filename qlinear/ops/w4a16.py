@@ -181,13 +181,25 @@ _CUDA_GEMM_MAX_M: dict[str, int] = {"many": 32}
 #         8 stages 14.31 / 13.99 / 13.94, vs triton 15.69 / 16.12 / 17.02 [14.32 / 14.33 / 14.06];
 #         M = 256: automatic 22.30 vs dequant_cublas 28.92 [16.58]; M = 512: 34.87 vs 34.91 [23.48]
 #                                                                                    -> 33 .. 256
-_CUDA_WGMMA_M: dict[str, tuple[int, int]] = {"few": (33, 256), "short": (65, 512), "many": (33, 1024)}
+# Session 23 (benchmarks/results/session23/run3, same probe, sym-fp16 layers, x rotated; the kernel can
+# now take 64 weight rows per CTA, its two warpgroups each half of every superblock's k-steps: 2112
+# rows are 33 tiles, so M = 1024 at 256 tokens is one wave of 132 CTAs; us, bf16 F.linear in brackets):
+#   few   M = 256 / 512 / 1024: 64 rows, 256 tokens, automatic splits 19.30 / 30.84 / 50.97 vs the
+#         dispatch (wgmma 128 rows / dequant_cublas / dequant_cublas) 21.51 / 35.70 / 56.25
+#         [16.82 / 23.88 / 43.27]; M = 128: 64 rows 14.75 vs 128 rows 14.60 [14.31]  -> 33 .. 1024
+#   short M = 1024: 128 rows (automatic) 128.55 vs dequant_cublas 138.79 [106.59] (run 2: 127.00 vs
+#         137.88); 64 rows lose on short rows (M = 512 / 1024: 80.70 / 158.81 vs 65.53 / 128.55:
+#         half as many rows per x tile re-read)                                    -> 65 .. 1024
+_CUDA_WGMMA_M: dict[str, tuple[int, int]] = {"few": (33, 1024), "short": (65, 1024), "many": (33, 1024)}
 # Its launch config per shape class, rows (max_m, (tokens per CTA, K splits, stages)) as
 # _CUDA_GEMM_AUTO's (0 = the launcher's choice, csrc/w4a16_wgmma_launch.cu w4_wgmma_resolve: its
 # choice is session 11 run 8's best config within noise in the cases above, checked on the host by
 # tests/test_w4a16_wgmma_config_host.py). few up to M = 64: 4 stages instead of the launcher's 8
-# (session 19 run 7 above).
-_CUDA_WGMMA_AUTO: dict[str, tuple[tuple[int, tuple[int, ...]], ...]] = {"few": ((64, (64, 0, 4)),)}
+# (session 19 run 7 above); few from M = 129 on: 64 rows per CTA, 256 tokens, 3 stages (session 23
+# above; a fifth field is the rows per CTA).
+_CUDA_WGMMA_AUTO: dict[str, tuple[tuple[int, tuple[int, ...]], ...]] = {
+    "few": ((64, (64, 0, 4)), (128, (0, 0, 0)), (1024, (256, 0, 3, 0, 64))),
+}
 _CUDA_GEMM_CONFIG: tuple[int, int, int, int] = (0, 0, 0, 0)
 _CUDA_GEMM_AUTO: dict[str, tuple[tuple[int, tuple[int, ...]], ...]] = {
     "many": ((32, (8, 32, 4, 4)),),
@@ -242,8 +254,12 @@ _CUDA_RING = 0
 # superblocks, one stage or two) it lost everywhere (run 2: few M=1 5.83 vs 4.62, short M=1 10.39 vs
 # 8.00), so those classes keep their kernels. A TMA code where the kernel does not apply (fp32 scales,
 # misaligned operands) falls back to the register kernel with its _CUDA_REG_AUTO config.
+# Session 23 run 1 (benchmarks/results/session23/run1, bench_w4tma.py, same method) at M = 8 and 16 on
+# the few / short classes: few M=8 21844 5.68 vs auto (bulk ring 11824) 6.99 [bf16 13.27]
+# -> ('few', 1): 21844 (M = 5 .. 8; run 6 below); few M=16 22444 10.61 vs 9.18, short M=8 / 16
+# 12.92 / 17.60 vs 8.94 / 12.50: unchanged.
 _CUDA_RING_AUTO: dict[tuple[str, int], int] = {
-    ("few", 0): -1, ("few", 4): -1, ("few", 1): 11824, ("few", 2): -1,
+    ("few", 0): -1, ("few", 4): -1, ("few", 1): 21844, ("few", 2): -1,
     ("short", 0): -1, ("short", 1): -1, ("short", 2): -1,
     ("many", 0): 32844, ("many", 4): 32844, ("many", 1): 22464, ("many", 2): 24444,
 }
