@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 23 run 6: code 1163 (64 rows, 128 tokens, 3 stages, compiled for two CTAs per SM) next to the
+# Session 23 run 6 (record only; at c27f505, code 1163 removed after it): code 1163 (64 rows, 128 tokens, 3 stages, compiled for two CTAs per SM) next to the
 # other wgmma codes. The split-K GEMM GPU tests, then probe_w4a16_gemm.py on 2112x7168 at M = 128 .. 1024
 # (splits 0 / 1 / 2 / 4 / 8).
 #   OUT=/some/dir bash benchmarks/gpu_s23f.sh

@@ -86,7 +86,7 @@ struct WgParams {
 
 // Compiled (ROWS, TN, ST) as H * 1000 + (TN / 8) * 10 + ST, H = 1 for 64-row CTAs (warpgroups split the
 // k-steps), 0 for 128-row CTAs.
-constexpr int kWgCodes[] = {164, 165, 84, 88, 323, 1163, 1164, 1323};
+constexpr int kWgCodes[] = {164, 165, 84, 88, 323, 1164, 1323};
 
 __host__ __device__ constexpr int wg_code_rows(int code) { return code >= 1000 ? 64 : 128; }
 __host__ __device__ constexpr int wg_code_tokens(int code) { return code % 1000 / 10 * 8; }
@@ -403,15 +403,8 @@ __device__ __forceinline__ void wg_spread_sum(const float* base, int64_t tile_fl
 
 #endif  // QLINEAR_WGMMA
 
-// CTAs per SM the kernel is compiled for: two where two rings fit in shared memory and the accumulators
-// of a 64-row CTA of 128 tokens leave room for it (128 registers per thread), else one.
-__host__ __device__ constexpr int wg_min_blocks(int tn, int st, int rows) {
-  return rows == 64 && tn <= 128 && 2 * wg_smem_bytes(tn, st, rows) <= kSm90SmemOptin ? 2 : 1;
-}
-
 template <typename XT, int TN, int ST, int ROWS>
-__global__ void __launch_bounds__(kWgThreads, wg_min_blocks(TN, ST, ROWS))
-    w4_wgmma_kernel(const __grid_constant__ WgParams wp) {
+__global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const __grid_constant__ WgParams wp) {
 #if QLINEAR_WGMMA
   // ROWS = 64: warpgroup h takes k-steps 4h .. 4h + 3 of every superblock over the same 64 rows and all
   // TN tokens, and the two tiles are summed at the end (half the dequantization of each warpgroup).
