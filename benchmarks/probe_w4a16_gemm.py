@@ -49,8 +49,8 @@ def main() -> None:
     args = ap.parse_args()
     C = cuda_ext.load()
     codes = [(c // 1000, (c // 10 % 100) * 8, c % 10) for c in C.w4a16_gemm_configs()]
-    # H * 1000 + (tokens / 8) * 10 + stages, H = 1: 64 weight rows per CTA
-    wg_codes = [(c % 1000 // 10 * 8, c % 10, 64 if c >= 1000 else 128) for c in C.w4a16_wgmma_configs()]
+    # H * 1000 + (tokens / 8) * 10 + stages, H = 0 / 1 / 2: 128 / 64 / 192 weight rows per CTA
+    wg_codes = [(c % 1000 // 10 * 8, c % 10, (128, 64, 192)[c // 1000]) for c in C.w4a16_wgmma_configs()]
     use_gemm, use_wg = args.family in ("gemm", "both"), args.family in ("wgmma", "both")
     shapes = SHAPES if not args.shapes else [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
     rows, best_lines = [], []

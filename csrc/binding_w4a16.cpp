@@ -19,15 +19,15 @@
 //   torch.ops.qlinear_C.w4a16_gemm_configs() -> int[]   (compiled warps * 1000 + tokens / 8 * 10 + stages)
 //   torch.ops.qlinear_C.w4a16_wgmma(out, x, qweight, scales, zeros, bias, group_size, counters, tokens=0,
 //                                   splits=0, stages=0, reduce=0, rows=0, pdl=0) -> int   (the Hopper wgmma
-//                                   GEMM of w4a16_wgmma.cuh; rows: weight rows per CTA, 128 or 64, 0 =
+//                                   GEMM of w4a16_wgmma.cuh; rows: weight rows per CTA, 64, 128 or 192, 0 =
 //                                   128; same counters as w4a16_gemm, two per tile for a spread reduction;
 //                                   pdl 1: programmatic dependent launch; returns w4a16_gemm's value with
 //                                   warps = rows / 16, + reduce * 10^9)
 //   torch.ops.qlinear_C.w4a16_wgmma_supported(x, qweight, scales, zeros, group_size, counters, tokens=0,
 //                                             splits=0, stages=0, reduce=0, rows=0) -> int   (a W4GemmSupport
 //                                             code)
-//   torch.ops.qlinear_C.w4a16_wgmma_configs() -> int[]   (compiled H * 1000 + tokens / 8 * 10 + stages, H = 1
-//                                                         for 64 rows per CTA)
+//   torch.ops.qlinear_C.w4a16_wgmma_configs() -> int[]   (compiled H * 1000 + tokens / 8 * 10 + stages, H = 0 /
+//                                                         1 / 2 for 128 / 64 / 192 rows per CTA)
 //   torch.ops.qlinear_C.w4a16_wgmma_built() -> int   (1: the current GPU runs the sm_90a wgmma code)
 // x [M, K] (stride(1) == 1), out [M, N]; qweight int32 [N, ceil(K/128)*16]; scales [G, N];
 // zeros uint8 [G, N] or None; 4-bit weights without act-order only.
@@ -277,8 +277,9 @@ int64_t w4a16_gemm(const at::Tensor& out, const at::Tensor& x, const at::Tensor&
 
 // The wgmma GEMM's rows per CTA as the config's 16-row tiles (0 = automatic).
 int64_t wgmma_warps(int64_t rows) {
-  TORCH_CHECK(rows == 0 || rows == 64 || rows == 128,
-              msg::cat("w4a16_wgmma: rows: expected 0 (automatic), 64 or 128 weight rows per CTA, got ", msg::num(rows)));
+  TORCH_CHECK(rows == 0 || rows == 64 || rows == 128 || rows == 192,
+              msg::cat("w4a16_wgmma: rows: expected 0 (automatic), 64, 128 or 192 weight rows per CTA, got ",
+                       msg::num(rows)));
   return rows / 16;
 }
 

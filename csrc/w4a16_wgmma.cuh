@@ -61,7 +61,8 @@
 namespace qlinear {
 namespace w4a16g {
 
-constexpr int kWgThreads = 256;  // threads per CTA (two warpgroups)
+// Warps per CTA for ROWS weight rows: 8 (two warpgroups) for 64 and 128 rows, 12 (three) for 192.
+__host__ __device__ constexpr int wg_warps(int rows) { return rows == 192 ? 12 : 8; }
 
 // Byte layout of one stage for TN tokens and ROWS weight rows: x atoms, then the weight rows; bytes
 // rounded to 1024 so that every stage's x atoms stay 1024-byte aligned.
@@ -84,17 +85,17 @@ struct WgParams {
   GemmParams gp;
 };
 
-// Compiled (ROWS, TN, ST) as H * 1000 + (TN / 8) * 10 + ST, H = 1 for 64-row CTAs (warpgroups split the
-// k-steps), 0 for 128-row CTAs.
-constexpr int kWgCodes[] = {164, 165, 84, 88, 323, 1164, 1323};
+// Compiled (ROWS, TN, ST) as H * 1000 + (TN / 8) * 10 + ST: H = 0 for 128-row CTAs, 1 for 64 rows (the
+// warpgroups split the k-steps), 2 for 192 rows (three warpgroups of 64).
+constexpr int kWgCodes[] = {164, 165, 84, 88, 323, 1164, 1323, 2164};
 
-__host__ __device__ constexpr int wg_code_rows(int code) { return code >= 1000 ? 64 : 128; }
+__host__ __device__ constexpr int wg_code_rows(int code) { return code >= 2000 ? 192 : (code >= 1000 ? 64 : 128); }
 __host__ __device__ constexpr int wg_code_tokens(int code) { return code % 1000 / 10 * 8; }
 
 template <int C>
 struct WgCode {
   static constexpr int ROWS = wg_code_rows(C), TN = wg_code_tokens(C), ST = C % 10;
-  static_assert((TN == 64 || TN == 128 || TN == 256) && ST >= 2 && C / 1000 <= 1,
+  static_assert((TN == 64 || TN == 128 || TN == 256) && ST >= 2 && C / 1000 <= 2,
                 "a wgmma code is H * 1000 + (tokens / 8) * 10 + stages");
   static_assert(ROWS == 128 || TN >= 128, "64-row CTAs hold V = TN / 4 values per thread: 64 or 128 tokens");
 };
@@ -296,10 +297,11 @@ __device__ __forceinline__ void wg_dequant(uint32_t (&a)[NP][4], const unsigned 
 // at a time took ~4 us per CTA (session 19 run 3: %globaltimer stamps, 64 values per thread, each
 // with its own index math), longer than 4 superblocks of the main loop.
 // Reading value v of rows 8 h + g (g = 0 .. 7) of warp w for token 2 t + (v & 1) takes floats
-// v * kWgRow + w * kWgPitch + 4 g + t: with a pitch of 36 the 32 lanes (w, t) of one g hit 32 banks.
+// v * NW * kWgPitch + w * kWgPitch + 4 g + t (NW warps): with a pitch of 36 the lanes (w, t) of one g
+// hit distinct banks.
 constexpr int kWgPitch = 36;
-constexpr int kWgRow = 8 * kWgPitch;  // floats per accumulator index
-__host__ __device__ constexpr int wg_tile_bytes(int v) { return v * kWgRow * 4; }  // V accumulators per thread
+// staged tile of V accumulators per thread of NW warps
+__host__ __device__ constexpr int wg_tile_bytes(int v, int nw) { return v * nw * kWgPitch * 4; }
 
 template <typename XT>
 __device__ __forceinline__ uint32_t wg_pack2(float a, float b) {
@@ -310,21 +312,22 @@ __device__ __forceinline__ uint32_t wg_pack2(float a, float b) {
   return uint32_t{ul} | uint32_t{uh} << 16;
 }
 
-// Stores accumulator indices [v_lo, v_hi) of the staged tile sm (+ bias): 32 vectors per index
-// (8 warps x 4 token columns t), rows past N and tokens past M left out; 16-byte stores where out
+// Stores accumulator indices [v_lo, v_hi) of the staged tile sm (+ bias): 4 NW vectors per index
+// (NW warps x 4 token columns t), rows past N and tokens past M left out; 16-byte stores where out
 // and its row stride allow, else one element at a time. Same value per element as store_frag.
 // Warp w holds rows 16 (w % (ROWS / 16)) .. + 15 of the tile and, with 64 rows, the tokens of its
 // warpgroup's half of the summed tile (WN = TN / 2 each).
 template <typename XT, int ROWS, int WN>
 __device__ __forceinline__ void wg_store_tile(const Params& p, const float* sm, int v_lo, int v_hi, int row0,
                                               int tok0) {
+  constexpr int NW = wg_warps(ROWS), VEC = 4 * NW;
   const bool vec = reinterpret_cast<uintptr_t>(p.out) % 16 == 0 && p.out_stride % 8 == 0;
-  for (int ch = v_lo * 32 + static_cast<int>(threadIdx.x); ch < v_hi * 32; ch += kWgThreads) {
-    const int v = ch >> 5, w = (ch >> 2) & 7, t = ch & 3;
+  for (int ch = v_lo * VEC + static_cast<int>(threadIdx.x); ch < v_hi * VEC; ch += 32 * NW) {
+    const int v = ch / VEC, w = (ch >> 2) % NW, t = ch & 3;
     const int tok = tok0 + (ROWS == 64 ? (w >> 2) * WN : 0) + (v >> 2) * 8 + 2 * t + (v & 1);
     const int row = row0 + (w % (ROWS / 16)) * 16 + (v & 2) * 4;
     if (tok >= p.m) continue;
-    const float* src = sm + v * kWgRow + w * kWgPitch + t;
+    const float* src = sm + (v * NW + w) * kWgPitch + t;
     float s[8];
 #pragma unroll
     for (int g = 0; g < 8; ++g) s[g] = src[4 * g];
@@ -347,16 +350,17 @@ __device__ __forceinline__ void wg_store_tile(const Params& p, const float* sm, 
 // Spread K split, after the rendezvous: this CTA (split y = blockIdx.y of S = gridDim.y) sums the
 // accumulator indices [y V / S, (y + 1) V / S) of the tile over the S splits' partials in split order
 // (the order, hence the bits, of the last-arrival sum) into the staged tile sm. Partial float
-// f = v * 256 + thread; one index is 64 float4. Each thread keeps kB float4 x kA splits in flight
-// (wg_spread_sum picks them).
-template <int kA, int kB>
+// f = v * NT + thread (NT = 32 NW threads); one index is NT / 4 float4. Each thread keeps kB float4 x kA
+// splits in flight (wg_spread_sum picks them).
+template <int kA, int kB, int NW>
 __device__ __forceinline__ void wg_spread_sum_in(const float* base, int64_t tile_floats, int v_lo, int v_hi,
                                                  float* sm) {
+  constexpr int NT = 32 * NW;
   const int S = static_cast<int>(gridDim.y);
   const int64_t nq = tile_floats / 4;
-  const int q_lo = v_lo * (kWgThreads / 4), q_hi = v_hi * (kWgThreads / 4);
+  const int q_lo = v_lo * (NT / 4), q_hi = v_hi * (NT / 4);
   const float4* b4 = reinterpret_cast<const float4*>(base);
-  for (int q0 = q_lo + static_cast<int>(threadIdx.x); q0 < q_hi; q0 += kB * kWgThreads) {
+  for (int q0 = q_lo + static_cast<int>(threadIdx.x); q0 < q_hi; q0 += kB * NT) {
     float4 sum[kB];
 #pragma unroll
     for (int b = 0; b < kB; ++b) sum[b] = make_float4(0.f, 0.f, 0.f, 0.f);
@@ -366,7 +370,7 @@ __device__ __forceinline__ void wg_spread_sum_in(const float* base, int64_t tile
       for (int a = 0; a < kA; ++a)
 #pragma unroll
         for (int b = 0; b < kB; ++b) {
-          const int q = q0 + b * kWgThreads;
+          const int q = q0 + b * NT;
           t[a][b] = sp + a < S && q < q_hi ? __ldcg(b4 + (sp + a) * nq + q) : make_float4(0.f, 0.f, 0.f, 0.f);
         }
 #pragma unroll
@@ -382,10 +386,10 @@ __device__ __forceinline__ void wg_spread_sum_in(const float* base, int64_t tile
     }
 #pragma unroll
     for (int b = 0; b < kB; ++b) {
-      const int q = q0 + b * kWgThreads;
+      const int q = q0 + b * NT;
       if (q >= q_hi) continue;
-      const int f = 4 * q, v = f / kWgThreads, th = f % kWgThreads;  // th % 4 == 0: one warp, 4 lanes
-      *reinterpret_cast<float4*>(sm + v * kWgRow + (th >> 5) * kWgPitch + (th & 31)) = sum[b];
+      const int f = 4 * q, v = f / NT, th = f % NT;  // th % 4 == 0: one warp, 4 lanes
+      *reinterpret_cast<float4*>(sm + (v * NW + (th >> 5)) * kWgPitch + (th & 31)) = sum[b];
     }
   }
 }
@@ -394,18 +398,20 @@ __device__ __forceinline__ void wg_spread_sum_in(const float* base, int64_t tile
 // float4 per thread) take one round trip instead of two. Session 19 run 10 against runs 9 / 5 (us, bf16
 // of the same run in brackets): 2112x7168 M = 128 14.60 [14.03] against 14.77 [14.14]; 8 x 3 at 2
 // splits: 7168x16384 M = 64 66.79 [62.16] against 64.86 [62.11].
+template <int NW>
 __device__ __forceinline__ void wg_spread_sum(const float* base, int64_t tile_floats, int v_lo, int v_hi, float* sm) {
   if (gridDim.y <= 4)
-    wg_spread_sum_in<4, 4>(base, tile_floats, v_lo, v_hi, sm);
+    wg_spread_sum_in<4, 4, NW>(base, tile_floats, v_lo, v_hi, sm);
   else
-    wg_spread_sum_in<8, 3>(base, tile_floats, v_lo, v_hi, sm);
+    wg_spread_sum_in<8, 3, NW>(base, tile_floats, v_lo, v_hi, sm);
 }
 
 #endif  // QLINEAR_WGMMA
 
 template <typename XT, int TN, int ST, int ROWS>
-__global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const __grid_constant__ WgParams wp) {
+__global__ void __launch_bounds__(32 * wg_warps(ROWS), 1) w4_wgmma_kernel(const __grid_constant__ WgParams wp) {
 #if QLINEAR_WGMMA
+  constexpr int NW = wg_warps(ROWS), NT = 32 * NW;  // warps and threads per CTA
   // ROWS = 64: warpgroup h takes k-steps 4h .. 4h + 3 of every superblock over the same 64 rows and all
   // TN tokens, and the two tiles are summed at the end (half the dequantization of each warpgroup).
   constexpr bool kHalf = ROWS == 64;
@@ -414,7 +420,7 @@ __global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const __grid_co
   constexpr int V = kHalf ? VA / 2 : VA;   // values per thread in the summed tile
   constexpr int WS = kHalf ? TN / 2 : TN;  // tokens per warpgroup in the summed tile
   static_assert(ST >= 2, "a stage is released one superblock after its use");
-  static_assert(wg_tile_bytes(V) <= ST * wg_stage(TN, ROWS).bytes, "the staged output tile must fit in the ring");
+  static_assert(wg_tile_bytes(V, NW) <= ST * wg_stage(TN, ROWS).bytes, "the staged output tile must fit in the ring");
   constexpr uint32_t kStage = wg_stage(TN, ROWS).bytes;
   extern __shared__ __align__(16) unsigned char wg_smem_raw[];
   const uint32_t raw = static_cast<uint32_t>(__cvta_generic_to_shared(wg_smem_raw));
@@ -451,7 +457,7 @@ __global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const __grid_co
   if (tid == 0) {
     for (int s = 0; s < ST; ++s) {
       tma::mbar_init(full0 + 8 * s, 1);
-      tma::mbar_init(empty0 + 8 * s, kWgThreads / 32);
+      tma::mbar_init(empty0 + 8 * s, NW);
     }
     tma::mbar_fence_init();
     for (int j = 0; j < ST && j < nsb; ++j) fill_w(j);
@@ -521,10 +527,10 @@ __global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const __grid_co
   auto finish = [&](float (&f)[V]) {
     const int tile = blockIdx.x + gridDim.x * blockIdx.z;
     if (gridDim.y > 1) {
-      const int64_t tile_floats = static_cast<int64_t>(kWgThreads) * V;
+      const int64_t tile_floats = static_cast<int64_t>(NT) * V;
       float* mine = gp.ws + (static_cast<int64_t>(tile) * gridDim.y + blockIdx.y) * tile_floats;
 #pragma unroll
-      for (int v = 0; v < V; ++v) __stcg(mine + v * kWgThreads + tid, f[v]);
+      for (int v = 0; v < V; ++v) __stcg(mine + v * NT + tid, f[v]);
       const float* base = gp.ws + static_cast<int64_t>(tile) * gridDim.y * tile_floats;
       if (gp.spread) {
         splitk_rendezvous(gp.counters, tile);
@@ -532,7 +538,7 @@ __global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const __grid_co
         const int dep = tid == 0 ? splitk_depart(gp.counters, tile) : 0;
         const int S = static_cast<int>(gridDim.y), y = static_cast<int>(blockIdx.y);
         const int v_lo = y * V / S, v_hi = (y + 1) * V / S;
-        wg_spread_sum(base, tile_floats, v_lo, v_hi, sm);
+        wg_spread_sum<NW>(base, tile_floats, v_lo, v_hi, sm);
         __syncthreads();
         wg_store_tile<XT, ROWS, WS>(p, sm, v_lo, v_hi, row0, tok0);
         if (tid == 0) splitk_reset_if_last(gp.counters, tile, dep);
@@ -546,12 +552,12 @@ __global__ void __launch_bounds__(kWgThreads, 1) w4_wgmma_kernel(const __grid_co
       for (int sp = 0; sp < static_cast<int>(gridDim.y); ++sp) {
         const float* part = base + sp * tile_floats + tid;
 #pragma unroll
-        for (int v = 0; v < V; ++v) f[v] += __ldcg(part + v * kWgThreads);
+        for (int v = 0; v < V; ++v) f[v] += __ldcg(part + v * NT);
       }
     }
     // acc[4 j + c] is register c of the m16n8 C fragment of the warp's 16 rows and token tile j
 #pragma unroll
-    for (int v = 0; v < V; ++v) sm[v * kWgRow + warp * kWgPitch + lane] = f[v];
+    for (int v = 0; v < V; ++v) sm[(v * NW + warp) * kWgPitch + lane] = f[v];
     __syncthreads();
     wg_store_tile<XT, ROWS, WS>(p, sm, 0, V, row0, tok0);
   };

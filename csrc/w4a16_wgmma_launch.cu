@@ -12,10 +12,12 @@ namespace {
 
 using w4a16g::WgParams;
 
-// warps = 16-row tiles per CTA: 8 (128 rows, a warpgroup per 64) or 4 (64 rows, a warpgroup per half of
-// the tokens); the CTA has 8 warps either way.
+// warps = 16-row tiles per CTA: 8 (128 rows, a warpgroup per 64), 4 (64 rows, a warpgroup per half of
+// every superblock's k-steps; the CTA has 8 warps) or 12 (192 rows, three warpgroups).
 int wg_rows(const W4GemmConfig& c) { return c.warps * 16; }
-int wg_code(const W4GemmConfig& c) { return (c.warps == 4 ? 1000 : 0) + (c.tokens / 8) * 10 + c.stages; }
+int wg_code(const W4GemmConfig& c) {
+  return (c.warps == 4 ? 1000 : (c.warps == 12 ? 2000 : 0)) + (c.tokens / 8) * 10 + c.stages;
+}
 
 int64_t wg_tiles(const W4GemvArgs& a, const W4GemmConfig& c) {
   return cdiv64(a.n, wg_rows(c)) * cdiv64(a.m, c.tokens);
@@ -36,7 +38,8 @@ cudaError_t launch_code(const WgParams& wp, dim3 grid, bool pdl, cudaStream_t st
   const int smem = w4a16g::wg_smem_bytes(D::TN, D::ST, D::ROWS);
   const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (e != cudaSuccess) return e;
-  return pdl::launch_smem_ex(kernel, grid, dim3(w4a16g::kWgThreads), smem, stream, pdl, 0, wp.gp.spread != 0, wp);
+  return pdl::launch_smem_ex(kernel, grid, dim3(32 * w4a16g::wg_warps(D::ROWS)), smem, stream, pdl, 0,
+                             wp.gp.spread != 0, wp);
 }
 
 template <typename XT>
@@ -99,7 +102,7 @@ W4GemmSupport w4_wgmma_supported(const W4GemvArgs& a, const W4GemmConfig& cfg, i
   if (base != W4GemmSupport::kOk) return base;
   if (!w4_wgmma_built()) return W4GemmSupport::kNoWgmma;
   const W4GemmConfig c = w4_wgmma_resolve(a, cfg);
-  if ((c.warps != 8 && c.warps != 4) || c.tokens % 8 != 0 || !code_listed(w4a16g::kWgCodes, wg_code(c)) || c.reduce < 1 ||
+  if ((c.warps != 8 && c.warps != 4 && c.warps != 12) || c.tokens % 8 != 0 || !code_listed(w4a16g::kWgCodes, wg_code(c)) || c.reduce < 1 ||
       c.reduce > 2 || (c.reduce == 2 && !wg_grid_fits(a, c)) || c.pdl < 0 || c.pdl > 1)
     return W4GemmSupport::kBadConfig;
   // a spread reduction counts arrivals and departures: two counters per output tile

@@ -905,12 +905,12 @@ def cuda_wgmma(
     dtype, or None when the extension is unavailable. ``config`` = (tokens per CTA, K splits, stages[,
     reduce[, rows]]), zeros for the launcher's choice (default: the row of the shape class's
     :data:`_CUDA_WGMMA_AUTO` entry for M, else all automatic; ``w4a16_wgmma_configs()`` lists the
-    compiled H * 1000 + (tokens / 8) * 10 + stages, H = 1 for 64 rows). K splits as
+    compiled H * 1000 + (tokens / 8) * 10 + stages, H = 0 / 1 / 2 for 128 / 64 / 192 rows). K splits as
     :func:`cuda_gemm`'s; ``reduce`` says who sums a split's partials: 1 the last CTA of a tile to
     arrive, 2 all of the tile's CTAs, a share each (launched cooperative, so only where the grid fits
     on the GPU at once), 0 = 2 where it fits. Both sum in split order: the same bits. ``rows``: weight
-    rows per CTA, 128 (0: each warpgroup 64 of them) or 64 (both warpgroups the same rows and tokens,
-    each half of every superblock's k-steps; tokens >= 128). ``pdl``: launch with programmatic dependent launch (None:
+    rows per CTA, 128 (0: each warpgroup 64 of them), 64 (both warpgroups the same rows and tokens,
+    each half of every superblock's k-steps; tokens >= 128) or 192 (three warpgroups of 64 rows). ``pdl``: launch with programmatic dependent launch (None:
     ``qlinear.kernels._pdl.pdl_enabled``).
     """
     if config is not None and (len(tuple(config)) not in (3, 4, 5) or any(int(v) < 0 for v in config)):

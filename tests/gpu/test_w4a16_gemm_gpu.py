@@ -55,9 +55,9 @@ def _family(name):
         codes = [(c // 1000, (c // 10 % 100) * 8, c % 10) for c in C.w4a16_gemm_configs()]
         return ops.cuda_gemm, [(lambda s, w=w, t=t, st=st: (w, t, s, st), t) for w, t, st in codes]
     C = _wgmma_ext()
-    # H * 1000 + (tokens / 8) * 10 + stages; H = 1: 64 weight rows per CTA
-    cfgs = [(c % 1000 // 10 * 8, c % 10, 64 if c >= 1000 else 128) for c in C.w4a16_wgmma_configs()]
-    assert any(rows == 64 for _, _, rows in cfgs) and any(rows == 128 for _, _, rows in cfgs)
+    # H * 1000 + (tokens / 8) * 10 + stages; H = 0 / 1 / 2: 128 / 64 / 192 weight rows per CTA
+    cfgs = [(c % 1000 // 10 * 8, c % 10, (128, 64, 192)[c // 1000]) for c in C.w4a16_wgmma_configs()]
+    assert {rows for _, _, rows in cfgs} == {64, 128, 192}
     return ops.cuda_wgmma, [(lambda s, t=t, st=st, r=r: (t, s, st, 0, r), t) for t, st, r in cfgs]
 
 
@@ -153,11 +153,14 @@ def test_wgmma_refusals_and_public_op():
         ops.cuda_wgmma(x, packed, config=(8, 128, 1, 5, 0, 0))  # six fields
     assert sup(x, 128, 2, 5, 3) == 6  # reduce is 0, 1 or 2
     assert sup(x, 128, 2, 5, 2) == 0
-    # 64 rows per CTA: compiled for (128 tokens, 4 stages) and (256, 3), not for 64 tokens (32 per warpgroup)
+    # 64 rows per CTA: compiled for (128 tokens, 4 stages) and (256, 3), not for 64 tokens; 192 rows
+    # for (128, 4) only
     assert sup(x, 128, 2, 4, 0, 64) == 0
     assert sup(x, 64, 2, 8, 0, 64) == 6
     assert sup(x, 128, 2, 5, 0, 64) == 6
-    with pytest.raises(RuntimeError, match="rows: expected 0 .automatic., 64 or 128"):
+    assert sup(x, 128, 2, 4, 0, 192) == 0
+    assert sup(x, 256, 1, 3, 0, 192) == 6
+    with pytest.raises(RuntimeError, match="rows: expected 0 .automatic., 64, 128 or 192"):
         sup(x, 128, 2, 4, 0, 32)
     wide, _ = _layer(24576, 1536, seed=7)
     xw = _x(128, 1536, torch.bfloat16, 3)
@@ -256,10 +259,12 @@ def test_wgmma_auto_dispatch_on_measured_shapes():
                 assert_matches(ops.w4a16_linear(x, packed), x, w, None, f"auto M={m} {n}x{k}")
 
 
-def test_wgmma_64_rows():
+def test_wgmma_64_and_192_rows():
     """64-row CTAs (the warpgroups take the low / high k-steps of every superblock over the same rows
     and tokens, and sum their tiles) against the reference and against 128-row CTAs with the same
-    tokens, stages and K split (the same products summed in another order: close, not bit-equal).
+    tokens, stages and K split (the same products summed in another order: close, not bit-equal);
+    192-row CTAs (three warpgroups of 64 rows, 12 warps) bit-equal to 128-row ones (each output the
+    same wgmma chain and split-order sum).
     Ragged N (tiles past N), ragged M (tokens past M), both reductions where they fit, bias, fp16 x
     with fp32 scales; the spread and last-arrival sums give the same bits; then the 2112x7168
     M = 1024 grid of one full wave (33 row tiles x 4 token tiles)."""
@@ -278,6 +283,10 @@ def test_wgmma_64_rows():
         assert diff <= 2e-3, f"{n}x{k} M={m} {cfg}: 64 and 128 rows differ by {diff:.2e}"
         if cfg[1] > 1:
             assert torch.equal(ops.cuda_wgmma(x, packed, b, cfg + (2, 64)), half), f"{n}x{k} M={m}: spread"
+        if cfg[0] == 128:
+            for reduce in (1, 2) if cfg[1] > 1 else (1,):
+                wide = ops.cuda_wgmma(x, packed, b, cfg + (reduce, 192))
+                assert torch.equal(wide, tall), f"{n}x{k} M={m} {cfg} reduce={reduce}: 192 and 128 rows differ"
     packed, w = _layer(2112, 7168, seed=13)
     x = _x(1024, 7168, torch.bfloat16, 14)
     assert_matches(ops.cuda_wgmma(x, packed, None, (256, 1, 3, 0, 64)), x, w, None, "64 rows 2112x7168 M=1024")
