@@ -197,8 +197,17 @@ _CUDA_WGMMA_M: dict[str, tuple[int, int]] = {"few": (33, 1024), "short": (65, 10
 # tests/test_w4a16_wgmma_config_host.py). few up to M = 64: 4 stages instead of the launcher's 8
 # (session 19 run 7 above); few from M = 129 on: 64 rows per CTA, 256 tokens, 3 stages (session 23
 # above; a fifth field is the rows per CTA).
+# Session 23 run 8 (benchmarks/results/session23/run8, same probe and method; us, bf16 in brackets):
+# 192-row CTAs (three warpgroups of 64 rows, 128 tokens, 4 stages; 24576 rows are 128 tiles, one
+# wave at M <= 128):
+#   short M = 128 / 256: 20.07 / 38.97 vs the automatic 128 rows 28.37 / 42.24 [24.32 / 30.24];
+#         M = 512 / 1024: 77.03 / 150.95 vs 65.89 / 129.87                         -> up to 256
+#   many  M = 128: 61.69 vs 66.14 [69.58]; M = 256: 130.37 vs 98.59                 -> 65 .. 128
+#   few   M = 128 / 256: 15.94 / 21.32 vs 14.58 / 19.20                            -> unchanged
 _CUDA_WGMMA_AUTO: dict[str, tuple[tuple[int, tuple[int, ...]], ...]] = {
     "few": ((64, (64, 0, 4)), (128, (0, 0, 0)), (1024, (256, 0, 3, 0, 64))),
+    "short": ((256, (128, 0, 4, 0, 192)),),
+    "many": ((64, (0, 0, 0)), (128, (128, 0, 4, 0, 192))),
 }
 _CUDA_GEMM_CONFIG: tuple[int, int, int, int] = (0, 0, 0, 0)
 _CUDA_GEMM_AUTO: dict[str, tuple[tuple[int, tuple[int, ...]], ...]] = {
