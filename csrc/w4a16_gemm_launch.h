@@ -68,9 +68,11 @@ cudaError_t w4_gemm_launch(const W4GemvArgs& a, const W4GemmConfig& c, float* wo
                            int32_t* counters, int64_t num_counters, cudaStream_t stream, W4GemmConfig* used = nullptr);
 
 // The Hopper wgmma GEMM (w4a16_wgmma.cuh, w4a16_wgmma_launch.cu): the same operands, config struct,
-// support codes, workspace and counters protocol. warps must be 0 or 8 (two warpgroups, 128 weight
-// rows per CTA); tokens 64, 128 or 256 per CTA; (tokens / 8, stages) compiled: w4_wgmma_configs() lists
-// them as (tokens / 8) * 10 + stages. Automatic splits: see w4_wgmma_resolve.
+// support codes, workspace and counters protocol. warps = 16-row tiles per CTA: 0 or 8 (128 weight rows,
+// two warpgroups), 4 (64 rows, the two warpgroups splitting each superblock's k-steps) or 12 (192 rows,
+// three warpgroups); tokens 64, 128 or 256 per CTA; (rows, tokens, stages) compiled: w4_wgmma_configs()
+// lists them as H * 1000 + (tokens / 8) * 10 + stages, H = 0 / 1 / 2 for 128 / 64 / 192 rows. Automatic
+// splits: see w4_wgmma_resolve (which keeps 128 rows unless asked).
 // w4_wgmma_built: 1 when the current device runs this build's sm_90a device code (read once per device
 // from a device variable), else 0 (then every case is kNoWgmma).
 int w4_wgmma_built();

@@ -8,15 +8,19 @@
 // from a shared-memory stage. dt = x's dtype: one rounding of the scaled weight, as w4a16_gemm.cuh and
 // the dequantize + cuBLAS path.
 //
-// CTA: two warpgroups x the superblocks [sb_lo, sb_hi) of its K split (blockIdx.y), in one of two
-// shapes (ROWS): 128 weight rows x TN tokens, each warpgroup 64 of the rows (one m64 wgmma row block)
-// and all TN tokens (the wgmma's N); or 64 weight rows x TN tokens, both warpgroups the same rows and
-// tokens, warpgroup h the k-steps 4h .. 4h + 3 of every superblock (x atom h, the words' low / high
-// 16-bit planes), the two tiles summed through shared memory at the end. Each weight is dequantized
-// once per CTA either way; 64-row tiles are half as tall: 2112 rows are 33 of them, so 2112x7168 at
-// M = 1024 is 33 x 4 CTAs of 256 tokens, one full wave on 132 SMs, where 128-row tiles give
-// 17 x 4 = 68 (half the GPU idle; a K split to fill it makes 136, two waves). They read x twice as
-// often per weight row. Grid (row tiles, splits, token tiles).
+// CTA: the superblocks [sb_lo, sb_hi) of its K split (blockIdx.y) for ROWS weight rows x TN tokens, in
+// one of three shapes:
+//   ROWS = 128: two warpgroups, each 64 of the rows (one m64 wgmma row block) and all TN tokens (the
+//               wgmma's N);
+//   ROWS = 192: three such warpgroups (384 threads, 168 registers; 128 tokens only). 24576 rows are
+//               128 tiles: one wave at M <= 128, where 128-row tiles make 192 (1.45 waves);
+//   ROWS = 64:  two warpgroups over the same rows and tokens, warpgroup h the k-steps 4h .. 4h + 3 of
+//               every superblock (x atom h, the words' low / high 16-bit planes), the two tiles summed
+//               through shared memory at the end. 2112 rows are 33 tiles, so 2112x7168 at M = 1024 is
+//               33 x 4 CTAs of 256 tokens, one full wave on 132 SMs, where 128-row tiles give
+//               17 x 4 = 68 (half the GPU idle; a K split to fill it makes 136, two waves). They read x
+//               twice as often per weight row, which loses on short rows (24576x1536).
+// Each weight is dequantized once per CTA in every shape. Grid (row tiles, splits, token tiles).
 //
 // A fragments without a k permutation: wgmma's A slots of lane (g, t) are k = 2t, 2t + 1 (registers
 // 0 / 1: rows g / g + 8) and 2t + 8, 2t + 9 (registers 2 / 3). Column 16 i + j of a superblock sits
@@ -30,13 +34,14 @@
 //      descriptor (K-major, SBO 1024) reads directly; tokens >= M and columns >= K land as zeros;
 //   w  [ROWS rows][64 bytes]: the CTA's rows' 16 words (rows >= N land as zeros, never stored).
 // Thread 0 issues a stage's three copies on its `full` mbarrier (with the byte count): the first ST
-// superblocks up front, then each refill as soon as the stage's `empty` mbarrier says all 8 warps are
-// done with it. (A separate producer warp made 288 threads, which ptxas budgets as 384: 168
-// registers, too few for 256 tokens.) The warps wait on `full`, dequantize (scales and zero points
-// straight from global memory, loaded one superblock ahead), issue the 8 wgmmas and keep that group
-// in flight while the next superblock is dequantized (wait_group 1): a stage is released one
-// superblock after its use, when its group is known complete. The A fragments are double-buffered
-// for the same reason.
+// superblocks up front, then each refill as soon as the stage's `empty` mbarrier says all the CTA's
+// warps are done with it. (A separate producer warp made 288 threads, which ptxas budgets as 384: 168
+// registers, too few for 256 tokens. Refills issued by whichever warp released a stage last, through a
+// shared acq_rel counter, were slower: session 23 run 5.) The warps wait on `full`, dequantize (scales
+// and zero points straight from global memory, loaded one superblock ahead), issue their wgmmas and
+// keep that group in flight while the next superblock is dequantized (wait_group 1): a stage is
+// released one superblock after its use, when its group is known complete. The A fragments are
+// double-buffered for the same reason.
 //
 // Why the MMA warps dequantize themselves (session 21, benchmarks/results/session21, runs 2-6): at
 // M = 128 the main loop is bound by arithmetic, not memory (refills without x and weights: 14.44 ->
