@@ -102,7 +102,6 @@ struct WgCode {
   static constexpr int ROWS = wg_code_rows(C), TN = wg_code_tokens(C), ST = C % 10;
   static_assert((TN == 64 || TN == 128 || TN == 256) && ST >= 2 && C / 1000 <= 2,
                 "a wgmma code is H * 1000 + (tokens / 8) * 10 + stages");
-  static_assert(ROWS == 128 || TN >= 128, "64-row CTAs hold V = TN / 4 values per thread: 64 or 128 tokens");
 };
 
 template <size_t L>

@@ -71,8 +71,9 @@ int w4_wgmma_built() {
 W4GemmConfig w4_wgmma_resolve(const W4GemvArgs& a, const W4GemmConfig& cfg) {
   W4GemmConfig c = cfg;
   if (c.warps <= 0) c.warps = 8;
-  // 64-row CTAs split the tokens between their warpgroups: at least 128 (64 each)
-  if (c.tokens <= 0) c.tokens = a.m <= 64 && c.warps == 8 ? 64 : (a.m <= 128 ? 128 : 256);
+  // tokens as compiled: 64 for 128-row CTAs only, 256 for 64- and 128-row ones, 192-row CTAs 128 only
+  if (c.tokens <= 0)
+    c.tokens = c.warps == 12 ? 128 : (a.m <= 64 && c.warps == 8 ? 64 : (a.m <= 128 ? 128 : 256));
   if (c.stages <= 0) c.stages = c.tokens >= 256 ? 3 : (c.tokens >= 128 ? 4 : 8);
   const int64_t nsb = cdiv64(a.k, 128);
   if (c.splits <= 0) {
@@ -102,8 +103,9 @@ W4GemmSupport w4_wgmma_supported(const W4GemvArgs& a, const W4GemmConfig& cfg, i
   if (base != W4GemmSupport::kOk) return base;
   if (!w4_wgmma_built()) return W4GemmSupport::kNoWgmma;
   const W4GemmConfig c = w4_wgmma_resolve(a, cfg);
-  if ((c.warps != 8 && c.warps != 4 && c.warps != 12) || c.tokens % 8 != 0 || !code_listed(w4a16g::kWgCodes, wg_code(c)) || c.reduce < 1 ||
-      c.reduce > 2 || (c.reduce == 2 && !wg_grid_fits(a, c)) || c.pdl < 0 || c.pdl > 1)
+  if ((c.warps != 8 && c.warps != 4 && c.warps != 12) || c.tokens % 8 != 0 ||
+      !code_listed(w4a16g::kWgCodes, wg_code(c)) || c.reduce < 1 || c.reduce > 2 ||
+      (c.reduce == 2 && !wg_grid_fits(a, c)) || c.pdl < 0 || c.pdl > 1)
     return W4GemmSupport::kBadConfig;
   // a spread reduction counts arrivals and departures: two counters per output tile
   return w4_gemm_config_limits(a, c.splits, wg_tiles(a, c) * (c.reduce == 2 ? 2 : 1), w4_wgmma_workspace_floats(a, c),

@@ -59,10 +59,13 @@ def test_64_and_192_row_ctas(tool):
     workspace per tile 64 x tokens floats, and the launcher's split choice on that grid: 2112x7168 at
     M = 1024 is one wave of 33 x 4 CTAs, no split."""
     rows = ask(tool, [(2112, 7168, 1024, 0, 0, 0, 64), (2112, 7168, 40, 0, 0, 0, 64),
-                      (2112, 7168, 128, 128, 4, 4, 64), (24576, 1536, 128, 128, 1, 4, 192)])
+                      (2112, 7168, 128, 128, 4, 4, 64), (24576, 1536, 128, 128, 1, 4, 192),
+                      (24576, 1536, 1024, 0, 0, 0, 192), (2112, 7168, 40, 0, 0, 0, 192)])
     assert rows[0][1:4] == (256, 1, 3) and rows[0][4] == 0 and rows[0][6] == 64
     assert rows[1][1] == 128 and rows[1][6] == 64  # not 64 tokens: 32 per warpgroup is not compiled
     assert rows[2][1:4] == (128, 4, 4) and rows[2][4] == 33 * 4 * 64 * 128
     assert rows[2][5] == 2  # 132 CTAs fit at once: spread
     # 192 rows (three warpgroups): 24576 rows are 128 tiles, one wave at M = 128 without a split
     assert rows[3][1:4] == (128, 1, 4) and rows[3][4] == 0 and rows[3][6] == 192
+    # automatic tokens for 192 rows: 128, the only compiled tile, at any M
+    assert rows[4][1:4] == (128, 1, 4) and rows[5][1] == 128

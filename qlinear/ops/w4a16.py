@@ -265,8 +265,8 @@ _CUDA_RING = 0
 # misaligned operands) falls back to the register kernel with its _CUDA_REG_AUTO config.
 # Session 23 run 1 (benchmarks/results/session23/run1, bench_w4tma.py, same method) at M = 8 and 16 on
 # the few / short classes: few M=8 21844 5.68 vs auto (bulk ring 11824) 6.99 [bf16 13.27]
-# -> ('few', 1): 21844 (M = 5 .. 8; run 6 below); few M=16 22444 10.61 vs 9.18, short M=8 / 16
-# 12.92 / 17.60 vs 8.94 / 12.50: unchanged.
+# -> ('few', 1): 21844 (M = 5 / 6 / 7 / 8 in run 7: 4.82 / 5.13 / 5.34 / 5.62 vs 11824 6.46 / 6.69 /
+# 6.67 / 6.85); few M=16 22444 10.61 vs 9.18, short M=8 / 16 12.92 / 17.60 vs 8.94 / 12.50: unchanged.
 _CUDA_RING_AUTO: dict[tuple[str, int], int] = {
     ("few", 0): -1, ("few", 4): -1, ("few", 1): 21844, ("few", 2): -1,
     ("short", 0): -1, ("short", 1): -1, ("short", 2): -1,
@@ -919,8 +919,8 @@ def cuda_wgmma(
     arrive, 2 all of the tile's CTAs, a share each (launched cooperative, so only where the grid fits
     on the GPU at once), 0 = 2 where it fits. Both sum in split order: the same bits. ``rows``: weight
     rows per CTA, 128 (0: each warpgroup 64 of them), 64 (both warpgroups the same rows and tokens,
-    each half of every superblock's k-steps; tokens >= 128) or 192 (three warpgroups of 64 rows). ``pdl``: launch with programmatic dependent launch (None:
-    ``qlinear.kernels._pdl.pdl_enabled``).
+    each half of every superblock's k-steps) or 192 (three warpgroups of 64 rows). ``pdl``: launch
+    with programmatic dependent launch (None: ``qlinear.kernels._pdl.pdl_enabled``).
     """
     if config is not None and (len(tuple(config)) not in (3, 4, 5) or any(int(v) < 0 for v in config)):
         raise ValueError(f"config: expected (tokens, splits, stages[, reduce[, rows]]) of ints >= 0, got {config!r}")

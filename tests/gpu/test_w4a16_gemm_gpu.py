@@ -264,10 +264,9 @@ def test_wgmma_64_and_192_rows():
     and tokens, and sum their tiles) against the reference and against 128-row CTAs with the same
     tokens, stages and K split (the same products summed in another order: close, not bit-equal);
     192-row CTAs (three warpgroups of 64 rows, 12 warps) bit-equal to 128-row ones (each output the
-    same wgmma chain and split-order sum).
-    Ragged N (tiles past N), ragged M (tokens past M), both reductions where they fit, bias, fp16 x
-    with fp32 scales; the spread and last-arrival sums give the same bits; then the 2112x7168
-    M = 1024 grid of one full wave (33 row tiles x 4 token tiles)."""
+    same wgmma chain and split-order sum). Ragged N (tiles past N), ragged M (tokens past M), both
+    reductions where they fit, bias, fp16 x with fp32 scales; the spread and last-arrival sums give the
+    same bits; then the 2112x7168 M = 1024 grid of one full wave (33 row tiles x 4 token tiles)."""
     _wgmma_ext()
     cases = [(300, 2048, 200, torch.bfloat16, torch.bfloat16, (128, 3, 4)),
              (1000, 4096, 300, torch.float16, torch.float32, (256, 3, 3)),
