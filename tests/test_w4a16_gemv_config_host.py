@@ -56,17 +56,16 @@ def test_dispatch_table_configs_are_taken(tool):
         assert row[1:4] == case[3:6], (key, row)
 
 
-def test_dispatch_table_tma_codes_are_compiled():
+def test_dispatch_table_tma_codes_are_compiled(tool):
     """Every TMA ring code (>= 20000) of _CUDA_RING_AUTO is in the compiled list for its token tiles
-    (csrc/w4a16_tma.cuh kTmaNT1 / kTmaNT2). The launcher refuses these codes on a machine without an
-    sm_90 GPU before it looks the code up, so the lists are read from the header here; the GPU tests
-    run the table's choices."""
-    import re
-    from pathlib import Path
+    (w4_ring_configs, which lists csrc/w4a16_tma.cuh kTmaNT1 / kTmaNT2 after the other rings). The
+    launcher refuses these codes on a machine without an sm_90 GPU before it looks the code up, so the
+    list is asked for directly; the GPU tests run the table's choices."""
+    import subprocess
 
-    text = (Path(__file__).resolve().parents[1] / "csrc" / "w4a16_tma.cuh").read_text()
-    lists = {nt: {int(c) for c in re.search(rf"kTmaNT{nt}\[\] = \{{([^}}]*)\}}", text).group(1).split(",")}
-             for nt in (1, 2)}
+    out = subprocess.run([str(tool), "lists"], capture_output=True, text=True, timeout=60, check=True).stdout
+    lists = {nt: {int(c) for c in line.split()} for nt, line in zip((1, 2), out.splitlines())}
+    assert all(any(c >= 20000 for c in codes) for codes in lists.values()), lists
     tma = {key: code for key, code in ops._CUDA_RING_AUTO.items() if code >= 20000}
     assert tma, "the table has no TMA ring entry"
     for (cls, tiles), code in tma.items():
