@@ -66,6 +66,14 @@ bool tma_ok(const W4GemvArgs& a) { return a.scale_dtype != W4GDType::kFloat32 &&
 // K % 128 == 0).
 bool bulk_ok(const W4GemvArgs& a) { return a.k % 128 == 0 && aligned16(a); }
 
+// kOk when the kernel family of ring `code` (cp.async ring, bulk >= 10000, TMA >= 20000) can take these
+// operands, else that family's refusal.
+W4GemvSupport ring_family_support(const W4GemvArgs& a, int code) {
+  if (code >= 20000) return tma_ok(a) ? W4GemvSupport::kOk : W4GemvSupport::kNoTma;
+  if (code >= 10000) return bulk_ok(a) ? W4GemvSupport::kOk : W4GemvSupport::kNoBulk;
+  return ring_ok(a) ? W4GemvSupport::kOk : W4GemvSupport::kNoRing;
+}
+
 bool ring_compiled(int nt, int code) {
   using namespace w4a16g;
   if (code >= 20000) return nt == 1 ? code_listed(kTmaNT1, code) : code_listed(kTmaNT2, code);
@@ -104,7 +112,8 @@ W4GemvConfig w4_gemv_resolve(const W4GemvArgs& a, const W4GemvConfig& cfg) {
   if (c.ring > 0) {
     c.row_tiles = c.chunk = 0;
     // TMA ring: CW consumer warps and the producer
-    c.warps = c.ring >= 20000 ? c.ring % 10 + 1 : ((c.ring % 10000) / 1000) * ((c.ring / 100) % 10);
+    c.warps =
+        c.ring >= 20000 ? w4a16g::tma_digits(c.ring).cw + 1 : ((c.ring % 10000) / 1000) * ((c.ring / 100) % 10);
     return c;
   }
   if (sub_group(a)) {
@@ -158,9 +167,8 @@ W4GemvSupport w4_gemv_supported(const W4GemvArgs& a, const W4GemvConfig& cfg) {
   if (c.fold < 0 || c.fold > 1 || (c.fold != 0 && (c.ring > 0 || sub_group(a)))) return W4GemvSupport::kBadConfig;
   if (c.ring <= 0 && (c.pipe < 0 || c.pipe > 2)) return W4GemvSupport::kBadConfig;
   if (c.ring > 0) {
-    if (c.ring >= 20000 ? !tma_ok(a) : (c.ring >= 10000 ? !bulk_ok(a) : !ring_ok(a)))
-      return c.ring >= 20000 ? W4GemvSupport::kNoTma
-                             : (c.ring >= 10000 ? W4GemvSupport::kNoBulk : W4GemvSupport::kNoRing);
+    const W4GemvSupport family = ring_family_support(a, c.ring);
+    if (family != W4GemvSupport::kOk) return family;
     if (!ring_compiled(nt, c.ring)) return W4GemvSupport::kBadConfig;
     // refused here rather than failing in cudaFuncSetAttribute / the launch (cudaErrorInvalidValue)
     if (w4_ring_smem_bytes(c.ring, a.m) > static_cast<size_t>(smem_optin())) return W4GemvSupport::kTooMuchSmem;

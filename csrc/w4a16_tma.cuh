@@ -50,10 +50,18 @@ struct TmaParams {
 };
 
 // Code digits: F * 10000 + R * 1000 + KS * 100 + ST * 10 + CW; F = 2 plain, 3 with the zero fold,
-// 8 the diagnostic mode 1.
+// 8 the diagnostic mode 1. One decoding for the instances (TmaCode) and the host's size and warp counts.
+struct TmaDigits {
+  int f, r, ks, st, cw;
+};
+__host__ __device__ constexpr TmaDigits tma_digits(int code) {
+  return {code / 10000, code / 1000 % 10, code / 100 % 10, code / 10 % 10, code % 10};
+}
+
 template <int C>
 struct TmaCode {
-  static constexpr int F = C / 10000, R = C / 1000 % 10, KS = C / 100 % 10, ST = C / 10 % 10, CW = C % 10;
+  static constexpr TmaDigits D = tma_digits(C);
+  static constexpr int F = D.f, R = D.r, KS = D.ks, ST = D.st, CW = D.cw;
   static constexpr int FOLD = F == 3 ? 1 : 0, MODE = F == 8 ? 1 : 0;
   static_assert((F == 2 || F == 3 || F == 8) && R >= 1 && KS >= 1 && ST >= 2 && CW >= 1 && KS % CW == 0,
                 "a TMA ring code is F R KS ST CW as decimal digits (F 2 / 3 / 8), CW dividing KS, ST >= 2");
@@ -76,10 +84,10 @@ __host__ __device__ constexpr TmaLayout tma_stage_layout(int r, int ks, int mb) 
 // Dynamic shared memory of code C at mb x rows: ST stages, the cross-warp reduction, ST full and ST
 // empty mbarriers.
 __host__ __device__ constexpr int tma_smem_bytes(int code, int nt, int mb) {
-  const int r = code / 1000 % 10, ks = code / 100 % 10, st = code / 10 % 10, cw = code % 10;
-  const int ring = st * tma_stage_layout(r, ks, mb).stage_bytes;
-  const int red = cw * r * nt * 4 * 32 * 4;
-  return ring + red + 16 * st;
+  const TmaDigits d = tma_digits(code);
+  const int ring = d.st * tma_stage_layout(d.r, d.ks, mb).stage_bytes;
+  const int red = d.cw * d.r * nt * 4 * 32 * 4;
+  return ring + red + 16 * d.st;
 }
 
 __device__ __forceinline__ void named_sync(int id, int threads) {
@@ -231,8 +239,8 @@ __global__ void __launch_bounds__(32 * (CW + 1), tma_min_blocks(R, CW, NT)) tma_
 }
 
 // TMA ring shapes compiled, per token tiles (code: F R KS ST CW as decimal digits; F 3 = the zero fold,
-// 8 = diagnostic mode 1). The dispatch (qlinear/ops/w4a16.py _CUDA_RING_AUTO) uses 32844, 22464 and 24444;
-// the others are its measured neighbours, kept for re-tuning (benchmarks/bench_w4tma.py).
+// 8 = diagnostic mode 1). The dispatch (qlinear/ops/w4a16.py _CUDA_RING_AUTO) uses 32844, 22464, 21844
+// and 24444; the others are its measured neighbours, kept for re-tuning (benchmarks/bench_w4tma.py).
 constexpr int kTmaNT1[] = {32844, 22844, 22464, 22848, 21844, 82844};
 constexpr int kTmaNT2[] = {24444, 34444, 22444, 24464};
 
