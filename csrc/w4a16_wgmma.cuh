@@ -12,10 +12,8 @@
 // one of three shapes:
 //   ROWS = 128: two warpgroups, each 64 of the rows (one m64 wgmma row block) and all TN tokens (the
 //               wgmma's N);
-//   ROWS = 192: three such warpgroups (384 threads, 168 registers; 128 or 88 tokens). 24576 rows are
-//               128 tiles: one wave at M <= 128, where 128-row tiles make 192 (1.45 waves); 2112
-//               rows are 11, so 2112x7168 at M = 1024 is 11 x 12 CTAs of 88 tokens, one wave that
-//               reads half the x bytes per output of the 64-row shape below;
+//   ROWS = 192: three such warpgroups (384 threads, 168 registers; 128 tokens only). 24576 rows are
+//               128 tiles: one wave at M <= 128, where 128-row tiles make 192 (1.45 waves);
 //   ROWS = 64:  two warpgroups over the same rows and tokens, warpgroup h the k-steps 4h .. 4h + 3 of
 //               every superblock (x atom h, the words' low / high 16-bit planes), the two tiles summed
 //               through shared memory at the end. 2112 rows are 33 tiles, so 2112x7168 at M = 1024 is
@@ -94,7 +92,7 @@ struct WgParams {
 
 // Compiled (ROWS, TN, ST) as H * 1000 + (TN / 8) * 10 + ST: H = 0 for 128-row CTAs, 1 for 64 rows (the
 // warpgroups split the k-steps), 2 for 192 rows (three warpgroups of 64).
-constexpr int kWgCodes[] = {164, 165, 84, 88, 323, 1164, 1323, 2164, 2114, 2116};
+constexpr int kWgCodes[] = {164, 165, 84, 88, 323, 1164, 1323, 2164};
 
 __host__ __device__ constexpr int wg_code_rows(int code) { return code >= 2000 ? 192 : (code >= 1000 ? 64 : 128); }
 __host__ __device__ constexpr int wg_code_tokens(int code) { return code % 1000 / 10 * 8; }
@@ -102,10 +100,8 @@ __host__ __device__ constexpr int wg_code_tokens(int code) { return code % 1000 
 template <int C>
 struct WgCode {
   static constexpr int ROWS = wg_code_rows(C), TN = wg_code_tokens(C), ST = C % 10;
-  static_assert((TN == 64 || TN == 88 || TN == 128 || TN == 256) && ST >= 2 && C / 1000 <= 2,
+  static_assert((TN == 64 || TN == 128 || TN == 256) && ST >= 2 && C / 1000 <= 2,
                 "a wgmma code is H * 1000 + (tokens / 8) * 10 + stages");
-  // 64 rows: each warpgroup keeps half of the tile's 8-token column blocks after the sum
-  static_assert(ROWS != 64 || TN % 16 == 0, "64-row CTAs need an even number of 8-token blocks");
 };
 
 template <size_t L>
@@ -173,28 +169,6 @@ __device__ __forceinline__ void wgmma_rs<__half, 64>(float (&d)[32], const uint3
       "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
       "{%32, %33, %34, %35}, d, 1, 1, 1, 0;\n}"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(desc_lo), "r"(kWgDescHi));
-}
-
-template <>
-__device__ __forceinline__ void wgmma_rs<__nv_bfloat16, 88>(float (&d)[44], const uint32_t (&a)[4], uint32_t desc_lo) {
-  asm volatile(
-      "{\n.reg .b64 d;\nmov.b64 d, {%48, %49};\n"
-      "wgmma.mma_async.sync.aligned.m64n88k16.f32.bf16.bf16 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43}, "
-      "{%44, %45, %46, %47}, d, 1, 1, 1, 0;\n}"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(desc_lo), "r"(kWgDescHi));
-}
-
-template <>
-__device__ __forceinline__ void wgmma_rs<__half, 88>(float (&d)[44], const uint32_t (&a)[4], uint32_t desc_lo) {
-  asm volatile(
-      "{\n.reg .b64 d;\nmov.b64 d, {%48, %49};\n"
-      "wgmma.mma_async.sync.aligned.m64n88k16.f32.f16.f16 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43}, "
-      "{%44, %45, %46, %47}, d, 1, 1, 1, 0;\n}"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(desc_lo), "r"(kWgDescHi));
 }
 
