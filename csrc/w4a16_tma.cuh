@@ -242,7 +242,7 @@ __global__ void __launch_bounds__(32 * (CW + 1), tma_min_blocks(R, CW, NT)) tma_
 // 8 = diagnostic mode 1). The dispatch (qlinear/ops/w4a16.py _CUDA_RING_AUTO) uses 32844, 22464, 21844
 // and 24444; the others are its measured neighbours, kept for re-tuning (benchmarks/bench_w4tma.py).
 constexpr int kTmaNT1[] = {32844, 22844, 22464, 22848, 21844, 82844};
-constexpr int kTmaNT2[] = {24444, 34444, 22444, 24464, 21844, 21854, 21484};
+constexpr int kTmaNT2[] = {24444, 34444, 22444, 24464, 21844, 21854, 21484, 21848, 21858};
 
 template <size_t L>
 constexpr bool tma_codes_fit(const int (&codes)[L], int nt) {
