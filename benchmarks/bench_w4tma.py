@@ -37,6 +37,8 @@ def main() -> None:
     ap.add_argument("--codes", type=int, nargs="+", default=None,
                     help="only these ring codes (default: every TMA code; other compiled ring codes may be named)")
     ap.add_argument("--diag", action="store_true", help="also the diagnostic codes (8xxxx: no math)")
+    ap.add_argument("--reg", action="store_true",
+                    help="also the register kernel with the dispatch table's register config (ring -1)")
     args = ap.parse_args()
     lib = cuda_ext.load()
     rows: list[dict] = []
@@ -52,6 +54,10 @@ def main() -> None:
             fns = {"bf16 F.linear": lambda i: F.linear(xs[i % 4], w16[i % nb16]),
                    "auto#2": lambda i: ops.cuda_gemv(xs[i % 4], packs[i % nbuf]),
                    "auto": lambda i: ops.cuda_gemv(xs[i % 4], packs[i % nbuf])}
+            if args.reg:
+                # the register kernel with the config _CUDA_REG_AUTO gives this call (None: the launcher's)
+                cfg = ops._cuda_auto_reg(xs[0], packs[0])
+                fns["reg"] = lambda i, c=cfg: ops.cuda_gemv(xs[i % 4], packs[i % nbuf], config=c, ring=-1)
             for code in lib.w4a16_ring_configs(nt):
                 if (code in args.codes if args.codes else code >= 20000) and (code < 80000 or args.diag):
                     name = f"tma {code}" if code >= 20000 else f"ring {code}"

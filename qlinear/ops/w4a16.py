@@ -267,8 +267,14 @@ _CUDA_RING = 0
 # the few / short classes: few M=8 21844 5.68 vs auto (bulk ring 11824) 6.99 [bf16 13.27]
 # -> ('few', 1): 21844 (M = 5 / 6 / 7 / 8 in run 7: 4.82 / 5.13 / 5.34 / 5.62 vs 11824 6.46 / 6.69 /
 # 6.67 / 6.85); few M=16 22444 10.61 vs 9.18, short M=8 / 16 12.92 / 17.60 vs 8.94 / 12.50: unchanged.
+# Session 24 runs 2 and 3 (benchmarks/results/session24, bench_w4tma.py, same method), one 16-row tile
+# per CTA (132 CTAs on 2112 rows) at two token tiles: few M=16 21848 (eight consumer warps) 8.32 vs auto
+# (the register kernel) 9.11 [bf16 13.64]; 21844 (four) 9.61 / 9.44, M=12 8.77 vs 8.16. Nsight Compute of
+# 21844 at M=16: 0.18 instructions issued per scheduler per cycle, 82 % of cycles with no eligible warp,
+# L2 20 %, DRAM 14 %: each scheduler's one consumer warp waits out its own dependencies, so twice the
+# warps per SM run faster                                                    -> ('few', 2): 21848
 _CUDA_RING_AUTO: dict[tuple[str, int], int] = {
-    ("few", 0): -1, ("few", 4): -1, ("few", 1): 21844, ("few", 2): -1,
+    ("few", 0): -1, ("few", 4): -1, ("few", 1): 21844, ("few", 2): 21848,
     ("short", 0): -1, ("short", 1): -1, ("short", 2): -1,
     ("many", 0): 32844, ("many", 4): 32844, ("many", 1): 22464, ("many", 2): 24444,
 }
