@@ -30,12 +30,11 @@ __device__ __forceinline__ uint32_t peer(uint32_t addr, uint32_t rank) {
   return r;
 }
 
-// One arrival on the mbarrier at shared::cluster address `bar` (another CTA's, from peer()). Release at
-// cluster scope: this thread's reads of the slot the arrival frees are done before the barrier's
-// owner may overwrite it.
+// One arrival on the mbarrier at shared::cluster address `bar` (another CTA's, from peer()), with the
+// instruction's default semantics (release, CTA scope): no cluster-scope fence per arrival.
 __device__ __forceinline__ void arrive_remote(uint32_t bar) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(bar) : "memory");
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(bar) : "memory");
 #endif
 }
 

@@ -172,8 +172,8 @@ template <typename XT, int R, int KS, int ST, int CW, int NT, int FOLD, int MODE
 __global__ void __launch_bounds__(32 * (CW + 1), tma_min_blocks(R, CW, NT)) tma_gemv_kernel(const __grid_constant__ TmaParams tp) {
   // MC = 2: the CTA pair of a cluster (neighbouring row tiles) reads the same x, so each CTA copies half
   // of every stage's x boxes into both (multicast): L2 serves x once per pair. A slot is refilled only
-  // when the consumers of both CTAs have released it (each consumer arrives on both CTAs' empty
-  // barriers), and the pair meets at a cluster barrier before any copy (barriers initialized) and
+  // when the consumers of both CTAs have released it (each consumer thread arrives on its CTA's empty
+  // barrier, each consumer warp once more on the other CTA's), and the pair meets at a cluster barrier before any copy (barriers initialized) and
   // before exit (no arrival or copy lands in a CTA that has left).
   static_assert(MC == 1 || (MC == 2 && MODE == 0), "x multicast pairs two CTAs of the full kernel");
   constexpr int U = KS / CW;
@@ -188,7 +188,7 @@ __global__ void __launch_bounds__(32 * (CW + 1), tma_min_blocks(R, CW, NT)) tma_
 #pragma unroll
     for (int s = 0; s < ST; ++s) {
       tma::mbar_init(full0 + 8 * s, 1);
-      tma::mbar_init(empty0 + 8 * s, 32 * CW * MC);
+      tma::mbar_init(empty0 + 8 * s, 32 * CW + (MC > 1 ? CW : 0));
     }
     tma::mbar_fence_init();
   }
@@ -244,7 +244,12 @@ __global__ void __launch_bounds__(32 * (CW + 1), tma_min_blocks(R, CW, NT)) tma_
     // the slot goes back as soon as this thread's reads of it are done (the arrival releases them), so the
     // producer refills it while the chunk is computed from registers: one more stage in flight
     tma::mbar_arrive(empty0 + 8 * slot);
-    if constexpr (MC > 1) cluster::arrive_remote(cluster::peer(empty0 + 8 * slot, static_cast<uint32_t>(rank ^ 1)));
+    if constexpr (MC > 1) {
+      // one arrival per warp on the other CTA's barrier, once every lane's reads are done (session 24
+      // run 6: one cluster-scope release per thread made the pair ~1.6-2x slower than one CTA alone)
+      __syncwarp();
+      if (lane == 0) cluster::arrive_remote(cluster::peer(empty0 + 8 * slot, static_cast<uint32_t>(rank ^ 1)));
+    }
     if constexpr (MODE == 0) reg_compute<XT, U, R, NT, 0, FOLD>(c, tot, sink, magic);
   }
   if constexpr (NT == 2) pdl::launch_dependents();
