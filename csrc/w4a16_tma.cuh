@@ -32,7 +32,6 @@
 
 #include <cuda.h>
 
-#include "cluster.cuh"
 #include "w4a16_gemv.cuh"
 
 namespace qlinear {
@@ -50,9 +49,8 @@ struct TmaParams {
   uint32_t tx_bytes;  // bytes one stage's boxes land (out-of-bounds fill included)
 };
 
-// Code digits: F * 10000 + R * 1000 + KS * 100 + ST * 10 + CW; F = 2 plain, 3 with the zero fold, 4 / 5
-// the same with x multicast over a cluster of two CTAs (tma_gemv_kernel's MC), 8 the diagnostic mode 1.
-// One decoding for the instances (TmaCode) and the host's size and warp counts.
+// Code digits: F * 10000 + R * 1000 + KS * 100 + ST * 10 + CW; F = 2 plain, 3 with the zero fold,
+// 8 the diagnostic mode 1. One decoding for the instances (TmaCode) and the host's size and warp counts.
 struct TmaDigits {
   int f, r, ks, st, cw;
 };
@@ -64,11 +62,9 @@ template <int C>
 struct TmaCode {
   static constexpr TmaDigits D = tma_digits(C);
   static constexpr int F = D.f, R = D.r, KS = D.ks, ST = D.st, CW = D.cw;
-  static constexpr int FOLD = F == 3 || F == 5 ? 1 : 0, MODE = F == 8 ? 1 : 0, MC = F == 4 || F == 5 ? 2 : 1;
-  static_assert((F >= 2 && F <= 5 || F == 8) && R >= 1 && KS >= 1 && ST >= 2 && CW >= 1 && KS % CW == 0 &&
-                    KS % MC == 0,
-                "a TMA ring code is F R KS ST CW as decimal digits (F 2 / 3 / 4 / 5 / 8), CW dividing KS, ST >= 2, "
-                "KS even with multicast");
+  static constexpr int FOLD = F == 3 ? 1 : 0, MODE = F == 8 ? 1 : 0;
+  static_assert((F == 2 || F == 3 || F == 8) && R >= 1 && KS >= 1 && ST >= 2 && CW >= 1 && KS % CW == 0,
+                "a TMA ring code is F R KS ST CW as decimal digits (F 2 / 3 / 8), CW dividing KS, ST >= 2");
 };
 
 struct TmaLayout {
@@ -136,11 +132,9 @@ __device__ __forceinline__ void tma_lds(const TmaParams& tp, const char* base, i
 }
 
 // The producer's copies of stage st into slot `dst` (barrier bar): weights, scales and zero points
-// (wx false) or x (wx true). MC = 2: this CTA (cluster rank `rank`) copies the x boxes j = rank, rank + 2,
-// ... of the stage into both CTAs of its cluster, the other CTA the rest.
-template <int R, int KS, int MC = 1>
-__device__ __forceinline__ void tma_issue(const TmaParams& tp, uint32_t dst, uint32_t bar, int st, int row0, bool wx,
-                                          int rank = 0) {
+// (wx false) or x (wx true).
+template <int R, int KS>
+__device__ __forceinline__ void tma_issue(const TmaParams& tp, uint32_t dst, uint32_t bar, int st, int row0, bool wx) {
   const int sb0 = st * KS;
   if (!wx) {
 #pragma unroll
@@ -148,14 +142,9 @@ __device__ __forceinline__ void tma_issue(const TmaParams& tp, uint32_t dst, uin
     const int g0 = group_of_sb(sb0, tp.p.grp_mul);
     tma::tensor_copy_2d(dst + tp.off_s, &tp.smap, row0, g0, bar);
     if (tp.p.zeros != nullptr) tma::tensor_copy_2d(dst + tp.off_z, &tp.zmap, row0, g0, bar);
-  } else if constexpr (MC == 1) {
-#pragma unroll
-    for (int j = 0; j < KS; ++j) tma::tensor_copy_2d(dst + tp.off_x + j * (tp.mb * 256), &tp.xmap, (sb0 + j) * 128, 0, bar);
   } else {
 #pragma unroll
-    for (int j = 0; j < KS; j += MC)
-      cluster::tensor_copy_2d_multicast(dst + tp.off_x + (j + rank) * (tp.mb * 256), &tp.xmap, (sb0 + j + rank) * 128,
-                                        0, bar, static_cast<uint16_t>((1u << MC) - 1));
+    for (int j = 0; j < KS; ++j) tma::tensor_copy_2d(dst + tp.off_x + j * (tp.mb * 256), &tp.xmap, (sb0 + j) * 128, 0, bar);
   }
 }
 
@@ -168,14 +157,8 @@ constexpr int tma_min_blocks(int r, int cw, int nt) { return nt == 2 ? 1 : (cw >
 // FOLD: the register kernel's zero-point fold (reg_compute). MODE 1 (diagnostics, codes 8xxxx): the
 // consumers only wait for each stage and hand it back (session 22 run 2 also had a mode 2, reads without
 // math: 15.79 us against 15.36 for mode 1 at 7168x16384 M = 1; removed).
-template <typename XT, int R, int KS, int ST, int CW, int NT, int FOLD, int MODE, int MC = 1>
+template <typename XT, int R, int KS, int ST, int CW, int NT, int FOLD, int MODE>
 __global__ void __launch_bounds__(32 * (CW + 1), tma_min_blocks(R, CW, NT)) tma_gemv_kernel(const __grid_constant__ TmaParams tp) {
-  // MC = 2: the CTA pair of a cluster (neighbouring row tiles) reads the same x, so each CTA copies half
-  // of every stage's x boxes into both (multicast): L2 serves x once per pair. A slot is refilled only
-  // when the consumers of both CTAs have released it (each consumer thread arrives on its CTA's empty
-  // barrier, each consumer warp once more on the other CTA's), and the pair meets at a cluster barrier before any copy (barriers initialized) and
-  // before exit (no arrival or copy lands in a CTA that has left).
-  static_assert(MC == 1 || (MC == 2 && MODE == 0), "x multicast pairs two CTAs of the full kernel");
   constexpr int U = KS / CW;
   const Params& p = tp.p;
   extern __shared__ __align__(16) char smem[];
@@ -183,12 +166,11 @@ __global__ void __launch_bounds__(32 * (CW + 1), tma_min_blocks(R, CW, NT)) tma_
   const int row0 = blockIdx.x * (16 * R);
   const int nst = (p.nsb + KS - 1) / KS;
   const uint32_t full0 = tma::smem_u32(smem + tp.off_bar), empty0 = full0 + 8 * ST;
-  const int rank = MC > 1 ? static_cast<int>(cluster::cta_rank()) : 0;
   if (threadIdx.x == 0) {
 #pragma unroll
     for (int s = 0; s < ST; ++s) {
       tma::mbar_init(full0 + 8 * s, 1);
-      tma::mbar_init(empty0 + 8 * s, 32 * CW + (MC > 1 ? CW : 0));
+      tma::mbar_init(empty0 + 8 * s, 32 * CW);
     }
     tma::mbar_fence_init();
   }
@@ -197,8 +179,7 @@ __global__ void __launch_bounds__(32 * (CW + 1), tma_min_blocks(R, CW, NT)) tma_
     constexpr int kZ = KS * R * 16;
     for (int e = threadIdx.x; e < ST * kZ; e += blockDim.x) smem[(e / kZ) * tp.stage_bytes + tp.off_z + e % kZ] = 8;
   }
-  if constexpr (MC > 1) cluster::sync();
-  else __syncthreads();
+  __syncthreads();
   if constexpr (NT == 1) pdl::launch_dependents();
 
   if (warp == CW) {
@@ -208,23 +189,19 @@ __global__ void __launch_bounds__(32 * (CW + 1), tma_min_blocks(R, CW, NT)) tma_
       const int pro = nst < ST ? nst : ST;
       for (int s = 0; s < pro; ++s) {
         tma::mbar_arrive_tx(full0 + 8 * s, tp.tx_bytes);
-        tma_issue<R, KS, MC>(tp, tma::smem_u32(smem + s * tp.stage_bytes), full0 + 8 * s, s, row0, false, rank);
+        tma_issue<R, KS>(tp, tma::smem_u32(smem + s * tp.stage_bytes), full0 + 8 * s, s, row0, false);
       }
       pdl::wait();
       for (int s = 0; s < pro; ++s)
-        tma_issue<R, KS, MC>(tp, tma::smem_u32(smem + s * tp.stage_bytes), full0 + 8 * s, s, row0, true, rank);
+        tma_issue<R, KS>(tp, tma::smem_u32(smem + s * tp.stage_bytes), full0 + 8 * s, s, row0, true);
       for (int st = ST; st < nst; ++st) {
         const int slot = st % ST;
         tma::mbar_wait(empty0 + 8 * slot, static_cast<uint32_t>((st / ST - 1) & 1));
         const uint32_t dst = tma::smem_u32(smem + slot * tp.stage_bytes), bar = full0 + 8 * slot;
         tma::mbar_arrive_tx(bar, tp.tx_bytes);
-        tma_issue<R, KS, MC>(tp, dst, bar, st, row0, false, rank);
-        tma_issue<R, KS, MC>(tp, dst, bar, st, row0, true, rank);
+        tma_issue<R, KS>(tp, dst, bar, st, row0, false);
+        tma_issue<R, KS>(tp, dst, bar, st, row0, true);
       }
-    }
-    if constexpr (MC > 1) {
-      __syncwarp();
-      cluster::sync();
     }
     return;
   }
@@ -244,12 +221,6 @@ __global__ void __launch_bounds__(32 * (CW + 1), tma_min_blocks(R, CW, NT)) tma_
     // the slot goes back as soon as this thread's reads of it are done (the arrival releases them), so the
     // producer refills it while the chunk is computed from registers: one more stage in flight
     tma::mbar_arrive(empty0 + 8 * slot);
-    if constexpr (MC > 1) {
-      // one arrival per warp on the other CTA's barrier, once every lane's reads are done (session 24
-      // run 6: one cluster-scope release per thread made the pair ~1.6-2x slower than one CTA alone)
-      __syncwarp();
-      if (lane == 0) cluster::arrive_remote(cluster::peer(empty0 + 8 * slot, static_cast<uint32_t>(rank ^ 1)));
-    }
     if constexpr (MODE == 0) reg_compute<XT, U, R, NT, 0, FOLD>(c, tot, sink, magic);
   }
   if constexpr (NT == 2) pdl::launch_dependents();
@@ -265,17 +236,15 @@ __global__ void __launch_bounds__(32 * (CW + 1), tma_min_blocks(R, CW, NT)) tma_
     named_sync(1, 32 * CW);
     pdl::wait();
   });
-  if constexpr (MC > 1) cluster::sync();
 }
 
 // TMA ring shapes compiled, per token tiles (code: F R KS ST CW as decimal digits; F 3 = the zero fold,
-// 4 = x multicast over CTA pairs, 8 = diagnostic mode 1). The dispatch (qlinear/ops/w4a16.py
-// _CUDA_RING_AUTO) uses 32844, 22464, 21844 (one token tile), 24444 and 21848 (two); the others are its
-// measured neighbours, kept for re-tuning (benchmarks/bench_w4tma.py). Session 24 runs 2-3 at two token
-// tiles on 2112x7168 M = 16 (us): 21848 8.32, 21858 8.57, 21844 9.61, 21854 9.62, 21484 9.82 (removed:
-// 21854, 21484, 21858).
-constexpr int kTmaNT1[] = {32844, 22844, 22464, 22848, 21844, 82844, 41844, 42464};
-constexpr int kTmaNT2[] = {24444, 34444, 22444, 24464, 21844, 21848, 41848, 44444};
+// 8 = diagnostic mode 1). The dispatch (qlinear/ops/w4a16.py _CUDA_RING_AUTO) uses 32844, 22464, 21844
+// (one token tile), 24444 and 21848 (two); the others are its measured neighbours, kept for re-tuning
+// (benchmarks/bench_w4tma.py). Session 24 runs 2-3 at two token tiles on 2112x7168 M = 16 (us): 21848
+// 8.32, 21858 8.57, 21844 9.61, 21854 9.62, 21484 9.82 (removed: 21854, 21484, 21858).
+constexpr int kTmaNT1[] = {32844, 22844, 22464, 22848, 21844, 82844};
+constexpr int kTmaNT2[] = {24444, 34444, 22444, 24464, 21844, 21848};
 
 template <size_t L>
 constexpr bool tma_codes_fit(const int (&codes)[L], int nt) {

@@ -50,15 +50,9 @@ cudaError_t tma_launch(TmaParams& tp, bool pdl, cudaStream_t stream) {
   // a stage lands its weight, x and scale boxes (everything before the zero box), and the zero box
   // only when the layer has zero points
   tp.tx_bytes = static_cast<uint32_t>(l.off_z + (tp.p.zeros != nullptr ? D::KS * D::R * 16 : 0));
-  // with x multicast the grid is whole clusters: a last CTA past N copies its share of x, computes on
-  // zero-filled weights and stores nothing
-  const int tiles = (tp.p.n + 16 * D::R - 1) / (16 * D::R);
-  const dim3 grid(static_cast<unsigned>((tiles + D::MC - 1) / D::MC * D::MC));
-  const auto kernel = tma_gemv_kernel<XT, D::R, D::KS, D::ST, D::CW, NT, D::FOLD, D::MODE, D::MC>;
-  if (D::MC == 1) return launch_kernel(kernel, grid, dim3(32 * (D::CW + 1)), static_cast<size_t>(smem), pdl, stream, tp);
-  const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-  if (e != cudaSuccess) return e;
-  return pdl::launch_smem(kernel, grid, dim3(32 * (D::CW + 1)), static_cast<size_t>(smem), stream, pdl, D::MC, tp);
+  const dim3 grid(static_cast<unsigned>((tp.p.n + 16 * D::R - 1) / (16 * D::R)));
+  return launch_kernel(tma_gemv_kernel<XT, D::R, D::KS, D::ST, D::CW, NT, D::FOLD, D::MODE>, grid,
+                       dim3(32 * (D::CW + 1)), static_cast<size_t>(smem), pdl, stream, tp);
 }
 
 template <typename XT>
