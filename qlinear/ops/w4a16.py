@@ -272,7 +272,8 @@ _CUDA_RING = 0
 # (the register kernel) 9.11 [bf16 13.64]; 21844 (four) 9.61 / 9.44, M=12 8.77 vs 8.16. Nsight Compute of
 # 21844 at M=16: 0.18 instructions issued per scheduler per cycle, 82 % of cycles with no eligible warp,
 # L2 20 %, DRAM 14 %: each scheduler's one consumer warp waits out its own dependencies, so twice the
-# warps per SM run faster                                                    -> ('few', 2): 21848
+# warps per SM run faster. Run 4, M = 9 / 10 / 12 / 14 / 16: 21848 7.19 / 7.17 / 7.52 / 7.86 / 8.25 vs
+# the register kernel 7.10 / 7.73 / 7.78 / 8.44 / 9.10 (M = 9 within 1.3 %)  -> ('few', 2): 21848
 _CUDA_RING_AUTO: dict[tuple[str, int], int] = {
     ("few", 0): -1, ("few", 4): -1, ("few", 1): 21844, ("few", 2): 21848,
     ("short", 0): -1, ("short", 1): -1, ("short", 2): -1,
