@@ -49,10 +49,8 @@ struct TmaParams {
   uint32_t tx_bytes;  // bytes one stage's boxes land (out-of-bounds fill included)
 };
 
-// Code digits: F * 10000 + R * 1000 + KS * 100 + ST * 10 + CW; F = 2 plain, 3 with the zero fold, 6 the
-// token split (M = 9 .. 16 as CTAs of one token tile each: the one-tile instance on a grid of row tiles x
-// token tiles), 8 the diagnostic mode 1. One decoding for the instances (TmaCode) and the host's size and
-// warp counts.
+// Code digits: F * 10000 + R * 1000 + KS * 100 + ST * 10 + CW; F = 2 plain, 3 with the zero fold,
+// 8 the diagnostic mode 1. One decoding for the instances (TmaCode) and the host's size and warp counts.
 struct TmaDigits {
   int f, r, ks, st, cw;
 };
@@ -64,9 +62,9 @@ template <int C>
 struct TmaCode {
   static constexpr TmaDigits D = tma_digits(C);
   static constexpr int F = D.f, R = D.r, KS = D.ks, ST = D.st, CW = D.cw;
-  static constexpr int FOLD = F == 3 ? 1 : 0, MODE = F == 8 ? 1 : 0, TS = F == 6 ? 1 : 0;
-  static_assert((F == 2 || F == 3 || F == 6 || F == 8) && R >= 1 && KS >= 1 && ST >= 2 && CW >= 1 && KS % CW == 0,
-                "a TMA ring code is F R KS ST CW as decimal digits (F 2 / 3 / 6 / 8), CW dividing KS, ST >= 2");
+  static constexpr int FOLD = F == 3 ? 1 : 0, MODE = F == 8 ? 1 : 0;
+  static_assert((F == 2 || F == 3 || F == 8) && R >= 1 && KS >= 1 && ST >= 2 && CW >= 1 && KS % CW == 0,
+                "a TMA ring code is F R KS ST CW as decimal digits (F 2 / 3 / 8), CW dividing KS, ST >= 2");
 };
 
 struct TmaLayout {
@@ -84,10 +82,9 @@ __host__ __device__ constexpr TmaLayout tma_stage_layout(int r, int ks, int mb) 
 }
 
 // Dynamic shared memory of code C at mb x rows: ST stages, the cross-warp reduction, ST full and ST
-// empty mbarriers. A token-split code's CTA holds one token tile of at most 8 x rows at any M.
+// empty mbarriers.
 __host__ __device__ constexpr int tma_smem_bytes(int code, int nt, int mb) {
   const TmaDigits d = tma_digits(code);
-  if (d.f == 6) nt = 1, mb = mb < 8 ? mb : 8;
   const int ring = d.st * tma_stage_layout(d.r, d.ks, mb).stage_bytes;
   const int red = d.cw * d.r * nt * 4 * 32 * 4;
   return ring + red + 16 * d.st;
@@ -137,8 +134,7 @@ __device__ __forceinline__ void tma_lds(const TmaParams& tp, const char* base, i
 // The producer's copies of stage st into slot `dst` (barrier bar): weights, scales and zero points
 // (wx false) or x (wx true).
 template <int R, int KS>
-__device__ __forceinline__ void tma_issue(const TmaParams& tp, uint32_t dst, uint32_t bar, int st, int row0, bool wx,
-                                          int tok0) {
+__device__ __forceinline__ void tma_issue(const TmaParams& tp, uint32_t dst, uint32_t bar, int st, int row0, bool wx) {
   const int sb0 = st * KS;
   if (!wx) {
 #pragma unroll
@@ -148,8 +144,7 @@ __device__ __forceinline__ void tma_issue(const TmaParams& tp, uint32_t dst, uin
     if (tp.p.zeros != nullptr) tma::tensor_copy_2d(dst + tp.off_z, &tp.zmap, row0, g0, bar);
   } else {
 #pragma unroll
-    for (int j = 0; j < KS; ++j)
-      tma::tensor_copy_2d(dst + tp.off_x + j * (tp.mb * 256), &tp.xmap, (sb0 + j) * 128, tok0, bar);
+    for (int j = 0; j < KS; ++j) tma::tensor_copy_2d(dst + tp.off_x + j * (tp.mb * 256), &tp.xmap, (sb0 + j) * 128, 0, bar);
   }
 }
 
@@ -162,15 +157,10 @@ constexpr int tma_min_blocks(int r, int cw, int nt) { return nt == 2 ? 1 : (cw >
 // FOLD: the register kernel's zero-point fold (reg_compute). MODE 1 (diagnostics, codes 8xxxx): the
 // consumers only wait for each stage and hand it back (session 22 run 2 also had a mode 2, reads without
 // math: 15.79 us against 15.36 for mode 1 at 7168x16384 M = 1; removed).
-// TS (token split, NT = 1): the CTA's token tile is blockIdx.y (tokens 8 y .. 8 y + 7), so two CTAs of
-// a row tile run side by side at M = 9 .. 16, each with the one-tile work (session 24: with one row tile
-// per CTA the consumers are latency-bound, and the two-tile instance doubles each warp's chain).
-template <typename XT, int R, int KS, int ST, int CW, int NT, int FOLD, int MODE, int TS = 0>
+template <typename XT, int R, int KS, int ST, int CW, int NT, int FOLD, int MODE>
 __global__ void __launch_bounds__(32 * (CW + 1), tma_min_blocks(R, CW, NT)) tma_gemv_kernel(const __grid_constant__ TmaParams tp) {
-  static_assert(TS == 0 || NT == 1, "a token-split CTA holds one token tile");
   constexpr int U = KS / CW;
   const Params& p = tp.p;
-  const int tok0 = TS ? static_cast<int>(blockIdx.y) * 8 : 0;
   extern __shared__ __align__(16) char smem[];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int row0 = blockIdx.x * (16 * R);
@@ -199,18 +189,18 @@ __global__ void __launch_bounds__(32 * (CW + 1), tma_min_blocks(R, CW, NT)) tma_
       const int pro = nst < ST ? nst : ST;
       for (int s = 0; s < pro; ++s) {
         tma::mbar_arrive_tx(full0 + 8 * s, tp.tx_bytes);
-        tma_issue<R, KS>(tp, tma::smem_u32(smem + s * tp.stage_bytes), full0 + 8 * s, s, row0, false, tok0);
+        tma_issue<R, KS>(tp, tma::smem_u32(smem + s * tp.stage_bytes), full0 + 8 * s, s, row0, false);
       }
       pdl::wait();
       for (int s = 0; s < pro; ++s)
-        tma_issue<R, KS>(tp, tma::smem_u32(smem + s * tp.stage_bytes), full0 + 8 * s, s, row0, true, tok0);
+        tma_issue<R, KS>(tp, tma::smem_u32(smem + s * tp.stage_bytes), full0 + 8 * s, s, row0, true);
       for (int st = ST; st < nst; ++st) {
         const int slot = st % ST;
         tma::mbar_wait(empty0 + 8 * slot, static_cast<uint32_t>((st / ST - 1) & 1));
         const uint32_t dst = tma::smem_u32(smem + slot * tp.stage_bytes), bar = full0 + 8 * slot;
         tma::mbar_arrive_tx(bar, tp.tx_bytes);
-        tma_issue<R, KS>(tp, dst, bar, st, row0, false, tok0);
-        tma_issue<R, KS>(tp, dst, bar, st, row0, true, tok0);
+        tma_issue<R, KS>(tp, dst, bar, st, row0, false);
+        tma_issue<R, KS>(tp, dst, bar, st, row0, true);
       }
     }
     return;
@@ -242,12 +232,7 @@ __global__ void __launch_bounds__(32 * (CW + 1), tma_min_blocks(R, CW, NT)) tma_
 
   // cross-warp reduction in its own region (other warps may still read the ring), + bias, store; the
   // output may be read by the previous grid until it completes
-  Params ps = p;  // the CTA's token tile as rows 0 .. 7 of its own output view
-  if constexpr (TS != 0) {
-    ps.out = static_cast<XT*>(p.out) + static_cast<int64_t>(tok0) * p.out_stride;
-    ps.m = p.m - tok0;
-  }
-  reduce_store_in<XT, R, NT>(ps, tot, row0, reinterpret_cast<float*>(smem + tp.off_red), CW, [] {
+  reduce_store_in<XT, R, NT>(p, tot, row0, reinterpret_cast<float*>(smem + tp.off_red), CW, [] {
     named_sync(1, 32 * CW);
     pdl::wait();
   });
@@ -259,7 +244,7 @@ __global__ void __launch_bounds__(32 * (CW + 1), tma_min_blocks(R, CW, NT)) tma_
 // (benchmarks/bench_w4tma.py). Session 24 runs 2-3 at two token tiles on 2112x7168 M = 16 (us): 21848
 // 8.32, 21858 8.57, 21844 9.61, 21854 9.62, 21484 9.82 (removed: 21854, 21484, 21858).
 constexpr int kTmaNT1[] = {32844, 22844, 22464, 22848, 21844, 82844};
-constexpr int kTmaNT2[] = {24444, 34444, 22444, 24464, 21844, 21848, 61844, 61848, 62464};
+constexpr int kTmaNT2[] = {24444, 34444, 22444, 24464, 21844, 21848};
 
 template <size_t L>
 constexpr bool tma_codes_fit(const int (&codes)[L], int nt) {

@@ -34,12 +34,10 @@ bool tma_maps(TmaParams& tp, uint32_t rows, uint32_t ks, bool bf16) {
   return ok;
 }
 
-// Instance C: its maps, the stage layout at tp.mb x rows, the launch. A token-split code runs its
-// one-tile instance on token tiles of 8 rows (grid y).
+// Instance C: its maps, the stage layout at tp.mb x rows, the launch.
 template <typename XT, int C, int NT>
 cudaError_t tma_launch(TmaParams& tp, bool pdl, cudaStream_t stream) {
   using D = TmaCode<C>;
-  if (D::TS && tp.mb > 8) tp.mb = 8;
   if (!tma_maps(tp, 16 * D::R, D::KS, std::is_same<XT, __nv_bfloat16>::value)) return cudaErrorInvalidValue;
   const TmaLayout l = tma_stage_layout(D::R, D::KS, tp.mb);
   tp.off_x = l.off_x;
@@ -52,10 +50,8 @@ cudaError_t tma_launch(TmaParams& tp, bool pdl, cudaStream_t stream) {
   // a stage lands its weight, x and scale boxes (everything before the zero box), and the zero box
   // only when the layer has zero points
   tp.tx_bytes = static_cast<uint32_t>(l.off_z + (tp.p.zeros != nullptr ? D::KS * D::R * 16 : 0));
-  const dim3 grid(static_cast<unsigned>((tp.p.n + 16 * D::R - 1) / (16 * D::R)),
-                  D::TS ? static_cast<unsigned>((tp.p.m + 7) / 8) : 1u);
-  constexpr int kNT = D::TS ? 1 : NT;
-  return launch_kernel(tma_gemv_kernel<XT, D::R, D::KS, D::ST, D::CW, kNT, D::FOLD, D::MODE, D::TS>, grid,
+  const dim3 grid(static_cast<unsigned>((tp.p.n + 16 * D::R - 1) / (16 * D::R)));
+  return launch_kernel(tma_gemv_kernel<XT, D::R, D::KS, D::ST, D::CW, NT, D::FOLD, D::MODE>, grid,
                        dim3(32 * (D::CW + 1)), static_cast<size_t>(smem), pdl, stream, tp);
 }
 
