@@ -15,7 +15,9 @@
 // the register kernel's 23.3. The gap is the consumers' dequantize + mma: Nsight Compute (run 6) has
 // 0.48 instructions issued per scheduler per cycle, stalls split between waiting for a stage and
 // fixed-latency dependencies, and no pipe above 37 %; more consumer warps per SM did not move it (runs
-// 5 and 7), removing the branches of the shared-memory reads did (run 8: 20.9 -> 19.6 us).
+// 5 and 7), removing the branches of the shared-memory reads did (run 8: 20.9 -> 19.6 us). Session 24
+// (benchmarks/results/session24): at two token tiles on 2112x7168, eight consumer warps beat four (M = 16
+// 8.32 against 9.61 us); x multicast over CTA pairs and a split of the tokens over two CTAs were slower.
 //
 // CTA: 16 R rows over the whole K, in stages of KS superblocks (128 columns each). Stage layout
 // (offsets in TmaLayout): KS weight boxes [16 R rows][16 words] (a row's 64 bytes contiguous: the 8

@@ -274,6 +274,8 @@ _CUDA_RING = 0
 # L2 20 %, DRAM 14 %: each scheduler's one consumer warp waits out its own dependencies, so twice the
 # warps per SM run faster. Run 4, M = 9 / 10 / 12 / 14 / 16: 21848 7.19 / 7.17 / 7.52 / 7.86 / 8.25 vs
 # the register kernel 7.10 / 7.73 / 7.78 / 8.44 / 9.10 (M = 9 within 1.3 %)  -> ('few', 2): 21848
+# Lost and removed (session 24 runs 6, 7 and 9): x multicast over CTA pairs (M = 16 9.37 vs 8.35; 7168x16384
+# 30.79 vs 29.38) and a token split, two one-tile CTAs per row tile (M = 16 8.37 vs 8.33, M = 9 8.55 vs 7.17).
 _CUDA_RING_AUTO: dict[tuple[str, int], int] = {
     ("few", 0): -1, ("few", 4): -1, ("few", 1): 21844, ("few", 2): 21848,
     ("short", 0): -1, ("short", 1): -1, ("short", 2): -1,
