@@ -28,7 +28,8 @@ Backends: ``"cuda"`` (``csrc/w4a16_gemv.cuh``: tensor-core decode kernels for M 
 act-order, one launch: a cp.async ring kernel, or round 1's register kernel for groups < 128 /
 N % 4 != 0; on sm_90 the TMA ring kernel of ``csrc/w4a16_tma.cuh`` for long rows and, from M = 5,
 for few rows, see :data:`_CUDA_RING_AUTO`; auto-chosen for M <= :data:`_CUDA_MAX_M`
-(:data:`_CUDA_MAX_M_TALL` when N >= 8 K) where :func:`cuda_supported` holds; act-order and 8-bit weights take the Triton path), ``"cuda_gemm"``
+(:data:`_CUDA_MAX_M_TALL` when N >= 8 K) where :func:`cuda_supported` holds; act-order and 8-bit
+weights take the Triton path), ``"cuda_gemm"``
 (``csrc/w4a16_gemm.cuh``: an mma.sync GEMM for M > 16 with x staged in shared memory for the CTA's
 warps, the weight dequantized and scaled in registers; auto-chosen for M up to :data:`_CUDA_GEMM_MAX_M`
 where :func:`cuda_gemm_supported` holds and the shape class is listed there), ``"cuda_wgmma"``
