@@ -428,10 +428,13 @@ __device__ __forceinline__ float neg_magic_zero(uint32_t z) {
   return (8388608.f - Mma<XT>::kMagicF) - __uint_as_float(0x4B000000u | z);
 }
 
-template <typename XT, int U, int R, int NT, int MODE, int FOLD = 0>
+// I0, NI: the k-steps I0 .. I0 + NI - 1 of each superblock (all 8 by default; the TMA ring's k-step
+// split gives each of two warps 4 of them).
+template <typename XT, int U, int R, int NT, int MODE, int FOLD = 0, int I0 = 0, int NI = 8>
 __device__ __forceinline__ void reg_compute(const RegChunk<U, R, NT>& c, float (&tot)[R][NT][4], uint32_t& sink,
                                             uint32_t magic) {
   static_assert(FOLD == 0 || FOLD == 1, "FOLD is 0 (off) or 1 (the zero fold)");
+  static_assert(NI >= 2 && NI % 2 == 0 && I0 % 2 == 0 && I0 + NI <= 8, "whole even / odd chain pairs of k-steps");
   static_assert(FOLD == 0 || MODE == 0, "the zero fold has no micro-benchmark modes");
 #pragma unroll
   for (int u = 0; u < U; ++u) {
@@ -464,12 +467,12 @@ __device__ __forceinline__ void reg_compute(const RegChunk<U, R, NT>& c, float (
     // holds token 2t + (j & 1) (rows are all alike)
     float xacc[2][NT][4];
 #pragma unroll
-    for (int i = 0; i < 8; ++i) {
+    for (int i = I0; i < I0 + NI; ++i) {
       if constexpr (FOLD == 1) {
         const uint32_t ones[4] = {Mma<XT>::kOnes, Mma<XT>::kOnes, Mma<XT>::kOnes, Mma<XT>::kOnes};
 #pragma unroll
         for (int nt = 0; nt < NT; ++nt) {
-          if (i < 2) {
+          if (i < I0 + 2) {
             Mma<XT>::mma0(xacc[i & 1][nt], ones, c.x[u][nt][i].x, c.x[u][nt][i].y);
           } else {
             Mma<XT>::mma(xacc[i & 1][nt], ones, c.x[u][nt][i].x, c.x[u][nt][i].y);
@@ -487,7 +490,7 @@ __device__ __forceinline__ void reg_compute(const RegChunk<U, R, NT>& c, float (
         } else {
 #pragma unroll
           for (int nt = 0; nt < NT; ++nt) {
-            if (i < 2) {
+            if (i < I0 + 2) {
               Mma<XT>::mma0(acc[i & 1][r][nt], a, c.x[u][nt][i].x, c.x[u][nt][i].y);
             } else {
               Mma<XT>::mma(acc[i & 1][r][nt], a, c.x[u][nt][i].x, c.x[u][nt][i].y);

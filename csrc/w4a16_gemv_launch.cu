@@ -111,9 +111,8 @@ W4GemvConfig w4_gemv_resolve(const W4GemvArgs& a, const W4GemvConfig& cfg) {
   if (c.pdl > 0 && cc_major() < 9) c.pdl = 0;
   if (c.ring > 0) {
     c.row_tiles = c.chunk = 0;
-    // TMA ring: CW consumer warps and the producer
-    c.warps =
-        c.ring >= 20000 ? w4a16g::tma_digits(c.ring).cw + 1 : ((c.ring % 10000) / 1000) * ((c.ring / 100) % 10);
+    // TMA ring: its consumer warps and the producer
+    c.warps = c.ring >= 20000 ? w4a16g::tma_warps(c.ring) : ((c.ring % 10000) / 1000) * ((c.ring / 100) % 10);
     return c;
   }
   if (sub_group(a)) {

@@ -34,6 +34,8 @@
 
 #include <cuda.h>
 
+#include <type_traits>
+
 #include "w4a16_gemv.cuh"
 
 namespace qlinear {
@@ -51,22 +53,28 @@ struct TmaParams {
   uint32_t tx_bytes;  // bytes one stage's boxes land (out-of-bounds fill included)
 };
 
-// Code digits: F * 10000 + R * 1000 + KS * 100 + ST * 10 + CW; F = 2 plain, 3 with the zero fold,
+// Code digits: F * 10000 + R * 1000 + KS * 100 + ST * 10 + CW; F = 2 plain, 3 with the zero fold, 7
+// the k-step split (CW pairs of consumer warps, each pair splitting every superblock's 8 k-steps 4 / 4),
 // 8 the diagnostic mode 1. One decoding for the instances (TmaCode) and the host's size and warp counts.
 struct TmaDigits {
   int f, r, ks, st, cw;
+  int kh;  // consumer warps per superblock slot: 2 for the k-step split, else 1
 };
 __host__ __device__ constexpr TmaDigits tma_digits(int code) {
-  return {code / 10000, code / 1000 % 10, code / 100 % 10, code / 10 % 10, code % 10};
+  return {code / 10000, code / 1000 % 10, code / 100 % 10, code / 10 % 10, code % 10, code / 10000 == 7 ? 2 : 1};
+}
+// Warps of a CTA: CW * KH consumers and the producer.
+__host__ __device__ constexpr int tma_warps(int code) {
+  return tma_digits(code).cw * tma_digits(code).kh + 1;
 }
 
 template <int C>
 struct TmaCode {
   static constexpr TmaDigits D = tma_digits(C);
-  static constexpr int F = D.f, R = D.r, KS = D.ks, ST = D.st, CW = D.cw;
+  static constexpr int F = D.f, R = D.r, KS = D.ks, ST = D.st, CW = D.cw, KH = D.kh;
   static constexpr int FOLD = F == 3 ? 1 : 0, MODE = F == 8 ? 1 : 0;
-  static_assert((F == 2 || F == 3 || F == 8) && R >= 1 && KS >= 1 && ST >= 2 && CW >= 1 && KS % CW == 0,
-                "a TMA ring code is F R KS ST CW as decimal digits (F 2 / 3 / 8), CW dividing KS, ST >= 2");
+  static_assert((F == 2 || F == 3 || F == 7 || F == 8) && R >= 1 && KS >= 1 && ST >= 2 && CW >= 1 && KS % CW == 0,
+                "a TMA ring code is F R KS ST CW as decimal digits (F 2 / 3 / 7 / 8), CW dividing KS, ST >= 2");
 };
 
 struct TmaLayout {
@@ -88,7 +96,7 @@ __host__ __device__ constexpr TmaLayout tma_stage_layout(int r, int ks, int mb) 
 __host__ __device__ constexpr int tma_smem_bytes(int code, int nt, int mb) {
   const TmaDigits d = tma_digits(code);
   const int ring = d.st * tma_stage_layout(d.r, d.ks, mb).stage_bytes;
-  const int red = d.cw * d.r * nt * 4 * 32 * 4;
+  const int red = d.cw * d.kh * d.r * nt * 4 * 32 * 4;
   return ring + red + 16 * d.st;
 }
 
@@ -97,9 +105,10 @@ __device__ __forceinline__ void named_sync(int id, int threads) {
 }
 
 // The chunk of stage slot `base` that consumer warp w computes: its U superblocks j = w + CW u of all
-// R row tiles, read from shared memory into the register kernel's chunk. No branches: the scale kind is
-// a select, and a symmetric layer's zero box holds 8s written once (TMA never overwrites it).
-template <int R, int U, int NT, int CW>
+// R row tiles, read from shared memory into the register kernel's chunk (x: k-steps I0 .. I0 + NI - 1
+// only). No branches: the scale kind is a select, and a symmetric layer's zero box holds 8s written once
+// (TMA never overwrites it).
+template <int R, int U, int NT, int CW, int I0 = 0, int NI = 8>
 __device__ __forceinline__ void tma_lds(const TmaParams& tp, const char* base, int w, int g, int t, int gj0, int sb0,
                                         RegChunk<U, R, NT>& c) {
   const Params& p = tp.p;
@@ -116,7 +125,7 @@ __device__ __forceinline__ void tma_lds(const TmaParams& tp, const char* base, i
     for (int nt = 0; nt < NT; ++nt) {
       const char* xr = xb + min(g + 8 * nt, tp.mb - 1) * 256;
 #pragma unroll
-      for (int i = 0; i < 8; ++i) c.x[u][nt][i] = *reinterpret_cast<const uint2*>(xr + i * 32);
+      for (int i = I0; i < I0 + NI; ++i) c.x[u][nt][i] = *reinterpret_cast<const uint2*>(xr + i * 32);
     }
     // the stage's scale / zero boxes start at group gj0; superblock sb0 + j is in group_of_sb(sb0 + j)
     const int e0 = (group_of_sb(sb0 + j, p.grp_mul) - gj0) * (R * 16) + g;
@@ -159,9 +168,13 @@ constexpr int tma_min_blocks(int r, int cw, int nt) { return nt == 2 ? 1 : (cw >
 // FOLD: the register kernel's zero-point fold (reg_compute). MODE 1 (diagnostics, codes 8xxxx): the
 // consumers only wait for each stage and hand it back (session 22 run 2 also had a mode 2, reads without
 // math: 15.79 us against 15.36 for mode 1 at 7168x16384 M = 1; removed).
-template <typename XT, int R, int KS, int ST, int CW, int NT, int FOLD, int MODE>
-__global__ void __launch_bounds__(32 * (CW + 1), tma_min_blocks(R, CW, NT)) tma_gemv_kernel(const __grid_constant__ TmaParams tp) {
-  constexpr int U = KS / CW;
+// KH = 2 (the k-step split): consumer warp w takes the superblocks of slot w % CW and, of each, the
+// k-steps 4 (w / CW) .. + 3: twice the warps per SM for the same stage, each with half the chain.
+template <typename XT, int R, int KS, int ST, int CW, int NT, int FOLD, int MODE, int KH = 1>
+__global__ void __launch_bounds__(32 * (CW * KH + 1), tma_min_blocks(R, CW * KH, NT))
+    tma_gemv_kernel(const __grid_constant__ TmaParams tp) {
+  static_assert(KH == 1 || (KH == 2 && FOLD == 0 && MODE == 0), "the k-step split is a plain-kernel variant");
+  constexpr int U = KS / CW, NW = CW * KH, NI = 8 / KH;
   const Params& p = tp.p;
   extern __shared__ __align__(16) char smem[];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -172,7 +185,7 @@ __global__ void __launch_bounds__(32 * (CW + 1), tma_min_blocks(R, CW, NT)) tma_
 #pragma unroll
     for (int s = 0; s < ST; ++s) {
       tma::mbar_init(full0 + 8 * s, 1);
-      tma::mbar_init(empty0 + 8 * s, 32 * CW);
+      tma::mbar_init(empty0 + 8 * s, 32 * NW);
     }
     tma::mbar_fence_init();
   }
@@ -184,7 +197,7 @@ __global__ void __launch_bounds__(32 * (CW + 1), tma_min_blocks(R, CW, NT)) tma_
   __syncthreads();
   if constexpr (NT == 1) pdl::launch_dependents();
 
-  if (warp == CW) {
+  if (warp == NW) {
     // producer: one lane; weights / scales / zeros of the first stages before griddepcontrol.wait (the
     // previous kernel never writes them), x after
     if (lane == 0) {
@@ -218,12 +231,20 @@ __global__ void __launch_bounds__(32 * (CW + 1), tma_min_blocks(R, CW, NT)) tma_
     tma::mbar_wait(full0 + 8 * slot, static_cast<uint32_t>((st / ST) & 1));
     const int sb0 = st * KS;
     const int gj0 = group_of_sb(sb0, p.grp_mul);
-    RegChunk<U, R, NT> c;
-    if constexpr (MODE != 1) tma_lds<R, U, NT, CW>(tp, smem + slot * tp.stage_bytes, warp, g, t, gj0, sb0, c);
     // the slot goes back as soon as this thread's reads of it are done (the arrival releases them), so the
     // producer refills it while the chunk is computed from registers: one more stage in flight
-    tma::mbar_arrive(empty0 + 8 * slot);
-    if constexpr (MODE == 0) reg_compute<XT, U, R, NT, 0, FOLD>(c, tot, sink, magic);
+    auto consume = [&](auto i0) {
+      [[maybe_unused]] constexpr int I0 = decltype(i0)::value;  // (the diagnostic mode reads nothing)
+      [[maybe_unused]] RegChunk<U, R, NT> c;
+      if constexpr (MODE != 1)
+        tma_lds<R, U, NT, CW, I0, NI>(tp, smem + slot * tp.stage_bytes, warp % CW, g, t, gj0, sb0, c);
+      tma::mbar_arrive(empty0 + 8 * slot);
+      if constexpr (MODE == 0) reg_compute<XT, U, R, NT, 0, FOLD, I0, NI>(c, tot, sink, magic);
+    };
+    if (KH == 1 || warp < CW)
+      consume(std::integral_constant<int, 0>{});
+    else
+      consume(std::integral_constant<int, 8 - NI>{});
   }
   if constexpr (NT == 2) pdl::launch_dependents();
   if constexpr (MODE != 0) {
@@ -234,8 +255,8 @@ __global__ void __launch_bounds__(32 * (CW + 1), tma_min_blocks(R, CW, NT)) tma_
 
   // cross-warp reduction in its own region (other warps may still read the ring), + bias, store; the
   // output may be read by the previous grid until it completes
-  reduce_store_in<XT, R, NT>(p, tot, row0, reinterpret_cast<float*>(smem + tp.off_red), CW, [] {
-    named_sync(1, 32 * CW);
+  reduce_store_in<XT, R, NT>(p, tot, row0, reinterpret_cast<float*>(smem + tp.off_red), NW, [] {
+    named_sync(1, 32 * NW);
     pdl::wait();
   });
 }
@@ -246,7 +267,7 @@ __global__ void __launch_bounds__(32 * (CW + 1), tma_min_blocks(R, CW, NT)) tma_
 // (benchmarks/bench_w4tma.py). Session 24 runs 2-3 at two token tiles on 2112x7168 M = 16 (us): 21848
 // 8.32, 21858 8.57, 21844 9.61, 21854 9.62, 21484 9.82 (removed: 21854, 21484, 21858).
 constexpr int kTmaNT1[] = {32844, 22844, 22464, 22848, 21844, 82844};
-constexpr int kTmaNT2[] = {24444, 34444, 22444, 24464, 21844, 21848};
+constexpr int kTmaNT2[] = {24444, 34444, 22444, 24464, 21844, 21848, 71848, 71844, 74444};
 
 template <size_t L>
 constexpr bool tma_codes_fit(const int (&codes)[L], int nt) {
