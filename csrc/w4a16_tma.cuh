@@ -16,8 +16,10 @@
 // 0.48 instructions issued per scheduler per cycle, stalls split between waiting for a stage and
 // fixed-latency dependencies, and no pipe above 37 %; more consumer warps per SM did not move it (runs
 // 5 and 7), removing the branches of the shared-memory reads did (run 8: 20.9 -> 19.6 us). Session 24
-// (benchmarks/results/session24): at two token tiles on 2112x7168, eight consumer warps beat four (M = 16
-// 8.32 against 9.61 us); x multicast over CTA pairs and a split of the tokens over two CTAs were slower.
+// (benchmarks/results/session24): at two token tiles, eight consumer warps beat four, on 2112x7168 as eight
+// warps over eight superblocks (M = 16 8.32 against 9.61 us), on 7168x16384 as four pairs of warps
+// splitting each superblock's k-steps (the k-step split, 27.64 against 29.08); x multicast over CTA
+// pairs and a split of the tokens over two CTAs were slower.
 //
 // CTA: 16 R rows over the whole K, in stages of KS superblocks (128 columns each). Stage layout
 // (offsets in TmaLayout): KS weight boxes [16 R rows][16 words] (a row's 64 bytes contiguous: the 8
@@ -263,11 +265,12 @@ __global__ void __launch_bounds__(32 * (CW * KH + 1), tma_min_blocks(R, CW * KH,
 
 // TMA ring shapes compiled, per token tiles (code: F R KS ST CW as decimal digits; F 3 = the zero fold,
 // 8 = diagnostic mode 1). The dispatch (qlinear/ops/w4a16.py _CUDA_RING_AUTO) uses 32844, 22464, 21844
-// (one token tile), 24444 and 21848 (two); the others are its measured neighbours, kept for re-tuning
-// (benchmarks/bench_w4tma.py). Session 24 runs 2-3 at two token tiles on 2112x7168 M = 16 (us): 21848
-// 8.32, 21858 8.57, 21844 9.61, 21854 9.62, 21484 9.82 (removed: 21854, 21484, 21858).
+// (one token tile), 74444 and 21848 (two); the others are its measured neighbours, kept for re-tuning
+// (benchmarks/bench_w4tma.py). Session 24 runs 2-3 and 10 at two token tiles on 2112x7168 M = 16 (us):
+// 21848 8.32, 21858 8.57, 21844 9.61, 21854 9.62, 21484 9.82, 71848 8.48, 71844 9.13 (removed: 21854,
+// 21484, 21858, 71848, 71844).
 constexpr int kTmaNT1[] = {32844, 22844, 22464, 22848, 21844, 82844};
-constexpr int kTmaNT2[] = {24444, 34444, 22444, 24464, 21844, 21848, 71848, 71844, 74444};
+constexpr int kTmaNT2[] = {24444, 34444, 22444, 24464, 21844, 21848, 74444};
 
 template <size_t L>
 constexpr bool tma_codes_fit(const int (&codes)[L], int nt) {

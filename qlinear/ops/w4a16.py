@@ -277,10 +277,13 @@ _CUDA_RING = 0
 # the register kernel 7.10 / 7.73 / 7.78 / 8.44 / 9.10 (M = 9 within 1.3 %)  -> ('few', 2): 21848
 # Lost and removed (session 24 runs 6, 7 and 9): x multicast over CTA pairs (M = 16 9.37 vs 8.35; 7168x16384
 # 30.79 vs 29.38) and a token split, two one-tile CTAs per row tile (M = 16 8.37 vs 8.33, M = 9 8.55 vs 7.17).
+# Session 24 run 10 (same method): the k-step split (F = 7: pairs of consumer warps, each taking 4 of a
+# superblock's 8 k-steps) on many M=16: 74444 (four row tiles, 8 consumer warps) 27.64 vs 24444 29.08
+# [bf16 63.70] -> ('many', 2): 74444; on few M=16 71848 (16 warps) 8.48 vs 21848 8.33: unchanged.
 _CUDA_RING_AUTO: dict[tuple[str, int], int] = {
     ("few", 0): -1, ("few", 4): -1, ("few", 1): 21844, ("few", 2): 21848,
     ("short", 0): -1, ("short", 1): -1, ("short", 2): -1,
-    ("many", 0): 32844, ("many", 4): 32844, ("many", 1): 22464, ("many", 2): 24444,
+    ("many", 0): 32844, ("many", 4): 32844, ("many", 1): 22464, ("many", 2): 74444,
 }
 
 # Register-kernel configs (row tiles per CTA, superblocks per chunk, warps, pipe) for automatic
