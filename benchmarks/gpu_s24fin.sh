@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Session 24 final runs (5, and 11 with the dispatch-table test): the layer GPU tests through the automatic
-# dispatch (('few', 2) is now the TMA ring 21848; from run 11 ('many', 2) the k-step split 74444), then the issue-5 acceptance benchmark (bench_linear --format w4a16: whole layer, GPTQ
-# symmetric layer, cold weights, against bf16 F.linear and tinygemm in the same run).
+# Session 24 final runs (5, and 11 with the dispatch-table test): the layer GPU tests through the
+# automatic dispatch (('few', 2) is now the TMA ring 21848; from run 11 ('many', 2) the k-step split
+# 74444), then the issue-5 acceptance benchmark (bench_linear --format w4a16: whole layer, GPTQ symmetric
+# layer, cold weights, against bf16 F.linear and tinygemm in the same run).
 #   OUT=/some/dir bash benchmarks/gpu_s24fin.sh
 source "$(dirname "$0")/_gpu_build.sh"
 export PYTHONPATH="${PYTHONPATH:-$PWD}"
