@@ -31,7 +31,9 @@
 // scale adds nothing, so a ragged last stage needs no bounds tests.
 // Consumer warp w takes the stage's superblocks j = w, w + CW, ... (U = KS / CW of them) for all R row
 // tiles, so the x fragments it reads serve R tiles; each thread hands the slot back right after its reads
-// (the producer refills it during the math); the CW partial sums meet in shared memory at the end.
+// (the producer refills it during the math); the CW partial sums meet in shared memory at the end. With
+// the k-step split (F = 7) there are 2 CW consumer warps: warps w and w + CW take the same superblocks,
+// k-steps 0-3 and 4-7 of each, and their 2 CW partial sums meet the same way.
 #pragma once
 
 #include <cuda.h>
@@ -264,7 +266,7 @@ __global__ void __launch_bounds__(32 * (CW * KH + 1), tma_min_blocks(R, CW * KH,
 }
 
 // TMA ring shapes compiled, per token tiles (code: F R KS ST CW as decimal digits; F 3 = the zero fold,
-// 8 = diagnostic mode 1). The dispatch (qlinear/ops/w4a16.py _CUDA_RING_AUTO) uses 32844, 22464, 21844
+// 7 = the k-step split, 8 = diagnostic mode 1). The dispatch (qlinear/ops/w4a16.py _CUDA_RING_AUTO) uses 32844, 22464, 21844
 // (one token tile), 74444 and 21848 (two); the others are its measured neighbours, kept for re-tuning
 // (benchmarks/bench_w4tma.py). Session 24 runs 2-3 and 10 at two token tiles on 2112x7168 M = 16 (us):
 // 21848 8.32, 21858 8.57, 21844 9.61, 21854 9.62, 21484 9.82, 71848 8.48, 71844 9.13 (removed: 21854,
