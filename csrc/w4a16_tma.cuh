@@ -266,11 +266,11 @@ __global__ void __launch_bounds__(32 * (CW * KH + 1), tma_min_blocks(R, CW * KH,
 }
 
 // TMA ring shapes compiled, per token tiles (code: F R KS ST CW as decimal digits; F 3 = the zero fold,
-// 7 = the k-step split, 8 = diagnostic mode 1). The dispatch (qlinear/ops/w4a16.py _CUDA_RING_AUTO) uses 32844, 22464, 21844
-// (one token tile), 74444 and 21848 (two); the others are its measured neighbours, kept for re-tuning
-// (benchmarks/bench_w4tma.py). Session 24 runs 2-3 and 10 at two token tiles on 2112x7168 M = 16 (us):
-// 21848 8.32, 21858 8.57, 21844 9.61, 21854 9.62, 21484 9.82, 71848 8.48, 71844 9.13 (removed: 21854,
-// 21484, 21858, 71848, 71844).
+// 7 = the k-step split, 8 = diagnostic mode 1). The dispatch (qlinear/ops/w4a16.py _CUDA_RING_AUTO) uses
+// 32844, 22464, 21844 (one token tile), 74444 and 21848 (two); the others are its measured neighbours,
+// kept for re-tuning (benchmarks/bench_w4tma.py). Session 24 runs 2-3 and 10 at two token tiles on
+// 2112x7168 M = 16 (us): 21848 8.32, 21858 8.57, 21844 9.61, 21854 9.62, 21484 9.82, 71848 8.48, 71844
+// 9.13 (removed: 21854, 21484, 21858, 71848, 71844).
 constexpr int kTmaNT1[] = {32844, 22844, 22464, 22848, 21844, 82844};
 constexpr int kTmaNT2[] = {24444, 34444, 22444, 24464, 21844, 21848, 74444};
 
