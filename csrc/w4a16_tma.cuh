@@ -169,15 +169,17 @@ __device__ __forceinline__ void tma_issue(const TmaParams& tp, uint32_t dst, uin
 // keep the whole budget (their chunks spill below it).
 constexpr int tma_min_blocks(int r, int cw, int nt) { return nt == 2 ? 1 : (cw >= 8 ? 2 : (r == 1 ? 4 : 2)); }
 
-// FOLD: the register kernel's zero-point fold (reg_compute). MODE 1 (diagnostics, codes 8xxxx): the
-// consumers only wait for each stage and hand it back (session 22 run 2 also had a mode 2, reads without
-// math: 15.79 us against 15.36 for mode 1 at 7168x16384 M = 1; removed).
-// KH = 2 (the k-step split): consumer warp w takes the superblocks of slot w % CW and, of each, the
-// k-steps 4 (w / CW) .. + 3: twice the warps per SM for the same stage, each with half the chain.
-template <typename XT, int R, int KS, int ST, int CW, int NT, int FOLD, int MODE, int KH = 1>
-__global__ void __launch_bounds__(32 * (CW * KH + 1), tma_min_blocks(R, CW * KH, NT))
+// The instance of code C (TmaCode) at NT token tiles. FOLD: the register kernel's zero-point fold
+// (reg_compute). MODE 1 (diagnostics, codes 8xxxx): the consumers only wait for each stage and hand it
+// back (session 22 run 2 also had a mode 2, reads without math: 15.79 us against 15.36 for mode 1 at
+// 7168x16384 M = 1; removed). KH = 2 (the k-step split, codes 7xxxx): consumer warp w takes the
+// superblocks of slot w % CW and, of each, the k-steps 4 (w / CW) .. + 3: twice the warps per SM for the
+// same stage, each with half the chain.
+template <typename XT, int C, int NT>
+__global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::R, tma_warps(C) - 1, NT))
     tma_gemv_kernel(const __grid_constant__ TmaParams tp) {
-  static_assert(KH == 1 || (KH == 2 && FOLD == 0 && MODE == 0), "the k-step split is a plain-kernel variant");
+  using D = TmaCode<C>;
+  constexpr int R = D::R, KS = D::KS, ST = D::ST, CW = D::CW, KH = D::KH, FOLD = D::FOLD, MODE = D::MODE;
   constexpr int U = KS / CW, NW = CW * KH, NI = 8 / KH;
   const Params& p = tp.p;
   extern __shared__ __align__(16) char smem[];

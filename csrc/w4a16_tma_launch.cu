@@ -51,8 +51,8 @@ cudaError_t tma_launch(TmaParams& tp, bool pdl, cudaStream_t stream) {
   // only when the layer has zero points
   tp.tx_bytes = static_cast<uint32_t>(l.off_z + (tp.p.zeros != nullptr ? D::KS * D::R * 16 : 0));
   const dim3 grid(static_cast<unsigned>((tp.p.n + 16 * D::R - 1) / (16 * D::R)));
-  return launch_kernel(tma_gemv_kernel<XT, D::R, D::KS, D::ST, D::CW, NT, D::FOLD, D::MODE, D::KH>, grid,
-                       dim3(32 * tma_warps(C)), static_cast<size_t>(smem), pdl, stream, tp);
+  return launch_kernel(tma_gemv_kernel<XT, C, NT>, grid, dim3(32 * tma_warps(C)), static_cast<size_t>(smem), pdl,
+                       stream, tp);
 }
 
 template <typename XT>
