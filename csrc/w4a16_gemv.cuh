@@ -251,11 +251,10 @@ __device__ __forceinline__ void store_frag(const Params& p, int tile_row0, int n
 }
 
 // Cross-warp reduction of the per-warp partial sums tot of warps 0 .. nw - 1 in `red` (fixed order:
-// deterministic), + bias, store: red[warp][v], v = ((r * NT + nt) * 4 + c) * 32 + lane; sync() makes the
-// writes visible to those warps' threads, which then sum and store.
-template <typename XT, int R, int NT, typename Sync>
-__device__ __forceinline__ void reduce_store_in(const Params& p, const float (&tot)[R][NT][4], int row0, float* red,
-                                                int nw, Sync sync) {
+// deterministic), + bias, store: stage_partials writes red[warp][v], v = ((r * NT + nt) * 4 + c) * 32 +
+// lane; sync() makes the writes visible to those warps' threads, which then sum and store.
+template <int R, int NT>
+__device__ __forceinline__ void stage_partials(const float (&tot)[R][NT][4], float* red) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   constexpr int V = R * NT * 4 * 32;
 #pragma unroll
@@ -264,6 +263,12 @@ __device__ __forceinline__ void reduce_store_in(const Params& p, const float (&t
     for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
       for (int c = 0; c < 4; ++c) red[warp * V + ((r * NT + nt) * 4 + c) * 32 + lane] = tot[r][nt][c];
+}
+template <typename XT, int R, int NT, typename Sync>
+__device__ __forceinline__ void reduce_store_in(const Params& p, const float (&tot)[R][NT][4], int row0, float* red,
+                                                int nw, Sync sync) {
+  constexpr int V = R * NT * 4 * 32;
+  stage_partials(tot, red);
   sync();
   for (int v = threadIdx.x; v < V; v += 32 * nw) {
     float s = 0.f;
@@ -1192,15 +1197,16 @@ inline size_t ring_smem(const RingParams& rp) {
 
 // Launches one instance (host side; shared by the launcher and the micro-benchmark TU):
 // programmatic stream serialization when pdl, the dynamic shared memory opt-in past 48 KB.
+// (`cluster` > 1: clusters of that many CTAs along x.)
 template <typename K, typename P>
 inline cudaError_t launch_kernel(K* kernel, dim3 grid, dim3 block, size_t smem, bool pdl, cudaStream_t stream,
-                                 const P& p) {
+                                 const P& p, int cluster = 0) {
   if (smem > 48 * 1024) {
     const cudaError_t e =
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
     if (e != cudaSuccess) return e;
   }
-  return pdl::launch_smem(kernel, grid, block, smem, stream, pdl, 0, p);
+  return pdl::launch_smem(kernel, grid, block, smem, stream, pdl, cluster, p);
 }
 
 // The ring kernels' parameters for p: the operands, the scale size and the stage layout.

@@ -40,6 +40,7 @@
 
 #include <type_traits>
 
+#include "cluster.cuh"
 #include "w4a16_gemv.cuh"
 
 namespace qlinear {
@@ -59,13 +60,17 @@ struct TmaParams {
 
 // Code digits: F * 10000 + R * 1000 + KS * 100 + ST * 10 + CW; F = 2 plain, 3 with the zero fold, 7
 // the k-step split (CW pairs of consumer warps, each pair splitting every superblock's 8 k-steps 4 / 4),
-// 8 the diagnostic mode 1. One decoding for the instances (TmaCode) and the host's size and warp counts.
+// 5 the pair split (a cluster of two CTAs per row tile, each half of the stages, summed through
+// distributed shared memory), 6 both splits, 8 the diagnostic mode 1. One decoding for the instances
+// (TmaCode) and the host's grid, size and warp counts.
 struct TmaDigits {
   int f, r, ks, st, cw;
   int kh;  // consumer warps per superblock slot: 2 for the k-step split, else 1
+  int kp;  // CTAs per row tile: 2 for the pair split, else 1
 };
 __host__ __device__ constexpr TmaDigits tma_digits(int code) {
-  return {code / 10000, code / 1000 % 10, code / 100 % 10, code / 10 % 10, code % 10, code / 10000 == 7 ? 2 : 1};
+  return {code / 10000, code / 1000 % 10, code / 100 % 10, code / 10 % 10, code % 10,
+          code / 10000 == 6 || code / 10000 == 7 ? 2 : 1, code / 10000 == 5 || code / 10000 == 6 ? 2 : 1};
 }
 // Warps of a CTA: CW * KH consumers and the producer.
 __host__ __device__ constexpr int tma_warps(int code) {
@@ -75,10 +80,10 @@ __host__ __device__ constexpr int tma_warps(int code) {
 template <int C>
 struct TmaCode {
   static constexpr TmaDigits D = tma_digits(C);
-  static constexpr int F = D.f, R = D.r, KS = D.ks, ST = D.st, CW = D.cw, KH = D.kh;
+  static constexpr int F = D.f, R = D.r, KS = D.ks, ST = D.st, CW = D.cw, KH = D.kh, KP = D.kp;
   static constexpr int FOLD = F == 3 ? 1 : 0, MODE = F == 8 ? 1 : 0;
-  static_assert((F == 2 || F == 3 || F == 7 || F == 8) && R >= 1 && KS >= 1 && ST >= 2 && CW >= 1 && KS % CW == 0,
-                "a TMA ring code is F R KS ST CW as decimal digits (F 2 / 3 / 7 / 8), CW dividing KS, ST >= 2");
+  static_assert(F >= 2 && F != 4 && F <= 8 && R >= 1 && KS >= 1 && ST >= 2 && CW >= 1 && KS % CW == 0,
+                "a TMA ring code is F R KS ST CW as decimal digits (F 2 / 3 / 5 / 6 / 7 / 8), CW dividing KS, ST >= 2");
 };
 
 struct TmaLayout {
@@ -95,12 +100,12 @@ __host__ __device__ constexpr TmaLayout tma_stage_layout(int r, int ks, int mb) 
   return {w, w + x, w + x + s, (w + x + s + z + 127) / 128 * 128};
 }
 
-// Dynamic shared memory of code C at mb x rows: ST stages, the cross-warp reduction, ST full and ST
-// empty mbarriers.
+// Dynamic shared memory of code C at mb x rows: ST stages, the cross-warp reduction (with the pair
+// split one more tile: the CTA's sum, which the other CTA reads), ST full and ST empty mbarriers.
 __host__ __device__ constexpr int tma_smem_bytes(int code, int nt, int mb) {
   const TmaDigits d = tma_digits(code);
   const int ring = d.st * tma_stage_layout(d.r, d.ks, mb).stage_bytes;
-  const int red = d.cw * d.kh * d.r * nt * 4 * 32 * 4;
+  const int red = (d.cw * d.kh + (d.kp > 1 ? 1 : 0)) * d.r * nt * 4 * 32 * 4;
   return ring + red + 16 * d.st;
 }
 
@@ -179,13 +184,18 @@ template <typename XT, int C, int NT>
 __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::R, tma_warps(C) - 1, NT))
     tma_gemv_kernel(const __grid_constant__ TmaParams tp) {
   using D = TmaCode<C>;
-  constexpr int R = D::R, KS = D::KS, ST = D::ST, CW = D::CW, KH = D::KH, FOLD = D::FOLD, MODE = D::MODE;
+  constexpr int R = D::R, KS = D::KS, ST = D::ST, CW = D::CW, KH = D::KH, KP = D::KP, FOLD = D::FOLD, MODE = D::MODE;
   constexpr int U = KS / CW, NW = CW * KH, NI = 8 / KH;
   const Params& p = tp.p;
   extern __shared__ __align__(16) char smem[];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int row0 = blockIdx.x * (16 * R);
-  const int nst = (p.nsb + KS - 1) / KS;
+  // the pair split: CTAs 2 i and 2 i + 1 (one cluster) take row tile i, the first and the second half
+  // of its stages
+  const int part = KP > 1 ? static_cast<int>(blockIdx.x) % KP : 0;
+  const int row0 = static_cast<int>(blockIdx.x) / KP * (16 * R);
+  const int nst_all = (p.nsb + KS - 1) / KS, per = (nst_all + KP - 1) / KP;
+  const int st_lo = part * per;                   // first stage of this CTA
+  const int nst = max(0, min(nst_all - st_lo, per));  // stages of this CTA
   const uint32_t full0 = tma::smem_u32(smem + tp.off_bar), empty0 = full0 + 8 * ST;
   if (threadIdx.x == 0) {
 #pragma unroll
@@ -210,19 +220,25 @@ __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::
       const int pro = nst < ST ? nst : ST;
       for (int s = 0; s < pro; ++s) {
         tma::mbar_arrive_tx(full0 + 8 * s, tp.tx_bytes);
-        tma_issue<R, KS>(tp, tma::smem_u32(smem + s * tp.stage_bytes), full0 + 8 * s, s, row0, false);
+        tma_issue<R, KS>(tp, tma::smem_u32(smem + s * tp.stage_bytes), full0 + 8 * s, st_lo + s, row0, false);
       }
       pdl::wait();
       for (int s = 0; s < pro; ++s)
-        tma_issue<R, KS>(tp, tma::smem_u32(smem + s * tp.stage_bytes), full0 + 8 * s, s, row0, true);
+        tma_issue<R, KS>(tp, tma::smem_u32(smem + s * tp.stage_bytes), full0 + 8 * s, st_lo + s, row0, true);
       for (int st = ST; st < nst; ++st) {
         const int slot = st % ST;
         tma::mbar_wait(empty0 + 8 * slot, static_cast<uint32_t>((st / ST - 1) & 1));
         const uint32_t dst = tma::smem_u32(smem + slot * tp.stage_bytes), bar = full0 + 8 * slot;
         tma::mbar_arrive_tx(bar, tp.tx_bytes);
-        tma_issue<R, KS>(tp, dst, bar, st, row0, false);
-        tma_issue<R, KS>(tp, dst, bar, st, row0, true);
+        tma_issue<R, KS>(tp, dst, bar, st_lo + st, row0, false);
+        tma_issue<R, KS>(tp, dst, bar, st_lo + st, row0, true);
       }
+    }
+    if constexpr (KP > 1) {
+      // the consumers' two cluster barriers count every thread of the pair
+      __syncwarp();
+      cluster::sync();
+      cluster::sync();
     }
     return;
   }
@@ -235,7 +251,7 @@ __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::
   for (int st = 0; st < nst; ++st) {
     const int slot = st % ST;
     tma::mbar_wait(full0 + 8 * slot, static_cast<uint32_t>((st / ST) & 1));
-    const int sb0 = st * KS;
+    const int sb0 = (st_lo + st) * KS;
     const int gj0 = group_of_sb(sb0, p.grp_mul);
     // the slot goes back as soon as this thread's reads of it are done (the arrival releases them), so the
     // producer refills it while the chunk is computed from registers: one more stage in flight
@@ -261,10 +277,36 @@ __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::
 
   // cross-warp reduction in its own region (other warps may still read the ring), + bias, store; the
   // output may be read by the previous grid until it completes
-  reduce_store_in<XT, R, NT>(p, tot, row0, reinterpret_cast<float*>(smem + tp.off_red), NW, [] {
+  float* red = reinterpret_cast<float*>(smem + tp.off_red);
+  if constexpr (KP == 1) {
+    reduce_store_in<XT, R, NT>(p, tot, row0, red, NW, [] {
+      named_sync(1, 32 * NW);
+      pdl::wait();
+    });
+  } else {
+    // pair split: each CTA sums its warps' partials into `mine`; after a cluster barrier CTA `part`
+    // adds the other CTA's sums (distributed shared memory) to half of the tile's values and stores
+    // them, always as first half of the stages + second (the same bits in either CTA); a second
+    // barrier keeps each CTA's `mine` alive until the other has read it
+    constexpr int V = R * NT * 4 * 32;
+    stage_partials(tot, red);
     named_sync(1, 32 * NW);
+    float* mine = red + NW * V;
+    for (int v = threadIdx.x; v < V; v += 32 * NW) {
+      float s = 0.f;
+      for (int wi = 0; wi < NW; ++wi) s += red[wi * V + v];
+      mine[v] = s;
+    }
+    cluster::sync();
     pdl::wait();
-  });
+    const uint32_t other = cluster::peer(tma::smem_u32(mine), cluster::cta_rank() ^ 1u);
+    for (int v = part * (V / 2) + static_cast<int>(threadIdx.x); v < (part + 1) * (V / 2); v += 32 * NW) {
+      const float a = mine[v], b = cluster::load_f32(other + 4u * static_cast<uint32_t>(v));
+      const int ln = v & 31, c = (v >> 5) & 3, rn = v >> 7;
+      store_frag<XT>(p, row0 + (rn / NT) * 16, rn % NT, ln, c, part == 0 ? a + b : b + a);
+    }
+    cluster::sync();
+  }
 }
 
 // TMA ring shapes compiled, per token tiles (code: F R KS ST CW as decimal digits; F 3 = the zero fold,
@@ -273,8 +315,8 @@ __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::
 // kept for re-tuning (benchmarks/bench_w4tma.py). Session 24 runs 2-3 and 10 at two token tiles on
 // 2112x7168 M = 16 (us): 21848 8.32, 21858 8.57, 21844 9.61, 21854 9.62, 21484 9.82, 71848 8.48, 71844
 // 9.13 (removed: 21854, 21484, 21858, 71848, 71844).
-constexpr int kTmaNT1[] = {32844, 22844, 22464, 22848, 21844, 82844};
-constexpr int kTmaNT2[] = {24444, 34444, 22444, 24464, 21844, 21848, 74444};
+constexpr int kTmaNT1[] = {32844, 22844, 22464, 22848, 21844, 82844, 52444};
+constexpr int kTmaNT2[] = {24444, 34444, 22444, 24464, 21844, 21848, 74444, 52444, 62444, 62434};
 
 template <size_t L>
 constexpr bool tma_codes_fit(const int (&codes)[L], int nt) {

@@ -50,9 +50,10 @@ cudaError_t tma_launch(TmaParams& tp, bool pdl, cudaStream_t stream) {
   // a stage lands its weight, x and scale boxes (everything before the zero box), and the zero box
   // only when the layer has zero points
   tp.tx_bytes = static_cast<uint32_t>(l.off_z + (tp.p.zeros != nullptr ? D::KS * D::R * 16 : 0));
-  const dim3 grid(static_cast<unsigned>((tp.p.n + 16 * D::R - 1) / (16 * D::R)));
+  // the pair split: a cluster of two CTAs per row tile
+  const dim3 grid(static_cast<unsigned>((tp.p.n + 16 * D::R - 1) / (16 * D::R) * D::KP));
   return launch_kernel(tma_gemv_kernel<XT, C, NT>, grid, dim3(32 * tma_warps(C)), static_cast<size_t>(smem), pdl,
-                       stream, tp);
+                       stream, tp, D::KP);
 }
 
 template <typename XT>

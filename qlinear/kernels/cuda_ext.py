@@ -66,6 +66,7 @@ HEADERS = (
     "norm_quant_launch.h",
     "pdl.cuh",
     "bulk_copy.cuh",
+    "cluster.cuh",
     "w4a16_gemv.cuh",
     "w4a16_tma.cuh",
     "w4a16_gemv_launch.h",
