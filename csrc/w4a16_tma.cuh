@@ -61,16 +61,18 @@ struct TmaParams {
 // Code digits: F * 10000 + R * 1000 + KS * 100 + ST * 10 + CW; F = 2 plain, 3 with the zero fold, 7
 // the k-step split (CW pairs of consumer warps, each pair splitting every superblock's 8 k-steps 4 / 4),
 // 5 the pair split (a cluster of two CTAs per row tile, each half of the stages, summed through
-// distributed shared memory), 6 both splits, 8 the diagnostic mode 1. One decoding for the instances
-// (TmaCode) and the host's grid, size and warp counts.
+// distributed shared memory), 6 both splits, 4 the quad split (four CTAs per row tile, a quarter of the
+// stages each) with the k-step split, 8 the diagnostic mode 1. One decoding for the instances (TmaCode)
+// and the host's grid, size and warp counts.
 struct TmaDigits {
   int f, r, ks, st, cw;
   int kh;  // consumer warps per superblock slot: 2 for the k-step split, else 1
-  int kp;  // CTAs per row tile: 2 for the pair split, else 1
+  int kp;  // CTAs per row tile (one cluster): 2 for the pair split, 4 for the quad split, else 1
 };
 __host__ __device__ constexpr TmaDigits tma_digits(int code) {
   return {code / 10000, code / 1000 % 10, code / 100 % 10, code / 10 % 10, code % 10,
-          code / 10000 == 6 || code / 10000 == 7 ? 2 : 1, code / 10000 == 5 || code / 10000 == 6 ? 2 : 1};
+          code / 10000 == 4 || code / 10000 == 6 || code / 10000 == 7 ? 2 : 1,
+          code / 10000 == 4 ? 4 : (code / 10000 == 5 || code / 10000 == 6 ? 2 : 1)};
 }
 // Warps of a CTA: CW * KH consumers and the producer.
 __host__ __device__ constexpr int tma_warps(int code) {
@@ -82,8 +84,8 @@ struct TmaCode {
   static constexpr TmaDigits D = tma_digits(C);
   static constexpr int F = D.f, R = D.r, KS = D.ks, ST = D.st, CW = D.cw, KH = D.kh, KP = D.kp;
   static constexpr int FOLD = F == 3 ? 1 : 0, MODE = F == 8 ? 1 : 0;
-  static_assert(F >= 2 && F != 4 && F <= 8 && R >= 1 && KS >= 1 && ST >= 2 && CW >= 1 && KS % CW == 0,
-                "a TMA ring code is F R KS ST CW as decimal digits (F 2 / 3 / 5 / 6 / 7 / 8), CW dividing KS, ST >= 2");
+  static_assert(F >= 2 && F <= 8 && R >= 1 && KS >= 1 && ST >= 2 && CW >= 1 && KS % CW == 0,
+                "a TMA ring code is F R KS ST CW as decimal digits (F 2 .. 8), CW dividing KS, ST >= 2");
 };
 
 struct TmaLayout {
@@ -100,8 +102,8 @@ __host__ __device__ constexpr TmaLayout tma_stage_layout(int r, int ks, int mb) 
   return {w, w + x, w + x + s, (w + x + s + z + 127) / 128 * 128};
 }
 
-// Dynamic shared memory of code C at mb x rows: ST stages, the cross-warp reduction (with the pair
-// split one more tile: the CTA's sum, which the other CTA reads), ST full and ST empty mbarriers.
+// Dynamic shared memory of code C at mb x rows: ST stages, the cross-warp reduction (with a pair or
+// quad split one more tile: the CTA's sum, which the other CTAs read), ST full and ST empty mbarriers.
 __host__ __device__ constexpr int tma_smem_bytes(int code, int nt, int mb) {
   const TmaDigits d = tma_digits(code);
   const int ring = d.st * tma_stage_layout(d.r, d.ks, mb).stage_bytes;
@@ -189,8 +191,8 @@ __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::
   const Params& p = tp.p;
   extern __shared__ __align__(16) char smem[];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  // the pair split: CTAs 2 i and 2 i + 1 (one cluster) take row tile i, the first and the second half
-  // of its stages
+  // pair / quad split: CTAs KP i .. KP i + KP - 1 (one cluster; rank = part) take row tile i, each a
+  // KP-th of its stages
   const int part = KP > 1 ? static_cast<int>(blockIdx.x) % KP : 0;
   const int row0 = static_cast<int>(blockIdx.x) / KP * (16 * R);
   const int nst_all = (p.nsb + KS - 1) / KS, per = (nst_all + KP - 1) / KP;
@@ -284,11 +286,12 @@ __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::
       pdl::wait();
     });
   } else {
-    // pair split: each CTA sums its warps' partials into `mine`; after a cluster barrier CTA `part`
-    // adds the other CTA's sums (distributed shared memory) to half of the tile's values and stores
-    // them, always as first half of the stages + second (the same bits in either CTA); a second
-    // barrier keeps each CTA's `mine` alive until the other has read it
+    // pair / quad split: each CTA sums its warps' partials into `mine`; after a cluster barrier CTA
+    // `part` sums the KP CTAs' values (distributed shared memory) for a KP-th of the tile, in part
+    // order (the same bits whichever CTA sums), and stores them; a second barrier keeps each CTA's
+    // `mine` alive until the others have read it
     constexpr int V = R * NT * 4 * 32;
+    static_assert(V % KP == 0, "each CTA of the cluster stores V / KP values");
     stage_partials(tot, red);
     named_sync(1, 32 * NW);
     float* mine = red + NW * V;
@@ -299,11 +302,18 @@ __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::
     }
     cluster::sync();
     pdl::wait();
-    const uint32_t other = cluster::peer(tma::smem_u32(mine), cluster::cta_rank() ^ 1u);
-    for (int v = part * (V / 2) + static_cast<int>(threadIdx.x); v < (part + 1) * (V / 2); v += 32 * NW) {
-      const float a = mine[v], b = cluster::load_f32(other + 4u * static_cast<uint32_t>(v));
+    uint32_t src[KP];  // `mine` of cluster rank q, rank part's read locally
+#pragma unroll
+    for (int q = 0; q < KP; ++q) src[q] = cluster::peer(tma::smem_u32(mine), static_cast<uint32_t>(q));
+    for (int v = part * (V / KP) + static_cast<int>(threadIdx.x); v < (part + 1) * (V / KP); v += 32 * NW) {
+      float vals[KP];
+#pragma unroll
+      for (int q = 0; q < KP; ++q) vals[q] = q == part ? mine[v] : cluster::load_f32(src[q] + 4u * static_cast<uint32_t>(v));
+      float s = vals[0];
+#pragma unroll
+      for (int q = 1; q < KP; ++q) s += vals[q];
       const int ln = v & 31, c = (v >> 5) & 3, rn = v >> 7;
-      store_frag<XT>(p, row0 + (rn / NT) * 16, rn % NT, ln, c, part == 0 ? a + b : b + a);
+      store_frag<XT>(p, row0 + (rn / NT) * 16, rn % NT, ln, c, s);
     }
     cluster::sync();
   }
@@ -315,8 +325,9 @@ __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::
 // kept for re-tuning (benchmarks/bench_w4tma.py). Session 24 runs 2-3 and 10 at two token tiles on
 // 2112x7168 M = 16 (us): 21848 8.32, 21858 8.57, 21844 9.61, 21854 9.62, 21484 9.82, 71848 8.48, 71844
 // 9.13 (removed: 21854, 21484, 21858, 71848, 71844).
-constexpr int kTmaNT1[] = {32844, 22844, 22464, 22848, 21844, 82844, 52444};
-constexpr int kTmaNT2[] = {24444, 34444, 22444, 24464, 21844, 21848, 74444, 52444, 62444, 62434};
+constexpr int kTmaNT1[] = {32844, 22844, 22464, 22848, 21844, 82844, 52444, 52434, 62434, 44232, 44242};
+constexpr int kTmaNT2[] = {24444, 34444, 22444, 24464, 21844, 21848, 74444, 52444, 62444, 62434, 62424,
+                           44232, 44242, 44222};
 
 template <size_t L>
 constexpr bool tma_codes_fit(const int (&codes)[L], int nt) {
