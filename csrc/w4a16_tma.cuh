@@ -61,18 +61,17 @@ struct TmaParams {
 // Code digits: F * 10000 + R * 1000 + KS * 100 + ST * 10 + CW; F = 2 plain, 3 with the zero fold, 7
 // the k-step split (CW pairs of consumer warps, each pair splitting every superblock's 8 k-steps 4 / 4),
 // 5 the pair split (a cluster of two CTAs per row tile, each half of the stages, summed through
-// distributed shared memory), 6 both splits, 4 the quad split (four CTAs per row tile, a quarter of the
-// stages each) with the k-step split, 8 the diagnostic mode 1. One decoding for the instances (TmaCode)
+// distributed shared memory), 6 both splits (9: the same with the PDL trigger before the main loop at
+// two token tiles, for measurement), 8 the diagnostic mode 1. One decoding for the instances (TmaCode)
 // and the host's grid, size and warp counts.
 struct TmaDigits {
   int f, r, ks, st, cw;
   int kh;  // consumer warps per superblock slot: 2 for the k-step split, else 1
-  int kp;  // CTAs per row tile (one cluster): 2 for the pair split, 4 for the quad split, else 1
+  int kp;  // CTAs per row tile (one cluster): 2 for the pair split, else 1
 };
 __host__ __device__ constexpr TmaDigits tma_digits(int code) {
   return {code / 10000, code / 1000 % 10, code / 100 % 10, code / 10 % 10, code % 10,
-          code / 10000 == 4 || code / 10000 == 6 || code / 10000 == 7 ? 2 : 1,
-          code / 10000 == 4 ? 4 : (code / 10000 == 5 || code / 10000 == 6 ? 2 : 1)};
+          code / 10000 >= 6 && code / 10000 != 8 ? 2 : 1, code / 10000 == 5 || code / 10000 == 6 || code / 10000 == 9 ? 2 : 1};
 }
 // Warps of a CTA: CW * KH consumers and the producer.
 __host__ __device__ constexpr int tma_warps(int code) {
@@ -84,8 +83,8 @@ struct TmaCode {
   static constexpr TmaDigits D = tma_digits(C);
   static constexpr int F = D.f, R = D.r, KS = D.ks, ST = D.st, CW = D.cw, KH = D.kh, KP = D.kp;
   static constexpr int FOLD = F == 3 ? 1 : 0, MODE = F == 8 ? 1 : 0;
-  static_assert(F >= 2 && F <= 8 && R >= 1 && KS >= 1 && ST >= 2 && CW >= 1 && KS % CW == 0,
-                "a TMA ring code is F R KS ST CW as decimal digits (F 2 .. 8), CW dividing KS, ST >= 2");
+  static_assert(F >= 2 && F != 4 && R >= 1 && KS >= 1 && ST >= 2 && CW >= 1 && KS % CW == 0,
+                "a TMA ring code is F R KS ST CW as decimal digits (F 2 / 3 / 5 .. 9), CW dividing KS, ST >= 2");
 };
 
 struct TmaLayout {
@@ -213,7 +212,7 @@ __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::
     for (int e = threadIdx.x; e < ST * kZ; e += blockDim.x) smem[(e / kZ) * tp.stage_bytes + tp.off_z + e % kZ] = 8;
   }
   __syncthreads();
-  if constexpr (NT == 1) pdl::launch_dependents();
+  if constexpr (NT == 1 || C / 10000 == 9) pdl::launch_dependents();
 
   if (warp == NW) {
     // producer: one lane; weights / scales / zeros of the first stages before griddepcontrol.wait (the
@@ -270,7 +269,7 @@ __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::
     else
       consume(std::integral_constant<int, 8 - NI>{});
   }
-  if constexpr (NT == 2) pdl::launch_dependents();
+  if constexpr (NT == 2 && C / 10000 != 9) pdl::launch_dependents();
   if constexpr (MODE != 0) {
     // diagnostics: keep the loads alive; practically never stores
     if (sink == 0x9E3779B9u) static_cast<XT*>(p.out)[0] = Mma<XT>::from_f(1.f);
@@ -325,9 +324,8 @@ __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::
 // kept for re-tuning (benchmarks/bench_w4tma.py). Session 24 runs 2-3 and 10 at two token tiles on
 // 2112x7168 M = 16 (us): 21848 8.32, 21858 8.57, 21844 9.61, 21854 9.62, 21484 9.82, 71848 8.48, 71844
 // 9.13 (removed: 21854, 21484, 21858, 71848, 71844).
-constexpr int kTmaNT1[] = {32844, 22844, 22464, 22848, 21844, 82844, 52444, 52434, 62434, 44232, 44242};
-constexpr int kTmaNT2[] = {24444, 34444, 22444, 24464, 21844, 21848, 74444, 52444, 62444, 62434, 62424,
-                           44232, 44242, 44222};
+constexpr int kTmaNT1[] = {32844, 22844, 22464, 22848, 21844, 82844, 52444, 52434, 67232, 67242};
+constexpr int kTmaNT2[] = {24444, 34444, 22444, 24464, 21844, 21848, 74444, 52444, 62434, 92434, 67232, 67242, 97242};
 
 template <size_t L>
 constexpr bool tma_codes_fit(const int (&codes)[L], int nt) {
