@@ -20,6 +20,11 @@
 // warps over eight superblocks (M = 16 8.32 against 9.61 us), on 7168x16384 as four pairs of warps
 // splitting each superblock's k-steps (the k-step split, 27.64 against 29.08); x multicast over CTA
 // pairs and a split of the tokens over two CTAs were slower.
+// Session 25 (benchmarks/results/session25): the 2112-row layer has 66 row tiles of 32 rows, half the
+// SMs; the pair split gives each tile a cluster of two CTAs that take half of K each and sum through
+// distributed shared memory, so all 132 SMs stream weights and x is read once per tile as before
+// (2112x7168 M = 8: 52444 5.06 against 21844 5.73-5.85 us; M = 16: 62434, with the k-step split as
+// well, 6.98-7.09 against 21848 8.29-8.32).
 //
 // CTA: 16 R rows over the whole K, in stages of KS superblocks (128 columns each). Stage layout
 // (offsets in TmaLayout): KS weight boxes [16 R rows][16 words] (a row's 64 bytes contiguous: the 8
@@ -32,8 +37,12 @@
 // Consumer warp w takes the stage's superblocks j = w, w + CW, ... (U = KS / CW of them) for all R row
 // tiles, so the x fragments it reads serve R tiles; each thread hands the slot back right after its reads
 // (the producer refills it during the math); the CW partial sums meet in shared memory at the end. With
-// the k-step split (F = 7) there are 2 CW consumer warps: warps w and w + CW take the same superblocks,
-// k-steps 0-3 and 4-7 of each, and their 2 CW partial sums meet the same way.
+// the k-step split (F = 6, 7) there are 2 CW consumer warps: warps w and w + CW take the same
+// superblocks, k-steps 0-3 and 4-7 of each, and their 2 CW partial sums meet the same way. With the pair
+// split (F = 5, 6) the two CTAs of a cluster take stages [0, P) and [P, 2 P) (P = half the stages,
+// rounded up) of the same rows; each sums its warps, then CTA c adds the two CTAs' sums (its own, then
+// the other's over distributed shared memory, in rank order: the same bits either way) for half of
+// the tile's outputs and stores them.
 #pragma once
 
 #include <cuda.h>
@@ -61,9 +70,8 @@ struct TmaParams {
 // Code digits: F * 10000 + R * 1000 + KS * 100 + ST * 10 + CW; F = 2 plain, 3 with the zero fold, 7
 // the k-step split (CW pairs of consumer warps, each pair splitting every superblock's 8 k-steps 4 / 4),
 // 5 the pair split (a cluster of two CTAs per row tile, each half of the stages, summed through
-// distributed shared memory), 6 both splits (9: the same with the PDL trigger before the main loop at
-// two token tiles, for measurement), 8 the diagnostic mode 1. One decoding for the instances (TmaCode)
-// and the host's grid, size and warp counts.
+// distributed shared memory), 6 both splits, 8 the diagnostic mode 1. One decoding for the instances
+// (TmaCode) and the host's grid, size and warp counts.
 struct TmaDigits {
   int f, r, ks, st, cw;
   int kh;  // consumer warps per superblock slot: 2 for the k-step split, else 1
@@ -71,7 +79,7 @@ struct TmaDigits {
 };
 __host__ __device__ constexpr TmaDigits tma_digits(int code) {
   return {code / 10000, code / 1000 % 10, code / 100 % 10, code / 10 % 10, code % 10,
-          code / 10000 >= 6 && code / 10000 != 8 ? 2 : 1, code / 10000 == 5 || code / 10000 == 6 || code / 10000 == 9 ? 2 : 1};
+          code / 10000 == 6 || code / 10000 == 7 ? 2 : 1, code / 10000 == 5 || code / 10000 == 6 ? 2 : 1};
 }
 // Warps of a CTA: CW * KH consumers and the producer.
 __host__ __device__ constexpr int tma_warps(int code) {
@@ -83,8 +91,8 @@ struct TmaCode {
   static constexpr TmaDigits D = tma_digits(C);
   static constexpr int F = D.f, R = D.r, KS = D.ks, ST = D.st, CW = D.cw, KH = D.kh, KP = D.kp;
   static constexpr int FOLD = F == 3 ? 1 : 0, MODE = F == 8 ? 1 : 0;
-  static_assert(F >= 2 && F != 4 && R >= 1 && KS >= 1 && ST >= 2 && CW >= 1 && KS % CW == 0,
-                "a TMA ring code is F R KS ST CW as decimal digits (F 2 / 3 / 5 .. 9), CW dividing KS, ST >= 2");
+  static_assert(F >= 2 && F <= 8 && F != 4 && R >= 1 && KS >= 1 && ST >= 2 && CW >= 1 && KS % CW == 0,
+                "a TMA ring code is F R KS ST CW as decimal digits (F 2 / 3 / 5 .. 8), CW dividing KS, ST >= 2");
 };
 
 struct TmaLayout {
@@ -101,8 +109,8 @@ __host__ __device__ constexpr TmaLayout tma_stage_layout(int r, int ks, int mb) 
   return {w, w + x, w + x + s, (w + x + s + z + 127) / 128 * 128};
 }
 
-// Dynamic shared memory of code C at mb x rows: ST stages, the cross-warp reduction (with a pair or
-// quad split one more tile: the CTA's sum, which the other CTAs read), ST full and ST empty mbarriers.
+// Dynamic shared memory of code C at mb x rows: ST stages, the cross-warp reduction (with the pair
+// split one more tile: the CTA's sum, which the other CTA reads), ST full and ST empty mbarriers.
 __host__ __device__ constexpr int tma_smem_bytes(int code, int nt, int mb) {
   const TmaDigits d = tma_digits(code);
   const int ring = d.st * tma_stage_layout(d.r, d.ks, mb).stage_bytes;
@@ -190,8 +198,8 @@ __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::
   const Params& p = tp.p;
   extern __shared__ __align__(16) char smem[];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  // pair / quad split: CTAs KP i .. KP i + KP - 1 (one cluster; rank = part) take row tile i, each a
-  // KP-th of its stages
+  // pair split: CTAs KP i .. KP i + KP - 1 (one cluster; rank = part) take row tile i, each a KP-th
+  // of its stages (KP = 2 is compiled; the code holds for any KP)
   const int part = KP > 1 ? static_cast<int>(blockIdx.x) % KP : 0;
   const int row0 = static_cast<int>(blockIdx.x) / KP * (16 * R);
   const int nst_all = (p.nsb + KS - 1) / KS, per = (nst_all + KP - 1) / KP;
@@ -212,7 +220,7 @@ __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::
     for (int e = threadIdx.x; e < ST * kZ; e += blockDim.x) smem[(e / kZ) * tp.stage_bytes + tp.off_z + e % kZ] = 8;
   }
   __syncthreads();
-  if constexpr (NT == 1 || C / 10000 == 9) pdl::launch_dependents();
+  if constexpr (NT == 1) pdl::launch_dependents();
 
   if (warp == NW) {
     // producer: one lane; weights / scales / zeros of the first stages before griddepcontrol.wait (the
@@ -269,7 +277,7 @@ __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::
     else
       consume(std::integral_constant<int, 8 - NI>{});
   }
-  if constexpr (NT == 2 && C / 10000 != 9) pdl::launch_dependents();
+  if constexpr (NT == 2) pdl::launch_dependents();
   if constexpr (MODE != 0) {
     // diagnostics: keep the loads alive; practically never stores
     if (sink == 0x9E3779B9u) static_cast<XT*>(p.out)[0] = Mma<XT>::from_f(1.f);
@@ -285,7 +293,7 @@ __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::
       pdl::wait();
     });
   } else {
-    // pair / quad split: each CTA sums its warps' partials into `mine`; after a cluster barrier CTA
+    // pair split: each CTA sums its warps' partials into `mine`; after a cluster barrier CTA
     // `part` sums the KP CTAs' values (distributed shared memory) for a KP-th of the tile, in part
     // order (the same bits whichever CTA sums), and stores them; a second barrier keeps each CTA's
     // `mine` alive until the others have read it
@@ -319,13 +327,18 @@ __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::
 }
 
 // TMA ring shapes compiled, per token tiles (code: F R KS ST CW as decimal digits; F 3 = the zero fold,
-// 7 = the k-step split, 8 = diagnostic mode 1). The dispatch (qlinear/ops/w4a16.py _CUDA_RING_AUTO) uses
-// 32844, 22464, 21844 (one token tile), 74444 and 21848 (two); the others are its measured neighbours,
-// kept for re-tuning (benchmarks/bench_w4tma.py). Session 24 runs 2-3 and 10 at two token tiles on
-// 2112x7168 M = 16 (us): 21848 8.32, 21858 8.57, 21844 9.61, 21854 9.62, 21484 9.82, 71848 8.48, 71844
-// 9.13 (removed: 21854, 21484, 21858, 71848, 71844).
-constexpr int kTmaNT1[] = {32844, 22844, 22464, 22848, 21844, 82844, 52444, 52434, 67232, 67242};
-constexpr int kTmaNT2[] = {24444, 34444, 22444, 24464, 21844, 21848, 74444, 52444, 62434, 92434, 67232, 67242, 97242};
+// 5 = the pair split, 6 = pair + k-step split, 7 = the k-step split, 8 = diagnostic mode 1). The
+// dispatch (qlinear/ops/w4a16.py _CUDA_RING_AUTO) uses 32844, 22464, 52444 (one token tile), 74444 and
+// 62434 (two); the others are its measured neighbours, kept for re-tuning (benchmarks/bench_w4tma.py).
+// Session 24 runs 2-3 and 10 at two token tiles on 2112x7168 M = 16 (us): 21848 8.32, 21858 8.57,
+// 21844 9.61, 21854 9.62, 21484 9.82, 71848 8.48, 71844 9.13 (removed: 21854, 21484, 21858, 71848,
+// 71844). Session 25 runs 1-3 (benchmarks/results/session25), 2112x7168: 52434 lost to 52444 at M = 1 /
+// 4 / 8 (4.73 / 5.01 / 5.23 vs 4.65 / 4.87 / 5.06 us), 62444 / 62424 / 52444 to 62434 at M = 16 (7.14 /
+// 7.27 / 8.11 vs 6.98-7.09); quad splits (clusters of four, 44232 / 44242) took ~9 us at every M (not
+// every cluster of four is resident at once: a second wave); 112-row pair splits on 7168x16384 (67232
+// / 67242) 28.7-30.6 vs 19.9-27.4; all removed.
+constexpr int kTmaNT1[] = {32844, 22844, 22464, 22848, 21844, 82844, 52444};
+constexpr int kTmaNT2[] = {24444, 34444, 22444, 24464, 21844, 21848, 74444, 62434, 62838, 52848};
 
 template <size_t L>
 constexpr bool tma_codes_fit(const int (&codes)[L], int nt) {

@@ -280,8 +280,18 @@ _CUDA_RING = 0
 # Session 24 run 10 (same method): the k-step split (F = 7: pairs of consumer warps, each taking 4 of a
 # superblock's 8 k-steps) on many M=16: 74444 (four row tiles, 8 consumer warps) 27.64 vs 24444 29.08
 # [bf16 63.70] -> ('many', 2): 74444; on few M=16 71848 (16 warps) 8.48 vs 21848 8.33: unchanged.
+# Session 25 runs 1 and 2 (benchmarks/results/session25/run1, run2: bench_w4tma.py, same method): the
+# pair split (F = 5: a cluster of two CTAs per 32-row tile, each half of K, summed over distributed
+# shared memory; 6 = with the k-step split as well) puts all 132 SMs on the 66 row tiles of 2112x7168:
+#   few M=1: 52444 4.65 vs auto (the register kernel) 4.64 [bf16 13.00]                -> ('few', 0): -1
+#   few M=4: 52444 4.87 vs 5.26 (21844 4.94) [13.25]                                  -> ('few', 4): 52444
+#   few M=8: 52444 5.06 / 5.06 vs auto (21844) 5.85 / 5.73 [13.20 / 13.04]            -> ('few', 1): 52444
+#   few M=9 / 12 / 16: 62434 6.34 / 6.47 / 6.98 (run 2: M = 16 7.09) vs auto (21848) 7.09 / 7.59 / 8.29
+#            (8.32) [13.21 / 13.31 / 13.34]                                          -> ('few', 2): 62434
+# Nsight Compute at M = 16 (run 1): 21848 issued 0.25 instructions per scheduler per cycle with 75 % of
+# cycles without an eligible warp, L2 22.5 %, DRAM 16.8 %; 62444 0.30, 70 %, 26.5 %.
 _CUDA_RING_AUTO: dict[tuple[str, int], int] = {
-    ("few", 0): -1, ("few", 4): -1, ("few", 1): 21844, ("few", 2): 21848,
+    ("few", 0): -1, ("few", 4): 52444, ("few", 1): 52444, ("few", 2): 62434,
     ("short", 0): -1, ("short", 1): -1, ("short", 2): -1,
     ("many", 0): 32844, ("many", 4): 32844, ("many", 1): 22464, ("many", 2): 74444,
 }
