@@ -133,9 +133,11 @@ FP8_CUDA_MAX_M: "int | dict" = {
     None: 0,
 }
 
-# Launch config of the "cuda" kernel: code X * 10000000 + Q * 1000000 + S * 10000 + R * 1000 + PF * 100
-# + W (csrc/fp8_gemv_launch.h; 0 = the launcher's automatic choice). X = 1: each warp loads its next
-# k-block's x before multiplying the current one (R = 1, PF 1 / 2). Q = 1: x is quantized first by
+# Launch config of the "cuda" kernel: code C * 100000000 + X * 10000000 + Q * 1000000 + S * 10000 + R *
+# 1000 + PF * 100 + W (csrc/fp8_gemv_launch.h; 0 = the launcher's automatic choice). C = 1: the S
+# split CTAs of a tile group form one cluster and sum through distributed shared memory instead of
+# the workspace (sm_90; with X = 1 and Q = 1). X = 1: each warp loads its next k-block's x before
+# multiplying the current one (R = 1 with PF 1 / 2, R = 2 with PF 1). Q = 1: x is quantized first by
 # per_token_group_quant_fp8 (Triton, the same codes and scales) and the GEMM, launched with PDL,
 # reads the codes (fp8_block_gemv_preq) instead of re-quantizing x in every CTA. PF = 1, 2, 3 keep
 # that many k-blocks of weights in flight (compiled for R = 1, and PF <= 2 for R = 2).
