@@ -30,18 +30,10 @@
 // PF = 1: the next k-block's weights are loaded before this one's MMAs (two register stages).
 // PF = 2, 3: a ring of PF + 1 register stages, PF k-blocks of weights in flight while one is
 // multiplied (more bytes in flight per SM for the bandwidth-bound large shapes).
-// XA (x ahead, PF 1 or 2; R = 1 or 2): the warp's next block's x operands (codes and scales, or raw x) are
+// XA (x ahead, R = 1, PF 1 or 2): the warp's next block's x operands (codes and scales, or raw x) are
 // loaded before this block is multiplied, so a block no longer starts with an L2 round trip for its
 // x; without XA they are loaded at the start of their own block.
 // PDL: the first k-block's weights and scales are requested before griddepcontrol.wait, x after.
-// CL (cluster split, pre-quantized x with XA): the S split CTAs of a tile group form one thread-block
-// cluster (grid x = tile groups x S, cluster rank = split) and meet in distributed shared memory
-// instead of the workspace: each CTA sums its warps, a cluster barrier, then CTA s sums the S CTAs'
-// sums in split order for the s-th S-th of the tile and stores it. The order of the additions is the
-// workspace path's, so the two give the same bits; no counters, no global round trip, no fences.
-// Why: on 2112 rows at M = 16 one 16-row tile per CTA (132 CTAs) reads all of x in every CTA, as
-// many bytes as its weights; two CTAs per 32-row tile halve x per CTA and reuse each x operand for
-// two row tiles in registers, with as many CTAs.
 //
 // PQ (pre-quantized x): x arrives as e4m3 codes [M, K] (row stride x_stride bytes) plus fp32 group
 // scales xs [M, K / 128] from per_token_group_quant_fp8 (launched just before, the GEMM with PDL so
@@ -55,7 +47,6 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
-#include "cluster.cuh"
 #include "norm_quant.cuh"
 #include "pdl.cuh"
 
@@ -309,25 +300,23 @@ __device__ __forceinline__ void do_block(float (&acc)[R][NT][4], const WStage<R>
 
 // Threads per CTA an instance is compiled for, i.e. its register cap (65536 / threads): each tile
 // of a weight stage holds 17 registers (PF + 1 stages), each token tile 24 (raw x + codes; 8 with
-// PQ) and 8 R accumulators; XA adds a second set of loaded x (16 registers per token
+// PQ) and 8 R accumulators; XA (R = 1 only) adds a second set of loaded x (16 registers per token
 // tile, 10 with PQ).
 __host__ __device__ constexpr int max_threads(int NT, int R, int PF, bool PQ, bool XA = false) {
-  return XA ? (R == 1 ? (PF <= 1 && (NT == 1 || PQ) ? 512 : 384) : 256)
+  return XA ? (PF <= 1 && (NT == 1 || PQ) ? 512 : 384)
             : R == 1 ? (PF <= 1 || (PF == 2 && (NT == 1 || PQ)) ? 512 : (PF == 2 || NT == 1 || PQ ? 384 : 256))
                      : (R == 2 && NT == 1 ? (PF == 0 ? 512 : (PF == 1 ? 384 : 256)) : 256);
 }
 
-// Shared memory of a launch: the warps' partial tiles plus the last-arrival flag (cl: plus the CTA's
-// sum, which the other CTAs of its cluster read).
-inline size_t smem_bytes(int R, int NT, int warps, bool cl = false) {
-  return sizeof(float) * static_cast<size_t>(warps + (cl ? 1 : 0)) * R * NT * 128 + 16;
+// Shared memory of a launch: the warps' partial tiles plus the last-arrival flag.
+inline size_t smem_bytes(int R, int NT, int warps) {
+  return sizeof(float) * static_cast<size_t>(warps) * R * NT * 128 + 16;
 }
 
 // The CTA's epilogue: the warps' accumulators -> shared memory [warp][v][lane] (conflict-free), then
 // one thread per value sums the warps; with splits > 1 each CTA publishes its partial tile to the
-// workspace and the last-arriving one sums the splits in order, adds the bias and stores. CL: the
-// partial tile stays in shared memory and CTA `split` of the cluster sums values [lo, hi) of all S.
-template <typename XT, int NT, int R, bool CL>
+// workspace and the last-arriving one sums the splits in order, adds the bias and stores.
+template <typename XT, int NT, int R>
 __device__ __forceinline__ void reduce_store(const float (&acc)[R][NT][4], float* red, const Params& p, int tg,
                                              int split, int row0) {
   constexpr int V = R * NT * 4;  // accumulator values per lane
@@ -338,21 +327,7 @@ __device__ __forceinline__ void reduce_store(const float (&acc)[R][NT][4], float
   __syncthreads();
 
   constexpr int NV = V * 32;
-  int lo = 0, hi = NV;
-  uint32_t mine_at = 0;  // CL: shared-window address of this CTA's sum
-  if constexpr (CL) {
-    float* mine = red + static_cast<size_t>(W) * NV;
-    for (int idx = threadIdx.x; idx < NV; idx += blockDim.x) {
-      float s = 0.f;
-      for (int w = 0; w < W; ++w) s += red[w * NV + idx];
-      mine[idx] = s;
-    }
-    cluster::sync();
-    mine_at = static_cast<uint32_t>(__cvta_generic_to_shared(mine));
-    const int share = (NV + p.splits - 1) / p.splits;
-    lo = split * share;
-    hi = min(NV, lo + share);
-  } else if (p.splits > 1) {
+  if (p.splits > 1) {
     float* slot = p.ws + (static_cast<int64_t>(tg) * p.splits + split) * NV;
     for (int idx = threadIdx.x; idx < NV; idx += blockDim.x) {
       float s = 0.f;
@@ -370,17 +345,14 @@ __device__ __forceinline__ void reduce_store(const float (&acc)[R][NT][4], float
     if (threadIdx.x == 0) p.counters[tg] = 0;  // ready for the next launch (graph replays)
   }
   const float* base = p.ws + static_cast<int64_t>(tg) * p.splits * NV;
-  for (int idx = lo + static_cast<int>(threadIdx.x); idx < hi; idx += blockDim.x) {
+  for (int idx = threadIdx.x; idx < NV; idx += blockDim.x) {
     const int v = idx >> 5, ln = idx & 31;
     const int i = v & 3, nt = (v >> 2) % NT, r = v / (4 * NT);
     const int row = row0 + r * 16 + (ln >> 2) + (i >> 1) * 8;
     const int tok = nt * 8 + 2 * (ln & 3) + (i & 1);
     if (row >= p.n || tok >= p.m) continue;
     float s = 0.f;
-    if constexpr (CL) {
-      for (int sp = 0; sp < p.splits; ++sp)
-        s += cluster::load_f32(cluster::peer(mine_at, static_cast<uint32_t>(sp)) + 4u * static_cast<uint32_t>(idx));
-    } else if (p.splits > 1) {
+    if (p.splits > 1) {
       for (int sp = 0; sp < p.splits; ++sp) s += __ldcg(base + static_cast<int64_t>(sp) * NV + idx);
     } else {
       for (int w = 0; w < W; ++w) s += red[w * NV + idx];
@@ -388,18 +360,14 @@ __device__ __forceinline__ void reduce_store(const float (&acc)[R][NT][4], float
     if (p.bias != nullptr) s += XTraits<XT>::to(static_cast<const XT*>(p.bias)[row]);
     static_cast<XT*>(p.out)[static_cast<int64_t>(tok) * p.out_stride + row] = XTraits<XT>::from(s);
   }
-  // the other CTAs may still read this CTA's sum
-  if constexpr (CL) cluster::sync();
 }
 
-template <typename XT, int NT, int R, int PF, bool PQ, bool XA, bool CL = false>
+template <typename XT, int NT, int R, int PF, bool PQ, bool XA>
 __global__ void __launch_bounds__(max_threads(NT, R, PF, PQ, XA), 1) fp8_gemv_kernel(const Params p) {
-  static_assert(!CL || (PQ && XA), "the cluster split is compiled for pre-quantized x with XA");
   extern __shared__ float red[];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, W = blockDim.x >> 5;
   const int g = lane >> 2, t = lane & 3;
-  const int tg = CL ? static_cast<int>(blockIdx.x) / p.splits : static_cast<int>(blockIdx.x);
-  const int split = CL ? static_cast<int>(blockIdx.x) % p.splits : static_cast<int>(blockIdx.y);
+  const int tg = blockIdx.x, split = blockIdx.y;
   const int row0 = tg * R * 16;
   const int kb_lo = split * p.kb_per_split;
   const int kb_hi = min(kb_lo + p.kb_per_split, p.kb);
@@ -476,7 +444,7 @@ __global__ void __launch_bounds__(max_threads(NT, R, PF, PQ, XA), 1) fp8_gemv_ke
     }
   }
 
-  reduce_store<XT, NT, R, CL>(acc, red, p, tg, split, row0);
+  reduce_store<XT, NT, R>(acc, red, p, tg, split, row0);
 }
 
 }  // namespace fp8g

@@ -26,7 +26,6 @@ int64_t partial_words(const Fp8GemvArgs& a, const Fp8GemvConfig& c) {
 Fp8GemvConfig fp8_gemv_decode(int64_t code) {
   Fp8GemvConfig c;
   if (code <= 0) return c;
-  c.cl = static_cast<int>((code / 100000000) % 10);
   c.xa = static_cast<int>((code / 10000000) % 10);
   c.preq = static_cast<int>((code / 1000000) % 10);
   c.splits = static_cast<int>((code / 10000) % 100);
@@ -37,7 +36,7 @@ Fp8GemvConfig fp8_gemv_decode(int64_t code) {
 }
 
 int64_t fp8_gemv_encode(const Fp8GemvConfig& c) {
-  return int64_t{c.cl} * 100000000 + int64_t{c.xa} * 10000000 + int64_t{c.preq} * 1000000 + int64_t{c.splits} * 10000 + c.r * 1000 +
+  return int64_t{c.xa} * 10000000 + int64_t{c.preq} * 1000000 + int64_t{c.splits} * 10000 + c.r * 1000 +
          c.pf * 100 + c.warps;
 }
 
@@ -95,15 +94,12 @@ Fp8GemvSupport fp8_gemv_supported(const Fp8GemvArgs& a, int64_t code) {
     return Fp8GemvSupport::kMisaligned;
   const Fp8GemvConfig c = fp8_gemv_resolve(a, code);
   const int q = fp8_gemv_decode(code).preq;  // as asked (resolve sets c.preq from the operands)
-  if (code >= 1000000000 || q > 1 || (q == 1 && !pq) || c.xa > 1 || c.cl > 1)
+  if (code >= 100000000 || q > 1 || (q == 1 && !pq) || c.xa > 1)
     return Fp8GemvSupport::kBadConfig;
-  const int asked_splits = fp8_gemv_decode(code).splits;
-  if (c.cl == 1 && (devattr::cc_major() < 9 || asked_splits < 2 || asked_splits > 8 || c.splits != asked_splits))
-    return Fp8GemvSupport::kBadConfig;
-  if (!fp8g::pair_compiled(c.r, c.pf, pq, c.xa != 0, c.cl != 0) || c.warps < 1 ||
+  if (!fp8g::pair_compiled(c.r, c.pf, pq, c.xa != 0) || c.warps < 1 ||
       c.warps > max_warps(a.m > 8 ? 2 : 1, c.r, c.pf, pq, c.xa != 0) || c.splits < 1 || c.splits > 99)
     return Fp8GemvSupport::kBadConfig;
-  if (c.splits > 1 && c.cl == 0) {
+  if (c.splits > 1) {
     const int64_t tgs = cdiv64(cdiv64(a.n, 16), c.r);
     if (a.workspace == nullptr || tgs > kFp8GemvCounters ||
         partial_words(a, c) > a.workspace_words - kFp8GemvCounters)
@@ -144,9 +140,9 @@ cudaError_t fp8_gemv_launch(const Fp8GemvArgs& a, cudaStream_t stream, int64_t c
   const int tgs = static_cast<int>(cdiv64(cdiv64(a.n, 16), c.r));
   const bool use_pdl = pdl && devattr::cc_major() >= 9;
   const bool bf16 = a.dtype == Fp8GDType::kBFloat16, two = a.m > 8;
-  const bool xa = c.xa != 0, cl = c.cl != 0;
-  if (a.x_scales != nullptr) return fp8g::launch_preq(p, bf16, two, c.r, c.pf, xa, cl, c.warps, tgs, use_pdl, stream);
-  return fp8g::launch_quant(p, bf16, two, c.r, c.pf, xa, cl, c.warps, tgs, use_pdl, stream);
+  const bool xa = c.xa != 0;
+  if (a.x_scales != nullptr) return fp8g::launch_preq(p, bf16, two, c.r, c.pf, xa, c.warps, tgs, use_pdl, stream);
+  return fp8g::launch_quant(p, bf16, two, c.r, c.pf, xa, c.warps, tgs, use_pdl, stream);
 }
 
 }  // namespace qlinear

@@ -35,7 +35,7 @@ struct Fp8GemvArgs {
   float scale_eps = 1e-10f;
 };
 
-// A launch config, code C * 100000000 + X * 10000000 + Q * 1000000 + S * 10000 + R * 1000 + PF * 100 + W (0 = automatic): R row
+// A launch config, code X * 10000000 + Q * 1000000 + S * 10000 + R * 1000 + PF * 100 + W (0 = automatic): R row
 // tiles of 16 per CTA (1, 2, 4), PF = k-blocks of weights loaded ahead of the one being multiplied
 // (0 .. 3; which (R, PF) pairs are compiled: fp8_gemv_configs), W warps per CTA splitting the
 // k-blocks (1 .. 16, fewer where the register cap allows fewer threads), S CTAs splitting K (1 .. 99;
@@ -43,11 +43,9 @@ struct Fp8GemvArgs {
 // without x_scales, the operands decide otherwise (the digit tells the Python caller which op to
 // run). fp8_gemv_configs lists the compiled (R, PF) pairs as R * 10 + PF. X = 1: each warp loads its
 // next k-block's x operands before multiplying the current one (fp8_gemv.cuh XA; compiled for R = 1
-// with PF 1 or 2 and R = 2 with PF 1, which fp8_gemv_configs does not list). C = 1: the S CTAs of a tile
-// group are one thread-block cluster and sum through distributed shared memory, no workspace
-// (fp8_gemv.cuh CL; sm_90, pre-quantized x with X = 1, (R, PF) (1, 1) or (2, 1), S 2 .. 8 given).
+// with PF 1 or 2 only, which fp8_gemv_configs does not list).
 struct Fp8GemvConfig {
-  int r = 0, pf = 0, warps = 0, splits = 0, preq = 0, xa = 0, cl = 0;
+  int r = 0, pf = 0, warps = 0, splits = 0, preq = 0, xa = 0;
 };
 
 enum class Fp8GemvSupport : int {
@@ -58,8 +56,7 @@ enum class Fp8GemvSupport : int {
   kMisaligned = 4,     // x / weight not 16-byte aligned, x row stride % 8 (codes: bytes % 16) or weight
                        // row stride % 16 != 0
   kBadConfig = 5,      // (R, PF) not compiled, warps or splits out of range, Q = 1 without x_scales, X > 1,
-                       // X = 1 with (R, PF) other than (1, 1) / (1, 2) / (2, 1), C > 1, C = 1 without
-                       // X = 1, Q = 1, sm_90 or an explicit S in 2 .. 8, or a digit above C
+                       // X = 1 with (R, PF) other than (1, 1) / (1, 2), or a digit above X
   kWorkspace = 6,      // split-K needs more counters / partials than the workspace holds
   kBadPointer = 7,     // x, weight, weight scales or (pre-quantized) x_scales null
 };

@@ -29,10 +29,10 @@
 // CTA: 16 R rows over the whole K, in stages of KS superblocks (128 columns each). Stage layout
 // (offsets in TmaLayout): KS weight boxes [16 R rows][16 words] (a row's 64 bytes contiguous: the 8
 // lanes of a quarter warp read rows g, g + 1 as 128 contiguous bytes, no bank conflict), KS x boxes
-// [MB rows][144 columns, 128 read: kTmaXCols] (MB = min(M, 8 NT) rows; lanes of row g >= M read row
-// M - 1, a broadcast at M = 1), one scale box [KS groups][16 R rows] of 16-bit scales (per channel:
-// G = 1) and one zero box of the same shape (a symmetric layer's holds 8s, written once at the start;
-// no copy lands there). Boxes past N, K or the last group land as zeros (TMA out-of-bounds fill): a zero x column or a zero
+// [MB rows][128 columns] (MB = min(M, 8 NT) rows; lanes of row g >= M read row M - 1, a broadcast at
+// M = 1), one scale box [KS groups][16 R rows] of 16-bit scales (per channel: G = 1) and one zero box
+// of the same shape (a symmetric layer's holds 8s, written once at the start; no copy lands there).
+// Boxes past N, K or the last group land as zeros (TMA out-of-bounds fill): a zero x column or a zero
 // scale adds nothing, so a ragged last stage needs no bounds tests.
 // Consumer warp w takes the stage's superblocks j = w, w + CW, ... (U = KS / CW of them) for all R row
 // tiles, so the x fragments it reads serve R tiles; each thread hands the slot back right after its reads
@@ -57,13 +57,13 @@ namespace w4a16g {
 
 struct TmaParams {
   CUtensorMap wmap;  // qweight [N, 16 nsb] int32: box 16 words x 16 R rows
-  CUtensorMap xmap;  // x [M, K]: box kTmaXCols (144) columns x MB rows
+  CUtensorMap xmap;  // x [M, K]: box 128 columns x MB rows
   CUtensorMap smap;  // scales [G, N] (G = 1 per channel): box 16 R rows x KS groups
   CUtensorMap zmap;  // zeros [G, N] uint8: box as smap (unused when symmetric)
   Params p;
   int mb;           // x rows staged per superblock
   int scale_bf16;  // 16-bit scales: bf16 (1) or fp16 (0)
-  int off_x, x_box, off_s, off_z, stage_bytes, off_red, off_bar;  // x_box: bytes between a stage's x boxes
+  int off_x, off_s, off_z, stage_bytes, off_red, off_bar;
   uint32_t tx_bytes;  // bytes one stage's boxes land (out-of-bounds fill included)
 };
 
@@ -95,29 +95,22 @@ struct TmaCode {
                 "a TMA ring code is F R KS ST CW as decimal digits (F 2 / 3 / 5 .. 8), CW dividing KS, ST >= 2");
 };
 
-// An x box row: 144 columns (288 bytes), of which the superblock's 128 are read. The 32 bytes past
-// them put row g + 1 eight banks after row g, so the LDS.64 of a half warp (rows g .. g + 3, lanes t
-// at 8 t) hit 32 distinct banks; rows 256 bytes apart put all of them on the same two banks of t, a
-// four-way conflict at every x read from M = 2 on. The extra columns are the next superblock's (or
-// zeros past K): 12.5 % more x bytes from L2.
-constexpr int kTmaXCols = 144, kTmaXRow = kTmaXCols * 2;
-
 struct TmaLayout {
-  int off_x, x_box, off_s, off_z, stage_bytes;
-  int landed;  // bytes the weight, x and scale boxes land (the zero box adds ks * r * 16)
+  int off_x, off_s, off_z, stage_bytes;
 };
 
-__host__ __device__ constexpr int tma_round128(int v) { return (v + 127) / 128 * 128; }
-
-// One stage's layout for r row tiles, ks superblocks and mb x rows (16-bit scales): every box starts
-// 128-byte aligned (TMA's shared-memory alignment), so does the stage.
+// One stage's layout for r row tiles, ks superblocks and mb x rows (16-bit scales; stages 128-byte
+// aligned). TMA wants every box 128-byte aligned in shared memory: tma_codes_fit checks the scale and
+// zero boxes (the scale box's 32 r ks bytes are a multiple of 128 only when r * ks is a multiple of
+// 4; session 25 run 3's 112-row codes, r * ks = 14, failed). x rows stay 256 bytes apart: session 25 run 6 padded them to
+// 288 (144-column boxes, no bank conflicts on the x reads) and every M from 4 on got slower (2112x7168
+// M = 4 / 8 / 16: 5.36 / 5.97 / 9.25 vs 4.87 / 5.06 / 6.97 us).
 __host__ __device__ constexpr TmaLayout tma_stage_layout(int r, int ks, int mb) {
   const int w = ks * r * 16 * 64;
-  const int xb = tma_round128(mb * kTmaXRow);
+  const int x = ks * mb * 256;
   const int s = ks * r * 16 * 2;
   const int z = ks * r * 16;
-  const int off_s = w + ks * xb, off_z = off_s + tma_round128(s);
-  return {w, xb, off_s, off_z, tma_round128(off_z + z), w + ks * mb * kTmaXRow + s};
+  return {w, w + x, w + x + s, (w + x + s + z + 127) / 128 * 128};
 }
 
 // Dynamic shared memory of code C at mb x rows: ST stages, the cross-warp reduction (with the pair
@@ -149,10 +142,10 @@ __device__ __forceinline__ void tma_lds(const TmaParams& tp, const char* base, i
     for (int r = 0; r < R; ++r)
 #pragma unroll
       for (int h = 0; h < 2; ++h) c.w[u][r][h] = *reinterpret_cast<const uint4*>(wb + (r * 16 + 8 * h) * 64);
-    const char* xb = base + tp.off_x + j * tp.x_box + t * 8;
+    const char* xb = base + tp.off_x + j * (tp.mb * 256) + t * 8;
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt) {
-      const char* xr = xb + min(g + 8 * nt, tp.mb - 1) * kTmaXRow;
+      const char* xr = xb + min(g + 8 * nt, tp.mb - 1) * 256;
 #pragma unroll
       for (int i = I0; i < I0 + NI; ++i) c.x[u][nt][i] = *reinterpret_cast<const uint2*>(xr + i * 32);
     }
@@ -184,7 +177,7 @@ __device__ __forceinline__ void tma_issue(const TmaParams& tp, uint32_t dst, uin
     if (tp.p.zeros != nullptr) tma::tensor_copy_2d(dst + tp.off_z, &tp.zmap, row0, g0, bar);
   } else {
 #pragma unroll
-    for (int j = 0; j < KS; ++j) tma::tensor_copy_2d(dst + tp.off_x + j * tp.x_box, &tp.xmap, (sb0 + j) * 128, 0, bar);
+    for (int j = 0; j < KS; ++j) tma::tensor_copy_2d(dst + tp.off_x + j * (tp.mb * 256), &tp.xmap, (sb0 + j) * 128, 0, bar);
   }
 }
 
@@ -326,8 +319,7 @@ __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::
     for (int v = part * (V / KP) + static_cast<int>(threadIdx.x); v < (part + 1) * (V / KP); v += 32 * NW) {
       float vals[KP];
 #pragma unroll
-      for (int q = 0; q < KP; ++q)
-        vals[q] = q == part ? mine[v] : cluster::load_f32(src[q] + 4u * static_cast<uint32_t>(v));
+      for (int q = 0; q < KP; ++q) vals[q] = q == part ? mine[v] : cluster::load_f32(src[q] + 4u * static_cast<uint32_t>(v));
       float s = vals[0];
 #pragma unroll
       for (int q = 1; q < KP; ++q) s += vals[q];
@@ -348,17 +340,25 @@ __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::
 // 4 / 8 (4.73 / 5.01 / 5.23 vs 4.65 / 4.87 / 5.06 us), 62444 / 62424 / 52444 to 62434 at M = 16 (7.14 /
 // 7.27 / 8.11 vs 6.98-7.09); quad splits (clusters of four, 44232 / 44242) took ~9 us at every M (not
 // every cluster of four is resident at once: a second wave); 112-row pair splits on 7168x16384 (67232
-// / 67242) 28.7-30.6 vs 19.9-27.4; all removed.
+// / 67242) 28.7-30.6 vs 19.9-27.4; sixteen-warp pair codes at two token tiles (run 4, M = 16) 62838
+// / 52848 8.24 / 8.49 vs 62434 6.97; all removed.
 constexpr int kTmaNT1[] = {32844, 22844, 22464, 22848, 21844, 82844, 52444};
 constexpr int kTmaNT2[] = {24444, 34444, 22444, 24464, 21844, 21848, 74444, 62434};
 
 template <size_t L>
 constexpr bool tma_codes_fit(const int (&codes)[L], int nt) {
-  for (size_t i = 0; i < L; ++i)
+  for (size_t i = 0; i < L; ++i) {
     if (tma_smem_bytes(codes[i], nt, 8 * nt) > static_cast<int>(kSm90SmemOptin)) return false;
+    const TmaDigits d = tma_digits(codes[i]);
+    for (int mb = 1; mb <= 8 * nt; ++mb) {
+      const TmaLayout l = tma_stage_layout(d.r, d.ks, mb);
+      if (l.off_s % 128 != 0 || l.off_z % 128 != 0) return false;
+    }
+  }
   return true;
 }
-static_assert(tma_codes_fit(kTmaNT1, 1) && tma_codes_fit(kTmaNT2, 2), "a TMA ring code exceeds 227 KB of smem");
+static_assert(tma_codes_fit(kTmaNT1, 1) && tma_codes_fit(kTmaNT2, 2),
+              "a TMA ring code exceeds 227 KB of smem or puts a box off 128-byte alignment");
 
 // Defined in w4a16_tma_launch.cu (the call's tensor maps, then the instance of `code`).
 cudaError_t tma_dispatch_bf16(const Params& p, int code, int nt, bool pdl, cudaStream_t s);

@@ -31,23 +31,15 @@ def test_x_ahead_codes(tool):
         (10011116, 8, False),    # the M <= 8 entry (in-kernel quantization)
         (10011116, 16, False),   # 16 warps of two 16-bit token tiles: over the XA register cap (384 threads)
         (10011112, 16, False),   # 12 warps fit
-        (10012108, 8, False),    # XA with R = 2, PF = 1
-        (10012208, 8, False),    # XA with R = 2, PF = 2: not compiled
+        (10012108, 8, False),    # XA with R = 2: not compiled
         (10011008, 8, False),    # XA with PF = 0: not compiled
         (10011312, 8, False),    # XA with PF = 3: not compiled
         (20011116, 8, False),    # X = 2
-        (110011116, 8, False),   # C = 1 (the cluster split) without pre-quantized x
-        (1011011114, 16, True),  # a digit above C
+        (110011116, 8, False),   # a digit above X
         (11011114, 16, False),   # Q = 1 without pre-quantized x
-        # the cluster split refused whatever the device (sm_90 is checked too; this host reads as none):
-        (101022108, 16, True),   # without X
-        (111012108, 16, True),   # one split
-        (111092108, 16, True),   # nine splits (clusters of at most 8)
-        (111021208, 16, True),   # (R, PF) = (1, 2): not compiled
-        (211022108, 16, True),   # C = 2
     ]
     got = _ask(tool, cases)
-    want_ok = {(11011114, 16, True), (10011116, 8, False), (10011112, 16, False), (10012108, 8, False)}
+    want_ok = {(11011114, 16, True), (10011116, 8, False), (10011112, 16, False)}
     for case in cases:
         why, used, round_trip = got[case]
         assert (why == 0) == (case in want_ok), (case, why)
@@ -55,7 +47,7 @@ def test_x_ahead_codes(tool):
             assert used == case[0], (case, used)  # fully specified codes resolve to themselves
         else:
             assert why == 5, (case, why)
-        if case[0] < 1000000000:
+        if case[0] < 100000000:
             assert round_trip == case[0], (case, round_trip)
 
 

@@ -544,11 +544,14 @@ def _w4a16_wg_kernel(
 
 @triton.jit
 def _w4a16_dequant_kernel(
-    W_ptr, QW_ptr, S_ptr, Z_ptr, N, K, G, num_sb, W_row_stride, QW_row_stride,
+    W_ptr, QW_ptr, S_ptr, Z_ptr, N, K, G, num_sb, W_row_stride, QW_row_stride, S_row_stride,
     BITS: tl.constexpr, GROUP_SIZE: tl.constexpr, PPG: tl.constexpr, HAS_ZEROS: tl.constexpr,
     BLOCK_N: tl.constexpr, SB_PER_PROG: tl.constexpr,
 ):
-    """``W[n, k] = (q - z) * s`` in W's dtype, packed column order; grid (n_tiles, sb_tiles)."""
+    """``W[n, k] = (q - z) * s`` in W's dtype, packed column order; grid (n_tiles, sb_tiles).
+
+    N x K is the block written (a row / column window of the layer: S_row_stride is the layer's N).
+    """
     FIELDS: tl.constexpr = 32 // BITS
     SB: tl.constexpr = 16 * FIELDS
     offs_n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -561,7 +564,7 @@ def _w4a16_dequant_kernel(
         w = tl.load(qw_rows + sb * 16, mask=n_mask[:, None] & (sb * 16 + offs_j < num_sb * 16)[None, :], other=0)
         for pg in tl.static_range(FIELDS // PPG):
             kg = sb * SB + pg * PPG * 16
-            s, c = _group_params(S_ptr, Z_ptr, kg, offs_n, n_mask, N, G, BITS, GROUP_SIZE, HAS_ZEROS)
+            s, c = _group_params(S_ptr, Z_ptr, kg, offs_n, n_mask, S_row_stride, G, BITS, GROUP_SIZE, HAS_ZEROS)
             for pi in tl.static_range(PPG):
                 kk = kg + pi * 16 + offs_j
                 val = (_plane(w, pg * PPG + pi, BITS) - c[:, None]) * s[:, None]
@@ -570,7 +573,7 @@ def _w4a16_dequant_kernel(
 
 @triton.jit
 def _w4a16_dequant_v2_kernel(
-    W_ptr, QW_ptr, S_ptr, Z_ptr, N, K, G, num_sb, W_row_stride, QW_row_stride,
+    W_ptr, QW_ptr, S_ptr, Z_ptr, N, K, G, num_sb, W_row_stride, QW_row_stride, S_row_stride,
     BITS: tl.constexpr, GROUP_SIZE: tl.constexpr, HAS_ZEROS: tl.constexpr,
     BLOCK_N: tl.constexpr, SB_PER_PROG: tl.constexpr,
 ):
@@ -598,9 +601,9 @@ def _w4a16_dequant_v2_kernel(
             grp = f3 * 0
         else:
             grp = tl.minimum((sb * SB + f3 * 16) // GROUP_SIZE, G - 1)  # [1, FIELDS, 1]
-        s = tl.load(S_ptr + grp * N + n3, mask=n_mask3, other=0.0).to(tl.float32)
+        s = tl.load(S_ptr + grp * S_row_stride + n3, mask=n_mask3, other=0.0).to(tl.float32)
         if HAS_ZEROS:
-            c = tl.load(Z_ptr + grp * N + n3, mask=n_mask3, other=0).to(tl.float32) + 8388608.0
+            c = tl.load(Z_ptr + grp * S_row_stride + n3, mask=n_mask3, other=0).to(tl.float32) + 8388608.0
         else:
             c = tl.full(s.shape, 8388608.0 + (1 << (BITS - 1)), tl.float32)
         val = ((q | 0x4B000000).to(tl.float32, bitcast=True) - c) * s
@@ -747,12 +750,17 @@ _DEQUANT_DEFAULTS = {1: dict(block_n=64, sb_per_prog=2, num_warps=4), 2: dict(bl
 _DEQUANT_VERSION = 1
 
 
-def w4a16_dequantize(packed, dtype: torch.dtype, *, block_n: int | None = None, sb_per_prog: int | None = None,
+def w4a16_dequantize(packed, dtype: torch.dtype, *, rows: tuple[int, int] | None = None,
+                     cols: tuple[int, int] | None = None, out: torch.Tensor | None = None,
+                     block_n: int | None = None, sb_per_prog: int | None = None,
                      num_warps: int | None = None, version: int | None = None) -> torch.Tensor:
-    """Dequantized weight ``[N, K]`` in ``dtype``, columns in packed (per-shard sorted) order.
+    """Dequantized weight ``W[r0:r1, k0:k1]`` in ``dtype``, columns in packed (per-shard sorted) order.
 
-    ``version`` 2 (default: ``[BLOCK_N, superblock]`` tiles, 16-byte stores) or 1 (one 16-column
-    plane per store); None launch parameters take :data:`_DEQUANT_DEFAULTS`.
+    ``rows`` = (r0, r1) and ``cols`` = (k0, k1) default to the whole ``[N, K]``; k0 must start a
+    superblock (``16 * 32 / bits`` columns) and a group. ``out``: a ``[r1 - r0, k1 - k0]`` tensor
+    of ``dtype`` with ``stride(-1) == 1`` (any row stride) to write into, else a new one.
+    ``version`` 2 (``[BLOCK_N, superblock]`` tiles, 16-byte stores) or 1 (one 16-column plane per
+    store); None launch parameters take :data:`_DEQUANT_DEFAULTS`.
     """
     version = version or _DEQUANT_VERSION
     if version not in _DEQUANT_DEFAULTS:
@@ -761,26 +769,46 @@ def w4a16_dequantize(packed, dtype: torch.dtype, *, block_n: int | None = None, 
     block_n = block_n or d["block_n"]
     sb_per_prog = sb_per_prog or d["sb_per_prog"]
     num_warps = num_warps or d["num_warps"]
-    n, k = packed.n, packed.k
-    w = torch.empty((n, k), dtype=dtype, device=packed.qweight.device)
+    r0, r1 = rows if rows is not None else (0, packed.n)
+    k0, k1 = cols if cols is not None else (0, packed.k)
+    sb_cols = 16 * (32 // packed.bits)
+    grouped = packed.num_groups > 1
+    if not 0 <= r0 < r1 <= packed.n:
+        raise ValueError(f"rows: expected 0 <= r0 < r1 <= N={packed.n}, got {rows}")
+    if not 0 <= k0 < k1 <= packed.k or k0 % sb_cols or (grouped and k0 % packed.group_size):
+        raise ValueError(
+            f"cols: expected 0 <= k0 < k1 <= K={packed.k} with k0 a multiple of {sb_cols} (superblock)"
+            f"{f' and of {packed.group_size} (group)' if grouped else ''}, got {cols}"
+        )
+    n, k = r1 - r0, k1 - k0
+    if out is None:
+        out = torch.empty((n, k), dtype=dtype, device=packed.qweight.device)
+    elif (tuple(out.shape) != (n, k) or out.dtype != dtype or out.device != packed.qweight.device
+          or out.stride(-1) != 1):
+        raise ValueError(
+            f"out: expected [{n}, {k}] {dtype} on {packed.qweight.device} with stride(-1) == 1, got {describe(out)}"
+        )
     group_size, ppg = _layout_constexprs(packed)
-    num_sb = packed.qweight.shape[1] // _SB_WORDS
-    zeros = packed.zeros if packed.zeros is not None else packed.qweight
+    sb0, num_sb = k0 // sb_cols, cdiv(k, sb_cols)
+    g0 = k0 // packed.group_size if grouped else 0
+    # windows as views: the kernels take the data pointers (storage offsets included) and strides
+    qw = packed.qweight[r0:r1, sb0 * 16:]
+    scales = packed.scales[g0:, r0:]
+    zeros = packed.zeros[g0:, r0:] if packed.zeros is not None else qw
+    args = (out, qw, scales, zeros, n, k, packed.num_groups - g0, num_sb, out.stride(0), qw.stride(0),
+            packed.scales.stride(0))
+    grid = (cdiv(n, block_n), cdiv(num_sb, sb_per_prog))
     if version == 2:
-        _w4a16_dequant_v2_kernel[(cdiv(n, block_n), cdiv(num_sb, sb_per_prog))](
-            w, packed.qweight, packed.scales, zeros, n, k, packed.num_groups, num_sb,
-            w.stride(0), packed.qweight.stride(0),
-            BITS=packed.bits, GROUP_SIZE=group_size, HAS_ZEROS=packed.zeros is not None,
+        _w4a16_dequant_v2_kernel[grid](
+            *args, BITS=packed.bits, GROUP_SIZE=group_size, HAS_ZEROS=packed.zeros is not None,
             BLOCK_N=block_n, SB_PER_PROG=sb_per_prog, num_warps=num_warps,
         )
-        return w
-    _w4a16_dequant_kernel[(cdiv(n, block_n), cdiv(num_sb, sb_per_prog))](
-        w, packed.qweight, packed.scales, zeros, n, k, packed.num_groups, num_sb,
-        w.stride(0), packed.qweight.stride(0),
-        BITS=packed.bits, GROUP_SIZE=group_size, PPG=ppg, HAS_ZEROS=packed.zeros is not None,
+        return out
+    _w4a16_dequant_kernel[grid](
+        *args, BITS=packed.bits, GROUP_SIZE=group_size, PPG=ppg, HAS_ZEROS=packed.zeros is not None,
         BLOCK_N=block_n, SB_PER_PROG=sb_per_prog, num_warps=num_warps,
     )
-    return w
+    return out
 
 
 def w4a16_dequant_gemm(x: torch.Tensor, packed, bias: torch.Tensor | None = None) -> torch.Tensor:

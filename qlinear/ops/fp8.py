@@ -133,11 +133,9 @@ FP8_CUDA_MAX_M: "int | dict" = {
     None: 0,
 }
 
-# Launch config of the "cuda" kernel: code C * 100000000 + X * 10000000 + Q * 1000000 + S * 10000 + R *
-# 1000 + PF * 100 + W (csrc/fp8_gemv_launch.h; 0 = the launcher's automatic choice). C = 1: the S
-# split CTAs of a tile group form one cluster and sum through distributed shared memory instead of
-# the workspace (sm_90; with X = 1 and Q = 1). X = 1: each warp loads its next k-block's x before
-# multiplying the current one (R = 1 with PF 1 / 2, R = 2 with PF 1). Q = 1: x is quantized first by
+# Launch config of the "cuda" kernel: code X * 10000000 + Q * 1000000 + S * 10000 + R * 1000 + PF * 100
+# + W (csrc/fp8_gemv_launch.h; 0 = the launcher's automatic choice). X = 1: each warp loads its next
+# k-block's x before multiplying the current one (R = 1, PF 1 / 2). Q = 1: x is quantized first by
 # per_token_group_quant_fp8 (Triton, the same codes and scales) and the GEMM, launched with PDL,
 # reads the codes (fp8_block_gemv_preq) instead of re-quantizing x in every CTA. PF = 1, 2, 3 keep
 # that many k-blocks of weights in flight (compiled for R = 1, and PF <= 2 for R = 2).
@@ -163,6 +161,10 @@ FP8_CUDA_MAX_M: "int | dict" = {
 #   576x7168  M = 1 / 4 10041108 4.95 / 4.99 vs 41108 5.17 / 5.26; M = 16 11041108 6.39 vs 1041108 6.45
 # On 24576x1536 / 7168x16384 at M = 16 the best X codes (11011104) took 16.96 / 38.30 us against
 # Triton's 14.32 / 37.12: those shapes stay on Triton.
+# Session 25 runs 5-6 (benchmarks/results/session25, same method, quantizer early) tried a cluster
+# split (the S split CTAs of a tile group in one cluster, summed through distributed shared memory)
+# and x ahead at R = 2: 2112x7168 M = 16 whole path 9.13 (cluster, S = 2) vs 11011114 8.48; 576x7168
+# M = 16 6.54 vs 11041108 6.52, M = 9 6.09 vs 6.40. No win on a target shape: removed again.
 FP8_CUDA_CONFIG: "int | dict" = {
     (2112, 7168): ((8, 10011116), (16, 11011114, "early")),
     (1536, 7168): ((8, 10011116), (16, 11011116, "early")),

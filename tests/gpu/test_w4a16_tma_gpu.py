@@ -62,7 +62,7 @@ def test_every_code_big_shapes(lib, shape):
 def test_groups_dtypes_ragged(lib, group, asym, dtype):
     # N = 1040 (65 tiles: partial CTAs for R = 2 / 4), 48 (less than one R = 4 CTA); K = 1152 / 2304 / 128
     # with groups, 1000 / 520 / 120 per channel (columns past K inside the last superblock, stages past the
-    # last one, a pair split's second CTA without any; K = 128 / 120 narrower than the 144-column x box;
+    # last one, a pair split's second CTA without any; K = 128 / 120: a single superblock;
     # row strides still multiples of 8 elements, as the maps need at M > 1)
     sdt = torch.float16 if dtype == torch.float16 else torch.bfloat16
     ks = (1000, 520, 120) if group == -1 else (1152, 2304, 128)

@@ -123,6 +123,40 @@ if INTERPRETED:
         y = wt.w4a16_dequant_gemm(x, packed, bias)
         assert _rel(y, x.double() @ w.T + bias.double()) < 2e-3
 
+    @pytest.mark.parametrize("version", [1, 2])
+    @pytest.mark.parametrize("group", [64, -1])
+    @pytest.mark.parametrize("sym", SYM)
+    @pytest.mark.parametrize("bits", BITS)
+    def test_dequantize_window_into_out(bits, sym, group, version):
+        # a row / column window written into a slice of a wider buffer: exactly the reference's
+        # window, and nothing outside it touched
+        n, k = 56, 384
+        packed, _ = _data(n, k, group, bits, sym, seed=7 + bits)
+        full = ref.dequantize_w4a16(packed)
+        sbc = 16 * 32 // bits
+        for rows, cols in (((5, 43), (sbc, 320)), ((0, n), (2 * sbc, k)), ((17, 18), (0, 1))):
+            h, w = rows[1] - rows[0], cols[1] - cols[0]
+            buf = torch.full((h + 2, w + 9), float("nan"))
+            out = buf[1:h + 1, 3:w + 3]
+            got = wt.w4a16_dequantize(packed, torch.float32, rows=rows, cols=cols, out=out, block_n=16,
+                                      version=version)
+            assert got.data_ptr() == out.data_ptr()
+            assert torch.equal(out, full[rows[0]:rows[1], cols[0]:cols[1]])
+            outside = torch.ones_like(buf, dtype=torch.bool)
+            outside[1:h + 1, 3:w + 3] = False
+            assert bool(buf[outside].isnan().all())
+
+    def test_dequantize_window_errors():
+        packed, _ = _data(24, 256, 64, 4, True, seed=3)
+        with pytest.raises(ValueError, match=r"cols: .*multiple of 128"):
+            wt.w4a16_dequantize(packed, torch.float32, cols=(64, 256))
+        with pytest.raises(ValueError, match=r"rows: .*N=24"):
+            wt.w4a16_dequantize(packed, torch.float32, rows=(8, 25))
+        with pytest.raises(ValueError, match=r"out: expected \[24, 256\] torch.float32"):
+            wt.w4a16_dequantize(packed, torch.float32, out=torch.empty(24, 256, dtype=torch.float16))
+        with pytest.raises(ValueError, match=r"out: .*stride\(-1\) == 1"):
+            wt.w4a16_dequantize(packed, torch.float32, out=torch.empty(256, 24).t())
+
     def test_public_op_triton_backend():
         packed, w = _data(40, 128, 32, 4, True, seed=2)
         x = _x(2, 128, torch.float16, seed=3).view(1, 2, 128)
