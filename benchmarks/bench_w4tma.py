@@ -59,7 +59,7 @@ def main() -> None:
                 cfg = ops._cuda_auto_reg(xs[0], packs[0])
                 fns["reg"] = lambda i, c=cfg: ops.cuda_gemv(xs[i % 4], packs[i % nbuf], config=c, ring=-1)
             for code in lib.w4a16_ring_configs(nt):
-                if (code in args.codes if args.codes else code >= 20000) and (code // 10000 != 8 or args.diag):
+                if (code in args.codes if args.codes else code >= 20000) and (code < 80000 or args.diag):
                     name = f"tma {code}" if code >= 20000 else f"ring {code}"
                     fns[name] = lambda i, c=code: ops.cuda_gemv(xs[i % 4], packs[i % nbuf], ring=c)
             diag = tuple(nm for nm in fns if nm.startswith("tma 8"))

@@ -1,13 +1,11 @@
 // Torch binding of the W4A16 tensor-core decode launcher (w4a16_gemv_launch.h): checks devices,
 // dtypes, shapes and strides, then launches on the current CUDA stream.
 //   torch.ops.qlinear_C.w4a16_gemv(out, x, qweight, scales, zeros, bias, group_size, row_tiles=0,
-//                                  chunk=0, warps=0, pdl=0, ring=0, pipe=0, fold=0, counters=None) -> int
-//                                  (ring code used, or -warps for the register kernel; counters: zeroed
-//                                  int32 counters, needed by the TMA workspace-split codes, which leave
-//                                  them zeroed; the op allocates their fp32 workspace)
+//                                  chunk=0, warps=0, pdl=0, ring=0, pipe=0, fold=0) -> int   (ring
+//                                  code used, or -warps for the register kernel)
 //   torch.ops.qlinear_C.w4a16_gemv_supported(x, qweight, scales, zeros, group_size, row_tiles=0,
-//                                            chunk=0, warps=0, ring=0, pipe=0, fold=0, counters=None)
-//                                            -> int   (0 = supported, else a W4GemvSupport code)
+//                                            chunk=0, warps=0, ring=0, pipe=0, fold=0) -> int   (0 =
+//                                            supported, else a W4GemvSupport code)
 //   torch.ops.qlinear_C.w4a16_ring_configs(int nt) -> int[]   (compiled ring codes, then bulk ring codes >= 10000)
 //   torch.ops.qlinear_C.w4a16_reg_configs() -> int[]   (compiled register-kernel codes R U NT pipe)
 //   torch.ops.qlinear_C.w4a16_reg_fold_configs() -> int[]   (the codes also compiled with fold 1)
@@ -140,48 +138,23 @@ qlinear::W4GemvConfig make_config(int64_t row_tiles, int64_t chunk, int64_t warp
   return c;
 }
 
-void check_counters(const at::Tensor& counters, const at::Tensor& x);
-
-// The workspace split's counters (when given) into a, and its fp32 workspace: allocated here from the
-// caching allocator (stream-ordered; a graph capture owns it) when `ws` is given, else only counted as
-// available (the support query: the op allocates what it needs).
-void set_workspace(qlinear::W4GemvArgs& a, const qlinear::W4GemvConfig& cfg,
-                   const std::optional<at::Tensor>& counters, const at::Tensor& x, at::Tensor* ws) {
-  const qlinear::W4GemvWorkspace need = qlinear::w4_gemv_workspace(a, cfg);
-  if (need.floats == 0) return;
-  if (counters) {
-    check_counters(*counters, x);
-    a.counters = counters->data_ptr<int32_t>();
-    a.n_counters = counters->numel();
-  }
-  static float unallocated;  // the support query: a workspace the op would allocate
-  if (ws != nullptr) *ws = at::empty({need.floats}, x.options().dtype(at::kFloat));
-  a.ws = ws != nullptr ? ws->data_ptr<float>() : &unallocated;
-  a.ws_floats = need.floats;
-}
-
 int64_t w4a16_gemv_supported(const at::Tensor& x, const at::Tensor& qweight, const at::Tensor& scales,
                              const std::optional<at::Tensor>& zeros, int64_t group_size, int64_t row_tiles,
-                             int64_t chunk, int64_t warps, int64_t ring, int64_t pipe, int64_t fold,
-                             const std::optional<at::Tensor>& counters) {
-  qlinear::W4GemvArgs a = make_args(x, qweight, scales, zeros, group_size);
+                             int64_t chunk, int64_t warps, int64_t ring, int64_t pipe, int64_t fold) {
+  const qlinear::W4GemvArgs a = make_args(x, qweight, scales, zeros, group_size);
   const c10::cuda::CUDAGuard guard(x.device());
-  const qlinear::W4GemvConfig cfg = make_config(row_tiles, chunk, warps, 0, ring, pipe, fold);
-  set_workspace(a, cfg, counters, x, nullptr);
-  return static_cast<int64_t>(qlinear::w4_gemv_supported(a, cfg));
+  return static_cast<int64_t>(qlinear::w4_gemv_supported(a, make_config(row_tiles, chunk, warps, 0, ring, pipe, fold)));
 }
 
 int64_t w4a16_gemv(const at::Tensor& out, const at::Tensor& x, const at::Tensor& qweight, const at::Tensor& scales,
                    const std::optional<at::Tensor>& zeros, const std::optional<at::Tensor>& bias, int64_t group_size,
                    int64_t row_tiles, int64_t chunk, int64_t warps, int64_t pdl, int64_t ring, int64_t pipe,
-                   int64_t fold, const std::optional<at::Tensor>& counters) {
+                   int64_t fold) {
   qlinear::W4GemvArgs a = make_args(x, qweight, scales, zeros, group_size);
   set_out_bias(a, out, bias, x);
   if (a.m == 0 || a.n == 0) return 0;
   const c10::cuda::CUDAGuard guard(x.device());  // the support check reads the device's attributes
   const qlinear::W4GemvConfig cfg = make_config(row_tiles, chunk, warps, pdl, ring, pipe, fold);
-  at::Tensor ws;
-  set_workspace(a, cfg, counters, x, &ws);
   const qlinear::W4GemvSupport why = qlinear::w4_gemv_supported(a, cfg);
   TORCH_CHECK(why == qlinear::W4GemvSupport::kOk,
               msg::cat("qlinear w4a16_gemv: case not supported (code ", msg::num(static_cast<int>(why)), ": ",
@@ -337,12 +310,11 @@ std::vector<int64_t> w4a16_gemm_configs() { return code_list(qlinear::w4_gemm_co
 TORCH_LIBRARY_FRAGMENT(qlinear_C, m) {
   m.def(
       "w4a16_gemv(Tensor(a!) out, Tensor x, Tensor qweight, Tensor scales, Tensor? zeros, Tensor? bias, "
-      "int group_size, int row_tiles=0, int chunk=0, int warps=0, int pdl=0, int ring=0, int pipe=0, int fold=0, "
-      "Tensor(b!)? counters=None) -> int",
+      "int group_size, int row_tiles=0, int chunk=0, int warps=0, int pdl=0, int ring=0, int pipe=0, int fold=0) -> int",
       &w4a16_gemv);
   m.def(
       "w4a16_gemv_supported(Tensor x, Tensor qweight, Tensor scales, Tensor? zeros, int group_size, "
-      "int row_tiles=0, int chunk=0, int warps=0, int ring=0, int pipe=0, int fold=0, Tensor? counters=None) -> int",
+      "int row_tiles=0, int chunk=0, int warps=0, int ring=0, int pipe=0, int fold=0) -> int",
       &w4a16_gemv_supported);
   m.def("w4a16_ring_configs(int nt) -> int[]", &w4a16_ring_configs);
   m.def("w4a16_reg_configs() -> int[]", &w4a16_reg_configs);

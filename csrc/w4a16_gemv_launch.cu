@@ -171,10 +171,6 @@ W4GemvSupport w4_gemv_supported(const W4GemvArgs& a, const W4GemvConfig& cfg) {
     if (!ring_compiled(nt, c.ring)) return W4GemvSupport::kBadConfig;
     // refused here rather than failing in cudaFuncSetAttribute / the launch (cudaErrorInvalidValue)
     if (w4_ring_smem_bytes(c.ring, a.m) > static_cast<size_t>(smem_optin())) return W4GemvSupport::kTooMuchSmem;
-    const W4GemvWorkspace need = w4_gemv_workspace(a, cfg);
-    if (need.floats > 0 && (a.ws == nullptr || a.ws_floats < need.floats || a.counters == nullptr ||
-                            a.n_counters < need.counters))
-      return W4GemvSupport::kWorkspace;
     return W4GemvSupport::kOk;
   }
   const bool sub = sub_group(a);
@@ -206,19 +202,10 @@ const char* w4_gemv_support_reason(W4GemvSupport s) {
     case W4GemvSupport::kNoTma:
       return "TMA ring kernel needs sm_90+, groups >= 128 or per channel, fp16 / bf16 scales, N % 16 == 0, 16-byte "
              "aligned x / scales / zeros, x row stride % 8 == 0";
-    case W4GemvSupport::kWorkspace:
-      return "TMA workspace-split code without its fp32 workspace or int32 counters (one per row tile; "
-             "w4_gemv_workspace)";
     case W4GemvSupport::kTooMuchSmem:
       return "ring code's shared memory at this M exceeds the device's per-block opt-in limit";
   }
   return "unknown";
-}
-
-W4GemvWorkspace w4_gemv_workspace(const W4GemvArgs& a, const W4GemvConfig& cfg) {
-  const int code = w4_gemv_resolve(a, cfg).ring;
-  if (code < 20000 || a.m < 1 || a.m > 16) return {};
-  return {w4a16g::tma_workspace_floats(code, a.n, a.m > 8 ? 2 : 1), w4a16g::tma_counters(code, a.n)};
 }
 
 size_t w4_ring_smem_bytes(int code, int64_t m) {
@@ -264,10 +251,8 @@ cudaError_t launch_impl(const W4GemvArgs& a, cudaStream_t stream, const W4GemvCo
   const int nt = a.m > 8 ? 2 : 1;
   if (c.ring >= 20000) {
     // instances and tensor maps live in w4a16_tma_launch.cu
-    int* counters = reinterpret_cast<int*>(a.counters);
-    return a.x_dtype == W4GDType::kBFloat16
-               ? w4a16g::tma_dispatch_bf16(p, c.ring, nt, c.pdl > 0, a.ws, counters, stream)
-               : w4a16g::tma_dispatch_f16(p, c.ring, nt, c.pdl > 0, a.ws, counters, stream);
+    return a.x_dtype == W4GDType::kBFloat16 ? w4a16g::tma_dispatch_bf16(p, c.ring, nt, c.pdl > 0, stream)
+                                            : w4a16g::tma_dispatch_f16(p, c.ring, nt, c.pdl > 0, stream);
   }
   if (c.ring >= 10000) {
     // instances live in w4a16_bulk_bf16.cu / w4a16_bulk_f16.cu

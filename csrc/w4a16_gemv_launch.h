@@ -28,12 +28,6 @@ struct W4GemvArgs {
   int64_t m = 0, n = 0, k = 0;
   int64_t group_size = 128;  // K for per channel
   int64_t num_groups = 1;
-  // the TMA ring's workspace split (codes 4xxxx / 9xxxx): fp32 partial sums and zeroed int32 arrival
-  // counters the kernel leaves zeroed; sizes from w4_gemv_workspace
-  float* ws = nullptr;
-  int64_t ws_floats = 0;
-  int32_t* counters = nullptr;
-  int64_t n_counters = 0;
 };
 
 // Launch choices; zeros mean automatic. rows_tiles (R) * chunk (U) must be one of the compiled
@@ -49,8 +43,7 @@ struct W4GemvArgs {
 // cp.async: same stage layout and compute; needs N % 16 == 0, K % 128 == 0, 16-byte aligned x /
 // scales / zeros, x row stride % 8 == 0, else kNoBulk), only when asked for (auto never picks it).
 // 5-digit codes: 1 WR WK S ST (e.g. 11424 = the bulk 1424). F R KS ST CW with F = 2 (3: with the zero
-// fold, 7: the k-step split, 2 CW consumer warps in pairs, 5 / 6: the pair split without / with it, 9 / 4:
-// the workspace split without / with it, 8: a diagnostic without math) = the TMA ring
+// fold, 7: the k-step split, 2 CW consumer warps in pairs, 8: a diagnostic without math) = the TMA ring
 // kernel (w4a16_tma.cuh: one producer warp streams 16 R rows x KS superblocks per stage through ST
 // stages with tensor maps, CW consumer warps; sm_90, groups >= 128 or per channel, fp16 / bf16 scales,
 // N % 16 == 0, 16-byte aligned x / scales / zeros, x row stride % 8 == 0, else kNoTma).
@@ -90,7 +83,6 @@ enum class W4GemvSupport : int {
                       // opt-in limit (227 KB on sm_90: every compiled code fits there; smaller on sm_8x)
   kNoTma = 11,        // TMA ring asked for: not sm_90+, groups < 128, fp32 scales, N % 16 != 0, x / scales /
                       // zeros not 16-byte aligned or x row stride % 8 != 0
-  kWorkspace = 12,    // a TMA workspace-split code without the workspace / counters w4_gemv_workspace names
 };
 
 // A short reason for a W4GemvSupport value ("supported" for kOk), for error messages.
@@ -101,13 +93,6 @@ const char* w4_gemv_support_reason(W4GemvSupport s);
 size_t w4_ring_smem_bytes(int code, int64_t m);
 
 W4GemvSupport w4_gemv_supported(const W4GemvArgs& a, const W4GemvConfig& cfg);
-
-// The fp32 workspace values and int32 counters the resolved config of (a, cfg) needs (both 0 but for
-// a TMA workspace-split code): {floats, counters}.
-struct W4GemvWorkspace {
-  int64_t floats = 0, counters = 0;
-};
-W4GemvWorkspace w4_gemv_workspace(const W4GemvArgs& a, const W4GemvConfig& cfg);
 
 // The compiled ring shapes for M <= 8 (nt = 1) or M <= 16 (nt = 2), cp.async ring codes, bulk ring
 // codes (>= 10000), then TMA ring codes (>= 20000): writes up to `cap` codes, returns how many there are.

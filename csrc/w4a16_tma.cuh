@@ -65,31 +65,22 @@ struct TmaParams {
   int scale_bf16;  // 16-bit scales: bf16 (1) or fp16 (0)
   int off_x, off_s, off_z, stage_bytes, off_red, off_bar;
   uint32_t tx_bytes;  // bytes one stage's boxes land (out-of-bounds fill included)
-  float* ws;          // the workspace split (F = 4, 9): [row tiles][KP][V] fp32 partial sums
-  int* counters;      // ... and one arrival counter per row tile, zero before and after a launch
 };
 
 // Code digits: F * 10000 + R * 1000 + KS * 100 + ST * 10 + CW; F = 2 plain, 3 with the zero fold, 7
 // the k-step split (CW pairs of consumer warps, each pair splitting every superblock's 8 k-steps 4 / 4),
 // 5 the pair split (a cluster of two CTAs per row tile, each half of the stages, summed through
-// distributed shared memory), 6 both splits, 9 the workspace split (four CTAs per row tile, each a
-// quarter of the stages, no cluster: partial sums meet in a global workspace, the last CTA to arrive
-// adds them), 4 the workspace and k-step splits, 8 the diagnostic mode 1. One decoding for the
-// instances (TmaCode) and the host's grid, size and warp counts.
+// distributed shared memory), 6 both splits, 8 the diagnostic mode 1. One decoding for the instances
+// (TmaCode) and the host's grid, size and warp counts.
 struct TmaDigits {
   int f, r, ks, st, cw;
   int kh;  // consumer warps per superblock slot: 2 for the k-step split, else 1
-  int kp;  // CTAs per row tile: 2 for the pair split (one cluster), 4 for the workspace split, else 1
-  bool ws;  // the workspace split
+  int kp;  // CTAs per row tile (one cluster): 2 for the pair split, else 1
 };
 __host__ __device__ constexpr TmaDigits tma_digits(int code) {
   return {code / 10000, code / 1000 % 10, code / 100 % 10, code / 10 % 10, code % 10,
-          code / 10000 == 4 || code / 10000 == 6 || code / 10000 == 7 ? 2 : 1,
-          code / 10000 == 5 || code / 10000 == 6 ? 2 : (code / 10000 == 4 || code / 10000 == 9 ? 4 : 1),
-          code / 10000 == 4 || code / 10000 == 9};
+          code / 10000 == 6 || code / 10000 == 7 ? 2 : 1, code / 10000 == 5 || code / 10000 == 6 ? 2 : 1};
 }
-// fp32 values of one CTA's partial tile (R row tiles x NT token tiles of mma fragments)
-__host__ __device__ constexpr int tma_tile_values(int r, int nt) { return r * nt * 4 * 32; }
 // Warps of a CTA: CW * KH consumers and the producer.
 __host__ __device__ constexpr int tma_warps(int code) {
   return tma_digits(code).cw * tma_digits(code).kh + 1;
@@ -99,10 +90,9 @@ template <int C>
 struct TmaCode {
   static constexpr TmaDigits D = tma_digits(C);
   static constexpr int F = D.f, R = D.r, KS = D.ks, ST = D.st, CW = D.cw, KH = D.kh, KP = D.kp;
-  static constexpr bool WS = D.ws;
   static constexpr int FOLD = F == 3 ? 1 : 0, MODE = F == 8 ? 1 : 0;
-  static_assert(F >= 2 && F <= 9 && R >= 1 && KS >= 1 && ST >= 2 && CW >= 1 && KS % CW == 0,
-                "a TMA ring code is F R KS ST CW as decimal digits (F 2 .. 9), CW dividing KS, ST >= 2");
+  static_assert(F >= 2 && F <= 8 && F != 4 && R >= 1 && KS >= 1 && ST >= 2 && CW >= 1 && KS % CW == 0,
+                "a TMA ring code is F R KS ST CW as decimal digits (F 2 / 3 / 5 .. 8), CW dividing KS, ST >= 2");
 };
 
 struct TmaLayout {
@@ -128,7 +118,7 @@ __host__ __device__ constexpr TmaLayout tma_stage_layout(int r, int ks, int mb) 
 __host__ __device__ constexpr int tma_smem_bytes(int code, int nt, int mb) {
   const TmaDigits d = tma_digits(code);
   const int ring = d.st * tma_stage_layout(d.r, d.ks, mb).stage_bytes;
-  const int red = (d.cw * d.kh + (d.kp > 1 ? 1 : 0)) * tma_tile_values(d.r, nt) * 4;
+  const int red = (d.cw * d.kh + (d.kp > 1 ? 1 : 0)) * d.r * nt * 4 * 32 * 4;
   return ring + red + 16 * d.st;
 }
 
@@ -208,13 +198,12 @@ __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::
     tma_gemv_kernel(const __grid_constant__ TmaParams tp) {
   using D = TmaCode<C>;
   constexpr int R = D::R, KS = D::KS, ST = D::ST, CW = D::CW, KH = D::KH, KP = D::KP, FOLD = D::FOLD, MODE = D::MODE;
-  constexpr bool WS = D::WS;
   constexpr int U = KS / CW, NW = CW * KH, NI = 8 / KH;
   const Params& p = tp.p;
   extern __shared__ __align__(16) char smem[];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  // pair / workspace split: CTAs KP i .. KP i + KP - 1 (pair: one cluster, rank = part) take row tile
-  // i, each a KP-th of its stages
+  // pair split: CTAs KP i .. KP i + KP - 1 (one cluster; rank = part) take row tile i, each a KP-th
+  // of its stages (KP = 2 is compiled; the code holds for any KP)
   const int part = KP > 1 ? static_cast<int>(blockIdx.x) % KP : 0;
   const int row0 = static_cast<int>(blockIdx.x) / KP * (16 * R);
   const int nst_all = (p.nsb + KS - 1) / KS, per = (nst_all + KP - 1) / KP;
@@ -258,7 +247,7 @@ __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::
         tma_issue<R, KS>(tp, dst, bar, st_lo + st, row0, true);
       }
     }
-    if constexpr (KP > 1 && !WS) {
+    if constexpr (KP > 1) {
       // the consumers' two cluster barriers count every thread of the pair
       __syncwarp();
       cluster::sync();
@@ -307,38 +296,6 @@ __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::
       named_sync(1, 32 * NW);
       pdl::wait();
     });
-  } else if constexpr (WS) {
-    // workspace split: each CTA stores its warps' sum as plane `part` of its tile's workspace, then
-    // counts itself in (a fence before, so the planes are visible to whichever CTA counts last); the
-    // last CTA adds the KP planes in part order (the same bits whatever the arrival order), stores,
-    // and zeroes the counter for the next launch. The previous grid may still use the workspace and
-    // the counters until it completes: nothing is written before pdl::wait().
-    constexpr int V = tma_tile_values(R, NT);
-    const int tile = static_cast<int>(blockIdx.x) / KP;
-    float* planes = tp.ws + static_cast<int64_t>(tile) * KP * V;
-    stage_partials(tot, red);
-    named_sync(1, 32 * NW);
-    pdl::wait();
-    for (int v = threadIdx.x; v < V; v += 32 * NW) {
-      float s = 0.f;
-      for (int wi = 0; wi < NW; ++wi) s += red[wi * V + v];
-      planes[part * V + v] = s;
-    }
-    __threadfence();
-    named_sync(1, 32 * NW);
-    int* arrived = reinterpret_cast<int*>(red + NW * V);
-    if (threadIdx.x == 0) *arrived = atomicAdd(tp.counters + tile, 1);
-    named_sync(1, 32 * NW);
-    if (*arrived != KP - 1) return;
-    __threadfence();
-    for (int v = threadIdx.x; v < V; v += 32 * NW) {
-      float s = 0.f;
-#pragma unroll
-      for (int q = 0; q < KP; ++q) s += __ldcg(planes + q * V + v);  // L2: another SM's plane
-      const int ln = v & 31, c = (v >> 5) & 3, rn = v >> 7;
-      store_frag<XT>(p, row0 + (rn / NT) * 16, rn % NT, ln, c, s);
-    }
-    if (threadIdx.x == 0) tp.counters[tile] = 0;
   } else {
     // pair split: each CTA sums its warps' partials into `mine`; after a cluster barrier CTA
     // `part` sums the KP CTAs' values (distributed shared memory) for a KP-th of the tile, in part
@@ -384,9 +341,12 @@ __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::
 // 7.27 / 8.11 vs 6.98-7.09); quad splits (clusters of four, 44232 / 44242) took ~9 us at every M (not
 // every cluster of four is resident at once: a second wave); 112-row pair splits on 7168x16384 (67232
 // / 67242) 28.7-30.6 vs 19.9-27.4; sixteen-warp pair codes at two token tiles (run 4, M = 16) 62838
-// / 52848 8.24 / 8.49 vs 62434 6.97; all removed.
-constexpr int kTmaNT1[] = {32844, 22844, 22464, 22848, 21844, 82844, 52444, 44444, 44242};
-constexpr int kTmaNT2[] = {24444, 34444, 22444, 24464, 21844, 21848, 74444, 62434, 44444, 44242, 44272, 94444};
+// / 52848 8.24 / 8.49 vs 62434 6.97; all removed. Session 26 run 2 (benchmarks/results/session26/run2): a
+// workspace split (four CTAs per 64-row tile, a quarter of K each, no cluster, partial sums through a
+// global workspace: half the pair split's x bytes) lost at every M on 2112x7168 (M = 1 / 8 / 16: best
+// 6.17 / 6.55 / 8.69 vs 4.63 / 5.06 / 7.00 us) and on 7168x16384 M = 16 (34.64 vs 27.38); removed.
+constexpr int kTmaNT1[] = {32844, 22844, 22464, 22848, 21844, 82844, 52444};
+constexpr int kTmaNT2[] = {24444, 34444, 22444, 24464, 21844, 21848, 74444, 62434};
 
 template <size_t L>
 constexpr bool tma_codes_fit(const int (&codes)[L], int nt) {
@@ -403,21 +363,9 @@ constexpr bool tma_codes_fit(const int (&codes)[L], int nt) {
 static_assert(tma_codes_fit(kTmaNT1, 1) && tma_codes_fit(kTmaNT2, 2),
               "a TMA ring code exceeds 227 KB of smem or puts a box off 128-byte alignment");
 
-// fp32 workspace values a launch of `code` needs for n rows at nt token tiles (0 but for the workspace
-// split), and its counters (one per row tile).
-__host__ __device__ constexpr int64_t tma_workspace_floats(int code, int64_t n, int nt) {
-  return tma_digits(code).ws ? (n + 16 * tma_digits(code).r - 1) / (16 * tma_digits(code).r) * tma_digits(code).kp *
-                                   tma_tile_values(tma_digits(code).r, nt)
-                             : 0;
-}
-__host__ __device__ constexpr int64_t tma_counters(int code, int64_t n) {
-  return tma_digits(code).ws ? (n + 16 * tma_digits(code).r - 1) / (16 * tma_digits(code).r) : 0;
-}
-
-// Defined in w4a16_tma_launch.cu (the call's tensor maps, then the instance of `code`; ws / counters:
-// the workspace split's, tma_workspace_floats / tma_counters of them, else unused).
-cudaError_t tma_dispatch_bf16(const Params& p, int code, int nt, bool pdl, float* ws, int* counters, cudaStream_t s);
-cudaError_t tma_dispatch_f16(const Params& p, int code, int nt, bool pdl, float* ws, int* counters, cudaStream_t s);
+// Defined in w4a16_tma_launch.cu (the call's tensor maps, then the instance of `code`).
+cudaError_t tma_dispatch_bf16(const Params& p, int code, int nt, bool pdl, cudaStream_t s);
+cudaError_t tma_dispatch_f16(const Params& p, int code, int nt, bool pdl, cudaStream_t s);
 
 }  // namespace w4a16g
 }  // namespace qlinear

@@ -50,19 +50,16 @@ cudaError_t tma_launch(TmaParams& tp, bool pdl, cudaStream_t stream) {
   // a stage lands its weight, x and scale boxes (everything before the zero box), and the zero box
   // only when the layer has zero points
   tp.tx_bytes = static_cast<uint32_t>(l.off_z + (tp.p.zeros != nullptr ? D::KS * D::R * 16 : 0));
-  // KP CTAs per row tile: the pair split's are a cluster, the workspace split's are not
-  if (D::WS && (tp.ws == nullptr || tp.counters == nullptr)) return cudaErrorInvalidValue;
+  // the pair split: a cluster of two CTAs per row tile
   const dim3 grid(static_cast<unsigned>((tp.p.n + 16 * D::R - 1) / (16 * D::R) * D::KP));
   return launch_kernel(tma_gemv_kernel<XT, C, NT>, grid, dim3(32 * tma_warps(C)), static_cast<size_t>(smem), pdl,
-                       stream, tp, D::WS ? 1 : D::KP);
+                       stream, tp, D::KP);
 }
 
 template <typename XT>
-cudaError_t tma_dispatch(const Params& p, int code, int nt, bool pdl, float* ws, int* counters, cudaStream_t s) {
+cudaError_t tma_dispatch(const Params& p, int code, int nt, bool pdl, cudaStream_t s) {
   TmaParams tp{};
   tp.p = p;
-  tp.ws = ws;
-  tp.counters = counters;
   tp.mb = p.m < 8 * nt ? p.m : 8 * nt;
   tp.scale_bf16 = p.scale_kind == FKind::kBFloat16 ? 1 : 0;
   if (nt == 1)
@@ -74,11 +71,11 @@ cudaError_t tma_dispatch(const Params& p, int code, int nt, bool pdl, float* ws,
 
 }  // namespace
 
-cudaError_t tma_dispatch_bf16(const Params& p, int code, int nt, bool pdl, float* ws, int* counters, cudaStream_t s) {
-  return tma_dispatch<__nv_bfloat16>(p, code, nt, pdl, ws, counters, s);
+cudaError_t tma_dispatch_bf16(const Params& p, int code, int nt, bool pdl, cudaStream_t s) {
+  return tma_dispatch<__nv_bfloat16>(p, code, nt, pdl, s);
 }
-cudaError_t tma_dispatch_f16(const Params& p, int code, int nt, bool pdl, float* ws, int* counters, cudaStream_t s) {
-  return tma_dispatch<__half>(p, code, nt, pdl, ws, counters, s);
+cudaError_t tma_dispatch_f16(const Params& p, int code, int nt, bool pdl, cudaStream_t s) {
+  return tma_dispatch<__half>(p, code, nt, pdl, s);
 }
 
 }  // namespace w4a16g

@@ -857,10 +857,9 @@ def _cuda_gemv(x, packed, bias, config=None, pdl=None, ring=None):
     out = torch.empty((m, packed.n), dtype=x.dtype, device=x.device)
     if m == 0:
         return out
-    from qlinear.kernels import _pdl  # function-local: imports triton
-    from qlinear.kernels._splitk import locks
-
     if pdl is None:
+        from qlinear.kernels import _pdl  # function-local: imports triton
+
         pdl = m <= _pdl.PDL_MAX_M and _pdl.pdl_enabled(x.device)
     if ring is None:
         ring = -1 if config is not None else _CUDA_RING
@@ -874,10 +873,9 @@ def _cuda_gemv(x, packed, bias, config=None, pdl=None, ring=None):
     r, u, w = cfg[:3]
     pipe = cfg[3] if len(cfg) >= 4 else 0
     fold = cfg[4] if len(cfg) == 5 else 0
-    # counters: the TMA workspace split's (the op allocates its fp32 workspace); other kernels ignore them
     ops.w4a16_gemv(
         out, x, packed.qweight, packed.scales, packed.zeros, bias, packed.group_size, r, u, w, int(pdl), int(ring),
-        int(pipe), int(fold), locks(x.device),
+        int(pipe), int(fold),
     )
     return out
 
