@@ -72,14 +72,18 @@ struct TmaParams {
 // 5 the pair split (a cluster of two CTAs per row tile, each half of the stages, summed through
 // distributed shared memory), 6 both splits, 8 the diagnostic mode 1. One decoding for the instances
 // (TmaCode) and the host's grid, size and warp counts.
+// A sixth digit XD (code / 100000 = 1) is a diagnostic twin of the five-digit code: every lane reads
+// its x fragments from x row 0 (no bank conflicts; wrong results), to time the x reads' share.
 struct TmaDigits {
   int f, r, ks, st, cw;
   int kh;  // consumer warps per superblock slot: 2 for the k-step split, else 1
   int kp;  // CTAs per row tile (one cluster): 2 for the pair split, else 1
+  int xd;  // the x-row-0 diagnostic
 };
 __host__ __device__ constexpr TmaDigits tma_digits(int code) {
-  return {code / 10000, code / 1000 % 10, code / 100 % 10, code / 10 % 10, code % 10,
-          code / 10000 == 6 || code / 10000 == 7 ? 2 : 1, code / 10000 == 5 || code / 10000 == 6 ? 2 : 1};
+  return {code % 100000 / 10000, code / 1000 % 10, code / 100 % 10, code / 10 % 10, code % 10,
+          code % 100000 / 10000 == 6 || code % 100000 / 10000 == 7 ? 2 : 1,
+          code % 100000 / 10000 == 5 || code % 100000 / 10000 == 6 ? 2 : 1, code / 100000};
 }
 // Warps of a CTA: CW * KH consumers and the producer.
 __host__ __device__ constexpr int tma_warps(int code) {
@@ -90,7 +94,7 @@ template <int C>
 struct TmaCode {
   static constexpr TmaDigits D = tma_digits(C);
   static constexpr int F = D.f, R = D.r, KS = D.ks, ST = D.st, CW = D.cw, KH = D.kh, KP = D.kp;
-  static constexpr int FOLD = F == 3 ? 1 : 0, MODE = F == 8 ? 1 : 0;
+  static constexpr int FOLD = F == 3 ? 1 : 0, MODE = F == 8 ? 1 : 0, XD = D.xd;
   static_assert(F >= 2 && F <= 8 && F != 4 && R >= 1 && KS >= 1 && ST >= 2 && CW >= 1 && KS % CW == 0,
                 "a TMA ring code is F R KS ST CW as decimal digits (F 2 / 3 / 5 .. 8), CW dividing KS, ST >= 2");
 };
@@ -130,7 +134,7 @@ __device__ __forceinline__ void named_sync(int id, int threads) {
 // R row tiles, read from shared memory into the register kernel's chunk (x: k-steps I0 .. I0 + NI - 1
 // only). No branches: the scale kind is a select, and a symmetric layer's zero box holds 8s written once
 // (TMA never overwrites it).
-template <int R, int U, int NT, int CW, int I0 = 0, int NI = 8>
+template <int R, int U, int NT, int CW, int I0 = 0, int NI = 8, int XD = 0>
 __device__ __forceinline__ void tma_lds(const TmaParams& tp, const char* base, int w, int g, int t, int gj0, int sb0,
                                         RegChunk<U, R, NT>& c) {
   const Params& p = tp.p;
@@ -145,7 +149,7 @@ __device__ __forceinline__ void tma_lds(const TmaParams& tp, const char* base, i
     const char* xb = base + tp.off_x + j * (tp.mb * 256) + t * 8;
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt) {
-      const char* xr = xb + min(g + 8 * nt, tp.mb - 1) * 256;
+      const char* xr = XD ? xb : xb + min(g + 8 * nt, tp.mb - 1) * 256;
 #pragma unroll
       for (int i = I0; i < I0 + NI; ++i) c.x[u][nt][i] = *reinterpret_cast<const uint2*>(xr + i * 32);
     }
@@ -272,7 +276,7 @@ __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::
       [[maybe_unused]] constexpr int I0 = decltype(i0)::value;  // (the diagnostic mode reads nothing)
       [[maybe_unused]] RegChunk<U, R, NT> c;
       if constexpr (MODE != 1)
-        tma_lds<R, U, NT, CW, I0, NI>(tp, smem + slot * tp.stage_bytes, warp % CW, g, t, gj0, sb0, c);
+        tma_lds<R, U, NT, CW, I0, NI, D::XD>(tp, smem + slot * tp.stage_bytes, warp % CW, g, t, gj0, sb0, c);
       tma::mbar_arrive(empty0 + 8 * slot);
       if constexpr (MODE == 0) reg_compute<XT, U, R, NT, 0, FOLD, I0, NI>(c, tot, sink, magic);
     };
@@ -345,8 +349,8 @@ __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::
 // workspace split (four CTAs per 64-row tile, a quarter of K each, no cluster, partial sums through a
 // global workspace: half the pair split's x bytes) lost at every M on 2112x7168 (M = 1 / 8 / 16: best
 // 6.17 / 6.55 / 8.69 vs 4.63 / 5.06 / 7.00 us) and on 7168x16384 M = 16 (34.64 vs 27.38); removed.
-constexpr int kTmaNT1[] = {32844, 22844, 22464, 22848, 21844, 82844, 52444};
-constexpr int kTmaNT2[] = {24444, 34444, 22444, 24464, 21844, 21848, 74444, 62434};
+constexpr int kTmaNT1[] = {32844, 22844, 22464, 22848, 21844, 82844, 52444, 152444};
+constexpr int kTmaNT2[] = {24444, 34444, 22444, 24464, 21844, 21848, 74444, 62434, 162434, 174444};
 
 template <size_t L>
 constexpr bool tma_codes_fit(const int (&codes)[L], int nt) {
