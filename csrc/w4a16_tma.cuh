@@ -30,8 +30,9 @@
 // (offsets in TmaLayout): KS weight boxes [16 R rows][16 words] (a row's 64 bytes contiguous: the 8
 // lanes of a quarter warp read rows g, g + 1 as 128 contiguous bytes, no bank conflict), KS x boxes
 // [MB rows][128 columns] (MB = min(M, 8 NT) rows; lanes of row g >= M read row M - 1, a broadcast at
-// M = 1), one scale box [KS groups][16 R rows] of 16-bit scales (per channel: G = 1) and one zero box
-// of the same shape (a symmetric layer's holds 8s, written once at the start; no copy lands there).
+// M = 1; at two token tiles each as two swizzled 64-column halves: kTmaXHalf), one scale box [KS
+// groups][16 R rows] of 16-bit scales (per channel: G = 1) and one zero box of the same shape (a
+// symmetric layer's holds 8s, written once at the start; no copy lands there).
 // Boxes past N, K or the last group land as zeros (TMA out-of-bounds fill): a zero x column or a zero
 // scale adds nothing, so a ragged last stage needs no bounds tests.
 // Consumer warp w takes the stage's superblocks j = w, w + CW, ... (U = KS / CW of them) for all R row
@@ -99,8 +100,20 @@ struct TmaCode {
                 "a TMA ring code is F R KS ST CW as decimal digits (F 2 / 3 / 5 .. 8), CW dividing KS, ST >= 2");
 };
 
+// x of one superblock in a stage. One token tile (M <= 8): [MB rows][256 B]. Two (M = 9 .. 16): two
+// halves (columns 0-63, 64-127) of [MB rows][128 B] in TMA's 128-byte swizzle (16-byte chunk c of row
+// r stored at chunk c ^ (r & 7)), each kTmaXHalf bytes (room for 16 rows) and 1024-byte aligned, so
+// that the eight token rows an LDS.64 reads spread over all banks; with rows 256 bytes apart they all
+// hit the same eight banks (session 26 run 3: reading every fragment from row 0 instead took 2112x7168
+// M = 16 from 7.05 to 6.08 us, 7168x16384 from 27.61 to 24.78).
+constexpr int kTmaXHalf = 2048;
+__host__ __device__ constexpr int tma_x_sb_bytes(int nt, int mb) { return nt == 2 ? 2 * kTmaXHalf : mb * 256; }
+// the ring's alignment: stages and the swizzled halves 1024 bytes at two token tiles
+__host__ __device__ constexpr int tma_ring_align(int nt) { return nt == 2 ? 1024 : 128; }
+
 struct TmaLayout {
   int off_x, off_s, off_z, stage_bytes;
+  int landed;  // bytes the weight, x and scale boxes land (the zero box adds ks * r * 16)
 };
 
 // One stage's layout for r row tiles, ks superblocks and mb x rows (16-bit scales; stages 128-byte
@@ -109,21 +122,36 @@ struct TmaLayout {
 // 4; session 25 run 3's 112-row codes, r * ks = 14, failed). x rows stay 256 bytes apart: session 25 run 6 padded them to
 // 288 (144-column boxes, no bank conflicts on the x reads) and every M from 4 on got slower (2112x7168
 // M = 4 / 8 / 16: 5.36 / 5.97 / 9.25 vs 4.87 / 5.06 / 6.97 us).
-__host__ __device__ constexpr TmaLayout tma_stage_layout(int r, int ks, int mb) {
+__host__ __device__ constexpr TmaLayout tma_stage_layout(int r, int ks, int mb, int nt) {
   const int w = ks * r * 16 * 64;
-  const int x = ks * mb * 256;
+  const int x = ks * tma_x_sb_bytes(nt, mb);
   const int s = ks * r * 16 * 2;
   const int z = ks * r * 16;
-  return {w, w + x, w + x + s, (w + x + s + z + 127) / 128 * 128};
+  const int a = tma_ring_align(nt);
+  return {w, w + x, w + x + s, (w + x + s + z + a - 1) / a * a, w + ks * mb * 256 + s};
 }
 
 // Dynamic shared memory of code C at mb x rows: ST stages, the cross-warp reduction (with the pair
-// split one more tile: the CTA's sum, which the other CTA reads), ST full and ST empty mbarriers.
+// split one more tile: the CTA's sum, which the other CTA reads), ST full and ST empty mbarriers, and
+// at two token tiles the slack that aligns the ring to 1024 bytes.
 __host__ __device__ constexpr int tma_smem_bytes(int code, int nt, int mb) {
   const TmaDigits d = tma_digits(code);
-  const int ring = d.st * tma_stage_layout(d.r, d.ks, mb).stage_bytes;
+  const int ring = d.st * tma_stage_layout(d.r, d.ks, mb, nt).stage_bytes;
   const int red = (d.cw * d.kh + (d.kp > 1 ? 1 : 0)) * d.r * nt * 4 * 32 * 4;
-  return ring + red + 16 * d.st;
+  return ring + red + 16 * d.st + (nt == 2 ? 1024 : 0);
+}
+
+// The lane's byte offsets of its x fragments inside a swizzled half (two token tiles), per token tile
+// and 32-byte column group a (k-steps a and a + 4): row `row`, 16-byte chunk 2 a + t / 2 moved to
+// (2 a + t / 2) ^ (row & 7), 8 bytes into it for odd t.
+template <int NT>
+__device__ __forceinline__ void tma_x_offsets(int mb, int g, int t, int (&xo)[NT][4]) {
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt) {
+    const int row = min(g + 8 * nt, mb - 1);
+#pragma unroll
+    for (int a = 0; a < 4; ++a) xo[nt][a] = row * 128 + (((2 * a + (t >> 1)) ^ (row & 7)) << 4) + ((t & 1) << 3);
+  }
 }
 
 __device__ __forceinline__ void named_sync(int id, int threads) {
@@ -136,7 +164,7 @@ __device__ __forceinline__ void named_sync(int id, int threads) {
 // (TMA never overwrites it).
 template <int R, int U, int NT, int CW, int I0 = 0, int NI = 8, int XD = 0>
 __device__ __forceinline__ void tma_lds(const TmaParams& tp, const char* base, int w, int g, int t, int gj0, int sb0,
-                                        RegChunk<U, R, NT>& c) {
+                                        const int (&xo)[NT][4], RegChunk<U, R, NT>& c) {
   const Params& p = tp.p;
 #pragma unroll
   for (int u = 0; u < U; ++u) {
@@ -146,12 +174,22 @@ __device__ __forceinline__ void tma_lds(const TmaParams& tp, const char* base, i
     for (int r = 0; r < R; ++r)
 #pragma unroll
       for (int h = 0; h < 2; ++h) c.w[u][r][h] = *reinterpret_cast<const uint4*>(wb + (r * 16 + 8 * h) * 64);
-    const char* xb = base + tp.off_x + j * (tp.mb * 256) + t * 8;
+    if constexpr (NT == 2) {
+      const char* xb = base + tp.off_x + j * (2 * kTmaXHalf);
 #pragma unroll
-    for (int nt = 0; nt < NT; ++nt) {
-      const char* xr = XD ? xb : xb + min(g + 8 * nt, tp.mb - 1) * 256;
+      for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
-      for (int i = I0; i < I0 + NI; ++i) c.x[u][nt][i] = *reinterpret_cast<const uint2*>(xr + i * 32);
+        for (int i = I0; i < I0 + NI; ++i)
+          c.x[u][nt][i] = *reinterpret_cast<const uint2*>(
+              xb + (i >> 2) * kTmaXHalf + (XD ? ((2 * (i & 3) + (t >> 1)) << 4) + ((t & 1) << 3) : xo[nt][i & 3]));
+    } else {
+      const char* xb = base + tp.off_x + j * (tp.mb * 256) + t * 8;
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+        const char* xr = XD ? xb : xb + min(g + 8 * nt, tp.mb - 1) * 256;
+#pragma unroll
+        for (int i = I0; i < I0 + NI; ++i) c.x[u][nt][i] = *reinterpret_cast<const uint2*>(xr + i * 32);
+      }
     }
     // the stage's scale / zero boxes start at group gj0; superblock sb0 + j is in group_of_sb(sb0 + j)
     const int e0 = (group_of_sb(sb0 + j, p.grp_mul) - gj0) * (R * 16) + g;
@@ -169,8 +207,8 @@ __device__ __forceinline__ void tma_lds(const TmaParams& tp, const char* base, i
 }
 
 // The producer's copies of stage st into slot `dst` (barrier bar): weights, scales and zero points
-// (wx false) or x (wx true).
-template <int R, int KS>
+// (wx false) or x (wx true; two swizzled halves per superblock at two token tiles).
+template <int R, int KS, int NT>
 __device__ __forceinline__ void tma_issue(const TmaParams& tp, uint32_t dst, uint32_t bar, int st, int row0, bool wx) {
   const int sb0 = st * KS;
   if (!wx) {
@@ -179,6 +217,13 @@ __device__ __forceinline__ void tma_issue(const TmaParams& tp, uint32_t dst, uin
     const int g0 = group_of_sb(sb0, tp.p.grp_mul);
     tma::tensor_copy_2d(dst + tp.off_s, &tp.smap, row0, g0, bar);
     if (tp.p.zeros != nullptr) tma::tensor_copy_2d(dst + tp.off_z, &tp.zmap, row0, g0, bar);
+  } else if constexpr (NT == 2) {
+#pragma unroll
+    for (int j = 0; j < KS; ++j)
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+        tma::tensor_copy_2d(dst + tp.off_x + j * (2 * kTmaXHalf) + h * kTmaXHalf, &tp.xmap, (sb0 + j) * 128 + h * 64, 0,
+                            bar);
   } else {
 #pragma unroll
     for (int j = 0; j < KS; ++j) tma::tensor_copy_2d(dst + tp.off_x + j * (tp.mb * 256), &tp.xmap, (sb0 + j) * 128, 0, bar);
@@ -204,7 +249,9 @@ __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::
   constexpr int R = D::R, KS = D::KS, ST = D::ST, CW = D::CW, KH = D::KH, KP = D::KP, FOLD = D::FOLD, MODE = D::MODE;
   constexpr int U = KS / CW, NW = CW * KH, NI = 8 / KH;
   const Params& p = tp.p;
-  extern __shared__ __align__(16) char smem[];
+  extern __shared__ __align__(16) char smem_raw[];
+  // two token tiles: the ring 1024-byte aligned (TMA's 128-byte swizzle is a function of the address)
+  char* smem = NT == 2 ? smem_raw + ((1024u - (tma::smem_u32(smem_raw) & 1023u)) & 1023u) : smem_raw;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   // pair split: CTAs KP i .. KP i + KP - 1 (one cluster; rank = part) take row tile i, each a KP-th
   // of its stages (KP = 2 is compiled; the code holds for any KP)
@@ -237,18 +284,18 @@ __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::
       const int pro = nst < ST ? nst : ST;
       for (int s = 0; s < pro; ++s) {
         tma::mbar_arrive_tx(full0 + 8 * s, tp.tx_bytes);
-        tma_issue<R, KS>(tp, tma::smem_u32(smem + s * tp.stage_bytes), full0 + 8 * s, st_lo + s, row0, false);
+        tma_issue<R, KS, NT>(tp, tma::smem_u32(smem + s * tp.stage_bytes), full0 + 8 * s, st_lo + s, row0, false);
       }
       pdl::wait();
       for (int s = 0; s < pro; ++s)
-        tma_issue<R, KS>(tp, tma::smem_u32(smem + s * tp.stage_bytes), full0 + 8 * s, st_lo + s, row0, true);
+        tma_issue<R, KS, NT>(tp, tma::smem_u32(smem + s * tp.stage_bytes), full0 + 8 * s, st_lo + s, row0, true);
       for (int st = ST; st < nst; ++st) {
         const int slot = st % ST;
         tma::mbar_wait(empty0 + 8 * slot, static_cast<uint32_t>((st / ST - 1) & 1));
         const uint32_t dst = tma::smem_u32(smem + slot * tp.stage_bytes), bar = full0 + 8 * slot;
         tma::mbar_arrive_tx(bar, tp.tx_bytes);
-        tma_issue<R, KS>(tp, dst, bar, st_lo + st, row0, false);
-        tma_issue<R, KS>(tp, dst, bar, st_lo + st, row0, true);
+        tma_issue<R, KS, NT>(tp, dst, bar, st_lo + st, row0, false);
+        tma_issue<R, KS, NT>(tp, dst, bar, st_lo + st, row0, true);
       }
     }
     if constexpr (KP > 1) {
@@ -261,6 +308,8 @@ __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::
   }
 
   const int g = lane >> 2, t = lane & 3;
+  int xo[NT][4];
+  if constexpr (NT == 2) tma_x_offsets<NT>(tp.mb, g, t, xo);
   const uint32_t magic = magic_reg<XT>();
   float tot[R][NT][4];
   zero_tot(tot);
@@ -276,7 +325,7 @@ __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::
       [[maybe_unused]] constexpr int I0 = decltype(i0)::value;  // (the diagnostic mode reads nothing)
       [[maybe_unused]] RegChunk<U, R, NT> c;
       if constexpr (MODE != 1)
-        tma_lds<R, U, NT, CW, I0, NI, D::XD>(tp, smem + slot * tp.stage_bytes, warp % CW, g, t, gj0, sb0, c);
+        tma_lds<R, U, NT, CW, I0, NI, D::XD>(tp, smem + slot * tp.stage_bytes, warp % CW, g, t, gj0, sb0, xo, c);
       tma::mbar_arrive(empty0 + 8 * slot);
       if constexpr (MODE == 0) reg_compute<XT, U, R, NT, 0, FOLD, I0, NI>(c, tot, sink, magic);
     };
@@ -358,7 +407,7 @@ constexpr bool tma_codes_fit(const int (&codes)[L], int nt) {
     if (tma_smem_bytes(codes[i], nt, 8 * nt) > static_cast<int>(kSm90SmemOptin)) return false;
     const TmaDigits d = tma_digits(codes[i]);
     for (int mb = 1; mb <= 8 * nt; ++mb) {
-      const TmaLayout l = tma_stage_layout(d.r, d.ks, mb);
+      const TmaLayout l = tma_stage_layout(d.r, d.ks, mb, nt);
       if (l.off_s % 128 != 0 || l.off_z % 128 != 0) return false;
     }
   }
