@@ -30,7 +30,7 @@
 // (offsets in TmaLayout): KS weight boxes [16 R rows][16 words] (a row's 64 bytes contiguous: the 8
 // lanes of a quarter warp read rows g, g + 1 as 128 contiguous bytes, no bank conflict), KS x boxes
 // [MB rows][128 columns] (MB = min(M, 8 NT) rows; lanes of row g >= M read row M - 1, a broadcast at
-// M = 1; at two token tiles each as two swizzled 64-column halves: kTmaXHalf), one scale box [KS
+// M = 1; with SW, codes 1xxxxx at two token tiles, two swizzled 64-column halves: kTmaXHalf), one scale box [KS
 // groups][16 R rows] of 16-bit scales (per channel: G = 1) and one zero box of the same shape (a
 // symmetric layer's holds 8s, written once at the start; no copy lands there).
 // Boxes past N, K or the last group land as zeros (TMA out-of-bounds fill): a zero x column or a zero
@@ -73,13 +73,13 @@ struct TmaParams {
 // 5 the pair split (a cluster of two CTAs per row tile, each half of the stages, summed through
 // distributed shared memory), 6 both splits, 8 the diagnostic mode 1. One decoding for the instances
 // (TmaCode) and the host's grid, size and warp counts.
-// A sixth digit XD (code / 100000 = 1) is a diagnostic twin of the five-digit code: every lane reads
-// its x fragments from x row 0 (no bank conflicts; wrong results), to time the x reads' share.
+// A sixth digit SW = 1 (code / 100000) puts x in TMA's 128-byte swizzle at two token tiles (see
+// kTmaXHalf); the five-digit code's layout otherwise.
 struct TmaDigits {
   int f, r, ks, st, cw;
   int kh;  // consumer warps per superblock slot: 2 for the k-step split, else 1
   int kp;  // CTAs per row tile (one cluster): 2 for the pair split, else 1
-  int xd;  // the x-row-0 diagnostic
+  int sw;  // swizzled x (two token tiles)
 };
 __host__ __device__ constexpr TmaDigits tma_digits(int code) {
   return {code % 100000 / 10000, code / 1000 % 10, code / 100 % 10, code / 10 % 10, code % 10,
@@ -95,21 +95,25 @@ template <int C>
 struct TmaCode {
   static constexpr TmaDigits D = tma_digits(C);
   static constexpr int F = D.f, R = D.r, KS = D.ks, ST = D.st, CW = D.cw, KH = D.kh, KP = D.kp;
-  static constexpr int FOLD = F == 3 ? 1 : 0, MODE = F == 8 ? 1 : 0, XD = D.xd;
+  static constexpr int FOLD = F == 3 ? 1 : 0, MODE = F == 8 ? 1 : 0, SW = D.sw;
   static_assert(F >= 2 && F <= 8 && F != 4 && R >= 1 && KS >= 1 && ST >= 2 && CW >= 1 && KS % CW == 0,
                 "a TMA ring code is F R KS ST CW as decimal digits (F 2 / 3 / 5 .. 8), CW dividing KS, ST >= 2");
 };
 
-// x of one superblock in a stage. One token tile (M <= 8): [MB rows][256 B]. Two (M = 9 .. 16): two
-// halves (columns 0-63, 64-127) of [MB rows][128 B] in TMA's 128-byte swizzle (16-byte chunk c of row
-// r stored at chunk c ^ (r & 7)), each kTmaXHalf bytes (room for 16 rows) and 1024-byte aligned, so
-// that the eight token rows an LDS.64 reads spread over all banks; with rows 256 bytes apart they all
-// hit the same eight banks (session 26 run 3: reading every fragment from row 0 instead took 2112x7168
-// M = 16 from 7.05 to 6.08 us, 7168x16384 from 27.61 to 24.78).
+// x of one superblock in a stage: [MB rows][256 B], or with SW (two token tiles only) two halves
+// (columns 0-63, 64-127) of [MB rows][128 B] in TMA's 128-byte swizzle (16-byte chunk c of row r stored
+// at chunk c ^ (r & 7)), each kTmaXHalf bytes (room for 16 rows) and 1024-byte aligned, so that the
+// eight token rows an LDS.64 reads spread over all banks; with rows 256 bytes apart they all hit the
+// same eight banks. Session 26 run 3 (benchmarks/results/session26/run3): every x fragment read from row
+// 0 instead (no conflicts, wrong results) took 2112x7168 M = 16 62434 from 7.05 to 6.08 us and
+// 7168x16384 M = 16 74444 from 27.61 to 24.78. Run 4 (every two-token-tile code swizzled): 2112x7168
+// gained nothing (62434 M = 9 / 12 / 16 6.96 / 6.93 / 7.02; its row-0 twin 6.69 / 6.44 / 6.49: the halves'
+// extra copies cost about what the conflicts did), 7168x16384 M = 16 24444 26.39 vs 74444 28.43 (run 3,
+// unswizzled: 27.61): so only 124444 is swizzled.
 constexpr int kTmaXHalf = 2048;
-__host__ __device__ constexpr int tma_x_sb_bytes(int nt, int mb) { return nt == 2 ? 2 * kTmaXHalf : mb * 256; }
-// the ring's alignment: stages and the swizzled halves 1024 bytes at two token tiles
-__host__ __device__ constexpr int tma_ring_align(int nt) { return nt == 2 ? 1024 : 128; }
+__host__ __device__ constexpr int tma_x_sb_bytes(bool sw, int mb) { return sw ? 2 * kTmaXHalf : mb * 256; }
+// the ring's alignment: stages (and so the swizzled halves) 1024 bytes with SW
+__host__ __device__ constexpr int tma_ring_align(bool sw) { return sw ? 1024 : 128; }
 
 struct TmaLayout {
   int off_x, off_s, off_z, stage_bytes;
@@ -122,26 +126,28 @@ struct TmaLayout {
 // 4; session 25 run 3's 112-row codes, r * ks = 14, failed). x rows stay 256 bytes apart: session 25 run 6 padded them to
 // 288 (144-column boxes, no bank conflicts on the x reads) and every M from 4 on got slower (2112x7168
 // M = 4 / 8 / 16: 5.36 / 5.97 / 9.25 vs 4.87 / 5.06 / 6.97 us).
-__host__ __device__ constexpr TmaLayout tma_stage_layout(int r, int ks, int mb, int nt) {
+__host__ __device__ constexpr TmaLayout tma_stage_layout(int r, int ks, int mb, bool sw) {
   const int w = ks * r * 16 * 64;
-  const int x = ks * tma_x_sb_bytes(nt, mb);
+  const int x = ks * tma_x_sb_bytes(sw, mb);
   const int s = ks * r * 16 * 2;
   const int z = ks * r * 16;
-  const int a = tma_ring_align(nt);
+  const int a = tma_ring_align(sw);
   return {w, w + x, w + x + s, (w + x + s + z + a - 1) / a * a, w + ks * mb * 256 + s};
 }
 
 // Dynamic shared memory of code C at mb x rows: ST stages, the cross-warp reduction (with the pair
 // split one more tile: the CTA's sum, which the other CTA reads), ST full and ST empty mbarriers, and
-// at two token tiles the slack that aligns the ring to 1024 bytes.
+// with swizzled x the slack that aligns the ring to 1024 bytes.
+__host__ __device__ constexpr bool tma_swizzled(int code, int nt) { return tma_digits(code).sw == 1 && nt == 2; }
 __host__ __device__ constexpr int tma_smem_bytes(int code, int nt, int mb) {
   const TmaDigits d = tma_digits(code);
-  const int ring = d.st * tma_stage_layout(d.r, d.ks, mb, nt).stage_bytes;
+  const bool sw = tma_swizzled(code, nt);
+  const int ring = d.st * tma_stage_layout(d.r, d.ks, mb, sw).stage_bytes;
   const int red = (d.cw * d.kh + (d.kp > 1 ? 1 : 0)) * d.r * nt * 4 * 32 * 4;
-  return ring + red + 16 * d.st + (nt == 2 ? 1024 : 0);
+  return ring + red + 16 * d.st + (sw ? 1024 : 0);
 }
 
-// The lane's byte offsets of its x fragments inside a swizzled half (two token tiles), per token tile
+// The lane's byte offsets of its x fragments inside a swizzled half (SW), per token tile
 // and 32-byte column group a (k-steps a and a + 4): row `row`, 16-byte chunk 2 a + t / 2 moved to
 // (2 a + t / 2) ^ (row & 7), 8 bytes into it for odd t.
 template <int NT>
@@ -162,7 +168,7 @@ __device__ __forceinline__ void named_sync(int id, int threads) {
 // R row tiles, read from shared memory into the register kernel's chunk (x: k-steps I0 .. I0 + NI - 1
 // only). No branches: the scale kind is a select, and a symmetric layer's zero box holds 8s written once
 // (TMA never overwrites it).
-template <int R, int U, int NT, int CW, int I0 = 0, int NI = 8, int XD = 0>
+template <int R, int U, int NT, int CW, int I0 = 0, int NI = 8, bool SW = false>
 __device__ __forceinline__ void tma_lds(const TmaParams& tp, const char* base, int w, int g, int t, int gj0, int sb0,
                                         const int (&xo)[NT][4], RegChunk<U, R, NT>& c) {
   const Params& p = tp.p;
@@ -174,19 +180,18 @@ __device__ __forceinline__ void tma_lds(const TmaParams& tp, const char* base, i
     for (int r = 0; r < R; ++r)
 #pragma unroll
       for (int h = 0; h < 2; ++h) c.w[u][r][h] = *reinterpret_cast<const uint4*>(wb + (r * 16 + 8 * h) * 64);
-    if constexpr (NT == 2) {
+    if constexpr (SW) {
       const char* xb = base + tp.off_x + j * (2 * kTmaXHalf);
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
         for (int i = I0; i < I0 + NI; ++i)
-          c.x[u][nt][i] = *reinterpret_cast<const uint2*>(
-              xb + (i >> 2) * kTmaXHalf + (XD ? ((2 * (i & 3) + (t >> 1)) << 4) + ((t & 1) << 3) : xo[nt][i & 3]));
+          c.x[u][nt][i] = *reinterpret_cast<const uint2*>(xb + (i >> 2) * kTmaXHalf + xo[nt][i & 3]);
     } else {
       const char* xb = base + tp.off_x + j * (tp.mb * 256) + t * 8;
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) {
-        const char* xr = XD ? xb : xb + min(g + 8 * nt, tp.mb - 1) * 256;
+        const char* xr = xb + min(g + 8 * nt, tp.mb - 1) * 256;
 #pragma unroll
         for (int i = I0; i < I0 + NI; ++i) c.x[u][nt][i] = *reinterpret_cast<const uint2*>(xr + i * 32);
       }
@@ -207,8 +212,8 @@ __device__ __forceinline__ void tma_lds(const TmaParams& tp, const char* base, i
 }
 
 // The producer's copies of stage st into slot `dst` (barrier bar): weights, scales and zero points
-// (wx false) or x (wx true; two swizzled halves per superblock at two token tiles).
-template <int R, int KS, int NT>
+// (wx false) or x (wx true; two swizzled halves per superblock with SW).
+template <int R, int KS, bool SW>
 __device__ __forceinline__ void tma_issue(const TmaParams& tp, uint32_t dst, uint32_t bar, int st, int row0, bool wx) {
   const int sb0 = st * KS;
   if (!wx) {
@@ -217,7 +222,7 @@ __device__ __forceinline__ void tma_issue(const TmaParams& tp, uint32_t dst, uin
     const int g0 = group_of_sb(sb0, tp.p.grp_mul);
     tma::tensor_copy_2d(dst + tp.off_s, &tp.smap, row0, g0, bar);
     if (tp.p.zeros != nullptr) tma::tensor_copy_2d(dst + tp.off_z, &tp.zmap, row0, g0, bar);
-  } else if constexpr (NT == 2) {
+  } else if constexpr (SW) {
 #pragma unroll
     for (int j = 0; j < KS; ++j)
 #pragma unroll
@@ -248,10 +253,11 @@ __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::
   using D = TmaCode<C>;
   constexpr int R = D::R, KS = D::KS, ST = D::ST, CW = D::CW, KH = D::KH, KP = D::KP, FOLD = D::FOLD, MODE = D::MODE;
   constexpr int U = KS / CW, NW = CW * KH, NI = 8 / KH;
+  constexpr bool SW = tma_swizzled(C, NT);
   const Params& p = tp.p;
   extern __shared__ __align__(16) char smem_raw[];
-  // two token tiles: the ring 1024-byte aligned (TMA's 128-byte swizzle is a function of the address)
-  char* smem = NT == 2 ? smem_raw + ((1024u - (tma::smem_u32(smem_raw) & 1023u)) & 1023u) : smem_raw;
+  // swizzled x: the ring 1024-byte aligned (TMA's 128-byte swizzle is a function of the address)
+  char* smem = SW ? smem_raw + ((1024u - (tma::smem_u32(smem_raw) & 1023u)) & 1023u) : smem_raw;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   // pair split: CTAs KP i .. KP i + KP - 1 (one cluster; rank = part) take row tile i, each a KP-th
   // of its stages (KP = 2 is compiled; the code holds for any KP)
@@ -284,18 +290,18 @@ __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::
       const int pro = nst < ST ? nst : ST;
       for (int s = 0; s < pro; ++s) {
         tma::mbar_arrive_tx(full0 + 8 * s, tp.tx_bytes);
-        tma_issue<R, KS, NT>(tp, tma::smem_u32(smem + s * tp.stage_bytes), full0 + 8 * s, st_lo + s, row0, false);
+        tma_issue<R, KS, SW>(tp, tma::smem_u32(smem + s * tp.stage_bytes), full0 + 8 * s, st_lo + s, row0, false);
       }
       pdl::wait();
       for (int s = 0; s < pro; ++s)
-        tma_issue<R, KS, NT>(tp, tma::smem_u32(smem + s * tp.stage_bytes), full0 + 8 * s, st_lo + s, row0, true);
+        tma_issue<R, KS, SW>(tp, tma::smem_u32(smem + s * tp.stage_bytes), full0 + 8 * s, st_lo + s, row0, true);
       for (int st = ST; st < nst; ++st) {
         const int slot = st % ST;
         tma::mbar_wait(empty0 + 8 * slot, static_cast<uint32_t>((st / ST - 1) & 1));
         const uint32_t dst = tma::smem_u32(smem + slot * tp.stage_bytes), bar = full0 + 8 * slot;
         tma::mbar_arrive_tx(bar, tp.tx_bytes);
-        tma_issue<R, KS, NT>(tp, dst, bar, st_lo + st, row0, false);
-        tma_issue<R, KS, NT>(tp, dst, bar, st_lo + st, row0, true);
+        tma_issue<R, KS, SW>(tp, dst, bar, st_lo + st, row0, false);
+        tma_issue<R, KS, SW>(tp, dst, bar, st_lo + st, row0, true);
       }
     }
     if constexpr (KP > 1) {
@@ -309,7 +315,7 @@ __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::
 
   const int g = lane >> 2, t = lane & 3;
   int xo[NT][4];
-  if constexpr (NT == 2) tma_x_offsets<NT>(tp.mb, g, t, xo);
+  if constexpr (SW) tma_x_offsets<NT>(tp.mb, g, t, xo);
   const uint32_t magic = magic_reg<XT>();
   float tot[R][NT][4];
   zero_tot(tot);
@@ -325,7 +331,7 @@ __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::
       [[maybe_unused]] constexpr int I0 = decltype(i0)::value;  // (the diagnostic mode reads nothing)
       [[maybe_unused]] RegChunk<U, R, NT> c;
       if constexpr (MODE != 1)
-        tma_lds<R, U, NT, CW, I0, NI, D::XD>(tp, smem + slot * tp.stage_bytes, warp % CW, g, t, gj0, sb0, xo, c);
+        tma_lds<R, U, NT, CW, I0, NI, SW>(tp, smem + slot * tp.stage_bytes, warp % CW, g, t, gj0, sb0, xo, c);
       tma::mbar_arrive(empty0 + 8 * slot);
       if constexpr (MODE == 0) reg_compute<XT, U, R, NT, 0, FOLD, I0, NI>(c, tot, sink, magic);
     };
@@ -383,10 +389,11 @@ __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::
   }
 }
 
-// TMA ring shapes compiled, per token tiles (code: F R KS ST CW as decimal digits; F 3 = the zero fold,
-// 5 = the pair split, 6 = pair + k-step split, 7 = the k-step split, 8 = diagnostic mode 1). The
-// dispatch (qlinear/ops/w4a16.py _CUDA_RING_AUTO) uses 32844, 22464, 52444 (one token tile), 74444 and
-// 62434 (two); the others are its measured neighbours, kept for re-tuning (benchmarks/bench_w4tma.py).
+// TMA ring shapes compiled, per token tiles (code: [SW] F R KS ST CW as decimal digits; F 3 = the zero
+// fold, 5 = the pair split, 6 = pair + k-step split, 7 = the k-step split, 8 = diagnostic mode 1; SW 1 =
+// swizzled x). The dispatch (qlinear/ops/w4a16.py _CUDA_RING_AUTO) uses 32844, 22464, 52444 (one token
+// tile), 124444 and 62434 (two); the others are its measured neighbours, kept for re-tuning
+// (benchmarks/bench_w4tma.py).
 // Session 24 runs 2-3 and 10 at two token tiles on 2112x7168 M = 16 (us): 21848 8.32, 21858 8.57,
 // 21844 9.61, 21854 9.62, 21484 9.82, 71848 8.48, 71844 9.13 (removed: 21854, 21484, 21858, 71848,
 // 71844). Session 25 runs 1-3 (benchmarks/results/session25), 2112x7168: 52434 lost to 52444 at M = 1 /
@@ -398,8 +405,8 @@ __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::
 // workspace split (four CTAs per 64-row tile, a quarter of K each, no cluster, partial sums through a
 // global workspace: half the pair split's x bytes) lost at every M on 2112x7168 (M = 1 / 8 / 16: best
 // 6.17 / 6.55 / 8.69 vs 4.63 / 5.06 / 7.00 us) and on 7168x16384 M = 16 (34.64 vs 27.38); removed.
-constexpr int kTmaNT1[] = {32844, 22844, 22464, 22848, 21844, 82844, 52444, 152444};
-constexpr int kTmaNT2[] = {24444, 34444, 22444, 24464, 21844, 21848, 74444, 62434, 162434, 174444};
+constexpr int kTmaNT1[] = {32844, 22844, 22464, 22848, 21844, 82844, 52444};
+constexpr int kTmaNT2[] = {24444, 34444, 22444, 24464, 21844, 21848, 74444, 62434, 124444};
 
 template <size_t L>
 constexpr bool tma_codes_fit(const int (&codes)[L], int nt) {
@@ -407,7 +414,7 @@ constexpr bool tma_codes_fit(const int (&codes)[L], int nt) {
     if (tma_smem_bytes(codes[i], nt, 8 * nt) > static_cast<int>(kSm90SmemOptin)) return false;
     const TmaDigits d = tma_digits(codes[i]);
     for (int mb = 1; mb <= 8 * nt; ++mb) {
-      const TmaLayout l = tma_stage_layout(d.r, d.ks, mb, nt);
+      const TmaLayout l = tma_stage_layout(d.r, d.ks, mb, tma_swizzled(codes[i], nt));
       if (l.off_s % 128 != 0 || l.off_z % 128 != 0) return false;
     }
   }

@@ -14,7 +14,7 @@ namespace {
 
 // The maps for boxes of `rows` rows and `ks` superblocks at tp.mb x rows; false when the driver refuses
 // one (the launcher's tma_ok checks the alignments it needs first).
-bool tma_maps(TmaParams& tp, uint32_t rows, uint32_t ks, bool bf16, int nt) {
+bool tma_maps(TmaParams& tp, uint32_t rows, uint32_t ks, bool bf16, bool sw) {
   const Params& p = tp.p;
   const uint64_t n = static_cast<uint64_t>(p.n), groups = static_cast<uint64_t>(p.num_groups);
   // one row of x: any stride works (the box has one row), rounded to the 16 bytes a map needs
@@ -23,8 +23,8 @@ bool tma_maps(TmaParams& tp, uint32_t rows, uint32_t ks, bool bf16, int nt) {
   bool ok = tmap::encode_2d(&tp.wmap, CU_TENSOR_MAP_DATA_TYPE_INT32, p.qw, static_cast<uint64_t>(p.nsb) * 16, n,
                             static_cast<uint64_t>(p.qw_stride) * 4, 16, rows, CU_TENSOR_MAP_SWIZZLE_NONE) &&
             tmap::encode_2d(&tp.xmap, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, p.x,
-                            static_cast<uint64_t>(p.k), static_cast<uint64_t>(p.m), x_row, nt == 2 ? 64 : 128,
-                            static_cast<uint32_t>(tp.mb), nt == 2 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE);
+                            static_cast<uint64_t>(p.k), static_cast<uint64_t>(p.m), x_row, sw ? 64 : 128,
+                            static_cast<uint32_t>(tp.mb), sw ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE);
   // 16-bit scales (tma_ok); per channel G = 1, the box's other groups land as zeros and are not read
   ok = ok && tmap::encode_2d(&tp.smap, CU_TENSOR_MAP_DATA_TYPE_UINT16, p.scales, n, groups, n * 2, rows, ks,
                              CU_TENSOR_MAP_SWIZZLE_NONE);
@@ -38,15 +38,16 @@ bool tma_maps(TmaParams& tp, uint32_t rows, uint32_t ks, bool bf16, int nt) {
 template <typename XT, int C, int NT>
 cudaError_t tma_launch(TmaParams& tp, bool pdl, cudaStream_t stream) {
   using D = TmaCode<C>;
-  if (!tma_maps(tp, 16 * D::R, D::KS, std::is_same<XT, __nv_bfloat16>::value, NT)) return cudaErrorInvalidValue;
-  const TmaLayout l = tma_stage_layout(D::R, D::KS, tp.mb, NT);
+  constexpr bool sw = tma_swizzled(C, NT);
+  if (!tma_maps(tp, 16 * D::R, D::KS, std::is_same<XT, __nv_bfloat16>::value, sw)) return cudaErrorInvalidValue;
+  const TmaLayout l = tma_stage_layout(D::R, D::KS, tp.mb, sw);
   tp.off_x = l.off_x;
   tp.off_s = l.off_s;
   tp.off_z = l.off_z;
   tp.stage_bytes = l.stage_bytes;
   tp.off_red = D::ST * l.stage_bytes;
   const int smem = tma_smem_bytes(C, NT, tp.mb);
-  tp.off_bar = smem - 16 * D::ST - (NT == 2 ? 1024 : 0);  // offsets from the aligned ring
+  tp.off_bar = smem - 16 * D::ST - (sw ? 1024 : 0);  // offsets from the aligned ring
   // a stage lands its weight, x and scale boxes, and the zero box only when the layer has zero points
   tp.tx_bytes = static_cast<uint32_t>(l.landed + (tp.p.zeros != nullptr ? D::KS * D::R * 16 : 0));
   // the pair split: a cluster of two CTAs per row tile

@@ -290,10 +290,14 @@ _CUDA_RING = 0
 #            (8.32) [13.21 / 13.31 / 13.34]                                          -> ('few', 2): 62434
 # Nsight Compute at M = 16 (run 1): 21848 issued 0.25 instructions per scheduler per cycle with 75 % of
 # cycles without an eligible warp, L2 22.5 %, DRAM 16.8 %; 62444 0.30, 70 %, 26.5 %.
+# Session 26 runs 3-4 (benchmarks/results/session26, same method): x in TMA's 128-byte swizzle (code
+# 124444 = 24444 with swizzled x; csrc/w4a16_tma.cuh kTmaXHalf) on many M=16: 24444 swizzled 26.39 vs
+# 74444 swizzled 28.43 (run 4), unswizzled 74444 27.61 (run 3) [bf16 63.46]    -> ('many', 2): 124444;
+# on few rows swizzled x gained nothing (62434 M = 16 7.02 vs 7.05): unchanged.
 _CUDA_RING_AUTO: dict[tuple[str, int], int] = {
     ("few", 0): -1, ("few", 4): 52444, ("few", 1): 52444, ("few", 2): 62434,
     ("short", 0): -1, ("short", 1): -1, ("short", 2): -1,
-    ("many", 0): 32844, ("many", 4): 32844, ("many", 1): 22464, ("many", 2): 74444,
+    ("many", 0): 32844, ("many", 4): 32844, ("many", 1): 22464, ("many", 2): 124444,
 }
 
 # Register-kernel configs (row tiles per CTA, superblocks per chunk, warps, pipe) for automatic
