@@ -30,8 +30,8 @@
 // (offsets in TmaLayout): KS weight boxes [16 R rows][16 words] (a row's 64 bytes contiguous: the 8
 // lanes of a quarter warp read rows g, g + 1 as 128 contiguous bytes, no bank conflict), KS x boxes
 // [MB rows][128 columns] (MB = min(M, 8 NT) rows; lanes of row g >= M read row M - 1, a broadcast at
-// M = 1; with SW, codes 1xxxxx at two token tiles, two swizzled 64-column halves: kTmaXHalf), one scale box [KS
-// groups][16 R rows] of 16-bit scales (per channel: G = 1) and one zero box of the same shape (a
+// M = 1; codes 1xxxxx at two token tiles: two swizzled 64-column halves, kTmaXHalf), one scale box
+// [KS groups][16 R rows] of 16-bit scales (per channel: G = 1) and one zero box of the same shape (a
 // symmetric layer's holds 8s, written once at the start; no copy lands there).
 // Boxes past N, K or the last group land as zeros (TMA out-of-bounds fill): a zero x column or a zero
 // scale adds nothing, so a ragged last stage needs no bounds tests.
@@ -96,8 +96,9 @@ struct TmaCode {
   static constexpr TmaDigits D = tma_digits(C);
   static constexpr int F = D.f, R = D.r, KS = D.ks, ST = D.st, CW = D.cw, KH = D.kh, KP = D.kp;
   static constexpr int FOLD = F == 3 ? 1 : 0, MODE = F == 8 ? 1 : 0, SW = D.sw;
-  static_assert(F >= 2 && F <= 8 && F != 4 && R >= 1 && KS >= 1 && ST >= 2 && CW >= 1 && KS % CW == 0,
-                "a TMA ring code is F R KS ST CW as decimal digits (F 2 / 3 / 5 .. 8), CW dividing KS, ST >= 2");
+  static_assert(F >= 2 && F <= 8 && F != 4 && R >= 1 && KS >= 1 && ST >= 2 && CW >= 1 && KS % CW == 0 && SW <= 1,
+                "a TMA ring code is [SW] F R KS ST CW as decimal digits (SW 0 / 1, F 2 / 3 / 5 .. 8), CW dividing "
+                "KS, ST >= 2");
 };
 
 // x of one superblock in a stage: [MB rows][256 B], or with SW (two token tiles only) two halves
@@ -121,11 +122,12 @@ struct TmaLayout {
 };
 
 // One stage's layout for r row tiles, ks superblocks and mb x rows (16-bit scales; stages 128-byte
-// aligned). TMA wants every box 128-byte aligned in shared memory: tma_codes_fit checks the scale and
-// zero boxes (the scale box's 32 r ks bytes are a multiple of 128 only when r * ks is a multiple of
-// 4; session 25 run 3's 112-row codes, r * ks = 14, failed). x rows stay 256 bytes apart: session 25 run 6 padded them to
-// 288 (144-column boxes, no bank conflicts on the x reads) and every M from 4 on got slower (2112x7168
-// M = 4 / 8 / 16: 5.36 / 5.97 / 9.25 vs 4.87 / 5.06 / 6.97 us).
+// aligned, 1024 with swizzled x). TMA wants every box 128-byte aligned in shared memory: tma_codes_fit
+// checks the scale and zero boxes (the scale box's 32 r ks bytes are a multiple of 128 only when r * ks
+// is a multiple of 4; session 25 run 3's 112-row codes, r * ks = 14, failed). Unswizzled x rows are 256
+// bytes apart: session 25 run 6 padded them to 288 (144-column boxes, no bank conflicts on the x reads)
+// and every M from 4 on got slower (2112x7168 M = 4 / 8 / 16: 5.36 / 5.97 / 9.25 vs 4.87 / 5.06 / 6.97
+// us). `landed`: what one stage's copies write (the swizzled halves' room for 16 rows is not all filled).
 __host__ __device__ constexpr TmaLayout tma_stage_layout(int r, int ks, int mb, bool sw) {
   const int w = ks * r * 16 * 64;
   const int x = ks * tma_x_sb_bytes(sw, mb);
