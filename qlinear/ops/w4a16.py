@@ -293,7 +293,8 @@ _CUDA_RING = 0
 # Session 26 runs 3-4 (benchmarks/results/session26, same method): x in TMA's 128-byte swizzle (code
 # 124444 = 24444 with swizzled x; csrc/w4a16_tma.cuh kTmaXHalf) on many M=16: 24444 swizzled 26.39 vs
 # 74444 swizzled 28.43 (run 4), unswizzled 74444 27.61 (run 3) [bf16 63.46]    -> ('many', 2): 124444;
-# on few rows swizzled x gained nothing (62434 M = 16 7.02 vs 7.05): unchanged.
+# run 5 (only 124444 swizzled): M = 9 / 16 124444 26.35 / 26.32 vs 74444 26.77 / 27.46, 24444 26.99 /
+# 28.92 [62.51 / 63.66]. On few rows swizzled x gained nothing (62434 M = 16 7.02 vs 7.05): unchanged.
 _CUDA_RING_AUTO: dict[tuple[str, int], int] = {
     ("few", 0): -1, ("few", 4): 52444, ("few", 1): 52444, ("few", 2): 62434,
     ("short", 0): -1, ("short", 1): -1, ("short", 2): -1,
