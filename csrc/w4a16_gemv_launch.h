@@ -43,10 +43,11 @@ struct W4GemvArgs {
 // cp.async: same stage layout and compute; needs N % 16 == 0, K % 128 == 0, 16-byte aligned x /
 // scales / zeros, x row stride % 8 == 0, else kNoBulk), only when asked for (auto never picks it).
 // 5-digit codes: 1 WR WK S ST (e.g. 11424 = the bulk 1424). F R KS ST CW with F = 2 (3: with the zero
-// fold, 7: the k-step split, 2 CW consumer warps in pairs, 8: a diagnostic without math) = the TMA ring
-// kernel (w4a16_tma.cuh: one producer warp streams 16 R rows x KS superblocks per stage through ST
-// stages with tensor maps, CW consumer warps; sm_90, groups >= 128 or per channel, fp16 / bf16 scales,
-// N % 16 == 0, 16-byte aligned x / scales / zeros, x row stride % 8 == 0, else kNoTma).
+// fold, 7: the k-step split, 2 CW consumer warps in pairs, 5 / 6: the pair split without / with it, 8: a
+// diagnostic without math) = the TMA ring kernel (w4a16_tma.cuh: one producer warp streams 16 R rows x
+// KS superblocks per stage through ST stages with tensor maps, CW consumer warps; sm_90, groups >= 128
+// or per channel, fp16 / bf16 scales, N % 16 == 0, 16-byte aligned x / scales / zeros, x row stride % 8
+// == 0, else kNoTma); 100000 + such a code: the same with x in TMA's 128-byte swizzle (M > 8 only).
 // pipe: the register kernel's chunk schedule. 0: each warp a contiguous slice of K, one chunk of
 // `chunk` superblocks at a time; 1: the same, double-buffered (next chunk's loads issued before this
 // chunk's math); 2: chunks dealt round-robin over the warps (neighbouring warps read neighbouring
