@@ -1,6 +1,6 @@
 // Thread-block cluster primitives (sm_90+) for kernels whose CTAs read each other's shared memory: the
-// CTA's rank in its cluster, the shared::cluster address of a peer's variable, a 32-bit float load from
-// it, and the cluster barrier. Device code only, no torch headers. Below sm_90 the calls compile to
+// shared::cluster address of a peer's variable, a 32-bit float load from it, and the cluster barrier
+// (a CTA's rank along x is blockIdx.x % cluster size: the launchers cluster along x only). Device code only, no torch headers. Below sm_90 the calls compile to
 // nothing: the launchers never pick a cluster kernel there.
 //
 // Addresses are 32-bit shared-window addresses (tma::smem_u32 of a local pointer); peer() maps one to
@@ -12,14 +12,6 @@
 
 namespace qlinear {
 namespace cluster {
-
-__device__ __forceinline__ uint32_t cta_rank() {
-  uint32_t r = 0;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-#endif
-  return r;
-}
 
 // The shared::cluster address of local address `addr` in CTA `rank` of this cluster.
 __device__ __forceinline__ uint32_t peer(uint32_t addr, uint32_t rank) {
