@@ -1,7 +1,8 @@
 // Thread-block cluster primitives (sm_90+) for kernels whose CTAs read each other's shared memory: the
 // shared::cluster address of a peer's variable, a 32-bit float load from it, and the cluster barrier
-// (a CTA's rank along x is blockIdx.x % cluster size: the launchers cluster along x only). Device code only, no torch headers. Below sm_90 the calls compile to
-// nothing: the launchers never pick a cluster kernel there.
+// (a CTA's rank along x is blockIdx.x % cluster size: the launchers cluster along x only). Device code
+// only, no torch headers. Below sm_90 the calls compile to nothing: the launchers never pick a cluster
+// kernel there.
 //
 // Addresses are 32-bit shared-window addresses (tma::smem_u32 of a local pointer); peer() maps one to
 // the same offset in another CTA of the cluster.

@@ -82,9 +82,9 @@ struct TmaDigits {
   int sw;  // swizzled x (two token tiles)
 };
 __host__ __device__ constexpr TmaDigits tma_digits(int code) {
-  return {code % 100000 / 10000, code / 1000 % 10, code / 100 % 10, code / 10 % 10, code % 10,
-          code % 100000 / 10000 == 6 || code % 100000 / 10000 == 7 ? 2 : 1,
-          code % 100000 / 10000 == 5 || code % 100000 / 10000 == 6 ? 2 : 1, code / 100000};
+  const int f = code % 100000 / 10000;
+  return {f, code / 1000 % 10, code / 100 % 10, code / 10 % 10, code % 10, f == 6 || f == 7 ? 2 : 1,
+          f == 5 || f == 6 ? 2 : 1, code / 100000};
 }
 // Warps of a CTA: CW * KH consumers and the producer.
 __host__ __device__ constexpr int tma_warps(int code) {
@@ -111,10 +111,12 @@ struct TmaCode {
 // gained nothing (62434 M = 9 / 12 / 16 6.96 / 6.93 / 7.02; its row-0 twin 6.69 / 6.44 / 6.49: the halves'
 // extra copies cost about what the conflicts did), 7168x16384 M = 16 24444 26.39 vs 74444 28.43 (run 3,
 // unswizzled: 27.61): so only 124444 is swizzled.
-constexpr int kTmaXHalf = 2048;
+constexpr int kTmaXHalf = 2048, kTmaSwAlign = 1024;
 __host__ __device__ constexpr int tma_x_sb_bytes(bool sw, int mb) { return sw ? 2 * kTmaXHalf : mb * 256; }
-// the ring's alignment: stages (and so the swizzled halves) 1024 bytes with SW
-__host__ __device__ constexpr int tma_ring_align(bool sw) { return sw ? 1024 : 128; }
+// the ring's alignment: stages (and so the swizzled halves) kTmaSwAlign bytes with SW; the dynamic
+// shared memory then carries that much slack, which the kernel skips to align its ring
+__host__ __device__ constexpr int tma_ring_align(bool sw) { return sw ? kTmaSwAlign : 128; }
+__host__ __device__ constexpr int tma_ring_slack(bool sw) { return sw ? kTmaSwAlign : 0; }
 
 struct TmaLayout {
   int off_x, off_s, off_z, stage_bytes;
@@ -146,7 +148,7 @@ __host__ __device__ constexpr int tma_smem_bytes(int code, int nt, int mb) {
   const bool sw = tma_swizzled(code, nt);
   const int ring = d.st * tma_stage_layout(d.r, d.ks, mb, sw).stage_bytes;
   const int red = (d.cw * d.kh + (d.kp > 1 ? 1 : 0)) * d.r * nt * 4 * 32 * 4;
-  return ring + red + 16 * d.st + (sw ? 1024 : 0);
+  return ring + red + 16 * d.st + tma_ring_slack(sw);
 }
 
 // The lane's byte offsets of its x fragments inside a swizzled half (SW), per token tile
@@ -183,14 +185,14 @@ __device__ __forceinline__ void tma_lds(const TmaParams& tp, const char* base, i
 #pragma unroll
       for (int h = 0; h < 2; ++h) c.w[u][r][h] = *reinterpret_cast<const uint4*>(wb + (r * 16 + 8 * h) * 64);
     if constexpr (SW) {
-      const char* xb = base + tp.off_x + j * (2 * kTmaXHalf);
+      const char* xb = base + tp.off_x + j * tma_x_sb_bytes(true, 0);
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
         for (int i = I0; i < I0 + NI; ++i)
           c.x[u][nt][i] = *reinterpret_cast<const uint2*>(xb + (i >> 2) * kTmaXHalf + xo[nt][i & 3]);
     } else {
-      const char* xb = base + tp.off_x + j * (tp.mb * 256) + t * 8;
+      const char* xb = base + tp.off_x + j * tma_x_sb_bytes(false, tp.mb) + t * 8;
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) {
         const char* xr = xb + min(g + 8 * nt, tp.mb - 1) * 256;
@@ -224,16 +226,13 @@ __device__ __forceinline__ void tma_issue(const TmaParams& tp, uint32_t dst, uin
     const int g0 = group_of_sb(sb0, tp.p.grp_mul);
     tma::tensor_copy_2d(dst + tp.off_s, &tp.smap, row0, g0, bar);
     if (tp.p.zeros != nullptr) tma::tensor_copy_2d(dst + tp.off_z, &tp.zmap, row0, g0, bar);
-  } else if constexpr (SW) {
+  } else {
 #pragma unroll
     for (int j = 0; j < KS; ++j)
 #pragma unroll
-      for (int h = 0; h < 2; ++h)
-        tma::tensor_copy_2d(dst + tp.off_x + j * (2 * kTmaXHalf) + h * kTmaXHalf, &tp.xmap, (sb0 + j) * 128 + h * 64, 0,
-                            bar);
-  } else {
-#pragma unroll
-    for (int j = 0; j < KS; ++j) tma::tensor_copy_2d(dst + tp.off_x + j * (tp.mb * 256), &tp.xmap, (sb0 + j) * 128, 0, bar);
+      for (int h = 0; h < (SW ? 2 : 1); ++h)  // SW: two 64-column halves
+        tma::tensor_copy_2d(dst + tp.off_x + j * tma_x_sb_bytes(SW, tp.mb) + h * kTmaXHalf, &tp.xmap,
+                            (sb0 + j) * 128 + h * 64, 0, bar);
   }
 }
 
@@ -258,8 +257,8 @@ __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::
   constexpr bool SW = tma_swizzled(C, NT);
   const Params& p = tp.p;
   extern __shared__ __align__(16) char smem_raw[];
-  // swizzled x: the ring 1024-byte aligned (TMA's 128-byte swizzle is a function of the address)
-  char* smem = SW ? smem_raw + ((1024u - (tma::smem_u32(smem_raw) & 1023u)) & 1023u) : smem_raw;
+  // swizzled x: the ring kTmaSwAlign-aligned (TMA's 128-byte swizzle is a function of the address)
+  char* smem = SW ? smem_raw + (kTmaSwAlign - tma::smem_u32(smem_raw) % kTmaSwAlign) % kTmaSwAlign : smem_raw;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   // pair split: CTAs KP i .. KP i + KP - 1 (one cluster; rank = part) take row tile i, each a KP-th
   // of its stages (KP = 2 is compiled; the code holds for any KP)

@@ -47,7 +47,7 @@ cudaError_t tma_launch(TmaParams& tp, bool pdl, cudaStream_t stream) {
   tp.stage_bytes = l.stage_bytes;
   tp.off_red = D::ST * l.stage_bytes;
   const int smem = tma_smem_bytes(C, NT, tp.mb);
-  tp.off_bar = smem - 16 * D::ST - (sw ? 1024 : 0);  // offsets from the aligned ring
+  tp.off_bar = smem - 16 * D::ST - tma_ring_slack(sw);  // offsets from the aligned ring
   // a stage lands its weight, x and scale boxes, and the zero box only when the layer has zero points
   tp.tx_bytes = static_cast<uint32_t>(l.landed + (tp.p.zeros != nullptr ? D::KS * D::R * 16 : 0));
   // the pair split: a cluster of two CTAs per row tile
