@@ -134,6 +134,7 @@ qlinear::W4GemvConfig make_config(int64_t row_tiles, int64_t chunk, int64_t warp
   c.chunk = static_cast<int>(chunk);
   c.warps = static_cast<int>(warps);
   c.pdl = static_cast<int>(pdl);
+  c.tail = static_cast<int>(tail);
   c.ring = static_cast<int>(ring);
   c.pipe = static_cast<int>(pipe);
   c.fold = static_cast<int>(fold);
