@@ -40,9 +40,8 @@ def main() -> None:
     ap.add_argument("--family", choices=("gemm", "wgmma", "both"), default="gemm")
     ap.add_argument("--tokens", type=int, nargs="*", default=None, help="wgmma token tiles to time (default: all)")
     ap.add_argument("--wg-configs", nargs="*", default=[],
-                    help="extra wgmma configs 'tokens,splits,stages[,reduce[,rows[,tail]]]' timed at every M (reduce: "
-                         "1 = the last CTA of a tile sums the K split, 2 = spread over the tile's CTAs; tail 1: "
-                         "a paired grid)")
+                    help="extra wgmma configs 'tokens,splits,stages[,reduce[,rows]]' timed at every M (reduce: "
+                         "1 = the last CTA of a tile sums the K split, 2 = spread over the tile's CTAs)")
     ap.add_argument("--pdl-ab", action="store_true",
                     help="also time the wgmma GEMM's automatic config with PDL off and on")
     ap.add_argument("--rotate-x", action="store_true",
@@ -50,10 +49,8 @@ def main() -> None:
     args = ap.parse_args()
     C = cuda_ext.load()
     codes = [(c // 1000, (c // 10 % 100) * 8, c % 10) for c in C.w4a16_gemm_configs()]
-    # H * 1000 + (tokens / 8) * 10 + stages, H = 0 / 1 / 2: 128 / 64 / 192 weight rows per CTA; H = 3 (128
-    # rows on a paired grid) only through --wg-configs
-    wg_codes = [(c % 1000 // 10 * 8, c % 10, (128, 64, 192)[c // 1000]) for c in C.w4a16_wgmma_configs()
-                if c // 1000 < 3]
+    # H * 1000 + (tokens / 8) * 10 + stages, H = 0 / 1 / 2: 128 / 64 / 192 weight rows per CTA
+    wg_codes = [(c % 1000 // 10 * 8, c % 10, (128, 64, 192)[c // 1000]) for c in C.w4a16_wgmma_configs()]
     use_gemm, use_wg = args.family in ("gemm", "both"), args.family in ("wgmma", "both")
     shapes = SHAPES if not args.shapes else [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
     rows, best_lines = [], []

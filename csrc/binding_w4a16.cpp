@@ -18,18 +18,16 @@
 //                                            tokens=0, splits=0, stages=0) -> int   (a W4GemmSupport code)
 //   torch.ops.qlinear_C.w4a16_gemm_configs() -> int[]   (compiled warps * 1000 + tokens / 8 * 10 + stages)
 //   torch.ops.qlinear_C.w4a16_wgmma(out, x, qweight, scales, zeros, bias, group_size, counters, tokens=0,
-//                                   splits=0, stages=0, reduce=0, rows=0, tail=0, pdl=0) -> int   (the Hopper
-//                                   wgmma GEMM of w4a16_wgmma.cuh; rows: weight rows per CTA, 64, 128 or 192,
-//                                   0 = 128; tail 1: a paired grid, the last row tile (<= 64 rows) as 64-row
-//                                   CTAs over twice the superblocks; same counters as w4a16_gemm, two per tile
-//                                   for a spread reduction; pdl 1: programmatic dependent launch; returns
-//                                   w4a16_gemm's value with warps = rows / 16, + reduce * 10^9 + tail * 10^10)
+//                                   splits=0, stages=0, reduce=0, rows=0, pdl=0) -> int   (the Hopper wgmma
+//                                   GEMM of w4a16_wgmma.cuh; rows: weight rows per CTA, 64, 128 or 192, 0 =
+//                                   128; same counters as w4a16_gemm, two per tile for a spread reduction;
+//                                   pdl 1: programmatic dependent launch; returns w4a16_gemm's value with
+//                                   warps = rows / 16, + reduce * 10^9)
 //   torch.ops.qlinear_C.w4a16_wgmma_supported(x, qweight, scales, zeros, group_size, counters, tokens=0,
-//                                             splits=0, stages=0, reduce=0, rows=0, tail=0) -> int   (a W4GemmSupport
+//                                             splits=0, stages=0, reduce=0, rows=0) -> int   (a W4GemmSupport
 //                                             code)
 //   torch.ops.qlinear_C.w4a16_wgmma_configs() -> int[]   (compiled H * 1000 + tokens / 8 * 10 + stages, H = 0 /
-//                                                         1 / 2 for 128 / 64 / 192 rows per CTA, 3 for 128
-//                                                         rows on a paired grid)
+//                                                         1 / 2 for 128 / 64 / 192 rows per CTA)
 //   torch.ops.qlinear_C.w4a16_wgmma_built() -> int   (1: the current GPU runs the sm_90a wgmma code)
 // x [M, K] (stride(1) == 1), out [M, N]; qweight int32 [N, ceil(K/128)*16]; scales [G, N];
 // zeros uint8 [G, N] or None; 4-bit weights without act-order only.
@@ -134,7 +132,6 @@ qlinear::W4GemvConfig make_config(int64_t row_tiles, int64_t chunk, int64_t warp
   c.chunk = static_cast<int>(chunk);
   c.warps = static_cast<int>(warps);
   c.pdl = static_cast<int>(pdl);
-  c.tail = static_cast<int>(tail);
   c.ring = static_cast<int>(ring);
   c.pipe = static_cast<int>(pipe);
   c.fold = static_cast<int>(fold);
@@ -193,7 +190,7 @@ std::vector<int64_t> w4a16_reg_configs() { return code_list(qlinear::w4_reg_conf
 std::vector<int64_t> w4a16_reg_fold_configs() { return code_list(qlinear::w4_reg_fold_configs); }
 
 qlinear::W4GemmConfig gemm_config(int64_t warps, int64_t tokens, int64_t splits, int64_t stages, int64_t reduce = 0,
-                                  int64_t pdl = 0, int64_t tail = 0) {
+                                  int64_t pdl = 0) {
   qlinear::W4GemmConfig c;
   c.warps = static_cast<int>(warps);
   c.tokens = static_cast<int>(tokens);
@@ -201,7 +198,6 @@ qlinear::W4GemmConfig gemm_config(int64_t warps, int64_t tokens, int64_t splits,
   c.stages = static_cast<int>(stages);
   c.reduce = static_cast<int>(reduce);
   c.pdl = static_cast<int>(pdl);
-  c.tail = static_cast<int>(tail);
   return c;
 }
 
@@ -252,7 +248,7 @@ int64_t gemm_run(const GemmFamily& f, const at::Tensor& out, const at::Tensor& x
                        qlinear::w4_gemm_support_reason(why), "; W4GemmSupport in csrc/w4a16_gemm_launch.h): M=",
                        msg::num(a.m), " N=", msg::num(a.n), " K=", msg::num(a.k), " group_size=", msg::num(group_size),
                        " config=(", msg::num(cfg.warps), ", ", msg::num(cfg.tokens), ", ", msg::num(cfg.splits), ", ",
-                       msg::num(cfg.stages), ") reduce=", msg::num(cfg.reduce), " tail=", msg::num(cfg.tail)));
+                       msg::num(cfg.stages), ") reduce=", msg::num(cfg.reduce)));
   // fp32 partials of a K split from the caching allocator (stream-ordered; a graph capture owns it)
   at::Tensor ws = at::empty({need > 0 ? need : 1}, x.options().dtype(at::kFloat));
   qlinear::W4GemmConfig used;
@@ -262,7 +258,7 @@ int64_t gemm_run(const GemmFamily& f, const at::Tensor& out, const at::Tensor& x
   TORCH_CHECK(err == cudaSuccess, msg::cat("qlinear ", f.op, " launch failed: ", cudaGetErrorString(err), " (M=",
                                            msg::num(a.m), " N=", msg::num(a.n), " K=", msg::num(a.k), ")"));
   const int64_t code = int64_t{used.warps} * 10000000 + int64_t{used.tokens} * 10000 + int64_t{used.splits} * 10 + used.stages;
-  return &f == &kWgmmaGemm ? code + int64_t{used.reduce} * 1000000000 + int64_t{used.tail} * 10000000000 : code;
+  return &f == &kWgmmaGemm ? code + int64_t{used.reduce} * 1000000000 : code;
 }
 
 int64_t w4a16_gemm_supported(const at::Tensor& x, const at::Tensor& qweight, const at::Tensor& scales,
@@ -289,18 +285,17 @@ int64_t wgmma_warps(int64_t rows) {
 
 int64_t w4a16_wgmma_supported(const at::Tensor& x, const at::Tensor& qweight, const at::Tensor& scales,
                               const std::optional<at::Tensor>& zeros, int64_t group_size, const at::Tensor& counters,
-                              int64_t tokens, int64_t splits, int64_t stages, int64_t reduce, int64_t rows,
-                              int64_t tail) {
+                              int64_t tokens, int64_t splits, int64_t stages, int64_t reduce, int64_t rows) {
   return gemm_supported(kWgmmaGemm, x, qweight, scales, zeros, group_size, counters,
-                        gemm_config(wgmma_warps(rows), tokens, splits, stages, reduce, 0, tail));
+                        gemm_config(wgmma_warps(rows), tokens, splits, stages, reduce));
 }
 
 int64_t w4a16_wgmma(const at::Tensor& out, const at::Tensor& x, const at::Tensor& qweight, const at::Tensor& scales,
                     const std::optional<at::Tensor>& zeros, const std::optional<at::Tensor>& bias, int64_t group_size,
                     const at::Tensor& counters, int64_t tokens, int64_t splits, int64_t stages, int64_t reduce,
-                    int64_t rows, int64_t tail, int64_t pdl) {
+                    int64_t rows, int64_t pdl) {
   return gemm_run(kWgmmaGemm, out, x, qweight, scales, zeros, bias, group_size, counters,
-                  gemm_config(wgmma_warps(rows), tokens, splits, stages, reduce, pdl, tail));
+                  gemm_config(wgmma_warps(rows), tokens, splits, stages, reduce, pdl));
 }
 
 std::vector<int64_t> w4a16_wgmma_configs() { return code_list(qlinear::w4_wgmma_configs); }
@@ -336,11 +331,11 @@ TORCH_LIBRARY_FRAGMENT(qlinear_C, m) {
   m.def(
       "w4a16_wgmma(Tensor(a!) out, Tensor x, Tensor qweight, Tensor scales, Tensor? zeros, Tensor? bias, "
       "int group_size, Tensor(b!) counters, int tokens=0, int splits=0, int stages=0, int reduce=0, int rows=0, "
-      "int tail=0, int pdl=0) -> int",
+      "int pdl=0) -> int",
       &w4a16_wgmma);
   m.def(
       "w4a16_wgmma_supported(Tensor x, Tensor qweight, Tensor scales, Tensor? zeros, int group_size, "
-      "Tensor counters, int tokens=0, int splits=0, int stages=0, int reduce=0, int rows=0, int tail=0) -> int",
+      "Tensor counters, int tokens=0, int splits=0, int stages=0, int reduce=0, int rows=0) -> int",
       &w4a16_wgmma_supported);
   m.def("w4a16_wgmma_configs() -> int[]", &w4a16_wgmma_configs);
   m.def("w4a16_wgmma_built() -> int", &w4a16_wgmma_built);

@@ -43,8 +43,6 @@ struct GemmParams {
   int sb_per_split;   // superblocks per K split
   int spread;         // wgmma GEMM only: 1 = every split's CTA sums a share of the tile (splitk_rendezvous),
                       // 0 = the last to arrive sums it all (splitk_last_arrival)
-  int tail;           // wgmma GEMM only: 0 = plain grid; S (even) = paired grid of S-way K splits whose
-                      // last row tile runs as 64-row CTAs in S / 2 splits (w4_wgmma_kernel)
 };
 
 // Both GEMM launchers' parameters for p's operands split over `splits` CTAs per output tile (host).
@@ -93,23 +91,19 @@ __device__ __forceinline__ uint32_t pack2<__half>(float v) {
   return h * 0x00010001u;
 }
 
-// K split (`splits` CTAs per output tile), once this CTA's fp32 partials are stored (__stcg): true for
+// K split (gridDim.y CTAs per output tile), once this CTA's fp32 partials are stored (__stcg): true for
 // the last CTA of the tile to arrive, which then sees every split's partials and has reset the tile's
 // counter for the next launch (graph replays); false for the others.
-__device__ __forceinline__ bool splitk_last_arrival(int* counters, int tile, int splits) {
+__device__ __forceinline__ bool splitk_last_arrival(int* counters, int tile) {
   __threadfence();
   __syncthreads();
   __shared__ int last;
-  if (threadIdx.x == 0) last = atomicAdd(counters + tile, 1) == splits - 1;
+  if (threadIdx.x == 0) last = atomicAdd(counters + tile, 1) == static_cast<int>(gridDim.y) - 1;
   __syncthreads();
   if (!last) return false;
   __threadfence();
   if (threadIdx.x == 0) counters[tile] = 0;
   return true;
-}
-// The tile's splits are the grid's y extent.
-__device__ __forceinline__ bool splitk_last_arrival(int* counters, int tile) {
-  return splitk_last_arrival(counters, tile, static_cast<int>(gridDim.y));
 }
 
 __device__ __forceinline__ int ld_acquire_gpu(const int* ptr) {
@@ -118,27 +112,27 @@ __device__ __forceinline__ int ld_acquire_gpu(const int* ptr) {
   return v;
 }
 
-// Spread K split, once this CTA's fp32 partials are stored: waits until all `splits` CTAs of the
+// Spread K split, once this CTA's fp32 partials are stored: waits until all gridDim.y CTAs of the
 // tile have stored theirs (counters[2 tile] counts arrivals), so that each can then sum its own share
 // of the tile. Only for grids whose CTAs are all resident at once (a cooperative launch): a CTA waits
 // here for the others. splitk_depart must follow once the CTA is past this point.
-__device__ __forceinline__ void splitk_rendezvous(int* counters, int tile, int splits) {
+__device__ __forceinline__ void splitk_rendezvous(int* counters, int tile) {
   __threadfence();
   __syncthreads();
   if (threadIdx.x == 0) {
     atomicAdd(counters + 2 * tile, 1);
-    while (ld_acquire_gpu(counters + 2 * tile) < splits) {
+    while (ld_acquire_gpu(counters + 2 * tile) < static_cast<int>(gridDim.y)) {
     }
   }
   __syncthreads();
   __threadfence();
 }
 // counters[2 tile + 1] counts the CTAs past the rendezvous (one thread per CTA, once past it): returns
-// the count before this one. The CTA that got splits - 1 has seen every other one leave the wait,
+// the count before this one. The CTA that got gridDim.y - 1 has seen every other one leave the wait,
 // so splitk_reset_if_last (any time later) resets both counters for the next launch (graph replays).
 __device__ __forceinline__ int splitk_depart(int* counters, int tile) { return atomicAdd(counters + 2 * tile + 1, 1); }
-__device__ __forceinline__ void splitk_reset_if_last(int* counters, int tile, int departed_before, int splits) {
-  if (departed_before == splits - 1) {
+__device__ __forceinline__ void splitk_reset_if_last(int* counters, int tile, int departed_before) {
+  if (departed_before == static_cast<int>(gridDim.y) - 1) {
     counters[2 * tile] = 0;
     counters[2 * tile + 1] = 0;
   }

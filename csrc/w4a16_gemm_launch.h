@@ -27,7 +27,6 @@ struct W4GemmConfig {
   int stages = 0;
   int reduce = 0;
   int pdl = 0;
-  int tail = 0;  // wgmma GEMM: 1 = a paired grid (w4a16_wgmma.cuh, w4_wgmma_kernel), 0 = plain
 };
 
 enum class W4GemmSupport : int {
@@ -72,10 +71,8 @@ cudaError_t w4_gemm_launch(const W4GemvArgs& a, const W4GemmConfig& c, float* wo
 // support codes, workspace and counters protocol. warps = 16-row tiles per CTA: 0 or 8 (128 weight rows,
 // two warpgroups), 4 (64 rows, the two warpgroups splitting each superblock's k-steps) or 12 (192 rows,
 // three warpgroups); tokens 64, 128 or 256 per CTA; (rows, tokens, stages) compiled: w4_wgmma_configs()
-// lists them as H * 1000 + (tokens / 8) * 10 + stages, H = 0 / 1 / 2 for 128 / 64 / 192 rows, 3 for 128
-// rows on a paired grid (tail = 1: even splits, N % 128 in 1 .. 64, its last row tile run as 64-row
-// CTAs over twice the superblocks). Automatic splits: see w4_wgmma_resolve (which keeps 128 rows unless
-// asked).
+// lists them as H * 1000 + (tokens / 8) * 10 + stages, H = 0 / 1 / 2 for 128 / 64 / 192 rows. Automatic
+// splits: see w4_wgmma_resolve (which keeps 128 rows unless asked).
 // w4_wgmma_built: 1 when the current device runs this build's sm_90a device code (read once per device
 // from a device variable), else 0 (then every case is kNoWgmma).
 int w4_wgmma_built();

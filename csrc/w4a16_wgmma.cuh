@@ -20,10 +20,7 @@
 //               33 x 4 CTAs of 256 tokens, one full wave on 132 SMs, where 128-row tiles give
 //               17 x 4 = 68 (half the GPU idle; a K split to fill it makes 136, two waves). They read x
 //               twice as often per weight row, which loses on short rows (24576x1536).
-// Each weight is dequantized once per CTA in every shape. Grid (row tiles, splits, token tiles), or a
-// paired grid (128-row CTAs, gp.tail = S: see w4_wgmma_kernel) where N's last row tile has at most 64
-// rows: that tile's CTAs compute 64 rows over twice the superblocks, so 2112x7168 at M = 1024 runs 128-row
-// CTAs in K halves and still fills 132 SMs once.
+// Each weight is dequantized once per CTA in every shape. Grid (row tiles, splits, token tiles).
 //
 // A fragments without a k permutation: wgmma's A slots of lane (g, t) are k = 2t, 2t + 1 (registers
 // 0 / 1: rows g / g + 8) and 2t + 8, 2t + 9 (registers 2 / 3). Column 16 i + j of a superblock sits
@@ -94,20 +91,16 @@ struct WgParams {
 };
 
 // Compiled (ROWS, TN, ST) as H * 1000 + (TN / 8) * 10 + ST: H = 0 for 128-row CTAs, 1 for 64 rows (the
-// warpgroups split the k-steps), 2 for 192 rows (three warpgroups of 64), 3 for 128-row CTAs on a paired
-// grid (gp.tail: the last row tile, at most 64 rows, as 64-row CTAs over twice the superblocks).
-constexpr int kWgCodes[] = {164, 165, 84, 88, 323, 1164, 1323, 2164, 3164, 3323};
+// warpgroups split the k-steps), 2 for 192 rows (three warpgroups of 64).
+constexpr int kWgCodes[] = {164, 165, 84, 88, 323, 1164, 1323, 2164};
 
-__host__ __device__ constexpr int wg_code_rows(int code) {
-  return code / 1000 == 2 ? 192 : (code / 1000 == 1 ? 64 : 128);
-}
+__host__ __device__ constexpr int wg_code_rows(int code) { return code >= 2000 ? 192 : (code >= 1000 ? 64 : 128); }
 __host__ __device__ constexpr int wg_code_tokens(int code) { return code % 1000 / 10 * 8; }
 
 template <int C>
 struct WgCode {
   static constexpr int ROWS = wg_code_rows(C), TN = wg_code_tokens(C), ST = C % 10;
-  static constexpr bool TAIL = C / 1000 == 3;
-  static_assert((TN == 64 || TN == 128 || TN == 256) && ST >= 2 && C / 1000 <= 3,
+  static_assert((TN == 64 || TN == 128 || TN == 256) && ST >= 2 && C / 1000 <= 2,
                 "a wgmma code is H * 1000 + (tokens / 8) * 10 + stages");
 };
 
@@ -358,15 +351,16 @@ __device__ __forceinline__ void wg_store_tile(const Params& p, const float* sm, 
   }
 }
 
-// Spread K split, after the rendezvous: this CTA (split y of S) sums the
+// Spread K split, after the rendezvous: this CTA (split y = blockIdx.y of S = gridDim.y) sums the
 // accumulator indices [y V / S, (y + 1) V / S) of the tile over the S splits' partials in split order
 // (the order, hence the bits, of the last-arrival sum) into the staged tile sm. Partial float
 // f = v * NT + thread (NT = 32 NW threads); one index is NT / 4 float4. Each thread keeps kB float4 x kA
 // splits in flight (wg_spread_sum picks them).
 template <int kA, int kB, int NW>
 __device__ __forceinline__ void wg_spread_sum_in(const float* base, int64_t tile_floats, int v_lo, int v_hi,
-                                                 float* sm, int S) {
+                                                 float* sm) {
   constexpr int NT = 32 * NW;
+  const int S = static_cast<int>(gridDim.y);
   const int64_t nq = tile_floats / 4;
   const int q_lo = v_lo * (NT / 4), q_hi = v_hi * (NT / 4);
   const float4* b4 = reinterpret_cast<const float4*>(base);
@@ -409,79 +403,48 @@ __device__ __forceinline__ void wg_spread_sum_in(const float* base, int64_t tile
 // of the same run in brackets): 2112x7168 M = 128 14.60 [14.03] against 14.77 [14.14]; 8 x 3 at 2
 // splits: 7168x16384 M = 64 66.79 [62.16] against 64.86 [62.11].
 template <int NW>
-__device__ __forceinline__ void wg_spread_sum(const float* base, int64_t tile_floats, int v_lo, int v_hi, float* sm,
-                                              int S) {
-  if (S <= 4)
-    wg_spread_sum_in<4, 4, NW>(base, tile_floats, v_lo, v_hi, sm, S);
+__device__ __forceinline__ void wg_spread_sum(const float* base, int64_t tile_floats, int v_lo, int v_hi, float* sm) {
+  if (gridDim.y <= 4)
+    wg_spread_sum_in<4, 4, NW>(base, tile_floats, v_lo, v_hi, sm);
   else
-    wg_spread_sum_in<8, 3, NW>(base, tile_floats, v_lo, v_hi, sm, S);
+    wg_spread_sum_in<8, 3, NW>(base, tile_floats, v_lo, v_hi, sm);
 }
 
+#endif  // QLINEAR_WGMMA
 
-// Where a CTA's work lies (w4_wgmma_kernel): row tile rt(), K split split() of splits() for its tile,
-// splits_full() for the grid's other tiles, and tile() (counters and workspace index). Member functions
-// that read the grid registers and parameters where used: held in registers across the main loop, the
-// values cost the 192-row CTAs (168 registers) a spill.
-struct WgPlain {  // grid (row tiles, splits, token tiles)
-  __device__ int rt() const { return static_cast<int>(blockIdx.x); }
-  __device__ int split() const { return static_cast<int>(blockIdx.y); }
-  __device__ int splits() const { return static_cast<int>(gridDim.y); }
-  __device__ int splits_full() const { return static_cast<int>(gridDim.y); }
-  __device__ int tile() const { return static_cast<int>(blockIdx.x + gridDim.x * blockIdx.z); }
-  static constexpr int kShare = 1;  // sb_per_split's multiple per split
-};
-template <bool kTail>  // paired grid (gp.tail = S): a full tile's CTA, or one of the tail tile's S / 2
-struct WgPaired {
-  const GemmParams& gp;
-  __device__ int body() const { return static_cast<int>(gridDim.x) - gp.tail / 2; }  // full tiles' CTAs
-  __device__ int rt() const { return kTail ? body() / gp.tail : static_cast<int>(blockIdx.x) / gp.tail; }
-  __device__ int split() const {
-    return kTail ? static_cast<int>(blockIdx.x) - body() : static_cast<int>(blockIdx.x) % gp.tail;
-  }
-  __device__ int splits() const { return kTail ? gp.tail / 2 : gp.tail; }
-  __device__ int splits_full() const { return gp.tail; }
-  __device__ int tile() const { return rt() + (body() / gp.tail + 1) * static_cast<int>(blockIdx.z); }
-  static constexpr int kShare = kTail ? 2 : 1;
-};
-
-// One CTA's work (wk: WgPlain or WgPaired): superblocks [split P, (split + 1) P) (P = the split's share,
-// sb_per_split x Work::kShare) of row tile rt (rows rt SR ..: SR = the stage's rows), all TN
-// tokens of token tile blockIdx.z; the tile's partials at floats tile splits_full NT VF (VF = values per
-// thread of an SR-row tile, whatever the CTA's own tile). kHalf: 64 rows, the two warpgroups each half of
-// every superblock's k-steps, over an SR = 64 stage (the 64-row CTAs) or the first 64 rows of an SR = 128
-// stage (the tail tile of a paired grid).
-template <typename XT, int TN, int ST, int SR, bool kHalf, typename Work>
-__device__ __forceinline__ void wg_run(const WgParams& wp, unsigned char* smem_raw, const Work& wk) {
-  constexpr int NW = wg_warps(SR), NT = 32 * NW;  // warps and threads per CTA
-  constexpr int RC = kHalf ? 64 : SR;      // rows the CTA computes
+template <typename XT, int TN, int ST, int ROWS>
+__global__ void __launch_bounds__(32 * wg_warps(ROWS), 1) w4_wgmma_kernel(const __grid_constant__ WgParams wp) {
+#if QLINEAR_WGMMA
+  constexpr int NW = wg_warps(ROWS), NT = 32 * NW;  // warps and threads per CTA
+  // ROWS = 64: warpgroup h takes k-steps 4h .. 4h + 3 of every superblock over the same 64 rows and all
+  // TN tokens, and the two tiles are summed at the end (half the dequantization of each warpgroup).
+  constexpr bool kHalf = ROWS == 64;
   constexpr int NP = kHalf ? 4 : 8;        // k-steps per superblock and warpgroup
   constexpr int VA = TN / 2;               // accumulators per thread: m64 x TN per warpgroup
   constexpr int V = kHalf ? VA / 2 : VA;   // values per thread in the summed tile
-  constexpr int VF = SR == 64 ? VA / 2 : VA;  // the same for a full SR-row tile: the workspace's stride
   constexpr int WS = kHalf ? TN / 2 : TN;  // tokens per warpgroup in the summed tile
   static_assert(ST >= 2, "a stage is released one superblock after its use");
-  static_assert(!kHalf || SR == 64 || SR == 128, "64 computed rows: in a 64- or 128-row stage");
-  static_assert(wg_tile_bytes(V, NW) <= ST * wg_stage(TN, SR).bytes, "the staged output tile must fit in the ring");
-  constexpr uint32_t kStage = wg_stage(TN, SR).bytes;
-  const uint32_t raw = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));
+  static_assert(wg_tile_bytes(V, NW) <= ST * wg_stage(TN, ROWS).bytes, "the staged output tile must fit in the ring");
+  constexpr uint32_t kStage = wg_stage(TN, ROWS).bytes;
+  extern __shared__ __align__(16) unsigned char wg_smem_raw[];
+  const uint32_t raw = static_cast<uint32_t>(__cvta_generic_to_shared(wg_smem_raw));
   const uint32_t ring = (raw + 1023u) & ~1023u;  // 128-byte swizzle atoms need 1024-byte alignment
-  unsigned char* smem = smem_raw + (ring - raw);
+  unsigned char* smem = wg_smem_raw + (ring - raw);
   const uint32_t full0 = ring + ST * kStage, empty0 = full0 + 8 * ST;  // mbarriers
   const GemmParams& gp = wp.gp;
   const Params& p = gp.p;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const int row0 = wk.rt() * SR;
+  const int row0 = blockIdx.x * ROWS;
   const int tok0 = blockIdx.z * TN;
-  const int per = gp.sb_per_split * Work::kShare;
-  const int sb_lo = wk.split() * per;
-  const int nsb = min(sb_lo + per, p.nsb) - sb_lo;  // superblocks of this CTA
+  const int sb_lo = blockIdx.y * gp.sb_per_split;
+  const int nsb = min(sb_lo + gp.sb_per_split, p.nsb) - sb_lo;  // superblocks of this CTA
 
   // superblock j into its stage (thread 0 only): the weight rows (with the stage's byte count), then x
   auto fill_w = [&](int j) {
     const int s = j % ST;
     const uint32_t st = ring + s * kStage, bar = full0 + 8 * s;
-    tma::mbar_arrive_tx(bar, static_cast<uint32_t>(TN * 256 + SR * 64));
-    tma::tensor_copy_2d(st + wg_stage(TN, SR).w_off, &wp.wmap, (sb_lo + j) * 16, row0, bar);
+    tma::mbar_arrive_tx(bar, static_cast<uint32_t>(TN * 256 + ROWS * 64));
+    tma::tensor_copy_2d(st + wg_stage(TN, ROWS).w_off, &wp.wmap, (sb_lo + j) * 16, row0, bar);
   };
   auto fill_x = [&](int j) {
     const int s = j % ST;
@@ -508,9 +471,9 @@ __device__ __forceinline__ void wg_run(const WgParams& wp, unsigned char* smem_r
   __syncthreads();
 
   const int g = lane >> 2, t = lane & 3;
-  // local row of the lane's first A row: 16 (warp % (RC / 16)) + g (128 rows: warpgroup 64 + warp
+  // local row of the lane's first A row: 16 (warp % (ROWS / 16)) + g (128 rows: warpgroup 64 + warp
   // 16 + g); with 64 rows, warpgroup h reads x atom h (k-steps 4h ..) and the words' plane half h
-  const int r = (warp % (RC / 16)) * 16 + g;
+  const int r = (warp % (ROWS / 16)) * 16 + g;
   const uint32_t x_off = kHalf ? static_cast<uint32_t>(warp >> 2) * TN * 128 : 0u;
   const uint32_t sel = kHalf && warp >= 4 ? 0x7632u : 0x5410u;
   uint32_t magic;
@@ -531,7 +494,7 @@ __device__ __forceinline__ void wg_run(const WgParams& wp, unsigned char* smem_r
     const WgGroupVals gv = wg_group_vals<XT>(graw, p.scale_kind);
     graw = wg_group_load(p, row0 + r, min(sb_lo + j + 1, p.nsb - 1));
     tma::mbar_wait(full0 + 8 * s, static_cast<uint32_t>((j / ST) & 1));
-    wg_dequant<XT, NP>(a[B], smem + s * kStage + wg_stage(TN, SR).w_off, r, t, gv, magic, sel);
+    wg_dequant<XT, NP>(a[B], smem + s * kStage + wg_stage(TN, ROWS).w_off, r, t, gv, magic, sel);
     const uint32_t d0 = wg_desc_lo(ring + s * kStage + x_off);
     wg_fence();
 #pragma unroll
@@ -566,30 +529,31 @@ __device__ __forceinline__ void wg_run(const WgParams& wp, unsigned char* smem_r
   // The tile's values, V per thread (f = acc, or with 64 rows the two warpgroups' sums), to the
   // workspace for a K split, then staged in shared memory and stored.
   auto finish = [&](float (&f)[V]) {
-    const int S = wk.splits(), split = wk.split(), tile = wk.tile();
-    if (S > 1) {
+    const int tile = blockIdx.x + gridDim.x * blockIdx.z;
+    if (gridDim.y > 1) {
       const int64_t tile_floats = static_cast<int64_t>(NT) * V;
-      float* base = gp.ws + static_cast<int64_t>(tile) * wk.splits_full() * NT * VF;
-      float* mine = base + split * tile_floats;
+      float* mine = gp.ws + (static_cast<int64_t>(tile) * gridDim.y + blockIdx.y) * tile_floats;
 #pragma unroll
       for (int v = 0; v < V; ++v) __stcg(mine + v * NT + tid, f[v]);
+      const float* base = gp.ws + static_cast<int64_t>(tile) * gridDim.y * tile_floats;
       if (gp.spread) {
-        splitk_rendezvous(gp.counters, tile, S);
+        splitk_rendezvous(gp.counters, tile);
         // the departure's atomic is in flight while the share is summed
         const int dep = tid == 0 ? splitk_depart(gp.counters, tile) : 0;
-        const int v_lo = split * V / S, v_hi = (split + 1) * V / S;
-        wg_spread_sum<NW>(base, tile_floats, v_lo, v_hi, sm, S);
+        const int S = static_cast<int>(gridDim.y), y = static_cast<int>(blockIdx.y);
+        const int v_lo = y * V / S, v_hi = (y + 1) * V / S;
+        wg_spread_sum<NW>(base, tile_floats, v_lo, v_hi, sm);
         __syncthreads();
-        wg_store_tile<XT, RC, WS>(p, sm, v_lo, v_hi, row0, tok0);
-        if (tid == 0) splitk_reset_if_last(gp.counters, tile, dep, S);
+        wg_store_tile<XT, ROWS, WS>(p, sm, v_lo, v_hi, row0, tok0);
+        if (tid == 0) splitk_reset_if_last(gp.counters, tile, dep);
         return;
       }
-      if (!splitk_last_arrival(gp.counters, tile, S)) return;
+      if (!splitk_last_arrival(gp.counters, tile)) return;
       // split-major: the V loads of one split are independent (a v-major loop waited out one L2 round
       // trip per value: run 5, 2112x7168 M = 128 took 89 us with 7 splits against 69 with none)
 #pragma unroll
       for (int v = 0; v < V; ++v) f[v] = 0.f;
-      for (int sp = 0; sp < S; ++sp) {
+      for (int sp = 0; sp < static_cast<int>(gridDim.y); ++sp) {
         const float* part = base + sp * tile_floats + tid;
 #pragma unroll
         for (int v = 0; v < V; ++v) f[v] += __ldcg(part + v * NT);
@@ -599,7 +563,7 @@ __device__ __forceinline__ void wg_run(const WgParams& wp, unsigned char* smem_r
 #pragma unroll
     for (int v = 0; v < V; ++v) sm[(v * NW + warp) * kWgPitch + lane] = f[v];
     __syncthreads();
-    wg_store_tile<XT, RC, WS>(p, sm, 0, V, row0, tok0);
+    wg_store_tile<XT, ROWS, WS>(p, sm, 0, V, row0, tok0);
   };
   if constexpr (kHalf) {
     // warpgroup h keeps values [h V, (h + 1) V) of its tile (tokens [h TN / 2, (h + 1) TN / 2)) and
@@ -626,30 +590,6 @@ __device__ __forceinline__ void wg_run(const WgParams& wp, unsigned char* smem_r
     finish(f);
   } else {
     finish(acc);
-  }
-}
-
-#endif  // QLINEAR_WGMMA
-
-// Grid (row tiles x S, 1 or S, token tiles). Plain (gp.tail == 0): CTA (x, y, z) is row tile x, K split
-// y of S = gridDim.y. Paired (TAIL, gp.tail = S, even; 128-row stages; N's last row tile at most 64
-// rows): gridDim.x = S (T - 1) + S / 2 for T row tiles; the first S (T - 1) CTAs are tile x / S, split
-// x % S, and the last S / 2 the tail tile's 64 rows in S / 2 splits of twice the superblocks, with the
-// warpgroups each half of every superblock's k-steps: the same work per CTA. 2112 rows at 256 tokens
-// and S = 2 are 16 x 2 + 1 = 33 CTAs per token tile (132 at M = 1024: one wave, as with 64-row CTAs,
-// but 128 rows per x stage).
-template <typename XT, int TN, int ST, int ROWS, bool TAIL>
-__global__ void __launch_bounds__(32 * wg_warps(ROWS), 1) w4_wgmma_kernel(const __grid_constant__ WgParams wp) {
-#if QLINEAR_WGMMA
-  extern __shared__ __align__(16) unsigned char wg_smem_raw[];
-  if constexpr (TAIL) {
-    static_assert(ROWS == 128, "a paired grid has 128-row stages");
-    if (static_cast<int>(blockIdx.x) >= WgPaired<true>{wp.gp}.body())
-      wg_run<XT, TN, ST, 128, true>(wp, wg_smem_raw, WgPaired<true>{wp.gp});
-    else
-      wg_run<XT, TN, ST, 128, false>(wp, wg_smem_raw, WgPaired<false>{wp.gp});
-  } else {
-    wg_run<XT, TN, ST, ROWS, ROWS == 64>(wp, wg_smem_raw, WgPlain{});
   }
 #else
   __trap();  // not built for sm_90a: the launcher refuses before launching (w4_wgmma_built)

@@ -15,31 +15,18 @@ using w4a16g::WgParams;
 // warps = 16-row tiles per CTA: 8 (128 rows, a warpgroup per 64), 4 (64 rows, a warpgroup per half of
 // every superblock's k-steps; the CTA has 8 warps) or 12 (192 rows, three warpgroups).
 int wg_rows(const W4GemmConfig& c) { return c.warps * 16; }
-// A paired grid (c.tail) is the H = 3 code of 128-row CTAs.
 int wg_code(const W4GemmConfig& c) {
-  return (c.tail ? 3000 : (c.warps == 4 ? 1000 : (c.warps == 12 ? 2000 : 0))) + (c.tokens / 8) * 10 + c.stages;
+  return (c.warps == 4 ? 1000 : (c.warps == 12 ? 2000 : 0)) + (c.tokens / 8) * 10 + c.stages;
 }
 
 int64_t wg_tiles(const W4GemvArgs& a, const W4GemmConfig& c) {
   return cdiv64(a.n, wg_rows(c)) * cdiv64(a.m, c.tokens);
 }
 
-// CTAs per token tile for S K splits: S per row tile, or on a paired grid S per row tile but the last,
-// which takes S / 2 (its 64 rows over twice the superblocks each).
-int64_t wg_ctas_x(const W4GemvArgs& a, const W4GemmConfig& c, int64_t s) {
-  const int64_t rt = cdiv64(a.n, wg_rows(c));
-  return c.tail ? (rt - 1) * s + s / 2 : rt * s;
-}
-
 // Whether the grid's CTAs can all be resident at once, as a spread reduction needs: one CTA per SM (the
 // ring takes most of the shared memory), so at most one CTA per SM in the grid.
 bool wg_grid_fits(const W4GemvArgs& a, const W4GemmConfig& c) {
-  return wg_ctas_x(a, c, c.splits) * cdiv64(a.m, c.tokens) <= devattr::sm_count();
-}
-
-// A paired grid's shape: 128-row CTAs, an even split, and a last row tile of 1 .. 64 rows.
-bool wg_tail_ok(const W4GemvArgs& a, const W4GemmConfig& c) {
-  return c.warps == 8 && c.splits >= 2 && c.splits % 2 == 0 && a.n % 128 != 0 && a.n % 128 <= 64;
+  return wg_tiles(a, c) * c.splits <= devattr::sm_count();
 }
 
 // A spread reduction (wp.gp.spread) is launched cooperative: the runtime then guarantees that all CTAs
@@ -47,7 +34,7 @@ bool wg_tail_ok(const W4GemvArgs& a, const W4GemmConfig& c) {
 template <typename XT, int C>
 cudaError_t launch_code(const WgParams& wp, dim3 grid, bool pdl, cudaStream_t stream) {
   using D = w4a16g::WgCode<C>;
-  const auto kernel = w4a16g::w4_wgmma_kernel<XT, D::TN, D::ST, D::ROWS, D::TAIL>;
+  const auto kernel = w4a16g::w4_wgmma_kernel<XT, D::TN, D::ST, D::ROWS>;
   const int smem = w4a16g::wg_smem_bytes(D::TN, D::ST, D::ROWS);
   const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (e != cudaSuccess) return e;
@@ -80,8 +67,7 @@ int w4_wgmma_built() {
 // (what fits in shared memory); the K split that minimizes waves x (superblocks per CTA + 2 for the
 // prologue and epilogue + for a split the partials' round trip, 2 + tokens / 64), each split keeping
 // >= 4 superblocks. Session 11 run 8: 7168x16384 M = 1024 at 256 tokens took 376.5 us unsplit, 410.3
-// with 2 splits and 412.5 with 4 (the choice before the tokens term). A paired grid (tail) counts its CTAs
-// as such and takes even splits only.
+// with 2 splits and 412.5 with 4 (the choice before the tokens term).
 W4GemmConfig w4_wgmma_resolve(const W4GemvArgs& a, const W4GemmConfig& cfg) {
   W4GemmConfig c = cfg;
   if (c.warps <= 0) c.warps = 8;
@@ -91,12 +77,11 @@ W4GemmConfig w4_wgmma_resolve(const W4GemvArgs& a, const W4GemmConfig& cfg) {
   if (c.stages <= 0) c.stages = c.tokens >= 256 ? 3 : (c.tokens >= 128 ? 4 : 8);
   const int64_t nsb = cdiv64(a.k, 128);
   if (c.splits <= 0) {
-    const int64_t tok_tiles = cdiv64(a.m, c.tokens), sms = devattr::sm_count();
+    const int64_t tiles = wg_tiles(a, c), sms = devattr::sm_count();
     const int64_t cap = nsb / 4 > 0 ? nsb / 4 : 1;
-    int64_t best = c.tail ? 2 : 1, best_cost = -1;
-    for (int64_t s = best; s <= cap && s <= 16; s += c.tail ? 2 : 1) {
-      const int64_t cost =
-          cdiv64(wg_ctas_x(a, c, s) * tok_tiles, sms) * (cdiv64(nsb, s) + 2 + (s > 1 ? 2 + c.tokens / 64 : 0));
+    int64_t best = 1, best_cost = -1;
+    for (int64_t s = 1; s <= cap && s <= 16; ++s) {
+      const int64_t cost = cdiv64(tiles * s, sms) * (cdiv64(nsb, s) + 2 + (s > 1 ? 2 + c.tokens / 64 : 0));
       if (best_cost < 0 || cost < best_cost) best = s, best_cost = cost;
     }
     c.splits = static_cast<int>(best);
@@ -120,8 +105,7 @@ W4GemmSupport w4_wgmma_supported(const W4GemvArgs& a, const W4GemmConfig& cfg, i
   const W4GemmConfig c = w4_wgmma_resolve(a, cfg);
   if ((c.warps != 8 && c.warps != 4 && c.warps != 12) || c.tokens % 8 != 0 ||
       !code_listed(w4a16g::kWgCodes, wg_code(c)) || c.reduce < 1 || c.reduce > 2 ||
-      (c.reduce == 2 && !wg_grid_fits(a, c)) || c.pdl < 0 || c.pdl > 1 || c.tail < 0 || c.tail > 1 ||
-      (c.tail == 1 && !wg_tail_ok(a, c)))
+      (c.reduce == 2 && !wg_grid_fits(a, c)) || c.pdl < 0 || c.pdl > 1)
     return W4GemmSupport::kBadConfig;
   // a spread reduction counts arrivals and departures: two counters per output tile
   return w4_gemm_config_limits(a, c.splits, wg_tiles(a, c) * (c.reduce == 2 ? 2 : 1), w4_wgmma_workspace_floats(a, c),
@@ -138,7 +122,6 @@ cudaError_t w4_wgmma_launch(const W4GemvArgs& a, const W4GemmConfig& cfg, float*
   WgParams wp{};
   wp.gp = w4a16g::gemm_params(w4_params(a, 0), workspace, counters, c.splits);
   wp.gp.spread = c.splits > 1 && c.reduce == 2 ? 1 : 0;
-  wp.gp.tail = c.tail ? c.splits : 0;
   const int64_t nsb = cdiv64(a.k, 128);
   // x [M, K] in boxes of 64 columns x `tokens` rows, swizzled for the wgmma descriptor; qweight
   // [N, 16 nsb] int32 in boxes of 16 words x the CTA's rows. One row of x: any stride works (rounded to 16)
@@ -152,8 +135,8 @@ cudaError_t w4_wgmma_launch(const W4GemvArgs& a, const W4GemmConfig& cfg, float*
                        static_cast<uint32_t>(wg_rows(c)),
                        CU_TENSOR_MAP_SWIZZLE_NONE))
     return cudaErrorInvalidValue;
-  const dim3 grid(static_cast<unsigned>(c.tail ? wg_ctas_x(a, c, c.splits) : cdiv64(a.n, wg_rows(c))),
-                  static_cast<unsigned>(c.tail ? 1 : c.splits), static_cast<unsigned>(cdiv64(a.m, c.tokens)));
+  const dim3 grid(static_cast<unsigned>(cdiv64(a.n, wg_rows(c))), static_cast<unsigned>(c.splits),
+                  static_cast<unsigned>(cdiv64(a.m, c.tokens)));
   auto launch = [&](bool pdl) {
     return a.x_dtype == W4GDType::kBFloat16 ? launch_listed<__nv_bfloat16>(wg_code(c), wp, grid, pdl, stream)
                                             : launch_listed<__half>(wg_code(c), wp, grid, pdl, stream);

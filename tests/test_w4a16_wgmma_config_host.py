@@ -10,18 +10,12 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from _host_tool import ask as _ask
-from _host_tool import build
+from _host_tool import ask, build
 
 SOURCES = ["w4a16_wgmma_launch.cu", "w4a16_gemm_launch.cu", "w4a16_gemv_launch.cu", "w4a16_ring_bf16.cu",
            "w4a16_ring_f16.cu", "w4a16_bulk_bf16.cu", "w4a16_bulk_f16.cu", "w4a16_tma_launch.cu"]
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
-
-
-def ask(tool, cases):
-    """The tool's rows for (n, k, m, tokens, splits, stages, rows[, tail]) cases (tail 0 when left out)."""
-    return _ask(tool, [tuple(c) + (0,) * (8 - len(c)) for c in cases])
 
 
 @pytest.fixture(scope="module")
@@ -75,16 +69,3 @@ def test_64_and_192_row_ctas(tool):
     assert rows[3][1:4] == (128, 1, 4) and rows[3][4] == 0 and rows[3][6] == 192
     # automatic tokens for 192 rows: 128, the only compiled tile, at any M
     assert rows[4][1:4] == (128, 1, 4) and rows[5][1] == 128
-
-
-def test_paired_tail_grid(tool):
-    """tail = 1 (128-row CTAs, the last row tile of N % 128 <= 64 rows as 64-row CTAs over twice the
-    superblocks): the automatic split is even and counts S CTAs per full tile + S / 2 for the last one,
-    so 2112x7168 (16 full tiles + 64 rows) takes 8 splits at M = 128 (16 x 8 + 4 = 132 CTAs: spread) and
-    2 at M = 1024 (4 x 33 = 132); the workspace is sized for 17 full tiles. (The refusals of odd splits,
-    64-row CTAs and N % 128 = 0 or > 64 come after the device check: tests/gpu/test_w4a16_gemm_gpu.py.)"""
-    rows = ask(tool, [(2112, 7168, 128, 128, 0, 4, 128, 1), (2112, 7168, 1024, 256, 2, 3, 128, 1),
-                      (2112, 7168, 1024, 256, 0, 3, 128, 1)])
-    assert rows[0][1:4] == (128, 8, 4) and rows[0][5] == 2 and rows[0][4] == 17 * 8 * 128 * 128
-    assert rows[1][1:4] == (256, 2, 3) and rows[1][5] == 2 and rows[1][4] == 17 * 4 * 2 * 128 * 256
-    assert rows[2][1:4] == (256, 2, 3)

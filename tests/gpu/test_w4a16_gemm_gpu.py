@@ -55,13 +55,10 @@ def _family(name):
         codes = [(c // 1000, (c // 10 % 100) * 8, c % 10) for c in C.w4a16_gemm_configs()]
         return ops.cuda_gemm, [(lambda s, w=w, t=t, st=st: (w, t, s, st), t) for w, t, st in codes]
     C = _wgmma_ext()
-    # H * 1000 + (tokens / 8) * 10 + stages; H = 0 / 1 / 2: 128 / 64 / 192 weight rows per CTA, 3: 128
-    # rows on a paired grid (tail = 1), which takes even splits only (1 / 3 become 2 / 4)
-    cfgs = [(c % 1000 // 10 * 8, c % 10, (128, 64, 192, 128)[c // 1000], int(c // 1000 == 3))
-            for c in C.w4a16_wgmma_configs()]
-    assert {(rows, tail) for _, _, rows, tail in cfgs} == {(64, 0), (128, 0), (192, 0), (128, 1)}
-    return ops.cuda_wgmma, [(lambda s, t=t, st=st, r=r, tl=tl: (t, s + s % 2 * tl, st, 0, r, tl), t)
-                            for t, st, r, tl in cfgs]
+    # H * 1000 + (tokens / 8) * 10 + stages; H = 0 / 1 / 2: 128 / 64 / 192 weight rows per CTA
+    cfgs = [(c % 1000 // 10 * 8, c % 10, (128, 64, 192)[c // 1000]) for c in C.w4a16_wgmma_configs()]
+    assert {rows for _, _, rows in cfgs} == {64, 128, 192}
+    return ops.cuda_wgmma, [(lambda s, t=t, st=st, r=r: (t, s, st, 0, r), t) for t, st, r in cfgs]
 
 
 FAMILIES = ["cuda_gemm", "cuda_wgmma"]
@@ -111,7 +108,7 @@ def test_every_config_with_and_without_split(family):
 
 
 @pytest.mark.parametrize("family, cfg", [("cuda_gemm", (8, 64, 8, 6)), ("cuda_wgmma", (64, 8, 8, 1)),
-                                         ("cuda_wgmma", (128, 7, 4, 2)), ("cuda_wgmma", (128, 8, 4, 2, 128, 1))])
+                                         ("cuda_wgmma", (128, 7, 4, 2))])
 def test_graph_replays_keep_counters_zeroed(family, cfg):
     run, _ = _family(family)
     n, k = 2112, 7168
@@ -153,7 +150,7 @@ def test_wgmma_refusals_and_public_op():
     assert not ops.cuda_wgmma_supported(x, p64)
     assert C.w4a16_wgmma_supported(x, p64.qweight, p64.scales, p64.zeros, 64, locks) == 4
     with pytest.raises(ValueError, match="tokens, splits, stages"):
-        ops.cuda_wgmma(x, packed, config=(8, 128, 1, 5, 0, 0, 0))  # seven fields
+        ops.cuda_wgmma(x, packed, config=(8, 128, 1, 5, 0, 0))  # six fields
     assert sup(x, 128, 2, 5, 3) == 6  # reduce is 0, 1 or 2
     assert sup(x, 128, 2, 5, 2) == 0
     # 64 rows per CTA: compiled for (128 tokens, 4 stages) and (256, 3), not for 64 tokens; 192 rows
@@ -199,45 +196,6 @@ def test_wgmma_spread_reduction_bits():
     out = torch.empty(128, 2112, device=DEV, dtype=torch.bfloat16)
     code = C.w4a16_wgmma(out, x, packed.qweight, packed.scales, packed.zeros, None, 128, locks)
     assert code // 10**9 == 2 and code // 10 % 1000 == 7, code  # 17 tiles x 7 splits: spread
-
-
-def test_wgmma_paired_tail():
-    """tail = 1: a paired grid of 128-row CTAs whose last row tile (N % 128 <= 64 rows) runs as 64-row
-    CTAs in half as many K splits of twice the superblocks. 2112x7168 at M = 1024 (16 x 2 + 1 CTAs per
-    token tile, 132 in all: spread) and M = 128 (16 x 8 + 4), ragged N / K / M with bias, fp16, both
-    reductions (the same bits), CUDA graph replays; even splits, 128 rows and a short last tile only."""
-    C = _wgmma_ext()
-    locks = _splitk.locks(torch.device(DEV))
-    cases = [(2112, 7168, 128, 1024, (256, 2, 3), torch.bfloat16), (2112, 7168, 128, 128, (128, 8, 4), torch.bfloat16),
-             (176, 1000, -1, 300, (128, 4, 4), torch.float16), (2112, 7168, 128, 77, (128, 2, 4), torch.float16),
-             (64, 2048, 128, 40, (128, 4, 4), torch.bfloat16)]
-    for n, k, group, m, cfg, dtype in cases:
-        packed, w = _layer(n, k, group, True, seed=n + m)
-        x = _x(m, k, dtype, m, row_pad=8 if m % 2 else 0)
-        b = torch.randn(n, device=DEV).to(dtype) if m % 2 else None
-        last = ops.cuda_wgmma(x, packed, b, cfg + (1, 128, 1))
-        assert_matches(last, x, w, b, f"paired tail {n}x{k} M={m} {cfg} {dtype}")
-        auto_reduce = ops.cuda_wgmma(x, packed, b, cfg + (0, 128, 1))
-        assert torch.equal(auto_reduce, last), f"{n}x{k} M={m} {cfg}: the reductions' bits differ"
-        assert int(locks.abs().sum()) == 0
-    packed, _ = _layer(2112, 7168, seed=1)
-    x = _x(1024, 7168, torch.bfloat16, 1)
-    out = torch.empty(1024, 2112, device=DEV, dtype=torch.bfloat16)
-    code = C.w4a16_wgmma(out, x, packed.qweight, packed.scales, packed.zeros, None, 128, locks, 256, 2, 3, 0, 128, 1)
-    assert code // 10**10 == 1 and code // 10**9 % 10 == 2 and code // 10 % 1000 == 2, code  # 132 CTAs: spread
-    sup = lambda p, xx, *cfg: C.w4a16_wgmma_supported(xx, p.qweight, p.scales, p.zeros, 128, locks, *cfg)  # noqa: E731
-    assert sup(packed, x, 256, 2, 3, 0, 128, 1) == 0
-    assert sup(packed, x, 256, 0, 3, 0, 128, 1) == 0  # automatic splits: even ones only
-    assert sup(packed, x, 256, 3, 3, 0, 128, 1) == 6  # odd split
-    assert sup(packed, x, 256, 1, 3, 0, 128, 1) == 6
-    assert sup(packed, x, 256, 2, 3, 0, 64, 1) == 6  # 64-row CTAs have no paired grid
-    assert sup(packed, x, 256, 2, 3, 0, 128, 2) == 6  # tail is 0 or 1
-    for n in (2048, 2200):  # N % 128 = 0: no short last tile; 2200 % 128 = 24 rows
-        p, _ = _layer(n, 1024, seed=n)
-        xx = _x(100, 1024, torch.bfloat16, 5)
-        assert sup(p, xx, 128, 2, 4, 0, 128, 1) == (6 if n == 2048 else 0)
-    p, _ = _layer(200, 1024, seed=6)  # 200 % 128 = 72 rows: more than a 64-row CTA holds
-    assert sup(p, _x(100, 1024, torch.bfloat16, 5), 128, 2, 4, 0, 128, 1) == 6
 
 
 def test_refusals_and_public_op():

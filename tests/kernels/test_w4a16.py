@@ -321,8 +321,7 @@ def test_cuda_gemm_ops_pass_their_configs(monkeypatch, family):
     monkeypatch.setattr(ops, auto_attr, {})
     run(x, packed)
     assert run(x[:0], packed).shape == (0, 3200)
-    # wgmma: a 3-field config padded with reduce = 0, rows = 0 and tail = 0, then pdl (off: no sm_90
-    # device here)
-    pad = (lambda c: tuple(c) + (0,) * (6 - len(c)) + (0,)) if family == "wgmma" else tuple
+    # wgmma: a 3-field config padded with reduce = 0 and rows = 0, then pdl (off: no sm_90 device here)
+    pad = (lambda c: tuple(c) + (0,) * (5 - len(c)) + (0,)) if family == "wgmma" else tuple
     assert [c[5] for c in fake.calls] == [pad(explicit), pad(auto_entry), pad(default), pad(default)]
     assert all(c[0] == name and c[1] == (40, 3200) and c[3] == 128 and c[4] == torch.int32 for c in fake.calls)
