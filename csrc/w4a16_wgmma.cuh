@@ -222,22 +222,26 @@ __device__ __forceinline__ void wgmma_rs<__half, 256>(float (&d)[128], const uin
 struct WgGroupRaw {
   uint32_t s0, s1, z0, z1;
 };
-// A scale of 2 or 4 bytes at s (element i) as its raw bits: one 16-bit load, and the high half only
-// for fp32 (one address for both kinds; a branch on the kind made ptxas compute both kinds'
-// addresses every superblock).
-__device__ __forceinline__ uint32_t wg_scale_bits(const void* s, int64_t i, bool wide) {
-  const uint16_t* h = static_cast<const uint16_t*>(s) + (wide ? 2 * i : i);
-  return wide ? (uint32_t{h[0]} | uint32_t{h[1]} << 16) : uint32_t{h[0]};
-}
+// Each value is one predicated load straight into its register: no instruction after the load may
+// read it before wg_group_vals does. (Assembling an fp32 scale from two 16-bit halves, or selecting
+// the zero point 8 after the load, put an instruction on the load's result in the superblock that
+// issued it: in session 27 run 3's stall samples, 24576x1536 M = 1024 waited there 8 % of the time.)
+// The scales of 2 or 4 bytes (elements i0, i1; one address per element for both kinds: a branch on the
+// kind made ptxas compute both kinds' addresses every superblock) and the zero points (8, symmetric,
+// where p.zeros is null), all read-only for the kernel's lifetime.
 __device__ __forceinline__ WgGroupRaw wg_group_load(const Params& p, int row, int sb) {
   const int64_t gb = static_cast<int64_t>(group_of_sb(sb, p.grp_mul)) * p.n;
   const int64_t i0 = gb + min(row, p.n - 1), i1 = gb + min(row + 8, p.n - 1);
-  const bool wide = p.scale_kind == FKind::kFloat32;
+  const uint32_t sh = p.scale_kind == FKind::kFloat32 ? 2u : 1u;  // log2 of the scale's bytes
+  const uintptr_t sc = reinterpret_cast<uintptr_t>(p.scales), zp = reinterpret_cast<uintptr_t>(p.zeros);
   WgGroupRaw v;
-  v.s0 = wg_scale_bits(p.scales, i0, wide);
-  v.s1 = wg_scale_bits(p.scales, i1, wide);
-  v.z0 = p.zeros != nullptr ? p.zeros[i0] : 8u;
-  v.z1 = p.zeros != nullptr ? p.zeros[i1] : 8u;
+  v.z0 = v.z1 = 8u;
+  asm("{\n.reg .pred w, h;\nsetp.eq.u32 w, %4, 2;\nsetp.ne.u64 h, %9, 0;\n"
+      "@w ld.global.nc.b32 %0, [%5];\n@!w ld.global.nc.u16 %0, [%5];\n"
+      "@w ld.global.nc.b32 %1, [%6];\n@!w ld.global.nc.u16 %1, [%6];\n"
+      "@h ld.global.nc.u8 %2, [%7];\n@h ld.global.nc.u8 %3, [%8];\n}"
+      : "=r"(v.s0), "=r"(v.s1), "+r"(v.z0), "+r"(v.z1)
+      : "r"(sh), "l"(sc + (i0 << sh)), "l"(sc + (i1 << sh)), "l"(zp + i0), "l"(zp + i1), "l"(zp));
   return v;
 }
 
@@ -321,32 +325,46 @@ __device__ __forceinline__ uint32_t wg_pack2(float a, float b) {
 // and its row stride allow, else one element at a time. Same value per element as store_frag.
 // Warp w holds rows 16 (w % (ROWS / 16)) .. + 15 of the tile and, with 64 rows, the tokens of its
 // warpgroup's half of the summed tile (WN = TN / 2 each).
+// Vector c = (v - v_lo) * 4 NW + thread goes to thread c % (32 NW): a thread's (w, t), hence its 8
+// rows, stay fixed and its indices step by 8 (its token by 16). kU vectors per round, their 8 kU
+// shared-memory reads issued before any store: one vector per round (ptxas kept the loop's order)
+// waited out a shared-memory round trip per vector, 11 % of the stall samples of 24576x1536 at M =
+// 1024 (session 27 run 3).
 template <typename XT, int ROWS, int WN>
 __device__ __forceinline__ void wg_store_tile(const Params& p, const float* sm, int v_lo, int v_hi, int row0,
                                               int tok0) {
-  constexpr int NW = wg_warps(ROWS), VEC = 4 * NW;
+  constexpr int NW = wg_warps(ROWS), VEC = 4 * NW, kU = 4;
   const bool vec = reinterpret_cast<uintptr_t>(p.out) % 16 == 0 && p.out_stride % 8 == 0;
-  for (int ch = v_lo * VEC + static_cast<int>(threadIdx.x); ch < v_hi * VEC; ch += 32 * NW) {
-    const int v = ch / VEC, w = (ch >> 2) % NW, t = ch & 3;
-    const int tok = tok0 + (ROWS == 64 ? (w >> 2) * WN : 0) + (v >> 2) * 8 + 2 * t + (v & 1);
-    const int row = row0 + (w % (ROWS / 16)) * 16 + (v & 2) * 4;
-    if (tok >= p.m) continue;
-    const float* src = sm + (v * NW + w) * kWgPitch + t;
-    float s[8];
+  const int tid = static_cast<int>(threadIdx.x);
+  const int w = (tid >> 2) % NW, t = tid & 3;
+  const int v0 = v_lo + tid / VEC;  // v0 % 4 is the thread's for every index it stores
+  const int row = row0 + (w % (ROWS / 16)) * 16 + (v0 & 2) * 4;
+  const int tok_base = tok0 + (ROWS == 64 ? (w >> 2) * WN : 0) + 2 * t + (v0 & 1);
+  for (int vb = v0; vb < v_hi; vb += 8 * kU) {
+    float s[kU][8];
 #pragma unroll
-    for (int g = 0; g < 8; ++g) s[g] = src[4 * g];
-    if (p.bias != nullptr)
+    for (int u = 0; u < kU; ++u) {  // indices past v_hi read the last one's values, never stored
+      const float* src = sm + (min(vb + 8 * u, v_hi - 1) * NW + w) * kWgPitch + t;
 #pragma unroll
-      for (int g = 0; g < 8; ++g)
-        if (row + g < p.n) s[g] += load_f(p.bias, row + g, p.bias_kind);
-    XT* dst = static_cast<XT*>(p.out) + static_cast<int64_t>(tok) * p.out_stride + row;
-    if (vec && row + 8 <= p.n) {
-      *reinterpret_cast<uint4*>(dst) = make_uint4(wg_pack2<XT>(s[0], s[1]), wg_pack2<XT>(s[2], s[3]),
-                                                  wg_pack2<XT>(s[4], s[5]), wg_pack2<XT>(s[6], s[7]));
-    } else {
+      for (int g = 0; g < 8; ++g) s[u][g] = src[4 * g];
+    }
 #pragma unroll
-      for (int g = 0; g < 8; ++g)
-        if (row + g < p.n) dst[g] = Mma<XT>::from_f(s[g]);
+    for (int u = 0; u < kU; ++u) {
+      const int tok = tok_base + ((vb + 8 * u) >> 2) * 8;
+      if (vb + 8 * u >= v_hi || tok >= p.m) continue;
+      if (p.bias != nullptr)
+#pragma unroll
+        for (int g = 0; g < 8; ++g)
+          if (row + g < p.n) s[u][g] += load_f(p.bias, row + g, p.bias_kind);
+      XT* dst = static_cast<XT*>(p.out) + static_cast<int64_t>(tok) * p.out_stride + row;
+      if (vec && row + 8 <= p.n) {
+        *reinterpret_cast<uint4*>(dst) = make_uint4(wg_pack2<XT>(s[u][0], s[u][1]), wg_pack2<XT>(s[u][2], s[u][3]),
+                                                    wg_pack2<XT>(s[u][4], s[u][5]), wg_pack2<XT>(s[u][6], s[u][7]));
+      } else {
+#pragma unroll
+        for (int g = 0; g < 8; ++g)
+          if (row + g < p.n) dst[g] = Mma<XT>::from_f(s[u][g]);
+      }
     }
   }
 }
