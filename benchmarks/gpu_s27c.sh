@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Session 27 run 4: the wgmma W4A16 GEMM's scale / zero loads as predicated loads straight into their
-# registers (nothing reads them until the next superblock) and its tile stores four 16-byte vectors per
-# round (their shared-memory reads issued first). The wgmma / mma GEMM and W4A16 layer GPU tests; the
+# Session 27 runs 4-5: the wgmma W4A16 GEMM's scale / zero loads straight into their registers (nothing
+# reads them until the next superblock; run 4: 16- and 32-bit loads predicated on the scale kind, run 5:
+# one 4-byte word per scale) and its tile stores four 16-byte vectors per round (their shared-memory
+# reads issued first). The wgmma / mma GEMM and W4A16 layer GPU tests; the
 # issue-5 acceptance benchmark (bench_linear --format w4a16); Nsight Compute stall samples again.
 #   OUT=/some/dir bash benchmarks/gpu_s27c.sh
 source "$(dirname "$0")/_gpu_build.sh"

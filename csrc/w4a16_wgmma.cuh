@@ -216,32 +216,38 @@ __device__ __forceinline__ void wgmma_rs<__half, 256>(float (&d)[128], const uin
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(desc_lo), "r"(kWgDescHi));
 }
 
-// The raw scale bits (2- or 4-byte) and zero points of rows row and row + 8 (rows past N read row
-// N - 1) for the group of superblock sb, loaded from global memory; wg_group_vals converts them one
-// superblock later, so that the loads' latency is not waited out where they are issued.
+// The raw scales and zero points of rows row and row + 8 (rows past N read row N - 1) for the group
+// of superblock sb, loaded from global memory; wg_group_vals converts them one superblock later, so
+// that the loads' latency is not waited out where they are issued.
 struct WgGroupRaw {
   uint32_t s0, s1, z0, z1;
 };
-// Each value is one predicated load straight into its register: no instruction after the load may
-// read it before wg_group_vals does. (Assembling an fp32 scale from two 16-bit halves, or selecting
-// the zero point 8 after the load, put an instruction on the load's result in the superblock that
-// issued it: in session 27 run 3's stall samples, 24576x1536 M = 1024 waited there 8 % of the time.)
-// The scales of 2 or 4 bytes (elements i0, i1; one address per element for both kinds: a branch on the
-// kind made ptxas compute both kinds' addresses every superblock) and the zero points (8, symmetric,
-// where p.zeros is null), all read-only for the kernel's lifetime.
+// Each is one load straight into its register, which nothing reads before wg_group_vals: a scale as
+// the 4-byte word that holds it (an fp32 scale is one; a 16-bit one is half of one, wg_group_vals
+// picks the half), the zero point as a load predicated on p.zeros into a register holding 8
+// (symmetric). Session 27 run 3's stall samples (24576x1536 at M = 1024: 8 %) caught the loads'
+// latency where they were issued: an fp32 scale assembled from two 16-bit loads, and the zero point
+// selected, right after them; run 4's (2112x7168 at M = 128: 14 %) a 16-bit and a 32-bit load
+// predicated on the kind into one register, the second waiting for the first. The aligned word of a
+// 16-bit scale never leaves the 4-byte unit that holds the scale, so it cannot fault even when the
+// scale is the allocation's last (device allocations are at least 256-byte granular).
+__device__ __forceinline__ uint32_t wg_ld_word(uintptr_t a) {
+  uint32_t v;
+  asm("ld.global.nc.b32 %0, [%1];" : "=r"(v) : "l"(a & ~uintptr_t{3}));
+  return v;
+}
 __device__ __forceinline__ WgGroupRaw wg_group_load(const Params& p, int row, int sb) {
   const int64_t gb = static_cast<int64_t>(group_of_sb(sb, p.grp_mul)) * p.n;
   const int64_t i0 = gb + min(row, p.n - 1), i1 = gb + min(row + 8, p.n - 1);
   const uint32_t sh = p.scale_kind == FKind::kFloat32 ? 2u : 1u;  // log2 of the scale's bytes
   const uintptr_t sc = reinterpret_cast<uintptr_t>(p.scales), zp = reinterpret_cast<uintptr_t>(p.zeros);
   WgGroupRaw v;
+  v.s0 = wg_ld_word(sc + (i0 << sh));
+  v.s1 = wg_ld_word(sc + (i1 << sh));
   v.z0 = v.z1 = 8u;
-  asm("{\n.reg .pred w, h;\nsetp.eq.u32 w, %4, 2;\nsetp.ne.u64 h, %9, 0;\n"
-      "@w ld.global.nc.b32 %0, [%5];\n@!w ld.global.nc.u16 %0, [%5];\n"
-      "@w ld.global.nc.b32 %1, [%6];\n@!w ld.global.nc.u16 %1, [%6];\n"
-      "@h ld.global.nc.u8 %2, [%7];\n@h ld.global.nc.u8 %3, [%8];\n}"
-      : "=r"(v.s0), "=r"(v.s1), "+r"(v.z0), "+r"(v.z1)
-      : "r"(sh), "l"(sc + (i0 << sh)), "l"(sc + (i1 << sh)), "l"(zp + i0), "l"(zp + i1), "l"(zp));
+  asm("{\n.reg .pred h;\nsetp.ne.u64 h, %4, 0;\n@h ld.global.nc.u8 %0, [%2];\n@h ld.global.nc.u8 %1, [%3];\n}"
+      : "+r"(v.z0), "+r"(v.z1)
+      : "l"(zp + i0), "l"(zp + i1), "l"(zp));
   return v;
 }
 
@@ -260,9 +266,19 @@ __device__ __forceinline__ uint32_t wg_scale2(uint32_t raw, FKind k) {
 struct WgGroupVals {
   uint32_t s0, s1, nz0, nz1;
 };
+// raw from wg_group_load(p, row, sb): a 16-bit scale is the high half of its word where its element
+// index group * N + row is odd, for rows row and row + 8 alike (rows past N, clamped there, are never
+// stored: their scale's half does not matter).
 template <typename XT>
-__device__ __forceinline__ WgGroupVals wg_group_vals(const WgGroupRaw& raw, FKind k) {
-  return WgGroupVals{wg_scale2<XT>(raw.s0, k), wg_scale2<XT>(raw.s1, k), nzero<XT>(raw.z0), nzero<XT>(raw.z1)};
+__device__ __forceinline__ WgGroupVals wg_group_vals(const WgGroupRaw& raw, const Params& p, int row, int sb) {
+  uint32_t s0 = raw.s0, s1 = raw.s1;
+  if (p.scale_kind != FKind::kFloat32) {
+    const uint32_t odd = static_cast<uint32_t>((p.n & group_of_sb(sb, p.grp_mul)) ^ row) & 1u;
+    s0 = (s0 >> (odd * 16)) & 0xFFFFu;
+    s1 = (s1 >> (odd * 16)) & 0xFFFFu;
+  }
+  return WgGroupVals{wg_scale2<XT>(s0, p.scale_kind), wg_scale2<XT>(s1, p.scale_kind), nzero<XT>(raw.z0),
+                     nzero<XT>(raw.z1)};
 }
 
 // The NP A fragments (one per 16-k step) of local rows r and r + 8 from a stage's weight rows: words
@@ -333,7 +349,8 @@ __device__ __forceinline__ uint32_t wg_pack2(float a, float b) {
 template <typename XT, int ROWS, int WN>
 __device__ __forceinline__ void wg_store_tile(const Params& p, const float* sm, int v_lo, int v_hi, int row0,
                                               int tok0) {
-  constexpr int NW = wg_warps(ROWS), VEC = 4 * NW, kU = 4;
+  // one vector per round for the 192-row CTAs: at their 168-register cap, four cost a spill
+  constexpr int NW = wg_warps(ROWS), VEC = 4 * NW, kU = NW == 12 ? 1 : 4;
   const bool vec = reinterpret_cast<uintptr_t>(p.out) % 16 == 0 && p.out_stride % 8 == 0;
   const int tid = static_cast<int>(threadIdx.x);
   const int w = (tid >> 2) % NW, t = tid & 3;
@@ -509,7 +526,7 @@ __global__ void __launch_bounds__(32 * wg_warps(ROWS), 1) w4_wgmma_kernel(const 
   auto step = [&](auto buf, int j) {
     constexpr int B = decltype(buf)::value;
     const int s = j % ST;
-    const WgGroupVals gv = wg_group_vals<XT>(graw, p.scale_kind);
+    const WgGroupVals gv = wg_group_vals<XT>(graw, p, row0 + r, sb_lo + j);
     graw = wg_group_load(p, row0 + r, min(sb_lo + j + 1, p.nsb - 1));
     tma::mbar_wait(full0 + 8 * s, static_cast<uint32_t>((j / ST) & 1));
     wg_dequant<XT, NP>(a[B], smem + s * kStage + wg_stage(TN, ROWS).w_off, r, t, gv, magic, sel);
