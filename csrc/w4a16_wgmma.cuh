@@ -233,7 +233,7 @@ struct WgGroupRaw {
 // scale is the allocation's last (device allocations are at least 256-byte granular).
 __device__ __forceinline__ uint32_t wg_ld_word(uintptr_t a) {
   uint32_t v;
-  asm("ld.global.nc.b32 %0, [%1];" : "=r"(v) : "l"(a & ~uintptr_t{3}));
+  asm("ld.global.b32 %0, [%1];" : "=r"(v) : "l"(a & ~uintptr_t{3}));
   return v;
 }
 __device__ __forceinline__ WgGroupRaw wg_group_load(const Params& p, int row, int sb) {
@@ -245,7 +245,7 @@ __device__ __forceinline__ WgGroupRaw wg_group_load(const Params& p, int row, in
   v.s0 = wg_ld_word(sc + (i0 << sh));
   v.s1 = wg_ld_word(sc + (i1 << sh));
   v.z0 = v.z1 = 8u;
-  asm("{\n.reg .pred h;\nsetp.ne.u64 h, %4, 0;\n@h ld.global.nc.u8 %0, [%2];\n@h ld.global.nc.u8 %1, [%3];\n}"
+  asm("{\n.reg .pred h;\nsetp.ne.u64 h, %4, 0;\n@h ld.global.u8 %0, [%2];\n@h ld.global.u8 %1, [%3];\n}"
       : "+r"(v.z0), "+r"(v.z1)
       : "l"(zp + i0), "l"(zp + i1), "l"(zp));
   return v;
@@ -517,7 +517,10 @@ __global__ void __launch_bounds__(32 * wg_warps(ROWS), 1) w4_wgmma_kernel(const 
 #pragma unroll
   for (int v = 0; v < VA; ++v) acc[v] = 0.f;
   uint32_t a[2][NP][4];
-  WgGroupRaw graw = wg_group_load(p, row0 + r, sb_lo);
+  // superblock j's raw group values in graw[j & 1], loaded in step j - 1: the two unrolled steps each
+  // keep their own registers, so no move between them reads a load's result early
+  WgGroupRaw graw[2];
+  graw[0] = wg_group_load(p, row0 + r, sb_lo);
   pdl::wait();
 
   // Superblock j: convert its group values (loaded one superblock ago), load the next superblock's,
@@ -526,8 +529,8 @@ __global__ void __launch_bounds__(32 * wg_warps(ROWS), 1) w4_wgmma_kernel(const 
   auto step = [&](auto buf, int j) {
     constexpr int B = decltype(buf)::value;
     const int s = j % ST;
-    const WgGroupVals gv = wg_group_vals<XT>(graw, p, row0 + r, sb_lo + j);
-    graw = wg_group_load(p, row0 + r, min(sb_lo + j + 1, p.nsb - 1));
+    const WgGroupVals gv = wg_group_vals<XT>(graw[B], p, row0 + r, sb_lo + j);
+    graw[B ^ 1] = wg_group_load(p, row0 + r, min(sb_lo + j + 1, p.nsb - 1));
     tma::mbar_wait(full0 + 8 * s, static_cast<uint32_t>((j / ST) & 1));
     wg_dequant<XT, NP>(a[B], smem + s * kStage + wg_stage(TN, ROWS).w_off, r, t, gv, magic, sel);
     const uint32_t d0 = wg_desc_lo(ring + s * kStage + x_off);
