@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: session 27 runs 4-5 ran this on 38e25c3 / 532a435 (both reverted after run 6).
 # Session 27 runs 4-5: the wgmma W4A16 GEMM's scale / zero loads straight into their registers (nothing
 # reads them until the next superblock; run 4: 16- and 32-bit loads predicated on the scale kind, run 5:
 # one 4-byte word per scale) and its tile stores four 16-byte vectors per round (their shared-memory

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: session 27 run 6 ran this on d86f99c (variant C), with snapA = 43b5804's csrc/w4a16_wgmma.cuh and snapB = that plus the four-vector tile stores; C and the stores were reverted after it (no gain).
 # Session 27 run 6: three builds of the wgmma W4A16 GEMM side by side, each in its own process (same
 # machine, minutes apart): A = 43b5804 (session 26), B = A with the tile stores of four vectors per round
 # (192-row CTAs: as A), C = this commit (B's stores, scales loaded as 4-byte words into per-step register

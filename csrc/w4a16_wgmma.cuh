@@ -216,38 +216,28 @@ __device__ __forceinline__ void wgmma_rs<__half, 256>(float (&d)[128], const uin
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(desc_lo), "r"(kWgDescHi));
 }
 
-// The raw scales and zero points of rows row and row + 8 (rows past N read row N - 1) for the group
-// of superblock sb, loaded from global memory; wg_group_vals converts them one superblock later, so
-// that the loads' latency is not waited out where they are issued.
+// The raw scale bits (2- or 4-byte) and zero points of rows row and row + 8 (rows past N read row
+// N - 1) for the group of superblock sb, loaded from global memory; wg_group_vals converts them one
+// superblock later, so that the loads' latency is not waited out where they are issued.
 struct WgGroupRaw {
   uint32_t s0, s1, z0, z1;
 };
-// Each is one load straight into its register, which nothing reads before wg_group_vals: a scale as
-// the 4-byte word that holds it (an fp32 scale is one; a 16-bit one is half of one, wg_group_vals
-// picks the half), the zero point as a load predicated on p.zeros into a register holding 8
-// (symmetric). Session 27 run 3's stall samples (24576x1536 at M = 1024: 8 %) caught the loads'
-// latency where they were issued: an fp32 scale assembled from two 16-bit loads, and the zero point
-// selected, right after them; run 4's (2112x7168 at M = 128: 14 %) a 16-bit and a 32-bit load
-// predicated on the kind into one register, the second waiting for the first. The aligned word of a
-// 16-bit scale never leaves the 4-byte unit that holds the scale, so it cannot fault even when the
-// scale is the allocation's last (device allocations are at least 256-byte granular).
-__device__ __forceinline__ uint32_t wg_ld_word(uintptr_t a) {
-  uint32_t v;
-  asm("ld.global.b32 %0, [%1];" : "=r"(v) : "l"(a & ~uintptr_t{3}));
-  return v;
+// A scale of 2 or 4 bytes at s (element i) as its raw bits: one 16-bit load, and the high half only
+// for fp32 (one address for both kinds; a branch on the kind made ptxas compute both kinds'
+// addresses every superblock).
+__device__ __forceinline__ uint32_t wg_scale_bits(const void* s, int64_t i, bool wide) {
+  const uint16_t* h = static_cast<const uint16_t*>(s) + (wide ? 2 * i : i);
+  return wide ? (uint32_t{h[0]} | uint32_t{h[1]} << 16) : uint32_t{h[0]};
 }
 __device__ __forceinline__ WgGroupRaw wg_group_load(const Params& p, int row, int sb) {
   const int64_t gb = static_cast<int64_t>(group_of_sb(sb, p.grp_mul)) * p.n;
   const int64_t i0 = gb + min(row, p.n - 1), i1 = gb + min(row + 8, p.n - 1);
-  const uint32_t sh = p.scale_kind == FKind::kFloat32 ? 2u : 1u;  // log2 of the scale's bytes
-  const uintptr_t sc = reinterpret_cast<uintptr_t>(p.scales), zp = reinterpret_cast<uintptr_t>(p.zeros);
+  const bool wide = p.scale_kind == FKind::kFloat32;
   WgGroupRaw v;
-  v.s0 = wg_ld_word(sc + (i0 << sh));
-  v.s1 = wg_ld_word(sc + (i1 << sh));
-  v.z0 = v.z1 = 8u;
-  asm("{\n.reg .pred h;\nsetp.ne.u64 h, %4, 0;\n@h ld.global.u8 %0, [%2];\n@h ld.global.u8 %1, [%3];\n}"
-      : "+r"(v.z0), "+r"(v.z1)
-      : "l"(zp + i0), "l"(zp + i1), "l"(zp));
+  v.s0 = wg_scale_bits(p.scales, i0, wide);
+  v.s1 = wg_scale_bits(p.scales, i1, wide);
+  v.z0 = p.zeros != nullptr ? p.zeros[i0] : 8u;
+  v.z1 = p.zeros != nullptr ? p.zeros[i1] : 8u;
   return v;
 }
 
@@ -266,19 +256,9 @@ __device__ __forceinline__ uint32_t wg_scale2(uint32_t raw, FKind k) {
 struct WgGroupVals {
   uint32_t s0, s1, nz0, nz1;
 };
-// raw from wg_group_load(p, row, sb): a 16-bit scale is the high half of its word where its element
-// index group * N + row is odd, for rows row and row + 8 alike (rows past N, clamped there, are never
-// stored: their scale's half does not matter).
 template <typename XT>
-__device__ __forceinline__ WgGroupVals wg_group_vals(const WgGroupRaw& raw, const Params& p, int row, int sb) {
-  uint32_t s0 = raw.s0, s1 = raw.s1;
-  if (p.scale_kind != FKind::kFloat32) {
-    const uint32_t odd = static_cast<uint32_t>((p.n & group_of_sb(sb, p.grp_mul)) ^ row) & 1u;
-    s0 = (s0 >> (odd * 16)) & 0xFFFFu;
-    s1 = (s1 >> (odd * 16)) & 0xFFFFu;
-  }
-  return WgGroupVals{wg_scale2<XT>(s0, p.scale_kind), wg_scale2<XT>(s1, p.scale_kind), nzero<XT>(raw.z0),
-                     nzero<XT>(raw.z1)};
+__device__ __forceinline__ WgGroupVals wg_group_vals(const WgGroupRaw& raw, FKind k) {
+  return WgGroupVals{wg_scale2<XT>(raw.s0, k), wg_scale2<XT>(raw.s1, k), nzero<XT>(raw.z0), nzero<XT>(raw.z1)};
 }
 
 // The NP A fragments (one per 16-k step) of local rows r and r + 8 from a stage's weight rows: words
@@ -341,47 +321,32 @@ __device__ __forceinline__ uint32_t wg_pack2(float a, float b) {
 // and its row stride allow, else one element at a time. Same value per element as store_frag.
 // Warp w holds rows 16 (w % (ROWS / 16)) .. + 15 of the tile and, with 64 rows, the tokens of its
 // warpgroup's half of the summed tile (WN = TN / 2 each).
-// Vector c = (v - v_lo) * 4 NW + thread goes to thread c % (32 NW): a thread's (w, t), hence its 8
-// rows, stay fixed and its indices step by 8 (its token by 16). kU vectors per round, their 8 kU
-// shared-memory reads issued before any store: one vector per round (ptxas kept the loop's order)
-// waited out a shared-memory round trip per vector, 11 % of the stall samples of 24576x1536 at M =
-// 1024 (session 27 run 3).
 template <typename XT, int ROWS, int WN>
 __device__ __forceinline__ void wg_store_tile(const Params& p, const float* sm, int v_lo, int v_hi, int row0,
                                               int tok0) {
-  // one vector per round for the 192-row CTAs: at their 168-register cap, four cost a spill
-  constexpr int NW = wg_warps(ROWS), VEC = 4 * NW, kU = NW == 12 ? 1 : 4;
+  constexpr int NW = wg_warps(ROWS), VEC = 4 * NW;
   const bool vec = reinterpret_cast<uintptr_t>(p.out) % 16 == 0 && p.out_stride % 8 == 0;
-  const int tid = static_cast<int>(threadIdx.x);
-  const int w = (tid >> 2) % NW, t = tid & 3;
-  const int v0 = v_lo + tid / VEC;  // v0 % 4 is the thread's for every index it stores
-  const int row = row0 + (w % (ROWS / 16)) * 16 + (v0 & 2) * 4;
-  const int tok_base = tok0 + (ROWS == 64 ? (w >> 2) * WN : 0) + 2 * t + (v0 & 1);
-  for (int vb = v0; vb < v_hi; vb += 8 * kU) {
-    float s[kU][8];
+  for (int ch = v_lo * VEC + static_cast<int>(threadIdx.x); ch < v_hi * VEC; ch += 32 * NW) {
+    const int v = ch / VEC, w = (ch >> 2) % NW, t = ch & 3;
+    const int tok = tok0 + (ROWS == 64 ? (w >> 2) * WN : 0) + (v >> 2) * 8 + 2 * t + (v & 1);
+    const int row = row0 + (w % (ROWS / 16)) * 16 + (v & 2) * 4;
+    if (tok >= p.m) continue;
+    const float* src = sm + (v * NW + w) * kWgPitch + t;
+    float s[8];
 #pragma unroll
-    for (int u = 0; u < kU; ++u) {  // indices past v_hi read the last one's values, never stored
-      const float* src = sm + (min(vb + 8 * u, v_hi - 1) * NW + w) * kWgPitch + t;
+    for (int g = 0; g < 8; ++g) s[g] = src[4 * g];
+    if (p.bias != nullptr)
 #pragma unroll
-      for (int g = 0; g < 8; ++g) s[u][g] = src[4 * g];
-    }
+      for (int g = 0; g < 8; ++g)
+        if (row + g < p.n) s[g] += load_f(p.bias, row + g, p.bias_kind);
+    XT* dst = static_cast<XT*>(p.out) + static_cast<int64_t>(tok) * p.out_stride + row;
+    if (vec && row + 8 <= p.n) {
+      *reinterpret_cast<uint4*>(dst) = make_uint4(wg_pack2<XT>(s[0], s[1]), wg_pack2<XT>(s[2], s[3]),
+                                                  wg_pack2<XT>(s[4], s[5]), wg_pack2<XT>(s[6], s[7]));
+    } else {
 #pragma unroll
-    for (int u = 0; u < kU; ++u) {
-      const int tok = tok_base + ((vb + 8 * u) >> 2) * 8;
-      if (vb + 8 * u >= v_hi || tok >= p.m) continue;
-      if (p.bias != nullptr)
-#pragma unroll
-        for (int g = 0; g < 8; ++g)
-          if (row + g < p.n) s[u][g] += load_f(p.bias, row + g, p.bias_kind);
-      XT* dst = static_cast<XT*>(p.out) + static_cast<int64_t>(tok) * p.out_stride + row;
-      if (vec && row + 8 <= p.n) {
-        *reinterpret_cast<uint4*>(dst) = make_uint4(wg_pack2<XT>(s[u][0], s[u][1]), wg_pack2<XT>(s[u][2], s[u][3]),
-                                                    wg_pack2<XT>(s[u][4], s[u][5]), wg_pack2<XT>(s[u][6], s[u][7]));
-      } else {
-#pragma unroll
-        for (int g = 0; g < 8; ++g)
-          if (row + g < p.n) dst[g] = Mma<XT>::from_f(s[u][g]);
-      }
+      for (int g = 0; g < 8; ++g)
+        if (row + g < p.n) dst[g] = Mma<XT>::from_f(s[g]);
     }
   }
 }
@@ -517,10 +482,7 @@ __global__ void __launch_bounds__(32 * wg_warps(ROWS), 1) w4_wgmma_kernel(const 
 #pragma unroll
   for (int v = 0; v < VA; ++v) acc[v] = 0.f;
   uint32_t a[2][NP][4];
-  // superblock j's raw group values in graw[j & 1], loaded in step j - 1: the two unrolled steps each
-  // keep their own registers, so no move between them reads a load's result early
-  WgGroupRaw graw[2];
-  graw[0] = wg_group_load(p, row0 + r, sb_lo);
+  WgGroupRaw graw = wg_group_load(p, row0 + r, sb_lo);
   pdl::wait();
 
   // Superblock j: convert its group values (loaded one superblock ago), load the next superblock's,
@@ -529,8 +491,8 @@ __global__ void __launch_bounds__(32 * wg_warps(ROWS), 1) w4_wgmma_kernel(const 
   auto step = [&](auto buf, int j) {
     constexpr int B = decltype(buf)::value;
     const int s = j % ST;
-    const WgGroupVals gv = wg_group_vals<XT>(graw[B], p, row0 + r, sb_lo + j);
-    graw[B ^ 1] = wg_group_load(p, row0 + r, min(sb_lo + j + 1, p.nsb - 1));
+    const WgGroupVals gv = wg_group_vals<XT>(graw, p.scale_kind);
+    graw = wg_group_load(p, row0 + r, min(sb_lo + j + 1, p.nsb - 1));
     tma::mbar_wait(full0 + 8 * s, static_cast<uint32_t>((j / ST) & 1));
     wg_dequant<XT, NP>(a[B], smem + s * kStage + wg_stage(TN, ROWS).w_off, r, t, gv, magic, sel);
     const uint32_t d0 = wg_desc_lo(ring + s * kStage + x_off);
