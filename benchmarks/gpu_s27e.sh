@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: session 27 run 7 ran this on be69683 (branch s27-refill-last-wg; main went back to 43b5804's kernel: the GPU test line of B was cut from the output and bench_linear was not run on it).
 # Session 27 run 7: the wgmma W4A16 GEMM's refills issued by the first thread of the last warpgroup (B,
 # this commit) against thread 0 (A = 43b5804's kernel; VARIANT_A: its snapshot folder), two builds side by
 # side, each in its own process: the GEMM GPU tests on B, then probe_w4a16_gemm (GEMM only, x rotated) at

@@ -485,10 +485,6 @@ __global__ void __launch_bounds__(32 * wg_warps(ROWS), 1) w4_wgmma_kernel(const 
   WgGroupRaw graw = wg_group_load(p, row0 + r, sb_lo);
   pdl::wait();
 
-  // The refills are issued by the first thread of the last warpgroup, the last to release a stage (the
-  // tensor pipe runs the warpgroups' groups in issue order): its wait for the release is short, and no
-  // earlier warpgroup waits for a later one's progress before its next wgmmas.
-  constexpr int kRefill = NT - 128;
   // Superblock j: convert its group values (loaded one superblock ago), load the next superblock's,
   // wait for its stage, dequantize into buffer B, issue the NP wgmmas, wait for superblock j - 1's
   // group and release its stage.
@@ -511,7 +507,7 @@ __global__ void __launch_bounds__(32 * wg_warps(ROWS), 1) w4_wgmma_kernel(const 
       for (int c = 0; c < 4; ++c) keep(a[B ^ 1][i][c]);
     if (j >= 1) {
       if (lane == 0) tma::mbar_arrive(empty0 + 8 * ((j - 1) % ST));
-      if (tid == kRefill && j - 1 + ST < nsb) {
+      if (tid == 0 && j - 1 + ST < nsb) {
         tma::mbar_wait(empty0 + 8 * ((j - 1) % ST), static_cast<uint32_t>(((j - 1) / ST) & 1));
         fill_w(j - 1 + ST);
         fill_x(j - 1 + ST);
