@@ -32,7 +32,9 @@ done
 for v in "${names[@]}"; do
     (cd "${dirs[$v]}" && QLINEAR_BUILD_DIR=/tmp/qb_$v PYTHONPATH=$PWD python -c \
         "from qlinear.kernels import cuda_ext; cuda_ext.load()" > "$OUT/build_$v.log" 2>&1
-     echo "build $v ($(cat GIT_COMMIT 2>/dev/null || echo '?')): rc=$?" | tee -a "$summary") &
+     rc=$?
+     echo "build $v ($(cat GIT_COMMIT 2>/dev/null || echo '?')): rc=$rc$([ $rc -ne 0 ] && echo " | $(tail -n 1 "$OUT/build_$v.log")")" \
+        | tee -a "$summary") &
 done
 wait
 if [ -n "${TESTS:-}" ]; then
@@ -48,8 +50,9 @@ if [ -n "${BENCH:-}" ]; then
         for v in "${names[@]}"; do
             (cd "${dirs[$v]}" && QLINEAR_BUILD_DIR=/tmp/qb_$v PYTHONPATH=$PWD timeout "${BENCH_LIMIT:-200}" \
                 python $BENCH --out "$OUT/${v}_$pass" > "$OUT/${v}_$pass.log" 2>&1)
-            grep -E "${BENCH_LINES:-qlinear w4a16|qlinear fp8|^GEMM M}" "$OUT/${v}_$pass.log" | sed "s/^/$v$pass /" | \
-                cut -c1-"${LINE_WIDTH:-150}" | tee -a "$summary"
+            grep -E "${BENCH_LINES:-qlinear w4a16|qlinear fp8|^GEMM M}|rror|Traceback" "$OUT/${v}_$pass.log" | \
+                sed "s/^/$v$pass /" | cut -c1-"${LINE_WIDTH:-150}" | tee -a "$summary"
         done
     done
 fi
+exit 0
