@@ -7,8 +7,8 @@
 #   BENCH="benchmarks/bench_linear.py --format w4a16 --ms 128 1024" PASSES=2 OUT=/dir \
 #   bash benchmarks/gpu_side_by_side.sh
 # VARIANTS: NAME=FOLDER pairs (snapshots from benchmarks/snapshot.sh REV build/snapX; "." = this one),
-# built in parallel, each into /tmp/qb_NAME. TESTS (optional): pytest arguments run on every variant but
-# the first (the baseline) -> $OUT/tests_NAME.txt. BENCH: a script and its arguments, run PASSES times
+# built in parallel, each into /tmp/qb_NAME. TESTS (optional): pytest arguments (shell-quoted, e.g.
+# -k "auto or graph") run on every variant but the first (the baseline) -> $OUT/tests_NAME.txt. BENCH: a script and its arguments, run PASSES times
 # per variant, variants alternating within a pass, each with --out $OUT/NAME_PASS -> $OUT/NAME_PASS.log.
 # $OUT/summary.txt collects the build and test verdicts and every bench line matching $BENCH_LINES.
 set -uo pipefail
@@ -40,7 +40,7 @@ wait
 if [ -n "${TESTS:-}" ]; then
     for v in "${names[@]:1}"; do
         (cd "${dirs[$v]}" && QLINEAR_BUILD_DIR=/tmp/qb_$v PYTHONPATH=$PWD timeout "${TEST_LIMIT:-200}" \
-            python -m pytest -q -p no:cacheprovider $TESTS > "$OUT/tests_$v.txt" 2>&1)
+            eval "python -m pytest -q -p no:cacheprovider $TESTS" > "$OUT/tests_$v.txt" 2>&1)
         say "tests $v: $(tail -n 1 "$OUT/tests_$v.txt")"
         grep -E "^(FAILED|ERROR)" "$OUT/tests_$v.txt" | head -n 5 | tee -a "$summary"
     done
