@@ -40,7 +40,7 @@ wait
 if [ -n "${TESTS:-}" ]; then
     for v in "${names[@]:1}"; do
         (cd "${dirs[$v]}" && QLINEAR_BUILD_DIR=/tmp/qb_$v PYTHONPATH=$PWD timeout "${TEST_LIMIT:-200}" \
-            eval "python -m pytest -q -p no:cacheprovider $TESTS" > "$OUT/tests_$v.txt" 2>&1)
+            bash -c "python -m pytest -q -p no:cacheprovider $TESTS" > "$OUT/tests_$v.txt" 2>&1)
         say "tests $v: $(tail -n 1 "$OUT/tests_$v.txt")"
         grep -E "^(FAILED|ERROR)" "$OUT/tests_$v.txt" | head -n 5 | tee -a "$summary"
     done
