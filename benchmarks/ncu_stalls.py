@@ -1,16 +1,21 @@
-"""Per-instruction warp-stall samples from an Nsight Compute report (``ncu --import REPORT --page source
---csv --print-source sass``), summarized: per profiled kernel, the stall reasons' share of all samples
-and the instructions with the most samples (their SASS and top reasons).
+"""Per-instruction warp-stall samples from an Nsight Compute report, summarized per profiled kernel: the
+stall reasons' shares of all samples and the instructions with the most samples (SASS, top reasons).
 
-    python benchmarks/ncu_stalls.py SOURCE_PAGE.csv [--top 40]
+Input: the report's source page as CSV, ``ncu --import REPORT --page source --csv --print-source sass``
+(collected with ``--section SourceCounters``): per kernel a "Kernel Name" row, a header row starting with
+"Address", then one row per SASS instruction with "Warp Stall Sampling (All Samples)" and one
+``stall_<reason>`` column per reason (plus ``stall_<reason> (Not Issued)``, the samples in which the
+warp issued nothing, left out here: they are a subset of the others). Some samples have no reason
+column (most of those on a group's first wgmma, in session 27's reports): they count in the totals only,
+so the reasons' shares need not add up to 100 %.
+
+    python benchmarks/ncu_stalls.py SOURCE_PAGE.csv [--top 40] [--kernels 1 5]
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
-import io
-import re
 import sys
 
 
@@ -21,42 +26,52 @@ def _num(v: str) -> float:
         return 0.0
 
 
+def kernels(path: str):
+    """(kernel name, header, rows) per profiled kernel of the CSV, in report order."""
+    name, head, rows = None, None, []
+    with open(path, newline="", errors="replace") as f:
+        for row in csv.reader(f):
+            if not row:
+                continue
+            if row[0] == "Kernel Name":
+                if head is not None:
+                    yield name, head, rows
+                name, head, rows = (row[1] if len(row) > 1 else "?"), None, []
+            elif row[0] == "Address":
+                head = row
+            elif head is not None:
+                rows.append(row)
+    if head is not None:
+        yield name, head, rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("csv")
-    ap.add_argument("--top", type=int, default=40)
+    ap.add_argument("--top", type=int, default=40, help="instructions listed per kernel")
+    ap.add_argument("--kernels", type=int, nargs="*", default=None, help="1-based kernel numbers (default: all)")
     args = ap.parse_args()
-    text = open(args.csv, errors="replace").read()
-    # one CSV table per kernel, each starting with its header row (the first field "Address" or "#")
-    blocks = re.split(r'\n(?="(?:#|Address)")', text)
-    for bi, block in enumerate(blocks):
-        rows = list(csv.reader(io.StringIO(block)))
-        rows = [r for r in rows if r]
-        if len(rows) < 2:
+    for k, (name, head, rows) in enumerate(kernels(args.csv), start=1):
+        if args.kernels and k not in args.kernels:
             continue
-        head = rows[0]
-        idx = {h: i for i, h in enumerate(head)}
-        src = next((i for i, h in enumerate(head) if h.lower() in ("source", "sass")), None)
-        total_col = next((i for i, h in enumerate(head) if "Warp Stall Sampling (All" in h), None)
-        reason_cols = [i for i, h in enumerate(head) if h.startswith("stall_") or "Stall" in h and "(All" not in h
-                       and "Not-issued" not in h and i != total_col]
+        total_col = next((i for i, h in enumerate(head) if h.startswith("Warp Stall Sampling (All")), None)
         if total_col is None:
-            print(f"[block {bi}] no stall-sampling column; header: {head[:30]}")
+            print(f"== kernel {k}: {name[:100]}: no stall-sampling column (collect with --section SourceCounters)")
             continue
-        body = rows[1:]
-        total = sum(_num(r[total_col]) for r in body if len(r) > total_col)
-        print(f"== kernel block {bi}: {len(body)} instructions, {total:.0f} samples")
-        sums = {head[i]: sum(_num(r[i]) for r in body if len(r) > i) for i in reason_cols}
-        for name, v in sorted(sums.items(), key=lambda kv: -kv[1])[:14]:
+        src = head.index("Source") if "Source" in head else None
+        reasons = [i for i, h in enumerate(head) if h.startswith("stall_") and "Not Issued" not in h]
+        rows = [r for r in rows if len(r) == len(head)]
+        total = sum(_num(r[total_col]) for r in rows)
+        print(f"== kernel {k}: {name[:100]}: {len(rows)} instructions, {total:.0f} samples")
+        sums = {head[i][6:]: sum(_num(r[i]) for r in rows) for i in reasons}
+        for reason, v in sorted(sums.items(), key=lambda kv: -kv[1])[:10]:
             if v > 0:
-                print(f"   {name:<48} {v:9.0f} {100 * v / max(total, 1):5.1f} %")
-        ranked = sorted((r for r in body if len(r) > total_col), key=lambda r: -_num(r[total_col]))[: args.top]
-        for r in ranked:
-            reasons = sorted(((head[i], _num(r[i])) for i in reason_cols if len(r) > i), key=lambda kv: -kv[1])[:3]
-            rs = ", ".join(f"{n.replace('stall_', '')}={v:.0f}" for n, v in reasons if v > 0)
-            addr = r[idx["Address"]] if "Address" in idx else r[0]
-            print(f"   {addr:>6} {_num(r[total_col]):7.0f}  {(r[src] if src is not None else '')[:70]:<70} {rs}")
-        del idx
+                print(f"   {reason:<20} {v:9.0f} {100 * v / max(total, 1):5.1f} %")
+        for r in sorted(rows, key=lambda r: -_num(r[total_col]))[: args.top]:
+            top = sorted(((head[i][6:], _num(r[i])) for i in reasons), key=lambda kv: -kv[1])[:3]
+            why = ", ".join(f"{n}={v:.0f}" for n, v in top if v > 0) or "(no reason column)"
+            text = r[src].strip() if src is not None else ""
+            print(f"   {r[0][-6:]:>6} {_num(r[total_col]):7.0f}  {text[:64]:<64} {why}")
     sys.stdout.flush()
 
 
