@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Session 27 run 3: Nsight Compute on the dispatch's wgmma W4A16 GEMM where issue 5 misses (2112x7168 at
-# M = 1024 and 128, 24576x1536 at M = 1024): throughput sections, warp-state statistics and the
-# per-instruction stall samples (source page, SASS), summarized by benchmarks/ncu_stalls.py; the SASS of
-# the two kernels.
+# Session 27 run 3 ran this on aafdbca (the wgmma GEMM there is the one at 43b5804).
+# Nsight Compute on the dispatch's wgmma W4A16 GEMM where issue 5 misses (2112x7168 at M = 1024 and 128,
+# 24576x1536 at M = 1024): throughput sections, warp-state statistics and the per-instruction stall
+# samples (the source page with SASS text), summarized by benchmarks/ncu_stalls.py.
 #   OUT=/some/dir bash benchmarks/gpu_s27b.sh
 source "$(dirname "$0")/_gpu_build.sh"
 export PYTHONPATH="${PYTHONPATH:-$PWD}"
