@@ -15,6 +15,7 @@ VARIANTS="main=. refill=../snapR persist=../snapP" PASSES=2 \
   BENCH="benchmarks/bench_linear.py --format w4a16 --ms 128 1024" bash benchmarks/gpu_side_by_side.sh
 W=/tmp/side_by_side
 for pass in 1 2; do
+  [ "$SECONDS" -gt "${PROBE_AFTER_LIMIT:-470}" ] && { echo "probeP$pass: skipped at ${SECONDS}s" | tee -a "$W/summary.txt"; continue; }
   (cd ../snapP && QLINEAR_BUILD_DIR=/tmp/qb_persist PYTHONPATH=$PWD timeout 90 python benchmarks/probe_w4a16_gemm.py \
       --family wgmma --tokens 999 --rotate-x --shapes 24576x1536 --ms 1024 \
       --wg-configs 256,1,3,0,128,0 256,1,3,0,128,1 \
