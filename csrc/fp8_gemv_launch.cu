@@ -2,6 +2,7 @@
 // config, and the dispatch over the compiled instances (dtype x NT x (R, PF)).
 #include "fp8_gemv_dispatch.cuh"
 #include "fp8_gemv_launch.h"
+#include "fp8_tma.cuh"
 #include "device_attrs.h"
 #include "int_math.h"
 
@@ -21,11 +22,29 @@ int64_t partial_words(const Fp8GemvArgs& a, const Fp8GemvConfig& c) {
   return cdiv64(cdiv64(a.n, 16), c.r) * c.splits * c.r * nt * 128;
 }
 
+int tma_key(const Fp8GemvConfig& c) { return c.r * 1000 + c.splits * 100 + c.pf * 10 + c.warps; }
+
+// The TMA ring kernel's own conditions (after the common ones): pre-quantized x without X, sm_90, a
+// compiled shape, and scale rows that its tensor maps can describe (contiguous, 16-byte multiples and
+// addresses; a single row any length).
+Fp8GemvSupport tma_supported(const Fp8GemvArgs& a, const Fp8GemvConfig& c) {
+  if (a.x_scales == nullptr || c.xa != 0 || devattr::cc_major() != 9 || c.splits > 9 || c.pf > 9 || c.warps > 9 ||
+      !fp8g::tma_key_compiled(tma_key(c)))
+    return Fp8GemvSupport::kBadConfig;
+  const int64_t nblk = cdiv64(a.n, 128);
+  if ((a.m > 1 && (a.xs_s1 != 1 || a.xs_s0 % 4 != 0)) || (a.m == 1 && a.xs_s1 != 1) ||
+      (nblk > 1 && (a.wsi_s1 != 1 || a.wsi_s0 % 4 != 0)) || (nblk == 1 && a.wsi_s1 != 1) ||
+      reinterpret_cast<uintptr_t>(a.x_scales) % 16 != 0 || reinterpret_cast<uintptr_t>(a.wsi) % 16 != 0)
+    return Fp8GemvSupport::kMisaligned;
+  return Fp8GemvSupport::kOk;
+}
+
 }  // namespace
 
 Fp8GemvConfig fp8_gemv_decode(int64_t code) {
   Fp8GemvConfig c;
   if (code <= 0) return c;
+  c.tma = static_cast<int>((code / 100000000) % 10);
   c.xa = static_cast<int>((code / 10000000) % 10);
   c.preq = static_cast<int>((code / 1000000) % 10);
   c.splits = static_cast<int>((code / 10000) % 100);
@@ -36,7 +55,7 @@ Fp8GemvConfig fp8_gemv_decode(int64_t code) {
 }
 
 int64_t fp8_gemv_encode(const Fp8GemvConfig& c) {
-  return int64_t{c.xa} * 10000000 + int64_t{c.preq} * 1000000 + int64_t{c.splits} * 10000 + c.r * 1000 +
+  return int64_t{c.tma} * 100000000 + int64_t{c.xa} * 10000000 + int64_t{c.preq} * 1000000 + int64_t{c.splits} * 10000 + c.r * 1000 +
          c.pf * 100 + c.warps;
 }
 
@@ -49,6 +68,14 @@ Fp8GemvConfig fp8_gemv_resolve(const Fp8GemvArgs& a, int64_t code) {
   Fp8GemvConfig c = fp8_gemv_decode(code);
   const bool pq = a.x_scales != nullptr;
   c.preq = pq ? 1 : 0;
+  if (c.tma == 1) {
+    // the shape key's digits; zero fields take the 7168x16384 shape's (fp8_tma.cuh)
+    if (c.r <= 0) c.r = 2;
+    if (c.splits <= 0) c.splits = 4;
+    if (c.pf <= 0) c.pf = 4;
+    if (c.warps <= 0) c.warps = 4;
+    return c;
+  }
   if (c.r <= 0) {
     c.r = c.xa || pq || a.m <= 4 ? 1 : (a.m <= 8 ? 2 : 4);
     c.pf = c.r <= 2 ? 1 : 0;
@@ -94,8 +121,9 @@ Fp8GemvSupport fp8_gemv_supported(const Fp8GemvArgs& a, int64_t code) {
     return Fp8GemvSupport::kMisaligned;
   const Fp8GemvConfig c = fp8_gemv_resolve(a, code);
   const int q = fp8_gemv_decode(code).preq;  // as asked (resolve sets c.preq from the operands)
-  if (code >= 100000000 || q > 1 || (q == 1 && !pq) || c.xa > 1)
+  if (code >= 200000000 || q > 1 || (q == 1 && !pq) || c.xa > 1)
     return Fp8GemvSupport::kBadConfig;
+  if (c.tma == 1) return tma_supported(a, c);
   if (!fp8g::pair_compiled(c.r, c.pf, pq, c.xa != 0) || c.warps < 1 ||
       c.warps > max_warps(a.m > 8 ? 2 : 1, c.r, c.pf, pq, c.xa != 0) || c.splits < 1 || c.splits > 99)
     return Fp8GemvSupport::kBadConfig;
@@ -141,6 +169,11 @@ cudaError_t fp8_gemv_launch(const Fp8GemvArgs& a, cudaStream_t stream, int64_t c
   const bool use_pdl = pdl && devattr::cc_major() >= 9;
   const bool bf16 = a.dtype == Fp8GDType::kBFloat16, two = a.m > 8;
   const bool xa = c.xa != 0;
+  if (c.tma == 1) {
+    p.splits = 1;  // one CTA per row tile over the whole K: reduce_store sums the warps only
+    p.kb_per_split = p.kb;
+    return fp8g::launch_tma(p, bf16, tma_key(c), use_pdl, stream);
+  }
   if (a.x_scales != nullptr) return fp8g::launch_preq(p, bf16, two, c.r, c.pf, xa, c.warps, tgs, use_pdl, stream);
   return fp8g::launch_quant(p, bf16, two, c.r, c.pf, xa, c.warps, tgs, use_pdl, stream);
 }

@@ -43,9 +43,13 @@ struct Fp8GemvArgs {
 // without x_scales, the operands decide otherwise (the digit tells the Python caller which op to
 // run). fp8_gemv_configs lists the compiled (R, PF) pairs as R * 10 + PF. X = 1: each warp loads its
 // next k-block's x operands before multiplying the current one (fp8_gemv.cuh XA; compiled for R = 1
-// with PF 1 or 2 only, which fp8_gemv_configs does not list).
+// with PF 1 or 2 only, which fp8_gemv_configs does not list). T * 100000000 on top, T = 1: the TMA ring
+// kernel (fp8_tma.cuh, sm_90, Q = 1 only) with S = KS k-blocks per stage, R row tiles, PF = ST stages and W
+// = CW consumer warps (one producer warp more), shape key R KS ST CW as decimal digits (fp8g::kTmaKeys;
+// zero fields: 2, 4, 4, 4); 101042404 = 2 row tiles, 4 k-blocks per stage, 4 stages, 4 consumer warps.
 struct Fp8GemvConfig {
   int r = 0, pf = 0, warps = 0, splits = 0, preq = 0, xa = 0;
+  int tma = 0;  // T = 1: the TMA ring kernel (fp8_tma.cuh); then splits = KS, pf = ST, warps = CW
 };
 
 enum class Fp8GemvSupport : int {
@@ -56,7 +60,9 @@ enum class Fp8GemvSupport : int {
   kMisaligned = 4,     // x / weight not 16-byte aligned, x row stride % 8 (codes: bytes % 16) or weight
                        // row stride % 16 != 0
   kBadConfig = 5,      // (R, PF) not compiled, warps or splits out of range, Q = 1 without x_scales, X > 1,
-                       // X = 1 with (R, PF) other than (1, 1) / (1, 2), or a digit above X
+                       // X = 1 with (R, PF) other than (1, 1) / (1, 2), or a digit above T; T = 1 with X = 1,
+                       // without x_scales, off sm_90, with a shape key not compiled, or with scales whose
+                       // rows are not contiguous 16-byte multiples at 16-byte aligned addresses
   kWorkspace = 6,      // split-K needs more counters / partials than the workspace holds
   kBadPointer = 7,     // x, weight, weight scales or (pre-quantized) x_scales null
 };
