@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 28 run 2: the FP8 TMA ring decode kernel (csrc/fp8_tma.cuh, T = 1 codes): build, its GPU tests and
+# Session 28 runs 2-4: the FP8 TMA ring decode kernel (csrc/fp8_tma.cuh, T = 1 codes): build, its GPU tests and
 # the register kernel's pre-quantized tests (regression), then probe_fp8_preq.py (cold weights, alternated
 # graph replays) on 7168x16384 at M = 1 / 8 / 16, 2112x7168 and 24576x1536 at M = 16: the GEMV alone and
 # the quantizer + GEMV pair for every compiled shape key, against Triton and the auto dispatch.
@@ -13,9 +13,15 @@ gpu_build s28b
 [ "$build_rc" -ne 0 ] && exit 1
 [ -z "${SKIP_TESTS:-}" ] && gpu_pytest tma 150 tests/gpu/test_fp8_tma_gpu.py
 [ -z "${SKIP_TESTS:-}" ] && gpu_pytest preq 120 tests/gpu/test_fp8_cuda_gemv.py -k "preq or graph or auto"
-TMA=101042404,101042402,101042304,101041404,101041402,101044404
-for case in "7168x16384 16" "7168x16384 1" "2112x7168 16" "24576x1536 16" "7168x16384 8"; do
+# CASES: "NxK M gemv-codes pair-codes" (run 2: every key of the first list on the three shapes)
+FEW=101041402,101041802,101041902,101041804,101081402,101081502,101081404
+FEWX=111041402,111041802,111041902,111041804,111081402,111081502,111081404
+WIDE=101042304,101044404,101044504,101042404
+WIDEX=111042304,111044404,111044504,111042404
+CASES=${CASES:-"2112x7168 16 $FEW $FEW,$FEWX;2112x7168 8 $FEW $FEW,$FEWX;2112x7168 1 $FEW $FEW,$FEWX;7168x16384 16 $WIDE $WIDE,$WIDEX;7168x16384 1 $WIDE $WIDE,$WIDEX"}
+IFS=';' read -ra cases <<< "$CASES"
+for case in "${cases[@]}"; do
     set -- $case
     gpu_probe "p_$1_m$2" 100 "^PREQ M|rror|Traceback" benchmarks/probe_fp8_preq.py --shapes "$1" --m "$2" \
-        --gemv-codes "$TMA,1011104" --pair-codes "$TMA" --qmodes early,late --kernel-codes ""
+        --gemv-codes "$3" --pair-codes "$4" --qmodes early,late --kernel-codes ""
 done

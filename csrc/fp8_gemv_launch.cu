@@ -24,11 +24,11 @@ int64_t partial_words(const Fp8GemvArgs& a, const Fp8GemvConfig& c) {
 
 int tma_key(const Fp8GemvConfig& c) { return c.r * 1000 + c.splits * 100 + c.pf * 10 + c.warps; }
 
-// The TMA ring kernel's own conditions (after the common ones): pre-quantized x without X, sm_90, a
+// The TMA ring kernel's own conditions (after the common ones): pre-quantized x, sm_90, a
 // compiled shape, and scale rows that its tensor maps can describe (contiguous, 16-byte multiples and
 // addresses; a single row any length).
 Fp8GemvSupport tma_supported(const Fp8GemvArgs& a, const Fp8GemvConfig& c) {
-  if (a.x_scales == nullptr || c.xa != 0 || devattr::cc_major() != 9 || c.splits > 9 || c.pf > 9 || c.warps > 9 ||
+  if (a.x_scales == nullptr || c.xa > 1 || devattr::cc_major() != 9 || c.splits > 9 || c.pf > 9 || c.warps > 9 ||
       !fp8g::tma_key_compiled(tma_key(c)))
     return Fp8GemvSupport::kBadConfig;
   const int64_t nblk = cdiv64(a.n, 128);
@@ -172,7 +172,7 @@ cudaError_t fp8_gemv_launch(const Fp8GemvArgs& a, cudaStream_t stream, int64_t c
   if (c.tma == 1) {
     p.splits = 1;  // one CTA per row tile over the whole K: reduce_store sums the warps only
     p.kb_per_split = p.kb;
-    return fp8g::launch_tma(p, bf16, tma_key(c), use_pdl, stream);
+    return fp8g::launch_tma(p, bf16, tma_key(c), c.xa != 0, use_pdl, stream);
   }
   if (a.x_scales != nullptr) return fp8g::launch_preq(p, bf16, two, c.r, c.pf, xa, c.warps, tgs, use_pdl, stream);
   return fp8g::launch_quant(p, bf16, two, c.r, c.pf, xa, c.warps, tgs, use_pdl, stream);

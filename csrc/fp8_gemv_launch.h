@@ -46,7 +46,8 @@ struct Fp8GemvArgs {
 // with PF 1 or 2 only, which fp8_gemv_configs does not list). T * 100000000 on top, T = 1: the TMA ring
 // kernel (fp8_tma.cuh, sm_90, Q = 1 only) with S = KS k-blocks per stage, R row tiles, PF = ST stages and W
 // = CW consumer warps (one producer warp more), shape key R KS ST CW as decimal digits (fp8g::kTmaKeys;
-// zero fields: 2, 4, 4, 4); 101042404 = 2 row tiles, 4 k-blocks per stage, 4 stages, 4 consumer warps.
+// zero fields: 2, 4, 4, 4), X = 1 triggering the dependent grid (PDL) at the kernel's start instead of after
+// its main loop; 101042404 = 2 row tiles, 4 k-blocks per stage, 4 stages, 4 consumer warps.
 struct Fp8GemvConfig {
   int r = 0, pf = 0, warps = 0, splits = 0, preq = 0, xa = 0;
   int tma = 0;  // T = 1: the TMA ring kernel (fp8_tma.cuh); then splits = KS, pf = ST, warps = CW

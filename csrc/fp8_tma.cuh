@@ -45,6 +45,7 @@ struct TmaParams {
   CUtensorMap xsmap;  // x scales [M, K / 128] fp32: box KS x MB
   Params p;
   int mb;  // x rows staged per k-block
+  int early;  // 1: trigger the dependent grid at the start (else after the main loop)
   int xslot, off_x, off_s, off_xs, stage_bytes, off_red, off_bar;
   uint32_t tx_bytes;  // bytes one stage's boxes land (out-of-bounds fill included)
 };
@@ -84,7 +85,7 @@ __host__ __device__ constexpr int tma_smem_bytes(int key, int nt, int mb) {
 
 // Compiled shapes. KS = 4 is the smallest whose scale boxes are 16 bytes wide (TMA's minimum); R = 2 and
 // ST = 4 keep two CTAs per SM (224 CTAs on 7168 rows all resident).
-constexpr int kTmaKeys[] = {2444, 2442, 2434, 1444, 1442, 4444};
+constexpr int kTmaKeys[] = {2444, 2442, 2434, 1444, 1442, 4444, 1482, 1492, 1484, 1842, 1852, 1844, 4454};
 
 template <size_t L>
 constexpr bool tma_keys_fit(const int (&keys)[L]) {
@@ -144,6 +145,7 @@ __global__ void __launch_bounds__(32 * (tma_shape(KEY).cw + 1), 1) fp8_tma_kerne
     tma::mbar_fence_init();
   }
   __syncthreads();
+  if (tp.early) pdl::launch_dependents();
 
   float acc[R][NT][4];
 #pragma unroll
@@ -239,7 +241,7 @@ __global__ void __launch_bounds__(32 * (tma_shape(KEY).cw + 1), 1) fp8_tma_kerne
         }
     }
   }
-  pdl::launch_dependents();
+  if (!tp.early) pdl::launch_dependents();
   // the output may be read by the previous grid until it completes
   pdl::wait();
   reduce_store<XT, NT, R>(acc, reinterpret_cast<float*>(smem + tp.off_red), p, static_cast<int>(blockIdx.x), 0, row0);
@@ -248,7 +250,7 @@ __global__ void __launch_bounds__(32 * (tma_shape(KEY).cw + 1), 1) fp8_tma_kerne
 // Defined in fp8_tma_launch.cu: the call's tensor maps, then the instance of `key` (tma_shape) for
 // bf16 / fp16 output and one or two token tiles; cudaErrorInvalidValue for a key not compiled or maps the
 // driver refuses.
-cudaError_t launch_tma(const Params& p, bool bf16, int key, bool pdl, cudaStream_t stream);
+cudaError_t launch_tma(const Params& p, bool bf16, int key, bool early, bool pdl, cudaStream_t stream);
 inline bool tma_key_compiled(int key) { return code_listed(kTmaKeys, key); }
 
 }  // namespace fp8g

@@ -54,9 +54,10 @@ cudaError_t tma_launch(TmaParams& tp, bool pdl, cudaStream_t stream) {
 }
 
 template <typename XT>
-cudaError_t tma_dispatch(const Params& p, int key, bool pdl, cudaStream_t stream) {
+cudaError_t tma_dispatch(const Params& p, int key, bool early, bool pdl, cudaStream_t stream) {
   TmaParams tp{};
   tp.p = p;
+  tp.early = early ? 1 : 0;
   const int nt = p.m > 8 ? 2 : 1;
   tp.mb = p.m < 8 * nt ? p.m : 8 * nt;
   if (nt == 1)
@@ -68,8 +69,9 @@ cudaError_t tma_dispatch(const Params& p, int key, bool pdl, cudaStream_t stream
 
 }  // namespace
 
-cudaError_t launch_tma(const Params& p, bool bf16, int key, bool pdl, cudaStream_t stream) {
-  return bf16 ? tma_dispatch<__nv_bfloat16>(p, key, pdl, stream) : tma_dispatch<__half>(p, key, pdl, stream);
+cudaError_t launch_tma(const Params& p, bool bf16, int key, bool early, bool pdl, cudaStream_t stream) {
+  return bf16 ? tma_dispatch<__nv_bfloat16>(p, key, early, pdl, stream)
+              : tma_dispatch<__half>(p, key, early, pdl, stream);
 }
 
 }  // namespace fp8g

@@ -23,7 +23,9 @@ pytestmark = [
 DEV = "cuda"
 TOL = 1e-2
 # T = 1, Q = 1, then S = KS, R, PF = ST, W = CW (csrc/fp8_gemv_launch.h); keys in fp8_tma.cuh kTmaKeys
-TMA_CODES = [101042404, 101042402, 101042304, 101041404, 101041402, 101044404]
+TMA_CODES = [101042404, 101042402, 101042304, 101041404, 101041402, 101044404, 101041802, 101041902, 101041804,
+             101081402, 101081502, 101081404, 101044504,
+             111041402]  # X = 1: the dependent grid triggered at the start
 
 
 def _ext():
