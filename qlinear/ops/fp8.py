@@ -126,10 +126,20 @@ FP8_BLOCK_DISPATCH: dict = {
 # replays, us): 2112x7168 M = 9 / 12 / 16 pre-quantized with 14 warps and the quantizer's PDL trigger
 # early (1011114, FP8_CUDA_CONFIG) 8.81 / 9.03 / 9.35 (run 1: M = 16 9.27) vs the Triton path 9.18 /
 # 9.42 / 9.70 (run 1: 9.66) -> cuda M <= 16.
+# Session 28 runs 2-3 (benchmarks/results/session28/run2, run3: probe_fp8_preq.py, cold weights, alternated
+# graph replays, us): the TMA ring kernel (T = 1 codes, csrc/fp8_tma.cuh) after the quantizer on
+# 7168x16384, best code vs the dispatch then (Triton) in the same run:
+#   M = 1:  101042304 32.80 / 32.86 (trigger early; late 32.84 / 32.46) vs 33.43 / 33.34
+#   M = 8:  101042404 32.92 (early) vs 34.82
+#   M = 16: 101042304 34.59 / 34.62 (early) vs 36.81 / 36.95 (GEMV alone 33.27 / 33.33, 3.5 TB/s)
+# -> cuda M <= 16 on 7168x16384 (sm_90 only: _cuda_tma_ok). On few rows (2112x7168, 132 one-tile CTAs,
+# run 3) no ring depth beat the register kernel: M = 16 best pair 8.79 (101081404, X = 1) vs 8.13, M = 8
+# 8.01 vs 6.54, M = 1 7.63 vs 6.32; on 24576x1536 (run 2, M = 16) 22.19 vs Triton 13.59.
 FP8_CUDA_MAX_M: "int | dict" = {
     (2112, 7168): 16,
     (1536, 7168): 16,
     (576, 7168): 16,
+    (7168, 16384): 16,
     None: 0,
 }
 
@@ -169,9 +179,14 @@ FP8_CUDA_CONFIG: "int | dict" = {
     (2112, 7168): ((8, 10011116), (16, 11011114, "early")),
     (1536, 7168): ((8, 10011116), (16, 11011116, "early")),
     (576, 7168): ((8, 10041108), (16, 11041108, "early")),
+    (7168, 16384): ((16, 101042304, "early"),),
     None: 0,
 }
 _CUDA_PREQ = 1000000  # the Q digit of a config code
+# The T digit: T = 1 runs the TMA ring kernel (csrc/fp8_tma.cuh; sm_90, pre-quantized x, shape key in
+# the S / R / PF / W digits, X = 1 its PDL trigger at the start; csrc/fp8_gemv_launch.h). Codes measured
+# in session 28 (runs 2-3, table above): 101042304 = 2 row tiles, 4 k-blocks per stage, 3 stages, 4
+# consumer warps.
 # PDL trigger of the quantizer a Q = 1 code launches first when neither the call nor the
 # FP8_CUDA_CONFIG entry names one ("early" / "late"; QLINEAR_PDL=0 still turns PDL off). H200,
 # session 8 run 1 (benchmarks/results/session8/run1, probe_fp8_preq.py, M = 16, cold weights, us,
@@ -189,6 +204,8 @@ FP8_CUDA_QUANT_PDL = "late"
 # workspace uses the device's capture workspace (allocated with the first eager workspace of that
 # device), so graphs captured on such streams must not be replayed concurrently with one another;
 # warm up on the capture stream to give its graph a workspace of its own.
+_CUDA_TMA = 100000000
+
 _CUDA_WS_COUNTERS = 4096
 _CUDA_WS_WORDS = _CUDA_WS_COUNTERS + (1 << 21)
 _cuda_ws: dict = {}  # (device index, stream id or "capture") -> int32 workspace
@@ -217,6 +234,21 @@ def _cuda_entry(M: int, N: int, K: int) -> tuple[int, Optional[str]]:
 
 def _cuda_config(M: int, N: int, K: int) -> int:
     return _cuda_entry(M, N, K)[0]
+
+
+def _cuda_tma_ok(code: int, x: torch.Tensor, weight_scale_inv: Optional[torch.Tensor]) -> bool:
+    """Whether a T = 1 code's TMA ring kernel takes these operands (True for any other code): sm_90, K a
+    multiple of 512 (the quantizer's scale rows, K / 128 floats, must be 16-byte multiples for the tensor
+    map) and weight scales whose rows are contiguous 16-byte multiples at a 16-byte aligned address
+    (None: not checked here; the launcher refuses them)."""
+    if (code // _CUDA_TMA) % 10 != 1:
+        return True
+    cap = cuda_capability(x.device.index or 0)
+    if cap is None or cap[0] != 9 or (x.shape[-1] // 128) % 4:
+        return False
+    s = weight_scale_inv
+    return s is None or (s.dim() == 2 and s.stride(1) == 1 and (s.shape[0] == 1 or s.stride(0) % 4 == 0)
+                         and s.data_ptr() % 16 == 0)
 
 
 def _cuda_gemv_ok(x: torch.Tensor, weight: torch.Tensor, block_size, check_pointers: bool = True) -> bool:
@@ -299,6 +331,8 @@ def fp8_block_gemv_cuda(
     M, K = x.shape
     N = weight.shape[0]
     code, table_trigger = _cuda_entry(M, N, K) if config is None else (int(config), None)
+    if not _cuda_tma_ok(code, x, weight_scale_inv):
+        return None  # before quantizing: the caller's fallback quantizes for itself
     if pdl is None:
         from qlinear.kernels import _pdl  # function-local: imports triton
 
@@ -354,7 +388,8 @@ def fp8_block_backend(
     N, K = weight.shape
     M = x.numel() // max(K, 1)
     if (not _cuda_ext_failed() and M <= _cuda_max_m(N, K)
-            and _cuda_gemv_ok(x, weight, block_size, check_pointers=not torch.compiler.is_compiling())):
+            and _cuda_gemv_ok(x, weight, block_size, check_pointers=not torch.compiler.is_compiling())
+            and _cuda_tma_ok(_cuda_config(M, N, K), x, weight_scale_inv)):
         return "cuda"
     if not _scaled_mm_block_ok(x, weight, block_size, weight_scale_inv):
         return "triton"

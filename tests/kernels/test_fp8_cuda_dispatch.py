@@ -2,6 +2,9 @@
 FP8_CUDA_CONFIG tables, the operand test, and the errors / dispatch off CUDA. The kernel itself is
 tested on a GPU in tests/gpu/test_fp8_cuda_gemv.py."""
 
+import re
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -17,8 +20,33 @@ def _operands(m=2, n=256, k=256):
 
 def test_cuda_is_a_block_backend():
     assert "cuda" in ops._BLOCK_BACKENDS
-    # on for the measured MLA / DeepSeek shapes only; every other shape stays on Triton
-    assert ops._cuda_max_m(2112, 7168) >= 1 and ops._cuda_max_m(7168, 16384) == 0 and ops._cuda_max_m(256, 512) == 0
+    # on for the measured MLA / DeepSeek shapes only (7168x16384 through the TMA ring kernel, T = 1); every
+    # other shape stays on Triton
+    assert ops._cuda_max_m(2112, 7168) >= 1 and ops._cuda_max_m(256, 512) == 0
+    assert ops._cuda_max_m(7168, 16384) == 16 and (ops._cuda_config(16, 7168, 16384) // ops._CUDA_TMA) % 10 == 1
+    assert ops._cuda_config(1, 2112, 7168) < ops._CUDA_TMA
+
+
+def test_tma_codes_need_sm90_and_aligned_scales(monkeypatch):
+    x, w, wsi = _operands(k=512)
+    code = 101042304
+    # other codes are not its business
+    assert ops._cuda_tma_ok(1011114, x, wsi)
+    monkeypatch.setattr(ops, "cuda_capability", lambda index: None)
+    assert not ops._cuda_tma_ok(code, x, wsi)
+    monkeypatch.setattr(ops, "cuda_capability", lambda index: (8, 9))
+    assert not ops._cuda_tma_ok(code, x, wsi)
+    monkeypatch.setattr(ops, "cuda_capability", lambda index: (9, 0))
+    assert ops._cuda_tma_ok(code, x, wsi) and ops._cuda_tma_ok(code, x, None)
+    # K / 128 scales per row must be a 16-byte multiple (K % 512 == 0)
+    x640, _, wsi640 = _operands(k=640)
+    assert not ops._cuda_tma_ok(code, x640, wsi640)
+    # weight scales stored column-major: rows not contiguous
+    wsi_cm = torch.rand(8, 4).t().contiguous().t()
+    assert wsi_cm.stride(1) != 1 and not ops._cuda_tma_ok(code, x, wsi_cm)
+    # a 16-byte multiple per row in a wider buffer is fine, an odd pitch is not
+    assert ops._cuda_tma_ok(code, x, torch.rand(2, 8)[:, :4])
+    assert not ops._cuda_tma_ok(code, x, torch.rand(2, 6)[:, :4])
 
 
 def test_tables_by_shape(monkeypatch):
@@ -66,8 +94,15 @@ def test_cuda_backend_on_cpu_is_an_error():
         ops.fp8_block_linear(x, w, wsi, backend="cuda")
 
 
+def _tma_keys() -> set[int]:
+    """fp8_tma.cuh's compiled shape keys (kTmaKeys), read from the source."""
+    text = (Path(__file__).resolve().parents[2] / "csrc" / "fp8_tma.cuh").read_text()
+    body = re.search(r"kTmaKeys\[\]\s*=\s*\{([^}]*)\}", text).group(1)
+    return {int(v) for v in body.split(",")}
+
+
 def test_config_codes_well_formed():
-    """Every code in FP8_CUDA_CONFIG is X * 10000000 + Q * 1000000 + S * 10000 + R * 1000 + PF * 100 + W
+    """Every T = 1 code names a compiled TMA ring shape with pre-quantized x; every other code in FP8_CUDA_CONFIG is X * 10000000 + Q * 1000000 + S * 10000 + R * 1000 + PF * 100 + W
     with X, Q in {0, 1} (x ahead, pre-quantized x), R in {1, 2, 4}, PF <= 3, no R = 4 with Q = 1 and
     X = 1 only with R = 1, PF in {1, 2} (the compiled instances)."""
     table = ops.FP8_CUDA_CONFIG
@@ -75,8 +110,15 @@ def test_config_codes_well_formed():
     rows = [x for e in entries if isinstance(e, (tuple, list)) for x in e]
     assert all(len(x) == 2 or (len(x) == 3 and x[2] in ("early", "late")) for x in rows), rows
     codes = [c for e in entries for c in ((x[1] for x in e) if isinstance(e, (tuple, list)) else [e])]
+    tma_keys = _tma_keys()
     for code in codes:
         if code == 0:
+            continue
+        if code // ops._CUDA_TMA:
+            # T = 1: the TMA ring kernel, pre-quantized x, a compiled shape key (R KS ST CW), X in {0, 1}
+            t, xa, q = code // ops._CUDA_TMA, code // 10000000 % 10, code // 1000000 % 10
+            key = (code // 1000 % 10) * 1000 + (code // 10000 % 100) * 100 + (code // 100 % 10) * 10 + code % 100
+            assert t == 1 and xa in (0, 1) and q == 1 and key in tma_keys, code
             continue
         xa, q = code // 10000000, code // 1000000 % 10
         s, r, pf, w = code // 10000 % 100, code // 1000 % 10, code // 100 % 10, code % 100

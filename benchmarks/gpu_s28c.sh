@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Session 28 run 4: the FP8 dispatch with the TMA ring kernel on 7168x16384 (M <= 16, code 101042304,
+# quantizer trigger early): build, the FP8 GPU tests (TMA ring, register kernel incl. auto dispatch, the
+# public op), then the issue-4 acceptance benchmark (bench_linear --format fp8-block) at this commit.
+#   (device, carry build/snap) cd build/snap && OUT=$OUT bash benchmarks/gpu_s28c.sh
+DEST=${OUT:?}
+export OUT=/tmp/s28c
+rm -rf "$OUT"
+source "$(dirname "$0")/_gpu_build.sh"
+export PYTHONPATH="${PYTHONPATH:-$PWD}"
+trap 'tar czf "$DEST/s28c.tgz" -C "$OUT" .' EXIT
+gpu_build s28c
+[ "$build_rc" -ne 0 ] && exit 1
+gpu_pytest tma 120 tests/gpu/test_fp8_tma_gpu.py
+gpu_pytest fp8cuda 150 tests/gpu/test_fp8_cuda_gemv.py -k "auto or preq or graph or shapes"
+gpu_pytest fp8 200 tests/gpu/test_fp8_gpu.py
+timeout ${FP8_LIMIT:-240} python benchmarks/bench_linear.py --format fp8-block --out "$OUT/bench" 2>&1 | tee "$OUT/bench.log" | tail -n 40
