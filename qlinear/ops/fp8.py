@@ -176,7 +176,7 @@ FP8_CUDA_MAX_M: "int | dict" = {
 # and x ahead at R = 2: 2112x7168 M = 16 whole path 9.13 (cluster, S = 2) vs 11011114 8.48; 576x7168
 # M = 16 6.54 vs 11041108 6.52, M = 9 6.09 vs 6.40. No win on a target shape: removed again.
 FP8_CUDA_CONFIG: "int | dict" = {
-    (2112, 7168): ((8, 10011116), (16, 11011114, "early")),
+    (2112, 7168): ((8, 10011116), (16, 201042304, "early")),
     (1536, 7168): ((8, 10011116), (16, 11011116, "early")),
     (576, 7168): ((8, 10041108), (16, 11041108, "early")),
     (7168, 16384): ((16, 101042304, "early"),),
@@ -184,9 +184,10 @@ FP8_CUDA_CONFIG: "int | dict" = {
 }
 _CUDA_PREQ = 1000000  # the Q digit of a config code
 # The T digit: T = 1 runs the TMA ring kernel (csrc/fp8_tma.cuh; sm_90, pre-quantized x, shape key in
-# the S / R / PF / W digits, X = 1 its PDL trigger at the start; csrc/fp8_gemv_launch.h). Codes measured
-# in session 28 (runs 2-3, table above): 101042304 = 2 row tiles, 4 k-blocks per stage, 3 stages, 4
-# consumer warps.
+# the S / R / PF / W digits, X = 1 its PDL trigger at the start; csrc/fp8_gemv_launch.h), T = 2 the same
+# with the pair split (a cluster of two CTAs per row tile, each half of K). Codes measured in session 28
+# (runs 2-5, FP8_CUDA_MAX_M's notes): 101042304 = 2 row tiles, 4 k-blocks per stage, 3 stages, 4 consumer
+# warps; 201042304 the same shape split over a pair (2112x7168: 132 CTAs).
 # PDL trigger of the quantizer a Q = 1 code launches first when neither the call nor the
 # FP8_CUDA_CONFIG entry names one ("early" / "late"; QLINEAR_PDL=0 still turns PDL off). H200,
 # session 8 run 1 (benchmarks/results/session8/run1, probe_fp8_preq.py, M = 16, cold weights, us,
@@ -237,11 +238,11 @@ def _cuda_config(M: int, N: int, K: int) -> int:
 
 
 def _cuda_tma_ok(code: int, x: torch.Tensor, weight_scale_inv: Optional[torch.Tensor]) -> bool:
-    """Whether a T = 1 code's TMA ring kernel takes these operands (True for any other code): sm_90, K a
+    """Whether a T = 1 / 2 code's TMA ring kernel takes these operands (True for any other code): sm_90, K a
     multiple of 512 (the quantizer's scale rows, K / 128 floats, must be 16-byte multiples for the tensor
     map) and weight scales whose rows are contiguous 16-byte multiples at a 16-byte aligned address
     (None: not checked here; the launcher refuses them)."""
-    if (code // _CUDA_TMA) % 10 != 1:
+    if (code // _CUDA_TMA) % 10 not in (1, 2):
         return True
     cap = cuda_capability(x.device.index or 0)
     if cap is None or cap[0] != 9 or (x.shape[-1] // 128) % 4:
