@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 28 (runs 2-3: 0d1bf66 / 9abb50b; run 4: c764e37; run 5: 26d9179); codes it names may no longer be compiled (csrc/fp8_tma.cuh kTmaKeys).
 # Session 28 runs 2-4: the FP8 TMA ring decode kernel (csrc/fp8_tma.cuh, T = 1 codes): build, its GPU tests and
 # the register kernel's pre-quantized tests (regression), then probe_fp8_preq.py (cold weights, alternated
 # graph replays) on 7168x16384 at M = 1 / 8 / 16, 2112x7168 and 24576x1536 at M = 16: the GEMV alone and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 28 (runs 2-3: 0d1bf66 / 9abb50b; run 4: c764e37; run 5: 26d9179); codes it names may no longer be compiled (csrc/fp8_tma.cuh kTmaKeys).
 # Session 28 run 4: the FP8 dispatch with the TMA ring kernel on 7168x16384 (M <= 16, code 101042304,
 # quantizer trigger early): build, the FP8 GPU tests (TMA ring, register kernel incl. auto dispatch, the
 # public op), then the issue-4 acceptance benchmark (bench_linear --format fp8-block) at this commit.

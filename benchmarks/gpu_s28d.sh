@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 28 (runs 2-3: 0d1bf66 / 9abb50b; run 4: c764e37; run 5: 26d9179); codes it names may no longer be compiled (csrc/fp8_tma.cuh kTmaKeys).
 # Session 28 run 5: the FP8 TMA ring's pair split (T = 2 codes: a cluster of two CTAs per row tile, each
 # half of K) on 2112x7168, with the dispatch taking 201042304 (quantizer trigger early) for M = 9 .. 16:
 # build, the FP8 GPU tests, probe_fp8_preq.py at M = 16 and 9 (every pair key against the register

@@ -22,10 +22,7 @@ int64_t partial_words(const Fp8GemvArgs& a, const Fp8GemvConfig& c) {
   return cdiv64(cdiv64(a.n, 16), c.r) * c.splits * c.r * nt * 128;
 }
 
-// T = 2 (the pair split) is the key's KP digit
-int tma_key(const Fp8GemvConfig& c) {
-  return (c.tma == 2 ? 20000 : 0) + c.r * 1000 + c.splits * 100 + c.pf * 10 + c.warps;
-}
+int tma_key(const Fp8GemvConfig& c) { return c.r * 1000 + c.splits * 100 + c.pf * 10 + c.warps; }
 
 // The TMA ring kernel's own conditions (after the common ones): pre-quantized x, sm_90, a
 // compiled shape, and scale rows that its tensor maps can describe (contiguous, 16-byte multiples and
@@ -71,7 +68,7 @@ Fp8GemvConfig fp8_gemv_resolve(const Fp8GemvArgs& a, int64_t code) {
   Fp8GemvConfig c = fp8_gemv_decode(code);
   const bool pq = a.x_scales != nullptr;
   c.preq = pq ? 1 : 0;
-  if (c.tma >= 1) {
+  if (c.tma == 1) {
     // the shape key's digits; zero fields take the 7168x16384 shape's (fp8_tma.cuh)
     if (c.r <= 0) c.r = 2;
     if (c.splits <= 0) c.splits = 4;
@@ -124,9 +121,9 @@ Fp8GemvSupport fp8_gemv_supported(const Fp8GemvArgs& a, int64_t code) {
     return Fp8GemvSupport::kMisaligned;
   const Fp8GemvConfig c = fp8_gemv_resolve(a, code);
   const int q = fp8_gemv_decode(code).preq;  // as asked (resolve sets c.preq from the operands)
-  if (code >= 300000000 || q > 1 || (q == 1 && !pq) || c.xa > 1)
+  if (code >= 200000000 || q > 1 || (q == 1 && !pq) || c.xa > 1)
     return Fp8GemvSupport::kBadConfig;
-  if (c.tma >= 1) return tma_supported(a, c);
+  if (c.tma == 1) return tma_supported(a, c);
   if (!fp8g::pair_compiled(c.r, c.pf, pq, c.xa != 0) || c.warps < 1 ||
       c.warps > max_warps(a.m > 8 ? 2 : 1, c.r, c.pf, pq, c.xa != 0) || c.splits < 1 || c.splits > 99)
     return Fp8GemvSupport::kBadConfig;
@@ -172,7 +169,7 @@ cudaError_t fp8_gemv_launch(const Fp8GemvArgs& a, cudaStream_t stream, int64_t c
   const bool use_pdl = pdl && devattr::cc_major() >= 9;
   const bool bf16 = a.dtype == Fp8GDType::kBFloat16, two = a.m > 8;
   const bool xa = c.xa != 0;
-  if (c.tma >= 1) {
+  if (c.tma == 1) {
     p.splits = 1;  // one CTA per row tile over the whole K: reduce_store sums the warps only
     p.kb_per_split = p.kb;
     return fp8g::launch_tma(p, bf16, tma_key(c), c.xa != 0, use_pdl, stream);

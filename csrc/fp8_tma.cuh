@@ -32,7 +32,6 @@
 #include <cuda.h>
 
 #include "bulk_copy.cuh"
-#include "cluster.cuh"
 #include "code_list.h"
 #include "fp8_gemv.cuh"
 
@@ -51,16 +50,13 @@ struct TmaParams {
   uint32_t tx_bytes;  // bytes one stage's boxes land (out-of-bounds fill included)
 };
 
-// Shape key KP * 10000 + R * 1000 + KS * 100 + ST * 10 + CW (CTAs per row tile, row tiles, k-blocks per
-// stage, stages, consumer warps; KP 0 reads as 1); in a launch code it is the T (KP), S (KS), R, PF (ST)
-// and W (CW) digits (fp8_gemv_launch.cu). KP = 2, the pair split: a cluster of two CTAs per row tile, each
-// half of the stages, their sums added through distributed shared memory (the W4A16 TMA ring's pair split:
-// all SMs stream on few rows, and each CTA reads only its half of x).
+// Shape key R * 1000 + KS * 100 + ST * 10 + CW (row tiles, k-blocks per stage, stages, consumer warps);
+// in a launch code it is the S (KS), R, PF (ST) and W (CW) digits under T = 1 (fp8_gemv_launch.cu).
 struct TmaShape {
-  int kp, r, ks, st, cw;
+  int r, ks, st, cw;
 };
 __host__ __device__ constexpr TmaShape tma_shape(int key) {
-  return {key / 10000 > 1 ? key / 10000 : 1, key / 1000 % 10, key / 100 % 10, key / 10 % 10, key % 10};
+  return {key / 1000, key / 100 % 10, key / 10 % 10, key % 10};
 }
 
 constexpr int kTmaAlign = 1024;  // the 128-byte swizzle is a function of address bits 4-9
@@ -88,23 +84,30 @@ __host__ __device__ constexpr int tma_smem_bytes(int key, int nt, int mb) {
 }
 
 // Compiled shapes. KS = 4 is the smallest whose scale boxes are 16 bytes wide (TMA's minimum); R = 2 and
-// ST = 4 keep two CTAs per SM (224 CTAs on 7168 rows all resident).
-constexpr int kTmaKeys[] = {2444, 2442, 2434, 1444, 1442, 4444, 1482, 1492, 1484, 1842, 1852, 1844, 4454,
-                            22444, 22434, 22442, 22464, 21444, 21442};
+// ST <= 4 keep two CTAs per SM (224 CTAs on 7168 rows all resident). The dispatch (qlinear/ops/fp8.py
+// FP8_CUDA_CONFIG) uses 2434 on 7168x16384; the others are its measured neighbours, kept for re-tuning.
+// Session 28 (benchmarks/results/session28, probe_fp8_preq.py, us, GEMV alone / after the quantizer):
+// 7168x16384 M = 16 (run 3) 2434 33.33 / 34.62, 2444 33.47 / 35.53, 4444 32.82 / 35.79, 4454 32.71 / 35.67;
+// 2442 (two consumer warps) lost there (run 2: 34.44 / 36.14) and on every shape: removed. On 2112x7168 M =
+// 16 (132 one-tile CTAs, run 3) deeper rings were slower than 1442's 7.03 (1482 / 1492 / 1484: 8.35 / 8.40
+// / 7.47, KS = 8 1842 / 1852 / 1844: 7.80 / 8.34 / 7.23) and none came near the register kernel's pair
+// (8.79 best against 8.13): removed. Run 5: a pair split (a cluster of two CTAs per 32-row tile, each half
+// of K, summed through distributed shared memory, as the W4A16 ring's) took 7.23-9.78 alone and 9.18 at
+// best after the quantizer against the register kernel's 8.59 (bench_linear M = 16: 10.8 against 8.25):
+// removed.
+constexpr int kTmaKeys[] = {2434, 2444, 4444, 4454, 1444, 1442};
 
 template <size_t L>
 constexpr bool tma_keys_fit(const int (&keys)[L]) {
   for (size_t i = 0; i < L; ++i) {
     const TmaShape s = tma_shape(keys[i]);
-    if (s.kp > 2 || s.ks < 4 || s.ks % s.cw != 0 || s.st < 2 || 128 % (16 * s.r) != 0 ||
-        tma_smem_bytes(keys[i], 2, 16) > 227 * 1024)
+    if (s.ks < 4 || s.ks % s.cw != 0 || s.st < 2 || 128 % (16 * s.r) != 0 || tma_smem_bytes(keys[i], 2, 16) > 227 * 1024)
       return false;
   }
   return true;
 }
 static_assert(tma_keys_fit(kTmaKeys),
-              "an FP8 TMA shape needs KP <= 2, KS >= 4 divisible by CW, ST >= 2, 16 R dividing 128 and <= 227 KB of "
-              "smem");
+              "an FP8 TMA shape needs KS >= 4 divisible by CW, ST >= 2, 16 R dividing 128 and <= 227 KB of smem");
 
 __device__ __forceinline__ void ldsm_x4(uint32_t (&d)[4], uint32_t addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
@@ -134,18 +137,13 @@ __device__ __forceinline__ void fp8_tma_issue(const TmaParams& tp, uint32_t dst,
 template <typename XT, int NT, int KEY>
 __global__ void __launch_bounds__(32 * (tma_shape(KEY).cw + 1), 1) fp8_tma_kernel(const __grid_constant__ TmaParams tp) {
   constexpr TmaShape S = tma_shape(KEY);
-  constexpr int R = S.r, KS = S.ks, ST = S.st, CW = S.cw, KP = S.kp, U = KS / CW;
+  constexpr int R = S.r, KS = S.ks, ST = S.st, CW = S.cw, U = KS / CW;
   const Params& p = tp.p;
   extern __shared__ __align__(16) char smem_raw[];
   char* smem = smem_raw + (kTmaAlign - tma::smem_u32(smem_raw) % kTmaAlign) % kTmaAlign;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  // pair split: CTAs KP i .. KP i + KP - 1 (one cluster, rank = part) take row tile i, a KP-th of its stages each
-  const int part = KP > 1 ? static_cast<int>(blockIdx.x) % KP : 0;
-  const int tile = static_cast<int>(blockIdx.x) / KP;
-  const int row0 = tile * 16 * R;
-  const int nst_all = (p.kb + KS - 1) / KS, per = (nst_all + KP - 1) / KP;
-  const int st_lo = part * per;                        // first stage of this CTA
-  const int nst = max(0, min(nst_all - st_lo, per));  // stages of this CTA
+  const int row0 = static_cast<int>(blockIdx.x) * 16 * R;
+  const int nst = (p.kb + KS - 1) / KS;
   const uint32_t ring = tma::smem_u32(smem);
   const uint32_t full0 = ring + tp.off_bar, empty0 = full0 + 8 * ST;
   if (threadIdx.x == 0) {
@@ -171,18 +169,17 @@ __global__ void __launch_bounds__(32 * (tma_shape(KEY).cw + 1), 1) fp8_tma_kerne
       const int pro = nst < ST ? nst : ST;
       for (int s = 0; s < pro; ++s) {
         tma::mbar_arrive_tx(full0 + 8 * s, tp.tx_bytes);
-        fp8_tma_issue<R, KS>(tp, ring + s * tp.stage_bytes, full0 + 8 * s, st_lo + s, row0, false);
+        fp8_tma_issue<R, KS>(tp, ring + s * tp.stage_bytes, full0 + 8 * s, s, row0, false);
       }
       pdl::wait();
-      for (int s = 0; s < pro; ++s)
-        fp8_tma_issue<R, KS>(tp, ring + s * tp.stage_bytes, full0 + 8 * s, st_lo + s, row0, true);
+      for (int s = 0; s < pro; ++s) fp8_tma_issue<R, KS>(tp, ring + s * tp.stage_bytes, full0 + 8 * s, s, row0, true);
       for (int st = ST; st < nst; ++st) {
         const int slot = st % ST;
         tma::mbar_wait(empty0 + 8 * slot, static_cast<uint32_t>((st / ST - 1) & 1));
         const uint32_t dst = ring + slot * tp.stage_bytes, bar = full0 + 8 * slot;
         tma::mbar_arrive_tx(bar, tp.tx_bytes);
-        fp8_tma_issue<R, KS>(tp, dst, bar, st_lo + st, row0, false);
-        fp8_tma_issue<R, KS>(tp, dst, bar, st_lo + st, row0, true);
+        fp8_tma_issue<R, KS>(tp, dst, bar, st, row0, false);
+        fp8_tma_issue<R, KS>(tp, dst, bar, st, row0, true);
       }
     }
     __syncwarp();
@@ -255,44 +252,9 @@ __global__ void __launch_bounds__(32 * (tma_shape(KEY).cw + 1), 1) fp8_tma_kerne
     }
   }
   if (!tp.early) pdl::launch_dependents();
-  float* red = reinterpret_cast<float*>(smem + tp.off_red);
-  if constexpr (KP == 1) {
-    // the output may be read by the previous grid until it completes
-    pdl::wait();
-    reduce_store<XT, NT, R>(acc, red, p, tile, 0, row0);
-  } else {
-    // pair split: every warp's partials staged in its CTA ([warp][value][lane], as reduce_store), a cluster
-    // barrier, then CTA `part` sums the KP CTAs' warps (CTA order, then warp order: the same bits whichever
-    // CTA sums) for a KP-th of the tile's values, adds the bias and stores them; a second barrier keeps
-    // each CTA's partials alive until the other has read them
-    constexpr int V = R * NT * 4, NV = V * 32;
-    static_assert(NV % KP == 0, "each CTA of the cluster stores NV / KP values");
-    const int W = static_cast<int>(blockDim.x >> 5);
-    const float* flat = &acc[0][0][0];
-#pragma unroll
-    for (int v = 0; v < V; ++v) red[(warp * V + v) * 32 + lane] = flat[v];
-    cluster::sync();
-    pdl::wait();
-    uint32_t src[KP];
-#pragma unroll
-    for (int c = 0; c < KP; ++c) src[c] = cluster::peer(tma::smem_u32(red), static_cast<uint32_t>(c));
-    for (int idx = part * (NV / KP) + static_cast<int>(threadIdx.x); idx < (part + 1) * (NV / KP);
-         idx += static_cast<int>(blockDim.x)) {
-      float sum = 0.f;
-#pragma unroll
-      for (int c = 0; c < KP; ++c)
-        for (int w = 0; w < W; ++w)
-          sum += c == part ? red[w * NV + idx] : cluster::load_f32(src[c] + 4u * static_cast<uint32_t>(w * NV + idx));
-      const int v = idx >> 5, ln = idx & 31;
-      const int i = v & 3, nt = (v >> 2) % NT, r = v / (4 * NT);
-      const int row = row0 + r * 16 + (ln >> 2) + (i >> 1) * 8;
-      const int tok = nt * 8 + 2 * (ln & 3) + (i & 1);
-      if (row >= p.n || tok >= p.m) continue;
-      if (p.bias != nullptr) sum += XTraits<XT>::to(static_cast<const XT*>(p.bias)[row]);
-      static_cast<XT*>(p.out)[static_cast<int64_t>(tok) * p.out_stride + row] = XTraits<XT>::from(sum);
-    }
-    cluster::sync();
-  }
+  // the output may be read by the previous grid until it completes
+  pdl::wait();
+  reduce_store<XT, NT, R>(acc, reinterpret_cast<float*>(smem + tp.off_red), p, static_cast<int>(blockIdx.x), 0, row0);
 }
 
 // Defined in fp8_tma_launch.cu: the call's tensor maps, then the instance of `key` (tma_shape) for

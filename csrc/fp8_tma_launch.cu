@@ -49,9 +49,8 @@ cudaError_t tma_launch(TmaParams& tp, bool pdl, cudaStream_t stream) {
   const auto kernel = fp8_tma_kernel<XT, NT, KEY>;
   const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (e != cudaSuccess) return e;
-  // the pair split: a cluster of KP CTAs per row tile
-  const dim3 grid(static_cast<unsigned>((tp.p.n + 16 * S.r - 1) / (16 * S.r) * S.kp));
-  return pdl::launch_smem(kernel, grid, dim3(32 * (S.cw + 1)), static_cast<size_t>(smem), stream, pdl, S.kp, tp);
+  const dim3 grid(static_cast<unsigned>((tp.p.n + 16 * S.r - 1) / (16 * S.r)));
+  return pdl::launch_smem(kernel, grid, dim3(32 * (S.cw + 1)), static_cast<size_t>(smem), stream, pdl, 1, tp);
 }
 
 template <typename XT>

@@ -134,7 +134,9 @@ FP8_BLOCK_DISPATCH: dict = {
 #   M = 16: 101042304 34.59 / 34.62 (early) vs 36.81 / 36.95 (GEMV alone 33.27 / 33.33, 3.5 TB/s)
 # -> cuda M <= 16 on 7168x16384 (sm_90 only: _cuda_tma_ok). On few rows (2112x7168, 132 one-tile CTAs,
 # run 3) no ring depth beat the register kernel: M = 16 best pair 8.79 (101081404, X = 1) vs 8.13, M = 8
-# 8.01 vs 6.54, M = 1 7.63 vs 6.32; on 24576x1536 (run 2, M = 16) 22.19 vs Triton 13.59.
+# 8.01 vs 6.54, M = 1 7.63 vs 6.32; on 24576x1536 (run 2, M = 16) 22.19 vs Triton 13.59. Run 5 (26d9179):
+# a pair split of the TMA ring (two CTAs per 32-row tile, each half of K; removed) on 2112x7168 M = 16 took
+# 9.18 at best vs 11011114's 8.59 in the probe, and bench_linear read 10.8 vs run 4's 8.25.
 FP8_CUDA_MAX_M: "int | dict" = {
     (2112, 7168): 16,
     (1536, 7168): 16,
@@ -176,7 +178,7 @@ FP8_CUDA_MAX_M: "int | dict" = {
 # and x ahead at R = 2: 2112x7168 M = 16 whole path 9.13 (cluster, S = 2) vs 11011114 8.48; 576x7168
 # M = 16 6.54 vs 11041108 6.52, M = 9 6.09 vs 6.40. No win on a target shape: removed again.
 FP8_CUDA_CONFIG: "int | dict" = {
-    (2112, 7168): ((8, 10011116), (16, 201042304, "early")),
+    (2112, 7168): ((8, 10011116), (16, 11011114, "early")),
     (1536, 7168): ((8, 10011116), (16, 11011116, "early")),
     (576, 7168): ((8, 10041108), (16, 11041108, "early")),
     (7168, 16384): ((16, 101042304, "early"),),
@@ -184,10 +186,9 @@ FP8_CUDA_CONFIG: "int | dict" = {
 }
 _CUDA_PREQ = 1000000  # the Q digit of a config code
 # The T digit: T = 1 runs the TMA ring kernel (csrc/fp8_tma.cuh; sm_90, pre-quantized x, shape key in
-# the S / R / PF / W digits, X = 1 its PDL trigger at the start; csrc/fp8_gemv_launch.h), T = 2 the same
-# with the pair split (a cluster of two CTAs per row tile, each half of K). Codes measured in session 28
-# (runs 2-5, FP8_CUDA_MAX_M's notes): 101042304 = 2 row tiles, 4 k-blocks per stage, 3 stages, 4 consumer
-# warps; 201042304 the same shape split over a pair (2112x7168: 132 CTAs).
+# the S / R / PF / W digits, X = 1 its PDL trigger at the start; csrc/fp8_gemv_launch.h). Codes measured
+# in session 28 (runs 2-3, table above): 101042304 = 2 row tiles, 4 k-blocks per stage, 3 stages, 4
+# consumer warps.
 # PDL trigger of the quantizer a Q = 1 code launches first when neither the call nor the
 # FP8_CUDA_CONFIG entry names one ("early" / "late"; QLINEAR_PDL=0 still turns PDL off). H200,
 # session 8 run 1 (benchmarks/results/session8/run1, probe_fp8_preq.py, M = 16, cold weights, us,
@@ -238,11 +239,11 @@ def _cuda_config(M: int, N: int, K: int) -> int:
 
 
 def _cuda_tma_ok(code: int, x: torch.Tensor, weight_scale_inv: Optional[torch.Tensor]) -> bool:
-    """Whether a T = 1 / 2 code's TMA ring kernel takes these operands (True for any other code): sm_90, K a
+    """Whether a T = 1 code's TMA ring kernel takes these operands (True for any other code): sm_90, K a
     multiple of 512 (the quantizer's scale rows, K / 128 floats, must be 16-byte multiples for the tensor
     map) and weight scales whose rows are contiguous 16-byte multiples at a 16-byte aligned address
     (None: not checked here; the launcher refuses them)."""
-    if (code // _CUDA_TMA) % 10 not in (1, 2):
+    if (code // _CUDA_TMA) % 10 != 1:
         return True
     cap = cuda_capability(x.device.index or 0)
     if cap is None or cap[0] != 9 or (x.shape[-1] // 128) % 4:
