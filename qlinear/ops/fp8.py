@@ -10,9 +10,12 @@ use the fp32 references of ``qlinear.reference.fp8``, CUDA tensors the Triton ke
 The block-scaled GEMM has a fourth backend, "cuda": one launch of the CUDA extension's decode kernel
 (``csrc/fp8_gemv.cuh``, M <= 16) that quantizes x itself, bit-identical codes and scales to
 :func:`per_token_group_quant_fp8` (or, with a Q = 1 config code, runs that quantizer first and
-reads its codes). Auto dispatch takes it for M <= :data:`FP8_CUDA_MAX_M` (0 = never until
-measured); where it does not apply (extension unavailable, K % 128, alignment, dtype) it falls
-back to "triton".
+reads its codes). A T = 1 config code runs the TMA ring kernel instead (``csrc/fp8_tma.cuh``, sm_90,
+after that quantizer): one producer thread streams the weights and x through shared memory, which the
+wide shapes need (7168x16384). Auto dispatch takes the "cuda" backend for M <= :data:`FP8_CUDA_MAX_M`
+(0 = never until measured) with the :data:`FP8_CUDA_CONFIG` code; where it does not apply (extension
+unavailable, K % 128, alignment, dtype; for T = 1 codes also another GPU or scale rows its tensor maps
+cannot describe, :func:`_cuda_tma_ok`) it falls back to "triton".
 
 The device-facing work runs inside ``torch.library`` custom ops (namespace ``qlinear``) with fake
 implementations, so ``torch.compile`` traces through them and CUDA graphs capture them; the
