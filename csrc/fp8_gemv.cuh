@@ -189,6 +189,21 @@ __device__ __forceinline__ float quant_raw(uint32_t (&q)[8], const uint4 (&raw)[
   return valid ? scale : 0.f;
 }
 
+// acc += frag * sw * sx per C column of one row tile's k-block fragment: c0, c2 are token 2t's (rows g,
+// g + 8), c1, c3 token 2t + 1's; sxc = those tokens' group scales per token tile.
+template <int NT>
+__device__ __forceinline__ void scale_add(float (&acc)[NT][4], const float (&frag)[NT][4], float sw,
+                                          const float (&sxc)[NT][2]) {
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt) {
+    const float s0 = sw * sxc[nt][0], s1 = sw * sxc[nt][1];
+    acc[nt][0] = fmaf(frag[nt][0], s0, acc[nt][0]);
+    acc[nt][1] = fmaf(frag[nt][1], s1, acc[nt][1]);
+    acc[nt][2] = fmaf(frag[nt][2], s0, acc[nt][2]);
+    acc[nt][3] = fmaf(frag[nt][3], s1, acc[nt][3]);
+  }
+}
+
 // The MMAs of one k-block for R row tiles: acc += (W_tile . x codes) * sw * sx per token column, from
 // the weight stage st, the x codes q (quant_raw's order) and the lane's C-column scales sxc.
 template <int NT, int R>
@@ -209,14 +224,7 @@ __device__ __forceinline__ void block_mma(float (&acc)[R][NT][4], const WStage<R
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) mma_e4m3(frag[nt], a0, a1, a2, a3, q[nt][c * 4 + (s & 1) * 2], q[nt][c * 4 + (s & 1) * 2 + 1]);
     }
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt) {
-      const float s0 = st.sw[r] * sxc[nt][0], s1 = st.sw[r] * sxc[nt][1];
-      acc[r][nt][0] = fmaf(frag[nt][0], s0, acc[r][nt][0]);
-      acc[r][nt][1] = fmaf(frag[nt][1], s1, acc[r][nt][1]);
-      acc[r][nt][2] = fmaf(frag[nt][2], s0, acc[r][nt][2]);
-      acc[r][nt][3] = fmaf(frag[nt][3], s1, acc[r][nt][3]);
-    }
+    scale_add<NT>(acc[r], frag, st.sw[r], sxc);
   }
 }
 

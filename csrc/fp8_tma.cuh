@@ -240,14 +240,7 @@ __global__ void __launch_bounds__(32 * (tma_shape(KEY).cw + 1), 1) fp8_tma_kerne
             for (int nt = 0; nt < NT; ++nt)
               mma_e4m3(frag[nt], a[u][r][s][0], a[u][r][s][1], a[u][r][s][2], a[u][r][s][3], b[u][s][2 * nt],
                        b[u][s][2 * nt + 1]);
-#pragma unroll
-          for (int nt = 0; nt < NT; ++nt) {
-            const float s0 = sw[u] * sx[u][nt][0], s1 = sw[u] * sx[u][nt][1];
-            acc[r][nt][0] = fmaf(frag[nt][0], s0, acc[r][nt][0]);
-            acc[r][nt][1] = fmaf(frag[nt][1], s1, acc[r][nt][1]);
-            acc[r][nt][2] = fmaf(frag[nt][2], s0, acc[r][nt][2]);
-            acc[r][nt][3] = fmaf(frag[nt][3], s1, acc[r][nt][3]);
-          }
+          scale_add<NT>(acc[r], frag, sw[u], sx[u]);
         }
     }
   }

@@ -7,13 +7,12 @@ codes and scales, another summation order); CUDA-graph replays; the refusals (ke
 rows the tensor maps cannot describe).
 """
 
-import functools
-
 import pytest
 import torch
 
+from _fp8_gpu_data import check as _check
+from _fp8_gpu_data import weight as _weight
 from qlinear.ops import fp8 as ops
-from qlinear.reference import fp8 as ref
 
 pytestmark = [
     pytest.mark.gpu,
@@ -21,7 +20,6 @@ pytestmark = [
 ]
 
 DEV = "cuda"
-TOL = 1e-2
 # T = 1, Q = 1, then S = KS, R, PF = ST, W = CW (csrc/fp8_gemv_launch.h); keys in fp8_tma.cuh kTmaKeys
 TMA_CODES = [101042304, 101042404, 101044404, 101044504, 101041404, 101041402,
              111041402]  # X = 1: the dependent grid triggered at the start
@@ -37,31 +35,11 @@ def _ext():
     return cuda_ext.load()
 
 
-@functools.lru_cache(maxsize=4)
-def _weight(n, k, seed=0):
-    gen = torch.Generator(device=DEV).manual_seed(seed)
-    w = (torch.randn(n, k, device=DEV, generator=gen) * 64).clamp(-448, 448).to(torch.float8_e4m3fn)
-    wsi = torch.rand((n + 127) // 128, k // 128, device=DEV, generator=gen) * 1e-3 + 1e-4
-    return w, wsi
-
-
 def _x(m, k, dtype, seed):
     gen = torch.Generator(device=DEV).manual_seed(2000 + seed)
     x = torch.randn(m, k, device=DEV, generator=gen) * 3
     x[:, ::37] *= 50  # uneven group maxima
     return x.to(dtype)
-
-
-def _check(y, x, w, wsi, b, what):
-    # reference on the CPU (its quantization matches the kernels' quantizer bit for bit; see
-    # test_fp8_cuda_gemv._check)
-    want = ref.fp8_block_linear_ref(x.cpu(), w.cpu(), wsi.cpu(), (128, 128), None if b is None else b.cpu())
-    want = want.float().to(y.device)
-    assert y.shape == want.shape and y.dtype == x.dtype, what
-    err = ((y.float() - want).norm() / want.norm()).item()
-    assert err <= TOL, f"rel err {err:.3e} ({what})"
-    close = torch.isclose(y.float(), want, rtol=3e-2, atol=3e-2 * want.abs().max().item())
-    assert bool(close.all()), f"{int((~close).sum())} wrong elements ({what})"
 
 
 @pytest.mark.parametrize("code", TMA_CODES)
