@@ -17,7 +17,7 @@ pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not o
 @pytest.fixture(scope="module")
 def tool(tmp_path_factory):
     return build(tmp_path_factory.mktemp("fp8cfg"), "fp8_gemv_config_main.cu",
-                 ["fp8_gemv_launch.cu", "fp8_gemv_launch_preq.cu"])
+                 ["fp8_gemv_launch.cu", "fp8_gemv_launch_preq.cu", "fp8_tma_launch.cu"])
 
 
 def _ask(tool, cases):
@@ -59,3 +59,17 @@ def test_automatic_fields(tool):
     # X with automatic fields keeps R = 1 (the only compiled XA row count)
     assert got[(10000000, 16, True)] == (0, 11011116, 10000000)
     assert got[(10000000, 4, False)] == (0, 10011116, 10000000)
+
+
+def test_tma_codes(tool):
+    """T = 1 codes (the TMA ring kernel): decoded and re-encoded whole, zero fields resolved to the shape
+    key 2444, and refused here (kBadConfig): the host has no sm_90 device, and without pre-quantized x
+    they are refused anywhere."""
+    cases = [(101042304, 16, True), (111041402, 1, True), (100000000, 16, True), (101042304, 16, False)]
+    got = _ask(tool, cases)
+    for case in cases:
+        why, used, round_trip = got[case]
+        assert why == 5 and round_trip == case[0], (case, got[case])
+    assert got[(101042304, 16, True)][1] == 101042304
+    assert got[(111041402, 1, True)][1] == 111041402
+    assert got[(100000000, 16, True)][1] == 101042404
