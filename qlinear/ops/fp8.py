@@ -123,7 +123,8 @@ FP8_BLOCK_DISPATCH: dict = {
 #   7168x16384 46.4 / 42.3 / 42.3 / 48.8 / 48.6    vs 35.0 / 36.1 / 36.6 / 37.6 / 38.3  -> Triton
 # (r1 had the launcher's automatic config on 24576x1536 at 15.6 / 16.0 us vs Triton 16.1 / 17.0 at
 # M = 1 / 4; r2 measured that same dispatch at 16.5 / 16.8 vs Triton 14.7 / 15.9, so it is off.)
-# The wide shapes stay on Triton: this kernel streams at most ~2.9 TB/s there (no smem ring).
+# The wide shapes stayed on Triton: this kernel streams at most ~2.9 TB/s there (no smem ring); since
+# session 28 7168x16384 takes the TMA ring kernel (below).
 # Other shapes: Triton (not measured).
 # Session 8 (benchmarks/results/session8/run1, run2: probe_fp8_preq.py, cold weights, alternated graph
 # replays, us): 2112x7168 M = 9 / 12 / 16 pre-quantized with 14 warps and the quantizer's PDL trigger
@@ -175,7 +176,7 @@ FP8_CUDA_MAX_M: "int | dict" = {
 #             M = 16 11011116 7.40 (trigger early) vs the entry before, 1011116 with trigger late, 8.40
 #   576x7168  M = 1 / 4 10041108 4.95 / 4.99 vs 41108 5.17 / 5.26; M = 16 11041108 6.39 vs 1041108 6.45
 # On 24576x1536 / 7168x16384 at M = 16 the best X codes (11011104) took 16.96 / 38.30 us against
-# Triton's 14.32 / 37.12: those shapes stay on Triton.
+# Triton's 14.32 / 37.12: those shapes stayed on Triton (7168x16384: the TMA ring since session 28).
 # Session 25 runs 5-6 (benchmarks/results/session25, same method, quantizer early) tried a cluster
 # split (the S split CTAs of a tile group in one cluster, summed through distributed shared memory)
 # and x ahead at R = 2: 2112x7168 M = 16 whole path 9.13 (cluster, S = 2) vs 11011114 8.48; 576x7168
