@@ -32,8 +32,7 @@ Fp8GemvSupport tma_supported(const Fp8GemvArgs& a, const Fp8GemvConfig& c) {
       !fp8g::tma_key_compiled(tma_key(c)))
     return Fp8GemvSupport::kBadConfig;
   const int64_t nblk = cdiv64(a.n, 128);
-  if ((a.m > 1 && (a.xs_s1 != 1 || a.xs_s0 % 4 != 0)) || (a.m == 1 && a.xs_s1 != 1) ||
-      (nblk > 1 && (a.wsi_s1 != 1 || a.wsi_s0 % 4 != 0)) || (nblk == 1 && a.wsi_s1 != 1) ||
+  if (a.xs_s1 != 1 || (a.m > 1 && a.xs_s0 % 4 != 0) || a.wsi_s1 != 1 || (nblk > 1 && a.wsi_s0 % 4 != 0) ||
       reinterpret_cast<uintptr_t>(a.x_scales) % 16 != 0 || reinterpret_cast<uintptr_t>(a.wsi) % 16 != 0)
     return Fp8GemvSupport::kMisaligned;
   return Fp8GemvSupport::kOk;
@@ -172,7 +171,7 @@ cudaError_t fp8_gemv_launch(const Fp8GemvArgs& a, cudaStream_t stream, int64_t c
   if (c.tma == 1) {
     p.splits = 1;  // one CTA per row tile over the whole K: reduce_store sums the warps only
     p.kb_per_split = p.kb;
-    return fp8g::launch_tma(p, bf16, tma_key(c), c.xa != 0, use_pdl, stream);
+    return fp8g::launch_tma(p, bf16, tma_key(c), xa, use_pdl, stream);
   }
   if (a.x_scales != nullptr) return fp8g::launch_preq(p, bf16, two, c.r, c.pf, xa, c.warps, tgs, use_pdl, stream);
   return fp8g::launch_quant(p, bf16, two, c.r, c.pf, xa, c.warps, tgs, use_pdl, stream);

@@ -59,11 +59,12 @@ enum class Fp8GemvSupport : int {
   kBadK = 2,           // k % 128 != 0 or k < 128 or k >= 2^24
   kBadN = 3,           // n < 1 or n >= 2^30
   kMisaligned = 4,     // x / weight not 16-byte aligned, x row stride % 8 (codes: bytes % 16) or weight
-                       // row stride % 16 != 0
+                       // row stride % 16 != 0; T = 1: scale rows not contiguous, not 16-byte multiples or
+                       // not at 16-byte aligned addresses
   kBadConfig = 5,      // (R, PF) not compiled, warps or splits out of range, Q = 1 without x_scales, X > 1,
-                       // X = 1 with (R, PF) other than (1, 1) / (1, 2), or a digit above T; T = 1 with X = 1,
-                       // without x_scales, off sm_90, with a shape key not compiled, or with scales whose
-                       // rows are not contiguous 16-byte multiples at 16-byte aligned addresses
+                       // X = 1 with (R, PF) other than (1, 1) / (1, 2), or a digit above T; T = 1 without
+                       // x_scales, off sm_90 or with a shape key not compiled (scale rows its tensor maps
+                       // cannot describe: kMisaligned)
   kWorkspace = 6,      // split-K needs more counters / partials than the workspace holds
   kBadPointer = 7,     // x, weight, weight scales or (pre-quantized) x_scales null
 };

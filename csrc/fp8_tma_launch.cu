@@ -2,8 +2,6 @@
 // the launch of the compiled (dtype, token tiles, shape key) instance, in a TU of its own so it compiles in
 // parallel with the other FP8 instances. Called by fp8_gemv_launch.cu for T = 1 codes, after its support
 // checks (pre-quantized x, row-major scale rows of 16-byte multiples, 16-byte aligned pointers).
-#include <type_traits>
-
 #include "fp8_tma.cuh"
 #include "tensor_map.h"
 
@@ -12,23 +10,18 @@ namespace fp8g {
 
 namespace {
 
-// A map's row pitch: the stride, or for a single row any 16-byte multiple that covers it (TMA needs one).
-uint64_t pitch(int64_t rows, int64_t stride_bytes, int64_t row_bytes) {
-  return static_cast<uint64_t>(rows > 1 ? stride_bytes : (row_bytes + 15) / 16 * 16);
-}
-
 bool tma_maps(TmaParams& tp, uint32_t rows, uint32_t ks) {
   const Params& p = tp.p;
   const uint64_t k = static_cast<uint64_t>(p.kb) * 128, kb = static_cast<uint64_t>(p.kb);
   const int64_t nblk = (p.n + 127) / 128;
   return tmap::encode_2d(&tp.wmap, CU_TENSOR_MAP_DATA_TYPE_UINT8, p.w, k, static_cast<uint64_t>(p.n),
-                         pitch(p.n, p.w_stride, k), 128, rows, CU_TENSOR_MAP_SWIZZLE_128B) &&
+                         tmap::row_pitch(p.n, p.w_stride, k), 128, rows, CU_TENSOR_MAP_SWIZZLE_128B) &&
          tmap::encode_2d(&tp.xmap, CU_TENSOR_MAP_DATA_TYPE_UINT8, p.x, k, static_cast<uint64_t>(p.m),
-                         pitch(p.m, p.x_stride, k), 128, static_cast<uint32_t>(tp.mb), CU_TENSOR_MAP_SWIZZLE_128B) &&
+                         tmap::row_pitch(p.m, p.x_stride, k), 128, static_cast<uint32_t>(tp.mb), CU_TENSOR_MAP_SWIZZLE_128B) &&
          tmap::encode_2d(&tp.smap, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, p.wsi, kb, static_cast<uint64_t>(nblk),
-                         pitch(nblk, p.wsi_s0 * 4, p.kb * 4), ks, 1, CU_TENSOR_MAP_SWIZZLE_NONE) &&
+                         tmap::row_pitch(nblk, p.wsi_s0 * 4, p.kb * 4), ks, 1, CU_TENSOR_MAP_SWIZZLE_NONE) &&
          tmap::encode_2d(&tp.xsmap, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, p.xs, kb, static_cast<uint64_t>(p.m),
-                         pitch(p.m, p.xs_s0 * 4, p.kb * 4), ks, static_cast<uint32_t>(tp.mb),
+                         tmap::row_pitch(p.m, p.xs_s0 * 4, p.kb * 4), ks, static_cast<uint32_t>(tp.mb),
                          CU_TENSOR_MAP_SWIZZLE_NONE);
 }
 

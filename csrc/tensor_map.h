@@ -26,6 +26,12 @@ inline PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
 
 // A 2-D tiled map: dims / box innermost first, row stride in bytes (a multiple of 16); elements
 // outside the tensor load as zeros. False when the driver entry point is missing or rejects it.
+// A map's row pitch in bytes: the tensor's row stride, or for a single row (whose stride is never used)
+// any 16-byte multiple covering it, since the driver wants one.
+inline uint64_t row_pitch(int64_t rows, int64_t stride_bytes, int64_t row_bytes) {
+  return static_cast<uint64_t>(rows > 1 ? stride_bytes : (row_bytes + 15) / 16 * 16);
+}
+
 inline bool encode_2d(CUtensorMap* map, CUtensorMapDataType dt, const void* base, uint64_t d0, uint64_t d1,
                       uint64_t row_bytes, uint32_t b0, uint32_t b1, CUtensorMapSwizzle swizzle) {
   const auto fn = encode_fn();

@@ -17,9 +17,7 @@ namespace {
 bool tma_maps(TmaParams& tp, uint32_t rows, uint32_t ks, bool bf16, bool sw) {
   const Params& p = tp.p;
   const uint64_t n = static_cast<uint64_t>(p.n), groups = static_cast<uint64_t>(p.num_groups);
-  // one row of x: any stride works (the box has one row), rounded to the 16 bytes a map needs
-  const uint64_t x_row =
-      p.m > 1 ? static_cast<uint64_t>(p.x_stride) * 2 : (static_cast<uint64_t>(p.k) * 2 + 15) / 16 * 16;
+  const uint64_t x_row = tmap::row_pitch(p.m, p.x_stride * 2, p.k * 2);
   bool ok = tmap::encode_2d(&tp.wmap, CU_TENSOR_MAP_DATA_TYPE_INT32, p.qw, static_cast<uint64_t>(p.nsb) * 16, n,
                             static_cast<uint64_t>(p.qw_stride) * 4, 16, rows, CU_TENSOR_MAP_SWIZZLE_NONE) &&
             tmap::encode_2d(&tp.xmap, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, p.x,

@@ -242,11 +242,14 @@ def _cuda_config(M: int, N: int, K: int) -> int:
     return _cuda_entry(M, N, K)[0]
 
 
-def _cuda_tma_ok(code: int, x: torch.Tensor, weight_scale_inv: Optional[torch.Tensor]) -> bool:
+def _cuda_tma_ok(code: int, x: torch.Tensor, weight_scale_inv: Optional[torch.Tensor],
+                 check_pointers: bool = True) -> bool:
     """Whether a T = 1 code's TMA ring kernel takes these operands (True for any other code): sm_90, K a
     multiple of 512 (the quantizer's scale rows, K / 128 floats, must be 16-byte multiples for the tensor
     map) and weight scales whose rows are contiguous 16-byte multiples at a 16-byte aligned address
-    (None: not checked here; the launcher refuses them)."""
+    (None: not checked here; the launcher refuses them). ``check_pointers`` False skips the address
+    test, as :func:`_cuda_gemv_ok`'s does while torch.compile traces with fake tensors (the launch
+    checks again)."""
     if (code // _CUDA_TMA) % 10 != 1:
         return True
     cap = cuda_capability(x.device.index or 0)
@@ -254,7 +257,7 @@ def _cuda_tma_ok(code: int, x: torch.Tensor, weight_scale_inv: Optional[torch.Te
         return False
     s = weight_scale_inv
     return s is None or (s.dim() == 2 and s.stride(1) == 1 and (s.shape[0] == 1 or s.stride(0) % 4 == 0)
-                         and s.data_ptr() % 16 == 0)
+                         and (not check_pointers or s.data_ptr() % 16 == 0))
 
 
 def _cuda_gemv_ok(x: torch.Tensor, weight: torch.Tensor, block_size, check_pointers: bool = True) -> bool:
@@ -393,9 +396,10 @@ def fp8_block_backend(
         return "reference"
     N, K = weight.shape
     M = x.numel() // max(K, 1)
+    check_pointers = not torch.compiler.is_compiling()
     if (not _cuda_ext_failed() and M <= _cuda_max_m(N, K)
-            and _cuda_gemv_ok(x, weight, block_size, check_pointers=not torch.compiler.is_compiling())
-            and _cuda_tma_ok(_cuda_config(M, N, K), x, weight_scale_inv)):
+            and _cuda_gemv_ok(x, weight, block_size, check_pointers=check_pointers)
+            and _cuda_tma_ok(_cuda_config(M, N, K), x, weight_scale_inv, check_pointers=check_pointers)):
         return "cuda"
     if not _scaled_mm_block_ok(x, weight, block_size, weight_scale_inv):
         return "triton"

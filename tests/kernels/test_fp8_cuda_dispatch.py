@@ -47,6 +47,11 @@ def test_tma_codes_need_sm90_and_aligned_scales(monkeypatch):
     # a 16-byte multiple per row in a wider buffer is fine, an odd pitch is not
     assert ops._cuda_tma_ok(code, x, torch.rand(2, 8)[:, :4])
     assert not ops._cuda_tma_ok(code, x, torch.rand(2, 6)[:, :4])
+    # a scale tensor 4 bytes into its storage: refused, unless pointers are not checked (torch.compile's
+    # fake tensors have none; the launch checks again)
+    shifted = torch.rand(33)[1:].view(8, 4)
+    assert shifted.data_ptr() % 16 == 4 and not ops._cuda_tma_ok(code, x, shifted)
+    assert ops._cuda_tma_ok(code, x, shifted, check_pointers=False)
 
 
 def test_tables_by_shape(monkeypatch):
