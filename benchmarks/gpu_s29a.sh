@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 29 run 1 at 5711aa2; the T = 2 kernel (csrc/fp8_sx.cuh) it measures was removed after it.
 # Session 29 run 1: the cluster-quantized FP8 decode kernel (T = 2 codes, csrc/fp8_sx.cuh): build, its GPU
 # tests and the register kernel's, then probe_fp8_preq.py on 2112x7168 at M = 16 and 8 (the dispatch's
 # pair / in-kernel code against T = 2 codes: cluster size, L2 prefetch, PF, warps).

@@ -2,7 +2,6 @@
 // config, and the dispatch over the compiled instances (dtype x NT x (R, PF)).
 #include "fp8_gemv_dispatch.cuh"
 #include "fp8_gemv_launch.h"
-#include "fp8_sx.cuh"
 #include "fp8_tma.cuh"
 #include "device_attrs.h"
 #include "int_math.h"
@@ -36,19 +35,6 @@ Fp8GemvSupport tma_supported(const Fp8GemvArgs& a, const Fp8GemvConfig& c) {
   if (a.xs_s1 != 1 || (a.m > 1 && a.xs_s0 % 4 != 0) || a.wsi_s1 != 1 || (nblk > 1 && a.wsi_s0 % 4 != 0) ||
       reinterpret_cast<uintptr_t>(a.x_scales) % 16 != 0 || reinterpret_cast<uintptr_t>(a.wsi) % 16 != 0)
     return Fp8GemvSupport::kMisaligned;
-  return Fp8GemvSupport::kOk;
-}
-
-// The cluster-quantized kernel's own conditions (T = 2): raw x (Q = 0), sm_90 (clusters, bulk L2
-// prefetch), one row tile, a cluster of 1, 2, 4 or 8 CTAs, PF 1 or 2, the warps the register cap allows,
-// and x's codes and scales within the CTA's shared memory.
-Fp8GemvSupport sx_supported(const Fp8GemvArgs& a, const Fp8GemvConfig& c) {
-  const int nt = a.m > 8 ? 2 : 1;
-  const bool cluster_ok = c.splits == 1 || c.splits == 2 || c.splits == 4 || c.splits == 8;
-  if (a.x_scales != nullptr || c.xa > 1 || devattr::cc_major() != 9 || c.r != 1 || !cluster_ok || c.pf < 1 ||
-      c.pf > 2 || c.warps < 1 || c.warps > max_warps(nt, 1, c.pf, true, false) ||
-      fp8g::sx_smem_bytes(nt, a.k, c.warps) > static_cast<size_t>(devattr::smem_optin()))
-    return Fp8GemvSupport::kBadConfig;
   return Fp8GemvSupport::kOk;
 }
 
@@ -87,14 +73,6 @@ Fp8GemvConfig fp8_gemv_resolve(const Fp8GemvArgs& a, int64_t code) {
     if (c.splits <= 0) c.splits = 4;
     if (c.pf <= 0) c.pf = 4;
     if (c.warps <= 0) c.warps = 4;
-    return c;
-  }
-  if (c.tma == 2) {
-    // one row tile per CTA, clusters of 2, one k-block of weights in flight, 16 warps where they fit
-    if (c.r <= 0) c.r = 1;
-    if (c.splits <= 0) c.splits = 2;
-    if (c.pf <= 0) c.pf = 1;
-    if (c.warps <= 0) c.warps = max_warps(a.m > 8 ? 2 : 1, 1, c.pf, true, false);
     return c;
   }
   if (c.r <= 0) {
@@ -142,10 +120,9 @@ Fp8GemvSupport fp8_gemv_supported(const Fp8GemvArgs& a, int64_t code) {
     return Fp8GemvSupport::kMisaligned;
   const Fp8GemvConfig c = fp8_gemv_resolve(a, code);
   const int q = fp8_gemv_decode(code).preq;  // as asked (resolve sets c.preq from the operands)
-  if (code >= 300000000 || q > 1 || (q == 1 && !pq) || c.xa > 1)
+  if (code >= 200000000 || q > 1 || (q == 1 && !pq) || c.xa > 1)
     return Fp8GemvSupport::kBadConfig;
   if (c.tma == 1) return tma_supported(a, c);
-  if (c.tma == 2) return sx_supported(a, c);
   if (!fp8g::pair_compiled(c.r, c.pf, pq, c.xa != 0) || c.warps < 1 ||
       c.warps > max_warps(a.m > 8 ? 2 : 1, c.r, c.pf, pq, c.xa != 0) || c.splits < 1 || c.splits > 99)
     return Fp8GemvSupport::kBadConfig;
@@ -196,7 +173,6 @@ cudaError_t fp8_gemv_launch(const Fp8GemvArgs& a, cudaStream_t stream, int64_t c
     p.kb_per_split = p.kb;
     return fp8g::launch_tma(p, bf16, tma_key(c), xa, use_pdl, stream);
   }
-  if (c.tma == 2) return fp8g::launch_sx(p, bf16, c.splits, c.pf, xa, c.warps, tgs, use_pdl, stream);
   if (a.x_scales != nullptr) return fp8g::launch_preq(p, bf16, two, c.r, c.pf, xa, c.warps, tgs, use_pdl, stream);
   return fp8g::launch_quant(p, bf16, two, c.r, c.pf, xa, c.warps, tgs, use_pdl, stream);
 }

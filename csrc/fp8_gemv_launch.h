@@ -47,14 +47,10 @@ struct Fp8GemvArgs {
 // kernel (fp8_tma.cuh, sm_90, Q = 1 only) with S = KS k-blocks per stage, R row tiles, PF = ST stages and W
 // = CW consumer warps (one producer warp more), shape key R KS ST CW as decimal digits (fp8g::kTmaKeys;
 // zero fields: 2, 4, 4, 4), X = 1 triggering the dependent grid (PDL) at the kernel's start instead of after
-// its main loop; 101042404 = 2 row tiles, 4 k-blocks per stage, 4 stages, 4 consumer warps. T = 2: x
-// quantized once per thread-block cluster into shared memory (fp8_sx.cuh, sm_90, Q = 0 only) with S = the
-// cluster size C (1, 2, 4, 8; zero: 2), R = 1, PF 1 or 2 and W warps as the register kernel's, X = 1 a bulk L2
-// prefetch of the CTA's weight rows before griddepcontrol.wait; 200021116 = clusters of 2, PF 1, 16 warps.
+// its main loop; 101042404 = 2 row tiles, 4 k-blocks per stage, 4 stages, 4 consumer warps.
 struct Fp8GemvConfig {
   int r = 0, pf = 0, warps = 0, splits = 0, preq = 0, xa = 0;
   int tma = 0;  // T = 1: the TMA ring kernel (fp8_tma.cuh); then splits = KS, pf = ST, warps = CW
-                // T = 2: x quantized per cluster (fp8_sx.cuh); then splits = the cluster size, xa = L2 prefetch
 };
 
 enum class Fp8GemvSupport : int {
@@ -68,9 +64,7 @@ enum class Fp8GemvSupport : int {
   kBadConfig = 5,      // (R, PF) not compiled, warps or splits out of range, Q = 1 without x_scales, X > 1,
                        // X = 1 with (R, PF) other than (1, 1) / (1, 2), or a digit above T; T = 1 without
                        // x_scales, off sm_90 or with a shape key not compiled (scale rows its tensor maps
-                       // cannot describe: kMisaligned); T = 2 with x_scales, off sm_90, with R != 1, a
-                       // cluster size not in {1, 2, 4, 8}, PF not 1 / 2, more warps than its register cap or
-                       // x's codes (8 or 16 rows of K + 64 bytes) over the CTA's shared memory
+                       // cannot describe: kMisaligned)
   kWorkspace = 6,      // split-K needs more counters / partials than the workspace holds
   kBadPointer = 7,     // x, weight, weight scales or (pre-quantized) x_scales null
 };

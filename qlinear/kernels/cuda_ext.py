@@ -57,7 +57,6 @@ SOURCES = (
     "w4a16_bulk_f16.cu",
     "w4a16_tma_launch.cu",
     "fp8_tma_launch.cu",
-    "fp8_sx_launch.cu",
 )
 HEADERS = (
     "device_attrs.h",
@@ -82,7 +81,6 @@ HEADERS = (
     "fp8_gemv_launch.h",
     "fp8_gemv_dispatch.cuh",
     "fp8_tma.cuh",
-    "fp8_sx.cuh",
     "tensor_map.h",
     "code_list.h",
     "int_math.h",

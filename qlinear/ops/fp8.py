@@ -181,6 +181,12 @@ FP8_CUDA_MAX_M: "int | dict" = {
 # split (the S split CTAs of a tile group in one cluster, summed through distributed shared memory)
 # and x ahead at R = 2: 2112x7168 M = 16 whole path 9.13 (cluster, S = 2) vs 11011114 8.48; 576x7168
 # M = 16 6.54 vs 11041108 6.52, M = 9 6.09 vs 6.40. No win on a target shape: removed again.
+# Session 29 run 1 (benchmarks/results/session29/run1, same method, 5711aa2): x quantized once per
+# thread-block cluster into shared memory (each of C CTAs quantizes 1/C of the k-blocks and stores the codes
+# into every CTA of the cluster; then the register kernel's loop on shared x; one launch, no quantizer).
+# 2112x7168 M = 16: C = 2 9.69-9.91 (L2 prefetch of the weight rows 10.20-10.50), C = 1 11.96, C = 4 / 8
+# 15.8-19.2 vs the quantizer + 11011114 8.17; M = 8: C = 2 7.59 vs 10011116 6.52. Each cluster still reads
+# all of x in bf16 (66 x 229 KB from L2 at M = 16) before its first MMA: removed.
 FP8_CUDA_CONFIG: "int | dict" = {
     (2112, 7168): ((8, 10011116), (16, 11011114, "early")),
     (1536, 7168): ((8, 10011116), (16, 11011116, "early")),
