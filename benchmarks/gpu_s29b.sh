@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Session 29 run 2: K splits in the FP8 TMA ring kernel (T = 1 codes, S field's tens digit): build, the TMA
+# and register-kernel GPU tests, then probe_fp8_preq.py on 2112x7168 at M = 16 / 8 / 1: taller row tiles (R =
+# 2 / 4) over a half / third / quarter of K against the dispatch (quantizer + 11011114; in-kernel 10011116).
+#   (device, carry build/snap) cd build/snap && OUT=$OUT bash benchmarks/gpu_s29b.sh
+DEST=${OUT:?}
+export OUT=/tmp/s29b
+rm -rf "$OUT"
+source "$(dirname "$0")/_gpu_build.sh"
+export PYTHONPATH="${PYTHONPATH:-$PWD}"
+trap 'tar czf "$DEST/s29b.tgz" -C "$OUT" .' EXIT
+gpu_build s29b
+[ "$build_rc" -ne 0 ] && exit 1
+[ -n "${SKIP_TESTS:-}" ] || gpu_pytest tma 150 tests/gpu/test_fp8_tma_gpu.py
+[ -n "${SKIP_TESTS:-}" ] || gpu_pytest fp8cuda 150 tests/gpu/test_fp8_cuda_gemv.py -k "preq or x_ahead or graph"
+G16=${G16:-11011114,101041404,101444444,101344454,101242434,101242444,101444454}
+P16=${P16:-11011114,101444444,111444444,101344454,111344454,101242434,101242444}
+gpu_probe m16 200 "PREQ" benchmarks/probe_fp8_preq.py --shapes 2112x7168 --m 16 --gemv-codes "$G16" \
+    --pair-codes "$P16" --qmodes early --kernel-codes ""
+P8=${P8:-11011114,101444444,111444444,101242434}
+gpu_probe m8 120 "PREQ" benchmarks/probe_fp8_preq.py --shapes 2112x7168 --m 8 --gemv-codes "" \
+    --pair-codes "$P8" --qmodes early --kernel-codes 10011116
+gpu_probe m1 120 "PREQ" benchmarks/probe_fp8_preq.py --shapes 2112x7168 --m 1 --gemv-codes "" \
+    --pair-codes "$P8" --qmodes early --kernel-codes 10011116
