@@ -13,11 +13,11 @@ gpu_build s29b
 [ "$build_rc" -ne 0 ] && exit 1
 [ -n "${SKIP_TESTS:-}" ] || gpu_pytest tma 150 tests/gpu/test_fp8_tma_gpu.py
 [ -n "${SKIP_TESTS:-}" ] || gpu_pytest fp8cuda 150 tests/gpu/test_fp8_cuda_gemv.py -k "preq or x_ahead or graph"
-G16=${G16:-11011114,101041404,101444444,101344454,101242434,101242444,101444454}
-P16=${P16:-11011114,101444444,111444444,101344454,111344454,101242434,101242444}
+G16=${G16:-11011114,101041404,101444404,101344504,101242304,101242404,101444504}
+P16=${P16:-11011114,101444404,111444404,101344504,111344504,101242304,101242404}
 gpu_probe m16 200 "PREQ" benchmarks/probe_fp8_preq.py --shapes 2112x7168 --m 16 --gemv-codes "$G16" \
     --pair-codes "$P16" --qmodes early --kernel-codes ""
-P8=${P8:-11011114,101444444,111444444,101242434}
+P8=${P8:-11011114,101444404,111444404,101242304}
 gpu_probe m8 120 "PREQ" benchmarks/probe_fp8_preq.py --shapes 2112x7168 --m 8 --gemv-codes "" \
     --pair-codes "$P8" --qmodes early --kernel-codes 10011116
 gpu_probe m1 120 "PREQ" benchmarks/probe_fp8_preq.py --shapes 2112x7168 --m 1 --gemv-codes "" \

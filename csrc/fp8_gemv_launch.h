@@ -49,7 +49,7 @@ struct Fp8GemvArgs {
 // zero fields: 2, 4, 4, 4), X = 1 triggering the dependent grid (PDL) at the kernel's start instead of after
 // its main loop; 101042404 = 2 row tiles, 4 k-blocks per stage, 4 stages, 4 consumer warps. The S field's tens
 // digit under T = 1 splits K over that many CTAs per row tile (whole stages each, summed through the
-// workspace; 0 = one): 101444444 = 4 row tiles, 4 K splits, 4 k-blocks per stage, 4 stages, 4 consumer warps.
+// workspace; 0 = one): 101444404 = 4 row tiles, 4 K splits, 4 k-blocks per stage, 4 stages, 4 consumer warps.
 struct Fp8GemvConfig {
   int r = 0, pf = 0, warps = 0, splits = 0, preq = 0, xa = 0;
   int tma = 0;  // T = 1: the TMA ring kernel (fp8_tma.cuh); then splits = KS, pf = ST, warps = CW
