@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 29 runs 2 (7498317, codes misnamed: refused) and 3 (03b251e); the K splits of the TMA ring it measures were removed after run 3.
 # Session 29 run 2: K splits in the FP8 TMA ring kernel (T = 1 codes, S field's tens digit): build, the TMA
 # and register-kernel GPU tests, then probe_fp8_preq.py on 2112x7168 at M = 16 / 8 / 1: taller row tiles (R =
 # 2 / 4) over a half / third / quarter of K against the dispatch (quantizer + 11011114; in-kernel 10011116).

@@ -29,18 +29,12 @@ int tma_key(const Fp8GemvConfig& c) { return c.r * 1000 + c.splits * 100 + c.pf 
 // addresses; a single row any length).
 Fp8GemvSupport tma_supported(const Fp8GemvArgs& a, const Fp8GemvConfig& c) {
   if (a.x_scales == nullptr || c.xa > 1 || devattr::cc_major() != 9 || c.splits > 9 || c.pf > 9 || c.warps > 9 ||
-      c.ksplit > 9 || !fp8g::tma_key_compiled(tma_key(c)))
+      !fp8g::tma_key_compiled(tma_key(c)))
     return Fp8GemvSupport::kBadConfig;
   const int64_t nblk = cdiv64(a.n, 128);
   if (a.xs_s1 != 1 || (a.m > 1 && a.xs_s0 % 4 != 0) || a.wsi_s1 != 1 || (nblk > 1 && a.wsi_s0 % 4 != 0) ||
       reinterpret_cast<uintptr_t>(a.x_scales) % 16 != 0 || reinterpret_cast<uintptr_t>(a.wsi) % 16 != 0)
     return Fp8GemvSupport::kMisaligned;
-  if (c.ksplit > 1) {
-    const int64_t tgs = cdiv64(cdiv64(a.n, 16), c.r);
-    if (a.workspace == nullptr || tgs > kFp8GemvCounters ||
-        tgs * c.ksplit * c.r * (a.m > 8 ? 2 : 1) * 128 > a.workspace_words - kFp8GemvCounters)
-      return Fp8GemvSupport::kWorkspace;
-  }
   return Fp8GemvSupport::kOk;
 }
 
@@ -56,16 +50,11 @@ Fp8GemvConfig fp8_gemv_decode(int64_t code) {
   c.r = static_cast<int>((code / 1000) % 10);
   c.pf = static_cast<int>((code / 100) % 10);
   c.warps = static_cast<int>(code % 100);
-  if (c.tma == 1) {
-    c.ksplit = c.splits / 10;
-    c.splits %= 10;
-  }
   return c;
 }
 
 int64_t fp8_gemv_encode(const Fp8GemvConfig& c) {
-  const int64_t s = c.tma == 1 ? c.ksplit * 10 + c.splits : c.splits;
-  return int64_t{c.tma} * 100000000 + int64_t{c.xa} * 10000000 + int64_t{c.preq} * 1000000 + s * 10000 + c.r * 1000 +
+  return int64_t{c.tma} * 100000000 + int64_t{c.xa} * 10000000 + int64_t{c.preq} * 1000000 + int64_t{c.splits} * 10000 + c.r * 1000 +
          c.pf * 100 + c.warps;
 }
 
@@ -84,9 +73,6 @@ Fp8GemvConfig fp8_gemv_resolve(const Fp8GemvArgs& a, int64_t code) {
     if (c.splits <= 0) c.splits = 4;
     if (c.pf <= 0) c.pf = 4;
     if (c.warps <= 0) c.warps = 4;
-    // K splits (0 = one, kept as 0 so codes without the digit resolve to themselves): no empty split
-    const int64_t nst = cdiv64(a.k / 128, c.splits);
-    if (c.ksplit > 1 && c.ksplit <= 9 && nst >= 1) c.ksplit = static_cast<int>(cdiv64(nst, cdiv64(nst, c.ksplit)));
     return c;
   }
   if (c.r <= 0) {
@@ -183,7 +169,7 @@ cudaError_t fp8_gemv_launch(const Fp8GemvArgs& a, cudaStream_t stream, int64_t c
   const bool bf16 = a.dtype == Fp8GDType::kBFloat16, two = a.m > 8;
   const bool xa = c.xa != 0;
   if (c.tma == 1) {
-    p.splits = c.ksplit > 1 ? c.ksplit : 1;  // K splits of whole stages (launch_tma); one: reduce_store sums the warps only
+    p.splits = 1;  // one CTA per row tile over the whole K: reduce_store sums the warps only
     p.kb_per_split = p.kb;
     return fp8g::launch_tma(p, bf16, tma_key(c), xa, use_pdl, stream);
   }

@@ -47,13 +47,10 @@ struct Fp8GemvArgs {
 // kernel (fp8_tma.cuh, sm_90, Q = 1 only) with S = KS k-blocks per stage, R row tiles, PF = ST stages and W
 // = CW consumer warps (one producer warp more), shape key R KS ST CW as decimal digits (fp8g::kTmaKeys;
 // zero fields: 2, 4, 4, 4), X = 1 triggering the dependent grid (PDL) at the kernel's start instead of after
-// its main loop; 101042404 = 2 row tiles, 4 k-blocks per stage, 4 stages, 4 consumer warps. The S field's tens
-// digit under T = 1 splits K over that many CTAs per row tile (whole stages each, summed through the
-// workspace; 0 = one): 101444404 = 4 row tiles, 4 K splits, 4 k-blocks per stage, 4 stages, 4 consumer warps.
+// its main loop; 101042404 = 2 row tiles, 4 k-blocks per stage, 4 stages, 4 consumer warps.
 struct Fp8GemvConfig {
   int r = 0, pf = 0, warps = 0, splits = 0, preq = 0, xa = 0;
   int tma = 0;  // T = 1: the TMA ring kernel (fp8_tma.cuh); then splits = KS, pf = ST, warps = CW
-  int ksplit = 0;  // T = 1: K splits (the S field's tens digit; 0 = one)
 };
 
 enum class Fp8GemvSupport : int {
@@ -67,7 +64,7 @@ enum class Fp8GemvSupport : int {
   kBadConfig = 5,      // (R, PF) not compiled, warps or splits out of range, Q = 1 without x_scales, X > 1,
                        // X = 1 with (R, PF) other than (1, 1) / (1, 2), or a digit above T; T = 1 without
                        // x_scales, off sm_90 or with a shape key not compiled (scale rows its tensor maps
-                       // cannot describe: kMisaligned) or more than 9 K splits
+                       // cannot describe: kMisaligned)
   kWorkspace = 6,      // split-K needs more counters / partials than the workspace holds
   kBadPointer = 7,     // x, weight, weight scales or (pre-quantized) x_scales null
 };

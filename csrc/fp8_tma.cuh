@@ -13,8 +13,7 @@
 // producer thread keeps ST stages of weights and x in flight whatever the consumers do, as the W4A16
 // TMA ring (w4a16_tma.cuh) does.
 //
-// CTA: 16 R weight rows over the stages [y sps, (y + 1) sps) of K (y = blockIdx.y, sps stages per split;
-// one split: the whole K), in stages of KS k-blocks (128 columns each). Stage layout
+// CTA: 16 R weight rows over the whole K, in stages of KS k-blocks (128 columns each). Stage layout
 // (byte offsets in TmaParams, the ring 1024-byte aligned): KS weight boxes [16 R rows][128 B], KS x boxes
 // [MB rows][128 B] in slots of xslot bytes (MB = min(M, 8 NT)), both in TMA's 128-byte swizzle (16-byte
 // chunk c of row r stored at chunk c ^ (r & 7)) so that the 8 rows an ldmatrix phase reads hit
@@ -27,12 +26,7 @@
 // per k-step one ldmatrix of x for both token tiles (B), NT mma.sync.m16n8k32.e4m3 per k-step into a
 // fresh fragment, then acc += frag * sw * sx[token]. It hands the slot back once its fragments are in
 // registers (the producer refills it during the math). The warps' sums meet in fp8_gemv.cuh's
-// reduce_store (the producer warp adds zeros), which adds the bias and stores; with S > 1 K splits
-// through the workspace (reduce_store's last-arriving CTA sums the partial tiles in split order).
-// Why K splits: at M = 16 every CTA reads x's codes for its whole k range, as many bytes per k as 16
-// weight rows, so on 2112x7168 (one 16-row tile per SM) the L2 moves x as often as weights. Taller row
-// tiles over a part of K (64 rows x a quarter of K: 132 CTAs) cut x's share to a quarter, and the CTA's
-// whole weight slice fits the ring, so all of it is requested before griddepcontrol.wait.
+// reduce_store (the producer warp adds zeros), which adds the bias and stores.
 #pragma once
 
 #include <cuda.h>
@@ -51,7 +45,6 @@ struct TmaParams {
   CUtensorMap xsmap;  // x scales [M, K / 128] fp32: box KS x MB
   Params p;
   int mb;  // x rows staged per k-block
-  int sps;  // stages per K split (blockIdx.y); the last split may have fewer
   int early;  // 1: trigger the dependent grid at the start (else after the main loop)
   int xslot, off_x, off_s, off_xs, stage_bytes, off_red, off_bar;
   uint32_t tx_bytes;  // bytes one stage's boxes land (out-of-bounds fill included)
@@ -83,11 +76,11 @@ __host__ __device__ constexpr TmaLayout tma_layout(int r, int ks, int mb) {
   return {xslot, off_x, off_s, off_xs, (end + kTmaAlign - 1) / kTmaAlign * kTmaAlign,
           ks * r * 16 * 128 + ks * mb * 128 + ks * 4 + mb * ks * 4};
 }
-// Dynamic shared memory: the ring, the warps' partial tiles (reduce_store, CW + 1 warps) and its 16-byte
-// flag, ST full and ST empty mbarriers, and the slack that aligns the ring.
+// Dynamic shared memory: the ring, the warps' partial tiles (reduce_store, CW + 1 warps), ST full and ST
+// empty mbarriers, and the slack that aligns the ring.
 __host__ __device__ constexpr int tma_smem_bytes(int key, int nt, int mb) {
   const TmaShape s = tma_shape(key);
-  return s.st * tma_layout(s.r, s.ks, mb).stage_bytes + (s.cw + 1) * s.r * nt * 128 * 4 + 16 + 16 * s.st + kTmaAlign;
+  return s.st * tma_layout(s.r, s.ks, mb).stage_bytes + (s.cw + 1) * s.r * nt * 128 * 4 + 16 * s.st + kTmaAlign;
 }
 
 // Compiled shapes. KS = 4 is the smallest whose scale boxes are 16 bytes wide (TMA's minimum); R = 2 and
@@ -150,8 +143,7 @@ __global__ void __launch_bounds__(32 * (tma_shape(KEY).cw + 1), 1) fp8_tma_kerne
   char* smem = smem_raw + (kTmaAlign - tma::smem_u32(smem_raw) % kTmaAlign) % kTmaAlign;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int row0 = static_cast<int>(blockIdx.x) * 16 * R;
-  const int st_lo = static_cast<int>(blockIdx.y) * tp.sps;
-  const int nst = min(st_lo + tp.sps, (p.kb + KS - 1) / KS) - st_lo;  // stages of this split
+  const int nst = (p.kb + KS - 1) / KS;
   const uint32_t ring = tma::smem_u32(smem);
   const uint32_t full0 = ring + tp.off_bar, empty0 = full0 + 8 * ST;
   if (threadIdx.x == 0) {
@@ -177,18 +169,17 @@ __global__ void __launch_bounds__(32 * (tma_shape(KEY).cw + 1), 1) fp8_tma_kerne
       const int pro = nst < ST ? nst : ST;
       for (int s = 0; s < pro; ++s) {
         tma::mbar_arrive_tx(full0 + 8 * s, tp.tx_bytes);
-        fp8_tma_issue<R, KS>(tp, ring + s * tp.stage_bytes, full0 + 8 * s, st_lo + s, row0, false);
+        fp8_tma_issue<R, KS>(tp, ring + s * tp.stage_bytes, full0 + 8 * s, s, row0, false);
       }
       pdl::wait();
-      for (int s = 0; s < pro; ++s)
-        fp8_tma_issue<R, KS>(tp, ring + s * tp.stage_bytes, full0 + 8 * s, st_lo + s, row0, true);
+      for (int s = 0; s < pro; ++s) fp8_tma_issue<R, KS>(tp, ring + s * tp.stage_bytes, full0 + 8 * s, s, row0, true);
       for (int st = ST; st < nst; ++st) {
         const int slot = st % ST;
         tma::mbar_wait(empty0 + 8 * slot, static_cast<uint32_t>((st / ST - 1) & 1));
         const uint32_t dst = ring + slot * tp.stage_bytes, bar = full0 + 8 * slot;
         tma::mbar_arrive_tx(bar, tp.tx_bytes);
-        fp8_tma_issue<R, KS>(tp, dst, bar, st_lo + st, row0, false);
-        fp8_tma_issue<R, KS>(tp, dst, bar, st_lo + st, row0, true);
+        fp8_tma_issue<R, KS>(tp, dst, bar, st, row0, false);
+        fp8_tma_issue<R, KS>(tp, dst, bar, st, row0, true);
       }
     }
     __syncwarp();
@@ -256,13 +247,12 @@ __global__ void __launch_bounds__(32 * (tma_shape(KEY).cw + 1), 1) fp8_tma_kerne
   if (!tp.early) pdl::launch_dependents();
   // the output may be read by the previous grid until it completes
   pdl::wait();
-  reduce_store<XT, NT, R>(acc, reinterpret_cast<float*>(smem + tp.off_red), p, static_cast<int>(blockIdx.x),
-                          static_cast<int>(blockIdx.y), row0);
+  reduce_store<XT, NT, R>(acc, reinterpret_cast<float*>(smem + tp.off_red), p, static_cast<int>(blockIdx.x), 0, row0);
 }
 
 // Defined in fp8_tma_launch.cu: the call's tensor maps, then the instance of `key` (tma_shape) for
-// bf16 / fp16 output and one or two token tiles on a grid of (row tiles, p.splits K splits); cudaErrorInvalidValue
-// for a key not compiled or maps the driver refuses.
+// bf16 / fp16 output and one or two token tiles; cudaErrorInvalidValue for a key not compiled or maps the
+// driver refuses.
 cudaError_t launch_tma(const Params& p, bool bf16, int key, bool early, bool pdl, cudaStream_t stream);
 inline bool tma_key_compiled(int key) { return code_listed(kTmaKeys, key); }
 

@@ -36,17 +36,13 @@ cudaError_t tma_launch(TmaParams& tp, bool pdl, cudaStream_t stream) {
   tp.off_xs = l.off_xs;
   tp.stage_bytes = l.stage_bytes;
   tp.off_red = S.st * l.stage_bytes;
-  // offsets from the aligned ring; 16 bytes between the partial tiles and the barriers hold reduce_store's
-  // last-arrival flag (K splits)
-  tp.off_bar = tp.off_red + (S.cw + 1) * S.r * NT * 128 * 4 + 16;
+  tp.off_bar = tp.off_red + (S.cw + 1) * S.r * NT * 128 * 4;  // offsets from the aligned ring
   tp.tx_bytes = static_cast<uint32_t>(l.landed);
   const int smem = tma_smem_bytes(KEY, NT, tp.mb);
   const auto kernel = fp8_tma_kernel<XT, NT, KEY>;
   const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (e != cudaSuccess) return e;
-  const int nst = (tp.p.kb + S.ks - 1) / S.ks;
-  tp.sps = (nst + tp.p.splits - 1) / tp.p.splits;
-  const dim3 grid(static_cast<unsigned>((tp.p.n + 16 * S.r - 1) / (16 * S.r)), static_cast<unsigned>(tp.p.splits));
+  const dim3 grid(static_cast<unsigned>((tp.p.n + 16 * S.r - 1) / (16 * S.r)));
   return pdl::launch_smem(kernel, grid, dim3(32 * (S.cw + 1)), static_cast<size_t>(smem), stream, pdl, 1, tp);
 }
 

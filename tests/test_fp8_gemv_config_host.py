@@ -73,16 +73,3 @@ def test_tma_codes(tool):
     assert got[(101042304, 16, True)][1] == 101042304
     assert got[(111041402, 1, True)][1] == 111041402
     assert got[(100000000, 16, True)][1] == 101042404
-
-
-def test_tma_split_codes(tool):
-    """T = 1 codes with K splits (the S field's tens digit): round trips, and the resolved split count
-    leaves no split empty (7168 = 14 stages of 4 k-blocks: 9 splits of 2 stages need only 7 CTAs)."""
-    cases = [(101444404, 16, True), (101944404, 16, True), (111242304, 1, True)]
-    got = _ask(tool, cases)
-    for case in cases:
-        why, used, round_trip = got[case]
-        assert why == 5 and round_trip == case[0], (case, got[case])
-    assert got[(101444404, 16, True)][1] == 101444404
-    assert got[(101944404, 16, True)][1] == 101744404
-    assert got[(111242304, 1, True)][1] == 111242304

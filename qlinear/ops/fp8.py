@@ -187,6 +187,12 @@ FP8_CUDA_MAX_M: "int | dict" = {
 # 2112x7168 M = 16: C = 2 9.69-9.91 (L2 prefetch of the weight rows 10.20-10.50), C = 1 11.96, C = 4 / 8
 # 15.8-19.2 vs the quantizer + 11011114 8.17; M = 8: C = 2 7.59 vs 10011116 6.52. Each cluster still reads
 # all of x in bf16 (66 x 229 KB from L2 at M = 16) before its first MMA: removed.
+# Session 29 run 3 (benchmarks/results/session29/run3, same method, 03b251e): K splits in the TMA ring
+# (taller row tiles over part of K, partial tiles summed through the workspace, so x's codes cross L2 once
+# per 32 / 64 rows instead of once per 16): 2112x7168 M = 16 alone 9.32 (32 rows, 2 splits) / 10.60 (64
+# rows, 4 splits) vs 11011114 7.00; after the quantizer 11.21 / 13.60 vs 8.25; M = 1 8.73 / 10.01 vs the
+# in-kernel 10011116 6.34. Slower at M = 1 too, where x's traffic is nil: four consumer warps per SM, not
+# L2, bound these CTAs. Removed.
 FP8_CUDA_CONFIG: "int | dict" = {
     (2112, 7168): ((8, 10011116), (16, 11011114, "early")),
     (1536, 7168): ((8, 10011116), (16, 11011116, "early")),
