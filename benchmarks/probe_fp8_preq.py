@@ -39,6 +39,9 @@ def main() -> None:
     ap.add_argument("--pair-codes", default=PAIR_CODES, help="codes timed after the quantizer (PDL late / early)")
     ap.add_argument("--qmodes", default="late,early", help="PDL triggers of the quantizer launch in the pairs")
     ap.add_argument("--kernel-codes", default="11116", help="in-kernel-quantization codes to time (whole op)")
+    ap.add_argument("--quant-rows", default="",
+                    help="comma-separated fp8_triton.QUANT_ROW_BLOCK values (the quantizer's rows per program) to "
+                         "time the pairs with as well; the committed value is always timed")
     ap.add_argument("--no-check", action="store_true",
                     help="time candidates without checking their output (diagnostic kernel variants)")
     args = ap.parse_args()
@@ -61,10 +64,18 @@ def main() -> None:
         def gemv_only(code, pdl):
             return lambda i: C.fp8_block_gemv_preq(q, s, ws[i % copies], ss[i % copies], None, wsp, x.dtype, code, pdl)
 
-        def path(code, qmode):
-            """the quantizer (PDL trigger qmode) + the GEMV on its codes (PDL on)"""
+        def path(code, qmode, qrows=None):
+            """the quantizer (PDL trigger qmode; qrows: its rows per program, set while the graph is
+            captured) + the GEMV on its codes (PDL on)"""
             def fn(i):
-                y = ops.fp8_block_gemv_cuda(x, ws[i % copies], ss[i % copies], None, config=code, pdl=True, quant_pdl=qmode)
+                saved = fp8_triton.QUANT_ROW_BLOCK
+                if qrows is not None:
+                    fp8_triton.QUANT_ROW_BLOCK = qrows
+                try:
+                    y = ops.fp8_block_gemv_cuda(x, ws[i % copies], ss[i % copies], None, config=code, pdl=True,
+                                                quant_pdl=qmode)
+                finally:
+                    fp8_triton.QUANT_ROW_BLOCK = saved
                 if y is None:  # refused: timing the no-op would read as a fast kernel
                     raise RuntimeError(f"config {code} refused")
                 return y
@@ -75,6 +86,9 @@ def main() -> None:
         for code in pair_codes:
             for qmode in qmodes:
                 fns[f"q {qmode} + gemv {code} pdl"] = path(code, qmode)
+                for qr in [int(v) for v in args.quant_rows.split(",") if v]:
+                    if qr != fp8_triton.QUANT_ROW_BLOCK:
+                        fns[f"q {qmode} rows {qr} + gemv {code}"] = path(code, qmode, qr)
         for code in [int(c) for c in args.kernel_codes.split(",") if c]:
             fns[f"in-kernel {code}"] = path(code, None)
         for qmode in qmodes:
