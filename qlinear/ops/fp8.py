@@ -214,6 +214,11 @@ _CUDA_PREQ = 1000000  # the Q digit of a config code
 # which needs registers left on the SMs: 16 warps of 120-127 registers hold all of them.
 FP8_CUDA_QUANT_PDL = "late"
 
+# Layout of the x scales a Q = 1 register-kernel code's quantizer writes: False = row-major [M, K / 128]
+# (a lane's two C-column tokens 2t, 2t + 1 of a k-block lie K / 128 floats apart), True = column-major
+# (the tokens of a k-block adjacent). The TMA ring (T = 1) reads row-major scale rows only.
+FP8_CUDA_XS_COLUMN_MAJOR = False
+
 # Workspaces of the split-K launches: kFp8GemvCounters (4096) int32 arrival counters, zeroed once
 # here and reset by the kernel, then fp32 partial tiles. One per (device, stream): two split-K
 # launches running at the same time on two streams would otherwise share counters and partials
@@ -360,7 +365,9 @@ def fp8_block_gemv_cuda(
         pdl = M <= _pdl.PDL_MAX_M and _pdl.pdl_enabled(x.device)
     if (code // _CUDA_PREQ) % 10 == 1:
         trigger = quant_pdl or table_trigger or FP8_CUDA_QUANT_PDL
-        q, s = _kernels().per_token_group_quant_fp8(x, 128, scale_eps=_ref.FP8_SCALE_EPS, pdl_trigger=trigger)
+        cm = FP8_CUDA_XS_COLUMN_MAJOR and (code // _CUDA_TMA) % 10 == 0
+        q, s = _kernels().per_token_group_quant_fp8(x, 128, scale_eps=_ref.FP8_SCALE_EPS, pdl_trigger=trigger,
+                                                    column_major_scales=cm)
         if ops.fp8_block_gemv_supported(q, weight, weight_scale_inv, ws, code, s) != 0:
             return None
         return ops.fp8_block_gemv_preq(q, s, weight, weight_scale_inv, bias, ws, x.dtype, code, bool(pdl))
