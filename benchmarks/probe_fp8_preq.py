@@ -42,9 +42,6 @@ def main() -> None:
     ap.add_argument("--quant-rows", default="",
                     help="comma-separated fp8_triton.QUANT_ROW_BLOCK values (the quantizer's rows per program) to "
                          "time the pairs with as well; the committed value is always timed")
-    ap.add_argument("--xs-layouts", default="",
-                    help="'cm' also times the GEMV and the pairs with column-major x scales "
-                         "(qlinear.ops.fp8.FP8_CUDA_XS_COLUMN_MAJOR flipped while the graph is captured)")
     ap.add_argument("--no-check", action="store_true",
                     help="time candidates without checking their output (diagnostic kernel variants)")
     args = ap.parse_args()
@@ -64,41 +61,31 @@ def main() -> None:
         wsp = ops._cuda_workspace(x.device)
         want = ref.fp8_block_linear_ref(x, ws[0], ss[0], (128, 128)).float()
 
-        q_cm, s_cm = ops.per_token_group_quant_fp8(x, 128, column_major_scales=True)
+        def gemv_only(code, pdl):
+            return lambda i: C.fp8_block_gemv_preq(q, s, ws[i % copies], ss[i % copies], None, wsp, x.dtype, code, pdl)
 
-        def gemv_only(code, pdl, cm=False):
-            qq, sq = (q_cm, s_cm) if cm else (q, s)
-            return lambda i: C.fp8_block_gemv_preq(qq, sq, ws[i % copies], ss[i % copies], None, wsp, x.dtype, code, pdl)
-
-        def path(code, qmode, qrows=None, cm=None):
-            """the quantizer (PDL trigger qmode; qrows: its rows per program, cm: column-major x scales, both
-            set while the graph is captured) + the GEMV on its codes (PDL on)"""
+        def path(code, qmode, qrows=None):
+            """the quantizer (PDL trigger qmode; qrows: its rows per program, set while the graph is
+            captured) + the GEMV on its codes (PDL on)"""
             def fn(i):
-                saved = fp8_triton.QUANT_ROW_BLOCK, ops.FP8_CUDA_XS_COLUMN_MAJOR
+                saved = fp8_triton.QUANT_ROW_BLOCK
                 if qrows is not None:
                     fp8_triton.QUANT_ROW_BLOCK = qrows
-                if cm is not None:
-                    ops.FP8_CUDA_XS_COLUMN_MAJOR = cm
                 try:
                     y = ops.fp8_block_gemv_cuda(x, ws[i % copies], ss[i % copies], None, config=code, pdl=True,
                                                 quant_pdl=qmode)
                 finally:
-                    fp8_triton.QUANT_ROW_BLOCK, ops.FP8_CUDA_XS_COLUMN_MAJOR = saved
+                    fp8_triton.QUANT_ROW_BLOCK = saved
                 if y is None:  # refused: timing the no-op would read as a fast kernel
                     raise RuntimeError(f"config {code} refused")
                 return y
             return fn
 
-        layouts = [v for v in args.xs_layouts.split(",") if v]
         fns = {f"gemv only {c} pdl": gemv_only(c, True) for c in gemv_codes}
-        if "cm" in layouts:
-            fns.update({f"gemv only {c} cm": gemv_only(c, True, True) for c in gemv_codes if c < 100000000})
         fns["quantizer only"] = lambda i: ops.per_token_group_quant_fp8(x, 128)
         for code in pair_codes:
             for qmode in qmodes:
                 fns[f"q {qmode} + gemv {code} pdl"] = path(code, qmode)
-                if "cm" in layouts and code < 100000000:
-                    fns[f"q {qmode} cm + gemv {code}"] = path(code, qmode, cm=True)
                 for qr in [int(v) for v in args.quant_rows.split(",") if v]:
                     if qr != fp8_triton.QUANT_ROW_BLOCK:
                         fns[f"q {qmode} rows {qr} + gemv {code}"] = path(code, qmode, qr)

@@ -193,6 +193,11 @@ FP8_CUDA_MAX_M: "int | dict" = {
 # rows, 4 splits) vs 11011114 7.00; after the quantizer 11.21 / 13.60 vs 8.25; M = 1 8.73 / 10.01 vs the
 # in-kernel 10011116 6.34. Slower at M = 1 too, where x's traffic is nil: four consumer warps per SM, not
 # L2, bound these CTAs. Removed.
+# Session 29 run 6 (benchmarks/results/session29/run6, same method, 347fdb2): the quantizer writing
+# column-major x scales for the register kernel (the tokens of a k-block adjacent): 2112x7168 GEMV alone
+# M = 16 / 12 / 9 7.30 / 6.55 / 6.29 vs row-major 7.02 / 6.42 / 6.30, after the quantizer 8.46 / 8.00 / 7.77
+# vs 8.13 / 7.89 / 7.82: row-major kept. Run 5: the quantizer's rows per program 2 as 1 (8.17 vs 8.20), 4
+# and 16 (eight-warp programs, which leave no room for the GEMV's CTAs beside them) 11.3-12.0.
 FP8_CUDA_CONFIG: "int | dict" = {
     (2112, 7168): ((8, 10011116), (16, 11011114, "early")),
     (1536, 7168): ((8, 10011116), (16, 11011116, "early")),
@@ -213,11 +218,6 @@ _CUDA_PREQ = 1000000  # the Q digit of a config code
 # 8.56 / 8.54. With an early trigger the quantizer's CTAs start while the previous GEMV still runs,
 # which needs registers left on the SMs: 16 warps of 120-127 registers hold all of them.
 FP8_CUDA_QUANT_PDL = "late"
-
-# Layout of the x scales a Q = 1 register-kernel code's quantizer writes: False = row-major [M, K / 128]
-# (a lane's two C-column tokens 2t, 2t + 1 of a k-block lie K / 128 floats apart), True = column-major
-# (the tokens of a k-block adjacent). The TMA ring (T = 1) reads row-major scale rows only.
-FP8_CUDA_XS_COLUMN_MAJOR = False
 
 # Workspaces of the split-K launches: kFp8GemvCounters (4096) int32 arrival counters, zeroed once
 # here and reset by the kernel, then fp32 partial tiles. One per (device, stream): two split-K
@@ -365,9 +365,7 @@ def fp8_block_gemv_cuda(
         pdl = M <= _pdl.PDL_MAX_M and _pdl.pdl_enabled(x.device)
     if (code // _CUDA_PREQ) % 10 == 1:
         trigger = quant_pdl or table_trigger or FP8_CUDA_QUANT_PDL
-        cm = FP8_CUDA_XS_COLUMN_MAJOR and (code // _CUDA_TMA) % 10 == 0
-        q, s = _kernels().per_token_group_quant_fp8(x, 128, scale_eps=_ref.FP8_SCALE_EPS, pdl_trigger=trigger,
-                                                    column_major_scales=cm)
+        q, s = _kernels().per_token_group_quant_fp8(x, 128, scale_eps=_ref.FP8_SCALE_EPS, pdl_trigger=trigger)
         if ops.fp8_block_gemv_supported(q, weight, weight_scale_inv, ws, code, s) != 0:
             return None
         return ops.fp8_block_gemv_preq(q, s, weight, weight_scale_inv, bias, ws, x.dtype, code, bool(pdl))
