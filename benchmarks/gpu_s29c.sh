@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 29 run 4 at d7be29e.
 # Session 29 run 4 (no kernel change): FP8 2112x7168 M = 16 with taller row tiles over half of K in the
 # register kernel (R = 2, S = 2: x's codes cross L2 once per 32 rows; pre-quantized and in-kernel), against
 # the dispatch (quantizer + 11011114); then the W4A16 wgmma GEMM's configs on 2112x7168 at M = 128 / 1024

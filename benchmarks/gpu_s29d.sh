@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 29 run 5 at 94ca1d3.
 # Session 29 run 5 (no kernel change): the FP8 pair on 2112x7168 at M = 16 / 12 with the quantizer's rows per
 # program (fp8_triton.QUANT_ROW_BLOCK 1 committed, 2, 4, 16: fewer, wider quantizer programs) and its PDL
 # trigger early / first, against the dispatch.
