@@ -184,7 +184,7 @@ FP8_CUDA_MAX_M: "int | dict" = {
 # Session 29 run 1 (benchmarks/results/session29/run1, same method, 5711aa2): x quantized once per
 # thread-block cluster into shared memory (each of C CTAs quantizes 1/C of the k-blocks and stores the codes
 # into every CTA of the cluster; then the register kernel's loop on shared x; one launch, no quantizer).
-# 2112x7168 M = 16: C = 2 9.69-9.91 (L2 prefetch of the weight rows 10.20-10.50), C = 1 11.96, C = 4 / 8
+# 2112x7168 M = 16: C = 2 9.69-10.53 (L2 prefetch of the weight rows 10.20-10.50), C = 1 11.96, C = 4 / 8
 # 15.8-19.2 vs the quantizer + 11011114 8.17; M = 8: C = 2 7.59 vs 10011116 6.52. Each cluster still reads
 # all of x in bf16 (66 x 229 KB from L2 at M = 16) before its first MMA: removed.
 # Session 29 run 3 (benchmarks/results/session29/run3, same method, 03b251e): K splits in the TMA ring
