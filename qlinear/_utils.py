@@ -6,6 +6,7 @@ the import graph (see CONTRIBUTING.md).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 
@@ -22,6 +23,7 @@ __all__ = [
     "describe",
     "cuda_capability",
     "env_backend",
+    "Fp8GroupActivation",
 ]
 
 
@@ -87,3 +89,64 @@ def env_backend(var: str, choices: tuple[str, ...]) -> str | None:
     if value not in choices:
         raise ValueError(f"environment variable {var}={value!r}: expected one of {choices} or 'auto'")
     return value
+
+
+@dataclasses.dataclass(frozen=True)
+class Fp8GroupActivation:
+    """An activation already quantized per token and group of ``group_size`` columns, e.g. the
+    ``(q, scales)`` that ``qlinear.ops.rms_norm_quant_fp8`` or ``per_token_group_quant_fp8`` returns:
+    ``x[..., k] ~= q[..., k] * scales[..., k // group_size]``.
+
+    ``q`` e4m3 ``[..., K]`` with ``stride(-1) == 1``; ``scales`` fp32 ``[..., cdiv(K, group_size)]``
+    with the same leading dimensions (any strides: row- or column-major); ``dtype`` the output dtype
+    of a layer fed with it (fp16 / bf16 / fp32: the dtype the activation had before quantization).
+    A linear layer whose method quantizes activations this way (block-scaled FP8) takes it in place
+    of ``x`` and skips its own quantization launch; other methods refuse it. Nothing is copied.
+    """
+
+    q: torch.Tensor
+    scales: torch.Tensor
+    group_size: int = 128
+    dtype: torch.dtype = torch.bfloat16
+
+    def __post_init__(self) -> None:
+        q, s, g = self.q, self.scales, self.group_size
+        if not isinstance(q, torch.Tensor) or q.dtype != FP8_E4M3 or q.dim() < 1 or q.shape[-1] == 0 or q.stride(-1) != 1:
+            got = describe(q) if isinstance(q, torch.Tensor) else type(q).__name__
+            raise TypeError(f"Fp8GroupActivation.q: expected {FP8_E4M3} [..., K] with K > 0 and stride(-1) == 1, got {got}")
+        if not isinstance(g, int) or isinstance(g, bool) or g <= 0:
+            raise ValueError(f"Fp8GroupActivation.group_size: expected a positive int, got {g!r}")
+        expected = (*q.shape[:-1], cdiv(q.shape[-1], g))
+        if not isinstance(s, torch.Tensor) or s.dtype != torch.float32 or tuple(s.shape) != expected:
+            got = describe(s) if isinstance(s, torch.Tensor) else type(s).__name__
+            raise ValueError(f"Fp8GroupActivation.scales: expected float32 {expected} (group {g}), got {got}")
+        if s.device != q.device:
+            raise ValueError(f"Fp8GroupActivation: scales on {s.device}, q on {q.device}")
+        if self.dtype not in FLOAT_DTYPES:
+            raise TypeError(f"Fp8GroupActivation.dtype: expected one of {FLOAT_DTYPES}, got {self.dtype}")
+
+    # tensor-like views the layers use (shape checks, a row-parallel layer's column slice)
+    @property
+    def shape(self) -> torch.Size:
+        return self.q.shape
+
+    @property
+    def device(self) -> torch.device:
+        return self.q.device
+
+    def dim(self) -> int:
+        return self.q.dim()
+
+    def narrow(self, dim: int, start: int, length: int) -> "Fp8GroupActivation":
+        """Columns ``[start, start + length)`` (``dim`` must be the last): whole groups only, so
+        ``start`` is a multiple of ``group_size`` and the slice ends on a group boundary or at K."""
+        K, g = self.q.shape[-1], self.group_size
+        if dim not in (-1, self.q.dim() - 1):
+            raise ValueError(f"Fp8GroupActivation.narrow: only the last dimension can be sliced, got dim={dim}")
+        if start < 0 or length < 0 or start + length > K:
+            raise ValueError(f"Fp8GroupActivation.narrow: columns [{start}, {start + length}) outside [0, {K})")
+        if start % g or ((start + length) % g and start + length != K):
+            raise ValueError(f"Fp8GroupActivation.narrow: columns [{start}, {start + length}) cut a group of "
+                             f"{g}; the slice must start and end on group boundaries (or at K = {K})")
+        return Fp8GroupActivation(self.q.narrow(-1, start, length),
+                                  self.scales.narrow(-1, start // g, cdiv(length, g)), g, self.dtype)

@@ -14,6 +14,7 @@ from typing import Sequence
 import torch
 from torch import nn
 
+from qlinear._utils import Fp8GroupActivation
 from qlinear.parameter import DimMap, QParameter, ShardedParameter, ShardPlan
 from qlinear.quantization.base import QuantizationConfig, QuantizeMethodBase
 from qlinear.quantization.unquantized import UnquantizedLinearMethod
@@ -113,7 +114,26 @@ class LinearBase(nn.Module):
         if plan.local_input % k_align:
             raise ValueError(f"{where}: {method.name} needs input_size to be a multiple of {k_align}, got {plan.local_input}")
 
+    def _check_input(self, x) -> None:
+        """A pre-quantized activation (``Fp8GroupActivation``) only for a method that takes one, with
+        that method's group size; anything else but a tensor is refused."""
+        if isinstance(x, torch.Tensor):
+            return
+        where = self.prefix or type(self).__name__
+        if not isinstance(x, Fp8GroupActivation):
+            raise TypeError(f"{where}: x must be a tensor or an Fp8GroupActivation, got {type(x).__name__}")
+        group = self.quant_method.quantized_input_group()
+        if group is None:
+            raise TypeError(f"{where}: {self.quant_method.name} takes float activations, got a pre-quantized "
+                            "Fp8GroupActivation")
+        if x.group_size != group:
+            raise ValueError(f"{where}: {self.quant_method.name} quantizes activations in groups of {group}, got an "
+                             f"Fp8GroupActivation with group_size={x.group_size}")
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """``x [..., K]`` -> ``[..., N]``; ``x`` may be an ``Fp8GroupActivation`` where the method takes
+        one (block-scaled FP8: its quantization launch is skipped)."""
+        self._check_input(x)
         if x.shape[-1] != self.shard_plan.local_input:
             raise ValueError(f"{self.prefix or type(self).__name__}: x must be [..., {self.shard_plan.local_input}], got {tuple(x.shape)}")
         return self.quant_method.apply(self, x, self.bias)

@@ -414,6 +414,7 @@ class RowParallelLinear(_ParallelLinear):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         plan = self.shard_plan
+        self._check_input(x)
         if not self.input_is_parallel:
             if x.shape[-1] != plan.full_input:
                 raise ValueError(f"{self._where}: x must be [..., {plan.full_input}] (input_is_parallel=False), got {tuple(x.shape)}")

@@ -45,7 +45,8 @@ from typing import Optional
 
 import torch
 
-from qlinear._utils import FP8_E4M3, FP8_E4M3_MAX, cdiv, cuda_capability, describe, empty_group_scales, env_backend
+from qlinear._utils import (FP8_E4M3, FP8_E4M3_MAX, Fp8GroupActivation, cdiv, cuda_capability, describe,
+                            empty_group_scales, env_backend)
 from qlinear.reference import fp8 as _ref
 
 __all__ = [
@@ -53,6 +54,9 @@ __all__ = [
     "per_token_quant_fp8",
     "fp8_block_linear",
     "fp8_block_backend",
+    "fp8_block_linear_quantized",
+    "fp8_block_quantized_backend",
+    "Fp8GroupActivation",
     "fp8_scaled_linear",
     "fp8_scaled_backend",
     "rms_norm_quant_fp8",
@@ -646,6 +650,174 @@ def fp8_block_linear(
             raise ValueError(f"weight_scale_inv: backend 'scaled_mm' needs it contiguous, got {describe(weight_scale_inv)}")
     out = torch.ops.qlinear.fp8_block_linear(_flat(x), weight, weight_scale_inv, bn, bk, bias, be)
     return out if x.dim() == 2 else out.reshape(*x.shape[:-1], N)
+
+
+# --------------------------------------------------------------------------------------------
+# block-scaled FP8 linear on activations quantized beforehand
+# --------------------------------------------------------------------------------------------
+
+
+def _flat_view(name: str, t: torch.Tensor) -> torch.Tensor:
+    """``t`` as [rows, last] without copying: a ValueError naming ``name`` where the leading dimensions
+    cannot be merged into one stride."""
+    if t.dim() == 2:
+        return t
+    try:
+        return t.view(-1, t.shape[-1])
+    except RuntimeError:
+        raise ValueError(f"{name}: its leading dimensions must flatten without a copy, got {describe(t)}") from None
+
+
+def _cuda_preq_code(M: int, N: int, K: int) -> int:
+    """The :data:`FP8_CUDA_CONFIG` code for M x N x K with its Q digit set (x arrives as codes)."""
+    code = _cuda_config(M, N, K)
+    return code if (code // _CUDA_PREQ) % 10 == 1 else code + _CUDA_PREQ
+
+
+def _scaled_mm_q_ok(xq: torch.Tensor, x_scales: torch.Tensor, weight: torch.Tensor, block_size, weight_scale_inv) -> bool:
+    """cuBLAS blockwise on given codes: its shape rules (see the module docstring), M % 4 == 0 (no pad
+    rows can be added without a copy) and scales already outer-dim-major (strides (1, M))."""
+    M = xq.shape[0]
+    return (_scaled_mm_block_ok(xq, weight, block_size, weight_scale_inv) and M % 4 == 0
+            and (x_scales.stride(0) == 1 and (x_scales.shape[1] == 1 or x_scales.stride(1) == M)))
+
+
+def fp8_block_quantized_backend(
+    xq: torch.Tensor,
+    x_scales: torch.Tensor,
+    weight: torch.Tensor,
+    block_size: tuple[int, int] = (128, 128),
+    weight_scale_inv: Optional[torch.Tensor] = None,
+) -> str:
+    """Backend that ``fp8_block_linear_quantized`` picks when ``backend`` is None:
+    ``QLINEAR_FP8_BLOCK_BACKEND`` if set, else "reference" off CUDA, else "cuda" where
+    :func:`fp8_block_backend` would take it for the same M x N x K (the decode kernel on the given codes,
+    the quantizer launch skipped), else "scaled_mm" where :data:`FP8_BLOCK_DISPATCH` names it and cuBLAS
+    takes the codes as they are (M % 4 == 0, column-major scales), else "triton"."""
+    env = env_backend("QLINEAR_FP8_BLOCK_BACKEND", _BLOCK_BACKENDS)
+    if env is not None:
+        return env
+    if xq.device.type != "cuda":
+        return "reference"
+    N, K = weight.shape
+    q2, s2 = _flat_view("xq", xq), _flat_view("x_scales", x_scales)
+    M = q2.shape[0]
+    if (not _cuda_ext_failed() and tuple(block_size) == (128, 128) and 1 <= M <= _cuda_max_m(N, K)
+            and K % 128 == 0 and weight.stride(0) % 16 == 0 and (M == 1 or q2.stride(0) % 16 == 0)
+            and (cuda_capability(xq.device.index or 0) or (0, 0)) >= (8, 9)):
+        return "cuda"
+    if _scaled_mm_q_ok(q2, s2, weight, block_size, weight_scale_inv) and _table_backend(M, N, K) == "scaled_mm":
+        return "scaled_mm"
+    return "triton"
+
+
+@torch.library.custom_op("qlinear::fp8_block_linear_quantized", mutates_args=())
+def _block_linear_q_op(
+    xq: torch.Tensor,
+    x_scales: torch.Tensor,
+    weight: torch.Tensor,
+    weight_scale_inv: torch.Tensor,
+    block_n: int,
+    block_k: int,
+    bias: Optional[torch.Tensor],
+    out_dtype: torch.dtype,
+    backend: str,
+) -> torch.Tensor:
+    block = (block_n, block_k)
+    if backend == "reference":
+        return _ref.fp8_block_gemm_ref(xq, x_scales, weight, weight_scale_inv, block, out_dtype, bias)
+    M, N, K = xq.shape[0], weight.shape[0], xq.shape[1]
+    if backend == "cuda":
+        ops = _cuda_ops() if out_dtype in (torch.float16, torch.bfloat16) else None
+        ws = _cuda_workspace(xq.device) if ops is not None else None
+        code = _cuda_preq_code(M, N, K)
+        if ws is not None and ops.fp8_block_gemv_supported(xq, weight, weight_scale_inv, ws, code, x_scales) == 0:
+            from qlinear.kernels import _pdl  # function-local: imports triton
+
+            pdl = M <= _pdl.PDL_MAX_M and _pdl.pdl_enabled(xq.device)
+            return ops.fp8_block_gemv_preq(xq, x_scales, weight, weight_scale_inv, bias, ws, out_dtype, code, bool(pdl))
+        backend = "triton"  # the kernel does not take these operands: the Triton GEMM does
+    if backend == "triton":
+        return _kernels().fp8_block_gemm(xq, x_scales, weight, weight_scale_inv, block, out_dtype, bias)
+    out = torch._scaled_mm(xq, weight.t(), scale_a=x_scales, scale_b=weight_scale_inv.t(), out_dtype=out_dtype,
+                           use_fast_accum=False)
+    if bias is not None:
+        out = out + bias  # outside cuBLAS, as in fp8_block_linear
+    return out
+
+
+@_block_linear_q_op.register_fake
+def _(xq, x_scales, weight, weight_scale_inv, block_n, block_k, bias, out_dtype, backend):
+    return torch.empty((xq.shape[0], weight.shape[0]), dtype=out_dtype, device=xq.device)
+
+
+def fp8_block_linear_quantized(
+    xq: torch.Tensor,
+    x_scales: torch.Tensor,
+    weight: torch.Tensor,
+    weight_scale_inv: torch.Tensor,
+    block_size: tuple[int, int] = (128, 128),
+    bias: Optional[torch.Tensor] = None,
+    *,
+    out_dtype: torch.dtype = torch.bfloat16,
+    backend: Optional[str] = None,
+) -> torch.Tensor:
+    """``y = deq(xq) @ W.T + bias`` for activations quantized beforehand, e.g. by
+    :func:`rms_norm_quant_fp8` fused into the norm before the layer, or by :func:`per_token_group_quant_fp8`:
+    :func:`fp8_block_linear` without its quantization launch.
+
+    ``xq`` e4m3 [..., K] with ``stride(-1) == 1`` (2-D rows may be strided); ``x_scales`` fp32 [...,
+    cdiv(K, bk)] per token and group of ``bk`` columns, ``deq(xq)[m, k] = xq[m, k] * x_scales[m, k // bk]``,
+    any strides (row-major, or the column-major layout of ``column_major_scales=True``); ``weight``,
+    ``weight_scale_inv``, ``block_size = (bn, bk)`` and ``bias`` ([N] in ``out_dtype``) as in
+    :func:`fp8_block_linear`. Returns ``out_dtype`` (fp16 / bf16 / fp32) [..., N]. With codes and scales
+    from :func:`per_token_group_quant_fp8` the result is :func:`fp8_block_linear`'s on the same backend.
+
+    Backends as :func:`fp8_block_linear`'s; :func:`fp8_block_quantized_backend` tells which one None picks.
+    "cuda" falls back to "triton" where its kernel does not take the operands (fp32 output, alignment, a
+    TMA-ring code with scale rows its tensor maps cannot describe). "scaled_mm" takes the codes as they
+    are, so it needs M % 4 == 0 and column-major scales (strides (1, M)). Nothing is copied: leading
+    dimensions that cannot be flattened into a view are an error.
+    """
+    if not isinstance(xq, torch.Tensor) or xq.dtype != FP8_E4M3:
+        raise TypeError(f"xq: expected dtype {FP8_E4M3}, got {describe(xq) if isinstance(xq, torch.Tensor) else type(xq).__name__}")
+    if xq.dim() < 1 or xq.shape[-1] == 0 or xq.stride(-1) != 1:
+        raise ValueError(f"xq: expected [..., K] with K > 0 and stride(-1) == 1, got {describe(xq)}")
+    K = xq.shape[-1]
+    _check_fp8_weight(weight, K)
+    N = weight.shape[0]
+    if len(block_size) != 2 or min(block_size) <= 0:
+        raise ValueError(f"block_size: expected two positive ints (bn, bk), got {block_size}")
+    bn, bk = (int(b) for b in block_size)
+    expected = (*xq.shape[:-1], cdiv(K, bk))
+    if not isinstance(x_scales, torch.Tensor) or x_scales.dtype != torch.float32 or tuple(x_scales.shape) != expected:
+        got = describe(x_scales) if isinstance(x_scales, torch.Tensor) else type(x_scales).__name__
+        raise ValueError(f"x_scales: expected float32 {expected} (one per token and group of {bk}), got {got}")
+    w_expected = (cdiv(N, bn), cdiv(K, bk))
+    if weight_scale_inv.dtype != torch.float32 or tuple(weight_scale_inv.shape) != w_expected:
+        raise ValueError(f"weight_scale_inv: expected float32 {w_expected}, got {describe(weight_scale_inv)}")
+    if out_dtype not in _ACT_DTYPES:
+        raise TypeError(f"out_dtype: expected one of {_ACT_DTYPES}, got {out_dtype}")
+    _check_bias(bias, N, out_dtype)
+    for name, t in (("x_scales", x_scales), ("weight", weight), ("weight_scale_inv", weight_scale_inv)):
+        if t.device != xq.device:
+            raise ValueError(f"{name}: expected on {xq.device} like xq, got {t.device}")
+    q2, s2 = _flat_view("xq", xq), _flat_view("x_scales", x_scales)
+    be = backend if backend is not None else fp8_block_quantized_backend(q2, s2, weight, (bn, bk), weight_scale_inv)
+    if be not in _BLOCK_BACKENDS:
+        raise ValueError(f"backend: expected one of {_BLOCK_BACKENDS} or None, got {be!r}")
+    if be in ("cuda", "scaled_mm") and not xq.is_cuda:
+        raise ValueError(f"backend {be!r} needs CUDA tensors, got xq on {xq.device}; use backend='reference'")
+    if be in ("triton", "cuda") and (bk < 16 or bk & (bk - 1)):
+        raise ValueError(f"block_size: the Triton kernel needs bk a power of two >= 16, got {block_size}")
+    if be == "scaled_mm" and not _scaled_mm_q_ok(q2, s2, weight, (bn, bk), weight_scale_inv):
+        raise ValueError(
+            "backend 'scaled_mm' on given codes needs Hopper, CUDA >= 12.9, block_size (128, 128), N and K multiples "
+            "of 16, cdiv(K, 128) % 4 == 0, contiguous weight_scale_inv, M % 4 == 0 and column-major x_scales "
+            f"(strides (1, M)); got xq {describe(q2)}, x_scales {describe(s2)}, weight {describe(weight)}"
+        )
+    out = torch.ops.qlinear.fp8_block_linear_quantized(q2, s2, weight, weight_scale_inv, bn, bk, bias, out_dtype, be)
+    return out if xq.dim() == 2 else out.reshape(*xq.shape[:-1], N)
 
 
 # --------------------------------------------------------------------------------------------

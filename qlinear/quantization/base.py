@@ -55,7 +55,9 @@ class QuantizeMethodBase(ABC):
 
     @abstractmethod
     def apply(self, layer: "LinearBase", x: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
-        """``x [..., K]`` -> ``x @ W^T + bias``, shape ``[..., N]``, in ``x``'s dtype."""
+        """``x [..., K]`` -> ``x @ W^T + bias``, shape ``[..., N]``, in ``x``'s dtype. Where
+        :meth:`quantized_input_group` is not None, ``x`` may also be an ``Fp8GroupActivation`` (output in
+        its ``dtype``)."""
 
     def process_weights_after_loading(self, layer: "LinearBase") -> None:
         """Finish the layer once every shard is loaded (reconcile scales, repack). Default: nothing."""
@@ -78,6 +80,12 @@ class QuantizeMethodBase(ABC):
     def input_alignment(self) -> int:
         """Columns the layer's input size must be a multiple of (pack factor or group along K)."""
         return 1
+
+    def quantized_input_group(self) -> int | None:
+        """The group size of the pre-quantized activations (``qlinear.ops.Fp8GroupActivation``: e4m3 codes
+        with one fp32 scale per token and group) that ``apply`` takes in place of ``x``, or None where the
+        method takes float activations only. The layers refuse any other input before calling ``apply``."""
+        return None
 
     def backend(self, layer: "LinearBase", x: torch.Tensor | None = None) -> str:
         """Name of the path ``apply`` takes for ``x`` (or for a typical input), for reports."""

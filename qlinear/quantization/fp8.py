@@ -48,8 +48,9 @@ from typing import Any, ClassVar, Sequence
 
 import torch
 
-from qlinear._utils import FP8_E4M3, cdiv
-from qlinear.ops.fp8 import fp8_block_backend, fp8_block_linear, fp8_scaled_backend, fp8_scaled_linear
+from qlinear._utils import FP8_E4M3, Fp8GroupActivation, cdiv
+from qlinear.ops.fp8 import (fp8_block_backend, fp8_block_linear, fp8_block_linear_quantized, fp8_block_quantized_backend,
+                             fp8_scaled_backend, fp8_scaled_linear)
 from qlinear.parameter import DimMap, ShardedParameter, StackedParameter
 from qlinear.quantization.base import (
     QuantizationConfig,
@@ -226,11 +227,21 @@ class Fp8BlockLinearMethod(Fp8LinearMethod):
             input=DimMap(1, bk, "block"),
         )
 
-    def apply(self, layer, x: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    def quantized_input_group(self) -> int:
+        return self.block_size[1]
+
+    def apply(self, layer, x: torch.Tensor | Fp8GroupActivation, bias: torch.Tensor | None = None) -> torch.Tensor:
+        if isinstance(x, Fp8GroupActivation):
+            # quantized before the layer (e.g. fused into the RMSNorm): same GEMM, no quantization launch
+            return fp8_block_linear_quantized(x.q, x.scales, layer.weight, getattr(layer, self.scale_name),
+                                              self.block_size, bias, out_dtype=x.dtype)
         return fp8_block_linear(x, layer.weight, getattr(layer, self.scale_name), self.block_size, bias)
 
-    def backend(self, layer, x: torch.Tensor | None = None) -> str:
-        return fp8_block_backend(_typical_input(layer, x), layer.weight, self.block_size, getattr(layer, self.scale_name))
+    def backend(self, layer, x: torch.Tensor | Fp8GroupActivation | None = None) -> str:
+        scale = getattr(layer, self.scale_name)
+        if isinstance(x, Fp8GroupActivation):
+            return fp8_block_quantized_backend(x.q, x.scales, layer.weight, self.block_size, scale)
+        return fp8_block_backend(_typical_input(layer, x), layer.weight, self.block_size, scale)
 
 
 class Fp8TensorLinearMethod(Fp8LinearMethod):

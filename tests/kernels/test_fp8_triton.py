@@ -7,6 +7,8 @@ Cases: quantizer bit-exact (strided rows, ragged last group, padded rows, column
 per-token); GEMM vs the fp32 GEMM of the same quantized operands (ragged M / N / K, split-K on and
 off, bias, bf16 / fp16 / fp32 out); the GEMM with the activation quantization fused in (same bits as quantize-then-GEMM); the
 quantizer with several rows per program; the op ``fp8_block_linear(backend="triton")`` on strided rows;
+``fp8_block_linear_quantized(backend="triton")`` on given codes (strided, row- / column-major scales) against
+the fp32 GEMM of those codes;
 the fused RMSNorm -> FP8 (with and without residual).
 """
 
@@ -50,6 +52,11 @@ QUANT_ROW_CASES = [(5, 1000, 4, 8), (16, 384, 16, 1), (3, 200, 2, 4)]
 LINEAR_CASES = [
     (3, 200, 320, True),
     (20, 130, 256, False),
+]
+# (M, N, K, column-major scales, strided codes, out dtype): fp8_block_linear_quantized(backend="triton")
+QLINEAR_CASES = [
+    (3, 200, 320, False, True, "bfloat16"),
+    (8, 130, 256, True, False, "float32"),
 ]
 # (M, K, group, dtype, residual, column_major, strided)
 NORM_CASES = [
@@ -150,6 +157,25 @@ def _run_linear(ops, ref, M, N, K, strided):
     assert torch.equal(qt.view(torch.uint8), qr.view(torch.uint8)) and torch.equal(st, sr)
 
 
+def _run_qlinear(ops, ref, M, N, K, column_major, strided, out_dtype):
+    x = _rows(M, K, "bfloat16", strided, seed=N + 1)
+    g = torch.Generator().manual_seed(K + 1)
+    w = (torch.randn(N, K, generator=g) * 50).to(torch.float8_e4m3fn)
+    ws = torch.rand(-(-N // 128), -(-K // 128), generator=g) * 1e-2 + 1e-3
+    bias = torch.randn(N, generator=g).to(getattr(torch, out_dtype))
+    q, s = ops.per_token_group_quant_fp8(x, 128, column_major_scales=column_major, backend="reference")
+    if strided:  # codes as rows of a wider buffer
+        wide = torch.zeros(M, K + 48, dtype=torch.float8_e4m3fn)
+        wide[:, 16:16 + K] = q
+        q = wide[:, 16:16 + K]
+    dt = getattr(torch, out_dtype)
+    out = ops.fp8_block_linear_quantized(q, s, w, ws, (128, 128), bias, out_dtype=dt, backend="triton")
+    want = ref.fp8_block_gemm_ref(q, s, w, ws, (128, 128), torch.float32, bias)
+    assert out.dtype == dt
+    rel = ((out.float() - want).norm() / want.norm()).item()
+    assert rel < 1e-2, f"rel err {rel}"
+
+
 def _run_norm(ops, M, K, group, dtype, residual, column_major, strided):
     _check_norm(ops.rms_norm_quant_fp8, M, K, group, dtype, residual, column_major, strided)
 
@@ -184,6 +210,7 @@ def _worker() -> dict:
     jobs += [(i, lambda c=c: _run_quant_rows(kern, ref, *c))
              for i, c in zip(_ids("quantrows", QUANT_ROW_CASES), QUANT_ROW_CASES)]
     jobs += [(i, lambda c=c: _run_linear(ops, ref, *c)) for i, c in zip(_ids("linear", LINEAR_CASES), LINEAR_CASES)]
+    jobs += [(i, lambda c=c: _run_qlinear(ops, ref, *c)) for i, c in zip(_ids("qlinear", QLINEAR_CASES), QLINEAR_CASES)]
     jobs += [(i, lambda c=c: _run_norm(ops, *c)) for i, c in zip(_ids("norm", NORM_CASES), NORM_CASES)]
     report = {}
     for case_id, fn in jobs:
@@ -216,6 +243,7 @@ ALL_IDS = (
     + _ids("fused", FUSED_CASES)
     + _ids("quantrows", QUANT_ROW_CASES)
     + _ids("linear", LINEAR_CASES)
+    + _ids("qlinear", QLINEAR_CASES)
     + _ids("norm", NORM_CASES)
 )
 
