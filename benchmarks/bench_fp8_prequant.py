@@ -3,7 +3,7 @@ quantizes x itself, one more launch) against ``rms_norm_quant_fp8`` then ``fp8_b
 (the norm writes codes and scales, the GEMM reads them), on the issue-4 shapes at decode M, bf16, cold
 weights (copies rotated past L2), all candidates of a case in one alternated-replay measurement. Also each
 GEMM alone on x / on codes made once outside the graph. Checks every output against the fp32 reference of
-the codes the chain produced. Writes fp8_prequant.json + .png.
+the codes each chain produced. Writes fp8_prequant.json + .png.
 
     python benchmarks/bench_fp8_prequant.py [--out DIR] [--ms 1 16] [--shapes 2112x7168 ...]
 """
@@ -42,8 +42,12 @@ def main() -> None:
         for m in args.ms:
             h = torch.randn(m, k, device="cuda").to(torch.bfloat16)
             q, s = ops.rms_norm_quant_fp8(h, gamma, 1e-6, 128)
-            want = ref.fp8_block_gemm_ref(q.cpu(), s.cpu(), ws[0].cpu(), ss[0].cpu(), (128, 128), torch.float32).cuda()
             x = rms_norm(h, gamma, 1e-6)
+            # each chain against the fp32 GEMM of its own codes: the fused norm quantizes the fp32 normalized
+            # values, the float path the bf16-rounded x, so their codes differ by a rounding here and there
+            want_q = ref.fp8_block_gemm_ref(q, s, ws[0], ss[0], (128, 128), torch.float32)
+            want_x = ref.fp8_block_linear_ref(x.cpu(), ws[0].cpu(), ss[0].cpu(), (128, 128)).float().cuda()
+            check_q, check_x = rel_err_check(want_q), rel_err_check(want_x)
             fns = {
                 "norm + linear": lambda i: ops.fp8_block_linear(rms_norm(h, gamma, 1e-6), ws[i % copies], ss[i % copies]),
                 "norm-quant + linear on codes": lambda i: ops.fp8_block_linear_quantized(
@@ -55,7 +59,7 @@ def main() -> None:
             backends = (ops.fp8_block_backend(x, ws[0], (128, 128), ss[0]),
                         ops.fp8_block_quantized_backend(q, s, ws[0], (128, 128), ss[0]))
             print(f"PREQ {case} backends: linear {backends[0]}, on codes {backends[1]}", flush=True)
-            fns = runnable(fns, rel_err_check(want), f"PREQ {case} ")
+            fns = runnable(fns, lambda name, y: (check_q if "codes" in name else check_x)(name, y), f"PREQ {case} ")
             res = time_case_rows(fns, copies, "PREQ", case, rows, width=30)
             for row in rows[-len(res):]:
                 row.update(m=m, n=n, k=k, backend=backends[1] if "codes" in row["impl"] else backends[0])

@@ -51,8 +51,9 @@ def test_auto_against_reference(n, k, column_major):
         want = ref.fp8_block_gemm_ref(q, s, w, wsi, (128, 128), torch.float32, b)
         assert y.dtype == dtype and y.shape == (m, n), what
         assert _rel(y, want) <= 1e-2, what
-        # the float path quantizes the same x to the same codes: only the summation order may differ
-        assert _rel(y, ops.fp8_block_linear(x, w, wsi, (128, 128), b)) <= 2e-3, what
+        # the float path quantizes the same x to the same codes: only the GEMM (another backend where the
+        # scale layout differs: cuBLAS vs Triton at M = 128) and the output rounding may differ
+        assert _rel(y, ops.fp8_block_linear(x, w, wsi, (128, 128), b)) <= 1e-2, what
 
 
 def test_backend_choice_and_explicit_backends():
