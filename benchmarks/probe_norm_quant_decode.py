@@ -2,7 +2,7 @@
 backends against rms_norm alone and rms_norm + per_token_group_quant_fp8, alternated graph replays.
 One line per case: ``NQ M=.. K=.. name us``.
 
-    python benchmarks/probe_norm_quant_decode.py [--out DIR]
+    python benchmarks/probe_norm_quant_decode.py [--out DIR] [--ms 1 16] [--ks 1536 7168 16384]
 """
 
 from __future__ import annotations
@@ -24,11 +24,13 @@ from qlinear.ops import per_token_group_quant_fp8, rms_norm, rms_norm_quant_fp8 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=None)
+    ap.add_argument("--ms", type=int, nargs="+", default=[1, 16])
+    ap.add_argument("--ks", type=int, nargs="+", default=[1536, 7168, 16384])
     args = ap.parse_args()
     rows = []
-    for k in (1536, 7168, 16384):
+    for k in args.ks:
         gamma = (1 + 0.1 * torch.randn(k, device="cuda")).to(torch.bfloat16)
-        for m in (1, 16):
+        for m in args.ms:
             h = torch.randn(m, k, device="cuda").to(torch.bfloat16)
             fns = {
                 "norm-quant cuda": lambda i: rms_norm_quant_fp8(h, gamma, 1e-6, 128, backend="cuda"),
