@@ -926,9 +926,31 @@ def fp8_scaled_linear(
 _CUDA_NORM_WEIGHT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 
 
-def _norm_quant_gpu_default(weight: torch.Tensor) -> str:
-    """"cuda" when the CUDA extension loads and reads this weight dtype, else "triton"."""
+# rms_norm_quant_fp8's auto dispatch on CUDA: Triton for M <= the bound of the first row whose K limit
+# holds ((K limit or None, max M)), the CUDA extension above it. H200, session 29 runs 10-11
+# (benchmarks/results/session29/run10, run11: probe_norm_quant_decode.py, bf16, no residual, alternated
+# graph replays, us, cuda / triton):
+#   K = 1536:  M = 1 2.63 / 1.74, 16 2.78 / 1.79, 64 3.02 / 2.03, 256 3.10 / 2.38, 1024 3.48 / 4.17
+#   K = 7168:  M = 1 14.99 / 2.81, 16 17.35 / 2.91, 64 17.35 / 2.99, 256 17.79 / 4.37, 1024 18.19 / 12.89
+#   K = 16384: M = 1 102.54 / 4.06, 16 106.79 / 4.20
+# The CUDA kernels were tuned on many rows (session 2: 32768 rows of 1536); past the measured bounds they
+# stay the default. The fused-add variant follows the same table (not measured separately).
+NORM_QUANT_TRITON_MAX_M: tuple = ((2048, 256), (None, 1024))
+
+
+def _norm_quant_triton_max_m(K: int) -> int:
+    for k_max, m_max in NORM_QUANT_TRITON_MAX_M:
+        if k_max is None or K <= k_max:
+            return m_max
+    return 0
+
+
+def _norm_quant_gpu_default(weight: torch.Tensor, M: Optional[int] = None) -> str:
+    """"triton" for M <= :data:`NORM_QUANT_TRITON_MAX_M`'s bound at K = ``weight.numel()`` (M None: not
+    checked), else "cuda" when the CUDA extension loads and reads this weight dtype, else "triton"."""
     if weight.dtype not in _CUDA_NORM_WEIGHT_DTYPES:
+        return "triton"
+    if M is not None and M <= _norm_quant_triton_max_m(weight.numel()):
         return "triton"
     # Function-local import (the one allowed kind): keeps the extension loader, and with it
     # torch.utils.cpp_extension, off the `import qlinear.ops` path.
@@ -1031,8 +1053,9 @@ def rms_norm_quant_fp8(
     Returns ``q`` e4m3 [M, K] and fp32 ``scales`` [M, cdiv(K, group_size)] (strides ``(1, M)``
     with ``column_major_scales``). Backends: "cuda" (the CUDA extension; bf16 / fp16 / fp32
     weight; any group size and alignment, 16-byte vector kernel where they allow), "triton",
-    "reference". None: ``QLINEAR_RMS_NORM_QUANT_BACKEND``, else "reference" off CUDA, else "cuda"
-    when the extension loads, else "triton".
+    "reference". None: ``QLINEAR_RMS_NORM_QUANT_BACKEND``, else "reference" off CUDA, else "triton" for
+    few rows (:data:`NORM_QUANT_TRITON_MAX_M`: up to 256 rows of K <= 2048, 1024 of longer rows, where it
+    measured faster), else "cuda" when the extension loads, else "triton".
     """
     _check_act("x", x)
     if x.dim() != 2:
@@ -1041,7 +1064,7 @@ def rms_norm_quant_fp8(
     if weight.shape != (K,) or not weight.is_floating_point() or weight.stride(0) != 1:
         raise ValueError(f"weight: expected a floating-point [{K}] with stride 1, got {describe(weight)}")
     if backend is None and env_backend("QLINEAR_RMS_NORM_QUANT_BACKEND", _NORM_BACKENDS) is None and x.is_cuda:
-        be = _norm_quant_gpu_default(weight)
+        be = _norm_quant_gpu_default(weight, M)
     else:
         be = _resolve(backend, "QLINEAR_RMS_NORM_QUANT_BACKEND", _NORM_BACKENDS, x.device, "triton")
     if be == "cuda":

@@ -345,14 +345,15 @@ def test_launch_configs_agree(cfg, residual):
 
 @pytest.mark.parametrize("residual", [False, True])
 def test_public_op_auto_picks_cuda(residual):
-    x, w, res = _inputs(33, 1536, torch.bfloat16, row_stride=2112, residual=residual, seed=9)
+    # 300 rows: past NORM_QUANT_TRITON_MAX_M's 256 for K = 1536 (fewer rows go to Triton)
+    x, w, res = _inputs(300, 1536, torch.bfloat16, row_stride=2112, residual=residual, seed=9)
     r_auto = res.clone() if residual else None
     r_cuda = res.clone() if residual else None
     qa, sa = ops.rms_norm_quant_fp8(x, w, EPS, 128, residual=r_auto, column_major_scales=True)
     qc, sc = ops.rms_norm_quant_fp8(x, w, EPS, 128, residual=r_cuda, column_major_scales=True, backend="cuda")
-    assert ops._norm_quant_gpu_default(w) == "cuda"
+    assert ops._norm_quant_gpu_default(w, 300) == "cuda" and ops._norm_quant_gpu_default(w, 33) == "triton"
     assert torch.equal(qa.view(torch.uint8), qc.view(torch.uint8)) and torch.equal(sa, sc)
-    assert sc.stride() == (1, 33)
+    assert sc.stride() == (1, 300)
     if residual:
         assert torch.equal(r_auto, r_cuda)
 
