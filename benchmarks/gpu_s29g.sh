@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 29 run 8 at c99dd21 (its benchmark check and a test tolerance were fixed after it).
 # Session 29 run 8: the block FP8 linear on activations quantized before it (fp8_block_linear_quantized,
 # Fp8GroupActivation into a layer): build, its GPU tests and the register kernel's pre-quantized / auto tests,
 # then bench_fp8_prequant.py (RMSNorm -> linear vs rms_norm_quant_fp8 -> linear on codes, and each GEMM alone).

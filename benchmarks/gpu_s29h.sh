@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 29 run 9 at f6d3ae0.
 # Session 29 run 9: run 8 again after its fixes (the GPU test's cross-backend tolerance, the benchmark's
 # per-chain reference), on the two MLA shapes at M = 1 / 16 only (the device time left).
 #   (device, carry build/snap) cd build/snap && OUT=$OUT bash benchmarks/gpu_s29h.sh
