@@ -281,22 +281,28 @@ def _cuda_tma_ok(code: int, x: torch.Tensor, weight_scale_inv: Optional[torch.Te
                          and (not check_pointers or s.data_ptr() % 16 == 0))
 
 
-def _cuda_gemv_ok(x: torch.Tensor, weight: torch.Tensor, block_size, check_pointers: bool = True) -> bool:
-    """Whether the "cuda" kernel takes these operands: CUDA fp16 / bf16 x [M <= 16, K] (2-D view),
-    K % 128 == 0, block (128, 128), sm_89+, 16-byte aligned x / weight rows and pointers."""
-    if x.device.type != "cuda" or x.dtype not in (torch.float16, torch.bfloat16) or tuple(block_size) != (128, 128):
+def _cuda_rows_ok(x2: torch.Tensor, weight: torch.Tensor, block_size, check_pointers: bool = True) -> bool:
+    """The decode kernels' conditions on a 2-D x [M, K] of floats or e4m3 codes: CUDA, 1 <= M <= 16, K % 128
+    == 0, block (128, 128), sm_89+, 16-byte aligned x / weight rows and pointers."""
+    if x2.device.type != "cuda" or x2.dim() != 2 or tuple(block_size) != (128, 128):
         return False
-    K = x.shape[-1]
-    M = x.numel() // max(K, 1)
-    if not 1 <= M <= 16 or K % 128 or weight.stride(0) % 16:
+    M, K = x2.shape
+    if not 1 <= M <= 16 or K % 128 or weight.stride(0) % 16 or (M > 1 and x2.stride(0) * x2.element_size() % 16):
         return False
-    cap = cuda_capability(x.device.index or 0)
+    cap = cuda_capability(x2.device.index or 0)
     if cap is None or cap < (8, 9):
         return False
-    x2 = _flat(x) if x.dim() != 2 else x
-    if x2.dim() != 2 or (M > 1 and x2.stride(0) % 8):
-        return False
     return not check_pointers or (x2.data_ptr() % 16 == 0 and weight.data_ptr() % 16 == 0)
+
+
+def _cuda_gemv_ok(x: torch.Tensor, weight: torch.Tensor, block_size, check_pointers: bool = True) -> bool:
+    """Whether the "cuda" kernel takes these operands: fp16 / bf16 x [M <= 16, K] (2-D view) and
+    :func:`_cuda_rows_ok`'s conditions."""
+    if x.device.type != "cuda" or x.dtype not in (torch.float16, torch.bfloat16):
+        return False
+    if not 1 <= x.numel() // max(x.shape[-1], 1) <= 16:
+        return False  # before flattening: a large x is never this kernel's
+    return _cuda_rows_ok(_flat(x) if x.dim() != 2 else x, weight, block_size, check_pointers)
 
 
 def _cuda_ops():
@@ -702,9 +708,8 @@ def fp8_block_quantized_backend(
     N, K = weight.shape
     q2, s2 = _flat_view("xq", xq), _flat_view("x_scales", x_scales)
     M = q2.shape[0]
-    if (not _cuda_ext_failed() and tuple(block_size) == (128, 128) and 1 <= M <= _cuda_max_m(N, K)
-            and K % 128 == 0 and weight.stride(0) % 16 == 0 and (M == 1 or q2.stride(0) % 16 == 0)
-            and (cuda_capability(xq.device.index or 0) or (0, 0)) >= (8, 9)):
+    if (not _cuda_ext_failed() and M <= _cuda_max_m(N, K)
+            and _cuda_rows_ok(q2, weight, block_size, check_pointers=not torch.compiler.is_compiling())):
         return "cuda"
     if _scaled_mm_q_ok(q2, s2, weight, block_size, weight_scale_inv) and _table_backend(M, N, K) == "scaled_mm":
         return "scaled_mm"
