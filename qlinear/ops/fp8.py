@@ -680,6 +680,20 @@ def _cuda_preq_code(M: int, N: int, K: int) -> int:
     return code if (code // _CUDA_PREQ) % 10 == 1 else code + _CUDA_PREQ
 
 
+def _cuda_tma_q_ok(code: int, xq: torch.Tensor, x_scales: torch.Tensor, weight_scale_inv: Optional[torch.Tensor],
+                   check_pointers: bool = True) -> bool:
+    """:func:`_cuda_tma_ok` for given codes: a T = 1 code's tensor maps also need the x scale rows
+    contiguous 16-byte multiples at a 16-byte aligned address (row-major scales; column-major ones go to
+    Triton). True for any other code."""
+    if not _cuda_tma_ok(code, xq, weight_scale_inv, check_pointers):
+        return False
+    if (code // _CUDA_TMA) % 10 != 1:
+        return True
+    M = x_scales.shape[0]
+    return (x_scales.stride(1) == 1 and (M == 1 or x_scales.stride(0) % 4 == 0)
+            and (not check_pointers or x_scales.data_ptr() % 16 == 0))
+
+
 def _scaled_mm_q_ok(xq: torch.Tensor, x_scales: torch.Tensor, weight: torch.Tensor, block_size, weight_scale_inv) -> bool:
     """cuBLAS blockwise on given codes: its shape rules (see the module docstring), M % 4 == 0 (no pad
     rows can be added without a copy) and scales already outer-dim-major (strides (1, M))."""
@@ -708,8 +722,9 @@ def fp8_block_quantized_backend(
     N, K = weight.shape
     q2, s2 = _flat_view("xq", xq), _flat_view("x_scales", x_scales)
     M = q2.shape[0]
-    if (not _cuda_ext_failed() and M <= _cuda_max_m(N, K)
-            and _cuda_rows_ok(q2, weight, block_size, check_pointers=not torch.compiler.is_compiling())):
+    check_pointers = not torch.compiler.is_compiling()
+    if (not _cuda_ext_failed() and M <= _cuda_max_m(N, K) and _cuda_rows_ok(q2, weight, block_size, check_pointers)
+            and _cuda_tma_q_ok(_cuda_preq_code(M, N, K), q2, s2, weight_scale_inv, check_pointers)):
         return "cuda"
     if _scaled_mm_q_ok(q2, s2, weight, block_size, weight_scale_inv) and _table_backend(M, N, K) == "scaled_mm":
         return "scaled_mm"
