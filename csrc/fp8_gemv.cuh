@@ -204,28 +204,36 @@ __device__ __forceinline__ void scale_add(float (&acc)[NT][4], const float (&fra
   }
 }
 
+// One k-block of one 16-row tile, whatever holds its operands (registers here, ldmatrix fragments in
+// fp8_tma.cuh): its 4 k-steps of NT mma.sync into a fresh fragment, then acc += frag * sw * sx (the
+// block's scales apply to the block's sum). a(s, i): A register i of k-step s; b(s, nt, j): B register j
+// of token tile nt at k-step s.
+template <int NT, typename AReg, typename BReg>
+__device__ __forceinline__ void kblock_mma(float (&acc)[NT][4], AReg a, BReg b, float sw, const float (&sxc)[NT][2]) {
+  float frag[NT][4];
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt) frag[nt][0] = frag[nt][1] = frag[nt][2] = frag[nt][3] = 0.f;
+#pragma unroll
+  for (int s = 0; s < 4; ++s)
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) mma_e4m3(frag[nt], a(s, 0), a(s, 1), a(s, 2), a(s, 3), b(s, nt, 0), b(s, nt, 1));
+  scale_add<NT>(acc, frag, sw, sxc);
+}
+
+__device__ __forceinline__ uint32_t word(const uint4& v, int i) { return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w; }
+
 // The MMAs of one k-block for R row tiles: acc += (W_tile . x codes) * sw * sx per token column, from
-// the weight stage st, the x codes q (quant_raw's order) and the lane's C-column scales sxc.
+// the weight stage st, the x codes q (quant_raw's order) and the lane's C-column scales sxc. K-step s
+// reads bytes 8 (s % 2) .. +7 of chunk s / 2: A registers a0 / a2 = words 2 (s % 2) / +1 of rows g
+// (h = 0), a1 / a3 the same of rows g + 8 (h = 1); B = codes words 2 s, 2 s + 1.
 template <int NT, int R>
 __device__ __forceinline__ void block_mma(float (&acc)[R][NT][4], const WStage<R>& st, const uint32_t (&q)[NT][8],
                                           const float (&sxc)[NT][2]) {
 #pragma unroll
-  for (int r = 0; r < R; ++r) {
-    float frag[NT][4];
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt) frag[nt][0] = frag[nt][1] = frag[nt][2] = frag[nt][3] = 0.f;
-#pragma unroll
-    for (int s = 0; s < 4; ++s) {
-      const int c = s >> 1;
-      const uint4& lo = st.v[r][0][c];
-      const uint4& hi = st.v[r][1][c];
-      const uint32_t a0 = (s & 1) ? lo.z : lo.x, a2 = (s & 1) ? lo.w : lo.y;
-      const uint32_t a1 = (s & 1) ? hi.z : hi.x, a3 = (s & 1) ? hi.w : hi.y;
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt) mma_e4m3(frag[nt], a0, a1, a2, a3, q[nt][c * 4 + (s & 1) * 2], q[nt][c * 4 + (s & 1) * 2 + 1]);
-    }
-    scale_add<NT>(acc[r], frag, st.sw[r], sxc);
-  }
+  for (int r = 0; r < R; ++r)
+    kblock_mma<NT>(
+        acc[r], [&](int s, int i) { return word(st.v[r][i & 1][s >> 1], (s & 1) * 2 + (i >> 1)); },
+        [&](int s, int nt, int j) { return q[nt][2 * s + j]; }, st.sw[r], sxc);
 }
 
 // The x operands of one k-block for this lane as loaded, before any arithmetic: pre-quantized, the

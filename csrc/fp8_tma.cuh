@@ -230,18 +230,10 @@ __global__ void __launch_bounds__(32 * (tma_shape(KEY).cw + 1), 1) fp8_tma_kerne
 #pragma unroll
       for (int u = 0; u < U; ++u)
 #pragma unroll
-        for (int r = 0; r < R; ++r) {
-          float frag[NT][4];
-#pragma unroll
-          for (int nt = 0; nt < NT; ++nt) frag[nt][0] = frag[nt][1] = frag[nt][2] = frag[nt][3] = 0.f;
-#pragma unroll
-          for (int s = 0; s < 4; ++s)
-#pragma unroll
-            for (int nt = 0; nt < NT; ++nt)
-              mma_e4m3(frag[nt], a[u][r][s][0], a[u][r][s][1], a[u][r][s][2], a[u][r][s][3], b[u][s][2 * nt],
-                       b[u][s][2 * nt + 1]);
-          scale_add<NT>(acc[r], frag, sw[u], sx[u]);
-        }
+        for (int r = 0; r < R; ++r)
+          kblock_mma<NT>(
+              acc[r], [&](int s, int i) { return a[u][r][s][i]; }, [&](int s, int nt, int j) { return b[u][s][2 * nt + j]; },
+              sw[u], sx[u]);
     }
   }
   if (!tp.early) pdl::launch_dependents();
