@@ -487,6 +487,30 @@ def _check_fp8_weight(weight: torch.Tensor, K: int) -> None:
         raise ValueError(f"weight: expected stride(1) == 1, got {describe(weight)}")
 
 
+def _check_block_weight(weight: torch.Tensor, weight_scale_inv: torch.Tensor, K: int, block_size) -> tuple[int, int, int]:
+    """(N, bn, bk) of a block-scaled e4m3 weight [N, K] with fp32 scales [cdiv(N, bn), cdiv(K, bk)]."""
+    _check_fp8_weight(weight, K)
+    N = weight.shape[0]
+    if len(block_size) != 2 or min(block_size) <= 0:
+        raise ValueError(f"block_size: expected two positive ints (bn, bk), got {block_size}")
+    bn, bk = (int(b) for b in block_size)
+    expected = (cdiv(N, bn), cdiv(K, bk))
+    if weight_scale_inv.dtype != torch.float32 or tuple(weight_scale_inv.shape) != expected:
+        raise ValueError(f"weight_scale_inv: expected float32 {expected}, got {describe(weight_scale_inv)}")
+    return N, bn, bk
+
+
+def _check_block_backend(be: str, block_size, bk: int, name: str, x: torch.Tensor, needs_cuda: tuple) -> None:
+    """A block op's backend: known, on CUDA tensors where it is one of ``needs_cuda`` (``x`` named
+    ``name``), and a power-of-two ``bk`` >= 16 for the Triton kernel (which "cuda" may fall back to)."""
+    if be not in _BLOCK_BACKENDS:
+        raise ValueError(f"backend: expected one of {_BLOCK_BACKENDS} or None, got {be!r}")
+    if be in needs_cuda and not x.is_cuda:
+        raise ValueError(f"backend {be!r} needs CUDA tensors, got {name} on {x.device}; use backend='reference'")
+    if be in ("triton", "cuda") and (bk < 16 or bk & (bk - 1)):
+        raise ValueError(f"block_size: the Triton kernel needs bk a power of two >= 16, got {block_size}")
+
+
 def _check_bias(bias: Optional[torch.Tensor], N: int, dtype: torch.dtype) -> None:
     if bias is None:
         return
@@ -630,22 +654,10 @@ def fp8_block_linear(
     """
     _check_act("x", x)
     K = x.shape[-1]
-    _check_fp8_weight(weight, K)
-    N = weight.shape[0]
-    if len(block_size) != 2 or min(block_size) <= 0:
-        raise ValueError(f"block_size: expected two positive ints (bn, bk), got {block_size}")
-    bn, bk = (int(b) for b in block_size)
-    expected = (cdiv(N, bn), cdiv(K, bk))
-    if weight_scale_inv.dtype != torch.float32 or tuple(weight_scale_inv.shape) != expected:
-        raise ValueError(f"weight_scale_inv: expected float32 {expected}, got {describe(weight_scale_inv)}")
+    N, bn, bk = _check_block_weight(weight, weight_scale_inv, K, block_size)
     _check_bias(bias, N, x.dtype)
     be = backend if backend is not None else fp8_block_backend(x, weight, (bn, bk), weight_scale_inv)
-    if be not in _BLOCK_BACKENDS:
-        raise ValueError(f"backend: expected one of {_BLOCK_BACKENDS} or None, got {be!r}")
-    if be == "cuda" and not x.is_cuda:
-        raise ValueError(f"backend 'cuda' needs CUDA tensors, got x on {x.device}; use backend='reference'")
-    if be in ("triton", "cuda") and (bk < 16 or bk & (bk - 1)):
-        raise ValueError(f"block_size: the Triton kernel needs bk a power of two >= 16, got {block_size}")
+    _check_block_backend(be, block_size, bk, "x", x, ("cuda",))
     if be == "scaled_mm":
         if (bn, bk) != (128, 128) or N % 16 or K % 16 or cdiv(K, 128) % 4:
             raise ValueError(
@@ -804,18 +816,11 @@ def fp8_block_linear_quantized(
     if xq.dim() < 1 or xq.shape[-1] == 0 or xq.stride(-1) != 1:
         raise ValueError(f"xq: expected [..., K] with K > 0 and stride(-1) == 1, got {describe(xq)}")
     K = xq.shape[-1]
-    _check_fp8_weight(weight, K)
-    N = weight.shape[0]
-    if len(block_size) != 2 or min(block_size) <= 0:
-        raise ValueError(f"block_size: expected two positive ints (bn, bk), got {block_size}")
-    bn, bk = (int(b) for b in block_size)
+    N, bn, bk = _check_block_weight(weight, weight_scale_inv, K, block_size)
     expected = (*xq.shape[:-1], cdiv(K, bk))
     if not isinstance(x_scales, torch.Tensor) or x_scales.dtype != torch.float32 or tuple(x_scales.shape) != expected:
         got = describe(x_scales) if isinstance(x_scales, torch.Tensor) else type(x_scales).__name__
         raise ValueError(f"x_scales: expected float32 {expected} (one per token and group of {bk}), got {got}")
-    w_expected = (cdiv(N, bn), cdiv(K, bk))
-    if weight_scale_inv.dtype != torch.float32 or tuple(weight_scale_inv.shape) != w_expected:
-        raise ValueError(f"weight_scale_inv: expected float32 {w_expected}, got {describe(weight_scale_inv)}")
     if out_dtype not in _ACT_DTYPES:
         raise TypeError(f"out_dtype: expected one of {_ACT_DTYPES}, got {out_dtype}")
     _check_bias(bias, N, out_dtype)
@@ -824,12 +829,7 @@ def fp8_block_linear_quantized(
             raise ValueError(f"{name}: expected on {xq.device} like xq, got {t.device}")
     q2, s2 = _flat_view("xq", xq), _flat_view("x_scales", x_scales)
     be = backend if backend is not None else fp8_block_quantized_backend(q2, s2, weight, (bn, bk), weight_scale_inv)
-    if be not in _BLOCK_BACKENDS:
-        raise ValueError(f"backend: expected one of {_BLOCK_BACKENDS} or None, got {be!r}")
-    if be in ("cuda", "scaled_mm") and not xq.is_cuda:
-        raise ValueError(f"backend {be!r} needs CUDA tensors, got xq on {xq.device}; use backend='reference'")
-    if be in ("triton", "cuda") and (bk < 16 or bk & (bk - 1)):
-        raise ValueError(f"block_size: the Triton kernel needs bk a power of two >= 16, got {block_size}")
+    _check_block_backend(be, block_size, bk, "xq", xq, ("cuda", "scaled_mm"))
     if be == "scaled_mm" and not _scaled_mm_q_ok(q2, s2, weight, (bn, bk), weight_scale_inv):
         raise ValueError(
             "backend 'scaled_mm' on given codes needs Hopper, CUDA >= 12.9, block_size (128, 128), N and K multiples "
