@@ -16,6 +16,7 @@ from _fp8_gpu_data import weight as _weight
 from qlinear.ops import Fp8GroupActivation
 from qlinear.ops import fp8 as ops
 from qlinear.reference import fp8 as ref
+from qlinear.testing.fp8 import relative_error as _rel
 
 pytestmark = [
     pytest.mark.gpu,
@@ -32,9 +33,6 @@ def _x(m, k, dtype, seed):
     x[:, ::37] *= 50
     return x.to(dtype)
 
-
-def _rel(a, b):
-    return ((a.float() - b.float()).norm() / b.float().norm()).item()
 
 
 @pytest.mark.parametrize("n,k", SHAPES)

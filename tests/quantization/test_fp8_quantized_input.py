@@ -20,6 +20,7 @@ from qlinear.ops import Fp8GroupActivation, fp8_block_linear, fp8_block_linear_q
 from qlinear.ops import fp8_block_quantized_backend, rms_norm_quant_fp8
 from qlinear.quantization import get_quantization_config
 from qlinear.testing.fp8 import dequantize_fp8_block, fp8_block_config, quantize_fp8_block
+from qlinear.testing.fp8 import relative_error as _rel
 
 FP8 = torch.float8_e4m3fn
 
@@ -46,9 +47,6 @@ def _expected(q, s, w, ws, block, bias=None):
     out = a @ dequantize_fp8_block(w, ws, block).t()
     return out + bias.float() if bias is not None else out
 
-
-def _rel(a, b):
-    return ((a.float() - b.float()).norm() / b.float().norm()).item()
 
 
 @pytest.mark.parametrize("M,N,K,block", [(1, 200, 320, (128, 128)), (7, 130, 300, (128, 128)), (4, 96, 200, (64, 32))])
