@@ -82,5 +82,16 @@ __device__ __forceinline__ void tensor_copy_2d(uint32_t dst, const void* map, in
 #endif
 }
 
+// The box of a 3-D tensor map at coordinates (c0 innermost, c1, c2); as tensor_copy_2d otherwise.
+__device__ __forceinline__ void tensor_copy_3d(uint32_t dst, const void* map, int c0, int c1, int c2, uint32_t bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], "
+      "[%5];" ::"r"(dst),
+      "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
+      : "memory");
+#endif
+}
+
 }  // namespace tma
 }  // namespace qlinear

@@ -1,6 +1,6 @@
 // Host-side TMA tensor maps (CUDA runtime only, no torch headers): cuTensorMapEncodeTiled, looked up
-// from the driver once (no link against libcuda), and a 2-D tiled map encoder, for launchers whose
-// kernels load operands with cp.async.bulk.tensor (the W4A16 wgmma GEMM).
+// from the driver once (no link against libcuda), and 2-D / 3-D tiled map encoders, for launchers whose
+// kernels load operands with cp.async.bulk.tensor (the W4A16 wgmma GEMM and TMA ring).
 #pragma once
 
 #include <cuda.h>
@@ -41,6 +41,19 @@ inline bool encode_2d(CUtensorMap* map, CUtensorMapDataType dt, const void* base
   const cuuint32_t box[2] = {b0, b1};
   const cuuint32_t estr[2] = {1, 1};
   return fn(map, dt, 2, const_cast<void*>(base), dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
+            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+// A 3-D tiled map: dims / box innermost first, the strides of dims 1 and 2 in bytes (multiples of 16).
+inline bool encode_3d(CUtensorMap* map, CUtensorMapDataType dt, const void* base, const uint64_t (&dims)[3],
+                      uint64_t stride1, uint64_t stride2, const uint32_t (&box)[3], CUtensorMapSwizzle swizzle) {
+  const auto fn = encode_fn();
+  if (fn == nullptr) return false;
+  const cuuint64_t d[3] = {dims[0], dims[1], dims[2]};
+  const cuuint64_t strides[2] = {stride1, stride2};
+  const cuuint32_t b[3] = {box[0], box[1], box[2]};
+  const cuuint32_t estr[3] = {1, 1, 1};
+  return fn(map, dt, 3, const_cast<void*>(base), d, strides, b, estr, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 

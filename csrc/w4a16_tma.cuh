@@ -73,8 +73,9 @@ struct TmaParams {
 // 5 the pair split (a cluster of two CTAs per row tile, each half of the stages, summed through
 // distributed shared memory), 6 both splits, 8 the diagnostic mode 1. One decoding for the instances
 // (TmaCode) and the host's grid, size and warp counts.
-// A sixth digit SW = 1 (code / 100000) puts x in TMA's 128-byte swizzle at two token tiles (see
-// kTmaXHalf); the five-digit code's layout otherwise.
+// A sixth digit SW (code / 100000) puts x in TMA's 128-byte swizzle at two token tiles: SW = 1 as two
+// 64-column boxes per superblock (see kTmaXHalf), SW = 2 as one 3-D box (see tma_x3d); the five-digit
+// code's layout otherwise.
 struct TmaDigits {
   int f, r, ks, st, cw;
   int kh;  // consumer warps per superblock slot: 2 for the k-step split, else 1
@@ -96,9 +97,9 @@ struct TmaCode {
   static constexpr TmaDigits D = tma_digits(C);
   static constexpr int F = D.f, R = D.r, KS = D.ks, ST = D.st, CW = D.cw, KH = D.kh, KP = D.kp;
   static constexpr int FOLD = F == 3 ? 1 : 0, MODE = F == 8 ? 1 : 0, SW = D.sw;
-  static_assert(F >= 2 && F <= 8 && F != 4 && R >= 1 && KS >= 1 && ST >= 2 && CW >= 1 && KS % CW == 0 && SW <= 1,
-                "a TMA ring code is [SW] F R KS ST CW as decimal digits (SW 0 / 1, F 2 / 3 / 5 .. 8), CW dividing "
-                "KS, ST >= 2");
+  static_assert(F >= 2 && F <= 8 && F != 4 && R >= 1 && KS >= 1 && ST >= 2 && CW >= 1 && KS % CW == 0 && SW <= 2,
+                "a TMA ring code is [SW] F R KS ST CW as decimal digits (SW 0 / 1 / 2, F 2 / 3 / 5 .. 8), CW "
+                "dividing KS, ST >= 2");
 };
 
 // x of one superblock in a stage: [MB rows][256 B], or with SW (two token tiles only) two halves
@@ -142,7 +143,17 @@ __host__ __device__ constexpr TmaLayout tma_stage_layout(int r, int ks, int mb, 
 // Dynamic shared memory of code C at mb x rows: ST stages, the cross-warp reduction (with the pair
 // split one more tile: the CTA's sum, which the other CTA reads), ST full and ST empty mbarriers, and
 // with swizzled x the slack that aligns the ring to 1024 bytes.
-__host__ __device__ constexpr bool tma_swizzled(int code, int nt) { return tma_digits(code).sw == 1 && nt == 2; }
+__host__ __device__ constexpr bool tma_swizzled(int code, int nt) { return tma_digits(code).sw >= 1 && nt == 2; }
+// SW = 2 at two token tiles: a superblock's x is one box of a 3-D map over x viewed as [M][K / 64][64]
+// (box 64 x 2 x MB), which lands in shared memory as [MB rows][2 halves][64 columns] under the same
+// 128-byte swizzle: 128-byte line L = 2 row + half has its 16-byte chunk c stored at c ^ (L & 7). A half-warp's
+// LDS.64 (rows g .. g + 3, lanes t) then touches 16 distinct 8-byte slots of one 128-byte span: no
+// conflicts, as with SW = 1, from one copy instead of two. Needs K % 64 == 0 (the view); the launcher
+// runs the unswizzled twin (code % 100000) otherwise.
+// Why: session 26 runs 3-4 measured SW = 1 on 2112x7168 M = 16 at 7.02 us against its row-0 twin's 6.49
+// and the unswizzled code's row-0 twin at 6.08: the second copy per superblock costs about what the
+// conflicts it removes did.
+__host__ __device__ constexpr bool tma_x3d(int code, int nt) { return tma_digits(code).sw == 2 && nt == 2; }
 __host__ __device__ constexpr int tma_smem_bytes(int code, int nt, int mb) {
   const TmaDigits d = tma_digits(code);
   const bool sw = tma_swizzled(code, nt);
@@ -154,14 +165,21 @@ __host__ __device__ constexpr int tma_smem_bytes(int code, int nt, int mb) {
 // The lane's byte offsets of its x fragments inside a swizzled half (SW), per token tile
 // and 32-byte column group a (k-steps a and a + 4): row `row`, 16-byte chunk 2 a + t / 2 moved to
 // (2 a + t / 2) ^ (row & 7), 8 bytes into it for odd t.
-template <int NT>
-__device__ __forceinline__ void tma_x_offsets(int mb, int g, int t, int (&xo)[NT][4]) {
+// X3D (SW = 2): the rows are 256 bytes apart, the halves 128 bytes apart inside a row, and chunk
+// 2 a + t / 2 of half h moves to (2 a + t / 2) ^ ((2 row + h) & 7) = (2 a ^ (2 row & 6)) + ((t / 2) ^ h)
+// (both XOR terms of 2 a are even, of t / 2 and h bit 0 only): xo holds the row and a part, dh[h] the half's.
+template <int NT, bool X3D = false>
+__device__ __forceinline__ void tma_x_offsets(int mb, int g, int t, int (&xo)[NT][4], int (&dh)[2]) {
 #pragma unroll
   for (int nt = 0; nt < NT; ++nt) {
     const int row = min(g + 8 * nt, mb - 1);
 #pragma unroll
-    for (int a = 0; a < 4; ++a) xo[nt][a] = row * 128 + (((2 * a + (t >> 1)) ^ (row & 7)) << 4) + ((t & 1) << 3);
+    for (int a = 0; a < 4; ++a)
+      xo[nt][a] = X3D ? row * 256 + (((2 * a) ^ (2 * row & 6)) << 4) + ((t & 1) << 3)
+                      : row * 128 + (((2 * a + (t >> 1)) ^ (row & 7)) << 4) + ((t & 1) << 3);
   }
+#pragma unroll
+  for (int h = 0; h < 2; ++h) dh[h] = X3D ? h * 128 + (((t >> 1) ^ h) << 4) : h * kTmaXHalf;
 }
 
 __device__ __forceinline__ void named_sync(int id, int threads) {
@@ -174,7 +192,7 @@ __device__ __forceinline__ void named_sync(int id, int threads) {
 // (TMA never overwrites it).
 template <int R, int U, int NT, int CW, int I0 = 0, int NI = 8, bool SW = false>
 __device__ __forceinline__ void tma_lds(const TmaParams& tp, const char* base, int w, int g, int t, int gj0, int sb0,
-                                        const int (&xo)[NT][4], RegChunk<U, R, NT>& c) {
+                                        const int (&xo)[NT][4], const int (&dh)[2], RegChunk<U, R, NT>& c) {
   const Params& p = tp.p;
 #pragma unroll
   for (int u = 0; u < U; ++u) {
@@ -190,7 +208,7 @@ __device__ __forceinline__ void tma_lds(const TmaParams& tp, const char* base, i
       for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
         for (int i = I0; i < I0 + NI; ++i)
-          c.x[u][nt][i] = *reinterpret_cast<const uint2*>(xb + (i >> 2) * kTmaXHalf + xo[nt][i & 3]);
+          c.x[u][nt][i] = *reinterpret_cast<const uint2*>(xb + dh[i >> 2] + xo[nt][i & 3]);
     } else {
       const char* xb = base + tp.off_x + j * tma_x_sb_bytes(false, tp.mb) + t * 8;
 #pragma unroll
@@ -216,8 +234,8 @@ __device__ __forceinline__ void tma_lds(const TmaParams& tp, const char* base, i
 }
 
 // The producer's copies of stage st into slot `dst` (barrier bar): weights, scales and zero points
-// (wx false) or x (wx true; two swizzled halves per superblock with SW).
-template <int R, int KS, bool SW>
+// (wx false) or x (wx true; two swizzled halves per superblock with SW, one 3-D box with X3D).
+template <int R, int KS, bool SW, bool X3D = false>
 __device__ __forceinline__ void tma_issue(const TmaParams& tp, uint32_t dst, uint32_t bar, int st, int row0, bool wx) {
   const int sb0 = st * KS;
   if (!wx) {
@@ -226,6 +244,10 @@ __device__ __forceinline__ void tma_issue(const TmaParams& tp, uint32_t dst, uin
     const int g0 = group_of_sb(sb0, tp.p.grp_mul);
     tma::tensor_copy_2d(dst + tp.off_s, &tp.smap, row0, g0, bar);
     if (tp.p.zeros != nullptr) tma::tensor_copy_2d(dst + tp.off_z, &tp.zmap, row0, g0, bar);
+  } else if constexpr (X3D) {
+#pragma unroll
+    for (int j = 0; j < KS; ++j)  // coordinates (column in the half, half = 2 sb, row)
+      tma::tensor_copy_3d(dst + tp.off_x + j * tma_x_sb_bytes(true, 0), &tp.xmap, 0, (sb0 + j) * 2, 0, bar);
   } else {
 #pragma unroll
     for (int j = 0; j < KS; ++j)
@@ -254,7 +276,7 @@ __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::
   using D = TmaCode<C>;
   constexpr int R = D::R, KS = D::KS, ST = D::ST, CW = D::CW, KH = D::KH, KP = D::KP, FOLD = D::FOLD, MODE = D::MODE;
   constexpr int U = KS / CW, NW = CW * KH, NI = 8 / KH;
-  constexpr bool SW = tma_swizzled(C, NT);
+  constexpr bool SW = tma_swizzled(C, NT), X3D = tma_x3d(C, NT);
   const Params& p = tp.p;
   extern __shared__ __align__(16) char smem_raw[];
   // swizzled x: the ring kTmaSwAlign-aligned (TMA's 128-byte swizzle is a function of the address)
@@ -291,18 +313,18 @@ __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::
       const int pro = nst < ST ? nst : ST;
       for (int s = 0; s < pro; ++s) {
         tma::mbar_arrive_tx(full0 + 8 * s, tp.tx_bytes);
-        tma_issue<R, KS, SW>(tp, tma::smem_u32(smem + s * tp.stage_bytes), full0 + 8 * s, st_lo + s, row0, false);
+        tma_issue<R, KS, SW, X3D>(tp, tma::smem_u32(smem + s * tp.stage_bytes), full0 + 8 * s, st_lo + s, row0, false);
       }
       pdl::wait();
       for (int s = 0; s < pro; ++s)
-        tma_issue<R, KS, SW>(tp, tma::smem_u32(smem + s * tp.stage_bytes), full0 + 8 * s, st_lo + s, row0, true);
+        tma_issue<R, KS, SW, X3D>(tp, tma::smem_u32(smem + s * tp.stage_bytes), full0 + 8 * s, st_lo + s, row0, true);
       for (int st = ST; st < nst; ++st) {
         const int slot = st % ST;
         tma::mbar_wait(empty0 + 8 * slot, static_cast<uint32_t>((st / ST - 1) & 1));
         const uint32_t dst = tma::smem_u32(smem + slot * tp.stage_bytes), bar = full0 + 8 * slot;
         tma::mbar_arrive_tx(bar, tp.tx_bytes);
-        tma_issue<R, KS, SW>(tp, dst, bar, st_lo + st, row0, false);
-        tma_issue<R, KS, SW>(tp, dst, bar, st_lo + st, row0, true);
+        tma_issue<R, KS, SW, X3D>(tp, dst, bar, st_lo + st, row0, false);
+        tma_issue<R, KS, SW, X3D>(tp, dst, bar, st_lo + st, row0, true);
       }
     }
     if constexpr (KP > 1) {
@@ -315,8 +337,8 @@ __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::
   }
 
   const int g = lane >> 2, t = lane & 3;
-  int xo[NT][4];
-  if constexpr (SW) tma_x_offsets<NT>(tp.mb, g, t, xo);
+  int xo[NT][4], dh[2];
+  if constexpr (SW) tma_x_offsets<NT, X3D>(tp.mb, g, t, xo, dh);
   const uint32_t magic = magic_reg<XT>();
   float tot[R][NT][4];
   zero_tot(tot);
@@ -332,7 +354,7 @@ __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::
       [[maybe_unused]] constexpr int I0 = decltype(i0)::value;  // (the diagnostic mode reads nothing)
       [[maybe_unused]] RegChunk<U, R, NT> c;
       if constexpr (MODE != 1)
-        tma_lds<R, U, NT, CW, I0, NI, SW>(tp, smem + slot * tp.stage_bytes, warp % CW, g, t, gj0, sb0, xo, c);
+        tma_lds<R, U, NT, CW, I0, NI, SW>(tp, smem + slot * tp.stage_bytes, warp % CW, g, t, gj0, sb0, xo, dh, c);
       tma::mbar_arrive(empty0 + 8 * slot);
       if constexpr (MODE == 0) reg_compute<XT, U, R, NT, 0, FOLD, I0, NI>(c, tot, sink, magic);
     };
@@ -407,7 +429,7 @@ __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::
 // global workspace: half the pair split's x bytes) lost at every M on 2112x7168 (M = 1 / 8 / 16: best
 // 6.17 / 6.55 / 8.69 vs 4.63 / 5.06 / 7.00 us) and on 7168x16384 M = 16 (34.64 vs 27.38); removed.
 constexpr int kTmaNT1[] = {32844, 22844, 22464, 22848, 21844, 82844, 52444};
-constexpr int kTmaNT2[] = {24444, 34444, 22444, 24464, 21844, 21848, 74444, 62434, 124444};
+constexpr int kTmaNT2[] = {24444, 34444, 22444, 24464, 21844, 21848, 74444, 62434, 124444, 224444, 262434};
 
 template <size_t L>
 constexpr bool tma_codes_fit(const int (&codes)[L], int nt) {
@@ -423,6 +445,19 @@ constexpr bool tma_codes_fit(const int (&codes)[L], int nt) {
 }
 static_assert(tma_codes_fit(kTmaNT1, 1) && tma_codes_fit(kTmaNT2, 2),
               "a TMA ring code exceeds 227 KB of smem or puts a box off 128-byte alignment");
+
+// Every SW = 2 code's unswizzled twin (code % 100000), which runs where K % 64 != 0, is compiled too.
+template <size_t L>
+constexpr bool tma_x3d_twins_listed(const int (&codes)[L]) {
+  for (size_t i = 0; i < L; ++i) {
+    if (tma_digits(codes[i]).sw != 2) continue;
+    bool found = false;
+    for (size_t j = 0; j < L; ++j) found = found || codes[j] == codes[i] % 100000;
+    if (!found) return false;
+  }
+  return true;
+}
+static_assert(tma_x3d_twins_listed(kTmaNT2), "an SW = 2 TMA ring code's unswizzled twin is not compiled");
 
 // Defined in w4a16_tma_launch.cu (the call's tensor maps, then the instance of `code`).
 cudaError_t tma_dispatch_bf16(const Params& p, int code, int nt, bool pdl, cudaStream_t s);

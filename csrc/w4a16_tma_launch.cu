@@ -13,16 +13,21 @@ namespace w4a16g {
 namespace {
 
 // The maps for boxes of `rows` rows and `ks` superblocks at tp.mb x rows; false when the driver refuses
-// one (the launcher's tma_ok checks the alignments it needs first).
-bool tma_maps(TmaParams& tp, uint32_t rows, uint32_t ks, bool bf16, bool sw) {
+// one (the launcher's tma_ok checks the alignments it needs first). x3d (SW = 2): x as [M][K / 64][64],
+// one box of 64 x 2 x mb per superblock (tma_x3d; the caller has checked K % 64 == 0).
+bool tma_maps(TmaParams& tp, uint32_t rows, uint32_t ks, bool bf16, bool sw, bool x3d) {
   const Params& p = tp.p;
   const uint64_t n = static_cast<uint64_t>(p.n), groups = static_cast<uint64_t>(p.num_groups);
   const uint64_t x_row = tmap::row_pitch(p.m, p.x_stride * 2, p.k * 2);
+  const CUtensorMapDataType xdt = bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  const uint64_t xdims[3] = {64, static_cast<uint64_t>(p.k / 64), static_cast<uint64_t>(p.m)};
+  const uint32_t xbox[3] = {64, 2, static_cast<uint32_t>(tp.mb)};
   bool ok = tmap::encode_2d(&tp.wmap, CU_TENSOR_MAP_DATA_TYPE_INT32, p.qw, static_cast<uint64_t>(p.nsb) * 16, n,
                             static_cast<uint64_t>(p.qw_stride) * 4, 16, rows, CU_TENSOR_MAP_SWIZZLE_NONE) &&
-            tmap::encode_2d(&tp.xmap, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, p.x,
-                            static_cast<uint64_t>(p.k), static_cast<uint64_t>(p.m), x_row, sw ? 64 : 128,
-                            static_cast<uint32_t>(tp.mb), sw ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE);
+            (x3d ? tmap::encode_3d(&tp.xmap, xdt, p.x, xdims, 128, x_row, xbox, CU_TENSOR_MAP_SWIZZLE_128B)
+                 : tmap::encode_2d(&tp.xmap, xdt, p.x, static_cast<uint64_t>(p.k), static_cast<uint64_t>(p.m), x_row,
+                                   sw ? 64 : 128, static_cast<uint32_t>(tp.mb),
+                                   sw ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE));
   // 16-bit scales (tma_ok); per channel G = 1, the box's other groups land as zeros and are not read
   ok = ok && tmap::encode_2d(&tp.smap, CU_TENSOR_MAP_DATA_TYPE_UINT16, p.scales, n, groups, n * 2, rows, ks,
                              CU_TENSOR_MAP_SWIZZLE_NONE);
@@ -37,7 +42,8 @@ template <typename XT, int C, int NT>
 cudaError_t tma_launch(TmaParams& tp, bool pdl, cudaStream_t stream) {
   using D = TmaCode<C>;
   constexpr bool sw = tma_swizzled(C, NT);
-  if (!tma_maps(tp, 16 * D::R, D::KS, std::is_same<XT, __nv_bfloat16>::value, sw)) return cudaErrorInvalidValue;
+  if (!tma_maps(tp, 16 * D::R, D::KS, std::is_same<XT, __nv_bfloat16>::value, sw, tma_x3d(C, NT)))
+    return cudaErrorInvalidValue;
   const TmaLayout l = tma_stage_layout(D::R, D::KS, tp.mb, sw);
   tp.off_x = l.off_x;
   tp.off_s = l.off_s;
@@ -60,6 +66,9 @@ cudaError_t tma_dispatch(const Params& p, int code, int nt, bool pdl, cudaStream
   tp.p = p;
   tp.mb = p.m < 8 * nt ? p.m : 8 * nt;
   tp.scale_bf16 = p.scale_kind == FKind::kBFloat16 ? 1 : 0;
+  // SW = 2 views x as [M][K / 64][64]: with K % 64 != 0 its unswizzled twin runs (compiled: the
+  // static_assert beside kTmaNT2)
+  if (nt == 2 && tma_digits(code).sw == 2 && p.k % 64 != 0) code %= 100000;
   if (nt == 1)
     return with_listed_code<kTmaNT1>(code, cudaErrorInvalidValue,
                                      [&](auto c) { return tma_launch<XT, decltype(c)::value, 1>(tp, pdl, s); });

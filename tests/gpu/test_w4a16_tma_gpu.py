@@ -33,7 +33,7 @@ def lib():
 
 
 def _codes(lib, nt):
-    # 8xxxx: a diagnostic (1xxxxx: the code with swizzled x)
+    # 8xxxx: a diagnostic (1xxxxx / 2xxxxx: the code with swizzled x, two boxes / one 3-D box per superblock)
     codes = [c for c in lib.w4a16_ring_configs(nt) if c >= 20000 and c % 100000 // 10000 != 8]
     assert codes, "no TMA ring codes compiled"
     return codes
@@ -111,6 +111,39 @@ def test_scale_dtypes_strided_x_graph_pdl(lib):
         want = x.float() @ w16.T
         for y in (y1, y2):
             assert ((y.float() - want).norm() / want.norm()).item() <= 1e-2
+
+
+def test_x3d_codes_match_their_twins(lib):
+    # SW = 2 (one 3-D x box per superblock in the 128-byte swizzle) changes only where x lands in shared
+    # memory: the same fragments meet the same mma in the same order, so its results equal the unswizzled
+    # twin's (code % 100000) bit for bit, on contiguous and strided x; with K % 64 != 0 the launcher runs
+    # the twin itself
+    x3d = [c for c in _codes(lib, 2) if c // 100000 == 2]
+    assert x3d, "no SW = 2 code compiled"
+    packed, w = _layer(2112, 7168, 128, True, torch.bfloat16, seed=31)
+    xs = torch.randn(16, 7168 + 64, device=DEV).to(torch.bfloat16)[:, :7168]
+    pc, wc = _layer(1040, 1000, -1, False, torch.float16, seed=32)  # K % 64 != 0
+    for code in x3d:
+        for m in (9, 13, 16):
+            for xm in (torch.randn(m, 7168, device=DEV, dtype=torch.bfloat16), xs[:m]):
+                y = ops.cuda_gemv(xm, packed, ring=code)
+                assert_matches(y, xm, w, None, f"M={m} code={code}")
+                assert torch.equal(y, ops.cuda_gemv(xm, packed, ring=code % 100000)), (m, code)
+            xk = torch.randn(m, 1000, device=DEV, dtype=torch.float16)
+            y = ops.cuda_gemv(xk, pc, ring=code)
+            assert_matches(y, xk, wc, None, f"K=1000 M={m} code={code}")
+            assert torch.equal(y, ops.cuda_gemv(xk, pc, ring=code % 100000)), (m, code, "K % 64")
+    # PDL in a graph, replayed on fresh x
+    x = torch.randn(16, 7168, device=DEV, dtype=torch.bfloat16)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        ys = [ops.cuda_gemv(x, packed, ring=code, pdl=True) for code in x3d]
+    for seed in range(2):
+        x.copy_(torch.randn(16, 7168, device=DEV, generator=torch.Generator(device=DEV).manual_seed(40 + seed)))
+        g.replay()
+        torch.cuda.synchronize()
+        for y in ys:
+            assert_matches(y, x, w, None, f"graph replay {seed}")
 
 
 def test_close_to_register_kernel(lib):
