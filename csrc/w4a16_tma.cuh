@@ -414,9 +414,9 @@ __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::
 
 // TMA ring shapes compiled, per token tiles (code: [SW] F R KS ST CW as decimal digits; F 3 = the zero
 // fold, 5 = the pair split, 6 = pair + k-step split, 7 = the k-step split, 8 = diagnostic mode 1; SW 1 =
-// swizzled x). The dispatch (qlinear/ops/w4a16.py _CUDA_RING_AUTO) uses 32844, 22464, 52444 (one token
-// tile), 124444 and 62434 (two); the others are its measured neighbours, kept for re-tuning
-// (benchmarks/bench_w4tma.py).
+// swizzled x in two boxes per superblock, SW 2 = in one 3-D box). The dispatch (qlinear/ops/w4a16.py
+// _CUDA_RING_AUTO) uses 32844, 22464, 52444 (one token tile), 224444 and 262434 (two); the others are its
+// measured neighbours, kept for re-tuning (benchmarks/bench_w4tma.py).
 // Session 24 runs 2-3 and 10 at two token tiles on 2112x7168 M = 16 (us): 21848 8.32, 21858 8.57,
 // 21844 9.61, 21854 9.62, 21484 9.82, 71848 8.48, 71844 9.13 (removed: 21854, 21484, 21858, 71848,
 // 71844). Session 25 runs 1-3 (benchmarks/results/session25), 2112x7168: 52434 lost to 52444 at M = 1 /
@@ -429,7 +429,8 @@ __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::
 // global workspace: half the pair split's x bytes) lost at every M on 2112x7168 (M = 1 / 8 / 16: best
 // 6.17 / 6.55 / 8.69 vs 4.63 / 5.06 / 7.00 us) and on 7168x16384 M = 16 (34.64 vs 27.38); removed.
 constexpr int kTmaNT1[] = {32844, 22844, 22464, 22848, 21844, 82844, 52444};
-constexpr int kTmaNT2[] = {24444, 34444, 22444, 24464, 21844, 21848, 74444, 62434, 124444, 224444, 262434};
+constexpr int kTmaNT2[] = {24444, 34444, 22444, 24464, 21844, 21848, 74444, 62434, 124444,
+                           62444, 224444, 262434, 262444, 274444};
 
 template <size_t L>
 constexpr bool tma_codes_fit(const int (&codes)[L], int nt) {

@@ -295,10 +295,15 @@ _CUDA_RING = 0
 # 74444 swizzled 28.43 (run 4), unswizzled 74444 27.61 (run 3) [bf16 63.46]    -> ('many', 2): 124444;
 # run 5 (only 124444 swizzled): M = 9 / 16 124444 26.35 / 26.32 vs 74444 26.77 / 27.46, 24444 26.99 /
 # 28.92 [62.51 / 63.66]. On few rows swizzled x gained nothing (62434 M = 16 7.02 vs 7.05): unchanged.
+# Session 30 run 1 (benchmarks/results/session30/run1, same method): swizzled x from one 3-D box per
+# superblock (codes 2xxxxx, csrc/w4a16_tma.cuh tma_x3d) instead of two:
+#   few M=9 / 12 / 16: 262434 6.20 / 6.33 / 6.36 vs 62434 (auto) 6.25 / 6.51 / 6.97 [bf16 13.24 / 13.38 / 13.37]
+#   many M=9 / 16: 224444 25.62 / 25.87 vs 124444 (auto) 26.33 / 26.27 [62.55 / 63.58]
+#                                                              -> ('few', 2): 262434, ('many', 2): 224444
 _CUDA_RING_AUTO: dict[tuple[str, int], int] = {
-    ("few", 0): -1, ("few", 4): 52444, ("few", 1): 52444, ("few", 2): 62434,
+    ("few", 0): -1, ("few", 4): 52444, ("few", 1): 52444, ("few", 2): 262434,
     ("short", 0): -1, ("short", 1): -1, ("short", 2): -1,
-    ("many", 0): 32844, ("many", 4): 32844, ("many", 1): 22464, ("many", 2): 124444,
+    ("many", 0): 32844, ("many", 4): 32844, ("many", 1): 22464, ("many", 2): 224444,
 }
 
 # Register-kernel configs (row tiles per CTA, superblocks per chunk, warps, pipe) for automatic
