@@ -430,7 +430,7 @@ __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::
 // 6.17 / 6.55 / 8.69 vs 4.63 / 5.06 / 7.00 us) and on 7168x16384 M = 16 (34.64 vs 27.38); removed.
 constexpr int kTmaNT1[] = {32844, 22844, 22464, 22848, 21844, 82844, 52444};
 constexpr int kTmaNT2[] = {24444, 34444, 22444, 24464, 21844, 21848, 74444, 62434, 124444,
-                           62444, 224444, 262434, 262444, 274444};
+                           61434, 62424, 62444, 224444, 224464, 261434, 262424, 262434, 262444, 274444};
 
 template <size_t L>
 constexpr bool tma_codes_fit(const int (&codes)[L], int nt) {
