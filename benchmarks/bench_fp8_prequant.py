@@ -31,6 +31,8 @@ def main() -> None:
     ap.add_argument("--out", default=None)
     ap.add_argument("--ms", type=int, nargs="+", default=[1, 16, 64])
     ap.add_argument("--shapes", nargs="+", default=["2112x7168", "24576x1536", "7168x16384"])
+    ap.add_argument("--nq-backends", nargs="*", default=[], choices=["cuda", "triton"],
+                    help="also the chain with rms_norm_quant_fp8 on each of these backends, and each norm alone")
     args = ap.parse_args()
     torch.manual_seed(0)
     rows = []
@@ -55,11 +57,22 @@ def main() -> None:
                 "linear alone (quantizes x)": lambda i: ops.fp8_block_linear(x, ws[i % copies], ss[i % copies]),
                 "linear alone on codes": lambda i: ops.fp8_block_linear_quantized(q, s, ws[i % copies], ss[i % copies]),
             }
+            # each norm-quant backend in the chain, and each norm alone (--backends)
+            for be in args.nq_backends:
+                fns[f"norm-quant {be} + linear on codes"] = lambda i, be=be: ops.fp8_block_linear_quantized(
+                    *ops.rms_norm_quant_fp8(h, gamma, 1e-6, 128, backend=be), ws[i % copies], ss[i % copies])
+                fns[f"norm-quant {be} alone"] = lambda i, be=be: ops.rms_norm_quant_fp8(h, gamma, 1e-6, 128, backend=be)
+            if args.nq_backends:
+                fns["norm alone"] = lambda i: rms_norm(h, gamma, 1e-6)
             case = f"M={m} {n}x{k}"
             backends = (ops.fp8_block_backend(x, ws[0], (128, 128), ss[0]),
                         ops.fp8_block_quantized_backend(q, s, ws[0], (128, 128), ss[0]))
             print(f"PREQ {case} backends: linear {backends[0]}, on codes {backends[1]}", flush=True)
-            fns = runnable(fns, lambda name, y: (check_q if "codes" in name else check_x)(name, y), f"PREQ {case} ")
+            def check(name, y):
+                if "linear" in name:  # the norms alone are timed only (their GPU tests check them)
+                    (check_q if "codes" in name else check_x)(name, y)
+
+            fns = runnable(fns, check, f"PREQ {case} ")
             res = time_case_rows(fns, copies, "PREQ", case, rows, width=30)
             for row in rows[-len(res):]:
                 row.update(m=m, n=n, k=k, backend=backends[1] if "codes" in row["impl"] else backends[0])

@@ -34,8 +34,9 @@ bool overlap(const at::Tensor& a, const at::Tensor& b) {
   return sa.first < sb.second && sb.first < sa.second;
 }
 
-// Returns what ran: 2 = fixed-size row kernel, 8 / 16 = register kernel with that many vectors per
-// lane, 1 = two-pass vector kernel, 0 = generic element-wise kernel, -1 = nothing (zero rows).
+// Returns what ran: 2 = fixed-size row kernel, 3 = its bulk-copy form, 8 / 16 = register kernel with
+// that many vectors per lane, 5 = block-per-row kernel, 1 = two-pass vector kernel, 0 = generic
+// element-wise kernel, -1 = nothing (zero rows).
 int64_t rms_norm_quant_fp8_variant(const at::Tensor& q, const at::Tensor& scales, const at::Tensor& x,
                                    const std::optional<at::Tensor>& residual, const at::Tensor& weight, double eps,
                                    double scale_eps, int64_t group_size, int64_t warps_per_block,

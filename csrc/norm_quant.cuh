@@ -8,7 +8,8 @@
 //   q      = e4m3_rn(clamp(y / scale, -448, 448))           IEEE division, RNE cast
 // Only the order of the fp32 sum of squares differs from the reference (an ulp of rstd at most).
 //
-// Four kernels, one warp per row, rows grid-strided over the warps of a persistent grid:
+// One warp per row, rows grid-strided over the warps of a persistent grid (and nq_cta_kernel, one block
+// per row for few long rows, with its own notes):
 //  * nq_row_kernel (below, with its own notes): nq_vec_kernel's layout with the row length and the
 //    group (128) fixed at compile time, bf16 rows of 512 / 1024 / 1536 / 2048; the default there.
 //    nq_bulk_kernel: the same arithmetic with the rows staged in shared memory by cp.async.bulk
@@ -36,6 +37,7 @@
 #include <utility>
 
 #include "bulk_copy.cuh"
+#include "pdl.cuh"
 
 namespace qlinear {
 namespace nq {
@@ -950,6 +952,88 @@ __global__ void __launch_bounds__(256, MINB) nq_slim_kernel(const Params p) {
     }
   }
 #endif
+}
+
+// Long rows, few of them (decode: K 4097 .. 256 NVT VEC, 16-bit types): one block of kCtaThreads threads
+// per row, rows grid-strided over the blocks. Thread i owns vectors v = i + kCtaThreads j (j < NVT) in
+// registers; a group is lpg consecutive threads of one warp at one j, as in nq_vec_kernel (quant_vec);
+// the sum of squares meets through shared memory, each thread adding the warps' sums in warp order (one
+// value per block). Why: the one-warp-per-row kernels leave a row of 7168 or 16384 elements to 32
+// lanes, which then wait out their loads one after another (H200, session 29 runs 10-11: the two-pass
+// kernel 15-18 us at K 7168 for 1 .. 1024 rows, the generic one 103-107 us at K 16384, against 2.8-4.2
+// for Triton's one program per row).
+// PDL: launch_dependents at the start, so that a GEMM launched after it with PDL (the FP8 block GEMM on
+// these codes) loads its weights while the rows are normalized; that GEMM's griddepcontrol.wait still
+// waits for this whole grid. wait before the first access of x (a no-op unless launched with PDL).
+constexpr int kCtaThreads = 256;
+
+template <typename T, int NVT, bool RES>
+__global__ void __launch_bounds__(kCtaThreads) nq_cta_kernel(const Params p) {
+  using E = Elt<T>;
+  constexpr int VEC = E::VEC, kWarps = kCtaThreads / 32;
+  extern __shared__ float4 s_w4[];
+  __shared__ float s_part[2][kWarps];  // two slots: a row's sums never overwrite the previous row's in use
+  const int nvec = p.hidden / VEC;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int lpg = p.group_size / VEC;  // a power of two <= 32 (checked by the launcher)
+  const int lpg_log2 = __ffs(lpg) - 1;
+  pdl::launch_dependents();
+  pdl::wait();
+
+  auto load = [&](uint4 (&x)[NVT], uint4 (&r)[RES ? NVT : 1], int64_t row) {
+    const uint4* xr = reinterpret_cast<const uint4*>(static_cast<const T*>(p.x) + row * p.x_stride);
+    const uint4* rp = RES ? reinterpret_cast<const uint4*>(static_cast<const T*>(p.residual) + row * p.r_stride)
+                          : nullptr;
+#pragma unroll
+    for (int j = 0; j < NVT; ++j) {
+      const int v = tid + kCtaThreads * j;
+      x[j] = make_uint4(0u, 0u, 0u, 0u);
+      if (RES) r[RES ? j : 0] = make_uint4(0u, 0u, 0u, 0u);
+      if (row < p.rows && v < nvec) {
+        x[j] = __ldg(xr + v);
+        if (RES) r[RES ? j : 0] = rp[v];
+      }
+    }
+  };
+  uint4 x[NVT], r[RES ? NVT : 1];
+  int64_t row = blockIdx.x;
+  load(x, r, row);  // in flight while the block stages the weight
+  stage_weight<VEC>(reinterpret_cast<float*>(s_w4), p, nvec);
+  for (int it = 0; row < p.rows; row += gridDim.x, ++it) {  // uniform across the block
+    if (RES) {
+      T* rr = static_cast<T*>(p.residual) + row * p.r_stride;
+#pragma unroll
+      for (int j = 0; j < NVT; ++j) {
+        const int v = tid + kCtaThreads * j;
+        x[j] = add_round<T>(x[j], r[RES ? j : 0]);
+        if (v < nvec) reinterpret_cast<uint4*>(rr)[v] = x[j];
+      }
+    }
+    float ss0 = 0.f, ss1 = 0.f;
+#pragma unroll
+    for (int j = 0; j < NVT; ++j) {
+      float f[VEC];
+      E::unpack(x[j], f);  // zeros past the row end
+#pragma unroll
+      for (int k = 0; k < VEC; k += 2) {
+        ss0 = fmaf(f[k], f[k], ss0);
+        ss1 = fmaf(f[k + 1], f[k + 1], ss1);
+      }
+    }
+    const float ws = warp_sum(ss0 + ss1);
+    if (lane == 0) s_part[it & 1][warp] = ws;
+    __syncthreads();
+    float sum = 0.f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) sum += s_part[it & 1][w];
+    const float rstd = row_rstd(sum, p.hidden, p.eps);
+#pragma unroll
+    for (int j = 0; j < NVT; ++j) {
+      if (kCtaThreads * j >= nvec) break;  // uniform
+      quant_vec<T>(p, s_w4, x[j], row, tid + kCtaThreads * j, nvec, lpg, lpg_log2, lane, rstd, true);
+    }
+    load(x, r, row + gridDim.x);
+  }
 }
 
 // Any hidden size, group size and alignment: one warp per row, element accesses.

@@ -1,7 +1,8 @@
 // Host launcher of the fused RMSNorm -> FP8 kernels: checks alignment, picks the fixed-size row
 // kernel (16-bit rows of 512 / 1024 / 1536 / 2048, group 128), the register kernel (budget NV = 8
-// or 16 vectors per lane), the two-pass vector kernel or the generic kernel, sizes a persistent
-// grid from the occupancy, and launches on the given stream.
+// or 16 vectors per lane), the block-per-row kernel (16-bit rows longer than that), the two-pass
+// vector kernel or the generic kernel, sizes a persistent grid from the occupancy, and launches on
+// the given stream.
 // The one translation unit holding every instantiation, kept to what is measured to matter:
 // row kernel for bf16 x {512, 1024, 1536, 2048} x {plain, fused add} (+ a few launch variants and
 // the bulk-copy form at 512 and 1536, which the benchmark compares; sm_89+ / sm_90 only); register kernel for bf16 / fp16 only
@@ -290,6 +291,31 @@ cudaError_t launch_typed(const NormQuantArgs& a, const Params& p, cudaStream_t s
                    aligned(a.q, a.q_stride, a.rows, 1, VEC);
   const int dev = current_device();
   const int sms = sm_count(dev);
+  if constexpr (es == 2) {
+    // one block per row (nq_cta_kernel) where the warp-per-row vector kernels would run the two-pass
+    // form or the generic one (rows of more than 32 x 16 vectors), or when asked for (path 3); the
+    // vector layout's conditions, without the 48 KB bound on the staged weight (opted into)
+    const int64_t nvt = (nvec + nq::kCtaThreads - 1) / nq::kCtaThreads;
+    const bool cta_ok = a.hidden % VEC == 0 && a.group_size % VEC == 0 && is_pow2(lpg) && lpg <= 32 && nvt <= 8 &&
+                        aligned(a.x, a.x_stride, a.rows, es, 16) &&
+                        (!res || aligned(a.residual, a.residual_stride, a.rows, es, 16)) &&
+                        aligned(a.q, a.q_stride, a.rows, 1, VEC);
+    if (cta_ok && (cfg.path == 3 || ((cfg.path == 0 || cfg.path == 2) && need > 16))) {
+      const void* kernel = nvt <= 4 ? (res ? reinterpret_cast<const void*>(&nq::nq_cta_kernel<T, 4, true>)
+                                           : reinterpret_cast<const void*>(&nq::nq_cta_kernel<T, 4, false>))
+                                    : (res ? reinterpret_cast<const void*>(&nq::nq_cta_kernel<T, 8, true>)
+                                           : reinterpret_cast<const void*>(&nq::nq_cta_kernel<T, 8, false>));
+      const size_t smem = static_cast<size_t>(a.hidden) * sizeof(float);
+      if (!allow_smem(kernel, smem)) return cudaErrorInvalidConfiguration;
+      const int per_sm = cfg.blocks_per_sm > 0 ? cfg.blocks_per_sm : blocks_per_sm(kernel, dev, nq::kCtaThreads, smem);
+      int64_t grid = static_cast<int64_t>(sms) * per_sm;
+      if (cfg.blocks_per_sm < 0 || grid > a.rows) grid = a.rows;
+      if (grid > INT32_MAX) grid = INT32_MAX;
+      if (kernel_used) *kernel_used = 5;
+      void* kargs[] = {const_cast<Params*>(&p)};
+      return cudaLaunchKernel(kernel, dim3(static_cast<unsigned>(grid)), dim3(nq::kCtaThreads), kargs, smem, stream);
+    }
+  }
   const int nv = es == 2 && need <= 8 ? 8 : es == 2 && need <= 16 ? 16 : 0;  // 0: two-pass kernel
   const bool prefetch = nv == 8 && !res && cfg.prefetch >= 0;
   // the row kernel: bf16 rows of 256 NV elements, NV in {2, 4, 6, 8}, group 128, 8-byte aligned

@@ -39,7 +39,9 @@ struct NormQuantArgs {
 //   path:            0 automatic (the fixed-size row kernel for 16-bit rows of 512 / 1024 / 1536 /
 //                    2048 with group 128, else 16-byte vector kernels where sizes and alignment
 //                    allow), 1 the vector kernels without the row kernel, 2 = 0, -1 the generic
-//                    element-wise kernel
+//                    element-wise kernel, 3 the block-per-row kernel (16-bit rows of up to 2048 vectors
+//                    with the vector kernels' size and alignment conditions; else as 1), which 0
+//                    takes for 16-bit rows longer than 32 x 16 vectors
 //   prefetch:        the register kernel (plain norm, NV 8) loads the warp's next row before the
 //                    current one is done: 0 automatic (on), 1 on, -1 off
 //   variant:         the row kernel (bf16, K 512 / 1024 / 1536 / 2048, group 128): 0 = the committed
@@ -60,7 +62,7 @@ struct NormQuantConfig {
 
 // Returns cudaSuccess or the launch error; *kernel (when given) receives what ran: 2 for the row
 // kernel, 3 for its bulk-copy form (nq_bulk_kernel), the register kernel's budget NV (vectors per lane: 8 or 16), 1 for the two-pass vector
-// kernel, 0 for the generic kernel, -1 for no launch (zero rows). Invalid sizes return cudaErrorInvalidValue.
+// kernel, 5 for the block-per-row kernel (nq_cta_kernel), 0 for the generic kernel, -1 for no launch (zero rows). Invalid sizes return cudaErrorInvalidValue.
 cudaError_t rms_norm_quant_fp8_launch(const NormQuantArgs& args, cudaStream_t stream,
                                       NormQuantConfig config = NormQuantConfig(), int* kernel = nullptr);
 

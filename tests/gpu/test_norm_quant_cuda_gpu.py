@@ -26,7 +26,7 @@ DEV = "cuda"
 EPS = 1e-6
 SCALE_EPS = 1e-10
 # what the raw op reports it ran
-ROW, BULK, REG8, REG16, TWO_PASS, GENERIC = 2, 3, 8, 16, 1, 0
+ROW, BULK, REG8, REG16, TWO_PASS, GENERIC, CTA = 2, 3, 8, 16, 1, 0, 5
 # the row kernel in either form (the per-case default may be either: row_default in the launcher)
 ROWS = (ROW, BULK)
 # row kernel launch variants (norm_quant_launch.cu, row_kernel_nv): 0 the per-case default, 6 the
@@ -180,17 +180,36 @@ def test_bulk_kernel_bit_identical(M, K, residual, warps, variant):
 
 
 @pytest.mark.parametrize(
-    "K,expect",
-    [(1536, ROWS), (2048, ROWS), (1000, REG8), (4096, REG16), (3072, REG16), (7168, TWO_PASS), (16384, GENERIC)],
+    "K,path,expect",
+    [(1536, 0, ROWS), (2048, 0, ROWS), (1000, 0, REG8), (4096, 0, REG16), (3072, 0, REG16), (7168, 0, CTA),
+     (16384, 0, CTA), (7168, 1, TWO_PASS), (16384, 1, GENERIC)],
 )
 @pytest.mark.parametrize("residual", [False, True])
-def test_contiguous_rows_every_kernel(K, expect, residual):
-    # 1000: a short last group (K % 128 = 104) inside the vector layout; 16384: weight too big
-    # for the shared-memory stage -> generic
+def test_contiguous_rows_every_kernel(K, path, expect, residual):
+    # 1000: a short last group (K % 128 = 104) inside the vector layout; 7168 / 16384: one block per row
+    # by default; without it (path 1) the two-pass kernel, and at 16384 (weight too big for the
+    # warp kernels' 48 KB stage) the generic one
     x, w, res = _inputs(263, K, torch.bfloat16, residual=residual, seed=1)
-    _check(x, w, res, what=f"K={K}")
-    used = _run(x, w, res.clone() if residual else None)[2]
+    _check(x, w, res, path=path, what=f"K={K} path={path}")
+    used = _run(x, w, res.clone() if residual else None, path=path)[2]
     assert used in (expect if isinstance(expect, tuple) else (expect,)), f"K={K}: ran kernel {used}"
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("residual", [False, True])
+@pytest.mark.parametrize("M", [1, 2, 16, 300])
+def test_block_per_row_kernel(M, residual, dtype):
+    """nq_cta_kernel (one 256-thread block per row) on the decode shapes it is the default for, strided
+    rows, column-major scales, a row length that is not a multiple of the block (4224: 528 vectors, the
+    last j partly past the row), a short last group (7000), explicit path 3 on a short row (1536) and a
+    grid smaller than the rows (grid-strided, one block per SM); against the reference, residual
+    identical."""
+    wd = torch.float32 if dtype == torch.float16 else None  # fp16 x with an fp32 weight as well
+    for K, stride, cm, cfg in ((7168, None, False, {}), (16384, None, True, {}), (7168, 7168 + 576, True, {}),
+                               (4224, None, False, {}), (7000, None, False, {}),
+                               (1536, 2112, False, {"path": 3}), (7168, None, False, {"blocks_per_sm": 1})):
+        x, w, res = _inputs(M, K, dtype, row_stride=stride, residual=residual, wdtype=wd, seed=K + M)
+        _check(x, w, res, column_major=cm, expect=CTA, what=f"M={M} K={K} stride={stride} {cfg}", **cfg)
 
 
 @pytest.mark.parametrize("residual", [False, True])
