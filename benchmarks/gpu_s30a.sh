@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 30 run 1 at 2209d0c.
 # Session 30 run 1: swizzled x in one 3-D TMA box per superblock (SW = 2 codes 262434 / 224444, twins of
 # 62434 / 24444): the TMA ring tests (every code, the SW = 2 codes bit-equal to their twins, K % 64 != 0
 # falling back to the twin, graph + PDL), then bench_w4tma against the dispatch's 62434 (2112x7168) and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 30 run 2 at e62fa67.
 # Session 30 run 2: the dispatch at two token tiles now 262434 (2112x7168) / 224444 (7168x16384), swizzled x
 # in one 3-D box: the TMA ring, dispatch-table and layer GPU tests; bench_w4tma over the SW = 2 neighbours
 # (262444 with four stages, 274444 = the k-step split on 64-row tiles) against the table's codes; Nsight

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 30 run 3 at 55f8e38.
 # Session 30 run 3: more SW = 2 neighbours of the two-token-tile dispatch: 261434 (16-row pair split, two
 # CTAs per SM), 262424 (two stages) on 2112x7168, 224464 (six stages) on 7168x16384, with the TMA tests
 # over every code; then the norm-quant chain at decode sizes after session 29's dispatch change

@@ -251,16 +251,13 @@ __device__ __forceinline__ int w_slot(int e, int nvec) {
 // One vector (VEC elements of h, vector index v of the row) through y = (h * rstd) * w, the group
 // amax (xor-shuffle over the group's lpg lanes: every lane of the warp must call this), the group
 // scale and the e4m3 codes; lanes with v >= nvec hold zeros and store nothing.
+// quant_vec with the vector's VEC weights given (as fp32).
 template <typename T>
-__device__ __forceinline__ void quant_vec(const Params& p, const float4* s_w4, const uint4& h, int64_t row, int v,
-                                          int nvec, int lpg, int lpg_log2, int lane, float rstd, bool active) {
+__device__ __forceinline__ void quant_vec_w(const Params& p, const float (&w)[Elt<T>::VEC], const uint4& h, int64_t row,
+                                            int v, int nvec, int lpg, int lpg_log2, int lane, float rstd, bool active) {
   constexpr int VEC = Elt<T>::VEC;
-  const int vw = v < nvec ? v : nvec - 1;  // lanes past the row end read a valid slot, use 0
   float y[VEC];
   Elt<T>::unpack(h, y);
-  float w[VEC];
-  *reinterpret_cast<float4*>(&w[0]) = s_w4[vw];
-  if constexpr (VEC == 8) *reinterpret_cast<float4*>(&w[4]) = s_w4[nvec + vw];
   float amax = 0.f;
 #pragma unroll
   for (int k = 0; k < VEC; ++k) {
@@ -291,6 +288,37 @@ __device__ __forceinline__ void quant_vec(const Params& p, const float4* s_w4, c
       reinterpret_cast<uint32_t*>(qrow)[v] = c[0];
     }
     if ((lane & (lpg - 1)) == 0) p.scales[row * p.s_row_stride + (v >> lpg_log2) * p.s_col_stride] = scale;
+  }
+}
+
+// quant_vec with the weight read from the block's fp32 stage (stage_weight's w_slot layout).
+template <typename T>
+__device__ __forceinline__ void quant_vec(const Params& p, const float4* s_w4, const uint4& h, int64_t row, int v,
+                                          int nvec, int lpg, int lpg_log2, int lane, float rstd, bool active) {
+  constexpr int VEC = Elt<T>::VEC;
+  const int vw = v < nvec ? v : nvec - 1;  // lanes past the row end read a valid slot, use 0
+  float w[VEC];
+  *reinterpret_cast<float4*>(&w[0]) = s_w4[vw];
+  if constexpr (VEC == 8) *reinterpret_cast<float4*>(&w[4]) = s_w4[nvec + vw];
+  quant_vec_w<T>(p, w, h, row, v, nvec, lpg, lpg_log2, lane, rstd, active);
+}
+
+// The 8 weights of vector v as fp32, straight from global memory (16-byte aligned weight; any weight
+// type, read at run time); zeros past the row end.
+__device__ __forceinline__ void load_weight8(const Params& p, int v, int nvec, float (&w)[8]) {
+#pragma unroll
+  for (int k = 0; k < 8; ++k) w[k] = 0.f;
+  if (v >= nvec) return;
+  if (p.weight_type == kWFloat) {
+    const float4* wp = static_cast<const float4*>(p.weight) + 2 * v;
+    *reinterpret_cast<float4*>(&w[0]) = __ldg(wp);
+    *reinterpret_cast<float4*>(&w[4]) = __ldg(wp + 1);
+  } else {
+    const uint4 u = __ldg(static_cast<const uint4*>(p.weight) + v);
+    if (p.weight_type == kWBf16)
+      Elt<__nv_bfloat16>::unpack(u, w);
+    else
+      Elt<__half>::unpack(u, w);
   }
 }
 
@@ -958,7 +986,9 @@ __global__ void __launch_bounds__(256, MINB) nq_slim_kernel(const Params p) {
 // per row, rows grid-strided over the blocks. Thread i owns vectors v = i + kCtaThreads j (j < NVT) in
 // registers; a group is lpg consecutive threads of one warp at one j, as in nq_vec_kernel (quant_vec);
 // the sum of squares meets through shared memory, each thread adding the warps' sums in warp order (one
-// value per block). Why: the one-warp-per-row kernels leave a row of 7168 or 16384 elements to 32
+// value per block). Each thread reads the weights of its own vectors from global memory (L1 / L2 after
+// the first row) while the row's sum is formed: no staging round trips (a first version staged the weight
+// in shared memory as the warp kernels do and took 5.3 us at K 7168, M 1; session 30 run 4). Why: the one-warp-per-row kernels leave a row of 7168 or 16384 elements to 32
 // lanes, which then wait out their loads one after another (H200, session 29 runs 10-11: the two-pass
 // kernel 15-18 us at K 7168 for 1 .. 1024 rows, the generic one 103-107 us at K 16384, against 2.8-4.2
 // for Triton's one program per row).
@@ -971,7 +1001,7 @@ template <typename T, int NVT, bool RES>
 __global__ void __launch_bounds__(kCtaThreads) nq_cta_kernel(const Params p) {
   using E = Elt<T>;
   constexpr int VEC = E::VEC, kWarps = kCtaThreads / 32;
-  extern __shared__ float4 s_w4[];
+  static_assert(VEC == 8, "16-bit rows (load_weight8)");
   __shared__ float s_part[2][kWarps];  // two slots: a row's sums never overwrite the previous row's in use
   const int nvec = p.hidden / VEC;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -997,8 +1027,7 @@ __global__ void __launch_bounds__(kCtaThreads) nq_cta_kernel(const Params p) {
   };
   uint4 x[NVT], r[RES ? NVT : 1];
   int64_t row = blockIdx.x;
-  load(x, r, row);  // in flight while the block stages the weight
-  stage_weight<VEC>(reinterpret_cast<float*>(s_w4), p, nvec);
+  load(x, r, row);
   for (int it = 0; row < p.rows; row += gridDim.x, ++it) {  // uniform across the block
     if (RES) {
       T* rr = static_cast<T*>(p.residual) + row * p.r_stride;
@@ -1022,15 +1051,19 @@ __global__ void __launch_bounds__(kCtaThreads) nq_cta_kernel(const Params p) {
     }
     const float ws = warp_sum(ss0 + ss1);
     if (lane == 0) s_part[it & 1][warp] = ws;
+    // the weights' loads are in flight across the block barrier
+    float w[NVT][VEC];
+#pragma unroll
+    for (int j = 0; j < NVT; ++j) load_weight8(p, tid + kCtaThreads * j, nvec, w[j]);
     __syncthreads();
     float sum = 0.f;
 #pragma unroll
-    for (int w = 0; w < kWarps; ++w) sum += s_part[it & 1][w];
+    for (int wi = 0; wi < kWarps; ++wi) sum += s_part[it & 1][wi];
     const float rstd = row_rstd(sum, p.hidden, p.eps);
 #pragma unroll
     for (int j = 0; j < NVT; ++j) {
       if (kCtaThreads * j >= nvec) break;  // uniform
-      quant_vec<T>(p, s_w4, x[j], row, tid + kCtaThreads * j, nvec, lpg, lpg_log2, lane, rstd, true);
+      quant_vec_w<T>(p, w[j], x[j], row, tid + kCtaThreads * j, nvec, lpg, lpg_log2, lane, rstd, true);
     }
     load(x, r, row + gridDim.x);
   }

@@ -294,10 +294,10 @@ cudaError_t launch_typed(const NormQuantArgs& a, const Params& p, cudaStream_t s
   if constexpr (es == 2) {
     // one block per row (nq_cta_kernel) where the warp-per-row vector kernels would run the two-pass
     // form or the generic one (rows of more than 32 x 16 vectors), or when asked for (path 3); the
-    // vector layout's conditions, without the 48 KB bound on the staged weight (opted into)
+    // vector layout's conditions (no weight stage: no bound on K but NVT's) and a 16-byte aligned weight
     const int64_t nvt = (nvec + nq::kCtaThreads - 1) / nq::kCtaThreads;
     const bool cta_ok = a.hidden % VEC == 0 && a.group_size % VEC == 0 && is_pow2(lpg) && lpg <= 32 && nvt <= 8 &&
-                        aligned(a.x, a.x_stride, a.rows, es, 16) &&
+                        aligned(a.weight, 0, 1, 1, 16) && aligned(a.x, a.x_stride, a.rows, es, 16) &&
                         (!res || aligned(a.residual, a.residual_stride, a.rows, es, 16)) &&
                         aligned(a.q, a.q_stride, a.rows, 1, VEC);
     if (cta_ok && (cfg.path == 3 || ((cfg.path == 0 || cfg.path == 2) && need > 16))) {
@@ -305,15 +305,13 @@ cudaError_t launch_typed(const NormQuantArgs& a, const Params& p, cudaStream_t s
                                            : reinterpret_cast<const void*>(&nq::nq_cta_kernel<T, 4, false>))
                                     : (res ? reinterpret_cast<const void*>(&nq::nq_cta_kernel<T, 8, true>)
                                            : reinterpret_cast<const void*>(&nq::nq_cta_kernel<T, 8, false>));
-      const size_t smem = static_cast<size_t>(a.hidden) * sizeof(float);
-      if (!allow_smem(kernel, smem)) return cudaErrorInvalidConfiguration;
-      const int per_sm = cfg.blocks_per_sm > 0 ? cfg.blocks_per_sm : blocks_per_sm(kernel, dev, nq::kCtaThreads, smem);
+      const int per_sm = cfg.blocks_per_sm > 0 ? cfg.blocks_per_sm : blocks_per_sm(kernel, dev, nq::kCtaThreads, 0);
       int64_t grid = static_cast<int64_t>(sms) * per_sm;
       if (cfg.blocks_per_sm < 0 || grid > a.rows) grid = a.rows;
       if (grid > INT32_MAX) grid = INT32_MAX;
       if (kernel_used) *kernel_used = 5;
       void* kargs[] = {const_cast<Params*>(&p)};
-      return cudaLaunchKernel(kernel, dim3(static_cast<unsigned>(grid)), dim3(nq::kCtaThreads), kargs, smem, stream);
+      return cudaLaunchKernel(kernel, dim3(static_cast<unsigned>(grid)), dim3(nq::kCtaThreads), kargs, 0, stream);
     }
   }
   const int nv = es == 2 && need <= 8 ? 8 : es == 2 && need <= 16 ? 16 : 0;  // 0: two-pass kernel
