@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 30 run 5 at 15b53d6.
 # Session 30 run 5: run 4 again with the block-per-row kernel reading its weights from global memory (no shared-memory stage, which took 5.3 us at K 7168 and failed to launch at 16384); rms_norm_quant_fp8's block-per-row CUDA kernel (nq_cta_kernel, the CUDA default for
 # 16-bit rows longer than 4096 and path 3; launch_dependents at its start): the norm-quant GPU tests,
 # probe_norm_quant_decode (cuda vs triton vs rms_norm alone, M 1 .. 1024, K 1536 / 7168 / 16384), and the

@@ -986,9 +986,9 @@ __global__ void __launch_bounds__(256, MINB) nq_slim_kernel(const Params p) {
 // per row, rows grid-strided over the blocks. Thread i owns vectors v = i + kCtaThreads j (j < NVT) in
 // registers; a group is lpg consecutive threads of one warp at one j, as in nq_vec_kernel (quant_vec);
 // the sum of squares meets through shared memory, each thread adding the warps' sums in warp order (one
-// value per block). Each thread reads the weights of its own vectors from global memory (L1 / L2 after
-// the first row) while the row's sum is formed: no staging round trips (a first version staged the weight
-// in shared memory as the warp kernels do and took 5.3 us at K 7168, M 1; session 30 run 4). Why: the one-warp-per-row kernels leave a row of 7168 or 16384 elements to 32
+// value per block). Each thread holds the weights of its own vectors in registers, loaded once with the
+// first row: no staging round trips (session 30: staged in shared memory as the warp kernels do, 5.3 us at
+// K 7168, M 1, run 4; loaded after each row's sum, 3.2 us, run 5). Why: the one-warp-per-row kernels leave a row of 7168 or 16384 elements to 32
 // lanes, which then wait out their loads one after another (H200, session 29 runs 10-11: the two-pass
 // kernel 15-18 us at K 7168 for 1 .. 1024 rows, the generic one 103-107 us at K 16384, against 2.8-4.2
 // for Triton's one program per row).
@@ -1008,6 +1008,11 @@ __global__ void __launch_bounds__(kCtaThreads) nq_cta_kernel(const Params p) {
   const int lpg = p.group_size / VEC;  // a power of two <= 32 (checked by the launcher)
   const int lpg_log2 = __ffs(lpg) - 1;
   pdl::launch_dependents();
+  // the thread's weights, once for every row: in flight with the first row's x (the weight is a
+  // parameter no earlier kernel writes, so it may be read before griddepcontrol.wait)
+  float w[NVT][VEC];
+#pragma unroll
+  for (int j = 0; j < NVT; ++j) load_weight8(p, tid + kCtaThreads * j, nvec, w[j]);
   pdl::wait();
 
   auto load = [&](uint4 (&x)[NVT], uint4 (&r)[RES ? NVT : 1], int64_t row) {
@@ -1051,10 +1056,6 @@ __global__ void __launch_bounds__(kCtaThreads) nq_cta_kernel(const Params p) {
     }
     const float ws = warp_sum(ss0 + ss1);
     if (lane == 0) s_part[it & 1][warp] = ws;
-    // the weights' loads are in flight across the block barrier
-    float w[NVT][VEC];
-#pragma unroll
-    for (int j = 0; j < NVT; ++j) load_weight8(p, tid + kCtaThreads * j, nvec, w[j]);
     __syncthreads();
     float sum = 0.f;
 #pragma unroll
