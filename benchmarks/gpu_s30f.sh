@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 30 run 6 at abb3c9a.
 # Session 30 run 6: the block-per-row norm-quant kernel with each thread's weights loaded once, before
 # the first row (run 5: loaded after each row's sum, 3.2 us at K 7168 M 1): the norm-quant GPU tests,
 # probe_norm_quant_decode at K 7168 / 16384, the norm -> FP8 GEMM chains on 2112x7168 with each backend;

@@ -955,7 +955,16 @@ _CUDA_NORM_WEIGHT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 #   K = 16384: M = 1 102.54 / 4.06, 16 106.79 / 4.20
 # The CUDA kernels were tuned on many rows (session 2: 32768 rows of 1536); past the measured bounds they
 # stay the default. The fused-add variant follows the same table (not measured separately).
-NORM_QUANT_TRITON_MAX_M: tuple = ((2048, 256), (None, 1024))
+# Session 30 runs 5-6 (benchmarks/results/session30/run5, run6, same method): rows longer than 4096 now
+# take a block-per-row CUDA kernel (csrc/norm_quant.cuh nq_cta_kernel) that lets the next kernel launch at
+# its start (PDL):
+#   K = 7168:  M = 1 3.30 / 2.65, 16 3.35 / 2.73, 64 3.59 / 2.99, 256 4.34 / 4.38, 1024 10.68 / 12.95
+#   K = 16384: M = 1 5.66 / 4.05, 16 5.85 / 4.19, 256 9.37 / 7.08, 1024 35.76 / 26.80
+# Alone it is slower at decode M, but followed by the FP8 block GEMM on its codes (bench_fp8_prequant.py,
+# 2112x7168, cold weights) the chain is faster: M = 1 8.86 vs 9.87 with Triton's, M = 16 10.02 vs 11.24
+# (rms_norm + the GEMM quantizing x itself: 7.89 / 10.09). Up to K = 8192 (the MLA norms, 7168) CUDA at
+# every M; longer rows keep Triton up to 1024 rows (their chain not measured).
+NORM_QUANT_TRITON_MAX_M: tuple = ((2048, 256), (8192, 0), (None, 1024))
 
 
 def _norm_quant_triton_max_m(K: int) -> int:
@@ -1074,8 +1083,8 @@ def rms_norm_quant_fp8(
     with ``column_major_scales``). Backends: "cuda" (the CUDA extension; bf16 / fp16 / fp32
     weight; any group size and alignment, 16-byte vector kernel where they allow), "triton",
     "reference". None: ``QLINEAR_RMS_NORM_QUANT_BACKEND``, else "reference" off CUDA, else "triton" for
-    few rows (:data:`NORM_QUANT_TRITON_MAX_M`: up to 256 rows of K <= 2048, 1024 of longer rows, where it
-    measured faster), else "cuda" when the extension loads, else "triton".
+    few rows (:data:`NORM_QUANT_TRITON_MAX_M`: up to 256 rows of K <= 2048, none of 2048 < K <= 8192, 1024
+    of longer rows, where it measured faster), else "cuda" when the extension loads, else "triton".
     """
     _check_act("x", x)
     if x.dim() != 2:

@@ -49,11 +49,13 @@ def test_gpu_default_falls_back_for_other_weight_dtypes():
 
 def test_gpu_default_takes_triton_for_few_rows():
     # measured faster there (NORM_QUANT_TRITON_MAX_M); decided before the extension is asked about
-    w_short, w_long = torch.empty(1536, dtype=torch.bfloat16), torch.empty(7168, dtype=torch.bfloat16)
+    w_short, w_long = torch.empty(1536, dtype=torch.bfloat16), torch.empty(16384, dtype=torch.bfloat16)
     assert ops._norm_quant_gpu_default(w_short, 1) == "triton"
     assert ops._norm_quant_gpu_default(w_short, 256) == "triton"
     assert ops._norm_quant_gpu_default(w_long, 1024) == "triton"
-    assert ops._norm_quant_triton_max_m(1536) == 256 and ops._norm_quant_triton_max_m(7168) == 1024
+    assert ops._norm_quant_triton_max_m(1536) == 256 and ops._norm_quant_triton_max_m(16384) == 1024
+    # the MLA norms' 7168: the CUDA block-per-row kernel at every M (its PDL trigger wins the norm -> GEMM chain)
+    assert ops._norm_quant_triton_max_m(7168) == 0 and ops._norm_quant_triton_max_m(4096) == 0
 
 
 def test_unknown_backend_names_the_choices():
