@@ -112,8 +112,11 @@ struct TmaCode {
 // gained nothing (62434 M = 9 / 12 / 16 6.96 / 6.93 / 7.02; its row-0 twin 6.69 / 6.44 / 6.49: the halves'
 // extra copies cost about what the conflicts did), 7168x16384 M = 16 24444 26.39 vs 74444 28.43 (run 3,
 // unswizzled: 27.61): so only 124444 is swizzled.
+// SW = 2 (tma_x3d): [8 nt rows][256 B] in the same swizzle, 1024-byte aligned as well.
 constexpr int kTmaXHalf = 2048, kTmaSwAlign = 1024;
-__host__ __device__ constexpr int tma_x_sb_bytes(bool sw, int mb) { return sw ? 2 * kTmaXHalf : mb * 256; }
+__host__ __device__ constexpr int tma_x_sb_bytes(bool sw, int mb, int nt = 2) {
+  return sw ? nt * kTmaXHalf : mb * 256;
+}
 // the ring's alignment: stages (and so the swizzled halves) kTmaSwAlign bytes with SW; the dynamic
 // shared memory then carries that much slack, which the kernel skips to align its ring
 __host__ __device__ constexpr int tma_ring_align(bool sw) { return sw ? kTmaSwAlign : 128; }
@@ -131,9 +134,9 @@ struct TmaLayout {
 // bytes apart: session 25 run 6 padded them to 288 (144-column boxes, no bank conflicts on the x reads)
 // and every M from 4 on got slower (2112x7168 M = 4 / 8 / 16: 5.36 / 5.97 / 9.25 vs 4.87 / 5.06 / 6.97
 // us). `landed`: what one stage's copies write (the swizzled halves' room for 16 rows is not all filled).
-__host__ __device__ constexpr TmaLayout tma_stage_layout(int r, int ks, int mb, bool sw) {
+__host__ __device__ constexpr TmaLayout tma_stage_layout(int r, int ks, int mb, bool sw, int nt = 2) {
   const int w = ks * r * 16 * 64;
-  const int x = ks * tma_x_sb_bytes(sw, mb);
+  const int x = ks * tma_x_sb_bytes(sw, mb, nt);
   const int s = ks * r * 16 * 2;
   const int z = ks * r * 16;
   const int a = tma_ring_align(sw);
@@ -143,8 +146,10 @@ __host__ __device__ constexpr TmaLayout tma_stage_layout(int r, int ks, int mb, 
 // Dynamic shared memory of code C at mb x rows: ST stages, the cross-warp reduction (with the pair
 // split one more tile: the CTA's sum, which the other CTA reads), ST full and ST empty mbarriers, and
 // with swizzled x the slack that aligns the ring to 1024 bytes.
-__host__ __device__ constexpr bool tma_swizzled(int code, int nt) { return tma_digits(code).sw >= 1 && nt == 2; }
-// SW = 2 at two token tiles: a superblock's x is one box of a 3-D map over x viewed as [M][K / 64][64]
+__host__ __device__ constexpr bool tma_swizzled(int code, int nt) {
+  return (tma_digits(code).sw == 1 && nt == 2) || tma_digits(code).sw == 2;
+}
+// SW = 2 (one or two token tiles): a superblock's x is one box of a 3-D map over x viewed as [M][K / 64][64]
 // (box 64 x 2 x MB), which lands in shared memory as [MB rows][2 halves][64 columns] under the same
 // 128-byte swizzle: 128-byte line L = 2 row + half has its 16-byte chunk c stored at c ^ (L & 7). A half-warp's
 // LDS.64 (rows g .. g + 3, lanes t) then touches 16 distinct 8-byte slots of one 128-byte span: no
@@ -153,11 +158,11 @@ __host__ __device__ constexpr bool tma_swizzled(int code, int nt) { return tma_d
 // Why: session 26 runs 3-4 measured SW = 1 on 2112x7168 M = 16 at 7.02 us against its row-0 twin's 6.49
 // and the unswizzled code's row-0 twin at 6.08: the second copy per superblock costs about what the
 // conflicts it removes did.
-__host__ __device__ constexpr bool tma_x3d(int code, int nt) { return tma_digits(code).sw == 2 && nt == 2; }
+__host__ __device__ constexpr bool tma_x3d(int code, int nt) { return tma_digits(code).sw == 2 && nt >= 1; }
 __host__ __device__ constexpr int tma_smem_bytes(int code, int nt, int mb) {
   const TmaDigits d = tma_digits(code);
   const bool sw = tma_swizzled(code, nt);
-  const int ring = d.st * tma_stage_layout(d.r, d.ks, mb, sw).stage_bytes;
+  const int ring = d.st * tma_stage_layout(d.r, d.ks, mb, sw, nt).stage_bytes;
   const int red = (d.cw * d.kh + (d.kp > 1 ? 1 : 0)) * d.r * nt * 4 * 32 * 4;
   return ring + red + 16 * d.st + tma_ring_slack(sw);
 }
@@ -203,7 +208,7 @@ __device__ __forceinline__ void tma_lds(const TmaParams& tp, const char* base, i
 #pragma unroll
       for (int h = 0; h < 2; ++h) c.w[u][r][h] = *reinterpret_cast<const uint4*>(wb + (r * 16 + 8 * h) * 64);
     if constexpr (SW) {
-      const char* xb = base + tp.off_x + j * tma_x_sb_bytes(true, 0);
+      const char* xb = base + tp.off_x + j * tma_x_sb_bytes(true, 0, NT);
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
@@ -235,7 +240,7 @@ __device__ __forceinline__ void tma_lds(const TmaParams& tp, const char* base, i
 
 // The producer's copies of stage st into slot `dst` (barrier bar): weights, scales and zero points
 // (wx false) or x (wx true; two swizzled halves per superblock with SW, one 3-D box with X3D).
-template <int R, int KS, bool SW, bool X3D = false>
+template <int R, int KS, bool SW, bool X3D, int NT>
 __device__ __forceinline__ void tma_issue(const TmaParams& tp, uint32_t dst, uint32_t bar, int st, int row0, bool wx) {
   const int sb0 = st * KS;
   if (!wx) {
@@ -247,7 +252,7 @@ __device__ __forceinline__ void tma_issue(const TmaParams& tp, uint32_t dst, uin
   } else if constexpr (X3D) {
 #pragma unroll
     for (int j = 0; j < KS; ++j)  // coordinates (column in the half, half = 2 sb, row)
-      tma::tensor_copy_3d(dst + tp.off_x + j * tma_x_sb_bytes(true, 0), &tp.xmap, 0, (sb0 + j) * 2, 0, bar);
+      tma::tensor_copy_3d(dst + tp.off_x + j * tma_x_sb_bytes(true, 0, NT), &tp.xmap, 0, (sb0 + j) * 2, 0, bar);
   } else {
 #pragma unroll
     for (int j = 0; j < KS; ++j)
@@ -313,18 +318,18 @@ __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::
       const int pro = nst < ST ? nst : ST;
       for (int s = 0; s < pro; ++s) {
         tma::mbar_arrive_tx(full0 + 8 * s, tp.tx_bytes);
-        tma_issue<R, KS, SW, X3D>(tp, tma::smem_u32(smem + s * tp.stage_bytes), full0 + 8 * s, st_lo + s, row0, false);
+        tma_issue<R, KS, SW, X3D, NT>(tp, tma::smem_u32(smem + s * tp.stage_bytes), full0 + 8 * s, st_lo + s, row0, false);
       }
       pdl::wait();
       for (int s = 0; s < pro; ++s)
-        tma_issue<R, KS, SW, X3D>(tp, tma::smem_u32(smem + s * tp.stage_bytes), full0 + 8 * s, st_lo + s, row0, true);
+        tma_issue<R, KS, SW, X3D, NT>(tp, tma::smem_u32(smem + s * tp.stage_bytes), full0 + 8 * s, st_lo + s, row0, true);
       for (int st = ST; st < nst; ++st) {
         const int slot = st % ST;
         tma::mbar_wait(empty0 + 8 * slot, static_cast<uint32_t>((st / ST - 1) & 1));
         const uint32_t dst = tma::smem_u32(smem + slot * tp.stage_bytes), bar = full0 + 8 * slot;
         tma::mbar_arrive_tx(bar, tp.tx_bytes);
-        tma_issue<R, KS, SW, X3D>(tp, dst, bar, st_lo + st, row0, false);
-        tma_issue<R, KS, SW, X3D>(tp, dst, bar, st_lo + st, row0, true);
+        tma_issue<R, KS, SW, X3D, NT>(tp, dst, bar, st_lo + st, row0, false);
+        tma_issue<R, KS, SW, X3D, NT>(tp, dst, bar, st_lo + st, row0, true);
       }
     }
     if constexpr (KP > 1) {
@@ -428,7 +433,7 @@ __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::
 // workspace split (four CTAs per 64-row tile, a quarter of K each, no cluster, partial sums through a
 // global workspace: half the pair split's x bytes) lost at every M on 2112x7168 (M = 1 / 8 / 16: best
 // 6.17 / 6.55 / 8.69 vs 4.63 / 5.06 / 7.00 us) and on 7168x16384 M = 16 (34.64 vs 27.38); removed.
-constexpr int kTmaNT1[] = {32844, 22844, 22464, 22848, 21844, 82844, 52444};
+constexpr int kTmaNT1[] = {32844, 22844, 22464, 22848, 21844, 82844, 52444, 232844, 222464, 252444};
 // Session 30 (benchmarks/results/session30, runs 1-3): SW = 2 (one 3-D x box per superblock) took 2112x7168
 // M = 16 from 6.97 (62434) to 6.36 us (262434) and 7168x16384 M = 16 from 26.27 (124444) to 25.87 (224444);
 // its neighbours lost: 262444 6.80, 262424 6.72, 261434 (16-row pair split, two CTAs per SM) 8.43 and
@@ -441,7 +446,7 @@ constexpr bool tma_codes_fit(const int (&codes)[L], int nt) {
     if (tma_smem_bytes(codes[i], nt, 8 * nt) > static_cast<int>(kSm90SmemOptin)) return false;
     const TmaDigits d = tma_digits(codes[i]);
     for (int mb = 1; mb <= 8 * nt; ++mb) {
-      const TmaLayout l = tma_stage_layout(d.r, d.ks, mb, tma_swizzled(codes[i], nt));
+      const TmaLayout l = tma_stage_layout(d.r, d.ks, mb, tma_swizzled(codes[i], nt), nt);
       if (l.off_s % 128 != 0 || l.off_z % 128 != 0) return false;
     }
   }
@@ -461,7 +466,8 @@ constexpr bool tma_x3d_twins_listed(const int (&codes)[L]) {
   }
   return true;
 }
-static_assert(tma_x3d_twins_listed(kTmaNT2), "an SW = 2 TMA ring code's unswizzled twin is not compiled");
+static_assert(tma_x3d_twins_listed(kTmaNT1) && tma_x3d_twins_listed(kTmaNT2),
+              "an SW = 2 TMA ring code's unswizzled twin is not compiled");
 
 // Defined in w4a16_tma_launch.cu (the call's tensor maps, then the instance of `code`).
 cudaError_t tma_dispatch_bf16(const Params& p, int code, int nt, bool pdl, cudaStream_t s);

@@ -44,7 +44,7 @@ cudaError_t tma_launch(TmaParams& tp, bool pdl, cudaStream_t stream) {
   constexpr bool sw = tma_swizzled(C, NT);
   if (!tma_maps(tp, 16 * D::R, D::KS, std::is_same<XT, __nv_bfloat16>::value, sw, tma_x3d(C, NT)))
     return cudaErrorInvalidValue;
-  const TmaLayout l = tma_stage_layout(D::R, D::KS, tp.mb, sw);
+  const TmaLayout l = tma_stage_layout(D::R, D::KS, tp.mb, sw, NT);
   tp.off_x = l.off_x;
   tp.off_s = l.off_s;
   tp.off_z = l.off_z;
@@ -68,7 +68,7 @@ cudaError_t tma_dispatch(const Params& p, int code, int nt, bool pdl, cudaStream
   tp.scale_bf16 = p.scale_kind == FKind::kBFloat16 ? 1 : 0;
   // SW = 2 views x as [M][K / 64][64]: with K % 64 != 0 its unswizzled twin runs (compiled: the
   // static_assert beside kTmaNT2)
-  if (nt == 2 && tma_digits(code).sw == 2 && p.k % 64 != 0) code %= 100000;
+  if (tma_digits(code).sw == 2 && p.k % 64 != 0) code %= 100000;
   if (nt == 1)
     return with_listed_code<kTmaNT1>(code, cudaErrorInvalidValue,
                                      [&](auto c) { return tma_launch<XT, decltype(c)::value, 1>(tp, pdl, s); });

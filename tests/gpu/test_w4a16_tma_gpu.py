@@ -114,17 +114,17 @@ def test_scale_dtypes_strided_x_graph_pdl(lib):
 
 
 def test_x3d_codes_match_their_twins(lib):
-    # SW = 2 (one 3-D x box per superblock in the 128-byte swizzle) changes only where x lands in shared
-    # memory: the same fragments meet the same mma in the same order, so its results equal the unswizzled
-    # twin's (code % 100000) bit for bit, on contiguous and strided x; with K % 64 != 0 the launcher runs
-    # the twin itself
-    x3d = [c for c in _codes(lib, 2) if c // 100000 == 2]
-    assert x3d, "no SW = 2 code compiled"
+    # SW = 2 (one 3-D x box per superblock in the 128-byte swizzle, at one or two token tiles) changes
+    # only where x lands in shared memory: the same fragments meet the same mma in the same order, so its
+    # results equal the unswizzled twin's (code % 100000) bit for bit, on contiguous and strided x; with
+    # K % 64 != 0 the launcher runs the twin itself
+    x3d = [(nt, c) for nt in (1, 2) for c in _codes(lib, nt) if c // 100000 == 2]
+    assert {nt for nt, _ in x3d} == {1, 2}, f"SW = 2 codes compiled: {x3d}"
     packed, w = _layer(2112, 7168, 128, True, torch.bfloat16, seed=31)
     xs = torch.randn(16, 7168 + 64, device=DEV).to(torch.bfloat16)[:, :7168]
     pc, wc = _layer(1040, 1000, -1, False, torch.float16, seed=32)  # K % 64 != 0
-    for code in x3d:
-        for m in (9, 13, 16):
+    for nt, code in x3d:
+        for m in ((1, 3, 8) if nt == 1 else (9, 13, 16)):
             for xm in (torch.randn(m, 7168, device=DEV, dtype=torch.bfloat16), xs[:m]):
                 y = ops.cuda_gemv(xm, packed, ring=code)
                 assert_matches(y, xm, w, None, f"M={m} code={code}")
@@ -133,17 +133,17 @@ def test_x3d_codes_match_their_twins(lib):
             y = ops.cuda_gemv(xk, pc, ring=code)
             assert_matches(y, xk, wc, None, f"K=1000 M={m} code={code}")
             assert torch.equal(y, ops.cuda_gemv(xk, pc, ring=code % 100000)), (m, code, "K % 64")
-    # PDL in a graph, replayed on fresh x
+    # PDL in a graph, replayed on fresh x (each code at its token tiles' largest M)
     x = torch.randn(16, 7168, device=DEV, dtype=torch.bfloat16)
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g):
-        ys = [ops.cuda_gemv(x, packed, ring=code, pdl=True) for code in x3d]
+        ys = [(8 * nt, ops.cuda_gemv(x[: 8 * nt], packed, ring=code, pdl=True)) for nt, code in x3d]
     for seed in range(2):
         x.copy_(torch.randn(16, 7168, device=DEV, generator=torch.Generator(device=DEV).manual_seed(40 + seed)))
         g.replay()
         torch.cuda.synchronize()
-        for y in ys:
-            assert_matches(y, x, w, None, f"graph replay {seed}")
+        for m, y in ys:
+            assert_matches(y, x[:m], w, None, f"graph replay {seed}")
 
 
 def test_close_to_register_kernel(lib):
