@@ -7,6 +7,8 @@
 #   gpu_ncu NAME LIMIT KERNEL_REGEX SCRIPT   -> $OUT/NAME.txt (ncu of SCRIPT's kernels), prints the key rows
 #     ($NCU_EXTRA: more ncu arguments, e.g. "--section ComputeWorkloadAnalysis")
 #   gpu_sass OBJECT_GLOB FUNCTION...         -> $OUT/FUNCTION.sass.gz (cuobjdump -sass of the built object)
+#   gpu_run_start NAME                       -> a device run's start: its files under /tmp/NAME, tarred into the
+#     device's $OUT as NAME.tgz on exit (whatever happens), PYTHONPATH, the build (the run stops if it fails)
 #   gpu_probe_lib_start NAME / gpu_probe_lib_wait -> the W4A16 micro-benchmark library
 #     (csrc/probe/w4a16_probe.cu) built in the background into $probe_so, log $OUT/NAME_probe_build.log
 set -uo pipefail
@@ -84,6 +86,20 @@ gpu_probe_lib_start() {  # gpu_probe_lib_start NAME: nvcc in the background (~10
 
 gpu_probe_lib_wait() {
     wait "$probe_pid"; echo "probe build rc=$? (log $probe_log)"
+}
+
+gpu_run_start() {  # gpu_run_start NAME
+    local name=$1
+    DEST=$OUT
+    OUT=/tmp/$name
+    export OUT
+    rm -rf "$OUT" && mkdir -p "$OUT"
+    export PYTHONPATH="${PYTHONPATH:-$PWD}"
+    # shellcheck disable=SC2064  # the paths are fixed now
+    trap "tar czf '$DEST/$name.tgz' -C '$OUT' ." EXIT
+    gpu_build "$name"
+    [ "$build_rc" -ne 0 ] && exit 1
+    return 0
 }
 
 gpu_cleanup() {

@@ -3,14 +3,9 @@
 # 232844, 222464 (twins of the dispatch's 52444, 32844, 22464): the TMA ring tests (twin bit-equality at
 # M = 1 / 3 / 8 too) and the dispatch-table test, then bench_w4tma against the twins at M = 2 .. 8.
 #   (device, carry build/snap) cd build/snap && OUT=$OUT bash benchmarks/gpu_s30g.sh
-DEST=${OUT:?}
-export OUT=/tmp/s30g
-rm -rf "$OUT"
+: "${OUT:?}"
 source "$(dirname "$0")/_gpu_build.sh"
-export PYTHONPATH="${PYTHONPATH:-$PWD}"
-trap 'tar czf "$DEST/s30g.tgz" -C "$OUT" .' EXIT
-gpu_build s30g
-[ "$build_rc" -ne 0 ] && exit 1
+gpu_run_start s30g
 gpu_pytest tma_tests 150 tests/gpu/test_w4a16_tma_gpu.py
 gpu_pytest w4_table 60 tests/gpu/test_w4a16_cuda_gpu.py -k "auto_table"
 gpu_probe tma_few 80 "BEST|rror|Traceback|tma" benchmarks/bench_w4tma.py --shapes few --ms 2 4 8 \
