@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 30 run 7 at 185376b.
 # Session 30 run 7: SW = 2 (swizzled x, one 3-D box per superblock) at one token tile as well: codes 252444,
 # 232844, 222464 (twins of the dispatch's 52444, 32844, 22464): the TMA ring tests (twin bit-equality at
 # M = 1 / 3 / 8 too) and the dispatch-table test, then bench_w4tma against the twins at M = 2 .. 8.

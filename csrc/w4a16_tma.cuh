@@ -420,7 +420,7 @@ __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::
 // TMA ring shapes compiled, per token tiles (code: [SW] F R KS ST CW as decimal digits; F 3 = the zero
 // fold, 5 = the pair split, 6 = pair + k-step split, 7 = the k-step split, 8 = diagnostic mode 1; SW 1 =
 // swizzled x in two boxes per superblock, SW 2 = in one 3-D box). The dispatch (qlinear/ops/w4a16.py
-// _CUDA_RING_AUTO) uses 32844, 22464, 52444 (one token tile), 224444 and 262434 (two); the others are its
+// _CUDA_RING_AUTO) uses 32844, 22464, 252444 (one token tile), 224444 and 262434 (two); the others are its
 // measured neighbours, kept for re-tuning (benchmarks/bench_w4tma.py).
 // Session 24 runs 2-3 and 10 at two token tiles on 2112x7168 M = 16 (us): 21848 8.32, 21858 8.57,
 // 21844 9.61, 21854 9.62, 21484 9.82, 71848 8.48, 71844 9.13 (removed: 21854, 21484, 21858, 71848,
@@ -433,7 +433,11 @@ __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::
 // workspace split (four CTAs per 64-row tile, a quarter of K each, no cluster, partial sums through a
 // global workspace: half the pair split's x bytes) lost at every M on 2112x7168 (M = 1 / 8 / 16: best
 // 6.17 / 6.55 / 8.69 vs 4.63 / 5.06 / 7.00 us) and on 7168x16384 M = 16 (34.64 vs 27.38); removed.
-constexpr int kTmaNT1[] = {32844, 22844, 22464, 22848, 21844, 82844, 52444, 232844, 222464, 252444};
+// Session 30 run 7 (benchmarks/results/session30/run7): SW = 2 at one token tile, 2112x7168 M = 2 / 4 / 8:
+// 252444 4.69 / 4.70 / 4.74 vs 52444 4.71 / 4.87 / 5.11 us; 7168x16384 M = 1 / 4 / 8: 232844 26.25 / 26.65 /
+// 26.43 vs 32844 19.91 / 20.48 / 31.05, 222464 22.77 / 22.82 / 22.52 vs 22464 28.10 / 21.56 / 21.66 (their
+// stages hold 8 x rows of x per superblock at every M, and fewer CTAs fit an SM): only 252444 kept.
+constexpr int kTmaNT1[] = {32844, 22844, 22464, 22848, 21844, 82844, 52444, 252444};
 // Session 30 (benchmarks/results/session30, runs 1-3): SW = 2 (one 3-D x box per superblock) took 2112x7168
 // M = 16 from 6.97 (62434) to 6.36 us (262434) and 7168x16384 M = 16 from 26.27 (124444) to 25.87 (224444);
 // its neighbours lost: 262444 6.80, 262424 6.72, 261434 (16-row pair split, two CTAs per SM) 8.43 and
