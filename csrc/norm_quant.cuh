@@ -250,8 +250,8 @@ __device__ __forceinline__ int w_slot(int e, int nvec) {
 
 // One vector (VEC elements of h, vector index v of the row) through y = (h * rstd) * w, the group
 // amax (xor-shuffle over the group's lpg lanes: every lane of the warp must call this), the group
-// scale and the e4m3 codes; lanes with v >= nvec hold zeros and store nothing.
-// quant_vec with the vector's VEC weights given (as fp32).
+// scale and the e4m3 codes; lanes with v >= nvec hold zeros and store nothing. w: the vector's VEC
+// weights as fp32.
 template <typename T>
 __device__ __forceinline__ void quant_vec_w(const Params& p, const float (&w)[Elt<T>::VEC], const uint4& h, int64_t row,
                                             int v, int nvec, int lpg, int lpg_log2, int lane, float rstd, bool active) {
@@ -291,7 +291,7 @@ __device__ __forceinline__ void quant_vec_w(const Params& p, const float (&w)[El
   }
 }
 
-// quant_vec with the weight read from the block's fp32 stage (stage_weight's w_slot layout).
+// quant_vec_w with the weights read from the block's fp32 stage (stage_weight's w_slot layout).
 template <typename T>
 __device__ __forceinline__ void quant_vec(const Params& p, const float4* s_w4, const uint4& h, int64_t row, int v,
                                           int nvec, int lpg, int lpg_log2, int lane, float rstd, bool active) {
@@ -987,11 +987,12 @@ __global__ void __launch_bounds__(256, MINB) nq_slim_kernel(const Params p) {
 // registers; a group is lpg consecutive threads of one warp at one j, as in nq_vec_kernel (quant_vec);
 // the sum of squares meets through shared memory, each thread adding the warps' sums in warp order (one
 // value per block). Each thread holds the weights of its own vectors in registers, loaded once with the
-// first row: no staging round trips (session 30: staged in shared memory as the warp kernels do, 5.3 us at
-// K 7168, M 1, run 4; loaded after each row's sum, 3.2 us, run 5). Why: the one-warp-per-row kernels leave a row of 7168 or 16384 elements to 32
-// lanes, which then wait out their loads one after another (H200, session 29 runs 10-11: the two-pass
-// kernel 15-18 us at K 7168 for 1 .. 1024 rows, the generic one 103-107 us at K 16384, against 2.8-4.2
-// for Triton's one program per row).
+// first row (session 30: staged in shared memory as the warp kernels do, 5.3 us at K 7168, M 1, run 4;
+// reloaded after each row's sum 3.2 us, run 5; once 3.3 us, run 6).
+// Why: the one-warp-per-row kernels leave a row of 7168 or 16384 elements to 32 lanes, which then wait
+// out their loads one after another (H200, session 29 runs 10-11: the two-pass kernel 15-18 us at K 7168
+// for 1 .. 1024 rows, the generic one 103-107 us at K 16384, against 2.8-4.2 for Triton's one program
+// per row).
 // PDL: launch_dependents at the start, so that a GEMM launched after it with PDL (the FP8 block GEMM on
 // these codes) loads its weights while the rows are normalized; that GEMM's griddepcontrol.wait still
 // waits for this whole grid. wait before the first access of x (a no-op unless launched with PDL).

@@ -61,8 +61,9 @@ struct NormQuantConfig {
 };
 
 // Returns cudaSuccess or the launch error; *kernel (when given) receives what ran: 2 for the row
-// kernel, 3 for its bulk-copy form (nq_bulk_kernel), the register kernel's budget NV (vectors per lane: 8 or 16), 1 for the two-pass vector
-// kernel, 5 for the block-per-row kernel (nq_cta_kernel), 0 for the generic kernel, -1 for no launch (zero rows). Invalid sizes return cudaErrorInvalidValue.
+// kernel, 3 for its bulk-copy form (nq_bulk_kernel), the register kernel's budget NV (vectors per lane:
+// 8 or 16), 1 for the two-pass vector kernel, 5 for the block-per-row kernel (nq_cta_kernel), 0 for the
+// generic kernel, -1 for no launch (zero rows). Invalid sizes return cudaErrorInvalidValue.
 cudaError_t rms_norm_quant_fp8_launch(const NormQuantArgs& args, cudaStream_t stream,
                                       NormQuantConfig config = NormQuantConfig(), int* kernel = nullptr);
 

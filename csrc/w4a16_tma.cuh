@@ -73,9 +73,9 @@ struct TmaParams {
 // 5 the pair split (a cluster of two CTAs per row tile, each half of the stages, summed through
 // distributed shared memory), 6 both splits, 8 the diagnostic mode 1. One decoding for the instances
 // (TmaCode) and the host's grid, size and warp counts.
-// A sixth digit SW (code / 100000) puts x in TMA's 128-byte swizzle at two token tiles: SW = 1 as two
-// 64-column boxes per superblock (see kTmaXHalf), SW = 2 as one 3-D box (see tma_x3d); the five-digit
-// code's layout otherwise.
+// A sixth digit SW (code / 100000) puts x in TMA's 128-byte swizzle: SW = 1 at two token tiles as two
+// 64-column boxes per superblock (see kTmaXHalf), SW = 2 at either as one 3-D box (see tma_x3d); the
+// five-digit code's layout otherwise.
 struct TmaDigits {
   int f, r, ks, st, cw;
   int kh;  // consumer warps per superblock slot: 2 for the k-step split, else 1
@@ -158,7 +158,7 @@ __host__ __device__ constexpr bool tma_swizzled(int code, int nt) {
 // Why: session 26 runs 3-4 measured SW = 1 on 2112x7168 M = 16 at 7.02 us against its row-0 twin's 6.49
 // and the unswizzled code's row-0 twin at 6.08: the second copy per superblock costs about what the
 // conflicts it removes did.
-__host__ __device__ constexpr bool tma_x3d(int code, int nt) { return tma_digits(code).sw == 2 && nt >= 1; }
+__host__ __device__ constexpr bool tma_x3d(int code, int /*nt: either*/) { return tma_digits(code).sw == 2; }
 __host__ __device__ constexpr int tma_smem_bytes(int code, int nt, int mb) {
   const TmaDigits d = tma_digits(code);
   const bool sw = tma_swizzled(code, nt);
@@ -318,11 +318,13 @@ __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::
       const int pro = nst < ST ? nst : ST;
       for (int s = 0; s < pro; ++s) {
         tma::mbar_arrive_tx(full0 + 8 * s, tp.tx_bytes);
-        tma_issue<R, KS, SW, X3D, NT>(tp, tma::smem_u32(smem + s * tp.stage_bytes), full0 + 8 * s, st_lo + s, row0, false);
+        tma_issue<R, KS, SW, X3D, NT>(tp, tma::smem_u32(smem + s * tp.stage_bytes), full0 + 8 * s, st_lo + s, row0,
+                                      false);
       }
       pdl::wait();
       for (int s = 0; s < pro; ++s)
-        tma_issue<R, KS, SW, X3D, NT>(tp, tma::smem_u32(smem + s * tp.stage_bytes), full0 + 8 * s, st_lo + s, row0, true);
+        tma_issue<R, KS, SW, X3D, NT>(tp, tma::smem_u32(smem + s * tp.stage_bytes), full0 + 8 * s, st_lo + s, row0,
+                                      true);
       for (int st = ST; st < nst; ++st) {
         const int slot = st % ST;
         tma::mbar_wait(empty0 + 8 * slot, static_cast<uint32_t>((st / ST - 1) & 1));
