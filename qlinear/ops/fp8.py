@@ -963,8 +963,10 @@ _CUDA_NORM_WEIGHT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 # Alone it is slower at decode M, but followed by the FP8 block GEMM on its codes (bench_fp8_prequant.py,
 # 2112x7168, cold weights) the chain is faster: M = 1 8.86 vs 9.87 with Triton's, M = 16 10.02 vs 11.24
 # (rms_norm + the GEMM quantizing x itself: 7.89 / 10.09). Up to K = 8192 (the MLA norms, 7168) CUDA at
-# every M; longer rows keep Triton up to 1024 rows (their chain not measured).
-NORM_QUANT_TRITON_MAX_M: tuple = ((2048, 256), (8192, 0), (None, 1024))
+# every M where that kernel takes the operands (_norm_quant_cta_ok; elsewhere the launcher's two-pass
+# kernel would run: Triton); rows of 2049 .. 4096 (the launcher's warp-per-row register kernel, not measured
+# at decode M) and longer than 8192 keep Triton up to 1024 rows (their chain not measured).
+NORM_QUANT_TRITON_MAX_M: tuple = ((2048, 256), (4096, 1024), (8192, 0), (None, 1024))
 
 
 def _norm_quant_triton_max_m(K: int) -> int:
@@ -974,12 +976,34 @@ def _norm_quant_triton_max_m(K: int) -> int:
     return 0
 
 
-def _norm_quant_gpu_default(weight: torch.Tensor, M: Optional[int] = None) -> str:
+def _norm_quant_cta_ok(x: torch.Tensor, weight: torch.Tensor, residual: Optional[torch.Tensor],
+                       group_size: int) -> bool:
+    """Whether the CUDA launcher runs its block-per-row kernel on these operands (csrc/norm_quant_launch.cu,
+    nq_cta_kernel's conditions): 16-bit x [M, K] with K % 8 == 0 and K <= 16384, a group of 8 * 2^i <= 256
+    columns, and x rows, residual rows and the weight 16-byte aligned. Elsewhere that launcher's kernels for
+    these row lengths are the slow two-pass and generic ones."""
+    def rows16(t: torch.Tensor) -> bool:
+        return t.data_ptr() % 16 == 0 and (t.shape[0] <= 1 or t.stride(0) * t.element_size() % 16 == 0)
+
+    K = x.shape[-1]
+    lanes = group_size // 8
+    return (x.dtype in (torch.bfloat16, torch.float16) and K % 8 == 0 and K <= 16384 and group_size % 8 == 0
+            and 0 < lanes <= 32 and lanes & (lanes - 1) == 0 and rows16(x) and weight.data_ptr() % 16 == 0
+            and (residual is None or rows16(residual)))
+
+
+def _norm_quant_gpu_default(weight: torch.Tensor, M: Optional[int] = None, x: Optional[torch.Tensor] = None,
+                            residual: Optional[torch.Tensor] = None, group_size: int = 128) -> str:
     """"triton" for M <= :data:`NORM_QUANT_TRITON_MAX_M`'s bound at K = ``weight.numel()`` (M None: not
-    checked), else "cuda" when the CUDA extension loads and reads this weight dtype, else "triton"."""
+    checked), and where that bound is 0 (the rows the CUDA block-per-row kernel was measured on) for an ``x``
+    that kernel does not take (:func:`_norm_quant_cta_ok`); else "cuda" when the CUDA extension loads and
+    reads this weight dtype, else "triton"."""
     if weight.dtype not in _CUDA_NORM_WEIGHT_DTYPES:
         return "triton"
-    if M is not None and M <= _norm_quant_triton_max_m(weight.numel()):
+    bound = _norm_quant_triton_max_m(weight.numel())
+    if M is not None and M <= bound:
+        return "triton"
+    if bound == 0 and x is not None and not _norm_quant_cta_ok(x, weight, residual, group_size):
         return "triton"
     # Function-local import (the one allowed kind): keeps the extension loader, and with it
     # torch.utils.cpp_extension, off the `import qlinear.ops` path.
@@ -1083,8 +1107,9 @@ def rms_norm_quant_fp8(
     with ``column_major_scales``). Backends: "cuda" (the CUDA extension; bf16 / fp16 / fp32
     weight; any group size and alignment, 16-byte vector kernel where they allow), "triton",
     "reference". None: ``QLINEAR_RMS_NORM_QUANT_BACKEND``, else "reference" off CUDA, else "triton" for
-    few rows (:data:`NORM_QUANT_TRITON_MAX_M`: up to 256 rows of K <= 2048, none of 2048 < K <= 8192, 1024
-    of longer rows, where it measured faster), else "cuda" when the extension loads, else "triton".
+    few rows (:data:`NORM_QUANT_TRITON_MAX_M`: up to 256 rows of K <= 2048, none of 4096 < K <= 8192 where the
+    CUDA block-per-row kernel takes x, 1024 of other rows, where it measured faster), else "cuda" when the
+    extension loads, else "triton".
     """
     _check_act("x", x)
     if x.dim() != 2:
@@ -1093,7 +1118,7 @@ def rms_norm_quant_fp8(
     if weight.shape != (K,) or not weight.is_floating_point() or weight.stride(0) != 1:
         raise ValueError(f"weight: expected a floating-point [{K}] with stride 1, got {describe(weight)}")
     if backend is None and env_backend("QLINEAR_RMS_NORM_QUANT_BACKEND", _NORM_BACKENDS) is None and x.is_cuda:
-        be = _norm_quant_gpu_default(weight, M)
+        be = _norm_quant_gpu_default(weight, M, x, residual, group_size)
     else:
         be = _resolve(backend, "QLINEAR_RMS_NORM_QUANT_BACKEND", _NORM_BACKENDS, x.device, "triton")
     if be == "cuda":

@@ -55,7 +55,30 @@ def test_gpu_default_takes_triton_for_few_rows():
     assert ops._norm_quant_gpu_default(w_long, 1024) == "triton"
     assert ops._norm_quant_triton_max_m(1536) == 256 and ops._norm_quant_triton_max_m(16384) == 1024
     # the MLA norms' 7168: the CUDA block-per-row kernel at every M (its PDL trigger wins the norm -> GEMM chain)
-    assert ops._norm_quant_triton_max_m(7168) == 0 and ops._norm_quant_triton_max_m(4096) == 0
+    assert ops._norm_quant_triton_max_m(7168) == 0 and ops._norm_quant_triton_max_m(8192) == 0
+    # rows of 2049 .. 4096 run the launcher's warp-per-row register kernel: Triton as before
+    assert ops._norm_quant_triton_max_m(4096) == 1024 and ops._norm_quant_triton_max_m(3072) == 1024
+
+
+def test_gpu_default_keeps_triton_where_the_block_kernel_does_not_apply():
+    # at 2048 < K <= 8192 "cuda" means the block-per-row kernel; operands it does not take would get the
+    # launcher's slow two-pass kernel, so the default stays Triton for them (decided before the extension)
+    w = torch.randn(7168, dtype=torch.bfloat16)
+    base = torch.randn(3, 7168 + 4, dtype=torch.bfloat16)
+    x = base[:, :7168]
+    assert ops._norm_quant_cta_ok(base[:, :7168].contiguous(), w, None, 128)
+    cases = {
+        "row stride of 7172 elements (14344 bytes)": (x, None, 128),
+        "x one element in": (base[:, 1:7169], None, 128),
+        "fp32 x": (x.contiguous().float(), None, 128),
+        "group 96 (12 lanes)": (x.contiguous(), None, 96),
+        "residual rows misaligned": (x.contiguous(), base[:, 1:7169], 128),
+    }
+    for what, (xi, res, group) in cases.items():
+        assert not ops._norm_quant_cta_ok(xi, w, res, group), what
+        assert ops._norm_quant_gpu_default(w, 1, xi, res, group) == "triton", what
+        assert ops._norm_quant_gpu_default(w, 4096, xi, res, group) == "triton", what
+    assert not ops._norm_quant_cta_ok(x.contiguous(), torch.randn(7169, dtype=torch.bfloat16)[1:], None, 128)
 
 
 def test_unknown_backend_names_the_choices():
