@@ -850,8 +850,8 @@ def cuda_gemv(
 
     ``ring``: the cp.async ring kernel's shape code (see :data:`_CUDA_RING`; 0 = automatic, -1 =
     the register kernel, >= 10000 = the bulk ring kernel, >= 20000 = the TMA ring kernel,
-    ``csrc/w4a16_tma.cuh``, 100000 + its code = the same with swizzled x in two boxes per superblock,
-    200000 + its code = swizzled x in one 3-D box, M > 8 only); None = -1 when
+    ``csrc/w4a16_tma.cuh``, 100000 + its code = the same with swizzled x in two boxes per superblock
+    (M > 8 only), 200000 + its code = swizzled x in one 3-D box); None = -1 when
     ``config`` is given, else
     :data:`_CUDA_RING` (then :data:`_CUDA_RING_AUTO` when that is 0). An explicit 0 is the
     launcher's own choice. ``config`` =
