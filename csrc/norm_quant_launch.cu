@@ -266,8 +266,12 @@ bool allow_smem(const void* kernel, size_t bytes) {
   for (int i = 0; i < used; ++i)
     if (done[i] == kernel) return true;
   // the most any block of it needs (8 warps, 4 slots of 2 x 1536 x 2 bytes: 198 KB) within the
-  // device's 227 KB
-  if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 227 * 1024) != cudaSuccess) {
+  // device's 227 KB, less the kernel's static shared memory (the driver refuses a sum above 227 KB:
+  // session 30 run 4, a kernel with 64 static bytes)
+  cudaFuncAttributes fa{};
+  if (cudaFuncGetAttributes(&fa, kernel) != cudaSuccess ||
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           227 * 1024 - static_cast<int>(fa.sharedSizeBytes)) != cudaSuccess) {
     (void)cudaGetLastError();
     return false;
   }
