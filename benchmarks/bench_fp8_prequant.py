@@ -11,6 +11,7 @@ the codes each chain produced. Writes fp8_prequant.json + .png.
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from pathlib import Path
 
@@ -21,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _timing import cold_fp8_block_weights, env_info, rel_err_check, runnable, time_case_rows, write_results  # noqa: E402
 
+from qlinear.kernels import fp8_triton  # noqa: E402
 from qlinear.ops import fp8 as ops  # noqa: E402
 from qlinear.ops import rms_norm  # noqa: E402
 from qlinear.reference import fp8 as ref  # noqa: E402
@@ -31,8 +33,10 @@ def main() -> None:
     ap.add_argument("--out", default=None)
     ap.add_argument("--ms", type=int, nargs="+", default=[1, 16, 64])
     ap.add_argument("--shapes", nargs="+", default=["2112x7168", "24576x1536", "7168x16384"])
-    ap.add_argument("--nq-backends", nargs="*", default=[], choices=["cuda", "triton"],
-                    help="also the chain with rms_norm_quant_fp8 on each of these backends, and each norm alone")
+    ap.add_argument("--nq-backends", nargs="*", default=[],
+                    choices=["cuda", "triton", "triton-first", "triton-early", "triton-late"],
+                    help="also the chain with rms_norm_quant_fp8 on each of these backends (triton-<trigger>: the "
+                         "Triton kernel launched with PDL and that trigger), and each norm alone")
     args = ap.parse_args()
     torch.manual_seed(0)
     rows = []
@@ -59,9 +63,13 @@ def main() -> None:
             }
             # each norm-quant backend in the chain, and each norm alone (--backends)
             for be in args.nq_backends:
-                fns[f"norm-quant {be} + linear on codes"] = lambda i, be=be: ops.fp8_block_linear_quantized(
-                    *ops.rms_norm_quant_fp8(h, gamma, 1e-6, 128, backend=be), ws[i % copies], ss[i % copies])
-                fns[f"norm-quant {be} alone"] = lambda i, be=be: ops.rms_norm_quant_fp8(h, gamma, 1e-6, 128, backend=be)
+                if be.startswith("triton-"):  # the Triton kernel launched with PDL and that trigger
+                    nq = functools.partial(fp8_triton.rms_norm_quant_fp8, pdl_trigger=be.split("-")[1])
+                else:
+                    nq = functools.partial(ops.rms_norm_quant_fp8, backend=be)
+                fns[f"norm-quant {be} + linear on codes"] = lambda i, nq=nq: ops.fp8_block_linear_quantized(
+                    *nq(h, gamma, 1e-6, 128), ws[i % copies], ss[i % copies])
+                fns[f"norm-quant {be} alone"] = lambda i, nq=nq: nq(h, gamma, 1e-6, 128)
             if args.nq_backends:
                 fns["norm alone"] = lambda i: rms_norm(h, gamma, 1e-6)
             case = f"M={m} {n}x{k}"

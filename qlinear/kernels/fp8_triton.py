@@ -973,9 +973,12 @@ def _rms_norm_quant_fp8_kernel(
     NUM_GROUPS: tl.constexpr,
     HAS_RESIDUAL: tl.constexpr,
     INTERPRET: tl.constexpr,
+    USE_PDL: tl.constexpr,
+    PDL_EARLY: tl.constexpr,
 ):
     # One program per row; the row is held as a [NUM_GROUPS, GROUP] tile so the group maxima are
     # row reductions of that tile.
+    pdl_prologue(USE_PDL, PDL_EARLY)
     row = tl.program_id(0).to(tl.int64)
     gi = tl.arange(0, NUM_GROUPS)
     cols = gi[:, None] * GROUP + tl.arange(0, GROUP)[None, :]
@@ -993,6 +996,7 @@ def _rms_norm_quant_fp8_kernel(
     w = tl.load(W_ptr + cols, mask=ok, other=0.0).to(tl.float32)
     y = h * rstd * w
     qv, scale = _quant_rows(y, scale_eps, INTERPRET)
+    pdl_trigger(USE_PDL, PDL_EARLY)
     tl.store(Q_ptr + row * Q_row_stride + cols, qv, mask=ok)
     tl.store(S_ptr + row * S_row_stride + gi * S_col_stride, scale, mask=gi < G)
 
@@ -1007,12 +1011,17 @@ def rms_norm_quant_fp8(
     column_major_scales: bool = False,
     scale_eps: float = 1e-10,
     num_warps: int | None = None,
+    pdl_trigger: str | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """RMSNorm of the rows of ``x`` [M, K] (``stride(1) == 1``, any row stride) written as e4m3
     [M, K] plus fp32 group scales [M, cdiv(K, group_size)] (column-major on request). With
     ``residual`` (same shape/dtype, ``stride(1) == 1``): ``residual <- dtype(x + residual)`` in
     place, and the new residual is normalized. Formula: ``qlinear.reference.fp8.rms_norm_quant_fp8_ref``.
     One program per row, the whole row in registers; ``num_warps`` overrides the default.
+    ``pdl_trigger`` ("first" / "early" / "late", ``qlinear.kernels._pdl.launch_options``): launch with PDL
+    and that trigger, so that a GEMM launched with PDL after it (``fp8_block_linear_quantized``) starts
+    early; None (the default, the only form any dispatch uses): no PDL, as before. Not yet measured: the
+    option exists for benchmarks/bench_fp8_prequant.py ``--nq-backends triton-first`` / ``triton-early``.
     """
     M, K = x.shape
     G = cdiv(K, group_size)
@@ -1049,6 +1058,8 @@ def rms_norm_quant_fp8(
         HAS_RESIDUAL=has_res,
         INTERPRET=_interpret(),
         num_warps=num_warps,
+        **(launch_options(x.device, M, trigger=pdl_trigger) if pdl_trigger is not None
+           else {"USE_PDL": False, "PDL_EARLY": 0}),
     )
     return q, s
 

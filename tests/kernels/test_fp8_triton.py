@@ -196,6 +196,24 @@ def _check_norm(op, M, K, group, dtype, residual, column_major, strided):
     assert diff.max() <= 1 and (diff > 0).float().mean() < 0.01, f"codes differ: {int((diff > 0).sum())}"
 
 
+def _run_norm_pdl(kern, ref):
+    # pdl_trigger only adds PDL to the launch (off on the CPU, as on a GPU before sm_90): the same codes
+    # against the reference, and a name launch_options does not know is refused
+    x = _rows(5, 640, "bfloat16", True, seed=5)
+    w = (torch.rand(640, generator=torch.Generator().manual_seed(3)) + 0.5).to(torch.bfloat16)
+    q, s = kern.rms_norm_quant_fp8(x, w, 1e-6, 128, pdl_trigger="first", scale_eps=ref.FP8_SCALE_EPS)
+    qr, sr = ref.rms_norm_quant_fp8_ref(x, w, 1e-6, 128)
+    assert torch.allclose(s, sr, rtol=1e-5, atol=0), "scales differ"
+    diff = (q.view(torch.uint8).int() - qr.view(torch.uint8).int()).abs()
+    assert diff.max() <= 1 and (diff > 0).float().mean() < 0.01, f"codes differ: {int((diff > 0).sum())}"
+    try:
+        kern.rms_norm_quant_fp8(x, w, pdl_trigger="soon")
+    except ValueError as exc:
+        assert "trigger" in str(exc), exc
+    else:
+        raise AssertionError("pdl_trigger='soon' was accepted")
+
+
 def _worker() -> dict:
     os.environ["TRITON_INTERPRET"] = "1"
     sys.path.insert(0, str(ROOT))
@@ -212,6 +230,7 @@ def _worker() -> dict:
     jobs += [(i, lambda c=c: _run_linear(ops, ref, *c)) for i, c in zip(_ids("linear", LINEAR_CASES), LINEAR_CASES)]
     jobs += [(i, lambda c=c: _run_qlinear(ops, ref, *c)) for i, c in zip(_ids("qlinear", QLINEAR_CASES), QLINEAR_CASES)]
     jobs += [(i, lambda c=c: _run_norm(ops, *c)) for i, c in zip(_ids("norm", NORM_CASES), NORM_CASES)]
+    jobs += [("normpdl", lambda: _run_norm_pdl(kern, ref))]
     report = {}
     for case_id, fn in jobs:
         try:
@@ -245,6 +264,7 @@ ALL_IDS = (
     + _ids("linear", LINEAR_CASES)
     + _ids("qlinear", QLINEAR_CASES)
     + _ids("norm", NORM_CASES)
+    + ["normpdl"]
 )
 
 
