@@ -219,7 +219,9 @@ struct RowRegs {
   uint4 r[RES ? NV : 1];
 };
 
-template <typename T, int NV, bool RES>
+// Vector j of the lane is v = lane + STEP j: STEP 32 for a warp per row, the block's threads for
+// nq_cta_kernel (lane = its thread index).
+template <typename T, int NV, bool RES, int STEP = 32>
 __device__ __forceinline__ void load_row(RowRegs<T, NV, RES>& rr, const Params& p, int64_t row, bool active, int lane,
                                          int nvec) {
   const uint4* xr = reinterpret_cast<const uint4*>(static_cast<const T*>(p.x) + row * p.x_stride);
@@ -227,7 +229,7 @@ __device__ __forceinline__ void load_row(RowRegs<T, NV, RES>& rr, const Params& 
                             : nullptr;
 #pragma unroll
   for (int j = 0; j < NV; ++j) {
-    const int v = lane + 32 * j;
+    const int v = lane + STEP * j;
     rr.x[j] = make_uint4(0u, 0u, 0u, 0u);
     if (RES) rr.r[RES ? j : 0] = make_uint4(0u, 0u, 0u, 0u);
     if (active && v < nvec) {
@@ -1016,31 +1018,17 @@ __global__ void __launch_bounds__(kCtaThreads) nq_cta_kernel(const Params p) {
   for (int j = 0; j < NVT; ++j) load_weight8(p, tid + kCtaThreads * j, nvec, w[j]);
   pdl::wait();
 
-  auto load = [&](uint4 (&x)[NVT], uint4 (&r)[RES ? NVT : 1], int64_t row) {
-    const uint4* xr = reinterpret_cast<const uint4*>(static_cast<const T*>(p.x) + row * p.x_stride);
-    const uint4* rp = RES ? reinterpret_cast<const uint4*>(static_cast<const T*>(p.residual) + row * p.r_stride)
-                          : nullptr;
-#pragma unroll
-    for (int j = 0; j < NVT; ++j) {
-      const int v = tid + kCtaThreads * j;
-      x[j] = make_uint4(0u, 0u, 0u, 0u);
-      if (RES) r[RES ? j : 0] = make_uint4(0u, 0u, 0u, 0u);
-      if (row < p.rows && v < nvec) {
-        x[j] = __ldg(xr + v);
-        if (RES) r[RES ? j : 0] = rp[v];
-      }
-    }
-  };
-  uint4 x[NVT], r[RES ? NVT : 1];
+  RowRegs<T, NVT, RES> cur;
+  auto& x = cur.x;
   int64_t row = blockIdx.x;
-  load(x, r, row);
+  load_row<T, NVT, RES, kCtaThreads>(cur, p, row, row < p.rows, tid, nvec);
   for (int it = 0; row < p.rows; row += gridDim.x, ++it) {  // uniform across the block
     if (RES) {
       T* rr = static_cast<T*>(p.residual) + row * p.r_stride;
 #pragma unroll
       for (int j = 0; j < NVT; ++j) {
         const int v = tid + kCtaThreads * j;
-        x[j] = add_round<T>(x[j], r[RES ? j : 0]);
+        x[j] = add_round<T>(x[j], cur.r[RES ? j : 0]);
         if (v < nvec) reinterpret_cast<uint4*>(rr)[v] = x[j];
       }
     }
@@ -1067,7 +1055,7 @@ __global__ void __launch_bounds__(kCtaThreads) nq_cta_kernel(const Params p) {
       if (kCtaThreads * j >= nvec) break;  // uniform
       quant_vec_w<T>(p, w[j], x[j], row, tid + kCtaThreads * j, nvec, lpg, lpg_log2, lane, rstd, true);
     }
-    load(x, r, row + gridDim.x);
+    load_row<T, NVT, RES, kCtaThreads>(cur, p, row + gridDim.x, row + gridDim.x < p.rows, tid, nvec);
   }
 }
 

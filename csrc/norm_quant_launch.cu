@@ -288,11 +288,13 @@ cudaError_t launch_typed(const NormQuantArgs& a, const Params& p, cudaStream_t s
   const int64_t nvec = a.hidden / VEC;
   const int64_t need = (nvec + 31) / 32;  // vectors per lane
   const int64_t lpg = a.group_size / VEC;
-  // 16-byte vectors: the register kernel or the two-pass one (the weight fits shared memory)
-  const bool vec = cfg.path >= 0 && a.hidden % VEC == 0 && a.group_size % VEC == 0 && is_pow2(lpg) && lpg <= 32 &&
-                   a.hidden * 4 <= 48 * 1024 && aligned(a.x, a.x_stride, a.rows, es, 16) &&
-                   (!res || aligned(a.residual, a.residual_stride, a.rows, es, 16)) &&
-                   aligned(a.q, a.q_stride, a.rows, 1, VEC);
+  // the vector layout (quant_vec's groups of lanes, 16-byte rows), which the warp kernels and
+  // nq_cta_kernel share; vec: the register kernel or the two-pass one (the weight fits shared memory)
+  const bool vec_layout = a.hidden % VEC == 0 && a.group_size % VEC == 0 && is_pow2(lpg) && lpg <= 32 &&
+                          aligned(a.x, a.x_stride, a.rows, es, 16) &&
+                          (!res || aligned(a.residual, a.residual_stride, a.rows, es, 16)) &&
+                          aligned(a.q, a.q_stride, a.rows, 1, VEC);
+  const bool vec = cfg.path >= 0 && vec_layout && a.hidden * 4 <= 48 * 1024;
   const int dev = current_device();
   const int sms = sm_count(dev);
   if constexpr (es == 2) {
@@ -300,10 +302,7 @@ cudaError_t launch_typed(const NormQuantArgs& a, const Params& p, cudaStream_t s
     // form or the generic one (rows of more than 32 x 16 vectors), or when asked for (path 3); the
     // vector layout's conditions (no weight stage: no bound on K but NVT's) and a 16-byte aligned weight
     const int64_t nvt = (nvec + nq::kCtaThreads - 1) / nq::kCtaThreads;
-    const bool cta_ok = a.hidden % VEC == 0 && a.group_size % VEC == 0 && is_pow2(lpg) && lpg <= 32 && nvt <= 8 &&
-                        aligned(a.weight, 0, 1, 1, 16) && aligned(a.x, a.x_stride, a.rows, es, 16) &&
-                        (!res || aligned(a.residual, a.residual_stride, a.rows, es, 16)) &&
-                        aligned(a.q, a.q_stride, a.rows, 1, VEC);
+    const bool cta_ok = vec_layout && nvt <= 8 && aligned(a.weight, 0, 1, 1, 16);
     if (cta_ok && (cfg.path == 3 || ((cfg.path == 0 || cfg.path == 2) && need > 16))) {
       const void* kernel = nvt <= 4 ? (res ? reinterpret_cast<const void*>(&nq::nq_cta_kernel<T, 4, true>)
                                            : reinterpret_cast<const void*>(&nq::nq_cta_kernel<T, 4, false>))
