@@ -615,11 +615,17 @@ def _block_linear_op(
     q, s = k.per_token_group_quant_fp8(
         x, block_k, column_major_scales=True, pad_rows_to=4, scale_eps=_ref.FP8_SCALE_EPS
     )
+    return _scaled_mm_blockwise(q, s, weight, weight_scale_inv, x.dtype, bias, M)
+
+
+def _scaled_mm_blockwise(q, s, weight, weight_scale_inv, out_dtype, bias, m: int):
+    """cuBLAS's blockwise FP8 GEMM on codes ``q`` [M', K] and column-major scales ``s``: the first ``m``
+    rows of ``q @ W.T`` in ``out_dtype``, plus ``bias``."""
     out = torch._scaled_mm(
-        q, weight.t(), scale_a=s, scale_b=weight_scale_inv.t(), out_dtype=x.dtype, use_fast_accum=False
+        q, weight.t(), scale_a=s, scale_b=weight_scale_inv.t(), out_dtype=out_dtype, use_fast_accum=False
     )
-    if out.shape[0] != M:
-        out = out[:M]
+    if out.shape[0] != m:
+        out = out[:m]
     if bias is not None:
         # Added outside cuBLAS: its bias epilogue is not documented for the blockwise recipe.
         out = out + bias
@@ -771,11 +777,7 @@ def _block_linear_q_op(
         backend = "triton"  # the kernel does not take these operands: the Triton GEMM does
     if backend == "triton":
         return _kernels().fp8_block_gemm(xq, x_scales, weight, weight_scale_inv, block, out_dtype, bias)
-    out = torch._scaled_mm(xq, weight.t(), scale_a=x_scales, scale_b=weight_scale_inv.t(), out_dtype=out_dtype,
-                           use_fast_accum=False)
-    if bias is not None:
-        out = out + bias  # outside cuBLAS, as in fp8_block_linear
-    return out
+    return _scaled_mm_blockwise(xq, x_scales, weight, weight_scale_inv, out_dtype, bias, M)
 
 
 @_block_linear_q_op.register_fake
