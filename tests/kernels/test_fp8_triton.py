@@ -191,6 +191,11 @@ def _check_norm(op, M, K, group, dtype, residual, column_major, strided):
     if residual:
         assert torch.equal(res_t, res_r), "residual differs"
     assert s.stride() == sr.stride(), (s.stride(), sr.stride())
+    _assert_codes_close(q, s, qr, sr)
+
+
+def _assert_codes_close(q, s, qr, sr):
+    # the fused norm's sum of squares may round its rstd an ulp apart: a code one step off here and there
     assert torch.allclose(s, sr, rtol=1e-5, atol=0), "scales differ"
     diff = (q.view(torch.uint8).int() - qr.view(torch.uint8).int()).abs()
     assert diff.max() <= 1 and (diff > 0).float().mean() < 0.01, f"codes differ: {int((diff > 0).sum())}"
@@ -203,9 +208,7 @@ def _run_norm_pdl(kern, ref):
     w = (torch.rand(640, generator=torch.Generator().manual_seed(3)) + 0.5).to(torch.bfloat16)
     q, s = kern.rms_norm_quant_fp8(x, w, 1e-6, 128, pdl_trigger="first", scale_eps=ref.FP8_SCALE_EPS)
     qr, sr = ref.rms_norm_quant_fp8_ref(x, w, 1e-6, 128)
-    assert torch.allclose(s, sr, rtol=1e-5, atol=0), "scales differ"
-    diff = (q.view(torch.uint8).int() - qr.view(torch.uint8).int()).abs()
-    assert diff.max() <= 1 and (diff > 0).float().mean() < 0.01, f"codes differ: {int((diff > 0).sum())}"
+    _assert_codes_close(q, s, qr, sr)
     try:
         kern.rms_norm_quant_fp8(x, w, pdl_trigger="soon")
     except ValueError as exc:
