@@ -4,14 +4,9 @@
 # quantizer trigger early): build, the FP8 GPU tests (TMA ring, register kernel incl. auto dispatch, the
 # public op), then the issue-4 acceptance benchmark (bench_linear --format fp8-block) at this commit.
 #   (device, carry build/snap) cd build/snap && OUT=$OUT bash benchmarks/gpu_s28c.sh
-DEST=${OUT:?}
-export OUT=/tmp/s28c
-rm -rf "$OUT"
+: "${OUT:?}"
 source "$(dirname "$0")/_gpu_build.sh"
-export PYTHONPATH="${PYTHONPATH:-$PWD}"
-trap 'tar czf "$DEST/s28c.tgz" -C "$OUT" .' EXIT
-gpu_build s28c
-[ "$build_rc" -ne 0 ] && exit 1
+gpu_run_start s28c
 gpu_pytest tma 120 tests/gpu/test_fp8_tma_gpu.py
 gpu_pytest fp8cuda 150 tests/gpu/test_fp8_cuda_gemv.py -k "auto or preq or graph or shapes"
 gpu_pytest fp8 200 tests/gpu/test_fp8_gpu.py

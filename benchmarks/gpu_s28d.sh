@@ -5,14 +5,9 @@
 # build, the FP8 GPU tests, probe_fp8_preq.py at M = 16 and 9 (every pair key against the register
 # kernel's 11011114, the dispatch before), then the issue-4 acceptance benchmark at this commit.
 #   (device, carry build/snap) cd build/snap && OUT=$OUT bash benchmarks/gpu_s28d.sh
-DEST=${OUT:?}
-export OUT=/tmp/s28d
-rm -rf "$OUT"
+: "${OUT:?}"
 source "$(dirname "$0")/_gpu_build.sh"
-export PYTHONPATH="${PYTHONPATH:-$PWD}"
-trap 'tar czf "$DEST/s28d.tgz" -C "$OUT" .' EXIT
-gpu_build s28d
-[ "$build_rc" -ne 0 ] && exit 1
+gpu_run_start s28d
 gpu_pytest tma 120 tests/gpu/test_fp8_tma_gpu.py
 gpu_pytest fp8cuda 150 tests/gpu/test_fp8_cuda_gemv.py -k "auto or preq or graph or shapes"
 gpu_pytest fp8 200 tests/gpu/test_fp8_gpu.py

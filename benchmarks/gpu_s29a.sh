@@ -4,14 +4,9 @@
 # tests and the register kernel's, then probe_fp8_preq.py on 2112x7168 at M = 16 and 8 (the dispatch's
 # pair / in-kernel code against T = 2 codes: cluster size, L2 prefetch, PF, warps).
 #   (device, carry build/snap) cd build/snap && OUT=$OUT bash benchmarks/gpu_s29a.sh
-DEST=${OUT:?}
-export OUT=/tmp/s29a
-rm -rf "$OUT"
+: "${OUT:?}"
 source "$(dirname "$0")/_gpu_build.sh"
-export PYTHONPATH="${PYTHONPATH:-$PWD}"
-trap 'tar czf "$DEST/s29a.tgz" -C "$OUT" .' EXIT
-gpu_build s29a
-[ "$build_rc" -ne 0 ] && exit 1
+gpu_run_start s29a
 gpu_pytest sx 150 tests/gpu/test_fp8_sx_gpu.py
 [ -n "${SKIP_TESTS:-}" ] || gpu_pytest fp8cuda 150 tests/gpu/test_fp8_cuda_gemv.py -k "preq or x_ahead or graph"
 K16=${K16:-200021116,210021116,200041116,210041116,200081116,200011116,200021216,210021216,200021114,200021112}

@@ -4,14 +4,9 @@
 # and register-kernel GPU tests, then probe_fp8_preq.py on 2112x7168 at M = 16 / 8 / 1: taller row tiles (R =
 # 2 / 4) over a half / third / quarter of K against the dispatch (quantizer + 11011114; in-kernel 10011116).
 #   (device, carry build/snap) cd build/snap && OUT=$OUT bash benchmarks/gpu_s29b.sh
-DEST=${OUT:?}
-export OUT=/tmp/s29b
-rm -rf "$OUT"
+: "${OUT:?}"
 source "$(dirname "$0")/_gpu_build.sh"
-export PYTHONPATH="${PYTHONPATH:-$PWD}"
-trap 'tar czf "$DEST/s29b.tgz" -C "$OUT" .' EXIT
-gpu_build s29b
-[ "$build_rc" -ne 0 ] && exit 1
+gpu_run_start s29b
 [ -n "${SKIP_TESTS:-}" ] || gpu_pytest tma 150 tests/gpu/test_fp8_tma_gpu.py
 [ -n "${SKIP_TESTS:-}" ] || gpu_pytest fp8cuda 150 tests/gpu/test_fp8_cuda_gemv.py -k "preq or x_ahead or graph"
 G16=${G16:-11011114,101041404,101444404,101344504,101242304,101242404,101444504}

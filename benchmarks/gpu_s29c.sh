@@ -5,14 +5,9 @@
 # the dispatch (quantizer + 11011114); then the W4A16 wgmma GEMM's configs on 2112x7168 at M = 128 / 1024
 # (issue 5: M = 128 no slower than bf16, M = 1024 <= 1.15x) with x rotated as bench_linear does.
 #   (device, carry build/snap) cd build/snap && OUT=$OUT bash benchmarks/gpu_s29c.sh
-DEST=${OUT:?}
-export OUT=/tmp/s29c
-rm -rf "$OUT"
+: "${OUT:?}"
 source "$(dirname "$0")/_gpu_build.sh"
-export PYTHONPATH="${PYTHONPATH:-$PWD}"
-trap 'tar czf "$DEST/s29c.tgz" -C "$OUT" .' EXIT
-gpu_build s29c
-[ "$build_rc" -ne 0 ] && exit 1
+gpu_run_start s29c
 C16=${C16:-11011114,1022108,1022208,1022008,1021108}
 gpu_probe m16 200 "PREQ" benchmarks/probe_fp8_preq.py --shapes 2112x7168 --m 16 --gemv-codes "$C16" \
     --pair-codes "$C16" --qmodes early --kernel-codes 22108,22208,22008

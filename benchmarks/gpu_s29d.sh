@@ -4,14 +4,9 @@
 # program (fp8_triton.QUANT_ROW_BLOCK 1 committed, 2, 4, 16: fewer, wider quantizer programs) and its PDL
 # trigger early / first, against the dispatch.
 #   (device, carry build/snap) cd build/snap && OUT=$OUT bash benchmarks/gpu_s29d.sh
-DEST=${OUT:?}
-export OUT=/tmp/s29d
-rm -rf "$OUT"
+: "${OUT:?}"
 source "$(dirname "$0")/_gpu_build.sh"
-export PYTHONPATH="${PYTHONPATH:-$PWD}"
-trap 'tar czf "$DEST/s29d.tgz" -C "$OUT" .' EXIT
-gpu_build s29d
-[ "$build_rc" -ne 0 ] && exit 1
+gpu_run_start s29d
 for m in 16 12; do
   gpu_probe m$m 200 "PREQ" benchmarks/probe_fp8_preq.py --shapes 2112x7168 --m $m --gemv-codes 11011114 \
       --pair-codes 11011114 --qmodes early,first --quant-rows 2,4,16 --kernel-codes ""

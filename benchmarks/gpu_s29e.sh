@@ -4,14 +4,9 @@
 # column-major x scales (a lane's two scale loads per token tile then hit one 32-byte sector per warp instead
 # of four), GEMV alone and after the quantizer, against the committed row-major scales.
 #   (device, carry build/snap) cd build/snap && OUT=$OUT bash benchmarks/gpu_s29e.sh
-DEST=${OUT:?}
-export OUT=/tmp/s29e
-rm -rf "$OUT"
+: "${OUT:?}"
 source "$(dirname "$0")/_gpu_build.sh"
-export PYTHONPATH="${PYTHONPATH:-$PWD}"
-trap 'tar czf "$DEST/s29e.tgz" -C "$OUT" .' EXIT
-gpu_build s29e
-[ "$build_rc" -ne 0 ] && exit 1
+gpu_run_start s29e
 for m in 16 12 9; do
   gpu_probe m$m 200 "PREQ" benchmarks/probe_fp8_preq.py --shapes 2112x7168 --m $m --gemv-codes 11011114,11011116 \
       --pair-codes 11011114,11011116 --qmodes early --xs-layouts cm --kernel-codes ""

@@ -4,13 +4,8 @@
 # 16 (caches flushed before each profiled launch: cold weights): why M = 12 -> 16 costs 0.6 us where 9 -> 12
 # costs 0.1 (runs 5-6).
 #   (device, carry build/snap) cd build/snap && OUT=$OUT bash benchmarks/gpu_s29f.sh
-DEST=${OUT:?}
-export OUT=/tmp/s29f
-rm -rf "$OUT"
+: "${OUT:?}"
 source "$(dirname "$0")/_gpu_build.sh"
-export PYTHONPATH="${PYTHONPATH:-$PWD}"
-trap 'tar czf "$DEST/s29f.tgz" -C "$OUT" .' EXIT
-gpu_build s29f
-[ "$build_rc" -ne 0 ] && exit 1
+gpu_run_start s29f
 NCU_EXTRA="--section MemoryWorkloadAnalysis_Tables --section SourceCounters" \
   gpu_ncu ncu 240 "fp8_gemv_kernel" benchmarks/probe_fp8_ncu.py --preq-ms 9,12,16 --code 11011114

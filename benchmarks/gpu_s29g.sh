@@ -4,14 +4,9 @@
 # Fp8GroupActivation into a layer): build, its GPU tests and the register kernel's pre-quantized / auto tests,
 # then bench_fp8_prequant.py (RMSNorm -> linear vs rms_norm_quant_fp8 -> linear on codes, and each GEMM alone).
 #   (device, carry build/snap) cd build/snap && OUT=$OUT bash benchmarks/gpu_s29g.sh
-DEST=${OUT:?}
-export OUT=/tmp/s29g
-rm -rf "$OUT"
+: "${OUT:?}"
 source "$(dirname "$0")/_gpu_build.sh"
-export PYTHONPATH="${PYTHONPATH:-$PWD}"
-trap 'tar czf "$DEST/s29g.tgz" -C "$OUT" .' EXIT
-gpu_build s29g
-[ "$build_rc" -ne 0 ] && exit 1
+gpu_run_start s29g
 gpu_pytest prequant 200 tests/gpu/test_fp8_quantized_gpu.py
 gpu_pytest fp8cuda 120 tests/gpu/test_fp8_cuda_gemv.py -k "auto or preq"
 timeout ${BENCH_LIMIT:-200} python benchmarks/bench_fp8_prequant.py --out "$OUT/bench" --ms 1 16 64 2>&1 | tee "$OUT/bench.log" | grep -v "^$"

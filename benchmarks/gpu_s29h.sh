@@ -3,14 +3,9 @@
 # Session 29 run 9: run 8 again after its fixes (the GPU test's cross-backend tolerance, the benchmark's
 # per-chain reference), on the two MLA shapes at M = 1 / 16 only (the device time left).
 #   (device, carry build/snap) cd build/snap && OUT=$OUT bash benchmarks/gpu_s29h.sh
-DEST=${OUT:?}
-export OUT=/tmp/s29h
-rm -rf "$OUT"
+: "${OUT:?}"
 source "$(dirname "$0")/_gpu_build.sh"
-export PYTHONPATH="${PYTHONPATH:-$PWD}"
-trap 'tar czf "$DEST/s29h.tgz" -C "$OUT" .' EXIT
-gpu_build s29h
-[ "$build_rc" -ne 0 ] && exit 1
+gpu_run_start s29h
 gpu_pytest prequant 100 tests/gpu/test_fp8_quantized_gpu.py
 timeout 80 python benchmarks/bench_fp8_prequant.py --out "$OUT/bench" --ms 1 16 --shapes 2112x7168 24576x1536 \
     2>&1 | tee "$OUT/bench.log" | grep -v "^$"

@@ -6,14 +6,9 @@
 # 124444 (7168x16384) at two token tiles; and the GPU tests session 29 left unrun at its HEAD (norm-quant
 # CUDA dispatch, FP8 on pre-quantized x, the FP8 register and TMA GEMVs).
 #   (device, carry build/snap) cd build/snap && OUT=$OUT bash benchmarks/gpu_s30a.sh
-DEST=${OUT:?}
-export OUT=/tmp/s30a
-rm -rf "$OUT"
+: "${OUT:?}"
 source "$(dirname "$0")/_gpu_build.sh"
-export PYTHONPATH="${PYTHONPATH:-$PWD}"
-trap 'tar czf "$DEST/s30a.tgz" -C "$OUT" .' EXIT
-gpu_build s30a
-[ "$build_rc" -ne 0 ] && exit 1
+gpu_run_start s30a
 gpu_pytest tma_tests 200 tests/gpu/test_w4a16_tma_gpu.py
 gpu_probe tma_few 120 "BEST|rror|Traceback|tma|auto" benchmarks/bench_w4tma.py --shapes few --ms 9 12 16 \
     --reps 9 --codes 62434 262434 124444 224444

@@ -5,14 +5,9 @@
 # (262444 with four stages, 274444 = the k-step split on 64-row tiles) against the table's codes; Nsight
 # Compute of 262434 at M = 16; then the issue-5 acceptance benchmark (bench_linear --format w4a16).
 #   (device, carry build/snap) cd build/snap && OUT=$OUT bash benchmarks/gpu_s30b.sh
-DEST=${OUT:?}
-export OUT=/tmp/s30b
-rm -rf "$OUT"
+: "${OUT:?}"
 source "$(dirname "$0")/_gpu_build.sh"
-export PYTHONPATH="${PYTHONPATH:-$PWD}"
-trap 'tar czf "$DEST/s30b.tgz" -C "$OUT" .' EXIT
-gpu_build s30b
-[ "$build_rc" -ne 0 ] && exit 1
+gpu_run_start s30b
 gpu_pytest tma_tests 200 tests/gpu/test_w4a16_tma_gpu.py
 gpu_pytest w4_table 60 tests/gpu/test_w4a16_cuda_gpu.py -k "auto_table"
 gpu_pytest w4_auto 150 tests/gpu/test_w4a16_gpu.py -k "auto or graph or backend_choice"

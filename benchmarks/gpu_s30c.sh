@@ -5,14 +5,9 @@
 # over every code; then the norm-quant chain at decode sizes after session 29's dispatch change
 # (bench_fp8_prequant.py, not measured there).
 #   (device, carry build/snap) cd build/snap && OUT=$OUT bash benchmarks/gpu_s30c.sh
-DEST=${OUT:?}
-export OUT=/tmp/s30c
-rm -rf "$OUT"
+: "${OUT:?}"
 source "$(dirname "$0")/_gpu_build.sh"
-export PYTHONPATH="${PYTHONPATH:-$PWD}"
-trap 'tar czf "$DEST/s30c.tgz" -C "$OUT" .' EXIT
-gpu_build s30c
-[ "$build_rc" -ne 0 ] && exit 1
+gpu_run_start s30c
 gpu_pytest tma_tests 200 tests/gpu/test_w4a16_tma_gpu.py
 gpu_probe tma_few 100 "BEST|rror|Traceback|tma" benchmarks/bench_w4tma.py --shapes few --ms 9 16 \
     --reps 9 --codes 262434 261434 262424

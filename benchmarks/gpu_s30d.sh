@@ -5,14 +5,9 @@
 # probe_norm_quant_decode (cuda vs triton vs rms_norm alone, M 1 .. 1024, K 1536 / 7168 / 16384), and the
 # norm -> FP8 GEMM chains with each norm-quant backend (bench_fp8_prequant --nq-backends).
 #   (device, carry build/snap) cd build/snap && OUT=$OUT bash benchmarks/gpu_s30d.sh
-DEST=${OUT:?}
-export OUT=/tmp/s30d
-rm -rf "$OUT"
+: "${OUT:?}"
 source "$(dirname "$0")/_gpu_build.sh"
-export PYTHONPATH="${PYTHONPATH:-$PWD}"
-trap 'tar czf "$DEST/s30d.tgz" -C "$OUT" .' EXIT
-gpu_build s30d
-[ "$build_rc" -ne 0 ] && exit 1
+gpu_run_start s30d
 gpu_pytest normquant 150 tests/gpu/test_norm_quant_cuda_gpu.py
 gpu_probe nq_decode 150 "NQ M|rror|Traceback" benchmarks/probe_norm_quant_decode.py --ms 1 16 64 256 1024 \
     --ks 1536 7168 16384

@@ -5,14 +5,9 @@
 # probe_norm_quant_decode at K 7168 / 16384, the norm -> FP8 GEMM chains on 2112x7168 with each backend;
 # and the TMA ring / dispatch-table tests with the SW = 2 neighbours removed from the compiled list.
 #   (device, carry build/snap) cd build/snap && OUT=$OUT bash benchmarks/gpu_s30f.sh
-DEST=${OUT:?}
-export OUT=/tmp/s30f
-rm -rf "$OUT"
+: "${OUT:?}"
 source "$(dirname "$0")/_gpu_build.sh"
-export PYTHONPATH="${PYTHONPATH:-$PWD}"
-trap 'tar czf "$DEST/s30f.tgz" -C "$OUT" .' EXIT
-gpu_build s30f
-[ "$build_rc" -ne 0 ] && exit 1
+gpu_run_start s30f
 gpu_pytest normquant 150 tests/gpu/test_norm_quant_cuda_gpu.py
 gpu_pytest tma_tests 120 tests/gpu/test_w4a16_tma_gpu.py
 gpu_pytest w4_table 60 tests/gpu/test_w4a16_cuda_gpu.py -k "auto_table"
