@@ -40,7 +40,7 @@ def main() -> None:
     ap.add_argument("--family", choices=("gemm", "wgmma", "both"), default="gemm")
     ap.add_argument("--tokens", type=int, nargs="*", default=None, help="wgmma token tiles to time (default: all)")
     ap.add_argument("--wg-configs", nargs="*", default=[],
-                    help="extra wgmma configs 'tokens,splits,stages[,reduce[,rows]]' timed at every M (reduce: "
+                    help="extra wgmma configs 'tokens,splits,stages[,reduce[,rows[,producer]]]' timed at every M (reduce: "
                          "1 = the last CTA of a tile sums the K split, 2 = spread over the tile's CTAs)")
     ap.add_argument("--pdl-ab", action="store_true",
                     help="also time the wgmma GEMM's automatic config with PDL off and on")
@@ -49,8 +49,10 @@ def main() -> None:
     args = ap.parse_args()
     C = cuda_ext.load()
     codes = [(c // 1000, (c // 10 % 100) * 8, c % 10) for c in C.w4a16_gemm_configs()]
-    # H * 1000 + (tokens / 8) * 10 + stages, H = 0 / 1 / 2: 128 / 64 / 192 weight rows per CTA
-    wg_codes = [(c % 1000 // 10 * 8, c % 10, (128, 64, 192)[c // 1000]) for c in C.w4a16_wgmma_configs()]
+    # P * 10000 + H * 1000 + (tokens / 8) * 10 + stages, H = 0 / 1 / 2: 128 / 64 / 192 weight rows per CTA,
+    # P = 1: a producer warpgroup
+    wg_codes = [(c % 1000 // 10 * 8, c % 10, (128, 64, 192)[c % 10000 // 1000], c // 10000)
+                for c in C.w4a16_wgmma_configs()]
     use_gemm, use_wg = args.family in ("gemm", "both"), args.family in ("wgmma", "both")
     shapes = SHAPES if not args.shapes else [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
     rows, best_lines = [], []
@@ -74,12 +76,13 @@ def main() -> None:
                     for on in (False, True):
                         fns[f"cuda_wgmma auto pdl={int(on)}"] = (
                             lambda i, on=on: ops.cuda_wgmma(xs[i % nx], packs[i % nbuf], None, None, on))
-                for tokens, stages, wrows in wg_codes:
+                for tokens, stages, wrows, prod in wg_codes:
                     if args.tokens and tokens not in args.tokens:
                         continue
                     for sp in args.splits:
-                        fns[f"wg R{wrows} T{tokens} S{sp} ST{stages}"] = (
-                            lambda i, c=(tokens, sp, stages, 0, wrows): ops.cuda_wgmma(xs[i % nx], packs[i % nbuf], None, c))
+                        fns[f"wg R{wrows}{'P' if prod else ''} T{tokens} S{sp} ST{stages}"] = (
+                            lambda i, c=(tokens, sp, stages, 0, wrows, prod): ops.cuda_wgmma(
+                                xs[i % nx], packs[i % nbuf], None, c))
             for spec in args.wg_configs:
                 cfg = tuple(int(v) for v in spec.split(","))
                 fns[f"wg {spec}"] = lambda i, c=cfg: ops.cuda_wgmma(xs[i % nx], packs[i % nbuf], None, c)

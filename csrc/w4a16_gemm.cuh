@@ -91,15 +91,26 @@ __device__ __forceinline__ uint32_t pack2<__half>(float v) {
   return h * 0x00010001u;
 }
 
+// The barrier of the threads that take part in a K split's sums: the whole CTA (NSYNC = 0), or named
+// barrier 1 over threads [0, NSYNC) (a wgmma CTA whose producer warpgroup has left).
+template <int NSYNC>
+__device__ __forceinline__ void splitk_sync() {
+  if constexpr (NSYNC == 0)
+    __syncthreads();
+  else
+    asm volatile("bar.sync 1, %0;" ::"n"(NSYNC) : "memory");
+}
+
 // K split (gridDim.y CTAs per output tile), once this CTA's fp32 partials are stored (__stcg): true for
 // the last CTA of the tile to arrive, which then sees every split's partials and has reset the tile's
 // counter for the next launch (graph replays); false for the others.
+template <int NSYNC = 0>
 __device__ __forceinline__ bool splitk_last_arrival(int* counters, int tile) {
   __threadfence();
-  __syncthreads();
+  splitk_sync<NSYNC>();
   __shared__ int last;
   if (threadIdx.x == 0) last = atomicAdd(counters + tile, 1) == static_cast<int>(gridDim.y) - 1;
-  __syncthreads();
+  splitk_sync<NSYNC>();
   if (!last) return false;
   __threadfence();
   if (threadIdx.x == 0) counters[tile] = 0;
@@ -116,15 +127,16 @@ __device__ __forceinline__ int ld_acquire_gpu(const int* ptr) {
 // tile have stored theirs (counters[2 tile] counts arrivals), so that each can then sum its own share
 // of the tile. Only for grids whose CTAs are all resident at once (a cooperative launch): a CTA waits
 // here for the others. splitk_depart must follow once the CTA is past this point.
+template <int NSYNC = 0>
 __device__ __forceinline__ void splitk_rendezvous(int* counters, int tile) {
   __threadfence();
-  __syncthreads();
+  splitk_sync<NSYNC>();
   if (threadIdx.x == 0) {
     atomicAdd(counters + 2 * tile, 1);
     while (ld_acquire_gpu(counters + 2 * tile) < static_cast<int>(gridDim.y)) {
     }
   }
-  __syncthreads();
+  splitk_sync<NSYNC>();
   __threadfence();
 }
 // counters[2 tile + 1] counts the CTAs past the rendezvous (one thread per CTA, once past it): returns

@@ -90,18 +90,26 @@ struct WgParams {
   GemmParams gp;
 };
 
-// Compiled (ROWS, TN, ST) as H * 1000 + (TN / 8) * 10 + ST: H = 0 for 128-row CTAs, 1 for 64 rows (the
-// warpgroups split the k-steps), 2 for 192 rows (three warpgroups of 64).
-constexpr int kWgCodes[] = {164, 165, 84, 88, 323, 1164, 1323, 2164};
+// Compiled (ROWS, TN, ST[, producer]) as P * 10000 + H * 1000 + (TN / 8) * 10 + ST: H = 0 for 128-row CTAs,
+// 1 for 64 rows (the warpgroups split the k-steps), 2 for 192 rows (three warpgroups of 64); P = 1 adds a
+// producer warpgroup (see the kernel's header note on kProd).
+constexpr int kWgCodes[] = {164, 165, 84, 88, 323, 1164, 1323, 2164, 10164, 10323, 11323};
 
-__host__ __device__ constexpr int wg_code_rows(int code) { return code >= 2000 ? 192 : (code >= 1000 ? 64 : 128); }
+__host__ __device__ constexpr int wg_code_rows(int code) {
+  return code % 10000 >= 2000 ? 192 : (code % 10000 >= 1000 ? 64 : 128);
+}
 __host__ __device__ constexpr int wg_code_tokens(int code) { return code % 1000 / 10 * 8; }
+__host__ __device__ constexpr bool wg_code_producer(int code) { return code / 10000 == 1; }
+// Threads of a CTA: the MMA warps, and with a producer the extra warpgroup.
+__host__ __device__ constexpr int wg_threads(int rows, bool producer) { return 32 * wg_warps(rows) + (producer ? 128 : 0); }
 
 template <int C>
 struct WgCode {
   static constexpr int ROWS = wg_code_rows(C), TN = wg_code_tokens(C), ST = C % 10;
-  static_assert((TN == 64 || TN == 128 || TN == 256) && ST >= 2 && C / 1000 <= 2,
-                "a wgmma code is H * 1000 + (tokens / 8) * 10 + stages");
+  static constexpr bool PROD = wg_code_producer(C);
+  static_assert((TN == 64 || TN == 128 || TN == 256) && ST >= 2 && C % 10000 / 1000 <= 2 && C / 10000 <= 1 &&
+                    !(PROD && ROWS == 192),
+                "a wgmma code is P * 10000 + H * 1000 + (tokens / 8) * 10 + stages (no producer with 192 rows)");
 };
 
 template <size_t L>
@@ -412,10 +420,12 @@ __device__ __forceinline__ void wg_spread_sum(const float* base, int64_t tile_fl
 
 #endif  // QLINEAR_WGMMA
 
-template <typename XT, int TN, int ST, int ROWS>
-__global__ void __launch_bounds__(32 * wg_warps(ROWS), 1) w4_wgmma_kernel(const __grid_constant__ WgParams wp) {
+template <typename XT, int TN, int ST, int ROWS, bool PROD>
+__global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(const __grid_constant__ WgParams wp) {
 #if QLINEAR_WGMMA
-  constexpr int NW = wg_warps(ROWS), NT = 32 * NW;  // warps and threads per CTA
+  constexpr int NW = wg_warps(ROWS), NT = 32 * NW;  // MMA warps and their threads
+  // the MMA warps' barrier (named barrier 1 once a producer warpgroup has left)
+  constexpr int kSync = PROD ? NT : 0;
   // ROWS = 64: warpgroup h takes k-steps 4h .. 4h + 3 of every superblock over the same 64 rows and all
   // TN tokens, and the two tiles are summed at the end (half the dequantization of each warpgroup).
   constexpr bool kHalf = ROWS == 64;
@@ -456,7 +466,7 @@ __global__ void __launch_bounds__(32 * wg_warps(ROWS), 1) w4_wgmma_kernel(const 
   // Programmatic dependent launch (when the launcher asks for it): the next grid may be scheduled at
   // once (its CTAs take SMs this grid leaves idle or frees). The first stages' weights, scales and
   // zero points, which no kernel writes, are requested before griddepcontrol.wait; x, the workspace,
-  // the counters and the output only after it (thread 0's x copies; every thread waits).
+  // the counters and the output only after it (the issuing thread's x copies; every thread waits).
   pdl::launch_dependents();
   if (tid == 0) {
     for (int s = 0; s < ST; ++s) {
@@ -464,11 +474,33 @@ __global__ void __launch_bounds__(32 * wg_warps(ROWS), 1) w4_wgmma_kernel(const 
       tma::mbar_init(empty0 + 8 * s, NW);
     }
     tma::mbar_fence_init();
+  }
+  __syncthreads();
+  if constexpr (PROD) {
+    // kProd: the producer warpgroup gives its registers to the MMA warps (40 + 2 x 232 per thread = the
+    // 168 x 3 the launch holds) and its first thread issues every fill, each as soon as the stage's
+    // `empty` mbarrier completes, so no MMA warp ever waits for the others to refill a stage. It leaves
+    // once the last fill is issued; the MMA warps sync on named barrier 1 from then on.
+    if (warp >= NW) {
+      asm volatile("setmaxnreg.dec.sync.aligned.u32 40;" ::: "memory");
+      if (tid == NT) {
+        for (int j = 0; j < ST && j < nsb; ++j) fill_w(j);
+        pdl::wait();
+        for (int j = 0; j < ST && j < nsb; ++j) fill_x(j);
+        for (int j = ST; j < nsb; ++j) {
+          tma::mbar_wait(empty0 + 8 * (j % ST), static_cast<uint32_t>((j / ST - 1) & 1));
+          fill_w(j);
+          fill_x(j);
+        }
+      }
+      return;
+    }
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;" ::: "memory");
+  } else if (tid == 0) {
     for (int j = 0; j < ST && j < nsb; ++j) fill_w(j);
     pdl::wait();
     for (int j = 0; j < ST && j < nsb; ++j) fill_x(j);
   }
-  __syncthreads();
 
   const int g = lane >> 2, t = lane & 3;
   // local row of the lane's first A row: 16 (warp % (ROWS / 16)) + g (128 rows: warpgroup 64 + warp
@@ -507,7 +539,7 @@ __global__ void __launch_bounds__(32 * wg_warps(ROWS), 1) w4_wgmma_kernel(const 
       for (int c = 0; c < 4; ++c) keep(a[B ^ 1][i][c]);
     if (j >= 1) {
       if (lane == 0) tma::mbar_arrive(empty0 + 8 * ((j - 1) % ST));
-      if (tid == 0 && j - 1 + ST < nsb) {
+      if (!PROD && tid == 0 && j - 1 + ST < nsb) {
         tma::mbar_wait(empty0 + 8 * ((j - 1) % ST), static_cast<uint32_t>(((j - 1) / ST) & 1));
         fill_w(j - 1 + ST);
         fill_x(j - 1 + ST);
@@ -523,7 +555,7 @@ __global__ void __launch_bounds__(32 * wg_warps(ROWS), 1) w4_wgmma_kernel(const 
   wg_wait<0>();
 #pragma unroll
   for (int v = 0; v < VA; ++v) keep(acc[v]);
-  __syncthreads();  // every warp is done with the ring: it holds the staged output tile from here on
+  splitk_sync<kSync>();  // every warp is done with the ring: it holds the staged output tile from here on
   float* sm = reinterpret_cast<float*>(smem);
 
   // The tile's values, V per thread (f = acc, or with 64 rows the two warpgroups' sums), to the
@@ -537,18 +569,18 @@ __global__ void __launch_bounds__(32 * wg_warps(ROWS), 1) w4_wgmma_kernel(const 
       for (int v = 0; v < V; ++v) __stcg(mine + v * NT + tid, f[v]);
       const float* base = gp.ws + static_cast<int64_t>(tile) * gridDim.y * tile_floats;
       if (gp.spread) {
-        splitk_rendezvous(gp.counters, tile);
+        splitk_rendezvous<kSync>(gp.counters, tile);
         // the departure's atomic is in flight while the share is summed
         const int dep = tid == 0 ? splitk_depart(gp.counters, tile) : 0;
         const int S = static_cast<int>(gridDim.y), y = static_cast<int>(blockIdx.y);
         const int v_lo = y * V / S, v_hi = (y + 1) * V / S;
         wg_spread_sum<NW>(base, tile_floats, v_lo, v_hi, sm);
-        __syncthreads();
+        splitk_sync<kSync>();
         wg_store_tile<XT, ROWS, WS>(p, sm, v_lo, v_hi, row0, tok0);
         if (tid == 0) splitk_reset_if_last(gp.counters, tile, dep);
         return;
       }
-      if (!splitk_last_arrival(gp.counters, tile)) return;
+      if (!splitk_last_arrival<kSync>(gp.counters, tile)) return;
       // split-major: the V loads of one split are independent (a v-major loop waited out one L2 round
       // trip per value: run 5, 2112x7168 M = 128 took 89 us with 7 splits against 69 with none)
 #pragma unroll
@@ -562,7 +594,7 @@ __global__ void __launch_bounds__(32 * wg_warps(ROWS), 1) w4_wgmma_kernel(const 
     // acc[4 j + c] is register c of the m16n8 C fragment of the warp's 16 rows and token tile j
 #pragma unroll
     for (int v = 0; v < V; ++v) sm[(v * NW + warp) * kWgPitch + lane] = f[v];
-    __syncthreads();
+    splitk_sync<kSync>();
     wg_store_tile<XT, ROWS, WS>(p, sm, 0, V, row0, tok0);
   };
   if constexpr (kHalf) {
@@ -577,7 +609,7 @@ __global__ void __launch_bounds__(32 * wg_warps(ROWS), 1) w4_wgmma_kernel(const 
 #pragma unroll
       for (int v = 0; v < V; ++v) sm[(V + v) * 128 + lt] = acc[v];
     }
-    __syncthreads();
+    splitk_sync<kSync>();
     float f[V];
     if (warp < 4) {
 #pragma unroll
@@ -586,7 +618,7 @@ __global__ void __launch_bounds__(32 * wg_warps(ROWS), 1) w4_wgmma_kernel(const 
 #pragma unroll
       for (int v = 0; v < V; ++v) f[v] = acc[V + v] + sm[v * 128 + lt];
     }
-    __syncthreads();  // the staged tile reuses this shared memory
+    splitk_sync<kSync>();  // the staged tile reuses this shared memory
     finish(f);
   } else {
     finish(acc);

@@ -952,18 +952,22 @@ def cuda_wgmma(
 ) -> torch.Tensor | None:
     """The Hopper wgmma W4A16 GEMM on ``x [M, K]`` (:func:`cuda_wgmma_supported`): ``[M, N]`` in x's
     dtype, or None when the extension is unavailable. ``config`` = (tokens per CTA, K splits, stages[,
-    reduce[, rows]]), zeros for the launcher's choice (default: the row of the shape class's
+    reduce[, rows[, producer]]]), zeros for the launcher's choice (default: the row of the shape class's
     :data:`_CUDA_WGMMA_AUTO` entry for M, else all automatic; ``w4a16_wgmma_configs()`` lists the
-    compiled H * 1000 + (tokens / 8) * 10 + stages, H = 0 / 1 / 2 for 128 / 64 / 192 rows). K splits as
+    compiled P * 10000 + H * 1000 + (tokens / 8) * 10 + stages, H = 0 / 1 / 2 for 128 / 64 / 192 rows,
+    P = 1 with a producer warpgroup). K splits as
     :func:`cuda_gemm`'s; ``reduce`` says who sums a split's partials: 1 the last CTA of a tile to
     arrive, 2 all of the tile's CTAs, a share each (launched cooperative, so only where the grid fits
     on the GPU at once), 0 = 2 where it fits. Both sum in split order: the same bits. ``rows``: weight
     rows per CTA, 128 (0: each warpgroup 64 of them), 64 (both warpgroups the same rows and tokens,
-    each half of every superblock's k-steps) or 192 (three warpgroups of 64 rows). ``pdl``: launch
-    with programmatic dependent launch (None: ``qlinear.kernels._pdl.pdl_enabled``).
+    each half of every superblock's k-steps) or 192 (three warpgroups of 64 rows). ``producer``: 1 adds
+    a producer warpgroup that issues the shared-memory stage fills (64 or 128 rows; the compiled
+    codes P = 1). ``pdl``: launch with programmatic dependent launch (None:
+    ``qlinear.kernels._pdl.pdl_enabled``).
     """
-    if config is not None and (len(tuple(config)) not in (3, 4, 5) or any(int(v) < 0 for v in config)):
-        raise ValueError(f"config: expected (tokens, splits, stages[, reduce[, rows]]) of ints >= 0, got {config!r}")
+    if config is not None and (len(tuple(config)) not in (3, 4, 5, 6) or any(int(v) < 0 for v in config)):
+        raise ValueError(
+            f"config: expected (tokens, splits, stages[, reduce[, rows[, producer]]]) of ints >= 0, got {config!r}")
     return _cuda_wgmma(x, packed, bias, config, pdl)
 
 
@@ -972,7 +976,7 @@ def _cuda_wgmma(x, packed, bias, config=None, pdl=None):
         from qlinear.kernels import _pdl  # function-local: imports triton
 
         pdl = _pdl.pdl_enabled(x.device)
-    return _run_gemm("w4a16_wgmma", x, packed, bias, config, _CUDA_WGMMA_AUTO, (0, 0, 0, 0, 0), (int(pdl),))
+    return _run_gemm("w4a16_wgmma", x, packed, bias, config, _CUDA_WGMMA_AUTO, (0, 0, 0, 0, 0, 0), (int(pdl),))
 
 
 def _cuda_shape_class(n: int, k: int) -> str:

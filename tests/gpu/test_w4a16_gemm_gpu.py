@@ -55,10 +55,13 @@ def _family(name):
         codes = [(c // 1000, (c // 10 % 100) * 8, c % 10) for c in C.w4a16_gemm_configs()]
         return ops.cuda_gemm, [(lambda s, w=w, t=t, st=st: (w, t, s, st), t) for w, t, st in codes]
     C = _wgmma_ext()
-    # H * 1000 + (tokens / 8) * 10 + stages; H = 0 / 1 / 2: 128 / 64 / 192 weight rows per CTA
-    cfgs = [(c % 1000 // 10 * 8, c % 10, (128, 64, 192)[c // 1000]) for c in C.w4a16_wgmma_configs()]
-    assert {rows for _, _, rows in cfgs} == {64, 128, 192}
-    return ops.cuda_wgmma, [(lambda s, t=t, st=st, r=r: (t, s, st, 0, r), t) for t, st, r in cfgs]
+    # P * 10000 + H * 1000 + (tokens / 8) * 10 + stages; H = 0 / 1 / 2: 128 / 64 / 192 weight rows per CTA,
+    # P = 1: a producer warpgroup
+    cfgs = [(c % 1000 // 10 * 8, c % 10, (128, 64, 192)[c % 10000 // 1000], c // 10000)
+            for c in C.w4a16_wgmma_configs()]
+    assert {rows for _, _, rows, _ in cfgs} == {64, 128, 192}
+    assert {rows for _, _, rows, prod in cfgs if prod} == {64, 128}
+    return ops.cuda_wgmma, [(lambda s, t=t, st=st, r=r, pr=pr: (t, s, st, 0, r, pr), t) for t, st, r, pr in cfgs]
 
 
 FAMILIES = ["cuda_gemm", "cuda_wgmma"]
@@ -150,7 +153,7 @@ def test_wgmma_refusals_and_public_op():
     assert not ops.cuda_wgmma_supported(x, p64)
     assert C.w4a16_wgmma_supported(x, p64.qweight, p64.scales, p64.zeros, 64, locks) == 4
     with pytest.raises(ValueError, match="tokens, splits, stages"):
-        ops.cuda_wgmma(x, packed, config=(8, 128, 1, 5, 0, 0))  # six fields
+        ops.cuda_wgmma(x, packed, config=(8, 128, 1, 5, 0, 0, 0))  # seven fields
     assert sup(x, 128, 2, 5, 3) == 6  # reduce is 0, 1 or 2
     assert sup(x, 128, 2, 5, 2) == 0
     # 64 rows per CTA: compiled for (128 tokens, 4 stages) and (256, 3), not for 64 tokens; 192 rows
@@ -160,6 +163,12 @@ def test_wgmma_refusals_and_public_op():
     assert sup(x, 128, 2, 5, 0, 64) == 6
     assert sup(x, 128, 2, 4, 0, 192) == 0
     assert sup(x, 256, 1, 3, 0, 192) == 6
+    # a producer warpgroup: compiled for 64 rows (256 tokens, 3 stages) and 128 rows ((128, 4), (256, 3))
+    assert sup(x, 256, 1, 3, 0, 64, 1) == 0
+    assert sup(x, 128, 2, 4, 0, 128, 1) == 0
+    assert sup(x, 128, 2, 4, 0, 64, 1) == 6
+    assert sup(x, 128, 2, 4, 0, 192, 1) == 6
+    assert sup(x, 128, 2, 4, 0, 128, 2) == 6  # producer is 0 or 1
     with pytest.raises(RuntimeError, match="rows: expected 0 .automatic., 64, 128 or 192"):
         sup(x, 128, 2, 4, 0, 32)
     wide, _ = _layer(24576, 1536, seed=7)
