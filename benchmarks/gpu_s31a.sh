@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 31 run 1 at 617d007.
 # Session 31 run 1: the wgmma W4A16 GEMM with a producer warpgroup (codes P = 1: 10164, 10323, 11323;
 # setmaxnreg 40 / 232) against the dispatch's configs: the wgmma GEMM tests, then probe_w4a16_gemm.py at
 # M = 128 / 1024 on the three issue shapes (x rotated as bench_linear does).
