@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 31 run 2 at ed91f67 (its 88-token codes were removed after it).
 # Session 31 run 2: 88-token tiles of 192 rows (codes 2115 / 2116: 2112x7168 at M = 1024 as 11 x 12 = 132
 # CTAs, one wave) against the dispatch's 64-row, 256-token CTAs; the producer warpgroup (run 1: faster
 # with 128 rows x 256 tokens at M = 1024) at M = 256 / 512 on the short and many shapes.
