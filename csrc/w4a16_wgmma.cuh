@@ -51,6 +51,17 @@
 // 7168x16384 M = 128 134.4 / 107.5 us against 67.7). Not profiled; the likely cost is shared memory:
 // A is written once and read by the tensor cores, on top of x.
 //
+// kProd (codes P = 1, 128 rows x 256 tokens only): a fourth warpgroup issues the fills instead of thread 0.
+// Its first thread refills a stage as soon as the stage's `empty` mbarrier completes, so MMA warp 0 no
+// longer stops in every superblock until the slowest warp has released the stage before. setmaxnreg
+// moves registers to the MMA warps (producer 40, MMA warps 232: the launch's 168 x 384 threads), which
+// the 128-row, 256-token loop needs (252 registers without a producer). Session 31 runs 1-2
+// (benchmarks/results/session31, probe_w4a16_gemm.py, x rotated, us, without -> with): 24576x1536 M = 512 /
+// 1024 72.07 -> 70.33 / 141.10 -> 137.59; 7168x16384 M = 256 / 512 / 1024 98.99 -> 97.45 / 200.44 ->
+// 194.99 / 430.36 -> 415.70. It lost elsewhere and was removed there: 64 rows x 256 tokens (2112x7168
+// M = 1024 54.36 against 52.37) and 128 rows x 128 tokens (M = 128: 14.76 / 27.91 / 67.43 against the
+// dispatch's 14.57 / 19.96 / 63.93).
+//
 // K split: fp32 partials [tile][split][value][thread], summed in split order (deterministic) either as
 // w4a16_gemm.cuh does (the last CTA to arrive sums the whole tile and resets the counter), or spread
 // (gp.spread: every CTA of the tile waits for all partials, then sums and stores 1 / S of the tile;
@@ -92,8 +103,8 @@ struct WgParams {
 
 // Compiled (ROWS, TN, ST[, producer]) as P * 10000 + H * 1000 + (TN / 8) * 10 + ST: H = 0 for 128-row CTAs,
 // 1 for 64 rows (the warpgroups split the k-steps), 2 for 192 rows (three warpgroups of 64); P = 1 adds a
-// producer warpgroup (see the kernel's header note on kProd).
-constexpr int kWgCodes[] = {164, 165, 84, 88, 323, 1164, 1323, 2164, 10164, 10323, 11323};
+// producer warpgroup (see kProd in the header note).
+constexpr int kWgCodes[] = {164, 165, 84, 88, 323, 1164, 1323, 2164, 10323};
 
 __host__ __device__ constexpr int wg_code_rows(int code) {
   return code % 10000 >= 2000 ? 192 : (code % 10000 >= 1000 ? 64 : 128);

@@ -1,9 +1,9 @@
 """The wgmma W4A16 GEMM launcher's config logic (csrc/w4a16_wgmma_launch.cu) on the host, without a GPU:
 a small program (tests/csrc_host/w4a16_wgmma_config_main.cu) linked against the launchers, device code
 compiled to PTX only, asks w4_wgmma_resolve / w4_wgmma_supported. The automatic config must stay the
-one session 11 measured best on the issue shapes (benchmarks/results/session11/run8, the reason
-qlinear/ops/w4a16.py _CUDA_WGMMA_AUTO overrides it only on the few class), and without a GPU every case is refused with
-kNoWgmma after the operand checks."""
+one session 11 measured best on the issue shapes (benchmarks/results/session11/run8; qlinear/ops/w4a16.py
+_CUDA_WGMMA_AUTO overrides it per shape class where later runs measured better), and without a GPU every
+case is refused with kNoWgmma after the operand checks."""
 
 from __future__ import annotations
 

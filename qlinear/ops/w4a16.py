@@ -205,10 +205,14 @@ _CUDA_WGMMA_M: dict[str, tuple[int, int]] = {"few": (33, 1024), "short": (65, 10
 #         M = 512 / 1024: 77.03 / 150.95 vs 65.89 / 129.87                         -> up to 256
 #   many  M = 128: 61.69 vs 66.14 [69.58]; M = 256: 130.37 vs 98.59                 -> 65 .. 128
 #   few   M = 128 / 256: 15.94 / 21.32 vs 14.58 / 19.20                            -> unchanged
+# Session 31 runs 1-2 (benchmarks/results/session31, same probe and method, us): the producer warpgroup
+# (sixth field 1, csrc/w4a16_wgmma.cuh kProd) on the automatic 128 rows x 256 tokens, without -> with:
+#   short M = 512 / 1024: 72.07 -> 70.33 / 141.10 -> 137.59 (M = 256: the 192-row row above, 40.32, stays)
+#   many  M = 256 / 512 / 1024: 98.99 -> 97.45 / 200.44 -> 194.99 / 430.36 -> 415.70  -> 129 .. 1024
 _CUDA_WGMMA_AUTO: dict[str, tuple[tuple[int, tuple[int, ...]], ...]] = {
     "few": ((64, (64, 0, 4)), (128, (0, 0, 0)), (1024, (256, 0, 3, 0, 64))),
-    "short": ((256, (128, 0, 4, 0, 192)),),
-    "many": ((64, (0, 0, 0)), (128, (128, 0, 4, 0, 192))),
+    "short": ((256, (128, 0, 4, 0, 192)), (1024, (256, 0, 3, 0, 128, 1))),
+    "many": ((64, (0, 0, 0)), (128, (128, 0, 4, 0, 192)), (1024, (256, 0, 3, 0, 128, 1))),
 }
 _CUDA_GEMM_CONFIG: tuple[int, int, int, int] = (0, 0, 0, 0)
 _CUDA_GEMM_AUTO: dict[str, tuple[tuple[int, tuple[int, ...]], ...]] = {

@@ -60,7 +60,7 @@ def _family(name):
     cfgs = [(c % 1000 // 10 * 8, c % 10, (128, 64, 192)[c % 10000 // 1000], c // 10000)
             for c in C.w4a16_wgmma_configs()]
     assert {rows for _, _, rows, _ in cfgs} == {64, 128, 192}
-    assert {rows for _, _, rows, prod in cfgs if prod} == {64, 128}
+    assert {rows for _, _, rows, prod in cfgs if prod} == {128}
     return ops.cuda_wgmma, [(lambda s, t=t, st=st, r=r, pr=pr: (t, s, st, 0, r, pr), t) for t, st, r, pr in cfgs]
 
 
@@ -163,12 +163,12 @@ def test_wgmma_refusals_and_public_op():
     assert sup(x, 128, 2, 5, 0, 64) == 6
     assert sup(x, 128, 2, 4, 0, 192) == 0
     assert sup(x, 256, 1, 3, 0, 192) == 6
-    # a producer warpgroup: compiled for 64 rows (256 tokens, 3 stages) and 128 rows ((128, 4), (256, 3))
-    assert sup(x, 256, 1, 3, 0, 64, 1) == 0
-    assert sup(x, 128, 2, 4, 0, 128, 1) == 0
-    assert sup(x, 128, 2, 4, 0, 64, 1) == 6
+    # a producer warpgroup: compiled for 128 rows, 256 tokens, 3 stages only
+    assert sup(x, 256, 1, 3, 0, 128, 1) == 0
+    assert sup(x, 256, 1, 3, 0, 64, 1) == 6
+    assert sup(x, 128, 2, 4, 0, 128, 1) == 6
     assert sup(x, 128, 2, 4, 0, 192, 1) == 6
-    assert sup(x, 128, 2, 4, 0, 128, 2) == 6  # producer is 0 or 1
+    assert sup(x, 256, 1, 3, 0, 128, 2) == 6  # producer is 0 or 1
     with pytest.raises(RuntimeError, match="rows: expected 0 .automatic., 64, 128 or 192"):
         sup(x, 128, 2, 4, 0, 32)
     wide, _ = _layer(24576, 1536, seed=7)
