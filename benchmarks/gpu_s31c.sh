@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 31 run 3 at 896234f.
 # Session 31 run 3: the W4A16 dispatch with the producer warpgroup (short / many classes, 128 rows x 256
 # tokens from M = 257 / 129 to 1024): the wgmma GEMM, dispatch-table and layer GPU tests, the issue-5
 # acceptance benchmark (bench_linear --format w4a16), then session 30's open measurement: Triton's

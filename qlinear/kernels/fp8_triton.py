@@ -1020,8 +1020,8 @@ def rms_norm_quant_fp8(
     One program per row, the whole row in registers; ``num_warps`` overrides the default.
     ``pdl_trigger`` ("first" / "early" / "late", ``qlinear.kernels._pdl.launch_options``): launch with PDL
     and that trigger, so that a GEMM launched with PDL after it (``fp8_block_linear_quantized``) starts
-    early; None (the default, the only form any dispatch uses): no PDL, as before. Not yet measured: the
-    option exists for benchmarks/bench_fp8_prequant.py ``--nq-backends triton-first`` / ``triton-early``.
+    early; None (the default): no PDL. ``qlinear.ops.fp8.rms_norm_quant_fp8``'s auto dispatch takes "early"
+    for one row of 4096 < K <= 8192 (``NORM_QUANT_TRITON_EARLY``: session 31 run 3).
     """
     M, K = x.shape
     G = cdiv(K, group_size)

@@ -466,10 +466,15 @@ def _check_act(name: str, x: torch.Tensor) -> None:
         raise ValueError(f"{name}: expected stride(-1) == 1, got {describe(x)}")
 
 
+# The auto dispatch's name for Triton launched with PDL and an early trigger (rms_norm_quant_fp8; never
+# taken from a caller).
+_TRITON_EARLY = "triton-early"
+
+
 def _check_group(group_size: int, backend: str, K: int) -> None:
     if group_size <= 0:
         raise ValueError(f"group_size: expected a positive integer, got {group_size}")
-    if backend == "triton" and group_size < K and (group_size < 16 or group_size & (group_size - 1)):
+    if backend in ("triton", _TRITON_EARLY) and group_size < K and (group_size < 16 or group_size & (group_size - 1)):
         raise ValueError(f"group_size: the Triton kernels need a power of two >= 16, got {group_size}")
 
 
@@ -969,6 +974,14 @@ _CUDA_NORM_WEIGHT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 # kernel would run: Triton); rows of 2049 .. 4096 (the launcher's warp-per-row register kernel, not measured
 # at decode M) and longer than 8192 keep Triton up to 1024 rows (their chain not measured).
 NORM_QUANT_TRITON_MAX_M: tuple = ((2048, 256), (4096, 1024), (8192, 0), (None, 1024))
+# Ahead of that table: Triton's kernel launched with PDL and its trigger right after its own wait ("early"),
+# for (K above, K up to, M up to). H200, session 31 run 3 (benchmarks/results/session31/run3/nq_chain.log,
+# bench_fp8_prequant.py, 2112x7168, same method, us; chain = norm-quant + the FP8 GEMM on its codes):
+#   M = 1:  chain triton-early 7.68, triton-first 8.18, CUDA 8.86, Triton without PDL 9.88 (rms_norm + the
+#           GEMM quantizing x itself 7.85); alone 2.38 / 2.32 / 3.48 / 2.84
+#   M = 16: chain triton-early 11.78, triton-first 11.30, CUDA 10.02, Triton 11.23     -> M = 1 only
+# One program per row: at M = 1 the GEMM's CTAs take the other SMs at once; M = 2 .. 15 were not measured.
+NORM_QUANT_TRITON_EARLY: tuple = ((4096, 8192, 1),)
 
 
 def _norm_quant_triton_max_m(K: int) -> int:
@@ -996,13 +1009,17 @@ def _norm_quant_cta_ok(x: torch.Tensor, weight: torch.Tensor, residual: Optional
 
 def _norm_quant_gpu_default(weight: torch.Tensor, M: Optional[int] = None, x: Optional[torch.Tensor] = None,
                             residual: Optional[torch.Tensor] = None, group_size: int = 128) -> str:
-    """"triton" for M <= :data:`NORM_QUANT_TRITON_MAX_M`'s bound at K = ``weight.numel()`` (M None: not
-    checked), and where that bound is 0 (the rows the CUDA block-per-row kernel was measured on) for an ``x``
+    """"triton-early" (Triton with PDL, trigger early; internal, not a user-facing backend) where
+    :data:`NORM_QUANT_TRITON_EARLY` holds; "triton" for M <= :data:`NORM_QUANT_TRITON_MAX_M`'s bound at
+    K = ``weight.numel()`` (M None: not checked), and where that bound is 0 (the rows the CUDA block-per-row kernel was measured on) for an ``x``
     that kernel does not take (:func:`_norm_quant_cta_ok`); else "cuda" when the CUDA extension loads and
     reads this weight dtype, else "triton"."""
+    K = weight.numel()
+    if M is not None and any(lo < K <= hi and M <= m_max for lo, hi, m_max in NORM_QUANT_TRITON_EARLY):
+        return _TRITON_EARLY
     if weight.dtype not in _CUDA_NORM_WEIGHT_DTYPES:
         return "triton"
-    bound = _norm_quant_triton_max_m(weight.numel())
+    bound = _norm_quant_triton_max_m(K)
     if M is not None and M <= bound:
         return "triton"
     if bound == 0 and x is not None and not _norm_quant_cta_ok(x, weight, residual, group_size):
@@ -1044,7 +1061,8 @@ def _norm_quant_op(
     if backend == "cuda":
         return _norm_quant_cuda(x, weight, eps, group_size, column_major_scales)
     return _kernels().rms_norm_quant_fp8(
-        x, weight, eps, group_size, column_major_scales=column_major_scales, scale_eps=_ref.FP8_SCALE_EPS
+        x, weight, eps, group_size, column_major_scales=column_major_scales, scale_eps=_ref.FP8_SCALE_EPS,
+        pdl_trigger="early" if backend == _TRITON_EARLY else None,
     )
 
 
@@ -1078,6 +1096,7 @@ def _add_norm_quant_op(
         residual=residual,
         column_major_scales=column_major_scales,
         scale_eps=_ref.FP8_SCALE_EPS,
+        pdl_trigger="early" if backend == _TRITON_EARLY else None,
     )
 
 
@@ -1110,8 +1129,9 @@ def rms_norm_quant_fp8(
     weight; any group size and alignment, 16-byte vector kernel where they allow), "triton",
     "reference". None: ``QLINEAR_RMS_NORM_QUANT_BACKEND``, else "reference" off CUDA, else "triton" for
     few rows (:data:`NORM_QUANT_TRITON_MAX_M`: up to 256 rows of K <= 2048, none of 4096 < K <= 8192 where the
-    CUDA block-per-row kernel takes x, 1024 of other rows, where it measured faster), else "cuda" when the
-    extension loads, else "triton".
+    CUDA block-per-row kernel takes x, 1024 of other rows, where it measured faster; one row of 4096 < K <=
+    8192 with PDL and an early trigger, :data:`NORM_QUANT_TRITON_EARLY`), else "cuda" when the extension
+    loads, else "triton".
     """
     _check_act("x", x)
     if x.dim() != 2:

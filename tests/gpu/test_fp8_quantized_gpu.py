@@ -82,8 +82,11 @@ def test_backend_choice_and_explicit_backends():
     assert _rel(ops.fp8_block_linear_quantized(q128, s128, w, wsi, backend="triton"), want128) <= 1e-2
 
 
-def test_layer_and_graph_replay():
-    """A merged FP8 layer fed an Fp8GroupActivation inside a CUDA graph: new codes, new output."""
+@pytest.mark.parametrize("m", [16, 1])
+def test_layer_and_graph_replay(m):
+    """A merged FP8 layer fed an Fp8GroupActivation inside a CUDA graph: new codes, new output. M = 1
+    takes the norm-quant's Triton kernel with PDL and an early trigger (NORM_QUANT_TRITON_EARLY), M = 16
+    the CUDA block-per-row kernel."""
     from qlinear.layers.linear import MergedReplicatedLinear
     from qlinear.quantization import get_quantization_config
     from qlinear.testing.fp8 import fp8_block_config, quantize_fp8_block
@@ -99,8 +102,12 @@ def test_layer_and_graph_replay():
     layer.process_weights_after_loading()
     layer.to(DEV)
     gamma = (1 + 0.1 * torch.randn(k, device=DEV)).to(torch.bfloat16)
-    h = _x(16, k, torch.bfloat16, 3)
+    h = _x(m, k, torch.bfloat16, 3)
+    assert ops._norm_quant_gpu_default(gamma, m, h, None, 128) == ("triton-early" if m == 1 else "cuda")
     q, s = ops.rms_norm_quant_fp8(h, gamma, 1e-6, 128)
+    q_ref, s_ref = ops.rms_norm_quant_fp8(h, gamma, 1e-6, 128, backend="reference")
+    assert torch.allclose(s, s_ref, rtol=1e-5, atol=0)
+    assert (q.view(torch.uint8).int() - q_ref.view(torch.uint8).int()).abs().max() <= 1  # one e4m3 step at most
     act = Fp8GroupActivation(q, s, 128, torch.bfloat16)
     assert layer.backend(act) == "cuda"
     eager = layer(act)
@@ -116,7 +123,7 @@ def test_layer_and_graph_replay():
     g.replay()
     torch.cuda.synchronize()
     assert torch.equal(y, eager)
-    h.copy_(_x(16, k, torch.bfloat16, 4))
+    h.copy_(_x(m, k, torch.bfloat16, 4))
     g.replay()
     q2, s2 = ops.rms_norm_quant_fp8(h, gamma, 1e-6, 128)
     want = ref.fp8_block_gemm_ref(q2, s2, layer.weight, layer.weight_scale_inv, (128, 128), torch.float32)

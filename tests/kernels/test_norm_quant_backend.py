@@ -76,9 +76,37 @@ def test_gpu_default_keeps_triton_where_the_block_kernel_does_not_apply():
     }
     for what, (xi, res, group) in cases.items():
         assert not ops._norm_quant_cta_ok(xi, w, res, group), what
-        assert ops._norm_quant_gpu_default(w, 1, xi, res, group) == "triton", what
+        assert ops._norm_quant_gpu_default(w, 2, xi, res, group) == "triton", what
         assert ops._norm_quant_gpu_default(w, 4096, xi, res, group) == "triton", what
     assert not ops._norm_quant_cta_ok(x.contiguous(), torch.randn(7169, dtype=torch.bfloat16)[1:], None, 128)
+
+
+def test_gpu_default_one_row_of_mla_width_takes_triton_with_an_early_trigger(monkeypatch):
+    # NORM_QUANT_TRITON_EARLY: one row of 4096 < K <= 8192 (any operands: Triton takes them all), decided
+    # before the weight dtype or the extension; two rows and other widths keep their choice
+    for k in (4097, 7168, 8192):
+        assert ops._norm_quant_gpu_default(torch.empty(k, dtype=torch.bfloat16), 1) == "triton-early", k
+        assert ops._norm_quant_gpu_default(torch.empty(k, dtype=torch.float64), 1) == "triton-early", k
+    assert ops._norm_quant_gpu_default(torch.empty(4096, dtype=torch.bfloat16), 1) == "triton"
+    assert ops._norm_quant_gpu_default(torch.empty(16384, dtype=torch.bfloat16), 1) == "triton"
+    # the internal name reaches the Triton launch as pdl_trigger="early" (the kernel wrapper, faked)
+    seen = []
+
+    class _K:
+        @staticmethod
+        def rms_norm_quant_fp8(x, weight, eps, group_size, **kw):
+            seen.append(kw.get("pdl_trigger"))
+            return torch.zeros(x.shape, dtype=ops.FP8_E4M3), torch.zeros(x.shape[0], 1)
+
+    monkeypatch.setattr(ops, "_kernels", lambda: _K)
+    x, w = torch.randn(1, 256), torch.randn(256)
+    ops._norm_quant_op(x, w, 1e-6, 256, False, "triton-early")
+    ops._norm_quant_op(x, w, 1e-6, 256, False, "triton")
+    ops._add_norm_quant_op(x, x.clone(), w, 1e-6, 256, False, "triton-early")
+    assert seen == ["early", None, "early"]
+    # a caller cannot name it
+    with pytest.raises(ValueError, match="cuda"):
+        ops.rms_norm_quant_fp8(x, w, backend="triton-early")
 
 
 def test_unknown_backend_names_the_choices():
