@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 31 run 4 at 10a70d9.
 # Session 31 run 4: the norm-quant auto dispatch now takes Triton with PDL and an early trigger for one row of
 # 4096 < K <= 8192 (NORM_QUANT_TRITON_EARLY): the norm-quant / FP8-on-codes GPU tests (graph replay at M = 1
 # and 16), then the chain at M = 1 / 2 / 4 / 8 (bench_fp8_prequant: "norm-quant + linear on codes" is the auto

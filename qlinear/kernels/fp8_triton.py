@@ -1021,7 +1021,7 @@ def rms_norm_quant_fp8(
     ``pdl_trigger`` ("first" / "early" / "late", ``qlinear.kernels._pdl.launch_options``): launch with PDL
     and that trigger, so that a GEMM launched with PDL after it (``fp8_block_linear_quantized``) starts
     early; None (the default): no PDL. ``qlinear.ops.fp8.rms_norm_quant_fp8``'s auto dispatch takes "early"
-    for one row of 4096 < K <= 8192 (``NORM_QUANT_TRITON_EARLY``: session 31 run 3).
+    for one or two rows of 4096 < K <= 8192 (``NORM_QUANT_TRITON_EARLY``: session 31 runs 3-4).
     """
     M, K = x.shape
     G = cdiv(K, group_size)

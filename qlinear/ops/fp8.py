@@ -979,9 +979,12 @@ NORM_QUANT_TRITON_MAX_M: tuple = ((2048, 256), (4096, 1024), (8192, 0), (None, 1
 # bench_fp8_prequant.py, 2112x7168, same method, us; chain = norm-quant + the FP8 GEMM on its codes):
 #   M = 1:  chain triton-early 7.68, triton-first 8.18, CUDA 8.86, Triton without PDL 9.88 (rms_norm + the
 #           GEMM quantizing x itself 7.85); alone 2.38 / 2.32 / 3.48 / 2.84
-#   M = 16: chain triton-early 11.78, triton-first 11.30, CUDA 10.02, Triton 11.23     -> M = 1 only
-# One program per row: at M = 1 the GEMM's CTAs take the other SMs at once; M = 2 .. 15 were not measured.
-NORM_QUANT_TRITON_EARLY: tuple = ((4096, 8192, 1),)
+#   M = 16: chain triton-early 11.78, triton-first 11.30, CUDA 10.02, Triton 11.23
+# Run 4 (benchmarks/results/session31/run4, same method; M = 1 already through this table): chain triton-early
+# vs CUDA at M = 1 / 2 / 4 / 8: 7.70 / 8.33 / 9.81 / 10.34 vs 8.86 / 8.97 / 8.91 / 9.38      -> M <= 2
+# (one program per row: with one or two rows the GEMM's CTAs take the other SMs at once). rms_norm + the GEMM
+# quantizing x itself stays ahead of both chains from M = 2 on (8.00 / 8.13 / 8.14 at M = 2 / 4 / 8).
+NORM_QUANT_TRITON_EARLY: tuple = ((4096, 8192, 2),)
 
 
 def _norm_quant_triton_max_m(K: int) -> int:
@@ -1130,7 +1133,7 @@ def rms_norm_quant_fp8(
     "reference". None: ``QLINEAR_RMS_NORM_QUANT_BACKEND``, else "reference" off CUDA, else "triton" for
     few rows (:data:`NORM_QUANT_TRITON_MAX_M`: up to 256 rows of K <= 2048, none of 4096 < K <= 8192 where the
     CUDA block-per-row kernel takes x, 1024 of other rows, where it measured faster; one row of 4096 < K <=
-    8192 with PDL and an early trigger, :data:`NORM_QUANT_TRITON_EARLY`), else "cuda" when the extension
+    8192 (or two) with PDL and an early trigger, :data:`NORM_QUANT_TRITON_EARLY`), else "cuda" when the extension
     loads, else "triton".
     """
     _check_act("x", x)

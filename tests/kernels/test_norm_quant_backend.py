@@ -76,17 +76,19 @@ def test_gpu_default_keeps_triton_where_the_block_kernel_does_not_apply():
     }
     for what, (xi, res, group) in cases.items():
         assert not ops._norm_quant_cta_ok(xi, w, res, group), what
-        assert ops._norm_quant_gpu_default(w, 2, xi, res, group) == "triton", what
+        assert ops._norm_quant_gpu_default(w, 3, xi, res, group) == "triton", what
         assert ops._norm_quant_gpu_default(w, 4096, xi, res, group) == "triton", what
     assert not ops._norm_quant_cta_ok(x.contiguous(), torch.randn(7169, dtype=torch.bfloat16)[1:], None, 128)
 
 
 def test_gpu_default_one_row_of_mla_width_takes_triton_with_an_early_trigger(monkeypatch):
-    # NORM_QUANT_TRITON_EARLY: one row of 4096 < K <= 8192 (any operands: Triton takes them all), decided
-    # before the weight dtype or the extension; two rows and other widths keep their choice
+    # NORM_QUANT_TRITON_EARLY: one or two rows of 4096 < K <= 8192 (any operands: Triton takes them all),
+    # decided before the weight dtype or the extension; three rows and other widths keep their choice
     for k in (4097, 7168, 8192):
         assert ops._norm_quant_gpu_default(torch.empty(k, dtype=torch.bfloat16), 1) == "triton-early", k
+        assert ops._norm_quant_gpu_default(torch.empty(k, dtype=torch.bfloat16), 2) == "triton-early", k
         assert ops._norm_quant_gpu_default(torch.empty(k, dtype=torch.float64), 1) == "triton-early", k
+        assert ops._norm_quant_gpu_default(torch.empty(k, dtype=torch.float64), 3) == "triton", k
     assert ops._norm_quant_gpu_default(torch.empty(4096, dtype=torch.bfloat16), 1) == "triton"
     assert ops._norm_quant_gpu_default(torch.empty(16384, dtype=torch.bfloat16), 1) == "triton"
     # the internal name reaches the Triton launch as pdl_trigger="early" (the kernel wrapper, faked)
