@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 31 run 5 at cec8540 (its 16-token codes were removed after it).
 # Session 31 run 5: 16-token wgmma tiles (codes 29: 128 rows, 9 stages; 2026 / 2029: 192 rows, 6 / 9 stages) for
 # decode batches of 9 .. 16 rows: 24576x1536 at M = 16 as 128 CTAs of 192 rows read x (48 KB) 128 times
 # instead of once per 32-row register-kernel CTA (768). The wgmma GEMM tests, then probe_w4a16_gemm.py at

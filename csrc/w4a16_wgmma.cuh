@@ -104,7 +104,7 @@ struct WgParams {
 // Compiled (ROWS, TN, ST[, producer]) as P * 10000 + H * 1000 + (TN / 8) * 10 + ST: H = 0 for 128-row CTAs,
 // 1 for 64 rows (the warpgroups split the k-steps), 2 for 192 rows (three warpgroups of 64); P = 1 adds a
 // producer warpgroup (see kProd in the header note).
-constexpr int kWgCodes[] = {164, 165, 84, 88, 323, 1164, 1323, 2164, 10323, 29, 2026, 2029};
+constexpr int kWgCodes[] = {164, 165, 84, 88, 323, 1164, 1323, 2164, 10323};
 
 __host__ __device__ constexpr int wg_code_rows(int code) {
   return code % 10000 >= 2000 ? 192 : (code % 10000 >= 1000 ? 64 : 128);
@@ -118,7 +118,7 @@ template <int C>
 struct WgCode {
   static constexpr int ROWS = wg_code_rows(C), TN = wg_code_tokens(C), ST = C % 10;
   static constexpr bool PROD = wg_code_producer(C);
-  static_assert((TN == 16 || TN == 64 || TN == 128 || TN == 256) && ST >= 2 && C % 10000 / 1000 <= 2 && C / 10000 <= 1 &&
+  static_assert((TN == 64 || TN == 128 || TN == 256) && ST >= 2 && C % 10000 / 1000 <= 2 && C / 10000 <= 1 &&
                     !(PROD && ROWS == 192),
                 "a wgmma code is P * 10000 + H * 1000 + (tokens / 8) * 10 + stages (no producer with 192 rows)");
 };
@@ -168,29 +168,6 @@ __device__ __forceinline__ uint32_t wg_desc_lo(uint32_t saddr) { return ((saddr 
 // fp32 accumulate. Accumulator layout: d[4 j + c] = row 16 warp + g + 8 (c >= 2), column 8 j + 2 t + (c & 1).
 template <typename XT, int N>
 __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const uint32_t (&a)[4], uint32_t desc_lo);
-
-// 16 tokens: decode batches of 9 .. 16 rows without a wasted token column.
-template <>
-__device__ __forceinline__ void wgmma_rs<__nv_bfloat16, 16>(float (&d)[8], const uint32_t (&a)[4], uint32_t desc_lo) {
-  asm volatile(
-      "{\n.reg .b64 d;\nmov.b64 d, {%12, %13};\n"
-      "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7}, "
-      "{%8, %9, %10, %11}, d, 1, 1, 1, 0;\n}"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(desc_lo), "r"(kWgDescHi));
-}
-
-template <>
-__device__ __forceinline__ void wgmma_rs<__half, 16>(float (&d)[8], const uint32_t (&a)[4], uint32_t desc_lo) {
-  asm volatile(
-      "{\n.reg .b64 d;\nmov.b64 d, {%12, %13};\n"
-      "wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7}, "
-      "{%8, %9, %10, %11}, d, 1, 1, 1, 0;\n}"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(desc_lo), "r"(kWgDescHi));
-}
 
 template <>
 __device__ __forceinline__ void wgmma_rs<__nv_bfloat16, 64>(float (&d)[32], const uint32_t (&a)[4], uint32_t desc_lo) {
