@@ -252,14 +252,15 @@ def test_graph_replay_split_k():
         assert int(ws[: ops._CUDA_WS_COUNTERS].abs().sum()) == 0, key
 
 
-@pytest.mark.parametrize("trigger", ["first", "early"])
-def test_pair_chain_in_a_graph(trigger):
+@pytest.mark.parametrize("trigger, code", [("first", 11011114), ("early", 11011114), (None, 12011114)])
+def test_pair_chain_in_a_graph(trigger, code):
     """Quantizer + GEMV pairs back to back in one CUDA graph, each layer's input the previous
     layer's output (GEMV -> quantizer -> GEMV, all PDL launches, no kernel in between): with the
     quantizer's trigger "first" the next GEMV is scheduled while the quantizer still waits for the
-    GEMV before it, so every read of a result must still come after its producer. Replays on fresh x:
-    each layer's output against the reference on that layer's input, and the whole chain bit for bit
-    against the same chain run eagerly without PDL."""
+    GEMV before it, so every read of a result must still come after its producer. Code 12011114: the
+    grid-quantized GEMV chained to itself (each launch rewrites the workspace the one before read, and
+    reuses its barrier). Replays on fresh x: each layer's output against the reference on that layer's
+    input, and the whole chain bit for bit against the same chain run eagerly without PDL."""
     _ext()
     n = k = 2048  # square, so the chain feeds itself; 16 row tiles
     m, depth = 16, 6
@@ -269,7 +270,7 @@ def test_pair_chain_in_a_graph(trigger):
     def chain(h, pdl, qmode):
         outs = []
         for w, wsi in layers:
-            h = ops.fp8_block_gemv_cuda(h, w, wsi, None, config=11011114, pdl=pdl, quant_pdl=qmode)
+            h = ops.fp8_block_gemv_cuda(h, w, wsi, None, config=code, pdl=pdl, quant_pdl=qmode)
             assert h is not None
             outs.append(h)
         return outs
