@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 31 run 6 at c56d0fd (its Q = 2 code and table entry were removed after it).
 # Session 31 run 6: grid-quantized x in the FP8 decode GEMM (launch code Q = 2: every warp of the grid
 # quantizes one (token, k-block) group into the workspace, a grid barrier, then the pre-quantized kernel),
 # in the dispatch for 2112x7168 at M = 9 .. 16 (12011114): the FP8 GEMV GPU tests (Q = 2 bit-identical to the

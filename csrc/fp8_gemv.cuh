@@ -40,15 +40,6 @@
 // its first weight loads overlap the quantizer); the B fragments are the codes at the same k
 // positions (16 bytes at k = 16t and 64 + 16t), so every CTA skips the quantization of M x K values
 // that otherwise grows with M (each CTA repeats it for its k range).
-//
-// GQ (grid-quantized, launch code Q = 2; PQ's instance with XA, R = 1, PF = 1, one split): the kernel
-// quantizes x itself, each of the grid's warps one (token, k-block) group into the workspace (codes
-// [M, K], scales [M, K / 128], grid_quant), then the grid meets at a barrier (grid_sync: a cooperative
-// launch, so every CTA is resident) and the PQ path reads those codes. This replaces the quantizer
-// launch before the PQ GEMM: one launch, and the quantization spread over the whole GPU instead of
-// repeated in every CTA (the in-kernel path) or waited for as a separate grid. The first k-blocks'
-// weights are requested before the barrier. Codes and scales equal per_token_group_quant_fp8's bit for
-// bit (the same helpers), so the results equal the PQ path's.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -75,12 +66,7 @@ struct Params {
   const float* xs;  // PQ: x's group scales [m, kb], strides xs_s0, xs_s1 (x then holds e4m3 codes)
   int64_t xs_s0, xs_s1;
   float* ws;         // split partials (splits > 1)
-  int* counters;     // one per tile group, zero between launches (GQ: its barrier's two, gq_bar)
-  const void* xin;   // GQ: the raw x [m, kb * 128] (row stride xin_stride elements); x / xs then point at
-  int64_t xin_stride;  // gq_codes / gq_scales, which the grid fills
-  uint8_t* gq_codes;   // GQ: [m, kb * 128] e4m3 codes (row stride kb * 128 bytes) in the workspace
-  float* gq_scales;    // GQ: [m, kb] group scales after the codes
-  int* gq_bar;         // GQ: arrival and departure counters of the grid barrier, zero between launches
+  int* counters;     // one per tile group, zero between launches
   int m, n, kb;      // kb = k / 128
   int splits, kb_per_split;
   float scale_eps;
@@ -264,9 +250,8 @@ struct XLoad<NT, false> {
   uint4 v[NT][2][2];
 };
 
-// Loaded x of token tile nt at k-block kb. CG: codes and scales through L2 (__ldcg), not the read-only
-// path: GQ's are written by other CTAs of the same grid.
-template <typename XT, int NT, bool PQ, bool CG = false>
+// Loaded x of token tile nt at k-block kb.
+template <typename XT, int NT, bool PQ>
 __device__ __forceinline__ void load_x_nt(XLoad<NT, PQ>& xl, int nt, const void* xrow, bool xvalid, int kb, int t,
                                           const Params& p) {
   if constexpr (PQ) {
@@ -274,14 +259,14 @@ __device__ __forceinline__ void load_x_nt(XLoad<NT, PQ>& xl, int nt, const void*
     if (xvalid) {
       const uint4* c =
           reinterpret_cast<const uint4*>(static_cast<const uint8_t*>(xrow) + static_cast<int64_t>(kb) * 128 + 16 * t);
-      xl.v[nt][0] = CG ? __ldcg(c) : c[0];
-      xl.v[nt][1] = CG ? __ldcg(c + 4) : c[4];
+      xl.v[nt][0] = c[0];
+      xl.v[nt][1] = c[4];
     }
 #pragma unroll
     for (int j = 0; j < 2; ++j) {
       const int tok = nt * 8 + 2 * t + j;
-      const float* sp = p.xs + static_cast<int64_t>(tok) * p.xs_s0 + static_cast<int64_t>(kb) * p.xs_s1;
-      xl.s[nt][j] = tok < p.m ? (CG ? __ldcg(sp) : __ldg(sp)) : 0.f;
+      xl.s[nt][j] = tok < p.m ? __ldg(p.xs + static_cast<int64_t>(tok) * p.xs_s0 + static_cast<int64_t>(kb) * p.xs_s1)
+                              : 0.f;
     }
   } else {
     load_raw<XT>(xl.v[nt], static_cast<const XT*>(xrow), xvalid, kb, t);
@@ -306,11 +291,11 @@ __device__ __forceinline__ void x_operands_nt(uint32_t (&q)[8], float (&sxc)[2],
   }
 }
 
-template <typename XT, int NT, bool PQ, bool CG = false>
+template <typename XT, int NT, bool PQ>
 __device__ __forceinline__ void load_x(XLoad<NT, PQ>& xl, const void* const (&xrow)[NT], const bool (&xvalid)[NT],
                                        int kb, int t, const Params& p) {
 #pragma unroll
-  for (int nt = 0; nt < NT; ++nt) load_x_nt<XT, NT, PQ, CG>(xl, nt, xrow[nt], xvalid[nt], kb, t, p);
+  for (int nt = 0; nt < NT; ++nt) load_x_nt<XT, NT, PQ>(xl, nt, xrow[nt], xvalid[nt], kb, t, p);
 }
 
 // One k-block. XA: from x loaded earlier (xl); otherwise each token tile's x is loaded into xl and
@@ -393,63 +378,8 @@ __device__ __forceinline__ void reduce_store(const float (&acc)[R][NT][4], float
   }
 }
 
-// GQ: every warp of the grid quantizes groups g = its global index, + the grid's warps, ... of the M x kb
-// (token, k-block) groups: 4 elements per lane, the group's amax over the warp, then quant_raw's
-// arithmetic (scale = max(amax, eps) / 448, q = e4m3_rn_satfinite(x / scale)).
-template <typename XT>
-__device__ __forceinline__ void grid_quant(const Params& p) {
-  const int lane = threadIdx.x & 31, W = blockDim.x >> 5;
-  const int64_t warps = static_cast<int64_t>(gridDim.x) * gridDim.y * W;
-  const int64_t groups = static_cast<int64_t>(p.m) * p.kb;
-  const int64_t k = static_cast<int64_t>(p.kb) * 128;
-  for (int64_t g = (static_cast<int64_t>(blockIdx.y) * gridDim.x + blockIdx.x) * W + (threadIdx.x >> 5); g < groups;
-       g += warps) {
-    const int64_t tok = g / p.kb, b = g % p.kb;
-    // 8-byte aligned: x 16-byte aligned with a row stride of 8 elements' multiple (fp8_gemv_supported)
-    const uint2 u = *reinterpret_cast<const uint2*>(static_cast<const XT*>(p.xin) + tok * p.xin_stride + b * 128 +
-                                                    4 * lane);
-    const float v0 = XTraits<XT>::lo(u.x), v1 = XTraits<XT>::hi(u.x), v2 = XTraits<XT>::lo(u.y),
-                v3 = XTraits<XT>::hi(u.y);
-    float amax = fmaxf(fmaxf(fabsf(v0), fabsf(v1)), fmaxf(fabsf(v2), fabsf(v3)));
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-    const float scale = nq::div_by(fmaxf(amax, p.scale_eps), nq::kE4m3Max, nq::kRcpE4m3Max);
-    const float rs = nq::div_rcp(scale);
-    *reinterpret_cast<uint32_t*>(p.gq_codes + tok * k + b * 128 + 4 * lane) =
-        nq::e4m3x2(nq::div_by(v0, scale, rs), nq::div_by(v1, scale, rs)) |
-        (nq::e4m3x2(nq::div_by(v2, scale, rs), nq::div_by(v3, scale, rs)) << 16);
-    if (lane == 0) p.gq_scales[tok * p.kb + b] = scale;
-  }
-}
-
-__device__ __forceinline__ int ld_acquire(const int* ptr) {
-  int v;
-  asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(ptr) : "memory");
-  return v;
-}
-
-// GQ's grid barrier (all CTAs resident: a cooperative launch): each CTA's writes, then its arrival on
-// bar[0]; once all have arrived it departs on bar[1], and the last to depart (all others are past the
-// wait) zeroes both for the next launch.
-__device__ __forceinline__ void grid_sync(int* bar) {
-  const int total = static_cast<int>(gridDim.x * gridDim.y);
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    __threadfence();
-    atomicAdd(bar, 1);
-    while (ld_acquire(bar) < total) {
-    }
-    if (atomicAdd(bar + 1, 1) == total - 1) {
-      bar[0] = 0;
-      bar[1] = 0;
-    }
-  }
-  __syncthreads();
-}
-
-template <typename XT, int NT, int R, int PF, bool PQ, bool XA, bool GQ = false>
+template <typename XT, int NT, int R, int PF, bool PQ, bool XA>
 __global__ void __launch_bounds__(max_threads(NT, R, PF, PQ, XA), 1) fp8_gemv_kernel(const Params p) {
-  static_assert(!GQ || (PQ && XA && R == 1 && PF == 1), "GQ is compiled on the PQ, XA, R = 1, PF = 1 instance");
   extern __shared__ float red[];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, W = blockDim.x >> 5;
   const int g = lane >> 2, t = lane & 3;
@@ -484,10 +414,6 @@ __global__ void __launch_bounds__(max_threads(NT, R, PF, PQ, XA), 1) fp8_gemv_ke
 
   pdl::wait();
   pdl::launch_dependents();
-  if constexpr (GQ) {
-    grid_quant<XT>(p);
-    grid_sync(p.gq_bar);
-  }
 
   const void* xrow[NT];
   bool xvalid[NT];
@@ -506,7 +432,7 @@ __global__ void __launch_bounds__(max_threads(NT, R, PF, PQ, XA), 1) fp8_gemv_ke
   // each block's own x, loaded at its start
   XLoad<NT, PQ> xn;
   if constexpr (XA) {
-    if (kb < kb_hi) load_x<XT, NT, PQ, GQ>(xn, xrow, xvalid, kb, t, p);
+    if (kb < kb_hi) load_x<XT, NT, PQ>(xn, xrow, xvalid, kb, t, p);
   }
   if constexpr (PF > 0) {
     // ring of NS stages: block kb + i W sits in stage i; stage (i + PF) % NS is refilled with block
@@ -519,7 +445,7 @@ __global__ void __launch_bounds__(max_threads(NT, R, PF, PQ, XA), 1) fp8_gemv_ke
         if (kbi + PF * W < kb_hi) load_stage<R>(st[(i + PF) % NS], p, rows, t, kbi + PF * W);
         if constexpr (XA) {
           XLoad<NT, PQ> xc = xn;
-          if (kbi + W < kb_hi) load_x<XT, NT, PQ, GQ>(xn, xrow, xvalid, kbi + W, t, p);
+          if (kbi + W < kb_hi) load_x<XT, NT, PQ>(xn, xrow, xvalid, kbi + W, t, p);
           do_block<XT, NT, R, PQ, true>(acc, st[i], xc, xrow, xvalid, kbi, t, p);
         } else {
           do_block<XT, NT, R, PQ, false>(acc, st[i], xn, xrow, xvalid, kbi, t, p);

@@ -51,23 +51,6 @@ cudaError_t launch_nt(const Params& p, int r, int pf, bool xa, int warps, int tg
   }
 }
 
-// GQ (launch code Q = 2, fp8_gemv.cuh): the PQ, XA, R = 1, PF = 1 instance quantizing x over the whole grid
-// first. Cooperative (its grid barrier needs every CTA resident); with PDL where the runtime takes both,
-// else the plain cooperative launch (same results).
-template <typename XT, int NT>
-cudaError_t launch_gq_nt(const Params& p, int warps, int tgs, bool pdl, cudaStream_t stream) {
-  const auto kernel = fp8_gemv_kernel<XT, NT, 1, 1, true, true, true>;
-  const dim3 grid(static_cast<unsigned>(tgs)), block(static_cast<unsigned>(32 * warps));
-  const size_t smem = smem_bytes(1, NT, warps);
-  cudaError_t e = pdl::launch_smem_ex(kernel, grid, block, smem, stream, pdl, 1, true, p);
-  if (e != cudaSuccess && pdl) {
-    (void)cudaGetLastError();
-    e = pdl::launch_smem_ex(kernel, grid, block, smem, stream, false, 1, true, p);
-  }
-  return e;
-}
-cudaError_t launch_gq(const Params& p, bool bf16, bool two, int warps, int tgs, bool pdl, cudaStream_t stream);
-
 // bf16: out / bias (and unquantized x) dtype; two: M > 8 (two token tiles); xa: x ahead. launch_quant:
 // x quantized in the kernel (fp8_gemv_launch.cu), launch_preq: pre-quantized x (fp8_gemv_launch_preq.cu).
 cudaError_t launch_quant(const Params& p, bool bf16, bool two, int r, int pf, bool xa, int warps, int tgs, bool pdl,

@@ -66,8 +66,7 @@ int64_t fp8_gemv_encode(const Fp8GemvConfig& c) {
 Fp8GemvConfig fp8_gemv_resolve(const Fp8GemvArgs& a, int64_t code) {
   Fp8GemvConfig c = fp8_gemv_decode(code);
   const bool pq = a.x_scales != nullptr;
-  const bool gq = !pq && c.preq == 2;  // the grid quantizes x, then the pre-quantized kernel runs
-  c.preq = pq ? 1 : (gq ? 2 : 0);
+  c.preq = pq ? 1 : 0;
   if (c.tma == 1) {
     // the shape key's digits; zero fields take the 7168x16384 shape's (fp8_tma.cuh)
     if (c.r <= 0) c.r = 2;
@@ -82,7 +81,7 @@ Fp8GemvConfig fp8_gemv_resolve(const Fp8GemvArgs& a, int64_t code) {
   }
   const int64_t kb = a.k / 128;
   const int64_t tgs = cdiv64(cdiv64(a.n, 16), c.r);
-  const int wmax = max_warps(a.m > 8 ? 2 : 1, c.r, c.pf, pq || gq, c.xa != 0);
+  const int wmax = max_warps(a.m > 8 ? 2 : 1, c.r, c.pf, pq, c.xa != 0);
   const int64_t target = static_cast<int64_t>(devattr::sm_count()) * (c.r >= 4 ? 8 : 16);
   int64_t wpt = cdiv64(target, tgs);
   const int64_t cap = kb / 2 > 0 ? kb / 2 : 1;
@@ -103,7 +102,7 @@ Fp8GemvConfig fp8_gemv_resolve(const Fp8GemvArgs& a, int64_t code) {
   // an automatic split count shrinks to what the workspace holds
   if (fp8_gemv_decode(code).splits <= 0 && c.splits > 1) {
     const int64_t room = a.workspace_words - kFp8GemvCounters;
-    while (c.splits > 1 && (tgs > kFp8GemvSplitCounters || partial_words(a, c) > room)) {
+    while (c.splits > 1 && (tgs > kFp8GemvCounters || partial_words(a, c) > room)) {
       c.splits = static_cast<int>(cdiv64(kb, cdiv64(kb, c.splits - 1)));
     }
   }
@@ -121,22 +120,15 @@ Fp8GemvSupport fp8_gemv_supported(const Fp8GemvArgs& a, int64_t code) {
     return Fp8GemvSupport::kMisaligned;
   const Fp8GemvConfig c = fp8_gemv_resolve(a, code);
   const int q = fp8_gemv_decode(code).preq;  // as asked (resolve sets c.preq from the operands)
-  if (code >= 200000000 || q > 2 || (q == 1 && !pq) || (q == 2 && pq) || c.xa > 1)
+  if (code >= 200000000 || q > 1 || (q == 1 && !pq) || c.xa > 1)
     return Fp8GemvSupport::kBadConfig;
   if (c.tma == 1) return tma_supported(a, c);
-  const bool gq = q == 2;
-  if (!fp8g::pair_compiled(c.r, c.pf, pq || gq, c.xa != 0) || c.warps < 1 ||
-      c.warps > max_warps(a.m > 8 ? 2 : 1, c.r, c.pf, pq || gq, c.xa != 0) || c.splits < 1 || c.splits > 99)
+  if (!fp8g::pair_compiled(c.r, c.pf, pq, c.xa != 0) || c.warps < 1 ||
+      c.warps > max_warps(a.m > 8 ? 2 : 1, c.r, c.pf, pq, c.xa != 0) || c.splits < 1 || c.splits > 99)
     return Fp8GemvSupport::kBadConfig;
-  const int64_t tgs = cdiv64(cdiv64(a.n, 16), c.r);
-  // GQ: its one compiled shape, and one CTA per SM at most (the grid barrier needs them all resident)
-  if (gq && (c.xa != 1 || c.r != 1 || c.pf != 1 || c.splits != 1 || tgs > devattr::sm_count()))
-    return Fp8GemvSupport::kBadConfig;
-  if (gq && (a.workspace == nullptr ||
-             a.m * a.k + 4 * a.m * (a.k / 128) > 4 * (a.workspace_words - kFp8GemvCounters)))
-    return Fp8GemvSupport::kWorkspace;
   if (c.splits > 1) {
-    if (a.workspace == nullptr || tgs > kFp8GemvSplitCounters ||
+    const int64_t tgs = cdiv64(cdiv64(a.n, 16), c.r);
+    if (a.workspace == nullptr || tgs > kFp8GemvCounters ||
         partial_words(a, c) > a.workspace_words - kFp8GemvCounters)
       return Fp8GemvSupport::kWorkspace;
   }
@@ -182,20 +174,6 @@ cudaError_t fp8_gemv_launch(const Fp8GemvArgs& a, cudaStream_t stream, int64_t c
     return fp8g::launch_tma(p, bf16, tma_key(c), xa, use_pdl, stream);
   }
   if (a.x_scales != nullptr) return fp8g::launch_preq(p, bf16, two, c.r, c.pf, xa, c.warps, tgs, use_pdl, stream);
-  if (c.preq == 2) {
-    // x's codes [m, k] then its scales [m, kb] in the workspace, read back as a pre-quantized x
-    p.xin = a.x;
-    p.xin_stride = a.x_stride;
-    p.gq_codes = reinterpret_cast<uint8_t*>(a.workspace + kFp8GemvCounters);
-    p.gq_scales = reinterpret_cast<float*>(p.gq_codes + a.m * a.k);
-    p.gq_bar = a.workspace + kFp8GemvSplitCounters;
-    p.x = p.gq_codes;
-    p.x_stride = a.k;
-    p.xs = p.gq_scales;
-    p.xs_s0 = kb;
-    p.xs_s1 = 1;
-    return fp8g::launch_gq(p, bf16, two, c.warps, tgs, use_pdl, stream);
-  }
   return fp8g::launch_quant(p, bf16, two, c.r, c.pf, xa, c.warps, tgs, use_pdl, stream);
 }
 

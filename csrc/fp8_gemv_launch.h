@@ -11,11 +11,9 @@ namespace qlinear {
 
 enum class Fp8GDType : int { kFloat16 = 0, kBFloat16 = 1 };
 
-// Counters at the front of the int32 workspace (one per tile group of a split-K launch, the last two for the
-// grid barrier of a Q = 2 launch); the fp32 partials (Q = 2: x's codes and scales) follow them. Zeroed
-// once by the caller, reset by the kernel after each use.
+// Counters at the front of the int32 workspace (one per tile group of a split-K launch); the fp32
+// partials follow them. Zeroed once by the caller, reset by the kernel after each use.
 constexpr int64_t kFp8GemvCounters = 4096;
-constexpr int64_t kFp8GemvSplitCounters = kFp8GemvCounters - 2;
 
 // out [m, n] (row stride out_stride, x's dtype) = quant(x [m, k]) @ (weight * block scales).T + bias.
 struct Fp8GemvArgs {
@@ -49,10 +47,7 @@ struct Fp8GemvArgs {
 // kernel (fp8_tma.cuh, sm_90, Q = 1 only) with S = KS k-blocks per stage, R row tiles, PF = ST stages and W
 // = CW consumer warps (one producer warp more), shape key R KS ST CW as decimal digits (fp8g::kTmaKeys;
 // zero fields: 2, 4, 4, 4), X = 1 triggering the dependent grid (PDL) at the kernel's start instead of after
-// its main loop; 101042404 = 2 row tiles, 4 k-blocks per stage, 4 stages, 4 consumer warps. Q = 2 (x not
-// pre-quantized): the grid quantizes x into the workspace, meets at a barrier, then runs the Q = 1 kernel on
-// those codes (fp8_gemv.cuh GQ); only X = 1, R = 1, PF = 1, one split, and a grid that fits on the GPU at
-// once (one CTA per SM: row tiles <= SMs): 12011114 = 14 warps.
+// its main loop; 101042404 = 2 row tiles, 4 k-blocks per stage, 4 stages, 4 consumer warps.
 struct Fp8GemvConfig {
   int r = 0, pf = 0, warps = 0, splits = 0, preq = 0, xa = 0;
   int tma = 0;  // T = 1: the TMA ring kernel (fp8_tma.cuh); then splits = KS, pf = ST, warps = CW
@@ -66,13 +61,11 @@ enum class Fp8GemvSupport : int {
   kMisaligned = 4,     // x / weight not 16-byte aligned, x row stride % 8 (codes: bytes % 16) or weight
                        // row stride % 16 != 0; T = 1: scale rows not contiguous, not 16-byte multiples or
                        // not at 16-byte aligned addresses
-  kBadConfig = 5,      // (R, PF) not compiled, warps or splits out of range, Q = 1 without x_scales, Q = 2
-                       // with x_scales or outside its one shape (X 1, R 1, PF 1, S 1, row tiles <= SMs), X > 1,
+  kBadConfig = 5,      // (R, PF) not compiled, warps or splits out of range, Q = 1 without x_scales, X > 1,
                        // X = 1 with (R, PF) other than (1, 1) / (1, 2), or a digit above T; T = 1 without
                        // x_scales, off sm_90 or with a shape key not compiled (scale rows its tensor maps
                        // cannot describe: kMisaligned)
-  kWorkspace = 6,      // split-K needs more counters / partials than the workspace holds (Q = 2: x's codes
-                       // and scales)
+  kWorkspace = 6,      // split-K needs more counters / partials than the workspace holds
   kBadPointer = 7,     // x, weight, weight scales or (pre-quantized) x_scales null
 };
 

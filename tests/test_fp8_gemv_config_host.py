@@ -51,20 +51,6 @@ def test_x_ahead_codes(tool):
             assert round_trip == case[0], (case, round_trip)
 
 
-def test_grid_quantized_codes(tool):
-    """Q = 2 (the grid quantizes x, then the pre-quantized kernel): raw x only, X 1, R 1, PF 1 and one
-    split, 132 row tiles on the 132 SMs the host tool assumes; automatic fields resolve to that shape."""
-    ok = [(12011114, 16, False), (12011116, 16, False), (12011114, 1, False)]
-    bad = [(12011114, 16, True), (2011114, 16, False), (12011214, 16, False), (12021114, 16, False),
-           (12012114, 16, False), (32011114, 16, False)]  # pre-quantized x, X 0, PF 2, S 2, R 2, X 3
-    got = _ask(tool, ok + bad)
-    for case in ok:
-        assert got[case][:2] == (0, case[0]), (case, got[case])
-    for case in bad:
-        assert got[case][0] == 5, (case, got[case])
-    assert _ask(tool, [(12000000, 16, False)])[(12000000, 16, False)] == (0, 12011116, 12000000)
-
-
 def test_automatic_fields(tool):
     got = _ask(tool, [(0, 4, False), (0, 16, True), (10000000, 16, True), (10000000, 4, False)])
     # automatic: R = 1, PF = 1, 16 warps, one split on 132 tiles (one per SM)

@@ -203,7 +203,7 @@ FP8_CUDA_MAX_M: "int | dict" = {
 # vs 8.13 / 7.89 / 7.82: row-major kept. Run 5: the quantizer's rows per program 2 as 1 (8.17 vs 8.20), 4
 # and 16 (eight-warp programs, which leave no room for the GEMV's CTAs beside them) 11.3-12.0.
 FP8_CUDA_CONFIG: "int | dict" = {
-    (2112, 7168): ((8, 10011116), (16, 12011114)),
+    (2112, 7168): ((8, 10011116), (16, 11011114, "early")),
     (1536, 7168): ((8, 10011116), (16, 11011116, "early")),
     (576, 7168): ((8, 10041108), (16, 11041108, "early")),
     (7168, 16384): ((16, 101042304, "early"),),

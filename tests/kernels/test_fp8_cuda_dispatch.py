@@ -108,9 +108,8 @@ def _tma_keys() -> set[int]:
 
 def test_config_codes_well_formed():
     """Every T = 1 code names a compiled TMA ring shape with pre-quantized x; every other code in FP8_CUDA_CONFIG is X * 10000000 + Q * 1000000 + S * 10000 + R * 1000 + PF * 100 + W
-    with X in {0, 1} (x ahead), Q in {0, 1, 2} (pre-quantized x, grid-quantized x), R in {1, 2, 4}, PF <= 3,
-    no R = 4 with Q = 1, X = 1 only with R = 1, PF in {1, 2}, and Q = 2 only as X 1, S 1, R 1, PF 1 (the
-    compiled instances)."""
+    with X, Q in {0, 1} (x ahead, pre-quantized x), R in {1, 2, 4}, PF <= 3, no R = 4 with Q = 1 and
+    X = 1 only with R = 1, PF in {1, 2} (the compiled instances)."""
     table = ops.FP8_CUDA_CONFIG
     entries = table.values() if isinstance(table, dict) else [table]
     rows = [x for e in entries if isinstance(e, (tuple, list)) for x in e]
@@ -128,7 +127,6 @@ def test_config_codes_well_formed():
             continue
         xa, q = code // 10000000, code // 1000000 % 10
         s, r, pf, w = code // 10000 % 100, code // 1000 % 10, code // 100 % 10, code % 100
-        assert xa in (0, 1) and q in (0, 1, 2) and 1 <= s <= 99 and r in (1, 2, 4) and pf <= 3 and 1 <= w <= 16, code
+        assert xa in (0, 1) and q in (0, 1) and 1 <= s <= 99 and r in (1, 2, 4) and pf <= 3 and 1 <= w <= 16, code
         assert not (q == 1 and r == 4), code
-        assert q != 2 or (xa == 1 and s == 1 and r == 1 and pf == 1), code  # the grid-quantized instance
         assert not xa or (r == 1 and pf in (1, 2)), code
