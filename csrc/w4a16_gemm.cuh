@@ -91,10 +91,10 @@ __device__ __forceinline__ uint32_t pack2<__half>(float v) {
   return h * 0x00010001u;
 }
 
-// The barrier of the threads that take part in a K split's sums: the whole CTA (NSYNC = 0), or named
-// barrier 1 over threads [0, NSYNC) (a wgmma CTA whose producer warpgroup has left).
+// The barrier of the threads that compute and store a tile (here and in the K split's sums): the whole CTA
+// (NSYNC = 0), or named barrier 1 over threads [0, NSYNC) (a wgmma CTA whose producer warpgroup has left).
 template <int NSYNC>
-__device__ __forceinline__ void splitk_sync() {
+__device__ __forceinline__ void cta_sync() {
   if constexpr (NSYNC == 0)
     __syncthreads();
   else
@@ -107,10 +107,10 @@ __device__ __forceinline__ void splitk_sync() {
 template <int NSYNC = 0>
 __device__ __forceinline__ bool splitk_last_arrival(int* counters, int tile) {
   __threadfence();
-  splitk_sync<NSYNC>();
+  cta_sync<NSYNC>();
   __shared__ int last;
   if (threadIdx.x == 0) last = atomicAdd(counters + tile, 1) == static_cast<int>(gridDim.y) - 1;
-  splitk_sync<NSYNC>();
+  cta_sync<NSYNC>();
   if (!last) return false;
   __threadfence();
   if (threadIdx.x == 0) counters[tile] = 0;
@@ -130,13 +130,13 @@ __device__ __forceinline__ int ld_acquire_gpu(const int* ptr) {
 template <int NSYNC = 0>
 __device__ __forceinline__ void splitk_rendezvous(int* counters, int tile) {
   __threadfence();
-  splitk_sync<NSYNC>();
+  cta_sync<NSYNC>();
   if (threadIdx.x == 0) {
     atomicAdd(counters + 2 * tile, 1);
     while (ld_acquire_gpu(counters + 2 * tile) < static_cast<int>(gridDim.y)) {
     }
   }
-  splitk_sync<NSYNC>();
+  cta_sync<NSYNC>();
   __threadfence();
 }
 // counters[2 tile + 1] counts the CTAs past the rendezvous (one thread per CTA, once past it): returns

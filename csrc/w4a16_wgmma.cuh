@@ -51,7 +51,7 @@
 // 7168x16384 M = 128 134.4 / 107.5 us against 67.7). Not profiled; the likely cost is shared memory:
 // A is written once and read by the tensor cores, on top of x.
 //
-// kProd (codes P = 1, 128 rows x 256 tokens only): a fourth warpgroup issues the fills instead of thread 0.
+// kProd (codes P = 1, 128 rows x 256 tokens only): an extra warpgroup issues the fills instead of thread 0.
 // Its first thread refills a stage as soon as the stage's `empty` mbarrier completes, so MMA warp 0 no
 // longer stops in every superblock until the slowest warp has released the stage before. setmaxnreg
 // moves registers to the MMA warps (producer 40, MMA warps 232: the launch's 168 x 384 threads), which
@@ -566,7 +566,7 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
   wg_wait<0>();
 #pragma unroll
   for (int v = 0; v < VA; ++v) keep(acc[v]);
-  splitk_sync<kSync>();  // every warp is done with the ring: it holds the staged output tile from here on
+  cta_sync<kSync>();  // every warp is done with the ring: it holds the staged output tile from here on
   float* sm = reinterpret_cast<float*>(smem);
 
   // The tile's values, V per thread (f = acc, or with 64 rows the two warpgroups' sums), to the
@@ -586,7 +586,7 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
         const int S = static_cast<int>(gridDim.y), y = static_cast<int>(blockIdx.y);
         const int v_lo = y * V / S, v_hi = (y + 1) * V / S;
         wg_spread_sum<NW>(base, tile_floats, v_lo, v_hi, sm);
-        splitk_sync<kSync>();
+        cta_sync<kSync>();
         wg_store_tile<XT, ROWS, WS>(p, sm, v_lo, v_hi, row0, tok0);
         if (tid == 0) splitk_reset_if_last(gp.counters, tile, dep);
         return;
@@ -605,7 +605,7 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
     // acc[4 j + c] is register c of the m16n8 C fragment of the warp's 16 rows and token tile j
 #pragma unroll
     for (int v = 0; v < V; ++v) sm[(v * NW + warp) * kWgPitch + lane] = f[v];
-    splitk_sync<kSync>();
+    cta_sync<kSync>();
     wg_store_tile<XT, ROWS, WS>(p, sm, 0, V, row0, tok0);
   };
   if constexpr (kHalf) {
@@ -620,7 +620,7 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
 #pragma unroll
       for (int v = 0; v < V; ++v) sm[(V + v) * 128 + lt] = acc[v];
     }
-    splitk_sync<kSync>();
+    cta_sync<kSync>();
     float f[V];
     if (warp < 4) {
 #pragma unroll
@@ -629,7 +629,7 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
 #pragma unroll
       for (int v = 0; v < V; ++v) f[v] = acc[V + v] + sm[v * 128 + lt];
     }
-    splitk_sync<kSync>();  // the staged tile reuses this shared memory
+    cta_sync<kSync>();  // the staged tile reuses this shared memory
     finish(f);
   } else {
     finish(acc);
