@@ -965,8 +965,8 @@ def cuda_wgmma(
     on the GPU at once), 0 = 2 where it fits. Both sum in split order: the same bits. ``rows``: weight
     rows per CTA, 128 (0: each warpgroup 64 of them), 64 (both warpgroups the same rows and tokens,
     each half of every superblock's k-steps) or 192 (three warpgroups of 64 rows). ``producer``: 1 adds
-    a producer warpgroup that issues the shared-memory stage fills (64 or 128 rows; the compiled
-    codes P = 1). ``pdl``: launch with programmatic dependent launch (None:
+    a producer warpgroup that issues the shared-memory stage fills (compiled for 128 rows x 256 tokens,
+    3 stages only: code 10323). ``pdl``: launch with programmatic dependent launch (None:
     ``qlinear.kernels._pdl.pdl_enabled``).
     """
     if config is not None and (len(tuple(config)) not in (3, 4, 5, 6) or any(int(v) < 0 for v in config)):
