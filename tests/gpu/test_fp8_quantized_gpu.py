@@ -82,9 +82,9 @@ def test_backend_choice_and_explicit_backends():
     assert _rel(ops.fp8_block_linear_quantized(q128, s128, w, wsi, backend="triton"), want128) <= 1e-2
 
 
-@pytest.mark.parametrize("m", [16, 1])
+@pytest.mark.parametrize("m", [16, 2, 1])
 def test_layer_and_graph_replay(m):
-    """A merged FP8 layer fed an Fp8GroupActivation inside a CUDA graph: new codes, new output. M = 1
+    """A merged FP8 layer fed an Fp8GroupActivation inside a CUDA graph: new codes, new output. M <= 2
     takes the norm-quant's Triton kernel with PDL and an early trigger (NORM_QUANT_TRITON_EARLY), M = 16
     the CUDA block-per-row kernel."""
     from qlinear.layers.linear import MergedReplicatedLinear
@@ -103,7 +103,7 @@ def test_layer_and_graph_replay(m):
     layer.to(DEV)
     gamma = (1 + 0.1 * torch.randn(k, device=DEV)).to(torch.bfloat16)
     h = _x(m, k, torch.bfloat16, 3)
-    assert ops._norm_quant_gpu_default(gamma, m, h, None, 128) == ("triton-early" if m == 1 else "cuda")
+    assert ops._norm_quant_gpu_default(gamma, m, h, None, 128) == ("triton-early" if m <= 2 else "cuda")
     q, s = ops.rms_norm_quant_fp8(h, gamma, 1e-6, 128)
     q_ref, s_ref = ops.rms_norm_quant_fp8(h, gamma, 1e-6, 128, backend="reference")
     assert torch.allclose(s, s_ref, rtol=1e-5, atol=0)
