@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 31 run 7 at dca82da.
 # Session 31 run 7: the norm-quant early-trigger dispatch at two rows through the auto path: the FP8-on-codes
 # layer graph test at M = 16 / 2 / 1, then the chain at M = 2 (bench_fp8_prequant: "norm-quant + linear on
 # codes" is the auto dispatch).
