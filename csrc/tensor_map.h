@@ -24,37 +24,37 @@ inline PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
   return fn;
 }
 
-// A 2-D tiled map: dims / box innermost first, row stride in bytes (a multiple of 16); elements
-// outside the tensor load as zeros. False when the driver entry point is missing or rejects it.
 // A map's row pitch in bytes: the tensor's row stride, or for a single row (whose stride is never used)
 // any 16-byte multiple covering it, since the driver wants one.
 inline uint64_t row_pitch(int64_t rows, int64_t stride_bytes, int64_t row_bytes) {
   return static_cast<uint64_t>(rows > 1 ? stride_bytes : (row_bytes + 15) / 16 * 16);
 }
 
-inline bool encode_2d(CUtensorMap* map, CUtensorMapDataType dt, const void* base, uint64_t d0, uint64_t d1,
-                      uint64_t row_bytes, uint32_t b0, uint32_t b1, CUtensorMapSwizzle swizzle) {
+// A tiled map of rank R: dims / box innermost first, the strides of dims 1 .. R - 1 in bytes (multiples of
+// 16), unit element strides; elements outside the tensor load as zeros, L2 promotion 256 B. False when the
+// driver entry point is missing or rejects it.
+template <int R>
+inline bool encode_tiled(CUtensorMap* map, CUtensorMapDataType dt, const void* base, const cuuint64_t (&dims)[R],
+                         const cuuint64_t (&strides)[R - 1], const cuuint32_t (&box)[R], CUtensorMapSwizzle swizzle) {
   const auto fn = encode_fn();
   if (fn == nullptr) return false;
-  const cuuint64_t dims[2] = {d0, d1};
-  const cuuint64_t strides[1] = {row_bytes};
-  const cuuint32_t box[2] = {b0, b1};
-  const cuuint32_t estr[2] = {1, 1};
-  return fn(map, dt, 2, const_cast<void*>(base), dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
+  cuuint32_t estr[R];
+  for (int i = 0; i < R; ++i) estr[i] = 1;
+  return fn(map, dt, R, const_cast<void*>(base), dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
-// A 3-D tiled map: dims / box innermost first, the strides of dims 1 and 2 in bytes (multiples of 16).
+// A 2-D tiled map: dims (d0, d1) and box (b0, b1) innermost first, row stride in bytes.
+inline bool encode_2d(CUtensorMap* map, CUtensorMapDataType dt, const void* base, uint64_t d0, uint64_t d1,
+                      uint64_t row_bytes, uint32_t b0, uint32_t b1, CUtensorMapSwizzle swizzle) {
+  return encode_tiled<2>(map, dt, base, {d0, d1}, {row_bytes}, {b0, b1}, swizzle);
+}
+
+// A 3-D tiled map: dims / box innermost first, the strides of dims 1 and 2 in bytes.
 inline bool encode_3d(CUtensorMap* map, CUtensorMapDataType dt, const void* base, const uint64_t (&dims)[3],
                       uint64_t stride1, uint64_t stride2, const uint32_t (&box)[3], CUtensorMapSwizzle swizzle) {
-  const auto fn = encode_fn();
-  if (fn == nullptr) return false;
-  const cuuint64_t d[3] = {dims[0], dims[1], dims[2]};
-  const cuuint64_t strides[2] = {stride1, stride2};
-  const cuuint32_t b[3] = {box[0], box[1], box[2]};
-  const cuuint32_t estr[3] = {1, 1, 1};
-  return fn(map, dt, 3, const_cast<void*>(base), d, strides, b, estr, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
-            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+  return encode_tiled<3>(map, dt, base, {dims[0], dims[1], dims[2]}, {stride1, stride2}, {box[0], box[1], box[2]},
+                         swizzle);
 }
 
 }  // namespace tmap
