@@ -474,6 +474,18 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
     tma::tensor_copy_2d(st, &wp.xmap, sb * 128, tok0, bar);
     tma::tensor_copy_2d(st + TN * 128, &wp.xmap, sb * 128 + 64, tok0, bar);
   };
+  // the first ST superblocks (the weights before griddepcontrol.wait, x after it); superblock j + ST into
+  // superblock j's stage once every MMA warp has released it
+  auto fill_first = [&] {
+    for (int j = 0; j < ST && j < nsb; ++j) fill_w(j);
+    pdl::wait();
+    for (int j = 0; j < ST && j < nsb; ++j) fill_x(j);
+  };
+  auto refill_after = [&](int j) {
+    tma::mbar_wait(empty0 + 8 * (j % ST), static_cast<uint32_t>((j / ST) & 1));
+    fill_w(j + ST);
+    fill_x(j + ST);
+  };
   // Programmatic dependent launch (when the launcher asks for it): the next grid may be scheduled at
   // once (its CTAs take SMs this grid leaves idle or frees). The first stages' weights, scales and
   // zero points, which no kernel writes, are requested before griddepcontrol.wait; x, the workspace,
@@ -495,22 +507,14 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
     if (warp >= NW) {
       asm volatile("setmaxnreg.dec.sync.aligned.u32 40;" ::: "memory");
       if (tid == NT) {
-        for (int j = 0; j < ST && j < nsb; ++j) fill_w(j);
-        pdl::wait();
-        for (int j = 0; j < ST && j < nsb; ++j) fill_x(j);
-        for (int j = ST; j < nsb; ++j) {
-          tma::mbar_wait(empty0 + 8 * (j % ST), static_cast<uint32_t>((j / ST - 1) & 1));
-          fill_w(j);
-          fill_x(j);
-        }
+        fill_first();
+        for (int j = ST; j < nsb; ++j) refill_after(j - ST);
       }
       return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;" ::: "memory");
   } else if (tid == 0) {
-    for (int j = 0; j < ST && j < nsb; ++j) fill_w(j);
-    pdl::wait();
-    for (int j = 0; j < ST && j < nsb; ++j) fill_x(j);
+    fill_first();
   }
 
   const int g = lane >> 2, t = lane & 3;
@@ -550,11 +554,7 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
       for (int c = 0; c < 4; ++c) keep(a[B ^ 1][i][c]);
     if (j >= 1) {
       if (lane == 0) tma::mbar_arrive(empty0 + 8 * ((j - 1) % ST));
-      if (!PROD && tid == 0 && j - 1 + ST < nsb) {
-        tma::mbar_wait(empty0 + 8 * ((j - 1) % ST), static_cast<uint32_t>(((j - 1) / ST) & 1));
-        fill_w(j - 1 + ST);
-        fill_x(j - 1 + ST);
-      }
+      if (!PROD && tid == 0 && j - 1 + ST < nsb) refill_after(j - 1);
     }
   };
   int j = 0;
