@@ -1014,9 +1014,10 @@ def _norm_quant_gpu_default(weight: torch.Tensor, M: Optional[int] = None, x: Op
                             residual: Optional[torch.Tensor] = None, group_size: int = 128) -> str:
     """"triton-early" (Triton with PDL, trigger early; internal, not a user-facing backend) where
     :data:`NORM_QUANT_TRITON_EARLY` holds; "triton" for M <= :data:`NORM_QUANT_TRITON_MAX_M`'s bound at
-    K = ``weight.numel()`` (M None: not checked), and where that bound is 0 (the rows the CUDA block-per-row kernel was measured on) for an ``x``
-    that kernel does not take (:func:`_norm_quant_cta_ok`); else "cuda" when the CUDA extension loads and
-    reads this weight dtype, else "triton"."""
+    K = ``weight.numel()`` (M None: not checked), and where that bound is 0 (the rows the CUDA
+    block-per-row kernel was measured on) for an ``x`` that kernel does not take
+    (:func:`_norm_quant_cta_ok`); else "cuda" when the CUDA extension loads and reads this weight dtype,
+    else "triton"."""
     K = weight.numel()
     if M is not None and any(lo < K <= hi and M <= m_max for lo, hi, m_max in NORM_QUANT_TRITON_EARLY):
         return _TRITON_EARLY
@@ -1132,9 +1133,9 @@ def rms_norm_quant_fp8(
     weight; any group size and alignment, 16-byte vector kernel where they allow), "triton",
     "reference". None: ``QLINEAR_RMS_NORM_QUANT_BACKEND``, else "reference" off CUDA, else "triton" for
     few rows (:data:`NORM_QUANT_TRITON_MAX_M`: up to 256 rows of K <= 2048, none of 4096 < K <= 8192 where the
-    CUDA block-per-row kernel takes x, 1024 of other rows, where it measured faster; one row of 4096 < K <=
-    8192 (or two) with PDL and an early trigger, :data:`NORM_QUANT_TRITON_EARLY`), else "cuda" when the extension
-    loads, else "triton".
+    CUDA block-per-row kernel takes x, 1024 of other rows, where it measured faster; one or two rows of
+    4096 < K <= 8192 with PDL and an early trigger, :data:`NORM_QUANT_TRITON_EARLY`), else "cuda" when the
+    extension loads, else "triton".
     """
     _check_act("x", x)
     if x.dim() != 2:
