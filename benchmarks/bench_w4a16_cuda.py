@@ -58,6 +58,8 @@ def load_probe(path):
         ctypes.c_int, ctypes.c_void_p]
     lib.w4probe_reg.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int] + [ctypes.c_void_p] * 5 + [
         ctypes.c_int64] * 4 + [ctypes.c_int, ctypes.c_void_p]
+    lib.w4probe_reg16.argtypes = [ctypes.c_int] * 4 + [ctypes.c_void_p] * 5 + [ctypes.c_int64] * 4 + [
+        ctypes.c_int, ctypes.c_void_p]
     return lib
 
 

@@ -6,6 +6,8 @@
 //   w4probe_reg(mode, code, warps, ...): the register kernel (codes 1210 4110 1111 1211 4111 =
 //     R U NT PF) with the same stages (1: loads only, 2: + dequant, no mma, 0: full; 3: loads without
 //     x, 4: the weight words alone), bf16, M <= 8.
+//   w4probe_reg16(mode, code, warps, il, ...): the same at M <= 16 (codes 2120 4120), il = chunks
+//     dealt round-robin over the warps (the dispatch's pipe 2).
 //   w4probe_read(ch, nl, ...): plain register loads of the packed weight, a CTA per 16 rows, 8 warps
 //     splitting each row into ch-byte chunks (ch / 16 lanes per row per instruction), nl 16-byte
 //     loads per lane in flight; words xor-ed so they stay live. ch = 64 is round 1's pattern.
@@ -108,6 +110,8 @@ cudaError_t probe_reg(const Params& p, int code, int warps, bool pdl, cudaStream
     case 1111: return reg_launch<__nv_bfloat16, 1, 1, 1, true, MODE>(p, warps, pdl, s);
     case 1211: return reg_launch<__nv_bfloat16, 1, 2, 1, true, MODE>(p, warps, pdl, s);
     case 4111: return reg_launch<__nv_bfloat16, 4, 1, 1, true, MODE>(p, warps, pdl, s);
+    case 2120: return reg_launch<__nv_bfloat16, 2, 1, 2, false, MODE>(p, warps, pdl, s);
+    case 4120: return reg_launch<__nv_bfloat16, 4, 1, 2, false, MODE>(p, warps, pdl, s);
     default: return cudaErrorInvalidValue;
   }
 }
@@ -132,6 +136,23 @@ extern "C" int w4probe_reg(int mode, int code, int warps, void* out, const void*
                            int pdl, void* stream) {
   if (m > 8) return static_cast<int>(cudaErrorInvalidValue);
   const Params p = probe_params(out, x, qw, scales, zeros, m, n, k, group_size);
+  cudaStream_t s = static_cast<cudaStream_t>(stream);
+  cudaError_t e = cudaErrorInvalidValue;
+  if (mode == 0) e = probe_reg<0>(p, code, warps, pdl != 0, s);
+  if (mode == 1) e = probe_reg<1>(p, code, warps, pdl != 0, s);
+  if (mode == 2) e = probe_reg<2>(p, code, warps, pdl != 0, s);
+  if (mode == 3) e = probe_reg<3>(p, code, warps, pdl != 0, s);
+  if (mode == 4) e = probe_reg<4>(p, code, warps, pdl != 0, s);
+  return static_cast<int>(e);
+}
+
+// M <= 16 (codes 2120 4120: two token tiles), il = sb_interleave (pipe 2), else as w4probe_reg.
+extern "C" int w4probe_reg16(int mode, int code, int warps, int il, void* out, const void* x, const void* qw,
+                             const void* scales, const void* zeros, int64_t m, int64_t n, int64_t k,
+                             int64_t group_size, int pdl, void* stream) {
+  if (m > 16) return static_cast<int>(cudaErrorInvalidValue);
+  Params p = probe_params(out, x, qw, scales, zeros, m, n, k, group_size);
+  p.sb_interleave = il;
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   cudaError_t e = cudaErrorInvalidValue;
   if (mode == 0) e = probe_reg<0>(p, code, warps, pdl != 0, s);
