@@ -10,7 +10,10 @@ variant, and every (R, U, W, pipe) of ``REG_CONFIGS`` that is compiled.
 Prints one line per candidate, ``BEST case: config us vs reg auto`` and a ``SET`` line with the
 ``_CUDA_REG_AUTO`` table (per shape class and tiles 0 = M 1, 1 = M 2..8, 2 = M 9..16: the config
 with the lowest summed time where it beats "reg auto" by > 2 %).
-    python benchmarks/bench_w4reg.py --out DIR [--reps 15] [--ms 16]
+``--xs``: the x-staged kernel (pipe 3, csrc/w4a16_xs.cuh) instead: every compiled code x ``XS_WARPS`` x
+fold 0 / 1 ("xs R U W F"), on the shapes of ``--shapes`` (default 24576x1536) at ``--ms`` (default 9 12
+16), against the committed dispatch ("auto") and its register config; BEST lines as above.
+    python benchmarks/bench_w4reg.py --out DIR [--reps 15] [--ms 16] [--xs [--shapes NxK ...]]
 """
 
 from __future__ import annotations
@@ -47,13 +50,31 @@ REG_CONFIGS = {1: [(1, 2, 2, 0), (1, 2, 4, 0), (1, 2, 8, 0), (1, 2, 16, 0), (1, 
                    (2, 1, 2, 2), (2, 1, 4, 2), (4, 1, 8, 2), (2, 1, 2, 0, 1), (2, 1, 2, 2, 1)]}
 
 
+XS_WARPS = (2, 3, 4, 6, 8)
+
+
+def xs_configs(zeros: bool) -> list[tuple[int, ...]]:
+    """(R, U, W, 3, fold) for every compiled x-staged code and XS_WARPS (fold 1 only with zero points)."""
+    out = []
+    for code in cuda_ext.load().w4a16_xs_configs():
+        r, u = code // 1000, code // 100 % 10
+        for w in XS_WARPS:
+            for f in ((0, 1) if zeros else (0,)):
+                out.append((r, u, w, 3, f))
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=None)
     ap.add_argument("--layer", choices=sorted(LAYER_KINDS), default="asym-bf16", help="bench_w4a16.LAYER_KINDS")
     ap.add_argument("--reps", type=int, default=15)
     ap.add_argument("--ms", type=int, nargs="+", default=None, help="only these M of CASES")
+    ap.add_argument("--xs", action="store_true", help="the x-staged kernel's configs (pipe 3)")
+    ap.add_argument("--shapes", nargs="+", default=["24576x1536"], help="--xs: NxK shapes")
     args = ap.parse_args()
+    if args.xs:
+        return main_xs(args)
     cuda_ext.load()
     rows: list[dict] = []
     sums: dict[tuple[str, int], dict[str, float]] = {}
@@ -113,6 +134,44 @@ def main() -> None:
                 print(f"RING {key}: set _CUDA_RING_AUTO[{key}] = -1 for this register config")
     print(f"SET qlinear/ops/w4a16.py: _CUDA_REG_AUTO = {table!r}")
     write_results("w4reg", rows, {**env_info(), "layer": args.layer}, args.out, metric="median_us")
+
+
+def main_xs(args) -> None:
+    cuda_ext.load()
+    rows: list[dict] = []
+    lines: list[str] = []
+    for shape in args.shapes:
+        n, k = (int(v) for v in shape.split("x"))
+        packs, wb, w16, ref_w = cold_layers(n, k, with_reference=True, layer=args.layer)
+        nbuf, nb16 = len(packs), len(w16)
+        for m in args.ms or [9, 12, 16]:
+            case = f"M={m} {n}x{k}"
+            xs = [torch.randn(m, k, device="cuda", dtype=torch.bfloat16) for _ in range(4)]
+            want = xs[0].float() @ ref_w.t()
+            reg = ops._cuda_auto_reg(xs[0], packs[0])
+            fns = {"bf16 F.linear": lambda i: F.linear(xs[i % 4], w16[i % nb16]),
+                   "auto#2": lambda i: ops.cuda_gemv(xs[i % 4], packs[i % nbuf]),
+                   "auto": lambda i: ops.cuda_gemv(xs[i % 4], packs[i % nbuf])}
+            if reg is not None:
+                fns[f"reg {reg}"] = lambda i: ops.cuda_gemv(xs[i % 4], packs[i % nbuf], config=reg)
+            for cfg in xs_configs(packs[0].zeros is not None):
+                fns["xs R{} U{} W{} F{}".format(cfg[0], cfg[1], cfg[2], cfg[4])] = (
+                    lambda i, c=cfg: ops.cuda_gemv(xs[i % 4], packs[i % nbuf], config=c))
+            ok = runnable(fns, rel_err_check(want, skip=("bf16 F.linear",)), f"{case:>18}  ")
+            res = bench_graphs_interleaved(ok, n_buffers=max(nbuf, nb16), reps=args.reps, target_replay_us=400.0)
+            record_gbps_rows(res, rows, case, wb, m=m, n=n, k=k, weight_bytes=wb)
+            cand = {nm: r["median_us"] for nm, r in res.items() if nm.startswith("xs ")}
+            if cand:
+                b = min(cand, key=cand.get)
+                a = res["auto"]["median_us"]
+                lines.append(f"BEST {case:>18}: {b:<16} {cand[b]:7.2f} us | auto {a:7.2f} (x{a / cand[b]:.3f}) | auto#2 "
+                             f"{res['auto#2']['median_us']:7.2f} | bf16 {res['bf16 F.linear']['median_us']:7.2f}")
+        del packs, w16, ref_w
+        torch.cuda.empty_cache()
+    print()
+    for ln in lines:
+        print(ln)
+    write_results("w4xs", rows, {**env_info(), "layer": args.layer}, args.out, metric="median_us")
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ import pytest
 from _host_tool import ask, build
 
 SOURCES = ["w4a16_wgmma_launch.cu", "w4a16_gemm_launch.cu", "w4a16_gemv_launch.cu", "w4a16_ring_bf16.cu",
-           "w4a16_ring_f16.cu", "w4a16_bulk_bf16.cu", "w4a16_bulk_f16.cu", "w4a16_tma_launch.cu"]
+           "w4a16_ring_f16.cu", "w4a16_bulk_bf16.cu", "w4a16_bulk_f16.cu", "w4a16_tma_launch.cu", "w4a16_xs.cu"]
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
 

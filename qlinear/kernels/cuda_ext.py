@@ -56,6 +56,7 @@ SOURCES = (
     "w4a16_bulk_bf16.cu",
     "w4a16_bulk_f16.cu",
     "w4a16_tma_launch.cu",
+    "w4a16_xs.cu",
     "fp8_tma_launch.cu",
 )
 HEADERS = (
@@ -70,6 +71,7 @@ HEADERS = (
     "cluster.cuh",
     "w4a16_gemv.cuh",
     "w4a16_tma.cuh",
+    "w4a16_xs.cuh",
     "w4a16_gemv_launch.h",
     "w4a16_gemm.cuh",
     "w4a16_gemm_launch.h",

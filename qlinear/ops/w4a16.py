@@ -375,6 +375,12 @@ _CUDA_REG_AUTO: dict[tuple[str, int], tuple[int, ...]] = {
     ("short", 0): (4, 1, 4, 2), ("short", 1): (4, 1, 4, 2), ("short", 2): (2, 1, 2, 2, 1),
 }
 
+# The x-staged kernel (pipe 3, csrc/w4a16_xs.cuh: the warps split the rows, x copied once per CTA into
+# shared memory) for automatic calls where it applies (_cuda_xs_ok), ahead of _CUDA_REG_AUTO (which is
+# then its fallback). Keys as _CUDA_REG_AUTO's; values (row tiles per warp, superblocks per chunk,
+# warps, 3, fold). Empty until measured.
+_CUDA_XS_AUTO: dict[tuple[str, int], tuple[int, ...]] = {}
+
 _SCALE_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 
 
@@ -1020,6 +1026,24 @@ def _cuda_aligned16(x: torch.Tensor, packed: W4A16Weights) -> bool:
             and (x.shape[0] <= 1 or x.stride(0) % 8 == 0))
 
 
+# csrc/w4a16_xs.cuh: kXsBars copy chunks of 256 columns; the opt-in shared memory of an sm_90 CTA
+_XS_MAX_K = 8192
+_SM90_SMEM_OPTIN = 227 * 1024
+
+
+def _cuda_xs_ok(x: torch.Tensor, packed: W4A16Weights) -> bool:
+    """Whether the x-staged kernel applies (csrc/w4a16_gemv_launch.cu xs_ok and its shared-memory
+    check): sm_90+, groups of >= 128 or per channel, K % 8 == 0 and K <= 8192, x 16-byte aligned with
+    row stride % 8 == 0, and M x rows of ``xs_pitch(K)`` bytes (+ the barriers) within 227 KB."""
+    dev = x.device.index if x.device.index is not None else torch.cuda.current_device()
+    if dev not in _SM90:
+        _SM90[dev] = torch.cuda.get_device_capability(dev)[0] >= 9
+    m, k = x.shape
+    pitch = (2 * k + 127) // 128 * 128 + 32
+    return (_SM90[dev] and _grouped_128(packed) and k % 8 == 0 and k <= _XS_MAX_K and x.data_ptr() % 16 == 0
+            and (m <= 1 or x.stride(0) % 8 == 0) and 256 + m * pitch <= _SM90_SMEM_OPTIN)
+
+
 def _cuda_ring_ok(packed: W4A16Weights) -> bool:
     """Whether the cp.async ring kernel applies (csrc/w4a16_gemv_launch.cu ring_ok): groups of >= 128
     or per channel, N % 4 == 0, 4-byte aligned scales / zeros."""
@@ -1052,10 +1076,15 @@ def _cuda_auto_ring(x: torch.Tensor, packed: W4A16Weights) -> int:
 
 
 def _cuda_auto_reg(x: torch.Tensor, packed: W4A16Weights) -> tuple[int, ...] | None:
-    """:data:`_CUDA_REG_AUTO`'s register config for this call, or None (the launcher's heuristic).
-    An entry's zero-point fold (5th element) applies to layers with zero points only; a symmetric
-    layer gets the same config without it (:data:`_CUDA_REG_AUTO`'s session-16 note)."""
-    cfg = _cuda_table_entry(_CUDA_REG_AUTO, x, packed) if _grouped_128(packed) else None
+    """:data:`_CUDA_XS_AUTO`'s config for this call where the x-staged kernel applies
+    (:func:`_cuda_xs_ok`), else :data:`_CUDA_REG_AUTO`'s register config, or None (the launcher's
+    heuristic). An entry's zero-point fold (5th element) applies to layers with zero points only; a
+    symmetric layer gets the same config without it (:data:`_CUDA_REG_AUTO`'s session-16 note)."""
+    cfg = None
+    if _grouped_128(packed):
+        cfg = _cuda_table_entry(_CUDA_XS_AUTO, x, packed) if _CUDA_XS_AUTO else None
+        if cfg is None or not _cuda_xs_ok(x, packed):
+            cfg = _cuda_table_entry(_CUDA_REG_AUTO, x, packed)
     if cfg is not None and packed.zeros is None and len(cfg) > 4 and cfg[4]:
         return tuple(cfg[:4])
     return cfg

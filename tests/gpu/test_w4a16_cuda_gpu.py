@@ -279,13 +279,14 @@ def test_reg_every_code(dtype):
 
 
 def test_reg_pipe_out_of_range_refused():
-    """pipe 3 or -1 is kBadConfig (6), not silently the double-buffered instance."""
+    """pipe 4 or -1 is kBadConfig (6), not silently the double-buffered instance; pipe 3 (the x-staged
+    kernel) has no one-token-tile code 1213 compiled: 6 as well."""
     from qlinear.kernels import cuda_ext
 
     C = cuda_ext.load()
     packed, _ = _layer(256, 1024, 128, True, torch.bfloat16, seed=3)
     x = torch.randn(1, 1024, device=DEV, dtype=torch.bfloat16)
-    for pipe, want in ((3, 6), (-1, 6), (2, 0), (1, 0), (0, 0)):
+    for pipe, want in ((3, 6), (4, 6), (-1, 6), (2, 0), (1, 0), (0, 0)):
         why = C.w4a16_gemv_supported(x, packed.qweight, packed.scales, packed.zeros, packed.group_size, 1, 2, 4, -1,
                                      pipe, 0)
         assert why == want, (pipe, why)
