@@ -50,17 +50,18 @@ REG_CONFIGS = {1: [(1, 2, 2, 0), (1, 2, 4, 0), (1, 2, 8, 0), (1, 2, 16, 0), (1, 
                    (2, 1, 2, 2), (2, 1, 4, 2), (4, 1, 8, 2), (2, 1, 2, 0, 1), (2, 1, 2, 2, 1)]}
 
 
-XS_WARPS = (2, 3, 4, 6, 8)
+XS_WARPS = (4, 6, 8, 12)
 
 
 def xs_configs(zeros: bool) -> list[tuple[int, ...]]:
-    """(R, U, W, 3, fold) for every compiled x-staged code and XS_WARPS (fold 1 only with zero points)."""
+    """(R, U, W, pipe, fold) for every compiled x-staged code (pipe 3, or 4 with the L2 prefetch) and
+    XS_WARPS (fold 1 only with zero points; a warp count past the code's cap is refused and skipped)."""
     out = []
     for code in cuda_ext.load().w4a16_xs_configs():
-        r, u = code // 1000, code // 100 % 10
+        r, u, pipe = code // 1000, code // 100 % 10, code % 10
         for w in XS_WARPS:
             for f in ((0, 1) if zeros else (0,)):
-                out.append((r, u, w, 3, f))
+                out.append((r, u, w, pipe, f))
     return out
 
 
@@ -155,7 +156,7 @@ def main_xs(args) -> None:
             if reg is not None:
                 fns[f"reg {reg}"] = lambda i: ops.cuda_gemv(xs[i % 4], packs[i % nbuf], config=reg)
             for cfg in xs_configs(packs[0].zeros is not None):
-                fns["xs R{} U{} W{} F{}".format(cfg[0], cfg[1], cfg[2], cfg[4])] = (
+                fns["xs R{} U{} W{} P{} F{}".format(*cfg)] = (
                     lambda i, c=cfg: ops.cuda_gemv(xs[i % 4], packs[i % nbuf], config=c))
             ok = runnable(fns, rel_err_check(want, skip=("bf16 F.linear",)), f"{case:>18}  ")
             res = bench_graphs_interleaved(ok, n_buffers=max(nbuf, nb16), reps=args.reps, target_replay_us=400.0)

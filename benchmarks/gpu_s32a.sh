@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 32 run 1 at 7ef5ace.
 # Session 32 run 1: the wgmma GEMM tests after session 31's fill lambdas (not rerun then); the register
 # kernel's load ladder at M = 16 on short rows (x fragments' cost: mode 1 against mode 3); the wgmma GEMM
 # at M = 64 on short rows against the auto dispatch (Triton there).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 32 run 2 at 1cd5833.
 # Session 32 run 2: the x-staged W4A16 decode kernel (pipe 3, csrc/w4a16_xs.cuh): its GPU tests, the register
 # kernel's tests that changed (pipe refusals, auto tables), then its configs against the dispatch on short
 # rows at M = 9 / 12 / 16 (symmetric fp16-scale layers as the acceptance benchmark, then asymmetric).

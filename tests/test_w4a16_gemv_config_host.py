@@ -27,27 +27,27 @@ def tool(tmp_path_factory):
 
 def test_pipe_values(tool):
     # (n, k, m, row_tiles, chunk, warps, ring, pipe, fold); ring -1 = the register kernel
-    cases = [(7168, 16384, 1, 1, 2, 4, -1, p, 0) for p in (0, 1, 2, 3, 4, -1)]
+    cases = [(7168, 16384, 1, 1, 2, 4, -1, p, 0) for p in (0, 1, 2, 3, 5, -1)]
     cases += [(7168, 16384, 1, 1, 1, 4, -1, p, 0) for p in (0, 1, 2)]  # R1 U1: compiled with pipe 1 only
     rows = ask(tool, cases)
     why = [r[0] for r in rows]
     # R1 U2 (codes 1210 / 1211): pipe 0 / 1 / 2 taken; 3 (the x-staged kernel: no one-token-tile code
-    # 1213 compiled), 4 and -1 refused; R1 U1 only double-buffered
+    # 1213 compiled), 5 and -1 refused; R1 U1 only double-buffered
     assert why == [0, 0, 0, 6, 6, 6, 6, 0, 6], why
     assert rows[2][1:] == (1, 2, 4, -1, 2, 0)  # pipe 2 resolves to itself (the pipe 0 instance runs it)
 
 
 def test_xs_pipe(tool):
-    """Pipe 3 (the x-staged kernel, csrc/w4a16_xs.cuh) at two token tiles: a compiled code (1223) with
-    either fold passes the config checks and then needs sm_90 (12 = kNoXs here: the host tool sees
-    compute capability 0); an uncompiled code (2223) or too many warps is 6; warps 0 resolve to about
-    two CTAs per SM (24576 rows, R1: 1536 tiles over 264 CTAs -> 6 warps)."""
-    cases = [(24576, 1536, 16, 1, 2, 6, -1, 3, f) for f in (0, 1)]
-    cases += [(24576, 1536, 16, 2, 2, 6, -1, 3, 0), (24576, 1536, 16, 1, 2, 17, -1, 3, 0),
+    """Pipes 3 / 4 (the x-staged kernel, csrc/w4a16_xs.cuh) at two token tiles: a compiled code (1223,
+    1224) with either fold passes the config checks and then needs sm_90 (12 = kNoXs here: the host tool
+    sees compute capability 0); an uncompiled code (2223) or too many warps (13 > 384 threads) is 6;
+    warps 0 resolve to about two CTAs per SM (24576 rows, R1: 1536 tiles over 264 CTAs -> 6 warps)."""
+    cases = [(24576, 1536, 16, 1, 2, 6, -1, p, f) for p in (3, 4) for f in (0, 1)]
+    cases += [(24576, 1536, 16, 2, 2, 6, -1, 3, 0), (24576, 1536, 16, 1, 2, 13, -1, 3, 0),
               (24576, 1536, 16, 1, 2, 0, -1, 3, 0)]
     rows = ask(tool, cases)
-    assert [r[0] for r in rows] == [12, 12, 6, 6, 12], rows
-    assert rows[4][1:] == (1, 2, 6, -1, 3, 0), rows[4]
+    assert [r[0] for r in rows] == [12, 12, 12, 12, 6, 6, 12], rows
+    assert rows[6][1:] == (1, 2, 6, -1, 3, 0), rows[6]
 
 
 SHAPES = {"few": (2112, 7168), "short": (24576, 1536), "many": (7168, 16384)}

@@ -1,8 +1,9 @@
-"""The x-staged W4A16 decode kernel (pipe 3 of the register kernel, csrc/w4a16_xs.cuh: the warps split
-the rows, x copied once per CTA into shared memory) on an sm_90 GPU.
+"""The x-staged W4A16 decode kernel (pipes 3 / 4 of the register kernel, csrc/w4a16_xs.cuh: the warps
+split the rows, x copied once per CTA into shared memory; 4 also bulk-prefetches the CTA's weight rows
+into L2) on an sm_90 GPU.
 
 Against ``x @ W.T + bias`` in fp32 with W from ``dequantize_canonical`` (independent of the packed
-layout) on fresh random data: every compiled code x fold 0 / 1 x bf16 / fp16 x warps 1 / 3 / 8 x M 9 .. 16;
+layout) on fresh random data: every compiled code x fold 0 / 1 x bf16 / fp16 x warps 1 / 3 / 8 / 12 (where the code takes them) x M 9 .. 16;
 ragged N (partial CTAs, warps with no rows), K with a partial last superblock and a partial last copy
 chunk, groups 128 / 384 / per channel, fp32 scales, symmetric layers, strided x rows, the three issue
 shapes; a PDL chain captured in a CUDA graph (each link's x is the previous link's output); the
@@ -36,12 +37,16 @@ def _lib():
 
 def _codes():
     codes = list(_lib().w4a16_xs_configs())
-    assert codes and all(c % 10 == 3 for c in codes)
+    assert codes and all(c % 10 in (3, 4) for c in codes)
     return codes
 
 
 def _cfg(code, warps, fold):
-    return (code // 1000, code // 100 % 10, warps, 3, fold)
+    return (code // 1000, code // 100 % 10, warps, code % 10, fold)
+
+
+def _max_warps(code):
+    return 12 if code // 1000 == 1 and code // 100 % 10 <= 2 else 8  # w4a16_xs.cuh xs_threads
 
 
 def _x(m, k, dtype, seed, stride=None):
@@ -68,7 +73,9 @@ def test_every_code(fold, dtype):
         sdt = sdt or (torch.float16 if dtype == torch.float16 else torch.bfloat16)
         packed, w = _layer(n, k, group, asym, sdt, seed=n + k)
         for code in _codes():
-            for warps in (1, 3, 8):
+            for warps in (1, 3, 8, 12):
+                if warps > _max_warps(code):
+                    continue
                 for m in (9, 13, 16):
                     x = _x(m, k, dtype, seed=m + code + warps)
                     b = torch.randn(n, device=DEV).to(dtype) if m % 2 else None
@@ -85,7 +92,7 @@ def test_issue_shapes(shape):
             x = _x(m, k, torch.bfloat16, seed=m)
             cfg = _cfg(code, 6, 1)
             why = lib.w4a16_gemv_supported(x, packed.qweight, packed.scales, packed.zeros, packed.group_size,
-                                           *cfg[:3], -1, 3, 1)
+                                           *cfg[:3], -1, cfg[3], 1)
             # 16 rows of 7168 / 16384 columns do not fit the 227 KB of shared memory
             if 16 * ((2 * k + 127) // 128 * 128 + 32) + 256 > 227 * 1024 or k > 8192:
                 assert why in (K_TOO_MUCH_SMEM, K_NO_XS), (shape, m, why)
@@ -95,13 +102,14 @@ def test_issue_shapes(shape):
 
 
 def test_strided_x_and_equal_bits_across_warps():
-    """x rows 1032 elements apart (16-byte aligned); the same layer at 1, 3 and 8 warps per CTA gives the
-    same bits (each output is one warp's fixed-order sum whatever the CTA's size)."""
+    """x rows 1032 elements apart (16-byte aligned); the same layer at 1, 3 and 12 warps per CTA, with and
+    without the L2 prefetch, gives the same bits (each output is one warp's fixed-order sum whatever the
+    CTA's size)."""
     packed, w = _layer(777, 1024, seed=5)
     x = _x(12, 1024, torch.bfloat16, seed=3, stride=1032)
     assert x.stride(0) == 1032
-    ys = [_check(packed, w, x, _cfg(1123, warps, 0)) for warps in (1, 3, 8)]
-    assert torch.equal(ys[0], ys[1]) and torch.equal(ys[0], ys[2])
+    ys = [_check(packed, w, x, _cfg(code, warps, 0)) for code in (1123, 1124) for warps in (1, 3, 12)]
+    assert all(torch.equal(ys[0], y) for y in ys[1:])
 
 
 def test_pdl_chain_in_a_graph():
@@ -110,7 +118,7 @@ def test_pdl_chain_in_a_graph():
     alike; the chain captured in a graph and replayed on fresh x matches the fp32 reference per link."""
     packed, w = _layer(2048, 2048, seed=11)
     x = _x(16, 2048, torch.bfloat16, seed=1)
-    cfg = _cfg(1223, 4, 1)
+    cfg = _cfg(1224, 4, 1)
 
     def chain(pdl):
         ys = [x]
@@ -138,13 +146,15 @@ def test_refusals():
     lib = _lib()
     packed, _ = _layer(256, 1024, seed=2)
 
-    def why(x, p=packed, r=1, u=2, warps=4, fold=0):
-        return lib.w4a16_gemv_supported(x, p.qweight, p.scales, p.zeros, p.group_size, r, u, warps, -1, 3, fold)
+    def why(x, p=packed, r=1, u=2, warps=4, fold=0, pipe=3):
+        return lib.w4a16_gemv_supported(x, p.qweight, p.scales, p.zeros, p.group_size, r, u, warps, -1, pipe, fold)
 
     x = _x(16, 1024, torch.bfloat16, seed=0)
-    assert why(x) == 0 and why(x, fold=1) == 0
+    assert why(x) == 0 and why(x, fold=1) == 0 and why(x, pipe=4) == 0
     assert why(x, r=2, u=2) == K_BAD_CONFIG  # 2223: not compiled
-    assert why(x, warps=9) == K_BAD_CONFIG   # past the code's 256 threads
+    assert why(x, warps=13) == K_BAD_CONFIG  # past the code's 384 threads
+    assert why(x, r=2, u=1, warps=9) == K_BAD_CONFIG  # past 2123's 256 threads
+    assert why(x, pipe=5) == K_BAD_CONFIG
     assert why(_x(16, 1024, torch.bfloat16, seed=0, stride=1028)) == K_NO_XS  # row stride % 8 != 0
     buf = torch.randn(16 * 1024 + 4, device=DEV).to(torch.bfloat16)
     assert why(buf[4:].view(16, 1024)) == K_NO_XS  # 8-byte, not 16-byte, aligned
