@@ -54,7 +54,7 @@ XS_WARPS = (4, 6, 8, 12)
 
 
 def xs_configs(zeros: bool) -> list[tuple[int, ...]]:
-    """(R, U, W, pipe, fold) for every compiled x-staged code (pipe 3, or 4 with the L2 prefetch) and
+    """(R, U, W, 3, fold) for every compiled x-staged code and
     XS_WARPS (fold 1 only with zero points; a warp count past the code's cap is refused and skipped)."""
     out = []
     for code in cuda_ext.load().w4a16_xs_configs():

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 32 run 3 at b84ca77.
 # Session 32 run 3: the x-staged kernel with 12-warp CTAs and pipe 4 (the CTA's weight rows bulk-prefetched into
 # L2): its GPU tests, the register
 # kernel's tests that changed (pipe refusals, auto tables), then its configs against the dispatch on short

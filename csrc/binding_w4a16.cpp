@@ -9,7 +9,7 @@
 //   torch.ops.qlinear_C.w4a16_ring_configs(int nt) -> int[]   (compiled ring codes, then bulk ring codes >= 10000)
 //   torch.ops.qlinear_C.w4a16_reg_configs() -> int[]   (compiled register-kernel codes R U NT pipe)
 //   torch.ops.qlinear_C.w4a16_reg_fold_configs() -> int[]   (the codes also compiled with fold 1)
-//   torch.ops.qlinear_C.w4a16_xs_configs() -> int[]   (the x-staged kernel's codes R U NT P, pipes 3 / 4; fold 0 and 1)
+//   torch.ops.qlinear_C.w4a16_xs_configs() -> int[]   (the x-staged kernel's codes R U NT 3, pipe 3; fold 0 and 1)
 //   torch.ops.qlinear_C.w4a16_gemm(out, x, qweight, scales, zeros, bias, group_size, counters, warps=0,
 //                                  tokens=0, splits=0, stages=0) -> int   (the GEMM of w4a16_gemm.cuh for
 //                                  M > 16; counters: zeroed int32 split-K counters the kernel leaves

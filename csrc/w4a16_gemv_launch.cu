@@ -21,17 +21,17 @@ bool sub_group(const W4GemvArgs& a) {
   return a.num_groups > 1 && (a.group_size == 16 || a.group_size == 32 || a.group_size == 64);
 }
 
-// Register-kernel code of a config: R U NT PF as decimal digits (w4a16g::kRegCodes); pipes 3 / 4 (the
-// x-staged kernel): R U NT 3 / 4 (w4a16g::kXsCodes). pipe 2 (chunks dealt round-robin over the warps) runs
+// Register-kernel code of a config: R U NT PF as decimal digits (w4a16g::kRegCodes); pipe 3 (the
+// x-staged kernel): R U NT 3 (w4a16g::kXsCodes). pipe 2 (chunks dealt round-robin over the warps) runs
 // the single-buffered (pipe 0) instance.
 int reg_code(int nt, int r, int u, int pipe) {
-  return r * 1000 + u * 100 + nt * 10 + (pipe >= 3 ? pipe : (pipe == 1 ? 1 : 0));
+  return r * 1000 + u * 100 + nt * 10 + (pipe == 3 ? 3 : (pipe == 1 ? 1 : 0));
 }
 
-bool is_xs(int pipe) { return pipe == 3 || pipe == 4; }
+bool is_xs(int pipe) { return pipe == 3; }
 
 bool reg_compiled(int code, int fold) {
-  if (code % 10 >= 3) return code_listed(w4a16g::kXsCodes, code);  // both folds compiled
+  if (code % 10 == 3) return code_listed(w4a16g::kXsCodes, code);  // both folds compiled
   if (fold != 0) return code_listed(w4a16g::kRegFoldCodes, code);
   return code_listed(w4a16g::kRegCodes, code);
 }
@@ -66,7 +66,7 @@ bool aligned16(const W4GemvArgs& a) {
          (a.m <= 1 || a.x_stride % 8 == 0);
 }
 
-// The x-staged kernel's copies (pipes 3 / 4): sm_90, groups of >= 128 or per channel, 16-byte copies of x
+// The x-staged kernel's copies (pipe 3): sm_90, groups of >= 128 or per channel, 16-byte copies of x
 // rows (K % 8 == 0, 16-byte aligned x, row stride % 8 == 0 unless one row), one barrier per copy chunk.
 bool xs_ok(const W4GemvArgs& a) {
   return cc_major() >= 9 && !sub_group(a) && a.k % 8 == 0 && w4a16g::xs_chunks(a.k) <= w4a16g::kXsBars &&
@@ -122,7 +122,7 @@ W4GemvConfig w4_gemv_resolve(const W4GemvArgs& a, const W4GemvConfig& cfg) {
   // Auto: round 3's register kernel, except short rows at M <= 8 (nsb <= 16, e.g. 24576x1536:
   // round 2 ring 4143 12.7 us / 4124 14.7 us at M = 1 / 4 vs the register kernel's 21.9 / 19.1).
   // (the zero fold exists in the register kernel only: asking for it picks that kernel)
-  // (an explicit pipe 3 / 4, the x-staged kernel, also picks the register family)
+  // (an explicit pipe 3, the x-staged kernel, also picks the register family)
   if (c.ring == 0)
     c.ring = (c.fold == 0 && !is_xs(c.pipe) && ring_ok(a) && nt == 1 && nsb <= 16) ? auto_ring(nt, a.n, nsb, sms) : -1;
   if (c.pdl > 0 && cc_major() < 9) c.pdl = 0;
@@ -187,7 +187,7 @@ W4GemvSupport w4_gemv_supported(const W4GemvArgs& a, const W4GemvConfig& cfg) {
   const W4GemvConfig c = w4_gemv_resolve(a, cfg);
   const int nt = a.m > 8 ? 2 : 1;
   if (c.fold < 0 || c.fold > 1 || (c.fold != 0 && (c.ring > 0 || sub_group(a)))) return W4GemvSupport::kBadConfig;
-  if (c.ring <= 0 && (c.pipe < 0 || c.pipe > 4)) return W4GemvSupport::kBadConfig;
+  if (c.ring <= 0 && (c.pipe < 0 || c.pipe > 3)) return W4GemvSupport::kBadConfig;
   if (c.ring > 0) {
     const W4GemvSupport family = ring_family_support(a, c.ring);
     if (family != W4GemvSupport::kOk) return family;
@@ -233,7 +233,7 @@ const char* w4_gemv_support_reason(W4GemvSupport s) {
       return "ring code's (or the x-staged kernel's x rows') shared memory at this M exceeds the device's per-block "
              "opt-in limit";
     case W4GemvSupport::kNoXs:
-      return "x-staged kernel (pipe 3 / 4) needs sm_90+, groups >= 128 or per channel, K % 8 == 0 and K <= 8192, "
+      return "x-staged kernel (pipe 3) needs sm_90+, groups >= 128 or per channel, K % 8 == 0 and K <= 8192, "
              "16-byte aligned x with row stride % 8 == 0";
   }
   return "unknown";

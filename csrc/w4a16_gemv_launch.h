@@ -54,9 +54,8 @@ struct W4GemvArgs {
 // pieces of each row), single-buffered, the pipe 0 instances; 3: the x-staged kernel (w4a16_xs.cuh:
 // the warps split the rows, `row_tiles` tiles each over the whole K, double-buffered chunks, x copied
 // once per CTA into shared memory; sm_90, K % 8 == 0, x 16-byte aligned with row stride % 8 == 0, else
-// kNoXs); 4: the same with the CTA's weight rows bulk-prefetched into L2 first. Compiled (row_tiles,
-// chunk, NT, pipe 0 / 1) codes: w4_reg_configs(); pipes 3 / 4 (R U NT P): w4_xs_configs(), each with
-// fold 0 and 1. Other values: kBadConfig.
+// kNoXs). Compiled (row_tiles, chunk, NT, pipe 0 / 1) codes: w4_reg_configs(); pipe 3's (R U NT 3):
+// w4_xs_configs(), each with fold 0 and 1. Other values: kBadConfig.
 // fold: the register kernel's zero-point fold (w4a16_gemv.cuh FOLD: 1 = on, per-token x sums; 0 =
 // off); 1 selects the register kernel when ring is 0 and needs a code in w4_reg_fold_configs()
 // (groups >= 128 or per channel), else kBadConfig (as is any other value).
@@ -88,7 +87,7 @@ enum class W4GemvSupport : int {
                       // opt-in limit (227 KB on sm_90: every compiled code fits there; smaller on sm_8x)
   kNoTma = 11,        // TMA ring asked for: not sm_90+, groups < 128, fp32 scales, N % 16 != 0, x / scales /
                       // zeros not 16-byte aligned or x row stride % 8 != 0
-  kNoXs = 12,         // x-staged kernel (pipe 3 / 4) asked for: not sm_90+, groups < 128, K % 8 != 0 or K > 8192,
+  kNoXs = 12,         // x-staged kernel (pipe 3) asked for: not sm_90+, groups < 128, K % 8 != 0 or K > 8192,
                       // x not 16-byte aligned or x row stride % 8 != 0 (its x rows past the shared memory
                       // limit: kTooMuchSmem)
 };
@@ -113,7 +112,7 @@ int w4_reg_configs(int* codes, int cap);
 // The register-kernel codes compiled with the zero fold (fold 1); as w4_reg_configs.
 int w4_reg_fold_configs(int* codes, int cap);
 
-// The x-staged kernel's codes (pipes 3 / 4): R U NT P, each compiled with fold 0 and 1; as w4_reg_configs.
+// The x-staged kernel's codes (pipe 3): R U NT 3, each compiled with fold 0 and 1; as w4_reg_configs.
 int w4_xs_configs(int* codes, int cap);
 
 // The config the launcher would use (zeros resolved); *used receives it when non-null.

@@ -1,4 +1,4 @@
-// W4A16 decode GEMV with x staged in shared memory ("pipe 3" / "pipe 4" of the register kernel, sm_90). Device code
+// W4A16 decode GEMV with x staged in shared memory ("pipe 3" of the register kernel, sm_90). Device code
 // and the compiled codes (no torch headers); launch: w4a16_xs.cu, config and checks: w4a16_gemv_launch.cu.
 //
 //   out[m, n] = sum_k x[m, k] * (q[n, k] - zero[grp(k), n]) * scale[grp(k), n]  (+ bias[n])
@@ -24,8 +24,11 @@
 // zeroes their fragments (CHECK), as the register kernel does, and token rows past M read row M - 1
 // (their outputs are never stored). The weights, scales and zero points of the first chunk are
 // requested before griddepcontrol.wait (the previous kernel never writes them), as in the register
-// kernel; each warp double-buffers its chunks of U superblocks. Pipe 4: thread 0 also bulk-prefetches
-// the CTA's whole weight slice (contiguous rows) into L2 at the start.
+// kernel; each warp double-buffers its chunks of U superblocks.
+// Measured (session 32 run 3, 24576x1536 M = 16, symmetric layer, us): R1 U2 with 12 warps (192 rows, 128
+// CTAs, one per SM) 10.58 against the register kernel's 12.50; 6 warps (256 CTAs, two per SM) 11.67, 8
+// warps (192 CTAs: two waves) 16.58. Tried and removed: thread 0 bulk-prefetching the CTA's weight rows
+// into L2 first (cp.async.bulk.prefetch.L2) was ~2 us slower at every config (12.96 at R1 U2 W12).
 // Needs: groups of >= 128 or per channel, K % 8 == 0 (16-byte copies), x 16-byte aligned with row
 // stride % 8 == 0, ceil(K / 256) <= kXsBars and the x rows within the opt-in shared memory (checked by
 // the launcher: kNoXs / kTooMuchSmem).
@@ -72,26 +75,16 @@ __device__ __forceinline__ void xs_read_x(const Params& p, RegChunk<U, R, NT>& c
 }
 
 // Threads per CTA: one row tile per warp takes up to 12 warps (a CTA of 192 rows per SM; R1 U2 needs
-// 147 registers, under the 170 that 384 threads leave), more row tiles the register kernel's cap.
+// 147 registers, R1 U3 168, under the 170 that 384 threads leave), more row tiles the register kernel's
+// cap.
 template <int R, int U, int NT>
 constexpr int xs_threads() {
-  return R == 1 && U <= 2 ? 384 : reg_threads<R, U, NT, true>();
-}
-
-// The CTA's weight rows [row_first, row_last] (contiguous: rows qw_stride words apart) requested into
-// L2 by one bulk prefetch (sm_90; a hint, completes on its own).
-__device__ __forceinline__ void xs_prefetch_rows(const Params& p, int row_first, int row_last) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  const uint32_t* base = p.qw + static_cast<int64_t>(row_first) * p.qw_stride;
-  const uint32_t bytes = static_cast<uint32_t>((row_last - row_first + 1) * p.qw_stride * 4);
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(base), "r"(bytes) : "memory");
-#endif
+  return R == 1 && U <= 3 ? 384 : reg_threads<R, U, NT, true>();
 }
 
 // R: 16-row tiles per warp; U: superblocks per chunk (double-buffered); NT: 8-token tiles; FOLD: the
-// register kernel's zero fold; PRE: thread 0 first bulk-prefetches the CTA's weight rows into L2 (pipe
-// 4). blockDim = 32 W.
-template <typename XT, int R, int U, int NT, int FOLD, bool PRE>
+// register kernel's zero fold. blockDim = 32 W.
+template <typename XT, int R, int U, int NT, int FOLD>
 __global__ void __launch_bounds__(xs_threads<R, U, NT>(), 1) xs_gemv_kernel(const Params p) {
   extern __shared__ __align__(128) unsigned char xs_smem[];
   const int lane = threadIdx.x & 31;
@@ -105,10 +98,6 @@ __global__ void __launch_bounds__(xs_threads<R, U, NT>(), 1) xs_gemv_kernel(cons
   const int nch = static_cast<int>(xs_chunks(p.k));
   constexpr int kChunkCols = 128 * kXsChunkSb;
   if (threadIdx.x == 0) {
-    if constexpr (PRE) {
-      const int first = blockIdx.x * nw * 16 * R;
-      xs_prefetch_rows(p, first, min(first + nw * 16 * R, p.n) - 1);
-    }
     for (int c = 0; c < nch; ++c) tma::mbar_init(bars + 8 * c, 1);
     tma::mbar_fence_init();
     // armed before any copy is issued (the __syncthreads below orders the issuers after this)
@@ -194,17 +183,16 @@ __global__ void __launch_bounds__(xs_threads<R, U, NT>(), 1) xs_gemv_kernel(cons
       for (int q = 0; q < 4; ++q) store_frag<XT>(p, row0 + r * 16, nt, lane, q, tot[r][nt][q]);
 }
 
-// Compiled codes: R U NT P as decimal digits (the register kernel's code with pipe P = 3, or 4 with
-// the L2 prefetch), each with and without the zero fold. (2223 with the fold needs 255 registers and
-// spills: not compiled.)
-constexpr int kXsCodes[] = {1123, 1223, 2123, 1124, 1224};
+// Compiled codes: R U NT 3 as decimal digits (the register kernel's code with pipe 3), each with and
+// without the zero fold. (2223 with the fold needs 255 registers and spills: not compiled; 1323 with the
+// fold spills 56 bytes under the 384-thread bound, without it fits in 168 registers.)
+constexpr int kXsCodes[] = {1123, 1223, 2123, 1323};
 
 template <int C>
 struct XsCode {
   static constexpr int R = C / 1000, U = C / 100 % 10, NT = C / 10 % 10;
-  static constexpr bool PRE = C % 10 == 4;
-  static_assert(C >= 1000 && C < 10000 && U >= 1 && NT >= 1 && NT <= 2 && (C % 10 == 3 || C % 10 == 4),
-                "an x-staged code is R U NT P as decimal digits, NT 1 / 2, P 3 / 4");
+  static_assert(C >= 1000 && C < 10000 && U >= 1 && NT >= 1 && NT <= 2 && C % 10 == 3,
+                "an x-staged code is R U NT 3 as decimal digits, NT 1 / 2");
   static constexpr int threads = xs_threads<R, U, NT>();
 };
 
@@ -220,7 +208,7 @@ inline cudaError_t xs_dispatch(const Params& p, int code, int warps, bool pdl, c
     if (warps < 1 || warps * 32 > D::threads) return cudaErrorInvalidValue;
     const int rows = 16 * D::R * warps;
     const dim3 grid(static_cast<unsigned>((p.n + rows - 1) / rows));
-    return launch_kernel(xs_gemv_kernel<XT, D::R, D::U, D::NT, FOLD, D::PRE>, grid, dim3(32 * warps),
+    return launch_kernel(xs_gemv_kernel<XT, D::R, D::U, D::NT, FOLD>, grid, dim3(32 * warps),
                          static_cast<size_t>(xs_smem_bytes(p.m, p.k)), pdl, s, p);
   });
 }

@@ -27,27 +27,27 @@ def tool(tmp_path_factory):
 
 def test_pipe_values(tool):
     # (n, k, m, row_tiles, chunk, warps, ring, pipe, fold); ring -1 = the register kernel
-    cases = [(7168, 16384, 1, 1, 2, 4, -1, p, 0) for p in (0, 1, 2, 3, 5, -1)]
+    cases = [(7168, 16384, 1, 1, 2, 4, -1, p, 0) for p in (0, 1, 2, 3, 4, -1)]
     cases += [(7168, 16384, 1, 1, 1, 4, -1, p, 0) for p in (0, 1, 2)]  # R1 U1: compiled with pipe 1 only
     rows = ask(tool, cases)
     why = [r[0] for r in rows]
     # R1 U2 (codes 1210 / 1211): pipe 0 / 1 / 2 taken; 3 (the x-staged kernel: no one-token-tile code
-    # 1213 compiled), 5 and -1 refused; R1 U1 only double-buffered
+    # 1213 compiled), 4 and -1 refused; R1 U1 only double-buffered
     assert why == [0, 0, 0, 6, 6, 6, 6, 0, 6], why
     assert rows[2][1:] == (1, 2, 4, -1, 2, 0)  # pipe 2 resolves to itself (the pipe 0 instance runs it)
 
 
 def test_xs_pipe(tool):
-    """Pipes 3 / 4 (the x-staged kernel, csrc/w4a16_xs.cuh) at two token tiles: a compiled code (1223,
-    1224) with either fold passes the config checks and then needs sm_90 (12 = kNoXs here: the host tool
+    """Pipe 3 (the x-staged kernel, csrc/w4a16_xs.cuh) at two token tiles: a compiled code (1223) with
+    either fold passes the config checks and then needs sm_90 (12 = kNoXs here: the host tool
     sees compute capability 0); an uncompiled code (2223) or too many warps (13 > 384 threads) is 6;
     warps 0 resolve to about two CTAs per SM (24576 rows, R1: 1536 tiles over 264 CTAs -> 6 warps)."""
-    cases = [(24576, 1536, 16, 1, 2, 6, -1, p, f) for p in (3, 4) for f in (0, 1)]
+    cases = [(24576, 1536, 16, 1, 2, 6, -1, 3, f) for f in (0, 1)]
     cases += [(24576, 1536, 16, 2, 2, 6, -1, 3, 0), (24576, 1536, 16, 1, 2, 13, -1, 3, 0),
               (24576, 1536, 16, 1, 2, 0, -1, 3, 0)]
     rows = ask(tool, cases)
-    assert [r[0] for r in rows] == [12, 12, 12, 12, 6, 6, 12], rows
-    assert rows[6][1:] == (1, 2, 6, -1, 3, 0), rows[6]
+    assert [r[0] for r in rows] == [12, 12, 6, 6, 12], rows
+    assert rows[4][1:] == (1, 2, 6, -1, 3, 0), rows[4]
 
 
 SHAPES = {"few": (2112, 7168), "short": (24576, 1536), "many": (7168, 16384)}
@@ -68,6 +68,20 @@ def test_dispatch_table_configs_are_taken(tool):
     for key, row, case in zip(keys, ask(tool, cases), cases):
         assert row[0] == 0, (key, case, row)
         assert row[1:4] == case[3:6], (key, row)
+
+
+def test_xs_dispatch_table_configs_pass_the_config_checks(tool):
+    """Every _CUDA_XS_AUTO entry is a compiled x-staged config with a warp count its code takes: the
+    launcher refuses it only for wanting sm_90 (12 = kNoXs; the host tool sees compute capability 0)
+    and resolves it to itself."""
+    assert ops._CUDA_XS_AUTO
+    for (cls, tiles), cfg in sorted(ops._CUDA_XS_AUTO.items()):
+        n, k = SHAPES[cls]
+        r, u, w, pipe = cfg[:4]
+        assert pipe == 3, cfg
+        fold = cfg[4] if len(cfg) > 4 else 0
+        (row,) = ask(tool, [(n, k, TILES_M[tiles], r, u, w, -1, pipe, fold)])
+        assert row == (12, r, u, w, -1, 3, fold), ((cls, tiles), row)
 
 
 def test_dispatch_table_tma_codes_are_compiled(tool):

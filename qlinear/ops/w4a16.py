@@ -378,8 +378,14 @@ _CUDA_REG_AUTO: dict[tuple[str, int], tuple[int, ...]] = {
 # The x-staged kernel (pipe 3, csrc/w4a16_xs.cuh: the warps split the rows, x copied once per CTA into
 # shared memory) for automatic calls where it applies (_cuda_xs_ok), ahead of _CUDA_REG_AUTO (which is
 # then its fallback). Keys as _CUDA_REG_AUTO's; values (row tiles per warp, superblocks per chunk,
-# warps, 3, fold). Empty until measured.
-_CUDA_XS_AUTO: dict[tuple[str, int], tuple[int, ...]] = {}
+# warps, 3[, fold]).
+# Session 32 run 3 (benchmarks/results/session32/run3, bench_w4reg.py --xs: cold weights, alternated
+# replays, us; "auto" = the register kernel's entry R2 U1 W2 pipe 2, fold on asymmetric layers):
+#   short M=9 / 12 / 16 (sym-fp16): R1 U2 W12 10.30 / 10.40 / 10.58 vs auto 11.44 / 11.76 / 12.50 [bf16 20.89 /
+#     20.95 / 21.03]; W6 (two CTAs per SM) 11.67 at M = 16, R1 U1 W12 11.93, R2 U1 W8 13.70
+#   short M=16 (asym-bf16): R1 U2 W12 without the fold 10.79 vs auto 12.65 (the fold lost at every config)
+#                                                                               -> ('short', 2): (1, 2, 12, 3)
+_CUDA_XS_AUTO: dict[tuple[str, int], tuple[int, ...]] = {("short", 2): (1, 2, 12, 3)}
 
 _SCALE_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 
@@ -1035,6 +1041,8 @@ def _cuda_xs_ok(x: torch.Tensor, packed: W4A16Weights) -> bool:
     """Whether the x-staged kernel applies (csrc/w4a16_gemv_launch.cu xs_ok and its shared-memory
     check): sm_90+, groups of >= 128 or per channel, K % 8 == 0 and K <= 8192, x 16-byte aligned with
     row stride % 8 == 0, and M x rows of ``xs_pitch(K)`` bytes (+ the barriers) within 227 KB."""
+    if not x.is_cuda:
+        return False
     dev = x.device.index if x.device.index is not None else torch.cuda.current_device()
     if dev not in _SM90:
         _SM90[dev] = torch.cuda.get_device_capability(dev)[0] >= 9

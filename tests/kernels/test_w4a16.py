@@ -241,6 +241,22 @@ def test_cuda_auto_reg_fold_only_with_zero_points(monkeypatch):
     assert ops._cuda_auto_reg(x16, sym) == (4, 1, 8, 2, 0)  # fold 0: unchanged
 
 
+def test_cuda_xs_table_ahead_of_the_register_table(monkeypatch):
+    """_CUDA_XS_AUTO's entry where the x-staged kernel applies (_cuda_xs_ok), else _CUDA_REG_AUTO's for
+    the same key (its fallback); keys looked up as _CUDA_REG_AUTO's. On the CPU it never applies."""
+    q = torch.randint(0, 16, (24576, 1536), dtype=torch.int32)
+    packed = ops.pack_w4a16(q, None, torch.rand(24576, 12) + 0.5, 128)
+    assert ops._cuda_shape_class(packed.n, packed.k) == "short"
+    monkeypatch.setattr(ops, "_CUDA_XS_AUTO", {("short", 2): (1, 2, 12, 3)})
+    monkeypatch.setattr(ops, "_CUDA_REG_AUTO", {("short", 2): (2, 1, 2, 2), ("short", 1): (4, 1, 4, 2)})
+    x16, x8 = torch.randn(16, 1536), torch.randn(8, 1536)
+    assert not ops._cuda_xs_ok(x16, packed)
+    assert ops._cuda_auto_reg(x16, packed) == (2, 1, 2, 2)
+    monkeypatch.setattr(ops, "_cuda_xs_ok", lambda x, p: True)
+    assert ops._cuda_auto_reg(x16, packed) == (1, 2, 12, 3)
+    assert ops._cuda_auto_reg(x8, packed) == (4, 1, 4, 2)  # no x-staged entry at one token tile
+
+
 # Per split-K GEMM backend: M of the probe x, its support test, its auto-dispatch bound (name and a
 # value that would take every M), its op, and malformed launch configs.
 _GEMM_OFF_CUDA = {
