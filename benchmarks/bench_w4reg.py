@@ -54,13 +54,15 @@ XS_WARPS = (4, 6, 8, 12)
 
 
 def xs_configs(zeros: bool) -> list[tuple[int, ...]]:
-    """(R, U, W, 3, fold) for every compiled x-staged code and
-    XS_WARPS (fold 1 only with zero points; a warp count past the code's cap is refused and skipped)."""
+    """(R, U, W, 3, fold) for every compiled x-staged code and XS_WARPS (fold 1 only with zero points,
+    for the codes compiled with it; a warp count past the code's cap is refused and skipped)."""
     out = []
-    for code in cuda_ext.load().w4a16_xs_configs():
+    lib = cuda_ext.load()
+    fold_codes = set(lib.w4a16_xs_fold_configs())
+    for code in lib.w4a16_xs_configs():
         r, u, pipe = code // 1000, code // 100 % 10, code % 10
         for w in XS_WARPS:
-            for f in ((0, 1) if zeros else (0,)):
+            for f in ((0, 1) if zeros and code in fold_codes else (0,)):
                 out.append((r, u, w, pipe, f))
     return out
 

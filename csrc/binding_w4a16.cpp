@@ -9,7 +9,8 @@
 //   torch.ops.qlinear_C.w4a16_ring_configs(int nt) -> int[]   (compiled ring codes, then bulk ring codes >= 10000)
 //   torch.ops.qlinear_C.w4a16_reg_configs() -> int[]   (compiled register-kernel codes R U NT pipe)
 //   torch.ops.qlinear_C.w4a16_reg_fold_configs() -> int[]   (the codes also compiled with fold 1)
-//   torch.ops.qlinear_C.w4a16_xs_configs() -> int[]   (the x-staged kernel's codes R U NT 3, pipe 3; fold 0 and 1)
+//   torch.ops.qlinear_C.w4a16_xs_configs() -> int[]   (the x-staged kernel's codes R U NT 3, pipe 3)
+//   torch.ops.qlinear_C.w4a16_xs_fold_configs() -> int[]   (those also compiled with fold 1)
 //   torch.ops.qlinear_C.w4a16_gemm(out, x, qweight, scales, zeros, bias, group_size, counters, warps=0,
 //                                  tokens=0, splits=0, stages=0) -> int   (the GEMM of w4a16_gemm.cuh for
 //                                  M > 16; counters: zeroed int32 split-K counters the kernel leaves
@@ -194,6 +195,8 @@ std::vector<int64_t> w4a16_reg_fold_configs() { return code_list(qlinear::w4_reg
 
 std::vector<int64_t> w4a16_xs_configs() { return code_list(qlinear::w4_xs_configs); }
 
+std::vector<int64_t> w4a16_xs_fold_configs() { return code_list(qlinear::w4_xs_fold_configs); }
+
 qlinear::W4GemmConfig gemm_config(int64_t warps, int64_t tokens, int64_t splits, int64_t stages, int64_t reduce = 0,
                                   int64_t pdl = 0, int64_t producer = 0) {
   qlinear::W4GemmConfig c;
@@ -327,6 +330,7 @@ TORCH_LIBRARY_FRAGMENT(qlinear_C, m) {
   m.def("w4a16_reg_configs() -> int[]", &w4a16_reg_configs);
   m.def("w4a16_reg_fold_configs() -> int[]", &w4a16_reg_fold_configs);
   m.def("w4a16_xs_configs() -> int[]", &w4a16_xs_configs);
+  m.def("w4a16_xs_fold_configs() -> int[]", &w4a16_xs_fold_configs);
   m.def(
       "w4a16_gemm(Tensor(a!) out, Tensor x, Tensor qweight, Tensor scales, Tensor? zeros, Tensor? bias, "
       "int group_size, Tensor(b!) counters, int warps=0, int tokens=0, int splits=0, int stages=0) -> int",

@@ -31,7 +31,8 @@ int reg_code(int nt, int r, int u, int pipe) {
 bool is_xs(int pipe) { return pipe == 3; }
 
 bool reg_compiled(int code, int fold) {
-  if (code % 10 == 3) return code_listed(w4a16g::kXsCodes, code);  // both folds compiled
+  if (code % 10 == 3)
+    return fold != 0 ? code_listed(w4a16g::kXsFoldCodes, code) : code_listed(w4a16g::kXsCodes, code);
   if (fold != 0) return code_listed(w4a16g::kRegFoldCodes, code);
   return code_listed(w4a16g::kRegCodes, code);
 }
@@ -344,5 +345,7 @@ int w4_reg_configs(int* codes, int cap) { return append_codes(w4a16g::kRegCodes,
 int w4_reg_fold_configs(int* codes, int cap) { return append_codes(w4a16g::kRegFoldCodes, codes, cap, 0); }
 
 int w4_xs_configs(int* codes, int cap) { return append_codes(w4a16g::kXsCodes, codes, cap, 0); }
+
+int w4_xs_fold_configs(int* codes, int cap) { return append_codes(w4a16g::kXsFoldCodes, codes, cap, 0); }
 
 }  // namespace qlinear

@@ -55,7 +55,7 @@ struct W4GemvArgs {
 // the warps split the rows, `row_tiles` tiles each over the whole K, double-buffered chunks, x copied
 // once per CTA into shared memory; sm_90, K % 8 == 0, x 16-byte aligned with row stride % 8 == 0, else
 // kNoXs). Compiled (row_tiles, chunk, NT, pipe 0 / 1) codes: w4_reg_configs(); pipe 3's (R U NT 3):
-// w4_xs_configs(), each with fold 0 and 1. Other values: kBadConfig.
+// w4_xs_configs(), with fold 1 w4_xs_fold_configs(). Other values: kBadConfig.
 // fold: the register kernel's zero-point fold (w4a16_gemv.cuh FOLD: 1 = on, per-token x sums; 0 =
 // off); 1 selects the register kernel when ring is 0 and needs a code in w4_reg_fold_configs()
 // (groups >= 128 or per channel), else kBadConfig (as is any other value).
@@ -112,8 +112,11 @@ int w4_reg_configs(int* codes, int cap);
 // The register-kernel codes compiled with the zero fold (fold 1); as w4_reg_configs.
 int w4_reg_fold_configs(int* codes, int cap);
 
-// The x-staged kernel's codes (pipe 3): R U NT 3, each compiled with fold 0 and 1; as w4_reg_configs.
+// The x-staged kernel's codes (pipe 3): R U NT 3, compiled with fold 0; as w4_reg_configs.
 int w4_xs_configs(int* codes, int cap);
+
+// The x-staged codes also compiled with fold 1.
+int w4_xs_fold_configs(int* codes, int cap);
 
 // The config the launcher would use (zeros resolved); *used receives it when non-null.
 W4GemvConfig w4_gemv_resolve(const W4GemvArgs& a, const W4GemvConfig& cfg);

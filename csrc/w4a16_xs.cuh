@@ -183,10 +183,11 @@ __global__ void __launch_bounds__(xs_threads<R, U, NT>(), 1) xs_gemv_kernel(cons
       for (int q = 0; q < 4; ++q) store_frag<XT>(p, row0 + r * 16, nt, lane, q, tot[r][nt][q]);
 }
 
-// Compiled codes: R U NT 3 as decimal digits (the register kernel's code with pipe 3), each with and
-// without the zero fold. (2223 with the fold needs 255 registers and spills: not compiled; 1323 with the
-// fold spills 56 bytes under the 384-thread bound, without it fits in 168 registers.)
+// Compiled codes: R U NT 3 as decimal digits (the register kernel's code with pipe 3), without the zero
+// fold; kXsFoldCodes also with it. (2223 with the fold needs 255 registers and spills: not compiled;
+// 1323 with the fold spills 56 bytes under the 384-thread bound, without it fits in 168 registers.)
 constexpr int kXsCodes[] = {1123, 1223, 2123, 1323};
+constexpr int kXsFoldCodes[] = {1123, 1223, 2123};
 
 template <int C>
 struct XsCode {
@@ -201,9 +202,9 @@ constexpr int xs_code_threads(int code) {
   return with_listed_code<kXsCodes>(code, 0, [](auto c) { return XsCode<decltype(c)::value>::threads; });
 }
 
-template <typename XT, int FOLD>
+template <typename XT, int FOLD, const auto& Codes>
 inline cudaError_t xs_dispatch(const Params& p, int code, int warps, bool pdl, cudaStream_t s) {
-  return with_listed_code<kXsCodes>(code, cudaErrorInvalidValue, [&](auto c) {
+  return with_listed_code<Codes>(code, cudaErrorInvalidValue, [&](auto c) {
     using D = XsCode<decltype(c)::value>;
     if (warps < 1 || warps * 32 > D::threads) return cudaErrorInvalidValue;
     const int rows = 16 * D::R * warps;

@@ -2,7 +2,7 @@
 the rows, x copied once per CTA into shared memory) on an sm_90 GPU.
 
 Against ``x @ W.T + bias`` in fp32 with W from ``dequantize_canonical`` (independent of the packed
-layout) on fresh random data: every compiled code x fold 0 / 1 x bf16 / fp16 x warps 1 / 3 / 8 / 12 (where the code takes them) x M 9 .. 16;
+layout) on fresh random data: every compiled code x fold 0 (fold 1: its codes) x bf16 / fp16 x warps 1 / 3 / 8 / 12 (where the code takes them) x M 9 .. 16;
 ragged N (partial CTAs, warps with no rows), K with a partial last superblock and a partial last copy
 chunk, groups 128 / 384 / per channel, fp32 scales, symmetric layers, strided x rows, the three issue
 shapes; a PDL chain captured in a CUDA graph (each link's x is the previous link's output); the
@@ -71,7 +71,7 @@ def test_every_code(fold, dtype):
     for n, k, group, asym, sdt in cases:
         sdt = sdt or (torch.float16 if dtype == torch.float16 else torch.bfloat16)
         packed, w = _layer(n, k, group, asym, sdt, seed=n + k)
-        for code in _codes():
+        for code in _codes() if fold == 0 else list(_lib().w4a16_xs_fold_configs()):
             for warps in (1, 3, 8, 12):
                 if warps > _max_warps(code):
                     continue
@@ -89,9 +89,9 @@ def test_issue_shapes(shape):
     for code in _codes():
         for m in (9, 16):
             x = _x(m, k, torch.bfloat16, seed=m)
-            cfg = _cfg(code, 6, 1)
+            cfg = _cfg(code, 6, 0)
             why = lib.w4a16_gemv_supported(x, packed.qweight, packed.scales, packed.zeros, packed.group_size,
-                                           *cfg[:3], -1, cfg[3], 1)
+                                           *cfg[:3], -1, cfg[3], 0)
             # 16 rows of 7168 / 16384 columns do not fit the 227 KB of shared memory
             if 16 * ((2 * k + 127) // 128 * 128 + 32) + 256 > 227 * 1024 or k > 8192:
                 assert why in (K_TOO_MUCH_SMEM, K_NO_XS), (shape, m, why)
@@ -153,6 +153,8 @@ def test_refusals():
     assert why(x, warps=13) == K_BAD_CONFIG  # past the code's 384 threads
     assert why(x, r=2, u=1, warps=9) == K_BAD_CONFIG  # past 2123's 256 threads
     assert why(x, pipe=4) == K_BAD_CONFIG
+    assert why(x, u=3, warps=12) == 0 and why(x, u=3, warps=12, fold=1) == K_BAD_CONFIG  # 1323: no fold instance
+    assert set(lib.w4a16_xs_fold_configs()) <= set(lib.w4a16_xs_configs())
     assert why(_x(16, 1024, torch.bfloat16, seed=0, stride=1028)) == K_NO_XS  # row stride % 8 != 0
     buf = torch.randn(16 * 1024 + 4, device=DEV).to(torch.bfloat16)
     assert why(buf[4:].view(16, 1024)) == K_NO_XS  # 8-byte, not 16-byte, aligned
