@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 32 run 4 at 0a3a7bf.
 # Session 32 run 4: the x-staged kernel as the short-row M = 9..16 dispatch (_CUDA_XS_AUTO): the W4A16 decode
 # GPU tests (x-staged, register / ring / bulk, fold), the layer tests through the auto dispatch; R1 U3 against
 # R1 U2 at 12 warps; then the issue-5 acceptance benchmark (benchmarks/results/linear_w4a16.json).
