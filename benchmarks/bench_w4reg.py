@@ -10,12 +10,10 @@ variant, and every (R, U, W, pipe) of ``REG_CONFIGS`` that is compiled.
 Prints one line per candidate, ``BEST case: config us vs reg auto`` and a ``SET`` line with the
 ``_CUDA_REG_AUTO`` table (per shape class and tiles 0 = M 1, 1 = M 2..8, 2 = M 9..16: the config
 with the lowest summed time where it beats "reg auto" by > 2 %).
-``--xs``: the x-staged kernel (pipe 3, csrc/w4a16_xs.cuh) instead: every compiled code x ``--warps``
-(default ``XS_WARPS``) x fold 0 / 1 x ``--splits`` (its K split over a cluster; default none) ("xs R U W
-P F S"), on the shapes of ``--shapes`` (default 24576x1536) at ``--ms`` (default 9 12 16), against the
-committed dispatch ("auto") and its register config; BEST lines as above.
-    python benchmarks/bench_w4reg.py --out DIR [--reps 15] [--ms 16] [--xs [--shapes NxK ...]
-        [--warps W ...] [--splits S ...]]
+``--xs``: the x-staged kernel (pipe 3, csrc/w4a16_xs.cuh) instead: every compiled code x ``XS_WARPS`` x
+fold 0 / 1 ("xs R U W F"), on the shapes of ``--shapes`` (default 24576x1536) at ``--ms`` (default 9 12
+16), against the committed dispatch ("auto") and its register config; BEST lines as above.
+    python benchmarks/bench_w4reg.py --out DIR [--reps 15] [--ms 16] [--xs [--shapes NxK ...]]
 """
 
 from __future__ import annotations
@@ -55,17 +53,15 @@ REG_CONFIGS = {1: [(1, 2, 2, 0), (1, 2, 4, 0), (1, 2, 8, 0), (1, 2, 16, 0), (1, 
 XS_WARPS = (4, 6, 8, 12)
 
 
-def xs_configs(zeros: bool, warps=XS_WARPS, splits=(0,)) -> list[tuple[int, ...]]:
-    """(R, U, W, 3, fold) for every compiled x-staged code and XS_WARPS (fold 1 only with zero points,
-    for the codes compiled with it; a warp count past the code's cap is refused and skipped)."""
+def xs_configs(zeros: bool) -> list[tuple[int, ...]]:
+    """(R, U, W, 3, fold) for every compiled x-staged code and XS_WARPS (fold 1 only with zero points; a
+    warp count past the code's cap is refused and skipped)."""
     out = []
-    lib = cuda_ext.load()
-    fold_codes = set(lib.w4a16_xs_fold_configs())
-    for code in lib.w4a16_xs_configs():
+    for code in cuda_ext.load().w4a16_xs_configs():
         r, u, pipe = code // 1000, code // 100 % 10, code % 10
-        for w in warps:
-            for f in ((0, 1) if zeros and code in fold_codes else (0,)):
-                out.extend((r, u, w, pipe, f, sp) for sp in splits)
+        for w in XS_WARPS:
+            for f in ((0, 1) if zeros else (0,)):
+                out.append((r, u, w, pipe, f))
     return out
 
 
@@ -77,8 +73,6 @@ def main() -> None:
     ap.add_argument("--ms", type=int, nargs="+", default=None, help="only these M of CASES")
     ap.add_argument("--xs", action="store_true", help="the x-staged kernel's configs (pipe 3)")
     ap.add_argument("--shapes", nargs="+", default=["24576x1536"], help="--xs: NxK shapes")
-    ap.add_argument("--warps", type=int, nargs="+", default=list(XS_WARPS), help="--xs: warps per CTA")
-    ap.add_argument("--splits", type=int, nargs="+", default=[0], help="--xs: K splits (cluster size, 0 = none)")
     args = ap.parse_args()
     if args.xs:
         return main_xs(args)
@@ -161,8 +155,8 @@ def main_xs(args) -> None:
                    "auto": lambda i: ops.cuda_gemv(xs[i % 4], packs[i % nbuf])}
             if reg is not None:
                 fns[f"reg {reg}"] = lambda i: ops.cuda_gemv(xs[i % 4], packs[i % nbuf], config=reg)
-            for cfg in xs_configs(packs[0].zeros is not None, args.warps, args.splits):
-                fns["xs R{} U{} W{} P{} F{} S{}".format(*cfg)] = (
+            for cfg in xs_configs(packs[0].zeros is not None):
+                fns["xs R{} U{} W{} P{} F{}".format(*cfg)] = (
                     lambda i, c=cfg: ops.cuda_gemv(xs[i % 4], packs[i % nbuf], config=c))
             ok = runnable(fns, rel_err_check(want, skip=("bf16 F.linear",)), f"{case:>18}  ")
             res = bench_graphs_interleaved(ok, n_buffers=max(nbuf, nb16), reps=args.reps, target_replay_us=400.0)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 32 run 5 at eefabb9 (the K split it measured was removed again).
 # Session 32 run 5: the x-staged kernel's K split over a cluster (splits 2 .. 8, summed through distributed
 # shared memory): its GPU tests, then the few-rows class (2112x7168) at M = 9 / 16 over codes x warps x splits
 # against the dispatch (TMA ring pair split 262434).

@@ -1,16 +1,15 @@
 // Torch binding of the W4A16 tensor-core decode launcher (w4a16_gemv_launch.h): checks devices,
 // dtypes, shapes and strides, then launches on the current CUDA stream.
 //   torch.ops.qlinear_C.w4a16_gemv(out, x, qweight, scales, zeros, bias, group_size, row_tiles=0,
-//                                  chunk=0, warps=0, pdl=0, ring=0, pipe=0, fold=0, splits=0) -> int   (ring
+//                                  chunk=0, warps=0, pdl=0, ring=0, pipe=0, fold=0) -> int   (ring
 //                                  code used, or -warps for the register kernel)
 //   torch.ops.qlinear_C.w4a16_gemv_supported(x, qweight, scales, zeros, group_size, row_tiles=0,
-//                                            chunk=0, warps=0, ring=0, pipe=0, fold=0, splits=0) -> int   (0 =
+//                                            chunk=0, warps=0, ring=0, pipe=0, fold=0) -> int   (0 =
 //                                            supported, else a W4GemvSupport code)
 //   torch.ops.qlinear_C.w4a16_ring_configs(int nt) -> int[]   (compiled ring codes, then bulk ring codes >= 10000)
 //   torch.ops.qlinear_C.w4a16_reg_configs() -> int[]   (compiled register-kernel codes R U NT pipe)
 //   torch.ops.qlinear_C.w4a16_reg_fold_configs() -> int[]   (the codes also compiled with fold 1)
-//   torch.ops.qlinear_C.w4a16_xs_configs() -> int[]   (the x-staged kernel's codes R U NT 3, pipe 3)
-//   torch.ops.qlinear_C.w4a16_xs_fold_configs() -> int[]   (those also compiled with fold 1)
+//   torch.ops.qlinear_C.w4a16_xs_configs() -> int[]   (the x-staged kernel's codes R U NT 3, pipe 3; fold 0 and 1)
 //   torch.ops.qlinear_C.w4a16_gemm(out, x, qweight, scales, zeros, bias, group_size, counters, warps=0,
 //                                  tokens=0, splits=0, stages=0) -> int   (the GEMM of w4a16_gemm.cuh for
 //                                  M > 16; counters: zeroed int32 split-K counters the kernel leaves
@@ -130,7 +129,7 @@ void set_out_bias(qlinear::W4GemvArgs& a, const at::Tensor& out, const std::opti
 }
 
 qlinear::W4GemvConfig make_config(int64_t row_tiles, int64_t chunk, int64_t warps, int64_t pdl, int64_t ring,
-                                  int64_t pipe = 0, int64_t fold = 0, int64_t splits = 0) {
+                                  int64_t pipe = 0, int64_t fold = 0) {
   qlinear::W4GemvConfig c;
   c.row_tiles = static_cast<int>(row_tiles);
   c.chunk = static_cast<int>(chunk);
@@ -139,36 +138,33 @@ qlinear::W4GemvConfig make_config(int64_t row_tiles, int64_t chunk, int64_t warp
   c.ring = static_cast<int>(ring);
   c.pipe = static_cast<int>(pipe);
   c.fold = static_cast<int>(fold);
-  c.splits = static_cast<int>(splits);
   return c;
 }
 
 int64_t w4a16_gemv_supported(const at::Tensor& x, const at::Tensor& qweight, const at::Tensor& scales,
                              const std::optional<at::Tensor>& zeros, int64_t group_size, int64_t row_tiles,
-                             int64_t chunk, int64_t warps, int64_t ring, int64_t pipe, int64_t fold,
-                             int64_t splits) {
+                             int64_t chunk, int64_t warps, int64_t ring, int64_t pipe, int64_t fold) {
   const qlinear::W4GemvArgs a = make_args(x, qweight, scales, zeros, group_size);
   const c10::cuda::CUDAGuard guard(x.device());
-  return static_cast<int64_t>(qlinear::w4_gemv_supported(a, make_config(row_tiles, chunk, warps, 0, ring, pipe, fold, splits)));
+  return static_cast<int64_t>(qlinear::w4_gemv_supported(a, make_config(row_tiles, chunk, warps, 0, ring, pipe, fold)));
 }
 
 int64_t w4a16_gemv(const at::Tensor& out, const at::Tensor& x, const at::Tensor& qweight, const at::Tensor& scales,
                    const std::optional<at::Tensor>& zeros, const std::optional<at::Tensor>& bias, int64_t group_size,
                    int64_t row_tiles, int64_t chunk, int64_t warps, int64_t pdl, int64_t ring, int64_t pipe,
-                   int64_t fold, int64_t splits) {
+                   int64_t fold) {
   qlinear::W4GemvArgs a = make_args(x, qweight, scales, zeros, group_size);
   set_out_bias(a, out, bias, x);
   if (a.m == 0 || a.n == 0) return 0;
   const c10::cuda::CUDAGuard guard(x.device());  // the support check reads the device's attributes
-  const qlinear::W4GemvConfig cfg = make_config(row_tiles, chunk, warps, pdl, ring, pipe, fold, splits);
+  const qlinear::W4GemvConfig cfg = make_config(row_tiles, chunk, warps, pdl, ring, pipe, fold);
   const qlinear::W4GemvSupport why = qlinear::w4_gemv_supported(a, cfg);
   TORCH_CHECK(why == qlinear::W4GemvSupport::kOk,
               msg::cat("qlinear w4a16_gemv: case not supported (code ", msg::num(static_cast<int>(why)), ": ",
                        qlinear::w4_gemv_support_reason(why), "; W4GemvSupport in csrc/w4a16_gemv_launch.h): M=",
                        msg::num(a.m), " N=", msg::num(a.n), " K=", msg::num(a.k), " group_size=", msg::num(group_size),
                        " config=(", msg::num(row_tiles), ", ", msg::num(chunk), ", ", msg::num(warps), ", ",
-                       msg::num(pipe), ") ring=", msg::num(ring), " fold=", msg::num(fold), " splits=",
-                       msg::num(splits)));
+                       msg::num(pipe), ") ring=", msg::num(ring), " fold=", msg::num(fold)));
   qlinear::W4GemvConfig used;
   const cudaError_t err =
       qlinear::w4_gemv_launch(a, c10::cuda::getCurrentCUDAStream(x.device().index()).stream(), cfg, &used);
@@ -197,8 +193,6 @@ std::vector<int64_t> w4a16_reg_configs() { return code_list(qlinear::w4_reg_conf
 std::vector<int64_t> w4a16_reg_fold_configs() { return code_list(qlinear::w4_reg_fold_configs); }
 
 std::vector<int64_t> w4a16_xs_configs() { return code_list(qlinear::w4_xs_configs); }
-
-std::vector<int64_t> w4a16_xs_fold_configs() { return code_list(qlinear::w4_xs_fold_configs); }
 
 qlinear::W4GemmConfig gemm_config(int64_t warps, int64_t tokens, int64_t splits, int64_t stages, int64_t reduce = 0,
                                   int64_t pdl = 0, int64_t producer = 0) {
@@ -323,18 +317,16 @@ std::vector<int64_t> w4a16_gemm_configs() { return code_list(qlinear::w4_gemm_co
 TORCH_LIBRARY_FRAGMENT(qlinear_C, m) {
   m.def(
       "w4a16_gemv(Tensor(a!) out, Tensor x, Tensor qweight, Tensor scales, Tensor? zeros, Tensor? bias, "
-      "int group_size, int row_tiles=0, int chunk=0, int warps=0, int pdl=0, int ring=0, int pipe=0, int fold=0, "
-      "int splits=0) -> int",
+      "int group_size, int row_tiles=0, int chunk=0, int warps=0, int pdl=0, int ring=0, int pipe=0, int fold=0) -> int",
       &w4a16_gemv);
   m.def(
       "w4a16_gemv_supported(Tensor x, Tensor qweight, Tensor scales, Tensor? zeros, int group_size, "
-      "int row_tiles=0, int chunk=0, int warps=0, int ring=0, int pipe=0, int fold=0, int splits=0) -> int",
+      "int row_tiles=0, int chunk=0, int warps=0, int ring=0, int pipe=0, int fold=0) -> int",
       &w4a16_gemv_supported);
   m.def("w4a16_ring_configs(int nt) -> int[]", &w4a16_ring_configs);
   m.def("w4a16_reg_configs() -> int[]", &w4a16_reg_configs);
   m.def("w4a16_reg_fold_configs() -> int[]", &w4a16_reg_fold_configs);
   m.def("w4a16_xs_configs() -> int[]", &w4a16_xs_configs);
-  m.def("w4a16_xs_fold_configs() -> int[]", &w4a16_xs_fold_configs);
   m.def(
       "w4a16_gemm(Tensor(a!) out, Tensor x, Tensor qweight, Tensor scales, Tensor? zeros, Tensor? bias, "
       "int group_size, Tensor(b!) counters, int warps=0, int tokens=0, int splits=0, int stages=0) -> int",

@@ -65,7 +65,6 @@ struct Params {
   int pdl_prefetch;    // sub-group kernel: L2 prefetches of the first chunk before griddepcontrol.wait
   int sb_interleave;   // register kernel without PF: warps take U-superblock chunks round-robin
   uint32_t grp_mul;    // !SUB: group of superblock sb = umulhi(2 sb, grp_mul) (group_of_sb); 0 per channel
-  int xs_splits;       // x-staged kernel (w4a16_xs.cuh): CTAs of one cluster splitting K (1 = none)
 };
 
 // ceil(2^31 / d): umulhi(2 sb, m) == sb / d exactly while sb * d < 2^31 (the launcher keeps

@@ -31,8 +31,7 @@ int reg_code(int nt, int r, int u, int pipe) {
 bool is_xs(int pipe) { return pipe == 3; }
 
 bool reg_compiled(int code, int fold) {
-  if (code % 10 == 3)
-    return fold != 0 ? code_listed(w4a16g::kXsFoldCodes, code) : code_listed(w4a16g::kXsCodes, code);
+  if (code % 10 == 3) return code_listed(w4a16g::kXsCodes, code);  // both folds compiled
   if (fold != 0) return code_listed(w4a16g::kRegFoldCodes, code);
   return code_listed(w4a16g::kRegCodes, code);
 }
@@ -68,10 +67,9 @@ bool aligned16(const W4GemvArgs& a) {
 }
 
 // The x-staged kernel's copies (pipe 3): sm_90, groups of >= 128 or per channel, 16-byte copies of x
-// rows (K % 8 == 0, 16-byte aligned x, row stride % 8 == 0 unless one row), one barrier per copy chunk
-// of a K split.
-bool xs_ok(const W4GemvArgs& a, int splits) {
-  return cc_major() >= 9 && !sub_group(a) && a.k % 8 == 0 && w4a16g::xs_chunks(a.k, splits) <= w4a16g::kXsBars &&
+// rows (K % 8 == 0, 16-byte aligned x, row stride % 8 == 0 unless one row), one barrier per copy chunk.
+bool xs_ok(const W4GemvArgs& a) {
+  return cc_major() >= 9 && !sub_group(a) && a.k % 8 == 0 && w4a16g::xs_chunks(a.k) <= w4a16g::kXsBars &&
          reinterpret_cast<uintptr_t>(a.x) % 16 == 0 && (a.m <= 1 || a.x_stride % 8 == 0);
 }
 
@@ -202,13 +200,9 @@ W4GemvSupport w4_gemv_supported(const W4GemvArgs& a, const W4GemvConfig& cfg) {
   if (sub ? (c.row_tiles != 1 || c.chunk != 2) : !reg_compiled(reg_code(nt, c.row_tiles, c.chunk, c.pipe), c.fold))
     return W4GemvSupport::kBadConfig;
   if (c.warps < 1 || c.warps > max_warps(nt, c.row_tiles, c.chunk, c.pipe, sub)) return W4GemvSupport::kBadConfig;
-  const int splits = c.splits > 1 ? c.splits : 1;
-  if (c.splits < 0 || c.splits > 8 || (splits > 1 && (sub || !is_xs(c.pipe) || splits > (a.k + 127) / 128)))
-    return W4GemvSupport::kBadConfig;
   if (!sub && is_xs(c.pipe)) {
-    if (!xs_ok(a, splits)) return W4GemvSupport::kNoXs;
-    if (w4a16g::xs_smem_bytes(a.m, a.k, splits, c.warps, c.row_tiles, nt) > static_cast<int64_t>(smem_optin()))
-      return W4GemvSupport::kTooMuchSmem;
+    if (!xs_ok(a)) return W4GemvSupport::kNoXs;
+    if (w4a16g::xs_smem_bytes(a.m, a.k) > static_cast<int64_t>(smem_optin())) return W4GemvSupport::kTooMuchSmem;
   }
   return W4GemvSupport::kOk;
 }
@@ -224,8 +218,8 @@ const char* w4_gemv_support_reason(W4GemvSupport s) {
       return "x must be 8-byte aligned with row stride % 4 == 0, qweight 16-byte aligned with row stride % 4 == 0";
     case W4GemvSupport::kBadConfig:
       return "config / ring code not compiled for this token-tile count (M <= 8 / M <= 16) (with fold: not in "
-             "w4a16_reg_fold_configs), warps out of range, fold not 0 / 1, with a ring code or groups < 128, pipe "
-             "not 0 .. 3, or splits not 0 .. 8 / past the superblocks / without pipe 3";
+             "w4a16_reg_fold_configs), warps out of range, fold not 0 / 1, with a ring code or groups < 128, or pipe "
+             "not 0 / 1 / 2";
     case W4GemvSupport::kTooLarge: return "N must be < 2^31 and K < 2^22";
     case W4GemvSupport::kNoRing:
       return "ring kernel needs groups >= 128 or per channel, N % 4 == 0, 4-byte aligned scales / zeros";
@@ -285,7 +279,6 @@ cudaError_t launch_impl(const W4GemvArgs& a, cudaStream_t stream, const W4GemvCo
   if (used != nullptr) *used = c;
   Params p = w4_params(a, c.pdl > 0 ? 1 : 0);
   p.sb_interleave = c.pipe == 2 ? 1 : 0;
-  p.xs_splits = c.splits > 1 ? c.splits : 1;
   const int nt = a.m > 8 ? 2 : 1;
   if (c.ring >= 20000) {
     // instances and tensor maps live in w4a16_tma_launch.cu
@@ -351,7 +344,5 @@ int w4_reg_configs(int* codes, int cap) { return append_codes(w4a16g::kRegCodes,
 int w4_reg_fold_configs(int* codes, int cap) { return append_codes(w4a16g::kRegFoldCodes, codes, cap, 0); }
 
 int w4_xs_configs(int* codes, int cap) { return append_codes(w4a16g::kXsCodes, codes, cap, 0); }
-
-int w4_xs_fold_configs(int* codes, int cap) { return append_codes(w4a16g::kXsFoldCodes, codes, cap, 0); }
 
 }  // namespace qlinear

@@ -55,13 +55,10 @@ struct W4GemvArgs {
 // the warps split the rows, `row_tiles` tiles each over the whole K, double-buffered chunks, x copied
 // once per CTA into shared memory; sm_90, K % 8 == 0, x 16-byte aligned with row stride % 8 == 0, else
 // kNoXs). Compiled (row_tiles, chunk, NT, pipe 0 / 1) codes: w4_reg_configs(); pipe 3's (R U NT 3):
-// w4_xs_configs(), with fold 1 w4_xs_fold_configs(). Other values: kBadConfig.
+// w4_xs_configs(), each with fold 0 and 1. Other values: kBadConfig.
 // fold: the register kernel's zero-point fold (w4a16_gemv.cuh FOLD: 1 = on, per-token x sums; 0 =
 // off); 1 selects the register kernel when ring is 0 and needs a code in w4_reg_fold_configs()
 // (groups >= 128 or per channel), else kBadConfig (as is any other value).
-// splits: the x-staged kernel's K split (pipe 3 only): a cluster of `splits` CTAs (2 .. 8) shares each
-// group of rows, each CTA a contiguous 1 / splits of the superblocks, summed through distributed shared
-// memory; 0 / 1 = none. Other values (or splits past the superblocks) kBadConfig.
 struct W4GemvConfig {
   int row_tiles = 0;
   int chunk = 0;
@@ -70,7 +67,6 @@ struct W4GemvConfig {
   int ring = 0;
   int pipe = 0;
   int fold = 0;
-  int splits = 0;
 };
 
 // Why a case is not taken (0 = supported).
@@ -82,8 +78,7 @@ enum class W4GemvSupport : int {
   kBadGroup = 4,      // group size not in {16, 32, 64, multiples of 128, K}
   kMisaligned = 5,    // x pointer not 8-byte aligned or x row stride % 4 != 0, qweight not 16-byte aligned
   kBadConfig = 6,     // (row_tiles, chunk) not compiled (with fold: not in w4_reg_fold_configs) or warps out of
-                      // range, or fold not in {0, 1} / with a ring code / groups < 128, or pipe not in {0 .. 3},
-                      // or splits not in {0 .. 8}, past the superblocks or without pipe 3
+                      // range, or fold not in {0, 1} / with a ring code / groups < 128, or pipe not in {0, 1, 2}
   kTooLarge = 7,      // n >= 2^31 or k >= 2^22
   kNoRing = 8,        // ring kernel asked for: groups < 128, N % 4 != 0 or scales / zeros not 4-byte aligned
   kNoBulk = 9,        // bulk ring asked for: not sm_90+, groups < 128, N % 16 != 0, K % 128 != 0, x / scales /
@@ -117,11 +112,8 @@ int w4_reg_configs(int* codes, int cap);
 // The register-kernel codes compiled with the zero fold (fold 1); as w4_reg_configs.
 int w4_reg_fold_configs(int* codes, int cap);
 
-// The x-staged kernel's codes (pipe 3): R U NT 3, compiled with fold 0; as w4_reg_configs.
+// The x-staged kernel's codes (pipe 3): R U NT 3, each compiled with fold 0 and 1; as w4_reg_configs.
 int w4_xs_configs(int* codes, int cap);
-
-// The x-staged codes also compiled with fold 1.
-int w4_xs_fold_configs(int* codes, int cap);
 
 // The config the launcher would use (zeros resolved); *used receives it when non-null.
 W4GemvConfig w4_gemv_resolve(const W4GemvArgs& a, const W4GemvConfig& cfg);

@@ -35,7 +35,6 @@
 #pragma once
 
 #include "bulk_copy.cuh"
-#include "cluster.cuh"
 #include "w4a16_gemv.cuh"
 
 namespace qlinear {
@@ -45,33 +44,12 @@ constexpr int kXsChunkSb = 2;                 // superblocks per x copy (one bar
 constexpr int kXsBars = 32;                   // so K <= 32 * 2 * 128 = 8192
 constexpr int kXsBarBytes = 8 * kXsBars;
 
-// K split over the S CTAs of a cluster: CTA s takes superblocks [nsb s / S, nsb (s + 1) / S).
-__host__ __device__ constexpr int xs_split_lo(int nsb, int s, int splits) {
-  return static_cast<int>(static_cast<int64_t>(nsb) * s / splits);
-}
-// Columns of the widest split (all of K without a split).
-__host__ __device__ constexpr int64_t xs_split_cols(int64_t k, int splits) {
-  const int64_t nsb = (k + 127) / 128, w = (nsb + splits - 1) / splits;
-  return w * 128 < k ? w * 128 : k;
-}
-// Bytes between two staged x rows: the widest split's 2 K bytes rounded up to 128, + 32 (bank spread
-// of the LDS.64 reads).
-__host__ __device__ constexpr int64_t xs_pitch(int64_t k, int splits = 1) {
-  return (2 * xs_split_cols(k, splits) + 127) / 128 * 128 + 32;
-}
-// Offset of the K split's partial sums (splits > 1), after the staged x rows.
-__host__ __device__ constexpr int64_t xs_red_offset(int64_t m, int64_t k, int splits) {
-  return (kXsBarBytes + m * xs_pitch(k, splits) + 15) / 16 * 16;
-}
-// Dynamic shared memory of a launch at M rows of x, nt token tiles, `warps` warps of r row tiles.
-__host__ __device__ constexpr int64_t xs_smem_bytes(int64_t m, int64_t k, int splits = 1, int warps = 0, int r = 0,
-                                                    int nt = 0) {
-  return splits > 1 ? xs_red_offset(m, k, splits) + 4LL * warps * r * nt * 128 : kXsBarBytes + m * xs_pitch(k);
-}
-// x copy chunks of the widest split's row.
-__host__ __device__ constexpr int64_t xs_chunks(int64_t k, int splits = 1) {
-  return (xs_split_cols(k, splits) + 128 * kXsChunkSb - 1) / (128 * kXsChunkSb);
-}
+// Bytes between two staged x rows: 2 K rounded up to 128, + 32 (bank spread of the LDS.64 reads).
+__host__ __device__ constexpr int64_t xs_pitch(int64_t k) { return (2 * k + 127) / 128 * 128 + 32; }
+// Dynamic shared memory of a launch at M rows of x.
+__host__ __device__ constexpr int64_t xs_smem_bytes(int64_t m, int64_t k) { return kXsBarBytes + m * xs_pitch(k); }
+// x copy chunks of a row of K columns.
+__host__ __device__ constexpr int64_t xs_chunks(int64_t k) { return (k + 128 * kXsChunkSb - 1) / (128 * kXsChunkSb); }
 
 // The x fragments of U superblocks from sb0 (as reg_load's LX part), from the staged rows: xaddr[nt] is
 // the shared address of the lane's token row (min(g + 8 nt, M - 1)) at column 4 t. CHECK: zero the
@@ -97,11 +75,10 @@ __device__ __forceinline__ void xs_read_x(const Params& p, RegChunk<U, R, NT>& c
 }
 
 // Threads per CTA: one row tile per warp takes up to 12 warps (a CTA of 192 rows per SM; R1 U2 needs
-// 147 registers, R1 U3 168, under the 170 that 384 threads leave), more row tiles the register kernel's
-// cap.
+// 147 registers, under the 170 that 384 threads leave), more row tiles the register kernel's cap.
 template <int R, int U, int NT>
 constexpr int xs_threads() {
-  return R == 1 && U <= 3 ? 384 : reg_threads<R, U, NT, true>();
+  return R == 1 && U <= 2 ? 384 : reg_threads<R, U, NT, true>();
 }
 
 // R: 16-row tiles per warp; U: superblocks per chunk (double-buffered); NT: 8-token tiles; FOLD: the
@@ -113,29 +90,18 @@ __global__ void __launch_bounds__(xs_threads<R, U, NT>(), 1) xs_gemv_kernel(cons
   const int warp = threadIdx.x >> 5;
   const int nw = blockDim.x >> 5;
   const int g = lane >> 2, t = lane & 3;
-  // K split: the cluster's S CTAs (consecutive along x) share the rows, CTA `split` takes [sb_lo, sb_hi)
-  const int S = p.xs_splits;
-  const int grp = static_cast<int>(blockIdx.x) / S, split = static_cast<int>(blockIdx.x) - grp * S;
-  const int sb_lo = xs_split_lo(p.nsb, split, S), sb_hi = xs_split_lo(p.nsb, split + 1, S);
-  const int row0 = (grp * nw + warp) * (16 * R);
+  const int row0 = (blockIdx.x * nw + warp) * (16 * R);
   const uint32_t bars = tma::smem_u32(xs_smem);
   const uint32_t xs = bars + kXsBarBytes;
-  const int pitch = static_cast<int>(xs_pitch(p.k, S));
-  const int nch = (sb_hi - sb_lo + kXsChunkSb - 1) / kXsChunkSb;
-  // copy chunk c: columns [col0, col1) of K, at (col0 - sb_lo * 128) in each staged row
-  auto chunk_cols = [&](int c, int& col0, int& col1) {
-    col0 = (sb_lo + c * kXsChunkSb) * 128;
-    col1 = min(p.k, min(sb_hi, sb_lo + (c + 1) * kXsChunkSb) * 128);
-  };
+  const int pitch = static_cast<int>(xs_pitch(p.k));
+  const int nch = static_cast<int>(xs_chunks(p.k));
+  constexpr int kChunkCols = 128 * kXsChunkSb;
   if (threadIdx.x == 0) {
     for (int c = 0; c < nch; ++c) tma::mbar_init(bars + 8 * c, 1);
     tma::mbar_fence_init();
     // armed before any copy is issued (the __syncthreads below orders the issuers after this)
-    for (int c = 0; c < nch; ++c) {
-      int col0, col1;
-      chunk_cols(c, col0, col1);
-      tma::mbar_arrive_tx(bars + 8 * c, static_cast<uint32_t>(p.m * (col1 - col0) * 2));
-    }
+    for (int c = 0; c < nch; ++c)
+      tma::mbar_arrive_tx(bars + 8 * c, static_cast<uint32_t>(p.m * (min(p.k, (c + 1) * kChunkCols) - c * kChunkCols) * 2));
   }
 
   const uint32_t* wrow[R][2];
@@ -149,12 +115,9 @@ __global__ void __launch_bounds__(xs_threads<R, U, NT>(), 1) xs_gemv_kernel(cons
       wrow[r][h] = p.qw + static_cast<int64_t>(rows[r][h]) * p.qw_stride + 4 * t;
     }
   const char* const xrow[NT] = {};  // reg_load's global x rows: unused (LX = false)
-  // (xaddr + sb * 256 addresses superblock sb: the split's first superblock sits at the row's start;
-  // unsigned wrap-around keeps the sum exact)
   uint32_t xaddr[NT];
 #pragma unroll
-  for (int nt = 0; nt < NT; ++nt)
-    xaddr[nt] = xs + static_cast<uint32_t>(min(g + 8 * nt, p.m - 1) * pitch + 8 * t) - static_cast<uint32_t>(sb_lo * 256);
+  for (int nt = 0; nt < NT; ++nt) xaddr[nt] = xs + static_cast<uint32_t>(min(g + 8 * nt, p.m - 1) * pitch + 8 * t);
   const uint32_t magic = magic_reg<XT>();
   float tot[R][NT][4];
   zero_tot(tot);
@@ -162,24 +125,23 @@ __global__ void __launch_bounds__(xs_threads<R, U, NT>(), 1) xs_gemv_kernel(cons
 
   // PDL trigger as the register kernel's: at M <= 8 right away, at two token tiles after the main loop
   if constexpr (NT == 1) pdl::launch_dependents();
-  const int full_end = min(sb_hi, p.k >> 7);  // superblocks with all 128 columns inside K
-  int sb = sb_lo;
-  bool have = sb_lo + U <= full_end;
+  const int full_end = min(p.nsb, p.k >> 7);  // superblocks with all 128 columns inside K
+  int sb = 0;
+  bool have = U <= full_end;
   RegChunk<U, R, NT> c0;
-  if (have) reg_load<U, R, NT, false, 0, true, false>(p, c0, sb_lo, wrow, xrow, rows, t);
+  if (have) reg_load<U, R, NT, false, 0, true, false>(p, c0, 0, wrow, xrow, rows, t);
   __syncthreads();  // the barriers' init and arming, before any copy or wait
   pdl::wait();
   for (int j = threadIdx.x; j < nch * p.m; j += blockDim.x) {
     const int c = j / p.m, tok = j - c * p.m;
-    int col0, col1;
-    chunk_cols(c, col0, col1);
-    tma::bulk_copy(xs + static_cast<uint32_t>(tok * pitch + (col0 - sb_lo * 128) * 2),
+    const int col0 = c * kChunkCols, bytes = (min(p.k, col0 + kChunkCols) - col0) * 2;
+    tma::bulk_copy(xs + static_cast<uint32_t>(tok * pitch + col0 * 2),
                    static_cast<const XT*>(p.x) + static_cast<int64_t>(tok) * p.x_stride + col0,
-                   static_cast<uint32_t>((col1 - col0) * 2), bars + 8 * c);
+                   static_cast<uint32_t>(bytes), bars + 8 * c);
   }
   int ready = 0;  // chunks whose barrier this thread has waited for
   auto wait_x = [&](int sb_last) {
-    const int need = (sb_last - sb_lo) / kXsChunkSb;
+    const int need = sb_last / kXsChunkSb;
     for (; ready <= need; ++ready) tma::mbar_wait(bars + 8 * ready, 0);
   };
   RegChunk<U, R, NT> c1;
@@ -200,7 +162,7 @@ __global__ void __launch_bounds__(xs_threads<R, U, NT>(), 1) xs_gemv_kernel(cons
     if (!more2) break;
   }
   // the full superblocks left over (< U) and the partial last one, one at a time
-  for (; sb < sb_hi; ++sb) {
+  for (; sb < p.nsb; ++sb) {
     RegChunk<1, R, NT> c;
     reg_load<1, R, NT, false, 0, true, false>(p, c, sb, wrow, xrow, rows, t);
     wait_x(sb);
@@ -212,40 +174,18 @@ __global__ void __launch_bounds__(xs_threads<R, U, NT>(), 1) xs_gemv_kernel(cons
     reg_compute<XT, 1, R, NT, 0, FOLD>(c, tot, sink, magic);
   }
   if constexpr (NT == 2) pdl::launch_dependents();
-  if (S == 1) {
 #pragma unroll
-    for (int r = 0; r < R; ++r)
+  for (int r = 0; r < R; ++r)
 #pragma unroll
-      for (int nt = 0; nt < NT; ++nt)
+    for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
-        for (int q = 0; q < 4; ++q) store_frag<XT>(p, row0 + r * 16, nt, lane, q, tot[r][nt][q]);
-    return;
-  }
-  // K split: each CTA stages its partial sums; after the cluster barrier CTA `split` sums its share of the
-  // group's outputs over the S CTAs in rank order (deterministic) and stores them; the second barrier keeps
-  // every CTA's partials in place until its peers have read them.
-  constexpr int V = R * NT * 128;  // values per warp (stage_partials' layout)
-  float* red = reinterpret_cast<float*>(xs_smem + xs_red_offset(p.m, p.k, S));
-  stage_partials<R, NT>(tot, red);
-  cluster::sync();
-  const uint32_t red_addr = tma::smem_u32(red);
-  const int total = nw * V, lo = total * split / S, hi = total * (split + 1) / S;
-  for (int v = lo + static_cast<int>(threadIdx.x); v < hi; v += static_cast<int>(blockDim.x)) {
-    float sum = 0.f;
-    for (int q = 0; q < S; ++q) sum += cluster::load_f32(cluster::peer(red_addr + 4u * v, q));
-    const int w = v / V, e = v - w * V;
-    const int ln = e & 31, c = (e >> 5) & 3, rn = e >> 7;
-    store_frag<XT>(p, (grp * nw + w) * (16 * R) + (rn / NT) * 16, rn % NT, ln, c, sum);
-  }
-  cluster::sync();
+      for (int q = 0; q < 4; ++q) store_frag<XT>(p, row0 + r * 16, nt, lane, q, tot[r][nt][q]);
 }
 
-// Compiled codes: R U NT 3 as decimal digits (the register kernel's code with pipe 3), without the zero
-// fold; kXsFoldCodes also with it. (2223 with the fold needs 255 registers and spills: not compiled;
-// 1323 with the fold spills 56 bytes under the 384-thread bound, without it fits in 168 registers; 1423
-// takes the register kernel's 256-thread cap.)
-constexpr int kXsCodes[] = {1123, 1223, 2123, 1323, 1423};
-constexpr int kXsFoldCodes[] = {1123, 1223, 2123};
+// Compiled codes: R U NT 3 as decimal digits (the register kernel's code with pipe 3), each with and
+// without the zero fold. (2223 with the fold needs 255 registers and spills: not compiled. R1 U3, 12
+// warps, lost to R1 U2 in session 32 run 4: 11.17 against 10.64 us on 24576x1536 M = 16.)
+constexpr int kXsCodes[] = {1123, 1223, 2123};
 
 template <int C>
 struct XsCode {
@@ -260,16 +200,15 @@ constexpr int xs_code_threads(int code) {
   return with_listed_code<kXsCodes>(code, 0, [](auto c) { return XsCode<decltype(c)::value>::threads; });
 }
 
-template <typename XT, int FOLD, const auto& Codes>
+template <typename XT, int FOLD>
 inline cudaError_t xs_dispatch(const Params& p, int code, int warps, bool pdl, cudaStream_t s) {
-  return with_listed_code<Codes>(code, cudaErrorInvalidValue, [&](auto c) {
+  return with_listed_code<kXsCodes>(code, cudaErrorInvalidValue, [&](auto c) {
     using D = XsCode<decltype(c)::value>;
     if (warps < 1 || warps * 32 > D::threads) return cudaErrorInvalidValue;
-    const int rows = 16 * D::R * warps, splits = p.xs_splits;
-    const dim3 grid(static_cast<unsigned>((p.n + rows - 1) / rows * splits));
+    const int rows = 16 * D::R * warps;
+    const dim3 grid(static_cast<unsigned>((p.n + rows - 1) / rows));
     return launch_kernel(xs_gemv_kernel<XT, D::R, D::U, D::NT, FOLD>, grid, dim3(32 * warps),
-                         static_cast<size_t>(xs_smem_bytes(p.m, p.k, splits, warps, D::R, D::NT)), pdl, s, p,
-                         splits > 1 ? splits : 0);
+                         static_cast<size_t>(xs_smem_bytes(p.m, p.k)), pdl, s, p);
   });
 }
 

@@ -70,17 +70,6 @@ def test_dispatch_table_configs_are_taken(tool):
         assert row[1:4] == case[3:6], (key, row)
 
 
-def test_xs_splits(tool):
-    """The x-staged kernel's K split over a cluster (the fold column carries fold + 10 * splits): 2 .. 8
-    with pipe 3 pass the config checks (then 12 = kNoXs: no sm_90 here), 9, a split without pipe 3 or
-    more splits than superblocks are 6."""
-    cases = [(2112, 7168, 16, 1, 2, 6, -1, 3, 10 * s) for s in (2, 6, 8, 9)]
-    cases += [(2112, 7168, 16, 1, 2, 6, -1, 2, 60), (2112, 256, 16, 1, 2, 6, -1, 3, 30)]
-    rows = ask(tool, cases)
-    assert [r[0] for r in rows] == [12, 12, 12, 6, 6, 6], rows
-    assert rows[1] == (12, 1, 2, 6, -1, 3, 0, 6), rows[1]
-
-
 def test_xs_dispatch_table_configs_pass_the_config_checks(tool):
     """Every _CUDA_XS_AUTO entry is a compiled x-staged config with a warp count its code takes: the
     launcher refuses it only for wanting sm_90 (12 = kNoXs; the host tool sees compute capability 0)

@@ -378,7 +378,7 @@ _CUDA_REG_AUTO: dict[tuple[str, int], tuple[int, ...]] = {
 # The x-staged kernel (pipe 3, csrc/w4a16_xs.cuh: the warps split the rows, x copied once per CTA into
 # shared memory) for automatic calls where it applies (_cuda_xs_ok), ahead of _CUDA_REG_AUTO (which is
 # then its fallback). Keys as _CUDA_REG_AUTO's; values (row tiles per warp, superblocks per chunk,
-# warps, 3[, fold[, splits]]).
+# warps, 3[, fold]).
 # Session 32 run 3 (benchmarks/results/session32/run3, bench_w4reg.py --xs: cold weights, alternated
 # replays, us; "auto" = the register kernel's entry R2 U1 W2 pipe 2, fold on asymmetric layers):
 #   short M=9 / 12 / 16 (sym-fp16): R1 U2 W12 10.30 / 10.40 / 10.58 vs auto 11.44 / 11.76 / 12.50 [bf16 20.89 /
@@ -873,10 +873,7 @@ def cuda_gemv(
     launcher's own choice. ``config`` =
     the register kernel's (row tiles per CTA, superblocks per chunk, warps per CTA[, pipe: 0 = a
     contiguous K slice per warp, 1 = the same with double-buffered chunks, 2 = chunks dealt
-    round-robin over the warps, 3 = the x-staged kernel (``csrc/w4a16_xs.cuh``: the warps split the rows, x
-    copied once per CTA into shared memory; ``w4a16_xs_configs()``)[, fold[, splits: the x-staged
-    kernel's K split over a cluster of that many CTAs, 0 / 1 = none]]]; ``w4a16_reg_configs()`` lists
-    the compiled ones), 0 = automatic
+    round-robin over the warps[, fold]]; ``w4a16_reg_configs()`` lists the compiled ones), 0 = automatic
     (default :data:`_CUDA_CONFIG`); ``pdl`` None follows ``qlinear.kernels._pdl`` (on for M <= PDL_MAX_M).
     ``fold`` (default 0 = off, 1 = on; other values are refused): the register kernel's zero-point
     fold (``csrc/w4a16_gemv.cuh`` FOLD: per-token x sums from an all-ones mma), compiled for the
@@ -904,15 +901,14 @@ def _cuda_gemv(x, packed, bias, config=None, pdl=None, ring=None):
             if ring == -1:
                 config = _cuda_auto_reg(x, packed)
     cfg = tuple(config if config is not None else _CUDA_CONFIG)
-    if len(cfg) not in (3, 4, 5, 6):
-        raise ValueError(f"config: expected (row_tiles, chunk, warps[, pipe[, fold[, splits]]]), got {config!r}")
+    if len(cfg) not in (3, 4, 5):
+        raise ValueError(f"config: expected (row_tiles, chunk, warps[, pipe[, fold]]), got {config!r}")
     r, u, w = cfg[:3]
     pipe = cfg[3] if len(cfg) >= 4 else 0
-    fold = cfg[4] if len(cfg) >= 5 else 0
-    splits = cfg[5] if len(cfg) == 6 else 0
+    fold = cfg[4] if len(cfg) == 5 else 0
     ops.w4a16_gemv(
         out, x, packed.qweight, packed.scales, packed.zeros, bias, packed.group_size, r, u, w, int(pdl), int(ring),
-        int(pipe), int(fold), int(splits),
+        int(pipe), int(fold),
     )
     return out
 
@@ -1036,30 +1032,24 @@ def _cuda_aligned16(x: torch.Tensor, packed: W4A16Weights) -> bool:
             and (x.shape[0] <= 1 or x.stride(0) % 8 == 0))
 
 
-# csrc/w4a16_xs.cuh: kXsBars copy chunks of 256 columns per K split; the opt-in shared memory of an sm_90 CTA
+# csrc/w4a16_xs.cuh: kXsBars copy chunks of 256 columns; the opt-in shared memory of an sm_90 CTA
 _XS_MAX_K = 8192
 _SM90_SMEM_OPTIN = 227 * 1024
 
 
-def _cuda_xs_ok(x: torch.Tensor, packed: W4A16Weights, cfg: tuple[int, ...] = (1, 1, 1, 3)) -> bool:
-    """Whether the x-staged kernel applies to config ``cfg`` (csrc/w4a16_gemv_launch.cu xs_ok and its
-    shared-memory check): sm_90+, groups of >= 128 or per channel, K % 8 == 0, the widest K split at most
-    8192 columns, x 16-byte aligned with row stride % 8 == 0, and the staged x rows (+ the barriers, + the
-    split's partial sums) within 227 KB."""
+def _cuda_xs_ok(x: torch.Tensor, packed: W4A16Weights) -> bool:
+    """Whether the x-staged kernel applies (csrc/w4a16_gemv_launch.cu xs_ok and its shared-memory
+    check): sm_90+, groups of >= 128 or per channel, K % 8 == 0 and K <= 8192, x 16-byte aligned with
+    row stride % 8 == 0, and M x rows of ``xs_pitch(K)`` bytes (+ the barriers) within 227 KB."""
     if not x.is_cuda:
         return False
     dev = x.device.index if x.device.index is not None else torch.cuda.current_device()
     if dev not in _SM90:
         _SM90[dev] = torch.cuda.get_device_capability(dev)[0] >= 9
     m, k = x.shape
-    splits = max(1, cfg[5] if len(cfg) > 5 else 1)
-    nsb = (k + 127) // 128
-    cols = min(k, -(-nsb // splits) * 128)  # the widest split (w4a16_xs.cuh xs_split_cols)
-    smem = 256 + m * ((2 * cols + 127) // 128 * 128 + 32)
-    if splits > 1:
-        smem = (smem + 15) // 16 * 16 + 4 * cfg[2] * cfg[0] * (1 if m <= 8 else 2) * 128
-    return (_SM90[dev] and _grouped_128(packed) and k % 8 == 0 and cols <= _XS_MAX_K and x.data_ptr() % 16 == 0
-            and (m <= 1 or x.stride(0) % 8 == 0) and smem <= _SM90_SMEM_OPTIN)
+    pitch = (2 * k + 127) // 128 * 128 + 32
+    return (_SM90[dev] and _grouped_128(packed) and k % 8 == 0 and k <= _XS_MAX_K and x.data_ptr() % 16 == 0
+            and (m <= 1 or x.stride(0) % 8 == 0) and 256 + m * pitch <= _SM90_SMEM_OPTIN)
 
 
 def _cuda_ring_ok(packed: W4A16Weights) -> bool:
@@ -1101,7 +1091,7 @@ def _cuda_auto_reg(x: torch.Tensor, packed: W4A16Weights) -> tuple[int, ...] | N
     cfg = None
     if _grouped_128(packed):
         cfg = _cuda_table_entry(_CUDA_XS_AUTO, x, packed) if _CUDA_XS_AUTO else None
-        if cfg is None or not _cuda_xs_ok(x, packed, cfg):
+        if cfg is None or not _cuda_xs_ok(x, packed):
             cfg = _cuda_table_entry(_CUDA_REG_AUTO, x, packed)
     if cfg is not None and packed.zeros is None and len(cfg) > 4 and cfg[4]:
         return tuple(cfg[:4])

@@ -2,8 +2,8 @@
 // tests/test_w4a16_gemv_config_host.py (no GPU needed: only w4_gemv_supported / w4_gemv_resolve run,
 // and the device attributes fall back to their defaults: 132 SMs, 48 KB of opt-in shared memory,
 // compute capability 0, so the bulk ring is refused). Arguments: groups of 9 integers (n, k, m,
-// row_tiles, chunk, warps, ring, pipe, fold + 10 * splits) on an asymmetric group-128 layer; prints per
-// group "supported row_tiles chunk warps ring pipe fold" (the resolved config; splits when nonzero). With the single argument
+// row_tiles, chunk, warps, ring, pipe, fold) on an asymmetric group-128 layer; prints per group
+// "supported row_tiles chunk warps ring pipe fold" (the resolved config). With the single argument
 // "lists": the compiled ring codes (w4_ring_configs) for one and two token tiles, a line each.
 #include <cstdio>
 #include <cstdlib>
@@ -33,12 +33,10 @@ int main(int argc, char** argv) {
     c.warps = v[5];
     c.ring = v[6];
     c.pipe = v[7];
-    c.fold = v[8] % 10;
-    c.splits = v[8] / 10;
+    c.fold = v[8];
     const int why = static_cast<int>(w4_gemv_supported(a, c));
     const W4GemvConfig r = w4_gemv_resolve(a, c);
-    std::printf("%d %d %d %d %d %d %d", why, r.row_tiles, r.chunk, r.warps, r.ring, r.pipe, r.fold);
-    std::printf(r.splits ? " %d\n" : "\n", r.splits);
+    std::printf("%d %d %d %d %d %d %d\n", why, r.row_tiles, r.chunk, r.warps, r.ring, r.pipe, r.fold);
   }
   return 0;
 }
