@@ -27,7 +27,9 @@ the whole merged layer: its N-tiles never straddle a shard and each tile reads i
 Backends: ``"cuda"`` (``csrc/w4a16_gemv.cuh``: tensor-core decode kernels for M <= 16, 4-bit without
 act-order, one launch: a cp.async ring kernel, or round 1's register kernel for groups < 128 /
 N % 4 != 0; on sm_90 the TMA ring kernel of ``csrc/w4a16_tma.cuh`` for long rows and, from M = 5,
-for few rows, see :data:`_CUDA_RING_AUTO`; auto-chosen for M <= :data:`_CUDA_MAX_M`
+for few rows, see :data:`_CUDA_RING_AUTO`; on sm_90 for short rows at M = 9 .. 16 the x-staged kernel of
+``csrc/w4a16_xs.cuh`` (its warps split the rows, x copied once per CTA into shared memory), see
+:data:`_CUDA_XS_AUTO`; auto-chosen for M <= :data:`_CUDA_MAX_M`
 (:data:`_CUDA_MAX_M_TALL` when N >= 8 K) where :func:`cuda_supported` holds; act-order and 8-bit
 weights take the Triton path), ``"cuda_gemm"``
 (``csrc/w4a16_gemm.cuh``: an mma.sync GEMM for M > 16 with x staged in shared memory for the CTA's
