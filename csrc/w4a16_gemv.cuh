@@ -426,6 +426,20 @@ __device__ __forceinline__ void zero_tot(float (&tot)[R][NT][4]) {
       for (int q = 0; q < 4; ++q) tot[r][nt][q] = 0.f;
 }
 
+// The lane's rows g and g + 8 of R 16-row tiles from row0 (rows past N recompute row N - 1: valid
+// memory, never stored) and the address of word 4 t of each.
+template <int R>
+__device__ __forceinline__ void lane_rows(const Params& p, int row0, int g, int t, int (&rows)[R][2],
+                                          const uint32_t* (&wrow)[R][2]) {
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      rows[r][h] = min(row0 + r * 16 + g + 8 * h, p.n - 1);
+      wrow[r][h] = p.qw + static_cast<int64_t>(rows[r][h]) * p.qw_stride + 4 * t;
+    }
+}
+
 // -(magic + z) as a float, exact (z < 2^23 - magic): 2^23 + z from the bits, subtracted from
 // 2^23 - magic (one LOP3 / IADD and one FADD, no I2F).
 template <typename XT>
@@ -554,14 +568,7 @@ __global__ void __launch_bounds__(reg_threads<R, U, NT, PF>(), 1) reg_gemv_kerne
 
   const uint32_t* wrow[R][2];
   int rows[R][2];
-#pragma unroll
-  for (int r = 0; r < R; ++r)
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      // rows past N recompute row N-1 (valid memory; never stored)
-      rows[r][h] = min(row0 + r * 16 + g + 8 * h, p.n - 1);
-      wrow[r][h] = p.qw + static_cast<int64_t>(rows[r][h]) * p.qw_stride + 4 * t;
-    }
+  lane_rows<R>(p, row0, g, t, rows, wrow);
   const char* xrow[NT];
 #pragma unroll
   for (int nt = 0; nt < NT; ++nt) {

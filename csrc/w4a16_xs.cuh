@@ -106,14 +106,7 @@ __global__ void __launch_bounds__(xs_threads<R, U, NT>(), 1) xs_gemv_kernel(cons
 
   const uint32_t* wrow[R][2];
   int rows[R][2];
-#pragma unroll
-  for (int r = 0; r < R; ++r)
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      // rows past N recompute row N-1 (valid memory; never stored)
-      rows[r][h] = min(row0 + r * 16 + g + 8 * h, p.n - 1);
-      wrow[r][h] = p.qw + static_cast<int64_t>(rows[r][h]) * p.qw_stride + 4 * t;
-    }
+  lane_rows<R>(p, row0, g, t, rows, wrow);
   const char* const xrow[NT] = {};  // reg_load's global x rows: unused (LX = false)
   uint32_t xaddr[NT];
 #pragma unroll
@@ -144,22 +137,19 @@ __global__ void __launch_bounds__(xs_threads<R, U, NT>(), 1) xs_gemv_kernel(cons
     const int need = sb_last / kXsChunkSb;
     for (; ready <= need; ++ready) tma::mbar_wait(bars + 8 * ready, 0);
   };
-  RegChunk<U, R, NT> c1;
-  while (have) {
+  // one chunk: the next chunk's weights requested into `nxt` first, then `cur`'s x and math; false when
+  // no full chunk follows
+  auto step = [&](RegChunk<U, R, NT>& cur, RegChunk<U, R, NT>& nxt) {
     const bool more = sb + 2 * U <= full_end;
-    if (more) reg_load<U, R, NT, false, 0, true, false>(p, c1, sb + U, wrow, xrow, rows, t);
+    if (more) reg_load<U, R, NT, false, 0, true, false>(p, nxt, sb + U, wrow, xrow, rows, t);
     wait_x(sb + U - 1);
-    xs_read_x<U, R, NT, false>(p, c0, sb, xaddr, t);
-    reg_compute<XT, U, R, NT, 0, FOLD>(c0, tot, sink, magic);
+    xs_read_x<U, R, NT, false>(p, cur, sb, xaddr, t);
+    reg_compute<XT, U, R, NT, 0, FOLD>(cur, tot, sink, magic);
     sb += U;
-    if (!more) break;
-    const bool more2 = sb + 2 * U <= full_end;
-    if (more2) reg_load<U, R, NT, false, 0, true, false>(p, c0, sb + U, wrow, xrow, rows, t);
-    wait_x(sb + U - 1);
-    xs_read_x<U, R, NT, false>(p, c1, sb, xaddr, t);
-    reg_compute<XT, U, R, NT, 0, FOLD>(c1, tot, sink, magic);
-    sb += U;
-    if (!more2) break;
+    return more;
+  };
+  RegChunk<U, R, NT> c1;
+  while (have && step(c0, c1) && step(c1, c0)) {
   }
   // the full superblocks left over (< U) and the partial last one, one at a time
   for (; sb < p.nsb; ++sb) {

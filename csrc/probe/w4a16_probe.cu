@@ -130,20 +130,27 @@ extern "C" int w4probe_ring(int mode, int code, void* out, const void* x, const 
   return static_cast<int>(e);
 }
 
+namespace {
+// The register kernel's micro-benchmark mode `mode` (0 .. 4) of code on p.
+cudaError_t probe_reg_mode(int mode, const Params& p, int code, int warps, bool pdl, cudaStream_t s) {
+  switch (mode) {
+    case 0: return probe_reg<0>(p, code, warps, pdl, s);
+    case 1: return probe_reg<1>(p, code, warps, pdl, s);
+    case 2: return probe_reg<2>(p, code, warps, pdl, s);
+    case 3: return probe_reg<3>(p, code, warps, pdl, s);
+    case 4: return probe_reg<4>(p, code, warps, pdl, s);
+    default: return cudaErrorInvalidValue;
+  }
+}
+}  // namespace
+
 // The register kernel (codes 1210 4110 1111 1211 4111: R U NT PF), same arguments plus warps per CTA.
 extern "C" int w4probe_reg(int mode, int code, int warps, void* out, const void* x, const void* qw,
                            const void* scales, const void* zeros, int64_t m, int64_t n, int64_t k, int64_t group_size,
                            int pdl, void* stream) {
   if (m > 8) return static_cast<int>(cudaErrorInvalidValue);
   const Params p = probe_params(out, x, qw, scales, zeros, m, n, k, group_size);
-  cudaStream_t s = static_cast<cudaStream_t>(stream);
-  cudaError_t e = cudaErrorInvalidValue;
-  if (mode == 0) e = probe_reg<0>(p, code, warps, pdl != 0, s);
-  if (mode == 1) e = probe_reg<1>(p, code, warps, pdl != 0, s);
-  if (mode == 2) e = probe_reg<2>(p, code, warps, pdl != 0, s);
-  if (mode == 3) e = probe_reg<3>(p, code, warps, pdl != 0, s);
-  if (mode == 4) e = probe_reg<4>(p, code, warps, pdl != 0, s);
-  return static_cast<int>(e);
+  return static_cast<int>(probe_reg_mode(mode, p, code, warps, pdl != 0, static_cast<cudaStream_t>(stream)));
 }
 
 // M <= 16 (codes 2120 4120: two token tiles), il = sb_interleave (pipe 2), else as w4probe_reg.
@@ -153,12 +160,5 @@ extern "C" int w4probe_reg16(int mode, int code, int warps, int il, void* out, c
   if (m > 16) return static_cast<int>(cudaErrorInvalidValue);
   Params p = probe_params(out, x, qw, scales, zeros, m, n, k, group_size);
   p.sb_interleave = il;
-  cudaStream_t s = static_cast<cudaStream_t>(stream);
-  cudaError_t e = cudaErrorInvalidValue;
-  if (mode == 0) e = probe_reg<0>(p, code, warps, pdl != 0, s);
-  if (mode == 1) e = probe_reg<1>(p, code, warps, pdl != 0, s);
-  if (mode == 2) e = probe_reg<2>(p, code, warps, pdl != 0, s);
-  if (mode == 3) e = probe_reg<3>(p, code, warps, pdl != 0, s);
-  if (mode == 4) e = probe_reg<4>(p, code, warps, pdl != 0, s);
-  return static_cast<int>(e);
+  return static_cast<int>(probe_reg_mode(mode, p, code, warps, pdl != 0, static_cast<cudaStream_t>(stream)));
 }

@@ -40,3 +40,31 @@ def assert_matches(y, x, w, b, what, tol=1e-2):
     close = torch.isclose(y.float(), want, rtol=3e-2, atol=3e-2 * want.abs().max().item())
     assert bool(close.all()), f"{int((~close).sum())} wrong elements ({what})"
     return want
+
+
+def check_pdl_chain(packed, w, x, call, links=4, tol=1e-2):
+    """A chain of ``links`` launches ``call(x, pdl)`` whose x is the previous link's output (K = N): PDL on
+    and off give the same bits, and the chain captured in a CUDA graph, replayed on fresh x, matches the
+    fp32 reference ``prev @ w.T`` at every link (the kernels request weights before griddepcontrol.wait:
+    each link must still see its whole input)."""
+
+    def chain(pdl):
+        ys = [x]
+        for _ in range(links):
+            ys.append(call(ys[-1], pdl))
+        return ys[1:]
+
+    on, off = chain(True), chain(False)
+    assert all(torch.equal(a, b) for a, b in zip(on, off))
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        ys = chain(True)
+    x.copy_(torch.randn_like(x))
+    graph.replay()
+    torch.cuda.synchronize()
+    prev = x
+    for i, y in enumerate(ys):
+        want = prev.float() @ w.T
+        err = ((y.float() - want).norm() / want.norm()).item()
+        assert err <= tol, f"link {i}: rel err {err:.3e}"
+        prev = y

@@ -16,7 +16,7 @@ _CUDA_RING_AUTO table (its fallbacks, and its choices on the three measured shap
 import pytest
 import torch
 
-from _w4a16_gpu_data import assert_matches
+from _w4a16_gpu_data import assert_matches, check_pdl_chain
 from _w4a16_gpu_data import canonical as _canonical
 from _w4a16_gpu_data import layer as _layer
 from qlinear.ops import w4a16 as ops
@@ -223,27 +223,7 @@ def test_reg_pdl_chain_in_a_graph(m, config):
     bits; a captured chain replayed on fresh x matches the fp32 reference at every link."""
     packed, w = _layer(2048, 2048, seed=11)
     x = torch.randn(m, 2048, device=DEV, dtype=torch.bfloat16)
-
-    def chain(pdl):
-        ys = [x]
-        for _ in range(4):
-            ys.append(ops.cuda_gemv(ys[-1], packed, config=config, pdl=pdl))
-        return ys[1:]
-
-    on, off = chain(True), chain(False)
-    assert all(torch.equal(a, b) for a, b in zip(on, off))
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        ys = chain(True)
-    x.copy_(torch.randn_like(x))
-    graph.replay()
-    torch.cuda.synchronize()
-    prev = x
-    for i, y in enumerate(ys):
-        want = prev.float() @ w.T
-        err = ((y.float() - want).norm() / want.norm()).item()
-        assert err <= TOL, f"link {i}: rel err {err:.3e}"
-        prev = y
+    check_pdl_chain(packed, w, x, lambda xi, pdl: ops.cuda_gemv(xi, packed, config=config, pdl=pdl), tol=TOL)
 
 
 # ---- round 3: the register kernel rebuilt for instruction count ----

@@ -14,7 +14,7 @@ kernel does not apply.
 import pytest
 import torch
 
-from _w4a16_gpu_data import assert_matches
+from _w4a16_gpu_data import assert_matches, check_pdl_chain
 from _w4a16_gpu_data import layer as _layer
 from qlinear.ops import w4a16 as ops
 
@@ -117,27 +117,7 @@ def test_pdl_chain_in_a_graph():
     packed, w = _layer(2048, 2048, seed=11)
     x = _x(16, 2048, torch.bfloat16, seed=1)
     cfg = _cfg(1223, 12, 1)
-
-    def chain(pdl):
-        ys = [x]
-        for _ in range(4):
-            ys.append(ops.cuda_gemv(ys[-1], packed, config=cfg, pdl=pdl))
-        return ys[1:]
-
-    on, off = chain(True), chain(False)
-    assert all(torch.equal(a, b) for a, b in zip(on, off))
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        ys = chain(True)
-    x.copy_(torch.randn_like(x))
-    graph.replay()
-    torch.cuda.synchronize()
-    prev = x
-    for i, y in enumerate(ys):
-        want = prev.float() @ w.T
-        err = ((y.float() - want).norm() / want.norm()).item()
-        assert err <= 1e-2, f"link {i}: rel err {err:.3e}"
-        prev = y
+    check_pdl_chain(packed, w, x, lambda xi, pdl: ops.cuda_gemv(xi, packed, config=cfg, pdl=pdl))
 
 
 def test_refusals():
