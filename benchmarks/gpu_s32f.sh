@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 32 run 6 at 44a7a0a.
 # Session 32 run 6: after removing the K split (run 5) and R1 U3 (run 4): the x-staged kernel's tests, the
 # decode kernels' tests and the layer's auto-dispatch tests on the build that ships; the wgmma GEMM on short
 # rows at M = 17 .. 40 against the dispatch (Triton there).

@@ -193,7 +193,12 @@ _CUDA_GEMM_MAX_M: dict[str, int] = {"many": 32}
 #   short M = 1024: 128 rows (automatic) 128.55 vs dequant_cublas 138.79 [106.59] (run 2: 127.00 vs
 #         137.88); 64 rows lose on short rows (M = 512 / 1024: 80.70 / 158.81 vs 65.53 / 128.55:
 #         half as many rows per x tile re-read)                                    -> 65 .. 1024
-_CUDA_WGMMA_M: dict[str, tuple[int, int]] = {"few": (33, 1024), "short": (65, 1024), "many": (33, 1024)}
+# Session 32 runs 1 and 6 (benchmarks/results/session32, same probe; short rows, sym-fp16 in run 6, asym-bf16
+# in run 1; us, bf16 F.linear in brackets): the wgmma GEMM's table row for M <= 256 (192 rows, 128 tokens, 4
+# stages) at M = 33 / 40 / 48 / 64: 19.89 / 19.12 / 18.87 / 18.63 vs triton (the dispatch) 22.38 / 22.77 /
+# 23.53 / 23.42 [20.64 / 21.09 / 21.21 / 21.55]; M = 17 / 24: 20.73 / 20.66 vs triton 19.54 / 19.44
+#                                                                               -> short 33 .. 1024
+_CUDA_WGMMA_M: dict[str, tuple[int, int]] = {"few": (33, 1024), "short": (33, 1024), "many": (33, 1024)}
 # Its launch config per shape class, rows (max_m, (tokens per CTA, K splits, stages)) as
 # _CUDA_GEMM_AUTO's (0 = the launcher's choice, csrc/w4a16_wgmma_launch.cu w4_wgmma_resolve: its
 # choice is session 11 run 8's best config within noise in the cases above, checked on the host by

@@ -256,7 +256,8 @@ def test_wgmma_auto_dispatch_on_measured_shapes():
     """_CUDA_WGMMA_M: each shape class takes the wgmma GEMM inside its M range and not outside it."""
     _wgmma_ext()
     cases = [((7168, 16384), [(33, True), (50, True), (1024, True), (32, False), (1025, False)]),
-             ((24576, 1536), [(300, True), (512, True), (1024, True), (1025, False)]),
+             ((24576, 1536), [(32, False), (33, True), (40, True), (300, True), (512, True), (1024, True),
+                              (1025, False)]),
              ((2112, 7168), [(32, False), (33, True), (64, True), (256, True), (700, True), (1024, True),
                              (1025, False)])]
     for (n, k), ms in cases:
@@ -264,7 +265,7 @@ def test_wgmma_auto_dispatch_on_measured_shapes():
         for m, wg in ms:
             x = _x(m, k, torch.bfloat16, m)
             assert (ops.w4a16_backend(x, packed) == "cuda_wgmma") == wg, f"M={m} {n}x{k}"
-            if wg and m in (50, 300, 33, 256, 700):
+            if wg and m in (50, 300, 33, 40, 256, 700):
                 assert_matches(ops.w4a16_linear(x, packed), x, w, None, f"auto M={m} {n}x{k}")
 
 
