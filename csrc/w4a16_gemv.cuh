@@ -336,6 +336,24 @@ struct RegChunk {
   uint32_t z[U][R][2];
 };
 
+// The x fragments of U superblocks from sb0, x[u][nt][i] = load(nt, u, i) (plane i of superblock sb0 + u,
+// token tile nt); CHECK: zero the planes past K instead (the partial last superblock only).
+template <int U, int R, int NT, bool CHECK, typename Load>
+__device__ __forceinline__ void fill_x(const Params& p, RegChunk<U, R, NT>& c, int sb0, int t, Load load) {
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+#pragma unroll
+      for (int i = 0; i < 8; ++i) {
+        if (CHECK && (sb0 + u) * 128 + i * 16 + 4 * t >= p.k) {
+          c.x[u][nt][i] = make_uint2(0u, 0u);
+        } else {
+          c.x[u][nt][i] = load(nt, u, i);
+        }
+      }
+}
+
 // Loads of U superblocks starting at sb0. wrow: lane's word 4t of rows g / g + 8 of each tile;
 // xrow: token row min(tok, M - 1), column 4t. CHECK: zero the x of planes past K (tail only).
 // LW: the weights, scales and zero points; LX: x (the first chunk's loads are split around
@@ -352,20 +370,10 @@ __device__ __forceinline__ void reg_load(const Params& p, RegChunk<U, R, NT>& c,
 #pragma unroll
       for (int u = 0; u < U; ++u) c.w[u][r][h] = load_stream(wp + u * 16);
     }
-#pragma unroll
-  for (int nt = 0; nt < (MODE >= 3 || !LX ? 0 : NT); ++nt) {
-    const char* xp = xrow[nt] + static_cast<int64_t>(sb0) * 256 * 1;
-#pragma unroll
-    for (int u = 0; u < U; ++u)
-#pragma unroll
-      for (int i = 0; i < 8; ++i) {
-        if (CHECK && (sb0 + u) * 128 + i * 16 + 4 * t >= p.k) {
-          c.x[u][nt][i] = make_uint2(0u, 0u);
-        } else {
-          c.x[u][nt][i] = __ldg(reinterpret_cast<const uint2*>(xp + u * 256 + i * 32));
-        }
-      }
-  }
+  if constexpr (MODE < 3 && LX)
+    fill_x<U, R, NT, CHECK>(p, c, sb0, t, [&](int nt, int u, int i) {
+      return __ldg(reinterpret_cast<const uint2*>(xrow[nt] + static_cast<int64_t>(sb0) * 256 + u * 256 + i * 32));
+    });
   if constexpr (LW && MODE != 4) {  // scales and zero points (MODE 4: the weight words alone)
     int64_t gb[U];
 #pragma unroll
@@ -654,13 +662,7 @@ __global__ void __launch_bounds__(max_threads<R, U, NT>(), 1) mma_gemv_kernel(co
 
   const uint32_t* wp[R][2];
   int rows[R][2];
-#pragma unroll
-  for (int r = 0; r < R; ++r)
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      rows[r][h] = min(row0 + r * 16 + g + 8 * h, p.n - 1);
-      wp[r][h] = p.qw + static_cast<int64_t>(rows[r][h]) * p.qw_stride + 4 * t;
-    }
+  lane_rows<R>(p, row0, g, t, rows, wp);
   const XT* xp[NT];
   bool xok[NT];
 #pragma unroll

@@ -57,21 +57,14 @@ __host__ __device__ constexpr int64_t xs_chunks(int64_t k) { return (k + 128 * k
 template <int U, int R, int NT, bool CHECK>
 __device__ __forceinline__ void xs_read_x(const Params& p, RegChunk<U, R, NT>& c, int sb0, const uint32_t (&xaddr)[NT],
                                           int t) {
-#pragma unroll
-  for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-    for (int u = 0; u < U; ++u)
-#pragma unroll
-      for (int i = 0; i < 8; ++i) {
-        if (CHECK && (sb0 + u) * 128 + i * 16 + 4 * t >= p.k) {
-          c.x[u][nt][i] = make_uint2(0u, 0u);
-        } else {
-          // volatile: kept after the chunk's barrier wait (also an asm volatile)
-          asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];"
-                       : "=r"(c.x[u][nt][i].x), "=r"(c.x[u][nt][i].y)
-                       : "r"(xaddr[nt] + static_cast<uint32_t>((sb0 + u) * 256 + i * 32)));
-        }
-      }
+  fill_x<U, R, NT, CHECK>(p, c, sb0, t, [&](int nt, int u, int i) {
+    uint2 v;
+    // volatile: kept after the chunk's barrier wait (also an asm volatile)
+    asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];"
+                 : "=r"(v.x), "=r"(v.y)
+                 : "r"(xaddr[nt] + static_cast<uint32_t>((sb0 + u) * 256 + i * 32)));
+    return v;
+  });
 }
 
 // Threads per CTA: one row tile per warp takes up to 12 warps (a CTA of 192 rows per SM; R1 U2 needs
