@@ -165,8 +165,9 @@ def main_xs(args) -> None:
             if cand:
                 b = min(cand, key=cand.get)
                 a = res["auto"]["median_us"]
-                lines.append(f"BEST {case:>18}: {b:<16} {cand[b]:7.2f} us | auto {a:7.2f} (x{a / cand[b]:.3f}) | auto#2 "
-                             f"{res['auto#2']['median_us']:7.2f} | bf16 {res['bf16 F.linear']['median_us']:7.2f}")
+                lines.append(f"BEST {case:>18}: {b:<16} {cand[b]:7.2f} us | auto {a:7.2f} (x{a / cand[b]:.3f})"
+                             f" | auto#2 {res['auto#2']['median_us']:7.2f}"
+                             f" | bf16 {res['bf16 F.linear']['median_us']:7.2f}")
         del packs, w16, ref_w
         torch.cuda.empty_cache()
     print()

@@ -93,8 +93,10 @@ __global__ void __launch_bounds__(xs_threads<R, U, NT>(), 1) xs_gemv_kernel(cons
     for (int c = 0; c < nch; ++c) tma::mbar_init(bars + 8 * c, 1);
     tma::mbar_fence_init();
     // armed before any copy is issued (the __syncthreads below orders the issuers after this)
-    for (int c = 0; c < nch; ++c)
-      tma::mbar_arrive_tx(bars + 8 * c, static_cast<uint32_t>(p.m * (min(p.k, (c + 1) * kChunkCols) - c * kChunkCols) * 2));
+    for (int c = 0; c < nch; ++c) {
+      const int cols = min(p.k, (c + 1) * kChunkCols) - c * kChunkCols;
+      tma::mbar_arrive_tx(bars + 8 * c, static_cast<uint32_t>(p.m * cols * 2));
+    }
   }
 
   const uint32_t* wrow[R][2];

@@ -2,7 +2,8 @@
 the rows, x copied once per CTA into shared memory) on an sm_90 GPU.
 
 Against ``x @ W.T + bias`` in fp32 with W from ``dequantize_canonical`` (independent of the packed
-layout) on fresh random data: every compiled code x fold 0 / 1 x bf16 / fp16 x warps 1 / 3 / 8 / 12 (where the code takes them) x M 9 .. 16;
+layout) on fresh random data: every compiled code x fold 0 / 1 x bf16 / fp16 x warps 1 / 3 / 8 / 12 (where
+the code takes them) x M 9 .. 16;
 ragged N (partial CTAs, warps with no rows), K with a partial last superblock and a partial last copy
 chunk, groups 128 / 384 / per channel, fp32 scales, symmetric layers, strided x rows, the three issue
 shapes; a PDL chain captured in a CUDA graph (each link's x is the previous link's output); the
