@@ -58,19 +58,24 @@ bool ring_ok(const W4GemvArgs& a) {
          reinterpret_cast<uintptr_t>(a.zeros) % 4 == 0;
 }
 
+// x rows 16-byte aligned: the pointer, and the row stride (% 8 elements) unless one row.
+bool x_rows_aligned16(const W4GemvArgs& a) {
+  return reinterpret_cast<uintptr_t>(a.x) % 16 == 0 && (a.m <= 1 || a.x_stride % 8 == 0);
+}
+
 // 16-byte aligned operands for copy-engine kernels: sm_90, groups of >= 128 or per channel, N % 16 == 0
-// (rows of 16 scales / zeros), x rows 16-byte aligned (stride % 8 == 0 unless one row).
+// (rows of 16 scales / zeros), x rows 16-byte aligned.
 bool aligned16(const W4GemvArgs& a) {
   auto al16 = [](const void* q) { return reinterpret_cast<uintptr_t>(q) % 16 == 0; };
-  return cc_major() >= 9 && !sub_group(a) && a.n % 16 == 0 && al16(a.x) && al16(a.scales) && al16(a.zeros) &&
-         (a.m <= 1 || a.x_stride % 8 == 0);
+  return cc_major() >= 9 && !sub_group(a) && a.n % 16 == 0 && x_rows_aligned16(a) && al16(a.scales) &&
+         al16(a.zeros);
 }
 
 // The x-staged kernel's copies (pipe 3): sm_90, groups of >= 128 or per channel, 16-byte copies of x
 // rows (K % 8 == 0, 16-byte aligned x, row stride % 8 == 0 unless one row), one barrier per copy chunk.
 bool xs_ok(const W4GemvArgs& a) {
   return cc_major() >= 9 && !sub_group(a) && a.k % 8 == 0 && w4a16g::xs_chunks(a.k) <= w4a16g::kXsBars &&
-         reinterpret_cast<uintptr_t>(a.x) % 16 == 0 && (a.m <= 1 || a.x_stride % 8 == 0);
+         x_rows_aligned16(a);
 }
 
 // The TMA ring kernel's tensor maps: aligned16 and 16-bit scales. K needs nothing: columns past K land as
@@ -151,7 +156,7 @@ W4GemvConfig w4_gemv_resolve(const W4GemvArgs& a, const W4GemvConfig& cfg) {
     }
     c.pipe = 0;
   }
-  if (c.warps <= 0 && is_xs(c.pipe) && !sub_group(a)) {
+  if (c.warps <= 0 && is_xs(c.pipe)) {  // (groups under 128 ran pipe 0 above)
     // the x-staged kernel's warps split the rows: about two CTAs per SM
     const int64_t w = (row_tiles + 2LL * sms * c.row_tiles - 1) / (2LL * sms * c.row_tiles);
     const int wmax = max_warps(nt, c.row_tiles, c.chunk, c.pipe, false);
@@ -200,7 +205,7 @@ W4GemvSupport w4_gemv_supported(const W4GemvArgs& a, const W4GemvConfig& cfg) {
   if (sub ? (c.row_tiles != 1 || c.chunk != 2) : !reg_compiled(reg_code(nt, c.row_tiles, c.chunk, c.pipe), c.fold))
     return W4GemvSupport::kBadConfig;
   if (c.warps < 1 || c.warps > max_warps(nt, c.row_tiles, c.chunk, c.pipe, sub)) return W4GemvSupport::kBadConfig;
-  if (!sub && is_xs(c.pipe)) {
+  if (is_xs(c.pipe)) {  // (resolve gives groups under 128 pipe 0)
     if (!xs_ok(a)) return W4GemvSupport::kNoXs;
     if (w4a16g::xs_smem_bytes(a.m, a.k) > static_cast<int64_t>(smem_optin())) return W4GemvSupport::kTooMuchSmem;
   }

@@ -1027,16 +1027,25 @@ def _cuda_tma_ok(x: torch.Tensor, packed: W4A16Weights) -> bool:
     return packed.scales.dtype != torch.float32 and _cuda_aligned16(x, packed)
 
 
-def _cuda_aligned16(x: torch.Tensor, packed: W4A16Weights) -> bool:
-    """The copy-engine kernels' common conditions (csrc/w4a16_gemv_launch.cu aligned16): sm_90+, groups
-    of >= 128 or per channel, N % 16 == 0, x / scales / zeros 16-byte aligned, x row stride % 8 == 0."""
+def _sm90(x: torch.Tensor) -> bool:
+    """Whether x's (CUDA) device is sm_90 or newer, read once per device."""
     dev = x.device.index if x.device.index is not None else torch.cuda.current_device()
     if dev not in _SM90:
         _SM90[dev] = torch.cuda.get_device_capability(dev)[0] >= 9
+    return _SM90[dev]
+
+
+def _x_rows_aligned16(x: torch.Tensor) -> bool:
+    """x's rows 16-byte aligned: the pointer, and the row stride (% 8 elements) unless one row."""
+    return x.data_ptr() % 16 == 0 and (x.shape[0] <= 1 or x.stride(0) % 8 == 0)
+
+
+def _cuda_aligned16(x: torch.Tensor, packed: W4A16Weights) -> bool:
+    """The copy-engine kernels' common conditions (csrc/w4a16_gemv_launch.cu aligned16): sm_90+, groups
+    of >= 128 or per channel, N % 16 == 0, x / scales / zeros 16-byte aligned, x row stride % 8 == 0."""
     zeros = packed.zeros
-    return (_SM90[dev] and _grouped_128(packed) and packed.n % 16 == 0 and x.data_ptr() % 16 == 0
-            and packed.scales.data_ptr() % 16 == 0 and (zeros is None or zeros.data_ptr() % 16 == 0)
-            and (x.shape[0] <= 1 or x.stride(0) % 8 == 0))
+    return (_sm90(x) and _grouped_128(packed) and packed.n % 16 == 0 and _x_rows_aligned16(x)
+            and packed.scales.data_ptr() % 16 == 0 and (zeros is None or zeros.data_ptr() % 16 == 0))
 
 
 # csrc/w4a16_xs.cuh: kXsBars copy chunks of 256 columns; the opt-in shared memory of an sm_90 CTA
@@ -1050,13 +1059,10 @@ def _cuda_xs_ok(x: torch.Tensor, packed: W4A16Weights) -> bool:
     row stride % 8 == 0, and M x rows of ``xs_pitch(K)`` bytes (+ the barriers) within 227 KB."""
     if not x.is_cuda:
         return False
-    dev = x.device.index if x.device.index is not None else torch.cuda.current_device()
-    if dev not in _SM90:
-        _SM90[dev] = torch.cuda.get_device_capability(dev)[0] >= 9
     m, k = x.shape
     pitch = (2 * k + 127) // 128 * 128 + 32
-    return (_SM90[dev] and _grouped_128(packed) and k % 8 == 0 and k <= _XS_MAX_K and x.data_ptr() % 16 == 0
-            and (m <= 1 or x.stride(0) % 8 == 0) and 256 + m * pitch <= _SM90_SMEM_OPTIN)
+    return (_sm90(x) and _grouped_128(packed) and k % 8 == 0 and k <= _XS_MAX_K and _x_rows_aligned16(x)
+            and 256 + m * pitch <= _SM90_SMEM_OPTIN)
 
 
 def _cuda_ring_ok(packed: W4A16Weights) -> bool:
@@ -1097,7 +1103,7 @@ def _cuda_auto_reg(x: torch.Tensor, packed: W4A16Weights) -> tuple[int, ...] | N
     symmetric layer gets the same config without it (:data:`_CUDA_REG_AUTO`'s session-16 note)."""
     cfg = None
     if _grouped_128(packed):
-        cfg = _cuda_table_entry(_CUDA_XS_AUTO, x, packed) if _CUDA_XS_AUTO else None
+        cfg = _cuda_table_entry(_CUDA_XS_AUTO, x, packed)
         if cfg is None or not _cuda_xs_ok(x, packed):
             cfg = _cuda_table_entry(_CUDA_REG_AUTO, x, packed)
     if cfg is not None and packed.zeros is None and len(cfg) > 4 and cfg[4]:
