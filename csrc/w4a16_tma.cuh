@@ -191,44 +191,51 @@ __device__ __forceinline__ void named_sync(int id, int threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
-// The chunk of stage slot `base` that consumer warp w computes: its U superblocks j = w + CW u of all
-// R row tiles, read from shared memory into the register kernel's chunk (x: k-steps I0 .. I0 + NI - 1
-// only). No branches: the scale kind is a select, and a symmetric layer's zero box holds 8s written once
-// (TMA never overwrites it).
-template <int R, int U, int NT, int CW, int I0 = 0, int NI = 8, bool SW = false>
+// x of superblock j (the chunk's u-th) from stage slot `base`: k-steps I0 .. I0 + NI - 1 of both token tiles.
+template <int U, int NT, int I0, int NI, bool SW, int RB>
+__device__ __forceinline__ void tma_lds_x(const TmaParams& tp, const char* base, int j, int u, int g, int t,
+                                          const int (&xo)[NT][4], const int (&dh)[2], RegChunk<U, RB, NT>& c) {
+  if constexpr (SW) {
+    const char* xb = base + tp.off_x + j * tma_x_sb_bytes(true, 0, NT);
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+      for (int i = I0; i < I0 + NI; ++i) c.x[u][nt][i] = *reinterpret_cast<const uint2*>(xb + dh[i >> 2] + xo[nt][i & 3]);
+  } else {
+    const char* xb = base + tp.off_x + j * tma_x_sb_bytes(false, tp.mb) + t * 8;
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) {
+      const char* xr = xb + min(g + 8 * nt, tp.mb - 1) * 256;
+#pragma unroll
+      for (int i = I0; i < I0 + NI; ++i) c.x[u][nt][i] = *reinterpret_cast<const uint2*>(xr + i * 32);
+    }
+  }
+}
+
+// The chunk of stage slot `base` that consumer warp w computes: its U superblocks j = w + CW u, read from
+// shared memory into the register kernel's chunk (x: k-steps I0 .. I0 + NI - 1 only), the weights, scales
+// and zero points of the stage's row tiles R0 .. R0 + RB - 1 (of R). No branches: the scale kind is a select,
+// and a symmetric layer's zero box holds 8s written once (TMA never overwrites it). Per superblock u: the
+// weights, then x (unless WX is false), then the scales and zero points.
+template <int R, int R0, int RB, int U, int NT, int CW, int I0 = 0, int NI = 8, bool SW = false, bool WX = true>
 __device__ __forceinline__ void tma_lds(const TmaParams& tp, const char* base, int w, int g, int t, int gj0, int sb0,
-                                        const int (&xo)[NT][4], const int (&dh)[2], RegChunk<U, R, NT>& c) {
+                                        const int (&xo)[NT][4], const int (&dh)[2], RegChunk<U, RB, NT>& c) {
   const Params& p = tp.p;
 #pragma unroll
   for (int u = 0; u < U; ++u) {
     const int j = w + CW * u;
-    const char* wb = base + j * (R * 16 * 64) + g * 64 + t * 16;
+    const char* wb = base + j * (R * 16 * 64) + (R0 * 16 + g) * 64 + t * 16;
 #pragma unroll
-    for (int r = 0; r < R; ++r)
+    for (int r = 0; r < RB; ++r)
 #pragma unroll
       for (int h = 0; h < 2; ++h) c.w[u][r][h] = *reinterpret_cast<const uint4*>(wb + (r * 16 + 8 * h) * 64);
-    if constexpr (SW) {
-      const char* xb = base + tp.off_x + j * tma_x_sb_bytes(true, 0, NT);
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-        for (int i = I0; i < I0 + NI; ++i)
-          c.x[u][nt][i] = *reinterpret_cast<const uint2*>(xb + dh[i >> 2] + xo[nt][i & 3]);
-    } else {
-      const char* xb = base + tp.off_x + j * tma_x_sb_bytes(false, tp.mb) + t * 8;
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt) {
-        const char* xr = xb + min(g + 8 * nt, tp.mb - 1) * 256;
-#pragma unroll
-        for (int i = I0; i < I0 + NI; ++i) c.x[u][nt][i] = *reinterpret_cast<const uint2*>(xr + i * 32);
-      }
-    }
+    if constexpr (WX) tma_lds_x<U, NT, I0, NI, SW>(tp, base, j, u, g, t, xo, dh, c);
     // the stage's scale / zero boxes start at group gj0; superblock sb0 + j is in group_of_sb(sb0 + j)
-    const int e0 = (group_of_sb(sb0 + j, p.grp_mul) - gj0) * (R * 16) + g;
+    const int e0 = (group_of_sb(sb0 + j, p.grp_mul) - gj0) * (R * 16) + R0 * 16 + g;
     const uint16_t* sp = reinterpret_cast<const uint16_t*>(base + tp.off_s) + e0;
     const uint8_t* zp = reinterpret_cast<const uint8_t*>(base + tp.off_z) + e0;
 #pragma unroll
-    for (int r = 0; r < R; ++r)
+    for (int r = 0; r < RB; ++r)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const uint32_t v = sp[r * 16 + 8 * h];
@@ -269,6 +276,18 @@ __device__ __forceinline__ void tma_issue(const TmaParams& tp, uint32_t dst, uin
 // keep the whole budget (their chunks spill below it).
 constexpr int tma_min_blocks(int r, int cw, int nt) { return nt == 2 ? 1 : (cw >= 8 ? 2 : (r == 1 ? 4 : 2)); }
 
+// Row tiles in a consumer warp's first register block: a chunk of R > 4 row tiles is read and computed in
+// two blocks (R - R / 2 and R / 2 tiles), so that the weights and the register kernel's two accumulator
+// chains per tile held at once are about half (R = 7, 8: the whole chunk spills even at 255 registers).
+__host__ __device__ constexpr int tma_row_block(int r) { return r > 4 ? r - r / 2 : r; }
+
+// Row tiles R0 .. R0 + RB - 1 of a warp's sums, as an array of their own (the same registers).
+template <int R0, int RB, int R, int NT>
+__device__ __forceinline__ float (&tot_rows(float (&tot)[R][NT][4]))[RB][NT][4] {
+  static_assert(R0 + RB <= R, "row tiles within the sums");
+  return *reinterpret_cast<float(*)[RB][NT][4]>(&tot[R0]);
+}
+
 // The instance of code C (TmaCode) at NT token tiles. FOLD: the register kernel's zero-point fold
 // (reg_compute). MODE 1 (diagnostics, codes 8xxxx): the consumers only wait for each stage and hand it
 // back (session 22 run 2 also had a mode 2, reads without math: 15.79 us against 15.36 for mode 1 at
@@ -280,7 +299,7 @@ __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::
     tma_gemv_kernel(const __grid_constant__ TmaParams tp) {
   using D = TmaCode<C>;
   constexpr int R = D::R, KS = D::KS, ST = D::ST, CW = D::CW, KH = D::KH, KP = D::KP, FOLD = D::FOLD, MODE = D::MODE;
-  constexpr int U = KS / CW, NW = CW * KH, NI = 8 / KH;
+  constexpr int U = KS / CW, NW = CW * KH, NI = 8 / KH, RB = tma_row_block(R);
   constexpr bool SW = tma_swizzled(C, NT), X3D = tma_x3d(C, NT);
   const Params& p = tp.p;
   extern __shared__ __align__(16) char smem_raw[];
@@ -359,11 +378,33 @@ __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::
     // producer refills it while the chunk is computed from registers: one more stage in flight
     auto consume = [&](auto i0) {
       [[maybe_unused]] constexpr int I0 = decltype(i0)::value;  // (the diagnostic mode reads nothing)
-      [[maybe_unused]] RegChunk<U, R, NT> c;
-      if constexpr (MODE != 1)
-        tma_lds<R, U, NT, CW, I0, NI, SW>(tp, smem + slot * tp.stage_bytes, warp % CW, g, t, gj0, sb0, xo, dh, c);
-      tma::mbar_arrive(empty0 + 8 * slot);
-      if constexpr (MODE == 0) reg_compute<XT, U, R, NT, 0, FOLD, I0, NI>(c, tot, sink, magic);
+      [[maybe_unused]] const char* base = smem + slot * tp.stage_bytes;
+      [[maybe_unused]] const int w = warp % CW;
+      if constexpr (RB == R) {
+        [[maybe_unused]] RegChunk<U, R, NT> c;
+        if constexpr (MODE != 1) tma_lds<R, 0, R, U, NT, CW, I0, NI, SW>(tp, base, w, g, t, gj0, sb0, xo, dh, c);
+        tma::mbar_arrive(empty0 + 8 * slot);
+        if constexpr (MODE == 0) reg_compute<XT, U, R, NT, 0, FOLD, I0, NI>(c, tot, sink, magic);
+      } else {
+        // two blocks of RB and R - RB row tiles: x once, each block's weights just before its math, the slot
+        // handed back after the second block's reads
+        static_assert(MODE == 0 && FOLD == 0, "row blocks: no fold or diagnostics");
+        RegChunk<U, RB, NT> c;
+        RegChunk<U, R - RB, NT> c2;
+#pragma unroll
+        for (int u = 0; u < U; ++u) tma_lds_x<U, NT, I0, NI, SW>(tp, base, w + CW * u, u, g, t, xo, dh, c);
+        tma_lds<R, 0, RB, U, NT, CW, I0, NI, SW, false>(tp, base, w, g, t, gj0, sb0, xo, dh, c);
+        reg_compute<XT, U, RB, NT, 0, FOLD, I0, NI>(c, tot_rows<0, RB>(tot), sink, magic);
+        tma_lds<R, RB, R - RB, U, NT, CW, I0, NI, SW, false>(tp, base, w, g, t, gj0, sb0, xo, dh, c2);
+        tma::mbar_arrive(empty0 + 8 * slot);
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+#pragma unroll
+          for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+            for (int i = I0; i < I0 + NI; ++i) c2.x[u][nt][i] = c.x[u][nt][i];
+        reg_compute<XT, U, R - RB, NT, 0, FOLD, I0, NI>(c2, tot_rows<RB, R - RB>(tot), sink, magic);
+      }
     };
     if (KH == 1 || warp < CW)
       consume(std::integral_constant<int, 0>{});
