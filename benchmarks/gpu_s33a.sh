@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 33 run 1 at 1847a9f (the codes it measured were 258434 / 268434 / 257434 / 267434).
 # Session 33 run 1: 112- and 128-row pair splits in the W4A16 TMA ring at two token tiles on 7168x16384
 # (codes 257434 / 267434: 64 clusters = 128 CTAs; 258434 / 268434: 56 clusters = 112 CTAs, half of 224444's
 # x bytes per row): the TMA tests over every code, then the codes against the dispatch (224444) at M = 9 / 12 / 16. Chunks of 7 or 8 row tiles are read and computed in two blocks (tma_row_block), no spills.

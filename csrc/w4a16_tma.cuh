@@ -463,7 +463,7 @@ __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::
 // TMA ring shapes compiled, per token tiles (code: [SW] F R KS ST CW as decimal digits; F 3 = the zero
 // fold, 5 = the pair split, 6 = pair + k-step split, 7 = the k-step split, 8 = diagnostic mode 1; SW 1 =
 // swizzled x in two boxes per superblock, SW 2 = in one 3-D box). The dispatch (qlinear/ops/w4a16.py
-// _CUDA_RING_AUTO) uses 32844, 22464, 252444 (one token tile), 224444 and 262434 (two); the others are its
+// _CUDA_RING_AUTO) uses 32844, 22464, 252444 (one token tile), 257434 and 262434 (two); the others are its
 // measured neighbours, kept for re-tuning (benchmarks/bench_w4tma.py).
 // Session 24 runs 2-3 and 10 at two token tiles on 2112x7168 M = 16 (us): 21848 8.32, 21858 8.57,
 // 21844 9.61, 21854 9.62, 21484 9.82, 71848 8.48, 71844 9.13 (removed: 21854, 21484, 21858, 71848,
@@ -485,7 +485,17 @@ constexpr int kTmaNT1[] = {32844, 22844, 22464, 22848, 21844, 82844, 52444, 2524
 // M = 16 from 6.97 (62434) to 6.36 us (262434) and 7168x16384 M = 16 from 26.27 (124444) to 25.87 (224444);
 // its neighbours lost: 262444 6.80, 262424 6.72, 261434 (16-row pair split, two CTAs per SM) 8.43 and
 // 274444 12.78 on 2112x7168 M = 16; 274444 26.70, 224464 26.84 on 7168x16384 M = 16 (removed).
-constexpr int kTmaNT2[] = {24444, 34444, 22444, 24464, 21844, 21848, 74444, 62434, 124444, 224444, 262434, 258434, 268434, 257434, 267434, 58434, 68434, 57434, 67434};
+// Session 33 run 1 (benchmarks/results/session33/run1, 7168x16384, M = 9 / 12 / 16, us): pair splits of
+// taller tiles at SW = 2, their chunks in two register blocks (tma_row_block): 257434 (112 rows: 64
+// clusters, 128 CTAs) 22.85 / 22.85 / 22.65 vs 224444 (64 rows, 112 CTAs, the dispatch then) 25.85 / 25.94 /
+// 25.64 [bf16 62.34 / 62.97 / 63.37]; 267434 23.95 / 24.08 / 23.80; 128 rows (56 clusters) 258434 24.58 /
+// 24.79 / 24.41, 268434 26.40 / 26.50 / 26.27 (removed). A 112-row tile reads x once per 112 rows instead of
+// 64 (33.5 MB of x through L2 at M = 16 instead of 58.7) and keeps 128 of 132 SMs busy; session 25's
+// 112-row pair splits (67232 / 67242: four consumer warps sharing two superblocks per stage, x
+// unswizzled) had lost. Two stages more or fewer (257444 / 257424) are kept as neighbours; the chunks of
+// two superblocks per warp (257824 / 257442) spill.
+constexpr int kTmaNT2[] = {24444, 34444, 22444, 24464, 21844, 21848, 74444, 62434, 124444, 224444, 262434,
+                           257434, 257444, 257424, 57434, 57444, 57424};
 
 template <size_t L>
 constexpr bool tma_codes_fit(const int (&codes)[L], int nt) {

@@ -311,6 +311,10 @@ _CUDA_RING = 0
 #   few M=9 / 12 / 16: 262434 6.20 / 6.33 / 6.36 vs 62434 (auto) 6.25 / 6.51 / 6.97 [bf16 13.24 / 13.38 / 13.37]
 #   many M=9 / 16: 224444 25.62 / 25.87 vs 124444 (auto) 26.33 / 26.27 [62.55 / 63.58]
 #                                                              -> ('few', 2): 262434, ('many', 2): 224444
+# Session 33 run 1 (benchmarks/results/session33/run1, same method): the pair split of 112-row tiles
+# (257434: 64 clusters of two CTAs, each half of K; csrc/w4a16_tma.cuh tma_row_block):
+#   many M=9 / 12 / 16: 257434 22.85 / 22.85 / 22.65 vs 224444 (auto) 25.85 / 25.94 / 25.64 [bf16 62.34 /
+#            62.97 / 63.37]; asym-bf16 M = 16 22.89 vs 25.94                              -> ('many', 2): 257434
 # Session 30 run 7 (benchmarks/results/session30/run7, same method): the same at one token tile:
 #   few M=2 / 4 / 8: 252444 4.69 / 4.70 / 4.74 vs 52444 (auto) 4.71 / 4.87 / 5.11 [bf16 13.17 / 13.04 / 13.05]
 #                                                                     -> ('few', 4), ('few', 1): 252444
@@ -319,7 +323,7 @@ _CUDA_RING = 0
 _CUDA_RING_AUTO: dict[tuple[str, int], int] = {
     ("few", 0): -1, ("few", 4): 252444, ("few", 1): 252444, ("few", 2): 262434,
     ("short", 0): -1, ("short", 1): -1, ("short", 2): -1,
-    ("many", 0): 32844, ("many", 4): 32844, ("many", 1): 22464, ("many", 2): 224444,
+    ("many", 0): 32844, ("many", 4): 32844, ("many", 1): 22464, ("many", 2): 257434,
 }
 
 # Register-kernel configs (row tiles per CTA, superblocks per chunk, warps, pipe) for automatic
