@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 33 run 2 at c8ce382.
 # Session 33 run 2: the 112-row pair split (257434) as the dispatch for 7168x16384 M = 9..16: the TMA ring tests
 # over every code, the decode kernels' tests (the auto table), the layer tests through the auto dispatch;
 # 257434's neighbours (257444 / 257424); then the issue-5 acceptance benchmark (benchmarks/results/linear_w4a16.json).

@@ -480,7 +480,7 @@ __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::
 // 252444 4.69 / 4.70 / 4.74 vs 52444 4.71 / 4.87 / 5.11 us; 7168x16384 M = 1 / 4 / 8: 232844 26.25 / 26.65 /
 // 26.43 vs 32844 19.91 / 20.48 / 31.05, 222464 22.77 / 22.82 / 22.52 vs 22464 28.10 / 21.56 / 21.66 (their
 // stages hold 8 x rows of x per superblock at every M, and fewer CTAs fit an SM): only 252444 kept.
-constexpr int kTmaNT1[] = {32844, 22844, 22464, 22848, 21844, 82844, 52444, 252444};
+constexpr int kTmaNT1[] = {32844, 22844, 22464, 22848, 21844, 82844, 52444, 252444, 257434, 257444, 57434, 57444};
 // Session 30 (benchmarks/results/session30, runs 1-3): SW = 2 (one 3-D x box per superblock) took 2112x7168
 // M = 16 from 6.97 (62434) to 6.36 us (262434) and 7168x16384 M = 16 from 26.27 (124444) to 25.87 (224444);
 // its neighbours lost: 262444 6.80, 262424 6.72, 261434 (16-row pair split, two CTAs per SM) 8.43 and
