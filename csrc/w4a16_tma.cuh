@@ -495,7 +495,7 @@ constexpr int kTmaNT1[] = {32844, 22844, 22464, 22848, 21844, 82844, 52444, 2524
 // unswizzled) had lost. Two stages more or fewer (257444 / 257424) are kept as neighbours; the chunks of
 // two superblocks per warp (257824 / 257442) spill.
 constexpr int kTmaNT2[] = {24444, 34444, 22444, 24464, 21844, 21848, 74444, 62434, 124444, 224444, 262434,
-                           257434, 257444, 257424, 57434, 57444, 57424};
+                           257434, 257444, 257424, 57434, 57444, 57424, 253434, 263434, 53434, 63434};
 
 template <size_t L>
 constexpr bool tma_codes_fit(const int (&codes)[L], int nt) {
