@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 33 run 3 at 41c5d97.
 # Session 33 run 3: the 112-row pair split at one token tile (257434 / 257444 compiled for M <= 8) on 7168x16384
 # against the dispatch (32844 at M <= 4, 22464 at M = 5..8): the TMA ring tests over every code, then the
 # codes at M = 1 / 4 / 5 / 8; 48-row pair splits (253434 / 263434: 44 clusters, 88 CTAs) on 2112x7168 at M = 9 / 16.

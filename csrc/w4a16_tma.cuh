@@ -463,7 +463,7 @@ __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::
 // TMA ring shapes compiled, per token tiles (code: [SW] F R KS ST CW as decimal digits; F 3 = the zero
 // fold, 5 = the pair split, 6 = pair + k-step split, 7 = the k-step split, 8 = diagnostic mode 1; SW 1 =
 // swizzled x in two boxes per superblock, SW 2 = in one 3-D box). The dispatch (qlinear/ops/w4a16.py
-// _CUDA_RING_AUTO) uses 32844, 22464, 252444 (one token tile), 257434 and 262434 (two); the others are its
+// _CUDA_RING_AUTO) uses 252444, 257434 (one token tile), 257434 and 262434 (two); the others are its
 // measured neighbours, kept for re-tuning (benchmarks/bench_w4tma.py).
 // Session 24 runs 2-3 and 10 at two token tiles on 2112x7168 M = 16 (us): 21848 8.32, 21858 8.57,
 // 21844 9.61, 21854 9.62, 21484 9.82, 71848 8.48, 71844 9.13 (removed: 21854, 21484, 21858, 71848,
@@ -480,7 +480,11 @@ __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::
 // 252444 4.69 / 4.70 / 4.74 vs 52444 4.71 / 4.87 / 5.11 us; 7168x16384 M = 1 / 4 / 8: 232844 26.25 / 26.65 /
 // 26.43 vs 32844 19.91 / 20.48 / 31.05, 222464 22.77 / 22.82 / 22.52 vs 22464 28.10 / 21.56 / 21.66 (their
 // stages hold 8 x rows of x per superblock at every M, and fewer CTAs fit an SM): only 252444 kept.
-constexpr int kTmaNT1[] = {32844, 22844, 22464, 22848, 21844, 82844, 52444, 252444, 257434, 257444, 57434, 57444};
+// Session 33 run 3 (benchmarks/results/session33/run3, 7168x16384, us): the 112-row pair split at one token
+// tile, sym-fp16 M = 1 / 4 / 5 / 8: 257434 18.82 / 19.20 / 19.18 / 19.28 vs the dispatch then (32844 at M <= 4,
+// 22464 above) 19.79 / 20.31 / 21.24 / 21.68 [bf16 64.24 / 65.04 / 65.25 / 65.72]; asym-bf16 M = 1 / 8 18.84 /
+// 19.47 vs 20.02 (32844, the zero fold) / 22.22; 257444 19.75-20.30 (removed).
+constexpr int kTmaNT1[] = {32844, 22844, 22464, 22848, 21844, 82844, 52444, 252444, 257434, 57434};
 // Session 30 (benchmarks/results/session30, runs 1-3): SW = 2 (one 3-D x box per superblock) took 2112x7168
 // M = 16 from 6.97 (62434) to 6.36 us (262434) and 7168x16384 M = 16 from 26.27 (124444) to 25.87 (224444);
 // its neighbours lost: 262444 6.80, 262424 6.72, 261434 (16-row pair split, two CTAs per SM) 8.43 and
@@ -493,9 +497,12 @@ constexpr int kTmaNT1[] = {32844, 22844, 22464, 22848, 21844, 82844, 52444, 2524
 // 64 (33.5 MB of x through L2 at M = 16 instead of 58.7) and keeps 128 of 132 SMs busy; session 25's
 // 112-row pair splits (67232 / 67242: four consumer warps sharing two superblocks per stage, x
 // unswizzled) had lost. Two stages more or fewer (257444 / 257424) are kept as neighbours; the chunks of
-// two superblocks per warp (257824 / 257442) spill.
+// two superblocks per warp (257824 / 257442) spill. Run 2 (same method): 257444 / 257424 23.53 / 23.36 at
+// M = 9 and 23.54 / 23.84 at M = 16 vs 257434 22.84 / 22.90 (removed). Run 3: 48-row pair splits on
+// 2112x7168 (44 clusters, 88 CTAs) M = 9 / 16: 253434 7.76 / 7.86, 263434 7.33 / 7.47 vs 262434 6.30 / 6.37
+// (removed).
 constexpr int kTmaNT2[] = {24444, 34444, 22444, 24464, 21844, 21848, 74444, 62434, 124444, 224444, 262434,
-                           257434, 257444, 257424, 57434, 57444, 57424, 253434, 263434, 53434, 63434};
+                           257434, 57434};
 
 template <size_t L>
 constexpr bool tma_codes_fit(const int (&codes)[L], int nt) {

@@ -315,6 +315,10 @@ _CUDA_RING = 0
 # (257434: 64 clusters of two CTAs, each half of K; csrc/w4a16_tma.cuh tma_row_block):
 #   many M=9 / 12 / 16: 257434 22.85 / 22.85 / 22.65 vs 224444 (auto) 25.85 / 25.94 / 25.64 [bf16 62.34 /
 #            62.97 / 63.37]; asym-bf16 M = 16 22.89 vs 25.94                              -> ('many', 2): 257434
+# Run 3 (benchmarks/results/session33/run3, same method), the same code at one token tile:
+#   many M=1 / 4 / 5 / 8: 257434 18.82 / 19.20 / 19.18 / 19.28 vs auto (32844 / 32844 / 22464 / 22464) 19.79 /
+#            20.31 / 21.24 / 21.68 [bf16 64.24 / 65.04 / 65.25 / 65.72]; asym-bf16 M = 1 / 8 18.84 / 19.47 vs
+#            20.02 / 22.22                                             -> ('many', 0 | 4 | 1): 257434
 # Session 30 run 7 (benchmarks/results/session30/run7, same method): the same at one token tile:
 #   few M=2 / 4 / 8: 252444 4.69 / 4.70 / 4.74 vs 52444 (auto) 4.71 / 4.87 / 5.11 [bf16 13.17 / 13.04 / 13.05]
 #                                                                     -> ('few', 4), ('few', 1): 252444
@@ -323,7 +327,7 @@ _CUDA_RING = 0
 _CUDA_RING_AUTO: dict[tuple[str, int], int] = {
     ("few", 0): -1, ("few", 4): 252444, ("few", 1): 252444, ("few", 2): 262434,
     ("short", 0): -1, ("short", 1): -1, ("short", 2): -1,
-    ("many", 0): 32844, ("many", 4): 32844, ("many", 1): 22464, ("many", 2): 257434,
+    ("many", 0): 257434, ("many", 4): 257434, ("many", 1): 257434, ("many", 2): 257434,
 }
 
 # Register-kernel configs (row tiles per CTA, superblocks per chunk, warps, pipe) for automatic

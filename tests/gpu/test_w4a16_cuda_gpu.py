@@ -399,7 +399,7 @@ def test_too_large_ring_is_refused_up_front():
 
 # the committed dispatch table (qlinear/ops/w4a16.py _CUDA_RING_AUTO) on the measured shapes
 AUTO_WANT = {(2112, 7168): {1: -1, 4: 252444, 8: 252444, 16: 262434}, (24576, 1536): {1: -1, 4: -1, 8: -1, 16: -1},
-             (7168, 16384): {1: 32844, 4: 32844, 8: 22464, 16: 257434}}
+             (7168, 16384): {1: 257434, 4: 257434, 8: 257434, 16: 257434}}
 # ... and _CUDA_REG_AUTO's register configs where the ring table says -1 (None: the launcher's), or
 # where a TMA ring entry does not apply (short rows at M = 16: _CUDA_XS_AUTO's x-staged config)
 REG_WANT = {(2112, 7168): {1: (1, 2, 16, 2, 1), 4: (1, 2, 16, 2, 1), 16: (1, 2, 8, 0)},
