@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 33 run 4 at b9d47c4.
 # Session 33 run 4: the 112-row pair split (257434) as the dispatch for 7168x16384 at every M <= 16: the TMA ring
 # tests over every code, the decode kernels' tests (the auto table), the layer tests through the auto dispatch;
 # then the issue-5 acceptance benchmark (benchmarks/results/linear_w4a16.json).
