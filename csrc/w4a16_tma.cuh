@@ -496,9 +496,9 @@ constexpr int kTmaNT1[] = {32844, 22844, 22464, 22848, 21844, 82844, 52444, 2524
 // 24.79 / 24.41, 268434 26.40 / 26.50 / 26.27 (removed). A 112-row tile reads x once per 112 rows instead of
 // 64 (33.5 MB of x through L2 at M = 16 instead of 58.7) and keeps 128 of 132 SMs busy; session 25's
 // 112-row pair splits (67232 / 67242: four consumer warps sharing two superblocks per stage, x
-// unswizzled) had lost. Two stages more or fewer (257444 / 257424) are kept as neighbours; the chunks of
-// two superblocks per warp (257824 / 257442) spill. Run 2 (same method): 257444 / 257424 23.53 / 23.36 at
-// M = 9 and 23.54 / 23.84 at M = 16 vs 257434 22.84 / 22.90 (removed). Run 3: 48-row pair splits on
+// unswizzled) had lost. Chunks of two superblocks per warp (257824 / 257442) spill, so were not measured.
+// Run 2 (same method), a stage more or fewer: 257444 / 257424 23.53 / 23.36 at M = 9 and 23.54 / 23.84 at
+// M = 16 vs 257434 22.84 / 22.90 (removed). Run 3: 48-row pair splits on
 // 2112x7168 (44 clusters, 88 CTAs) M = 9 / 16: 253434 7.76 / 7.86, 263434 7.33 / 7.47 vs 262434 6.30 / 6.37
 // (removed).
 constexpr int kTmaNT2[] = {24444, 34444, 22444, 24464, 21844, 21848, 74444, 62434, 124444, 224444, 262434,

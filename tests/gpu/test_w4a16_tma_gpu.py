@@ -61,7 +61,7 @@ def test_every_code_big_shapes(lib, shape):
 @pytest.mark.parametrize("asym", [True, False])
 @pytest.mark.parametrize("group", [128, 256, 384, -1])
 def test_groups_dtypes_ragged(lib, group, asym, dtype):
-    # N = 1040 (65 tiles: partial CTAs for R = 2 / 4), 48 (less than one R = 4 CTA); K = 1152 / 2304 / 128
+    # N = 1040 (65 tiles: partial CTAs for R = 2 / 4 / 7), 48 (less than one R = 4 CTA); K = 1152 / 2304 / 128
     # with groups, 1000 / 520 / 120 per channel (columns past K inside the last superblock, stages past the
     # last one, a pair split's second CTA without any; K = 128 / 120: a single superblock;
     # row strides still multiples of 8 elements, as the maps need at M > 1)
