@@ -875,9 +875,12 @@ def cuda_gemv(
     config: tuple[int, ...] | None = None,
     pdl: bool | None = None,
     ring: int | None = None,
+    out: torch.Tensor | None = None,
 ) -> torch.Tensor | None:
     """The CUDA tensor-core decode kernel on ``x [M, K]`` (M <= 16, :func:`cuda_supported`):
-    ``[M, N]`` in x's dtype, or None when the extension is unavailable.
+    ``[M, N]`` in x's dtype (written into ``out`` when given: ``[M, N]``, x's dtype and device,
+    ``stride(1) == 1``, any row stride, e.g. a block of rows of a larger output; the extension checks it),
+    or None when the extension is unavailable.
 
     ``ring``: the cp.async ring kernel's shape code (see :data:`_CUDA_RING`; 0 = automatic, -1 =
     the register kernel, >= 10000 = the bulk ring kernel, >= 20000 = the TMA ring kernel,
@@ -894,15 +897,16 @@ def cuda_gemv(
     fold (``csrc/w4a16_gemv.cuh`` FOLD: per-token x sums from an all-ones mma), compiled for the
     codes of ``w4a16_reg_fold_configs()`` only (groups of >= 128 or per channel).
     """
-    return _cuda_gemv(x, packed, bias, config, pdl, ring)
+    return _cuda_gemv(x, packed, bias, config, pdl, ring, out)
 
 
-def _cuda_gemv(x, packed, bias, config=None, pdl=None, ring=None):
+def _cuda_gemv(x, packed, bias, config=None, pdl=None, ring=None, out=None):
     ops = _cuda_ext_ops()
     if ops is None:
         return None
     m = x.shape[0]
-    out = torch.empty((m, packed.n), dtype=x.dtype, device=x.device)
+    if out is None:
+        out = torch.empty((m, packed.n), dtype=x.dtype, device=x.device)
     if m == 0:
         return out
     if pdl is None:

@@ -397,6 +397,24 @@ def test_too_large_ring_is_refused_up_front():
     torch.zeros(1, device=DEV).add_(1)
 
 
+def test_out_rows_of_a_larger_output():
+    # out=: two blocks of rows (16 + 9) of one output with a padded row stride, each from its own launch
+    # (the automatic kernel of each block's M); the rows around them stay as they were; a misshaped out is
+    # refused by the extension and names the parameter
+    packed, w = _layer(7168, 16384, seed=50)
+    x = torch.randn(25, 16384, device=DEV, dtype=torch.bfloat16)
+    b = torch.randn(7168, device=DEV, dtype=torch.bfloat16)
+    big = torch.full((27, 7168 + 64), 7.0, device=DEV, dtype=torch.bfloat16)
+    y = big[1:26, :7168]
+    for lo, hi in ((0, 16), (16, 25)):
+        r = ops.cuda_gemv(x[lo:hi], packed, b, out=y[lo:hi])
+        assert r.data_ptr() == y[lo:hi].data_ptr()
+    assert_matches(y, x, w, b, "out = two blocks of rows")
+    assert bool((big[0] == 7).all()) and bool((big[26] == 7).all()) and bool((big[1:26, 7168:] == 7).all())
+    with pytest.raises(RuntimeError, match="out: expected"):
+        ops.cuda_gemv(x[:4], packed, out=y[:3])
+
+
 # the committed dispatch table (qlinear/ops/w4a16.py _CUDA_RING_AUTO) on the measured shapes
 AUTO_WANT = {(2112, 7168): {1: -1, 4: 252444, 8: 252444, 16: 262434}, (24576, 1536): {1: -1, 4: -1, 8: -1, 16: -1},
              (7168, 16384): {1: 257434, 4: 257434, 8: 257434, 16: 257434}}
