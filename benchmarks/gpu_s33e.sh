@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Session 33 run 5: cuda_gemv(out=) (rows of a larger output): the decode kernels' tests; then M = 17 / 24 / 32
-# through blocks of at most 16 rows (each with the automatic decode kernel of its M) against the automatic
-# dispatch and bf16 F.linear on the three shapes (benchmarks/probe_w4a16_chunks.py).
+# Session 33 run 5: cuda_gemv(out=) and the "cuda" backend past 16 rows (blocks of 16, one launch each, into
+# one output; auto for 7168x16384 up to M = 32): the decode kernels' tests, the layer tests through the auto
+# dispatch; then M = 17 / 24 / 32 / 40 on the three shapes: "cuda" (blocks) against the mma.sync GEMM, Triton
+# and bf16 F.linear (benchmarks/probe_w4a16_chunks.py).
 #   (device, carry build/snap) cd build/snap && OUT=$OUT bash benchmarks/gpu_s33e.sh
 : "${OUT:?}"
 source "$(dirname "$0")/_gpu_build.sh"
 gpu_run_start s33e
 gpu_pytest cuda_tests 240 tests/gpu/test_w4a16_cuda_gpu.py
-gpu_probe chunks 240 "CHUNKS|rror|Traceback|skipped" benchmarks/probe_w4a16_chunks.py --reps 11
+gpu_pytest w4_auto 150 tests/gpu/test_w4a16_gpu.py -k "auto or graph or backend_choice"
+gpu_probe chunks 240 "CHUNKS|rror|Traceback|skipped" benchmarks/probe_w4a16_chunks.py --reps 11 --ms 17 24 32 40
 gpu_cleanup

@@ -1,7 +1,7 @@
-"""W4A16 at M = 17 .. 32: the layer's automatic dispatch (the mma.sync GEMM on 7168x16384-class layers,
-Triton on the others) against the decode kernel run on blocks of at most 16 rows written into one output
-(``cuda_gemv(..., out=rows)``, each block with the automatic kernel of its M) and bf16 ``F.linear``; all
-candidates of a case in one alternated-replay measurement, weights cold (rotated copies).
+"""W4A16 at M = 17 .. 32: the "cuda" backend (the decode kernels on blocks of at most 16 rows, one launch
+each into one output, each block with the automatic kernel of its M) against the mma.sync GEMM ("cuda_gemm"),
+Triton and bf16 ``F.linear``; all candidates of a case in one alternated-replay measurement, weights cold
+(rotated copies). "auto" = the committed dispatch.
     python benchmarks/probe_w4a16_chunks.py --out DIR [--shapes many few short] [--ms 17 24 32]
 """
 
@@ -20,14 +20,6 @@ from bench_w4a16 import LAYER_KINDS, cold_layers  # noqa: E402
 from bench_w4tma import SHAPES  # noqa: E402
 
 from qlinear.ops import w4a16 as ops  # noqa: E402
-
-
-def blocks(x: torch.Tensor, packed, rows: int = 16) -> torch.Tensor:
-    """The decode kernel on x's rows in blocks of ``rows``, into one output."""
-    y = torch.empty((x.shape[0], packed.n), dtype=x.dtype, device=x.device)
-    for lo in range(0, x.shape[0], rows):
-        ops.cuda_gemv(x[lo:lo + rows], packed, out=y[lo:lo + rows])
-    return y
 
 
 def main() -> None:
@@ -49,8 +41,10 @@ def main() -> None:
             want = xs[0].float() @ ref_w.t()
             auto = ops.w4a16_backend(xs[0], packs[0])
             fns = {"bf16 F.linear": lambda i: F.linear(xs[i % 4], w16[i % nb16]),
-                   f"auto ({auto})": lambda i: ops.w4a16_linear(xs[i % 4], packs[i % nbuf]),
-                   "blocks of 16": lambda i: blocks(xs[i % 4], packs[i % nbuf])}
+                   f"auto ({auto})": lambda i: ops.w4a16_linear(xs[i % 4], packs[i % nbuf])}
+            for be in ("cuda", "cuda_gemm", "triton"):
+                if be == "triton" or ops._CUDA_SUPPORT[be](xs[0], packs[0]):
+                    fns[be] = lambda i, be=be: ops.w4a16_linear(xs[i % 4], packs[i % nbuf], backend=be)
             ok = runnable(fns, rel_err_check(want, skip=("bf16 F.linear",)), f"{case:>18}  ")
             res = bench_graphs_interleaved(ok, n_buffers=max(nbuf, nb16), reps=args.reps, target_replay_us=400.0)
             record_gbps_rows(res, rows, case, wb, width=16, m=m, n=n, k=k, weight_bytes=wb)

@@ -24,13 +24,14 @@ tile of rows reads them coalesced, and for act-order one column permutation per 
 permutations once (``x[:, perm]``, one small kernel, ``[M, S*K]``) and a single launch then serves
 the whole merged layer: its N-tiles never straddle a shard and each tile reads its shard's slice.
 
-Backends: ``"cuda"`` (``csrc/w4a16_gemv.cuh``: tensor-core decode kernels for M <= 16, 4-bit without
-act-order, one launch: a cp.async ring kernel, or round 1's register kernel for groups < 128 /
+Backends: ``"cuda"`` (``csrc/w4a16_gemv.cuh``: tensor-core decode kernels for M <= 16 per launch, more
+rows as blocks of 16, 4-bit without act-order, one launch per block: a cp.async ring kernel, or round 1's register kernel for groups < 128 /
 N % 4 != 0; on sm_90 the TMA ring kernel of ``csrc/w4a16_tma.cuh`` for long rows and, from M = 5,
 for few rows, see :data:`_CUDA_RING_AUTO`; on sm_90 for short rows at M = 9 .. 16 the x-staged kernel of
 ``csrc/w4a16_xs.cuh`` (its warps split the rows, x copied once per CTA into shared memory), see
 :data:`_CUDA_XS_AUTO`; auto-chosen for M <= :data:`_CUDA_MAX_M`
-(:data:`_CUDA_MAX_M_TALL` when N >= 8 K) where :func:`cuda_supported` holds; act-order and 8-bit
+(:data:`_CUDA_MAX_M_TALL` when N >= 8 K), or up to :data:`_CUDA_BLOCKS_MAX_M` for the shape classes listed
+there, where :func:`cuda_supported` holds; act-order and 8-bit
 weights take the Triton path), ``"cuda_gemm"``
 (``csrc/w4a16_gemm.cuh``: an mma.sync GEMM for M > 16 with x staged in shared memory for the CTA's
 warps, the weight dequantized and scaled in registers; auto-chosen for M up to :data:`_CUDA_GEMM_MAX_M`
@@ -123,6 +124,11 @@ _M_THRESHOLDS: tuple[tuple[int, str, Optional[str]], ...] = (
 # every measured case up to M = 16, tall-skinny layers included.
 _CUDA_MAX_M = 16
 _CUDA_MAX_M_TALL = 16
+# The decode kernels take at most _CUDA_BLOCK_M rows per launch (two token tiles of 8); "cuda" runs more rows
+# as blocks of that many, one launch each, into one output. Auto dispatch sends _CUDA_MAX_M < M <=
+# _CUDA_BLOCKS_MAX_M[shape class] there (ahead of the GEMMs), for the classes measured to gain.
+_CUDA_BLOCK_M = 16
+_CUDA_BLOCKS_MAX_M: dict[str, int] = {"many": 32}
 # The CUDA GEMM (csrc/w4a16_gemm.cuh: x, weights, scales and zeros staged in a shared-memory ring for
 # the CTA's warps, the weight dequantized and scaled in registers, mma.sync) takes
 # _CUDA_MAX_M < M <= _CUDA_GEMM_MAX_M[shape class] in auto dispatch where cuda_gemm_supported() holds
@@ -623,7 +629,8 @@ def triton_supported(packed: W4A16Weights) -> bool:
 def cuda_supported(x: torch.Tensor, packed: W4A16Weights, *, check_pointers: bool = True) -> bool:
     """Cases the CUDA tensor-core decode kernel takes (shapes, dtypes, strides, alignment).
 
-    4-bit, no act-order permutation, x fp16 / bf16 on CUDA with 1 <= M <= 16 rows, K a multiple
+    4-bit, no act-order permutation, x fp16 / bf16 on CUDA with M >= 1 rows (more than
+    :data:`_CUDA_BLOCK_M` run as blocks of that many rows, one launch each, into one output), K a multiple
     of 4, group size per channel, a multiple of 128, or 16 / 32 / 64; x's pointer 8-byte aligned
     and its row stride a multiple of 4 elements. Everything else takes the Triton path.
     ``check_pointers=False`` leaves out the two pointer checks (torch.compile cannot trace a
@@ -634,7 +641,7 @@ def cuda_supported(x: torch.Tensor, packed: W4A16Weights, *, check_pointers: boo
     if packed.bits != 4 or packed.perm is not None or packed.k % 4 or x.shape[-1] != packed.k:
         return False
     m = x.numel() // max(x.shape[-1], 1)
-    if not 1 <= m <= 16:
+    if m < 1:
         return False
     g = packed.group_size
     if packed.num_groups > 1 and not (g % 128 == 0 or g in (16, 32, 64)):
@@ -706,7 +713,8 @@ def w4a16_backend(x: torch.Tensor, packed: W4A16Weights) -> str:
 
     ``$QLINEAR_W4A16_BACKEND=cuda`` applies where :func:`cuda_supported` holds (other cases take
     the automatic choice). Auto picks ``"cuda"`` for M <= :data:`_CUDA_MAX_M` when supported and
-    the extension has not failed to load (a load failure falls back to ``"triton"`` with a warning).
+    the extension has not failed to load (a load failure falls back to ``"triton"`` with a warning), and up to
+    :data:`_CUDA_BLOCKS_MAX_M` rows (blocks of 16) for the shape classes listed there.
     """
     forced = env_backend(_ENV_VAR, W4A16_BACKENDS)
     if forced in _CUDA_SUPPORT and not _CUDA_SUPPORT[forced](x, packed):
@@ -718,10 +726,10 @@ def w4a16_backend(x: torch.Tensor, packed: W4A16Weights) -> str:
     m = x.numel() // max(x.shape[-1], 1)
     tall = packed.n >= 8 * packed.k
     traced = torch.compiler.is_compiling()
-    if (m <= (_CUDA_MAX_M_TALL if tall else _CUDA_MAX_M) and not _cuda_ext_failed()
-            and cuda_supported(x, packed, check_pointers=not traced)):
-        return "cuda"
     cls = _cuda_shape_class(packed.n, packed.k)
+    cuda_max_m = max(_CUDA_MAX_M_TALL if tall else _CUDA_MAX_M, _CUDA_BLOCKS_MAX_M.get(cls, 0))
+    if m <= cuda_max_m and not _cuda_ext_failed() and cuda_supported(x, packed, check_pointers=not traced):
+        return "cuda"
     gemm_max_m = _CUDA_GEMM_MAX_M.get(cls, 0)
     if (_CUDA_MAX_M < m <= gemm_max_m and not _cuda_ext_failed()
             and cuda_gemm_supported(x, packed, check_pointers=not traced)):
@@ -877,7 +885,9 @@ def cuda_gemv(
     ring: int | None = None,
     out: torch.Tensor | None = None,
 ) -> torch.Tensor | None:
-    """The CUDA tensor-core decode kernel on ``x [M, K]`` (M <= 16, :func:`cuda_supported`):
+    """The CUDA tensor-core decode kernel on ``x [M, K]`` (:func:`cuda_supported`; more than
+    :data:`_CUDA_BLOCK_M` rows run as blocks of that many, one launch each, each block with the automatic
+    ring / config of its own M unless ``ring`` / ``config`` are given):
     ``[M, N]`` in x's dtype (written into ``out`` when given: ``[M, N]``, x's dtype and device,
     ``stride(1) == 1``, any row stride, e.g. a block of rows of a larger output; the extension checks it),
     or None when the extension is unavailable.
@@ -907,8 +917,20 @@ def _cuda_gemv(x, packed, bias, config=None, pdl=None, ring=None, out=None):
     m = x.shape[0]
     if out is None:
         out = torch.empty((m, packed.n), dtype=x.dtype, device=x.device)
+    if m > _CUDA_BLOCK_M:
+        # blocks of rows, each with the kernel and config its own M gets (the weights are read once per block)
+        for lo in range(0, m, _CUDA_BLOCK_M):
+            hi = min(lo + _CUDA_BLOCK_M, m)
+            _cuda_gemv_block(ops, x[lo:hi], packed, bias, config, pdl, ring, out[lo:hi])
+        return out
     if m == 0:
         return out
+    _cuda_gemv_block(ops, x, packed, bias, config, pdl, ring, out)
+    return out
+
+
+def _cuda_gemv_block(ops, x, packed, bias, config, pdl, ring, out):
+    m = x.shape[0]
     if pdl is None:
         from qlinear.kernels import _pdl  # function-local: imports triton
 
@@ -929,7 +951,6 @@ def _cuda_gemv(x, packed, bias, config=None, pdl=None, ring=None, out=None):
         out, x, packed.qweight, packed.scales, packed.zeros, bias, packed.group_size, r, u, w, int(pdl), int(ring),
         int(pipe), int(fold),
     )
-    return out
 
 
 def cuda_gemm(

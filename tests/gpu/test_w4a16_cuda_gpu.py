@@ -120,8 +120,11 @@ def test_dispatch_and_fallbacks():
     x1 = torch.randn(1, 512, device=DEV, dtype=torch.bfloat16)
     expect = "cuda" if ops._CUDA_MAX_M >= 1 else "triton"
     assert ops.w4a16_backend(x1, packed) == expect
+    # M = 32 runs as two blocks of 16 rows when asked for; auto sends it there only for the classes of
+    # _CUDA_BLOCKS_MAX_M (not this few-rows layer)
     x32 = torch.randn(32, 512, device=DEV, dtype=torch.bfloat16)
-    assert not ops.cuda_supported(x32, packed) and ops.w4a16_backend(x32, packed) != "cuda"
+    assert ops.cuda_supported(x32, packed) and "few" not in ops._CUDA_BLOCKS_MAX_M
+    assert ops.w4a16_backend(x32, packed) != "cuda"
     # act-order and 8-bit take the Triton path
     gen = torch.Generator(device=DEV).manual_seed(7)
     q = torch.randint(0, 16, (64, 256), device=DEV, generator=gen)
@@ -413,6 +416,30 @@ def test_out_rows_of_a_larger_output():
     assert bool((big[0] == 7).all()) and bool((big[26] == 7).all()) and bool((big[1:26, 7168:] == 7).all())
     with pytest.raises(RuntimeError, match="out: expected"):
         ops.cuda_gemv(x[:4], packed, out=y[:3])
+
+
+def test_blocks_of_rows_auto_and_graph():
+    # past 16 rows the "cuda" backend runs blocks of 16 (each with its own M's kernel: 16 + 1, 16 + 8, 16 + 16
+    # rows), and auto takes it for the 7168x16384 class up to _CUDA_BLOCKS_MAX_M; strided x rows; in a CUDA
+    # graph (PDL between the blocks) replayed on fresh x
+    packed, w = _layer(7168, 16384, seed=51)
+    b = torch.randn(7168, device=DEV, dtype=torch.bfloat16)
+    for m in (17, 24, 32):
+        x = torch.randn(m, 16384 + 64, device=DEV, dtype=torch.bfloat16)[:, :16384]
+        assert ops.w4a16_backend(x, packed) == ("cuda" if m <= ops._CUDA_BLOCKS_MAX_M.get("many", 0) else "cuda_gemm")
+        assert_matches(ops.w4a16_linear(x, packed, b, backend="cuda"), x, w, b, f"blocks M={m}")
+        assert_matches(ops.w4a16_linear(x, packed, b), x, w, b, f"auto M={m}")
+    x = torch.randn(40, 16384, device=DEV, dtype=torch.bfloat16)
+    ops.w4a16_linear(x, packed, b, backend="cuda")
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        y = ops.w4a16_linear(x, packed, b, backend="cuda")
+    for seed in range(2):
+        x.copy_(torch.randn(40, 16384, device=DEV, generator=torch.Generator(device=DEV).manual_seed(60 + seed)))
+        g.replay()
+        torch.cuda.synchronize()
+        assert_matches(y, x, w, b, f"blocks M=40 graph replay {seed}")
 
 
 # the committed dispatch table (qlinear/ops/w4a16.py _CUDA_RING_AUTO) on the measured shapes
