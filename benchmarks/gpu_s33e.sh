@@ -9,5 +9,6 @@ source "$(dirname "$0")/_gpu_build.sh"
 gpu_run_start s33e
 gpu_pytest cuda_tests 240 tests/gpu/test_w4a16_cuda_gpu.py
 gpu_pytest w4_auto 150 tests/gpu/test_w4a16_gpu.py -k "auto or graph or backend_choice"
+gpu_pytest gemm_dispatch 120 tests/gpu/test_w4a16_gemm_gpu.py -k "auto_dispatch"
 gpu_probe chunks 240 "CHUNKS|rror|Traceback|skipped" benchmarks/probe_w4a16_chunks.py --reps 11 --ms 17 24 32 40
 gpu_cleanup

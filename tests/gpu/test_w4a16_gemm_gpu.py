@@ -236,20 +236,23 @@ def test_refusals_and_public_op():
 
 
 def test_auto_dispatch_on_measured_shapes():
-    """_CUDA_GEMM_MAX_M: the many-row class takes the GEMM for 16 < M <= its bound, others do not."""
+    """Past 16 rows the many-row class takes the decode kernels in blocks of 16 rows ("cuda") up to
+    _CUDA_BLOCKS_MAX_M, then this GEMM up to _CUDA_GEMM_MAX_M; the few-row class neither. The GEMM itself,
+    forced, at M = 24 / 32."""
     _ext()
     big, w = _layer(7168, 16384, seed=11)
-    x = _x(24, 16384, torch.bfloat16, 24)
-    assert ops.w4a16_backend(x, big) == "cuda_gemm"
-    assert_matches(ops.w4a16_linear(x, big), x, w, None, "auto M=24 7168x16384")
+    blocks_max, gemm_max = ops._CUDA_BLOCKS_MAX_M.get("many", 0), ops._CUDA_GEMM_MAX_M.get("many", 0)
+    for m in (24, 32):
+        x = _x(m, 16384, torch.bfloat16, m)
+        want = "cuda" if m <= blocks_max else ("cuda_gemm" if m <= gemm_max else None)
+        if want is not None:
+            assert ops.w4a16_backend(x, big) == want, m
+        assert_matches(ops.w4a16_linear(x, big, backend="cuda_gemm"), x, w, None, f"cuda_gemm M={m} 7168x16384")
     assert ops.w4a16_backend(_x(16, 16384, torch.bfloat16, 1), big) == "cuda"
-    # M = 32 is the bound (session 14: from M = 33 on the wgmma GEMM's 64-token tile is faster)
-    x = _x(32, 16384, torch.bfloat16, 32)
-    assert ops.w4a16_backend(x, big) == "cuda_gemm"
-    assert_matches(ops.w4a16_linear(x, big), x, w, None, "auto M=32 7168x16384")
-    assert ops.w4a16_backend(_x(33, 16384, torch.bfloat16, 1), big) != "cuda_gemm"
+    # the wgmma GEMM's 64-token tile from M = 33 on (session 14)
+    assert ops.w4a16_backend(_x(33, 16384, torch.bfloat16, 1), big) not in ("cuda_gemm", "cuda")
     few, _ = _layer(2112, 7168, seed=12)
-    assert ops.w4a16_backend(_x(24, 7168, torch.bfloat16, 2), few) != "cuda_gemm"
+    assert ops.w4a16_backend(_x(24, 7168, torch.bfloat16, 2), few) not in ("cuda_gemm", "cuda")
 
 
 def test_wgmma_auto_dispatch_on_measured_shapes():
