@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 33 run 5 at a18d304.
 # Session 33 run 5: cuda_gemv(out=) and the "cuda" backend past 16 rows (blocks of 16, one launch each, into
 # one output; auto for 7168x16384 up to M = 32): the decode kernels' tests, the layer tests through the auto
 # dispatch; then "cuda" (blocks) against the mma.sync GEMM, Triton

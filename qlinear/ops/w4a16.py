@@ -127,6 +127,14 @@ _CUDA_MAX_M_TALL = 16
 # The decode kernels take at most _CUDA_BLOCK_M rows per launch (two token tiles of 8); "cuda" runs more rows
 # as blocks of that many, one launch each, into one output. Auto dispatch sends _CUDA_MAX_M < M <=
 # _CUDA_BLOCKS_MAX_M[shape class] there (ahead of the GEMMs), for the classes measured to gain.
+# Session 33 run 5 (benchmarks/results/session33/run5, probe_w4a16_chunks.py: sym-fp16 layers, cold weights,
+# alternated replays, us; blocks / the mma.sync GEMM ("cuda_gemm", the dispatch before) / Triton [bf16]):
+#   many (7168x16384) M = 17 / 24 / 32: 42.24 / 42.34 / 45.51 vs 53.09 / 54.61 / 56.02 / 72.89-74.18
+#        [60.45 / 61.09 / 61.74]: the weights are read twice, but each block runs at its decode kernel's
+#        rate (257434: 22.65 us at M = 16, 18.82 at M = 1)                                  -> "many": 32
+#   few (2112x7168) M = 17 / 24 / 32: 13.10 / 15.22 / 12.40 vs Triton (the dispatch) 11.45 / 11.68 / 12.14
+#        [13.77 / 13.52 / 13.63]                                                             -> not listed
+#   (short rows not measured: its M = 17 .. 32 stay Triton / the wgmma GEMM.)
 _CUDA_BLOCK_M = 16
 _CUDA_BLOCKS_MAX_M: dict[str, int] = {"many": 32}
 # The CUDA GEMM (csrc/w4a16_gemm.cuh: x, weights, scales and zeros staged in a shared-memory ring for
@@ -153,7 +161,10 @@ _CUDA_BLOCKS_MAX_M: dict[str, int] = {"many": 32}
 # M = 16 neither split-K GEMM comes near the register decode kernel the dispatch runs there: best
 # 12.34 (wgmma 64 tokens) / 20.51 (this GEMM, W8 T32 S2) / 52.22 (this GEMM, auto) against 9.27 / 12.62
 # / 33.76 on 2112x7168 / 24576x1536 / 7168x16384 -> no entry below 17 rows.
-_CUDA_GEMM_MAX_M: dict[str, int] = {"many": 32}
+# Session 33 run 5 (at _CUDA_BLOCKS_MAX_M): the decode kernels in blocks of 16 rows beat this GEMM on many at
+# M = 17 .. 32 (42.2-45.5 vs 53.1-56.0 us) and come first in auto dispatch; the GEMM stays as an explicit
+# backend ("cuda_gemm") with no auto range.
+_CUDA_GEMM_MAX_M: dict[str, int] = {}
 # Its launch config (warps = 16-row tiles per CTA, tokens per CTA, K splits, ring stages) for calls
 # without one: the first (max_m, config) row of the shape class's entry with M <= max_m, else
 # _CUDA_GEMM_CONFIG; zeros = the launcher's choice
