@@ -200,7 +200,8 @@ __device__ __forceinline__ void tma_lds_x(const TmaParams& tp, const char* base,
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
-      for (int i = I0; i < I0 + NI; ++i) c.x[u][nt][i] = *reinterpret_cast<const uint2*>(xb + dh[i >> 2] + xo[nt][i & 3]);
+      for (int i = I0; i < I0 + NI; ++i)
+        c.x[u][nt][i] = *reinterpret_cast<const uint2*>(xb + dh[i >> 2] + xo[nt][i & 3]);
   } else {
     const char* xb = base + tp.off_x + j * tma_x_sb_bytes(false, tp.mb) + t * 8;
 #pragma unroll

@@ -25,10 +25,10 @@ permutations once (``x[:, perm]``, one small kernel, ``[M, S*K]``) and a single 
 the whole merged layer: its N-tiles never straddle a shard and each tile reads its shard's slice.
 
 Backends: ``"cuda"`` (``csrc/w4a16_gemv.cuh``: tensor-core decode kernels for M <= 16 per launch, more
-rows as blocks of 16, 4-bit without act-order, one launch per block: a cp.async ring kernel, or round 1's register kernel for groups < 128 /
-N % 4 != 0; on sm_90 the TMA ring kernel of ``csrc/w4a16_tma.cuh`` for long rows and, from M = 5,
-for few rows, see :data:`_CUDA_RING_AUTO`; on sm_90 for short rows at M = 9 .. 16 the x-staged kernel of
-``csrc/w4a16_xs.cuh`` (its warps split the rows, x copied once per CTA into shared memory), see
+rows as blocks of 16, 4-bit without act-order, one launch per block: a cp.async ring kernel, or round 1's
+register kernel for groups < 128 / N % 4 != 0; on sm_90 the TMA ring kernel of ``csrc/w4a16_tma.cuh`` for
+long rows and, from M = 5, for few rows, see :data:`_CUDA_RING_AUTO`; on sm_90 for short rows at M = 9 .. 16
+the x-staged kernel of ``csrc/w4a16_xs.cuh`` (its warps split the rows, x copied once per CTA into shared memory), see
 :data:`_CUDA_XS_AUTO`; auto-chosen for M <= :data:`_CUDA_MAX_M`
 (:data:`_CUDA_MAX_M_TALL` when N >= 8 K), or up to :data:`_CUDA_BLOCKS_MAX_M` for the shape classes listed
 there, where :func:`cuda_supported` holds; act-order and 8-bit
