@@ -424,9 +424,10 @@ def test_blocks_of_rows_auto_and_graph():
     # graph (PDL between the blocks) replayed on fresh x
     packed, w = _layer(7168, 16384, seed=51)
     b = torch.randn(7168, device=DEV, dtype=torch.bfloat16)
+    assert ops._CUDA_BLOCKS_MAX_M.get("many", 0) >= 32
     for m in (17, 24, 32):
         x = torch.randn(m, 16384 + 64, device=DEV, dtype=torch.bfloat16)[:, :16384]
-        assert ops.w4a16_backend(x, packed) == ("cuda" if m <= ops._CUDA_BLOCKS_MAX_M.get("many", 0) else "cuda_gemm")
+        assert ops.w4a16_backend(x, packed) == "cuda"
         assert_matches(ops.w4a16_linear(x, packed, b, backend="cuda"), x, w, b, f"blocks M={m}")
         assert_matches(ops.w4a16_linear(x, packed, b), x, w, b, f"auto M={m}")
     x = torch.randn(40, 16384, device=DEV, dtype=torch.bfloat16)
