@@ -43,7 +43,7 @@ def main() -> None:
                     help="extra wgmma configs 'tokens,splits,stages[,reduce[,rows[,producer]]]' timed at every M (reduce: "
                          "1 = the last CTA of a tile sums the K split, 2 = spread over the tile's CTAs)")
     ap.add_argument("--pdl-ab", action="store_true",
-                    help="also time the wgmma GEMM's automatic config with PDL off and on")
+                    help="also time the wgmma GEMM's automatic config with PDL off and on, and each --wg-configs one with PDL off")
     ap.add_argument("--rotate-x", action="store_true",
                     help="rotate x copies past L2 as bench_linear does (default: one x, L2-resident)")
     args = ap.parse_args()
@@ -86,6 +86,8 @@ def main() -> None:
             for spec in args.wg_configs:
                 cfg = tuple(int(v) for v in spec.split(","))
                 fns[f"wg {spec}"] = lambda i, c=cfg: ops.cuda_wgmma(xs[i % nx], packs[i % nbuf], None, c)
+                if args.pdl_ab:
+                    fns[f"wg {spec} pdl=0"] = lambda i, c=cfg: ops.cuda_wgmma(xs[i % nx], packs[i % nbuf], None, c, False)
             for warps, tokens, stages in codes if use_gemm else ():
                 if tokens > 2 * max(m, 8) or (tokens < 64 and m > 128):
                     continue  # half-empty token tiles, or many token blocks re-reading the weights
