@@ -482,6 +482,18 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
   const int nsb = SK ? static_cast<int>(static_cast<int64_t>(wp.sk_units) * (blockIdx.x + 1) / gridDim.x) - u_lo
                      : min(sb_lo + gp.sb_per_split, p.nsb) - sb_lo;  // superblocks of this CTA
   auto sk_row0 = [&](int tile) { return tile % wp.sk_row_tiles * ROWS; };
+  // The MMA warps compute their run's bounds again wherever they need them (ctaid read through volatile
+  // asm, so that the compiler cannot keep the first ones live through the main loop, whose registers are
+  // at the limit: where it could not pipeline the wgmmas, ptxas serialized them, C7512).
+  struct SkRun {
+    int lo, n;
+  };
+  auto sk_run = [&] {
+    uint32_t c;
+    asm volatile("mov.u32 %0, %%ctaid.x;" : "=r"(c));
+    const int lo = static_cast<int>(static_cast<int64_t>(wp.sk_units) * c / gridDim.x);
+    return SkRun{lo, static_cast<int>(static_cast<int64_t>(wp.sk_units) * (c + 1) / gridDim.x) - lo};
+  };
   auto sk_tok0 = [&](int tile) { return tile / wp.sk_row_tiles * TN; };
 
   // superblock j into its stage (thread 0 only): the weight rows (with the stage's byte count), then x
@@ -617,40 +629,51 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
     cta_sync<kSync>();
     if (tid == 0) st_release_gpu(gp.counters + blockIdx.x, 1);
   };
-  // superblocks [j0, j1) of the run; buffer 0 first (the previous segment's groups are complete)
-  auto run = [&](int j0, int j1) {
-    int j = j0;
-    for (; j + 1 < j1; j += 2) {
+  if constexpr (SK) {
+    // a run is at most one tile long: its first segment ends with the run or with its tile (at j_mid)
+    int j_mid;
+    {
+      const SkRun rn = sk_run();
+      const int t0 = rn.lo / p.nsb;
+      j_mid = min(rn.n, (t0 + 1) * p.nsb - rn.lo);
+      sk_row = sk_row0(t0), sk_sb_base = rn.lo - t0 * p.nsb;
+    }
+    const int n_all = sk_run().n;
+    // one loop for both segments: a second copy of the loop after the first made ptxas serialize the wgmmas
+    auto sk_step = [&](auto buf, int j) {
+      step(buf, j);
+      if (j + 1 == j_mid && j_mid < n_all) {
+        // the tile ended inside the run, which began inside it: the CTA contributes to it and owns the next
+        wg_wait<0>();
+        sk_contribute();
+#pragma unroll
+        for (int v = 0; v < VA; ++v) acc[v] = 0.f;
+        sk_row = sk_row0(sk_run().lo / p.nsb + 1), sk_sb_base = -j_mid;
+        graw = wg_group_load(p, sk_row + r, 0);
+      }
+    };
+    int j = 0;
+    for (; j + 1 < n_all; j += 2) {
+      sk_step(std::integral_constant<int, 0>{}, j);
+      sk_step(std::integral_constant<int, 1>{}, j + 1);
+    }
+    if (j < n_all) sk_step(std::integral_constant<int, 0>{}, j);
+  } else {
+    int j = 0;
+    for (; j + 1 < nsb; j += 2) {
       step(std::integral_constant<int, 0>{}, j);
       step(std::integral_constant<int, 1>{}, j + 1);
     }
-    if (j < j1) step(std::integral_constant<int, 0>{}, j);
-  };
-  if constexpr (SK) {
-    // a run is at most one tile long: the first segment ends with the run or with its tile
-    const int t0 = u_lo / p.nsb, j_mid = min(nsb, (t0 + 1) * p.nsb - u_lo);
-    sk_row = sk_row0(t0), sk_sb_base = u_lo - t0 * p.nsb;
-    run(0, j_mid);
-    if (j_mid < nsb) {
-      // the tile ended inside the run, which began inside it: the CTA contributes to it and owns the next
-      wg_wait<0>();
-      sk_contribute();
-#pragma unroll
-      for (int v = 0; v < VA; ++v) acc[v] = 0.f;
-      sk_row = sk_row0(t0 + 1), sk_sb_base = -j_mid;
-      graw = wg_group_load(p, sk_row + r, 0);
-      run(j_mid, nsb);
-    }
-  } else {
-    run(0, nsb);
+    if (j < nsb) step(std::integral_constant<int, 0>{}, j);
   }
   wg_wait<0>();
 #pragma unroll
   for (int v = 0; v < VA; ++v) keep(acc[v]);
   if constexpr (SK) {
     // the last segment: the CTA owns its tile if the segment starts at the tile's first superblock
-    const int tile = (u_lo + nsb - 1) / p.nsb;
-    if (u_lo > tile * p.nsb) {
+    const SkRun rn = sk_run();
+    const int tile = (rn.lo + rn.n - 1) / p.nsb;
+    if (rn.lo > tile * p.nsb) {
       sk_contribute();
       return;
     }
