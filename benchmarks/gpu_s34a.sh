@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# RECORD ONLY: ran in session 34 run 1 at 3423dd5 (its stream-K kernel had serialized wgmmas: ptxas C7512).
+# RECORD ONLY: ran in session 34 run 1 at 3423dd5 (branch s34-streamk; its stream-K kernel had serialized wgmmas: ptxas C7512).
 # Session 34 run 1: the wgmma W4A16 GEMM's stream-K grid (reduce 3, code 20323: 128 rows x 256 tokens with the
 # producer warpgroup, one CTA per SM over all tiles' superblocks): its GPU tests and the wgmma GEMM tests it
 # touches; then 2112x7168 at M = 256 .. 1024 against the dispatch (64-row CTAs) and bf16 F.linear.

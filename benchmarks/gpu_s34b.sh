@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# RECORD ONLY: ran in session 34 run 2 at 4d6ff7f.
+# RECORD ONLY: ran in session 34 run 2 at 4d6ff7f (branch s34-streamk).
 # Session 34 run 2: why the stream-K grid (reduce 3) ran slower than its units suggest (run 1): Nsight Compute
 # of the stream-K kernel at M = 1024 / 256 and of the 64-row and plain 128-row grids on 2112x7168; the probe
 # with each config also timed without PDL.

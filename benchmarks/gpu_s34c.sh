@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 34 run 3 at 5a3bc9a (branch s34-streamk).
 # Session 34 run 3: the stream-K grid (reduce 3) with one main loop for both segments (no serialized wgmmas):
 # its GPU tests and the wgmma GEMM tests it touches; 2112x7168 at M = 256 .. 1024 against the dispatch's
 # 64-row CTAs and bf16 F.linear; Nsight Compute of the same kernels.
