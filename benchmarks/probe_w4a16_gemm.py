@@ -50,7 +50,7 @@ def main() -> None:
     C = cuda_ext.load()
     codes = [(c // 1000, (c // 10 % 100) * 8, c % 10) for c in C.w4a16_gemm_configs()]
     # P * 10000 + H * 1000 + (tokens / 8) * 10 + stages, H = 0 / 1 / 2: 128 / 64 / 192 weight rows per CTA,
-    # P = 1: a producer warpgroup, P = 2: that on a stream-K grid (reduce 3)
+    # P = 1: a producer warpgroup
     wg_codes = [(c % 1000 // 10 * 8, c % 10, (128, 64, 192)[c % 10000 // 1000], c // 10000)
                 for c in C.w4a16_wgmma_configs()]
     use_gemm, use_wg = args.family in ("gemm", "both"), args.family in ("wgmma", "both")
@@ -79,9 +79,9 @@ def main() -> None:
                 for tokens, stages, wrows, prod in wg_codes:
                     if args.tokens and tokens not in args.tokens:
                         continue
-                    for sp in args.splits if prod < 2 else (0,):
-                        fns[f"wg R{wrows}{'PK'[:prod]} T{tokens} S{sp} ST{stages}"] = (
-                            lambda i, c=(tokens, sp, stages, 3 if prod == 2 else 0, wrows, min(prod, 1)): ops.cuda_wgmma(
+                    for sp in args.splits:
+                        fns[f"wg R{wrows}{'P' if prod else ''} T{tokens} S{sp} ST{stages}"] = (
+                            lambda i, c=(tokens, sp, stages, 0, wrows, prod): ops.cuda_wgmma(
                                 xs[i % nx], packs[i % nbuf], None, c))
             for spec in args.wg_configs:
                 cfg = tuple(int(v) for v in spec.split(","))

@@ -9,11 +9,10 @@ M = 1024 on 2112x7168 (256 tokens, 1 split: 68 CTAs, one wave) and 24576x1536 (a
 ``--wgmma-r64``: 2112x7168 M = 1024 with 64-row CTAs (256 tokens, 1 split: 132 CTAs) and 24576x1536
 M = 1024 with 64 / 128 rows (256 tokens, 1 split). ``--wgmma-auto``: the dispatch's wgmma configs where
 issue 5 misses: 2112x7168 at M = 1024 (64 rows, 256 tokens) and M = 128 (128 rows, 128 tokens, 7
-splits), 24576x1536 at M = 1024 (128 rows, 256 tokens). ``--wgmma-sk``: the stream-K grid (reduce 3) on
-2112x7168 at M = 1024 and 256, against the 64-row CTAs and the plain 68-CTA grid of 128 rows at M = 1024.
+splits), 24576x1536 at M = 1024 (128 rows, 256 tokens).
 
     ncu ... python benchmarks/probe_w4a16_gemm_ncu.py [--wgmma | --wgmma-splits | --wgmma-spread | --wgmma-large | --wgmma-r64
-                                                      | --wgmma-auto | --wgmma-sk]
+                                                      | --wgmma-auto]
 """
 
 import sys
@@ -32,11 +31,7 @@ from qlinear.ops import w4a16 as ops  # noqa: E402
 def main() -> None:
     cases = [((2112, 7168), 128, (4, 32, 0, 6)), ((2112, 7168), 128, (8, 128, 0, 4)), ((7168, 16384), 32, None)]
     run = ops.cuda_gemm
-    if "--wgmma-sk" in sys.argv:
-        cases = [((2112, 7168), 1024, (256, 0, 3, 3, 128, 1)), ((2112, 7168), 1024, (256, 0, 3, 0, 64)),
-                 ((2112, 7168), 256, (256, 0, 3, 3, 128, 1)), ((2112, 7168), 1024, (256, 1, 3, 1, 128, 1))]
-        run = ops.cuda_wgmma
-    elif "--wgmma-auto" in sys.argv:
+    if "--wgmma-auto" in sys.argv:
         cases = [((2112, 7168), 1024, (256, 0, 3, 0, 64)), ((2112, 7168), 128, None), ((24576, 1536), 1024, None)]
         run = ops.cuda_wgmma
     elif "--wgmma-r64" in sys.argv:

@@ -122,9 +122,6 @@ __device__ __forceinline__ int ld_acquire_gpu(const int* ptr) {
   asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(ptr) : "memory");
   return v;
 }
-__device__ __forceinline__ void st_release_gpu(int* ptr, int v) {
-  asm volatile("st.release.gpu.global.b32 [%0], %1;" ::"l"(ptr), "r"(v) : "memory");
-}
 
 // Spread K split, once this CTA's fp32 partials are stored: waits until all gridDim.y CTAs of the
 // tile have stored theirs (counters[2 tile] counts arrivals), so that each can then sum its own share

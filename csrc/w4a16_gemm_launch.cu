@@ -52,8 +52,8 @@ const char* w4_gemm_support_reason(W4GemmSupport s) {
       return "x not 16-byte aligned or its row stride not a multiple of 8, qweight not 16-byte aligned, "
              "scales / zeros not 4-byte aligned or N % 4 != 0";
     case W4GemmSupport::kBadConfig: return "config not compiled (w4_gemm_configs), splits, reduce or pdl out of range";
-    case W4GemmSupport::kTooLarge: return "N >= 2^31, K >= 2^22 or more output tiles (stream-K: CTAs) than counters";
-    case W4GemmSupport::kWorkspace: return "a K split or stream-K grid needs a larger fp32 workspace";
+    case W4GemmSupport::kTooLarge: return "N >= 2^31, K >= 2^22 or more output tiles than counters";
+    case W4GemmSupport::kWorkspace: return "a K split needs a larger fp32 workspace";
     case W4GemmSupport::kTooMuchSmem: return "the x ring exceeds the device's shared memory per CTA";
     case W4GemmSupport::kNoWgmma: return "wgmma kernel not built for this GPU (needs sm_90a device code)";
   }

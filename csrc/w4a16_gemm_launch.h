@@ -16,9 +16,7 @@ namespace qlinear {
 // warps * 1000 + (tokens / 8) * 10 + stages.
 // reduce (wgmma GEMM only; the mma.sync GEMM takes 0 or 1): how a K split's partials are summed, 1 = by
 // the last CTA of a tile to arrive, 2 = spread over all the tile's CTAs (a cooperative launch, so only
-// when the grid fits on the GPU at once); 0 = spread where it fits, else 1; 3 = stream-K (128 rows x 256
-// tokens with the producer warpgroup, which 3 implies; no K split): one CTA per SM, each a contiguous run
-// of all tiles' superblocks, where the output tiles are at most the SM count (w4a16_wgmma.cuh kStreamK).
+// when the grid fits on the GPU at once); 0 = spread where it fits, else 1.
 // pdl (wgmma GEMM only, else 0): 1 = launch with programmatic dependent launch (the kernel requests its
 // first weights before griddepcontrol.wait and lets the next grid launch at once); not part of the
 // resolved config.
@@ -42,9 +40,8 @@ enum class W4GemmSupport : int {
                       // 16-byte aligned or its row stride % 4 != 0; scales / zeros not 4-byte aligned or
                       // N % 4 != 0 (4-byte cp.async of a group's row)
   kBadConfig = 6,     // (warps, tokens, stages) not compiled, splits out of 1 .. superblocks, reduce out of
-                      // 0 .. 3 (mma.sync: 0 .. 1), a spread reduction whose grid exceeds the SM count, or
-                      // stream-K with a K split or more output tiles than SMs
-  kTooLarge = 7,      // n >= 2^31, k >= 2^22 or more output tiles (stream-K: CTAs) than counters
+                      // 0 .. 2 (mma.sync: 0 .. 1), or a spread reduction whose grid exceeds the SM count
+  kTooLarge = 7,      // n >= 2^31, k >= 2^22 or more output tiles than counters
   kWorkspace = 8,     // a K split without a workspace of w4_gemm_workspace_floats() floats
   kTooMuchSmem = 9,   // the x ring exceeds the device's per-CTA shared memory opt-in
   kNoWgmma = 10,      // wgmma GEMM only: no sm_90a device code for the current GPU (w4_wgmma_built)

@@ -62,19 +62,6 @@
 // M = 1024 54.36 against 52.37) and 128 rows x 128 tokens (M = 128: 14.76 / 27.91 / 67.43 against the
 // dispatch's 14.57 / 19.96 / 63.93).
 //
-// kStreamK (codes P = 2: 128 rows x 256 tokens with the producer warpgroup): a grid of G CTAs, at most one per
-// SM, over the units u = tile * nsb + superblock of all output tiles; CTA c takes the run [c U / G,
-// (c + 1) U / G) of the U units. 2112 rows are 16.5 row tiles of 128, so at M = 1024 the plain grid has 68
-// CTAs of 128 rows (half the SMs idle) and the dispatch took 64-row CTAs (one wave of 132), which move twice
-// the x bytes into shared memory per product; here 68 tiles x 56 superblocks give each of 132 CTAs 28-29
-// superblocks of 128-row work. With G >= tiles a run is at most one tile long, so it has at most two
-// segments: the end of a tile (the CTA contributes: its fp32 partial to its own workspace slot, then its
-// flag, a counter released at gpu scope) and the start of the next, last. The tile's owner is the CTA
-// whose run holds the tile's first superblock: after its loop it adds the partials of the later CTAs whose
-// runs start inside the tile, in CTA order (deterministic bits), resets their flags and stores the tile.
-// Contributors finish their segment first, so an owner seldom waits; the grid is launched cooperative,
-// because an owner spins on CTAs that must be resident.
-//
 // K split: fp32 partials [tile][split][value][thread], summed in split order (deterministic) either as
 // w4a16_gemm.cuh does (the last CTA to arrive sums the whole tile and resets the counter), or spread
 // (gp.spread: every CTA of the tile waits for all partials, then sums and stores 1 / S of the tile;
@@ -112,33 +99,28 @@ struct WgParams {
   CUtensorMap xmap;  // x [M, K]: box 64 columns x TN tokens, 128-byte swizzle
   CUtensorMap wmap;  // qweight [N, words] int32: box 16 words x 128 rows, no swizzle
   GemmParams gp;
-  // stream-K grids only (kStreamK): units = output tiles x superblocks; tile t is row tile t % row_tiles,
-  // token tile t / row_tiles
-  int sk_units, sk_row_tiles;
 };
 
 // Compiled (ROWS, TN, ST[, producer]) as P * 10000 + H * 1000 + (TN / 8) * 10 + ST: H = 0 for 128-row CTAs,
 // 1 for 64 rows (the warpgroups split the k-steps), 2 for 192 rows (three warpgroups of 64); P = 1 adds a
-// producer warpgroup (see kProd in the header note), P = 2 a producer warpgroup on a stream-K grid (kStreamK).
-constexpr int kWgCodes[] = {164, 165, 84, 88, 323, 1164, 1323, 2164, 10323, 20323};
+// producer warpgroup (see kProd in the header note).
+constexpr int kWgCodes[] = {164, 165, 84, 88, 323, 1164, 1323, 2164, 10323};
 
 __host__ __device__ constexpr int wg_code_rows(int code) {
   return code % 10000 >= 2000 ? 192 : (code % 10000 >= 1000 ? 64 : 128);
 }
 __host__ __device__ constexpr int wg_code_tokens(int code) { return code % 1000 / 10 * 8; }
-__host__ __device__ constexpr bool wg_code_producer(int code) { return code / 10000 >= 1; }
-__host__ __device__ constexpr bool wg_code_streamk(int code) { return code / 10000 == 2; }
+__host__ __device__ constexpr bool wg_code_producer(int code) { return code / 10000 == 1; }
 // Threads of a CTA: the MMA warps, and with a producer the extra warpgroup.
 __host__ __device__ constexpr int wg_threads(int rows, bool producer) { return 32 * wg_warps(rows) + (producer ? 128 : 0); }
 
 template <int C>
 struct WgCode {
   static constexpr int ROWS = wg_code_rows(C), TN = wg_code_tokens(C), ST = C % 10;
-  static constexpr bool PROD = wg_code_producer(C), SK = wg_code_streamk(C);
-  static_assert((TN == 64 || TN == 128 || TN == 256) && ST >= 2 && C % 10000 / 1000 <= 2 && C / 10000 <= 2 &&
-                    !(PROD && ROWS == 192) && !(SK && ROWS != 128),
-                "a wgmma code is P * 10000 + H * 1000 + (tokens / 8) * 10 + stages (no producer with 192 rows, "
-                "stream-K with 128 rows only)");
+  static constexpr bool PROD = wg_code_producer(C);
+  static_assert((TN == 64 || TN == 128 || TN == 256) && ST >= 2 && C % 10000 / 1000 <= 2 && C / 10000 <= 1 &&
+                    !(PROD && ROWS == 192),
+                "a wgmma code is P * 10000 + H * 1000 + (tokens / 8) * 10 + stages (no producer with 192 rows)");
 };
 
 template <size_t L>
@@ -449,7 +431,7 @@ __device__ __forceinline__ void wg_spread_sum(const float* base, int64_t tile_fl
 
 #endif  // QLINEAR_WGMMA
 
-template <typename XT, int TN, int ST, int ROWS, bool PROD, bool SK>
+template <typename XT, int TN, int ST, int ROWS, bool PROD>
 __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(const __grid_constant__ WgParams wp) {
 #if QLINEAR_WGMMA
   constexpr int NW = wg_warps(ROWS), NT = 32 * NW;  // MMA warps and their threads
@@ -473,28 +455,10 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
   const GemmParams& gp = wp.gp;
   const Params& p = gp.p;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  static_assert(!SK || (PROD && !kHalf), "stream-K runs on 128-row CTAs with the producer warpgroup");
-  // the output tile (stream-K: the tile of the CTA's last unit, below)
-  int row0 = blockIdx.x * ROWS, tok0 = blockIdx.z * TN;
+  const int row0 = blockIdx.x * ROWS;
+  const int tok0 = blockIdx.z * TN;
   const int sb_lo = blockIdx.y * gp.sb_per_split;
-  // stream-K: this CTA's units [u_lo, u_lo + nsb); unit u is superblock u % p.nsb of tile u / p.nsb
-  const int u_lo = SK ? static_cast<int>(static_cast<int64_t>(wp.sk_units) * blockIdx.x / gridDim.x) : 0;
-  const int nsb = SK ? static_cast<int>(static_cast<int64_t>(wp.sk_units) * (blockIdx.x + 1) / gridDim.x) - u_lo
-                     : min(sb_lo + gp.sb_per_split, p.nsb) - sb_lo;  // superblocks of this CTA
-  auto sk_row0 = [&](int tile) { return tile % wp.sk_row_tiles * ROWS; };
-  // The MMA warps compute their run's bounds again wherever they need them (ctaid read through volatile
-  // asm, so that the compiler cannot keep the first ones live through the main loop, whose registers are
-  // at the limit: where it could not pipeline the wgmmas, ptxas serialized them, C7512).
-  struct SkRun {
-    int lo, n;
-  };
-  auto sk_run = [&] {
-    uint32_t c;
-    asm volatile("mov.u32 %0, %%ctaid.x;" : "=r"(c));
-    const int lo = static_cast<int>(static_cast<int64_t>(wp.sk_units) * c / gridDim.x);
-    return SkRun{lo, static_cast<int>(static_cast<int64_t>(wp.sk_units) * (c + 1) / gridDim.x) - lo};
-  };
-  auto sk_tok0 = [&](int tile) { return tile / wp.sk_row_tiles * TN; };
+  const int nsb = min(sb_lo + gp.sb_per_split, p.nsb) - sb_lo;  // superblocks of this CTA
 
   // superblock j into its stage (thread 0 only): the weight rows (with the stage's byte count), then x
   auto fill_w = [&](int j) {
@@ -522,19 +486,6 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
     fill_w(j + ST);
     fill_x(j + ST);
   };
-  // stream-K: unit u_lo + j into stage j % ST, its weights and / or x
-  auto sk_fill = [&](int j, bool w, bool x) {
-    const int s = j % ST, tile = (u_lo + j) / p.nsb, sb = (u_lo + j) % p.nsb;
-    const uint32_t st = ring + s * kStage, bar = full0 + 8 * s;
-    if (w) {
-      tma::mbar_arrive_tx(bar, static_cast<uint32_t>(TN * 256 + ROWS * 64));
-      tma::tensor_copy_2d(st + wg_stage(TN, ROWS).w_off, &wp.wmap, sb * 16, sk_row0(tile), bar);
-    }
-    if (x) {
-      tma::tensor_copy_2d(st, &wp.xmap, sb * 128, sk_tok0(tile), bar);
-      tma::tensor_copy_2d(st + TN * 128, &wp.xmap, sb * 128 + 64, sk_tok0(tile), bar);
-    }
-  };
   // Programmatic dependent launch (when the launcher asks for it): the next grid may be scheduled at
   // once (its CTAs take SMs this grid leaves idle or frees). The first stages' weights, scales and
   // zero points, which no kernel writes, are requested before griddepcontrol.wait; x, the workspace,
@@ -556,18 +507,8 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
     if (warp >= NW) {
       asm volatile("setmaxnreg.dec.sync.aligned.u32 40;" ::: "memory");
       if (tid == NT) {
-        if constexpr (SK) {
-          for (int j = 0; j < ST && j < nsb; ++j) sk_fill(j, true, false);
-          pdl::wait();
-          for (int j = 0; j < ST && j < nsb; ++j) sk_fill(j, false, true);
-          for (int j = ST; j < nsb; ++j) {
-            tma::mbar_wait(empty0 + 8 * (j % ST), static_cast<uint32_t>(((j - ST) / ST) & 1));
-            sk_fill(j, true, true);
-          }
-        } else {
-          fill_first();
-          for (int j = ST; j < nsb; ++j) refill_after(j - ST);
-        }
+        fill_first();
+        for (int j = ST; j < nsb; ++j) refill_after(j - ST);
       }
       return;
     }
@@ -588,21 +529,17 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
 #pragma unroll
   for (int v = 0; v < VA; ++v) acc[v] = 0.f;
   uint32_t a[2][NP][4];
-  WgGroupRaw graw = SK ? wg_group_load(p, sk_row0(u_lo / p.nsb) + r, u_lo % p.nsb) : wg_group_load(p, row0 + r, sb_lo);
+  WgGroupRaw graw = wg_group_load(p, row0 + r, sb_lo);
   pdl::wait();
 
-  // Superblock j: convert its group values (loaded one superblock ago), load the next superblock's
-  // (stream-K: the segment's rows from sk_row, superblock sk_sb_base + j + 1), wait for its stage,
-  // dequantize into buffer B, issue the NP wgmmas, wait for superblock j - 1's group and release its stage.
-  int sk_row = 0, sk_sb_base = 0;
+  // Superblock j: convert its group values (loaded one superblock ago), load the next superblock's,
+  // wait for its stage, dequantize into buffer B, issue the NP wgmmas, wait for superblock j - 1's
+  // group and release its stage.
   auto step = [&](auto buf, int j) {
     constexpr int B = decltype(buf)::value;
     const int s = j % ST;
     const WgGroupVals gv = wg_group_vals<XT>(graw, p.scale_kind);
-    if constexpr (SK)
-      graw = wg_group_load(p, sk_row + r, min(sk_sb_base + j + 1, p.nsb - 1));
-    else
-      graw = wg_group_load(p, row0 + r, min(sb_lo + j + 1, p.nsb - 1));
+    graw = wg_group_load(p, row0 + r, min(sb_lo + j + 1, p.nsb - 1));
     tma::mbar_wait(full0 + 8 * s, static_cast<uint32_t>((j / ST) & 1));
     wg_dequant<XT, NP>(a[B], smem + s * kStage + wg_stage(TN, ROWS).w_off, r, t, gv, magic, sel);
     const uint32_t d0 = wg_desc_lo(ring + s * kStage + x_off);
@@ -620,81 +557,15 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
       if (!PROD && tid == 0 && j - 1 + ST < nsb) refill_after(j - 1);
     }
   };
-  // stream-K: this CTA's partial of a tile it does not own, to its workspace slot, then its flag
-  auto sk_contribute = [&] {
-    float* mine = gp.ws + static_cast<int64_t>(blockIdx.x) * (NT * VA);
-#pragma unroll
-    for (int v = 0; v < VA; ++v) __stcg(mine + v * NT + tid, acc[v]);
-    __threadfence();
-    cta_sync<kSync>();
-    if (tid == 0) st_release_gpu(gp.counters + blockIdx.x, 1);
-  };
-  if constexpr (SK) {
-    // a run is at most one tile long: its first segment ends with the run or with its tile (at j_mid)
-    int j_mid;
-    {
-      const SkRun rn = sk_run();
-      const int t0 = rn.lo / p.nsb;
-      j_mid = min(rn.n, (t0 + 1) * p.nsb - rn.lo);
-      sk_row = sk_row0(t0), sk_sb_base = rn.lo - t0 * p.nsb;
-    }
-    const int n_all = sk_run().n;
-    // one loop for both segments: a second copy of the loop after the first made ptxas serialize the wgmmas
-    auto sk_step = [&](auto buf, int j) {
-      step(buf, j);
-      if (j + 1 == j_mid && j_mid < n_all) {
-        // the tile ended inside the run, which began inside it: the CTA contributes to it and owns the next
-        wg_wait<0>();
-        sk_contribute();
-#pragma unroll
-        for (int v = 0; v < VA; ++v) acc[v] = 0.f;
-        sk_row = sk_row0(sk_run().lo / p.nsb + 1), sk_sb_base = -j_mid;
-        graw = wg_group_load(p, sk_row + r, 0);
-      }
-    };
-    int j = 0;
-    for (; j + 1 < n_all; j += 2) {
-      sk_step(std::integral_constant<int, 0>{}, j);
-      sk_step(std::integral_constant<int, 1>{}, j + 1);
-    }
-    if (j < n_all) sk_step(std::integral_constant<int, 0>{}, j);
-  } else {
-    int j = 0;
-    for (; j + 1 < nsb; j += 2) {
-      step(std::integral_constant<int, 0>{}, j);
-      step(std::integral_constant<int, 1>{}, j + 1);
-    }
-    if (j < nsb) step(std::integral_constant<int, 0>{}, j);
+  int j = 0;
+  for (; j + 1 < nsb; j += 2) {
+    step(std::integral_constant<int, 0>{}, j);
+    step(std::integral_constant<int, 1>{}, j + 1);
   }
+  if (j < nsb) step(std::integral_constant<int, 0>{}, j);
   wg_wait<0>();
 #pragma unroll
   for (int v = 0; v < VA; ++v) keep(acc[v]);
-  if constexpr (SK) {
-    // the last segment: the CTA owns its tile if the segment starts at the tile's first superblock
-    const SkRun rn = sk_run();
-    const int tile = (rn.lo + rn.n - 1) / p.nsb;
-    if (rn.lo > tile * p.nsb) {
-      sk_contribute();
-      return;
-    }
-    // the owner: the partials of the later CTAs whose runs start inside this tile, in CTA order
-    const int64_t tile_end = static_cast<int64_t>(tile + 1) * p.nsb;
-    row0 = sk_row0(tile), tok0 = sk_tok0(tile);
-    for (int c = blockIdx.x + 1; c < static_cast<int>(gridDim.x) &&
-                                 static_cast<int64_t>(wp.sk_units) * c / gridDim.x < tile_end;
-         ++c) {
-      if (tid == 0) {
-        while (ld_acquire_gpu(gp.counters + c) == 0) {
-        }
-        gp.counters[c] = 0;  // for the next launch: only this CTA reads c's flag
-      }
-      cta_sync<kSync>();
-      __threadfence();
-      const float* part = gp.ws + static_cast<int64_t>(c) * (NT * VA) + tid;
-#pragma unroll
-      for (int v = 0; v < VA; ++v) acc[v] += __ldcg(part + v * NT);
-    }
-  }
   cta_sync<kSync>();  // every warp is done with the ring: it holds the staged output tile from here on
   float* sm = reinterpret_cast<float*>(smem);
 

@@ -16,18 +16,12 @@ using w4a16g::WgParams;
 // every superblock's k-steps; the CTA has 8 warps) or 12 (192 rows, three warpgroups).
 int wg_rows(const W4GemmConfig& c) { return c.warps * 16; }
 int wg_code(const W4GemmConfig& c) {
-  return (c.reduce == 3 ? 20000 : (c.producer == 1 ? 10000 : 0)) + (c.warps == 4 ? 1000 : (c.warps == 12 ? 2000 : 0)) + (c.tokens / 8) * 10 +
+  return (c.producer == 1 ? 10000 : 0) + (c.warps == 4 ? 1000 : (c.warps == 12 ? 2000 : 0)) + (c.tokens / 8) * 10 +
          c.stages;
 }
 
 int64_t wg_tiles(const W4GemvArgs& a, const W4GemmConfig& c) {
   return cdiv64(a.n, wg_rows(c)) * cdiv64(a.m, c.tokens);
-}
-
-// Stream-K (reduce 3): one CTA per SM, at most one per unit (an output tile's superblock).
-int64_t wg_sk_ctas(const W4GemvArgs& a, const W4GemmConfig& c) {
-  const int64_t units = wg_tiles(a, c) * cdiv64(a.k, 128), sms = devattr::sm_count();
-  return units < sms ? units : sms;
 }
 
 // Whether the grid's CTAs can all be resident at once, as a spread reduction needs: one CTA per SM (the
@@ -38,16 +32,15 @@ bool wg_grid_fits(const W4GemvArgs& a, const W4GemmConfig& c) {
 
 // A spread reduction (wp.gp.spread) is launched cooperative: the runtime then guarantees that all CTAs
 // are resident together, which the CTAs waiting for each other's partials rely on.
-// So is a stream-K grid, whose owners wait for later CTAs' partials.
 template <typename XT, int C>
 cudaError_t launch_code(const WgParams& wp, dim3 grid, bool pdl, cudaStream_t stream) {
   using D = w4a16g::WgCode<C>;
-  const auto kernel = w4a16g::w4_wgmma_kernel<XT, D::TN, D::ST, D::ROWS, D::PROD, D::SK>;
+  const auto kernel = w4a16g::w4_wgmma_kernel<XT, D::TN, D::ST, D::ROWS, D::PROD>;
   const int smem = w4a16g::wg_smem_bytes(D::TN, D::ST, D::ROWS);
   const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (e != cudaSuccess) return e;
   return pdl::launch_smem_ex(kernel, grid, dim3(w4a16g::wg_threads(D::ROWS, D::PROD)), smem, stream, pdl, 0,
-                             wp.gp.spread != 0 || D::SK, wp);
+                             wp.gp.spread != 0, wp);
 }
 
 template <typename XT>
@@ -79,14 +72,6 @@ int w4_wgmma_built() {
 W4GemmConfig w4_wgmma_resolve(const W4GemvArgs& a, const W4GemmConfig& cfg) {
   W4GemmConfig c = cfg;
   if (c.warps <= 0) c.warps = 8;
-  if (c.reduce == 3) {
-    // stream-K: the one compiled shape, no K split (an explicit other one is refused by the support test)
-    if (c.tokens <= 0) c.tokens = 256;
-    if (c.stages <= 0) c.stages = 3;
-    if (c.splits <= 0) c.splits = 1;
-    c.producer = 1;
-    return c;
-  }
   // tokens as compiled: 64 for 128-row CTAs only, 256 for 64- and 128-row ones, 192-row CTAs 128 only
   if (c.tokens <= 0)
     c.tokens = c.warps == 12 ? 128 : (a.m <= 64 && c.warps == 8 ? 64 : (a.m <= 128 ? 128 : 256));
@@ -109,8 +94,6 @@ W4GemmConfig w4_wgmma_resolve(const W4GemvArgs& a, const W4GemmConfig& cfg) {
 
 int64_t w4_wgmma_workspace_floats(const W4GemvArgs& a, const W4GemmConfig& cfg) {
   const W4GemmConfig c = w4_wgmma_resolve(a, cfg);
-  // stream-K: one partial tile per CTA (those that own their last segment leave theirs unused)
-  if (c.reduce == 3) return wg_sk_ctas(a, c) * wg_rows(c) * c.tokens;
   if (c.splits <= 1) return 0;
   return wg_tiles(a, c) * c.splits * wg_rows(c) * c.tokens;
 }
@@ -122,15 +105,9 @@ W4GemmSupport w4_wgmma_supported(const W4GemvArgs& a, const W4GemmConfig& cfg, i
   if (!w4_wgmma_built()) return W4GemmSupport::kNoWgmma;
   const W4GemmConfig c = w4_wgmma_resolve(a, cfg);
   if ((c.warps != 8 && c.warps != 4 && c.warps != 12) || c.tokens % 8 != 0 ||
-      !code_listed(w4a16g::kWgCodes, wg_code(c)) || c.reduce < 1 || c.reduce > 3 ||
+      !code_listed(w4a16g::kWgCodes, wg_code(c)) || c.reduce < 1 || c.reduce > 2 ||
       (c.reduce == 2 && !wg_grid_fits(a, c)) || c.pdl < 0 || c.pdl > 1 || c.producer < 0 || c.producer > 1)
     return W4GemmSupport::kBadConfig;
-  if (c.reduce == 3) {
-    // a CTA's run is at most one tile long (at most two segments) when there are no more tiles than CTAs
-    if (c.splits != 1 || wg_tiles(a, c) > wg_sk_ctas(a, c)) return W4GemmSupport::kBadConfig;
-    if (wg_sk_ctas(a, c) > counters) return W4GemmSupport::kTooLarge;
-    if (workspace_floats < w4_wgmma_workspace_floats(a, c)) return W4GemmSupport::kWorkspace;
-  }
   // a spread reduction counts arrivals and departures: two counters per output tile
   return w4_gemm_config_limits(a, c.splits, wg_tiles(a, c) * (c.reduce == 2 ? 2 : 1), w4_wgmma_workspace_floats(a, c),
                                workspace_floats, counters, w4a16g::wg_smem_bytes(c.tokens, c.stages, wg_rows(c)));
@@ -146,8 +123,6 @@ cudaError_t w4_wgmma_launch(const W4GemvArgs& a, const W4GemmConfig& cfg, float*
   WgParams wp{};
   wp.gp = w4a16g::gemm_params(w4_params(a, 0), workspace, counters, c.splits);
   wp.gp.spread = c.splits > 1 && c.reduce == 2 ? 1 : 0;
-  wp.sk_units = static_cast<int>(wg_tiles(a, c) * cdiv64(a.k, 128));
-  wp.sk_row_tiles = static_cast<int>(cdiv64(a.n, wg_rows(c)));
   const int64_t nsb = cdiv64(a.k, 128);
   // x [M, K] in boxes of 64 columns x `tokens` rows, swizzled for the wgmma descriptor; qweight
   // [N, 16 nsb] int32 in boxes of 16 words x the CTA's rows. One row of x: any stride works (rounded to 16)
@@ -161,16 +136,15 @@ cudaError_t w4_wgmma_launch(const W4GemvArgs& a, const W4GemmConfig& cfg, float*
                        static_cast<uint32_t>(wg_rows(c)),
                        CU_TENSOR_MAP_SWIZZLE_NONE))
     return cudaErrorInvalidValue;
-  const dim3 grid = c.reduce == 3 ? dim3(static_cast<unsigned>(wg_sk_ctas(a, c)), 1, 1)
-                                  : dim3(static_cast<unsigned>(cdiv64(a.n, wg_rows(c))), static_cast<unsigned>(c.splits),
-                                         static_cast<unsigned>(cdiv64(a.m, c.tokens)));
+  const dim3 grid(static_cast<unsigned>(cdiv64(a.n, wg_rows(c))), static_cast<unsigned>(c.splits),
+                  static_cast<unsigned>(cdiv64(a.m, c.tokens)));
   auto launch = [&](bool pdl) {
     return a.x_dtype == W4GDType::kBFloat16 ? launch_listed<__nv_bfloat16>(wg_code(c), wp, grid, pdl, stream)
                                             : launch_listed<__half>(wg_code(c), wp, grid, pdl, stream);
   };
   cudaError_t e = launch(c.pdl == 1);
   // a runtime that refuses PDL on a cooperative launch gets the plain cooperative one (same results)
-  if (e != cudaSuccess && c.pdl == 1 && (wp.gp.spread || c.reduce == 3)) {
+  if (e != cudaSuccess && c.pdl == 1 && wp.gp.spread) {
     (void)cudaGetLastError();
     e = launch(false);
   }

@@ -31,10 +31,9 @@ def build(out: pathlib.Path, main: str, sources: list[str]) -> pathlib.Path:
     return exe
 
 
-def ask(exe: pathlib.Path, cases: list[tuple], flags: tuple[str, ...] = ()) -> list[tuple[int, ...]]:
-    """One output row per case (each case's values passed as consecutive integer arguments, after
-    ``flags``)."""
-    args = [*flags] + [str(int(v)) for case in cases for v in case]
+def ask(exe: pathlib.Path, cases: list[tuple]) -> list[tuple[int, ...]]:
+    """One output row per case (each case's values passed as consecutive integer arguments)."""
+    args = [str(int(v)) for case in cases for v in case]
     out = subprocess.run([str(exe), *args], capture_output=True, text=True, timeout=60, check=True).stdout
     rows = [tuple(int(v) for v in line.split()) for line in out.splitlines()]
     assert len(rows) == len(cases)

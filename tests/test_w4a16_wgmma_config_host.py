@@ -69,17 +69,3 @@ def test_64_and_192_row_ctas(tool):
     assert rows[3][1:4] == (128, 1, 4) and rows[3][4] == 0 and rows[3][6] == 192
     # automatic tokens for 192 rows: 128, the only compiled tile, at any M
     assert rows[4][1:4] == (128, 1, 4) and rows[5][1] == 128
-
-
-def test_stream_k_config(tool):
-    """reduce = 3 (stream-K): 256 tokens, 3 stages and no K split unless asked, the producer implied; the
-    workspace is one 128 x 256 fp32 partial per CTA, and the grid one CTA per SM or one per unit
-    (output tile x superblock) where there are fewer units: 2112x7168 at M = 1024 is 68 tiles x 56
-    superblocks over 132 CTAs; 300x2048 at M = 200 is 3 tiles x 16 superblocks, 48 CTAs."""
-    rows = ask(tool, [(2112, 7168, 1024, 0, 0, 0, 128, 3), (300, 2048, 200, 0, 0, 0, 0, 3),
-                      (2112, 7168, 1024, 256, 2, 3, 128, 3)], flags=("-r",))
-    assert rows[0][1:4] == (256, 1, 3) and rows[0][5] == 3 and rows[0][6] == 128, rows[0]
-    assert rows[0][4] == 132 * 128 * 256, rows[0]
-    assert rows[1][1:4] == (256, 1, 3) and rows[1][4] == 48 * 128 * 256, rows[1]
-    assert rows[2][3] == 3 and rows[2][2] == 2  # an explicit split is kept (and refused on a GPU)
-    assert all(r[0] == 10 for r in rows)  # no GPU here: kNoWgmma

@@ -1025,10 +1025,7 @@ def cuda_wgmma(
     P = 1 with a producer warpgroup). K splits as
     :func:`cuda_gemm`'s; ``reduce`` says who sums a split's partials: 1 the last CTA of a tile to
     arrive, 2 all of the tile's CTAs, a share each (launched cooperative, so only where the grid fits
-    on the GPU at once), 0 = 2 where it fits. Both sum in split order: the same bits. 3 = stream-K
-    (128 rows x 256 tokens with the producer warpgroup, which it implies; no K split; at most as many
-    output tiles as SMs): one CTA per SM, each a contiguous run of all tiles' superblocks, the CTA that
-    holds a tile's first superblock adding the later CTAs' partials in CTA order. ``rows``: weight
+    on the GPU at once), 0 = 2 where it fits. Both sum in split order: the same bits. ``rows``: weight
     rows per CTA, 128 (0: each warpgroup 64 of them), 64 (both warpgroups the same rows and tokens,
     each half of every superblock's k-steps) or 192 (three warpgroups of 64 rows). ``producer``: 1 adds
     a producer warpgroup that issues the shared-memory stage fills (compiled for 128 rows x 256 tokens,

@@ -2,29 +2,24 @@
 // tests/test_w4a16_wgmma_config_host.py (no GPU needed: w4_wgmma_resolve / w4_wgmma_supported run with
 // the device attributes at their defaults, 132 SMs; without a device w4_wgmma_built is 0). Arguments:
 // groups of 7 integers (n, k, m, tokens, splits, stages, rows per CTA or 0) on an asymmetric group-128
-// layer, or after a first argument "-r" groups of 8 (the eighth: reduce); prints per group "supported
-// tokens splits stages workspace_floats reduce rows".
+// layer; prints per group "supported tokens splits stages workspace_floats reduce rows".
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 
 #include "w4a16_gemm_launch.h"
 #include "w4a16_host_args.h"
 
 int main(int argc, char** argv) {
   using namespace qlinear;
-  const bool with_reduce = argc > 1 && std::strcmp(argv[1], "-r") == 0;
-  const int group = with_reduce ? 8 : 7;
-  for (int i = with_reduce ? 2 : 1; i + group - 1 < argc; i += group) {
-    int v[8] = {0};
-    for (int j = 0; j < group; ++j) v[j] = std::atoi(argv[i + j]);
+  for (int i = 1; i + 6 < argc; i += 7) {
+    int v[7];
+    for (int j = 0; j < 7; ++j) v[j] = std::atoi(argv[i + j]);
     const W4GemvArgs a = w4a16_host_args(v[0], v[1], v[2]);
     W4GemmConfig c;
     c.tokens = v[3];
     c.splits = v[4];
     c.stages = v[5];
     c.warps = v[6] / 16;
-    c.reduce = v[7];
     const int64_t ws = w4_wgmma_workspace_floats(a, c);
     const int why = static_cast<int>(w4_wgmma_supported(a, c, ws, 1 << 20));
     const W4GemmConfig r = w4_wgmma_resolve(a, c);
