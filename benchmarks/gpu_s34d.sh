@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 34 run 4 at 4d9e75c (the 152-token code was removed after it: it lost).
 # Session 34 run 4: wgmma W4A16 GEMM CTAs of 128 rows x 152 tokens with the producer warpgroup (code 10194):
 # 2112x7168 at M = 1024 as 17 x 7 = 119 CTAs (one wave, no K split), 7168x16384 as 392 (3 waves, where 256
 # tokens give 224 in 2). The GEMM tests (every compiled code); then M = 960 / 1024 on both shapes against the
