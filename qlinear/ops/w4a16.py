@@ -233,6 +233,17 @@ _CUDA_WGMMA_M: dict[str, tuple[int, int]] = {"few": (33, 1024), "short": (33, 10
 # (sixth field 1, csrc/w4a16_wgmma.cuh kProd) on the automatic 128 rows x 256 tokens, without -> with:
 #   short M = 512 / 1024: 72.07 -> 70.33 / 141.10 -> 137.59 (M = 256: the 192-row row above, 40.32, stays)
 #   many  M = 256 / 512 / 1024: 98.99 -> 97.45 / 200.44 -> 194.99 / 430.36 -> 415.70  -> 129 .. 1024
+# Session 34 (benchmarks/results/session34, same probe, x rotated; us, bf16 F.linear in brackets): two ways to
+# run 2112x7168 at M = 1024 on 128-row CTAs (which move half the x bytes into shared memory per product of the
+# 64-row ones) without leaving half the SMs idle; both lost and are not compiled (patches in notes/):
+#   stream-K, 132 CTAs over all 68 tiles x 56 superblocks (run 3): M = 256 / 512 / 768 / 1024 40.01 / 42.25 /
+#         50.67 / 64.87 vs the few row above 19.25 / 31.28 / 47.02 / 54.94 [17.34 / 23.88 / 31.72 / 47.24]. Run 5's
+#         per-CTA stamps at M = 1024: 1.44 us per superblock in the loop (the 64-row CTAs: 1.83 per the same
+#         products), but each 128 x 256 fp32 partial costs ~3.3 us to write and the owner's sums and staged
+#         store ~7.7 more, so the last CTAs end at 55.8 us;
+#   152-token CTAs (17 x 7 = 119 CTAs, one wave; run 4): few M = 960 / 1024 59.51 / 61.48 vs 56.77 / 55.38
+#         [46.12 / 47.45]; many 432.47 / 412.79 vs the many row 398.96 / 395.69: narrower wgmmas lose more than
+#         the fuller wave gains (as session 31's 88-token ones did).
 _CUDA_WGMMA_AUTO: dict[str, tuple[tuple[int, tuple[int, ...]], ...]] = {
     "few": ((64, (64, 0, 4)), (128, (0, 0, 0)), (1024, (256, 0, 3, 0, 64))),
     "short": ((256, (128, 0, 4, 0, 192)), (1024, (256, 0, 3, 0, 128, 1))),
