@@ -170,8 +170,10 @@ def test_module_level_imports_have_no_cycle():
 
 def test_import_is_light_and_fast():
     """``import qlinear`` and its public modules load no triton, safetensors, compressed-tensors
-    or CUDA build, add < 0.5 s to torch's own import, and take < 2 s including torch
-    (best of three fresh interpreters, so one cold file cache does not decide)."""
+    or CUDA build and add < 0.5 s to torch's own import (best of three fresh interpreters, so one cold
+    file cache does not decide). The total is capped loosely (4 s): torch's own import is not qlinear's
+    to bound, and on a 2-core machine it alone took 2.3-2.6 s (session 34), past the 2 s total this
+    test used to ask."""
     code = (
         "import time, sys; t0 = time.perf_counter(); import torch; t = time.perf_counter();"
         "import qlinear, qlinear.layers, qlinear.ops, qlinear.quantization;"
@@ -188,4 +190,4 @@ def test_import_is_light_and_fast():
         best_total, best_own = min(best_total, total), min(best_own, own)
         assert heavy == [""], f"import qlinear pulled in {heavy}"
     assert best_own < 0.5, f"qlinear's own modules took {best_own:.2f} s to import (on top of torch)"
-    assert best_total < 2.0, f"import torch + qlinear took {best_total:.2f} s"
+    assert best_total < 4.0, f"import torch + qlinear took {best_total:.2f} s"
