@@ -82,6 +82,23 @@ __device__ __forceinline__ void tensor_copy_2d(uint32_t dst, const void* map, in
 #endif
 }
 
+// Shared src (128-byte aligned, laid out as the map's box) into the box of a 2-D tensor map at (c0
+// innermost, c1), as a bulk async-group of the issuing thread; elements outside the tensor are not written.
+__device__ __forceinline__ void tensor_store_2d(const void* map, int c0, int c1, uint32_t src) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];" ::"l"(map), "r"(c0),
+               "r"(c1), "r"(src)
+               : "memory");
+#endif
+}
+// Commits the thread's bulk stores and waits until they have read their shared memory (which may then be
+// reused or, at the CTA's end, released; the writes complete before the grid does).
+__device__ __forceinline__ void bulk_store_commit_wait_read() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.commit_group;\n\tcp.async.bulk.wait_group.read 0;" ::: "memory");
+#endif
+}
+
 // The box of a 3-D tensor map at coordinates (c0 innermost, c1, c2); as tensor_copy_2d otherwise.
 __device__ __forceinline__ void tensor_copy_3d(uint32_t dst, const void* map, int c0, int c1, int c2, uint32_t bar) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900

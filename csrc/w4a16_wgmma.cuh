@@ -98,7 +98,9 @@ __host__ __device__ constexpr int wg_smem_bytes(int tn, int st, int rows) {
 struct WgParams {
   CUtensorMap xmap;  // x [M, K]: box 64 columns x TN tokens, 128-byte swizzle
   CUtensorMap wmap;  // qweight [N, words] int32: box 16 words x 128 rows, no swizzle
+  CUtensorMap omap;  // out [M, N] (x's dtype): box ROWS rows x TN tokens, no swizzle; used where store_tma
   GemmParams gp;
+  int store_tma;  // 1: an unsplit tile is stored by wg_store_tile_tma (out and its row stride 16-byte aligned)
 };
 
 // Compiled (ROWS, TN, ST[, producer]) as P * 10000 + H * 1000 + (TN / 8) * 10 + ST: H = 0 for 128-row CTAs,
@@ -375,6 +377,51 @@ __device__ __forceinline__ void wg_store_tile(const Params& p, const float* sm, 
 // (the order, hence the bits, of the last-arrival sum) into the staged tile sm. Partial float
 // f = v * NT + thread (NT = 32 NW threads); one index is NT / 4 float4. Each thread keeps kB float4 x kA
 // splits in flight (wg_spread_sum picks them).
+// The unsplit tile's store through a TMA bulk tensor store (session 34, run 6: the staged store above took
+// 2.4 us of 48.5 per 64-row CTA on 2112x7168 at M = 1024 and 3.4 of ~21 per 128-row CTA on 24576x1536):
+// each warp writes its values, bias added, in x's dtype as [token][row] into shared memory with
+// stmatrix.trans (an m16n8 C fragment's 8 x 8 halves, transposed: one 16-byte row of 8 weight rows per
+// token), then one thread stores the ROWS x TN box (rows past N and tokens past M are not written). f: V
+// values per thread, acc[4 j + c] layout (register c of the m16n8 fragment of token tile j), the warp's
+// tokens from tok_base, rows from 16 (warp % (ROWS / 16)). base: 1024-aligned shared memory of TN x ROWS
+// elements, free; every MMA warp calls it (it syncs them on NSYNC).
+template <typename XT, int ROWS, int V, int NSYNC>
+__device__ __forceinline__ void wg_store_tile_tma(const Params& p, const CUtensorMap* omap, const float (&f)[V],
+                                                  uint32_t base, int row0, int tok0, int tok_base) {
+  static_assert(V % 8 == 0, "two token tiles per stmatrix.x4");
+  const int warp = static_cast<int>(threadIdx.x) >> 5, lane = static_cast<int>(threadIdx.x) & 31;
+  const int wrow = (warp % (ROWS / 16)) * 16, g = lane >> 2;
+  float b0 = 0.f, b1 = 0.f;
+  if (p.bias != nullptr) {
+    const int ra = row0 + wrow + g;
+    if (ra < p.n) b0 = load_f(p.bias, ra, p.bias_kind);
+    if (ra + 8 < p.n) b1 = load_f(p.bias, ra + 8, p.bias_kind);
+  }
+  // lane l gives the address of row l % 8 (a token) of matrix l / 8: token tile j + (l / 8) / 2, rows
+  // 8 ((l / 8) % 2) .. + 7 of the warp's 16
+  const int mi = lane >> 3;
+  const uint32_t addr0 =
+      base + static_cast<uint32_t>(((tok_base + 8 * (mi >> 1) + (lane & 7)) * ROWS + wrow + (mi & 1) * 8) * 2);
+#pragma unroll
+  for (int j = 0; j < V / 4; j += 2) {
+    const uint32_t r0 = wg_pack2<XT>(f[4 * j] + b0, f[4 * j + 1] + b0);
+    const uint32_t r1 = wg_pack2<XT>(f[4 * j + 2] + b1, f[4 * j + 3] + b1);
+    const uint32_t r2 = wg_pack2<XT>(f[4 * j + 4] + b0, f[4 * j + 5] + b0);
+    const uint32_t r3 = wg_pack2<XT>(f[4 * j + 6] + b1, f[4 * j + 7] + b1);
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(
+                     addr0 + static_cast<uint32_t>(8 * j * ROWS * 2)),
+                 "r"(r0), "r"(r1), "r"(r2), "r"(r3)
+                 : "memory");
+  }
+  // the generic-proxy writes, visible to the bulk copy's async proxy, from every warp before the store
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  cta_sync<NSYNC>();
+  if (threadIdx.x == 0) {
+    tma::tensor_store_2d(omap, row0, tok0, base);
+    tma::bulk_store_commit_wait_read();
+  }
+}
+
 template <int kA, int kB, int NW>
 __device__ __forceinline__ void wg_spread_sum_in(const float* base, int64_t tile_floats, int v_lo, int v_hi,
                                                  float* sm) {
@@ -600,6 +647,13 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
         const float* part = base + sp * tile_floats + tid;
 #pragma unroll
         for (int v = 0; v < V; ++v) f[v] += __ldcg(part + v * NT);
+      }
+    }
+    // (not with 192 rows: the 168-register CTAs spill with a second store path)
+    if constexpr (ROWS != 192) {
+      if (wp.store_tma && gridDim.y == 1) {
+        wg_store_tile_tma<XT, ROWS, V, kSync>(p, &wp.omap, f, ring, row0, tok0, kHalf ? (warp >> 2) * WS : 0);
+        return;
       }
     }
     // acc[4 j + c] is register c of the m16n8 C fragment of the warp's 16 rows and token tile j

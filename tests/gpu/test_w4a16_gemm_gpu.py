@@ -8,8 +8,9 @@ N / K (a partial last superblock), symmetric / asymmetric, groups 128 / 256 / pe
 fp16 x, bf16 / fp16 / fp32 scales, every compiled (warps, tokens, stages) with and without a K split
 (N % (16 warps) != 0),
 strided x rows, CUDA-graph replays (the split-K counters must be left zeroed), the wgmma GEMM's spread
-K-split reduction (bit-equal to the last-arrival one) and programmatic dependent launch (a chain of two
-GEMMs in a graph), the refusals and the fallback of the public op.
+K-split reduction (bit-equal to the last-arrival one), its TMA-store epilogue (bit-equal to the threads'
+store), programmatic dependent launch (a chain of two GEMMs in a graph), the refusals and the fallback of
+the public op.
 """
 
 import pytest
@@ -205,6 +206,38 @@ def test_wgmma_spread_reduction_bits():
     out = torch.empty(128, 2112, device=DEV, dtype=torch.bfloat16)
     code = C.w4a16_wgmma(out, x, packed.qweight, packed.scales, packed.zeros, None, 128, locks)
     assert code // 10**9 == 2 and code // 10 % 1000 == 7, code  # 17 tiles x 7 splits: spread
+
+
+def test_wgmma_tma_store_epilogue():
+    """An unsplit tile is stored by one TMA bulk tensor store (stmatrix.trans into shared memory first) where
+    out and its row stride are 16-byte aligned, else by the threads as before: the same bits either way
+    (64- and 128-row CTAs, with and without the producer warpgroup, ragged N and M, bias, bf16 / fp16;
+    192-row CTAs always take the threads' store), and neither writes past the output's columns."""
+    C = _wgmma_ext()
+    locks = _splitk.locks(torch.device(DEV))
+    cases = [(2112, 7168, 1024, torch.bfloat16, (256, 1, 3, 0, 64, 0)),
+             (2112, 7168, 1000, torch.bfloat16, (256, 1, 3, 0, 128, 1)),
+             (1000, 2048, 300, torch.float16, (128, 1, 4, 0, 128, 0)),
+             (520, 1024, 70, torch.bfloat16, (64, 1, 8, 0, 128, 0)),
+             (600, 2048, 130, torch.bfloat16, (128, 1, 4, 0, 192, 0))]
+    for n, k, m, dt, cfg in cases:
+        packed, w = _layer(n, k, 128, True, torch.float16 if dt == torch.float16 else torch.bfloat16, seed=n + m)
+        x = _x(m, k, dt, m)
+        b = torch.randn(n, device=DEV).to(dt)
+
+        def run(out):
+            C.w4a16_wgmma(out, x, packed.qweight, packed.scales, packed.zeros, b, 128, locks, *cfg, 1)
+            return out
+
+        dense = run(torch.empty(m, n, device=DEV, dtype=dt))  # row stride n: 16-byte aligned here
+        assert (n * 2) % 16 == 0
+        assert_matches(dense, x, w, b, f"TMA store {n}x{k} M={m} {cfg}")
+        for pad in (4, 8):  # row stride (n + 4) * 2 bytes: the threads' store; (n + 8) * 2: TMA into a view
+            wide = torch.full((m, n + pad), 7.0, device=DEV, dtype=dt)
+            run(wide[:, :n])
+            assert torch.equal(wide[:, :n], dense), f"{n}x{k} M={m} {cfg} pad {pad}: the two stores differ"
+            assert bool((wide[:, n:] == 7.0).all()), f"{n}x{k} M={m} {cfg} pad {pad}: wrote past column N"
+    assert int(locks.abs().sum()) == 0
 
 
 def test_refusals_and_public_op():
