@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 34 run 7 at b27ebe7 (unswizzled staging; replaced by the swizzled one after it).
 # Session 34 run 7: the wgmma W4A16 GEMM stores unsplit tiles with a TMA bulk tensor store (stmatrix.trans into
 # shared memory, one cp.async.bulk.tensor per CTA) where out is 16-byte aligned: the GEMM and layer tests, then
 # the acceptance benchmark `bench_linear --format w4a16`.

@@ -98,7 +98,7 @@ __host__ __device__ constexpr int wg_smem_bytes(int tn, int st, int rows) {
 struct WgParams {
   CUtensorMap xmap;  // x [M, K]: box 64 columns x TN tokens, 128-byte swizzle
   CUtensorMap wmap;  // qweight [N, words] int32: box 16 words x 128 rows, no swizzle
-  CUtensorMap omap;  // out [M, N] (x's dtype): box ROWS rows x TN tokens, no swizzle; used where store_tma
+  CUtensorMap omap;  // out [M, N] (x's dtype): box 64 rows x TN tokens, 128-byte swizzle; used where store_tma
   GemmParams gp;
   int store_tma;  // 1: an unsplit tile is stored by wg_store_tile_tma (out and its row stride 16-byte aligned)
 };
@@ -377,18 +377,20 @@ __device__ __forceinline__ void wg_store_tile(const Params& p, const float* sm, 
 // (the order, hence the bits, of the last-arrival sum) into the staged tile sm. Partial float
 // f = v * NT + thread (NT = 32 NW threads); one index is NT / 4 float4. Each thread keeps kB float4 x kA
 // splits in flight (wg_spread_sum picks them).
-// The unsplit tile's store through a TMA bulk tensor store (session 34, run 6: the staged store above took
+// The unsplit tile's store through TMA bulk tensor stores (session 34, run 6: the staged store above took
 // 2.4 us of 48.5 per 64-row CTA on 2112x7168 at M = 1024 and 3.4 of ~21 per 128-row CTA on 24576x1536):
-// each warp writes its values, bias added, in x's dtype as [token][row] into shared memory with
-// stmatrix.trans (an m16n8 C fragment's 8 x 8 halves, transposed: one 16-byte row of 8 weight rows per
-// token), then one thread stores the ROWS x TN box (rows past N and tokens past M are not written). f: V
-// values per thread, acc[4 j + c] layout (register c of the m16n8 fragment of token tile j), the warp's
-// tokens from tok_base, rows from 16 (warp % (ROWS / 16)). base: 1024-aligned shared memory of TN x ROWS
-// elements, free; every MMA warp calls it (it syncs them on NSYNC).
-template <typename XT, int ROWS, int V, int NSYNC>
+// each warp writes its values, bias added, in x's dtype into shared memory with stmatrix.trans (an m16n8 C
+// fragment's 8 x 8 halves, transposed: one 16-byte chunk of 8 weight rows per token), as ROWS / 64 boxes of
+// [TN tokens][64 rows] in the 128-byte swizzle (chunk c of token t at chunk c ^ (t % 8): the 8 tokens of one
+// stmatrix matrix land in 8 different bank groups; run 7's unswizzled [TN][ROWS] layout, 8-way conflicts,
+// lost), then one thread stores each box (rows past N and tokens past M are not written). f: V values per
+// thread, acc[4 j + c] layout (register c of the m16n8 fragment of token tile j), the warp's tokens from
+// tok_base, rows from 16 (warp % (ROWS / 16)). base: 1024-aligned free shared memory of TN x ROWS elements;
+// every MMA warp calls it (it syncs them on NSYNC).
+template <typename XT, int ROWS, int TN, int V, int NSYNC>
 __device__ __forceinline__ void wg_store_tile_tma(const Params& p, const CUtensorMap* omap, const float (&f)[V],
                                                   uint32_t base, int row0, int tok0, int tok_base) {
-  static_assert(V % 8 == 0, "two token tiles per stmatrix.x4");
+  static_assert(V % 8 == 0 && ROWS % 64 == 0, "two token tiles per stmatrix.x4; boxes of 64 rows");
   const int warp = static_cast<int>(threadIdx.x) >> 5, lane = static_cast<int>(threadIdx.x) & 31;
   const int wrow = (warp % (ROWS / 16)) * 16, g = lane >> 2;
   float b0 = 0.f, b1 = 0.f;
@@ -397,11 +399,11 @@ __device__ __forceinline__ void wg_store_tile_tma(const Params& p, const CUtenso
     if (ra < p.n) b0 = load_f(p.bias, ra, p.bias_kind);
     if (ra + 8 < p.n) b1 = load_f(p.bias, ra + 8, p.bias_kind);
   }
-  // lane l gives the address of row l % 8 (a token) of matrix l / 8: token tile j + (l / 8) / 2, rows
-  // 8 ((l / 8) % 2) .. + 7 of the warp's 16
-  const int mi = lane >> 3;
-  const uint32_t addr0 =
-      base + static_cast<uint32_t>(((tok_base + 8 * (mi >> 1) + (lane & 7)) * ROWS + wrow + (mi & 1) * 8) * 2);
+  // lane l gives the address of row l % 8 (token t) of matrix l / 8: token tile j + (l / 8) / 2, rows
+  // 8 ((l / 8) % 2) .. + 7 of the warp's 16, i.e. chunk c of box r / 64
+  const int mi = lane >> 3, t = lane & 7, r = wrow + (mi & 1) * 8;
+  const uint32_t addr0 = base + static_cast<uint32_t>((r / 64) * TN * 128 + (tok_base + 8 * (mi >> 1) + t) * 128 +
+                                                      ((((r % 64) >> 3) ^ t) << 4));
 #pragma unroll
   for (int j = 0; j < V / 4; j += 2) {
     const uint32_t r0 = wg_pack2<XT>(f[4 * j] + b0, f[4 * j + 1] + b0);
@@ -409,15 +411,16 @@ __device__ __forceinline__ void wg_store_tile_tma(const Params& p, const CUtenso
     const uint32_t r2 = wg_pack2<XT>(f[4 * j + 4] + b0, f[4 * j + 5] + b0);
     const uint32_t r3 = wg_pack2<XT>(f[4 * j + 6] + b1, f[4 * j + 7] + b1);
     asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(
-                     addr0 + static_cast<uint32_t>(8 * j * ROWS * 2)),
+                     addr0 + static_cast<uint32_t>(j * 8 * 128)),
                  "r"(r0), "r"(r1), "r"(r2), "r"(r3)
                  : "memory");
   }
-  // the generic-proxy writes, visible to the bulk copy's async proxy, from every warp before the store
+  // the generic-proxy writes, visible to the bulk copies' async proxy, from every warp before the stores
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
   cta_sync<NSYNC>();
   if (threadIdx.x == 0) {
-    tma::tensor_store_2d(omap, row0, tok0, base);
+#pragma unroll
+    for (int b = 0; b < ROWS / 64; ++b) tma::tensor_store_2d(omap, row0 + 64 * b, tok0, base + b * TN * 128);
     tma::bulk_store_commit_wait_read();
   }
 }
@@ -652,7 +655,7 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
     // (not with 192 rows: the 168-register CTAs spill with a second store path)
     if constexpr (ROWS != 192) {
       if (wp.store_tma && gridDim.y == 1) {
-        wg_store_tile_tma<XT, ROWS, V, kSync>(p, &wp.omap, f, ring, row0, tok0, kHalf ? (warp >> 2) * WS : 0);
+        wg_store_tile_tma<XT, ROWS, TN, V, kSync>(p, &wp.omap, f, ring, row0, tok0, kHalf ? (warp >> 2) * WS : 0);
         return;
       }
     }
