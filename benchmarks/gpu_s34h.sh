@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 34 run 8 at 342d55e (the acceptance file of issue 5 since).
 # Session 34 run 8: as run 7, with the staged tile in the 128-byte swizzle (boxes of 64 rows): the wgmma W4A16 GEMM stores unsplit tiles with a TMA bulk tensor store (stmatrix.trans into
 # shared memory, one cp.async.bulk.tensor per CTA) where out is 16-byte aligned: the GEMM and layer tests, then
 # the acceptance benchmark `bench_linear --format w4a16`.
