@@ -244,6 +244,10 @@ _CUDA_WGMMA_M: dict[str, tuple[int, int]] = {"few": (33, 1024), "short": (33, 10
 #   152-token CTAs (17 x 7 = 119 CTAs, one wave; run 4): few M = 960 / 1024 59.51 / 61.48 vs 56.77 / 55.38
 #         [46.12 / 47.45]; many 432.47 / 412.79 vs the many row 398.96 / 395.69: narrower wgmmas lose more than
 #         the fuller wave gains (as session 31's 88-token ones did).
+# Session 34 runs 7-8: unsplit tiles now go out through a TMA bulk tensor store (csrc/w4a16_wgmma.cuh
+# wg_store_tile_tma; the threads' store took 2.4-3.4 us per CTA in run 6). bench_linear M = 1024, us (x bf16):
+# 2112x7168 49.31 (1.155, was 1.169), 24576x1536 116.20 (1.108, was 1.170), 7168x16384 332.51 (1.028, was 1.035);
+# the configs above are unchanged.
 _CUDA_WGMMA_AUTO: dict[str, tuple[tuple[int, tuple[int, ...]], ...]] = {
     "few": ((64, (64, 0, 4)), (128, (0, 0, 0)), (1024, (256, 0, 3, 0, 64))),
     "short": ((256, (128, 0, 4, 0, 192)), (1024, (256, 0, 3, 0, 128, 1))),
