@@ -372,11 +372,6 @@ __device__ __forceinline__ void wg_store_tile(const Params& p, const float* sm, 
   }
 }
 
-// Spread K split, after the rendezvous: this CTA (split y = blockIdx.y of S = gridDim.y) sums the
-// accumulator indices [y V / S, (y + 1) V / S) of the tile over the S splits' partials in split order
-// (the order, hence the bits, of the last-arrival sum) into the staged tile sm. Partial float
-// f = v * NT + thread (NT = 32 NW threads); one index is NT / 4 float4. Each thread keeps kB float4 x kA
-// splits in flight (wg_spread_sum picks them).
 // The unsplit tile's store through TMA bulk tensor stores (session 34, run 6: the staged store above took
 // 2.4 us of 48.5 per 64-row CTA on 2112x7168 at M = 1024 and 3.4 of ~21 per 128-row CTA on 24576x1536):
 // each warp writes its values, bias added, in x's dtype into shared memory with stmatrix.trans (an m16n8 C
@@ -425,6 +420,11 @@ __device__ __forceinline__ void wg_store_tile_tma(const Params& p, const CUtenso
   }
 }
 
+// Spread K split, after the rendezvous: this CTA (split y = blockIdx.y of S = gridDim.y) sums the
+// accumulator indices [y V / S, (y + 1) V / S) of the tile over the S splits' partials in split order
+// (the order, hence the bits, of the last-arrival sum) into the staged tile sm. Partial float
+// f = v * NT + thread (NT = 32 NW threads); one index is NT / 4 float4. Each thread keeps kB float4 x kA
+// splits in flight (wg_spread_sum picks them).
 template <int kA, int kB, int NW>
 __device__ __forceinline__ void wg_spread_sum_in(const float* base, int64_t tile_floats, int v_lo, int v_hi,
                                                  float* sm) {
