@@ -100,7 +100,8 @@ struct WgParams {
   CUtensorMap wmap;  // qweight [N, words] int32: box 16 words x 128 rows, no swizzle
   CUtensorMap omap;  // out [M, N] (x's dtype): box 64 rows x TN tokens, 128-byte swizzle; used where store_tma
   GemmParams gp;
-  int store_tma;  // 1: an unsplit tile is stored by wg_store_tile_tma (out and its row stride 16-byte aligned)
+  // 1: an unsplit tile is stored by wg_store_tile_tma (wg_tma_store_rows; out and its row stride 16-byte aligned)
+  int store_tma;
 };
 
 // Compiled (ROWS, TN, ST[, producer]) as P * 10000 + H * 1000 + (TN / 8) * 10 + ST: H = 0 for 128-row CTAs,
@@ -115,6 +116,9 @@ __host__ __device__ constexpr int wg_code_tokens(int code) { return code % 1000 
 __host__ __device__ constexpr bool wg_code_producer(int code) { return code / 10000 == 1; }
 // Threads of a CTA: the MMA warps, and with a producer the extra warpgroup.
 __host__ __device__ constexpr int wg_threads(int rows, bool producer) { return 32 * wg_warps(rows) + (producer ? 128 : 0); }
+// CTAs whose unsplit tiles take wg_store_tile_tma: not 192 rows, whose 168-register CTAs spill with a second
+// store path (the launcher asks, so that it encodes the out map only where the kernel reads it).
+__host__ __device__ constexpr bool wg_tma_store_rows(int rows) { return rows != 192; }
 
 template <int C>
 struct WgCode {
@@ -652,8 +656,7 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
         for (int v = 0; v < V; ++v) f[v] += __ldcg(part + v * NT);
       }
     }
-    // (not with 192 rows: the 168-register CTAs spill with a second store path)
-    if constexpr (ROWS != 192) {
+    if constexpr (wg_tma_store_rows(ROWS)) {
       if (wp.store_tma && gridDim.y == 1) {
         wg_store_tile_tma<XT, ROWS, TN, V, kSync>(p, &wp.omap, f, ring, row0, tok0, kHalf ? (warp >> 2) * WS : 0);
         return;

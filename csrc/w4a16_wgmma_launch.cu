@@ -136,10 +136,11 @@ cudaError_t w4_wgmma_launch(const W4GemvArgs& a, const W4GemmConfig& cfg, float*
                        static_cast<uint32_t>(wg_rows(c)),
                        CU_TENSOR_MAP_SWIZZLE_NONE))
     return cudaErrorInvalidValue;
-  // out [M, N] for the TMA-store epilogue of unsplit tiles: 16-byte aligned base and row stride (else, or
-  // if the driver refuses the map, the tile is stored by the threads)
+  // out [M, N] for the TMA-store epilogue of unsplit tiles where the CTA shape has it: 16-byte aligned base
+  // and row stride (else, or if the driver refuses the map, the tile is stored by the threads)
   const uint64_t o_row = tmap::row_pitch(a.m, a.out_stride * 2, a.n * 2);
-  wp.store_tma = c.splits == 1 && reinterpret_cast<uintptr_t>(a.out) % 16 == 0 && o_row % 16 == 0 &&
+  wp.store_tma = c.splits == 1 && w4a16g::wg_tma_store_rows(wg_rows(c)) &&
+                 reinterpret_cast<uintptr_t>(a.out) % 16 == 0 && o_row % 16 == 0 &&
                  tmap::encode_2d(&wp.omap, xdt, a.out, static_cast<uint64_t>(a.n), static_cast<uint64_t>(a.m), o_row,
                                  64, static_cast<uint32_t>(c.tokens), CU_TENSOR_MAP_SWIZZLE_128B);
   const dim3 grid(static_cast<unsigned>(cdiv64(a.n, wg_rows(c))), static_cast<unsigned>(c.splits),
