@@ -22,7 +22,8 @@
 //                                   splits=0, stages=0, reduce=0, rows=0, producer=0, pdl=0) -> int   (the
 //                                   Hopper wgmma GEMM of w4a16_wgmma.cuh; rows: weight rows per CTA, 64, 128
 //                                   or 192, 0 = 128; producer 1: a producer warpgroup issues the stage fills;
-//                                   same counters as w4a16_gemm, two per tile for a spread reduction; pdl 1:
+//                                   same counters as w4a16_gemm, two per tile for a spread or pair
+//                                   reduction (reduce 2 / 3); pdl 1:
 //                                   programmatic dependent launch; returns w4a16_gemm's value with warps =
 //                                   rows / 16, + reduce * 10^9)
 //   torch.ops.qlinear_C.w4a16_wgmma_supported(x, qweight, scales, zeros, group_size, counters, tokens=0,

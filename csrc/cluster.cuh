@@ -1,7 +1,7 @@
 // Thread-block cluster primitives (sm_90+) for kernels whose CTAs read each other's shared memory: the
-// shared::cluster address of a peer's variable, a 32-bit float load from it, and the cluster barrier
-// (a CTA's rank along x is blockIdx.x % cluster size: the launchers cluster along x only). Device code
-// only, no torch headers. Below sm_90 the calls compile to nothing: the launchers never pick a cluster
+// shared::cluster address of a peer's variable, a 32-bit float load from it, the CTA's rank and the
+// cluster barrier (with a cluster along x only, as most launchers use, the rank is blockIdx.x % cluster
+// size). Device code only, no torch headers. Below sm_90 the calls compile to nothing: the launchers never pick a cluster
 // kernel there.
 //
 // Addresses are 32-bit shared-window addresses (tma::smem_u32 of a local pointer); peer() maps one to
@@ -30,6 +30,15 @@ __device__ __forceinline__ float load_f32(uint32_t addr) {
   asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(addr) : "memory");
 #endif
   return v;
+}
+
+// This CTA's rank in its cluster.
+__device__ __forceinline__ uint32_t rank() {
+  uint32_t r = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+#endif
+  return r;
 }
 
 // The cluster barrier (every thread of every CTA, warp-uniform): arrive with release, wait with acquire,

@@ -26,12 +26,13 @@ __device__ __forceinline__ void launch_dependents() {
 }
 
 // A plain <<<>>> launch, or cudaLaunchKernelEx when PDL (programmatic stream serialization), a
-// thread-block cluster of `cluster` > 1 CTAs along x, or a cooperative launch (all CTAs resident at
-// once; the runtime refuses a grid that cannot be) is asked for.
+// thread-block cluster of `cluster` CTAs (more than one; dims x, y, z), or a cooperative launch (all CTAs
+// resident at once; the runtime refuses a grid that cannot be) is asked for.
 template <typename... KArgs, typename... Args>
 inline cudaError_t launch_smem_ex(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
-                                  bool pdl, int cluster, bool cooperative, Args... args) {
-  if (!pdl && cluster <= 1 && !cooperative) {
+                                  bool pdl, dim3 cluster, bool cooperative, Args... args) {
+  const bool clustered = cluster.x * cluster.y * cluster.z > 1;
+  if (!pdl && !clustered && !cooperative) {
     kernel<<<grid, block, smem, stream>>>(args...);
     return cudaGetLastError();
   }
@@ -52,11 +53,11 @@ inline cudaError_t launch_smem_ex(void (*kernel)(KArgs...), dim3 grid, dim3 bloc
     attrs[n].val.programmaticStreamSerializationAllowed = 1;
     ++n;
   }
-  if (cluster > 1) {
+  if (clustered) {
     attrs[n].id = cudaLaunchAttributeClusterDimension;
-    attrs[n].val.clusterDim.x = static_cast<unsigned>(cluster);
-    attrs[n].val.clusterDim.y = 1;
-    attrs[n].val.clusterDim.z = 1;
+    attrs[n].val.clusterDim.x = cluster.x;
+    attrs[n].val.clusterDim.y = cluster.y;
+    attrs[n].val.clusterDim.z = cluster.z;
     ++n;
   }
   cfg.attrs = attrs;
@@ -64,11 +65,12 @@ inline cudaError_t launch_smem_ex(void (*kernel)(KArgs...), dim3 grid, dim3 bloc
   return cudaLaunchKernelEx(&cfg, kernel, args...);
 }
 
-// launch_smem_ex without a cooperative launch.
+// launch_smem_ex without a cooperative launch, with a cluster of `cluster` CTAs along x (1: none).
 template <typename... KArgs, typename... Args>
 inline cudaError_t launch_smem(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
                                bool pdl, int cluster, Args... args) {
-  return launch_smem_ex(kernel, grid, block, smem, stream, pdl, cluster, false, args...);
+  return launch_smem_ex(kernel, grid, block, smem, stream, pdl, dim3(static_cast<unsigned>(cluster > 1 ? cluster : 1)),
+                        false, args...);
 }
 
 // launch_smem without dynamic shared memory.

@@ -101,20 +101,25 @@ __device__ __forceinline__ void cta_sync() {
     asm volatile("bar.sync 1, %0;" ::"n"(NSYNC) : "memory");
 }
 
-// K split (gridDim.y CTAs per output tile), once this CTA's fp32 partials are stored (__stcg): true for
-// the last CTA of the tile to arrive, which then sees every split's partials and has reset the tile's
-// counter for the next launch (graph replays); false for the others.
+// Once this CTA's fp32 partials are stored (__stcg): true for the last of `arrivals` CTAs to arrive at
+// *counter, which then sees every one's partials and has reset the counter for the next launch (graph
+// replays); false for the others.
 template <int NSYNC = 0>
-__device__ __forceinline__ bool splitk_last_arrival(int* counters, int tile) {
+__device__ __forceinline__ bool splitk_last_of(int* counter, int arrivals) {
   __threadfence();
   cta_sync<NSYNC>();
   __shared__ int last;
-  if (threadIdx.x == 0) last = atomicAdd(counters + tile, 1) == static_cast<int>(gridDim.y) - 1;
+  if (threadIdx.x == 0) last = atomicAdd(counter, 1) == arrivals - 1;
   cta_sync<NSYNC>();
   if (!last) return false;
   __threadfence();
-  if (threadIdx.x == 0) counters[tile] = 0;
+  if (threadIdx.x == 0) *counter = 0;
   return true;
+}
+// K split (gridDim.y CTAs per output tile): splitk_last_of the tile's CTAs on counters[tile].
+template <int NSYNC = 0>
+__device__ __forceinline__ bool splitk_last_arrival(int* counters, int tile) {
+  return splitk_last_of<NSYNC>(counters + tile, static_cast<int>(gridDim.y));
 }
 
 __device__ __forceinline__ int ld_acquire_gpu(const int* ptr) {

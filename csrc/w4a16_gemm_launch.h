@@ -16,7 +16,9 @@ namespace qlinear {
 // warps * 1000 + (tokens / 8) * 10 + stages.
 // reduce (wgmma GEMM only; the mma.sync GEMM takes 0 or 1): how a K split's partials are summed, 1 = by
 // the last CTA of a tile to arrive, 2 = spread over all the tile's CTAs (a cooperative launch, so only
-// when the grid fits on the GPU at once); 0 = spread where it fits, else 1.
+// when the grid fits on the GPU at once), 3 = in pairs through distributed shared memory (an even number
+// of splits, clusters of two CTAs, no producer warpgroup; w4a16_wgmma.cuh's header); 0 = spread where it
+// fits, else 1.
 // pdl (wgmma GEMM only, else 0): 1 = launch with programmatic dependent launch (the kernel requests its
 // first weights before griddepcontrol.wait and lets the next grid launch at once); not part of the
 // resolved config.

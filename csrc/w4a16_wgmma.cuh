@@ -66,12 +66,20 @@
 // w4a16_gemm.cuh does (the last CTA to arrive sums the whole tile and resets the counter), or spread
 // (gp.spread: every CTA of the tile waits for all partials, then sums and stores 1 / S of the tile;
 // only in a cooperative launch, where all CTAs are resident). Both give the same bits.
+// Or in pairs (wp.pair, an even S, clusters of the two CTAs 2i, 2i + 1 of a tile's splits): each CTA hands
+// the half of its tile that its peer sums through distributed shared memory, so a pair sum
+// Q_i = P_2i + P_2i+1 never crosses L2; with more than one pair, the half-tiles Q_i go through the
+// workspace and the last CTA to arrive for a half sums Q_0 + Q_1 + ... (a different order from the
+// other two: other bits, as deterministic). Session 35 run 2 (per-CTA stamps, 2112x7168 M = 128, 128 x
+// 128 tiles, 7 spread splits): storing the fp32 partials (7.6 MB from 119 CTAs) took 2.4 us per CTA,
+// waiting for the others 1.2 and the sums 1.7, against a main loop of 7.2.
 #pragma once
 
 #include <cuda.h>
 
 #include <type_traits>
 
+#include "cluster.cuh"
 #include "w4a16_gemm.cuh"
 
 namespace qlinear {
@@ -102,6 +110,7 @@ struct WgParams {
   GemmParams gp;
   // 1: an unsplit tile is stored by wg_store_tile_tma (wg_tma_store_rows; out and its row stride 16-byte aligned)
   int store_tma;
+  int pair;  // 1: the K split is summed in pairs (see the header note; a cluster of two CTAs along y)
 };
 
 // Compiled (ROWS, TN, ST[, producer]) as P * 10000 + H * 1000 + (TN / 8) * 10 + ST: H = 0 for 128-row CTAs,
@@ -483,6 +492,58 @@ __device__ __forceinline__ void wg_spread_sum(const float* base, int64_t tile_fl
     wg_spread_sum_in<8, 3, NW>(base, tile_floats, v_lo, v_hi, sm);
 }
 
+// The pair-summed K split (wp.pair; see the header note) of this CTA's V values per thread f: half r =
+// cluster rank (values [r V / 2, (r + 1) V / 2)) is this CTA's to sum and store. The other half goes to the
+// peer through this CTA's shared memory (sm, free after the main loop), read remotely between two cluster
+// barriers; then, with more than one pair per tile, the pair sums go through the workspace and the last of
+// the tile's pairs to arrive for this half adds them in pair order. NSYNC: the MMA warps' barrier.
+template <typename XT, int ROWS, int WN, int V, int NSYNC>
+__device__ __forceinline__ void wg_pair_finish(const WgParams& wp, const float (&f)[V], float* sm, int tile, int row0,
+                                               int tok0) {
+  constexpr int NW = wg_warps(ROWS), NT = 32 * NW, H = V / 2;
+  const GemmParams& gp = wp.gp;
+  const int tid = static_cast<int>(threadIdx.x), warp = tid >> 5, lane = tid & 31;
+  const bool hi = cluster::rank() != 0;  // this CTA sums values [H, V), its peer [0, H)
+#pragma unroll
+  for (int j = 0; j < H; ++j) sm[j * NT + tid] = hi ? f[j] : f[H + j];
+  cluster::sync();  // the peer's half is in its shared memory
+  const uint32_t theirs = cluster::peer(static_cast<uint32_t>(__cvta_generic_to_shared(sm)), hi ? 0u : 1u);
+  float g[H];
+#pragma unroll
+  for (int j = 0; j < H; ++j) g[j] = cluster::load_f32(theirs + 4u * static_cast<uint32_t>(j * NT + tid));
+  // P_2i + P_2i+1 (fp32 addition commutes: the same bits in either CTA)
+#pragma unroll
+  for (int j = 0; j < H; ++j) g[j] += hi ? f[H + j] : f[j];
+  cluster::sync();  // the peer has read this CTA's half: sm is free again
+  const int pairs = static_cast<int>(gridDim.y) / 2, pi = static_cast<int>(blockIdx.y) / 2, half = hi ? 1 : 0;
+  if (pairs > 1) {
+    // workspace: [tile][half][pair][j][thread]
+    float* base = gp.ws + (static_cast<int64_t>(tile) * 2 + half) * pairs * H * NT;
+#pragma unroll
+    for (int j = 0; j < H; ++j) __stcg(base + (pi * H + j) * NT + tid, g[j]);
+    if (!splitk_last_of<NSYNC>(gp.counters + 2 * tile + half, pairs)) return;
+    float t[H];
+#pragma unroll
+    for (int j = 0; j < H; ++j) t[j] = 0.f;
+    for (int q = 0; q < pairs; ++q) {
+      if (q == pi) {
+#pragma unroll
+        for (int j = 0; j < H; ++j) t[j] += g[j];
+      } else {
+#pragma unroll
+        for (int j = 0; j < H; ++j) t[j] += __ldcg(base + (q * H + j) * NT + tid);
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < H; ++j) g[j] = t[j];
+  }
+  const int v0 = half * H;
+#pragma unroll
+  for (int j = 0; j < H; ++j) sm[((v0 + j) * NW + warp) * kWgPitch + lane] = g[j];
+  cta_sync<NSYNC>();
+  wg_store_tile<XT, ROWS, WN>(gp.p, sm, v0, v0 + H, row0, tok0);
+}
+
 #endif  // QLINEAR_WGMMA
 
 template <typename XT, int TN, int ST, int ROWS, bool PROD>
@@ -627,6 +688,12 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
   // workspace for a K split, then staged in shared memory and stored.
   auto finish = [&](float (&f)[V]) {
     const int tile = blockIdx.x + gridDim.x * blockIdx.z;
+    if constexpr (!PROD && V % 2 == 0) {
+      if (wp.pair) {
+        wg_pair_finish<XT, ROWS, WS, V, kSync>(wp, f, sm, tile, row0, tok0);
+        return;
+      }
+    }
     if (gridDim.y > 1) {
       const int64_t tile_floats = static_cast<int64_t>(NT) * V;
       float* mine = gp.ws + (static_cast<int64_t>(tile) * gridDim.y + blockIdx.y) * tile_floats;

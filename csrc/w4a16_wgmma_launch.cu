@@ -31,7 +31,8 @@ bool wg_grid_fits(const W4GemvArgs& a, const W4GemmConfig& c) {
 }
 
 // A spread reduction (wp.gp.spread) is launched cooperative: the runtime then guarantees that all CTAs
-// are resident together, which the CTAs waiting for each other's partials rely on.
+// are resident together, which the CTAs waiting for each other's partials rely on. A pair reduction
+// (wp.pair) is launched in clusters of two CTAs along y (a tile's splits 2i, 2i + 1).
 template <typename XT, int C>
 cudaError_t launch_code(const WgParams& wp, dim3 grid, bool pdl, cudaStream_t stream) {
   using D = w4a16g::WgCode<C>;
@@ -39,8 +40,9 @@ cudaError_t launch_code(const WgParams& wp, dim3 grid, bool pdl, cudaStream_t st
   const int smem = w4a16g::wg_smem_bytes(D::TN, D::ST, D::ROWS);
   const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (e != cudaSuccess) return e;
-  return pdl::launch_smem_ex(kernel, grid, dim3(w4a16g::wg_threads(D::ROWS, D::PROD)), smem, stream, pdl, 0,
-                             wp.gp.spread != 0, wp);
+  if (wp.pair && D::PROD) return cudaErrorInvalidValue;  // refused before: w4_wgmma_supported
+  return pdl::launch_smem_ex(kernel, grid, dim3(w4a16g::wg_threads(D::ROWS, D::PROD)), smem, stream, pdl,
+                             dim3(1, wp.pair ? 2 : 1, 1), wp.gp.spread != 0, wp);
 }
 
 template <typename XT>
@@ -105,11 +107,13 @@ W4GemmSupport w4_wgmma_supported(const W4GemvArgs& a, const W4GemmConfig& cfg, i
   if (!w4_wgmma_built()) return W4GemmSupport::kNoWgmma;
   const W4GemmConfig c = w4_wgmma_resolve(a, cfg);
   if ((c.warps != 8 && c.warps != 4 && c.warps != 12) || c.tokens % 8 != 0 ||
-      !code_listed(w4a16g::kWgCodes, wg_code(c)) || c.reduce < 1 || c.reduce > 2 ||
-      (c.reduce == 2 && !wg_grid_fits(a, c)) || c.pdl < 0 || c.pdl > 1 || c.producer < 0 || c.producer > 1)
+      !code_listed(w4a16g::kWgCodes, wg_code(c)) || c.reduce < 1 || c.reduce > 3 ||
+      (c.reduce == 2 && !wg_grid_fits(a, c)) || (c.reduce == 3 && (c.splits % 2 != 0 || c.producer != 0)) ||
+      c.pdl < 0 || c.pdl > 1 || c.producer < 0 || c.producer > 1)
     return W4GemmSupport::kBadConfig;
-  // a spread reduction counts arrivals and departures: two counters per output tile
-  return w4_gemm_config_limits(a, c.splits, wg_tiles(a, c) * (c.reduce == 2 ? 2 : 1), w4_wgmma_workspace_floats(a, c),
+  // a spread reduction counts arrivals and departures, a pair reduction the arrivals per half tile: two
+  // counters per output tile
+  return w4_gemm_config_limits(a, c.splits, wg_tiles(a, c) * (c.reduce >= 2 ? 2 : 1), w4_wgmma_workspace_floats(a, c),
                                workspace_floats, counters, w4a16g::wg_smem_bytes(c.tokens, c.stages, wg_rows(c)));
 }
 
@@ -123,6 +127,7 @@ cudaError_t w4_wgmma_launch(const W4GemvArgs& a, const W4GemmConfig& cfg, float*
   WgParams wp{};
   wp.gp = w4a16g::gemm_params(w4_params(a, 0), workspace, counters, c.splits);
   wp.gp.spread = c.splits > 1 && c.reduce == 2 ? 1 : 0;
+  wp.pair = c.reduce == 3 ? 1 : 0;
   const int64_t nsb = cdiv64(a.k, 128);
   // x [M, K] in boxes of 64 columns x `tokens` rows, swizzled for the wgmma descriptor; qweight
   // [N, 16 nsb] int32 in boxes of 16 words x the CTA's rows. One row of x: any stride works (rounded to 16)

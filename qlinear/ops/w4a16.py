@@ -249,7 +249,7 @@ _CUDA_WGMMA_M: dict[str, tuple[int, int]] = {"few": (33, 1024), "short": (33, 10
 # 2112x7168 49.31 (1.155, was 1.169), 24576x1536 116.20 (1.108, was 1.170), 7168x16384 332.51 (1.028, was 1.035);
 # the configs above are unchanged.
 _CUDA_WGMMA_AUTO: dict[str, tuple[tuple[int, tuple[int, ...]], ...]] = {
-    "few": ((64, (64, 0, 4)), (128, (0, 0, 0)), (1024, (256, 0, 3, 0, 64))),
+    "few": ((64, (64, 0, 4)), (128, (128, 4, 4, 3, 64)), (1024, (256, 0, 3, 0, 64))),
     "short": ((256, (128, 0, 4, 0, 192)), (1024, (256, 0, 3, 0, 128, 1))),
     "many": ((64, (0, 0, 0)), (128, (128, 0, 4, 0, 192)), (1024, (256, 0, 3, 0, 128, 1))),
 }
@@ -1040,7 +1040,10 @@ def cuda_wgmma(
     P = 1 with a producer warpgroup). K splits as
     :func:`cuda_gemm`'s; ``reduce`` says who sums a split's partials: 1 the last CTA of a tile to
     arrive, 2 all of the tile's CTAs, a share each (launched cooperative, so only where the grid fits
-    on the GPU at once), 0 = 2 where it fits. Both sum in split order: the same bits. ``rows``: weight
+    on the GPU at once), 0 = 2 where it fits. Both sum in split order: the same bits. 3: in pairs (an
+    even number of splits; clusters of two CTAs, which sum their partials through distributed shared
+    memory, then the pair sums in pair order: other bits, as deterministic; not with a producer
+    warpgroup). ``rows``: weight
     rows per CTA, 128 (0: each warpgroup 64 of them), 64 (both warpgroups the same rows and tokens,
     each half of every superblock's k-steps) or 192 (three warpgroups of 64 rows). ``producer``: 1 adds
     a producer warpgroup that issues the shared-memory stage fills (compiled for 128 rows x 256 tokens,

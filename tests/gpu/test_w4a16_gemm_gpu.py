@@ -8,7 +8,7 @@ N / K (a partial last superblock), symmetric / asymmetric, groups 128 / 256 / pe
 fp16 x, bf16 / fp16 / fp32 scales, every compiled (warps, tokens, stages) with and without a K split
 (N % (16 warps) != 0),
 strided x rows, CUDA-graph replays (the split-K counters must be left zeroed), the wgmma GEMM's spread
-K-split reduction (bit-equal to the last-arrival one), its TMA-store epilogue (bit-equal to the threads'
+K-split reduction (bit-equal to the last-arrival one) and pair reduction, its TMA-store epilogue (bit-equal to the threads'
 store), programmatic dependent launch (a chain of two GEMMs in a graph), the refusals and the fallback of
 the public op.
 """
@@ -112,7 +112,7 @@ def test_every_config_with_and_without_split(family):
 
 
 @pytest.mark.parametrize("family, cfg", [("cuda_gemm", (8, 64, 8, 6)), ("cuda_wgmma", (64, 8, 8, 1)),
-                                         ("cuda_wgmma", (128, 7, 4, 2))])
+                                         ("cuda_wgmma", (128, 7, 4, 2)), ("cuda_wgmma", (128, 4, 4, 3, 64))])
 def test_graph_replays_keep_counters_zeroed(family, cfg):
     run, _ = _family(family)
     n, k = 2112, 7168
@@ -155,8 +155,11 @@ def test_wgmma_refusals_and_public_op():
     assert C.w4a16_wgmma_supported(x, p64.qweight, p64.scales, p64.zeros, 64, locks) == 4
     with pytest.raises(ValueError, match="tokens, splits, stages"):
         ops.cuda_wgmma(x, packed, config=(8, 128, 1, 5, 0, 0, 0))  # seven fields
-    assert sup(x, 128, 2, 5, 3) == 6  # reduce is 0, 1 or 2
+    assert sup(x, 128, 2, 5, 4) == 6  # reduce is 0, 1, 2 or 3
     assert sup(x, 128, 2, 5, 2) == 0
+    assert sup(x, 128, 2, 5, 3) == 0  # pairs: an even number of splits, no producer warpgroup
+    assert sup(x, 128, 3, 5, 3) == 6  # 8 superblocks in 3 splits of 3 / 3 / 2
+    assert sup(x, 256, 2, 3, 3, 128, 1) == 6
     # 64 rows per CTA: compiled for (128 tokens, 4 stages) and (256, 3), not for 64 tokens; 192 rows
     # for (128, 4) only
     assert sup(x, 128, 2, 4, 0, 64) == 0
@@ -206,6 +209,29 @@ def test_wgmma_spread_reduction_bits():
     out = torch.empty(128, 2112, device=DEV, dtype=torch.bfloat16)
     code = C.w4a16_wgmma(out, x, packed.qweight, packed.scales, packed.zeros, None, 128, locks)
     assert code // 10**9 == 2 and code // 10 % 1000 == 7, code  # 17 tiles x 7 splits: spread
+
+
+def test_wgmma_pair_reduction():
+    """reduce = 3: the K split summed in pairs (clusters of two CTAs along the splits, each summing half of
+    the tile through distributed shared memory, then the pair sums in pair order by the last CTA to arrive
+    per half). Against the fp32 reference and, within fp32 rounding, the last-arrival sum; one pair (no
+    workspace) and several, 64 / 128 / 192 weight rows, 64 / 128 / 256 tokens, ragged N and M, bias,
+    bf16 / fp16; PDL changes no bit, and the counters are left zeroed."""
+    _wgmma_ext()
+    locks = _splitk.locks(torch.device(DEV))
+    cases = [(2112, 7168, 128, torch.bfloat16, (128, 4, 4, 3, 64)), (2112, 7168, 100, torch.bfloat16, (128, 2, 4, 3, 64)),
+             (520, 2048, 200, torch.float16, (64, 6, 8, 3, 0)), (1000, 4096, 300, torch.bfloat16, (256, 4, 3, 3, 64)),
+             (600, 2048, 130, torch.bfloat16, (128, 4, 4, 3, 192)), (300, 3072, 33, torch.float16, (128, 8, 4, 3, 0))]
+    for n, k, m, dt, cfg in cases:
+        packed, w = _layer(n, k, 128, True, torch.float16 if dt == torch.float16 else torch.bfloat16, seed=n + m)
+        x = _x(m, k, dt, m)
+        b = torch.randn(n, device=DEV).to(dt) if m % 2 == 0 else None
+        pair = ops.cuda_wgmma(x, packed, b, cfg, pdl=False)
+        assert_matches(pair, x, w, b, f"pair reduction {n}x{k} M={m} {cfg}")
+        last = ops.cuda_wgmma(x, packed, b, cfg[:3] + (1,) + cfg[4:], pdl=False)
+        assert torch.allclose(pair.float(), last.float(), rtol=1e-2, atol=1e-2), f"{n}x{k} M={m} {cfg}: pair vs last"
+        assert torch.equal(ops.cuda_wgmma(x, packed, b, cfg, pdl=True), pair), f"{n}x{k} M={m} {cfg}: PDL changed bits"
+        assert int(locks.abs().sum()) == 0
 
 
 def test_wgmma_tma_store_epilogue():
