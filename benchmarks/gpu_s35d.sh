@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 35 run 3 at 5d8149a.
 # Session 35 run 3 (branch s35-pair): the wgmma GEMM's pair reduction (reduce 3: clusters of two CTAs along
 # the K splits sum their partials through distributed shared memory; then the pair sums through L2) -- the
 # GEMM tests, the split configs of 2112x7168 at M = 64 / 100 / 128 against the dispatch, the W4A16 layer tests

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 35 run 4 at 346ffe3 (A: d3c6c05); B's bench_linear is the W4A16 acceptance file.
 # Session 35 run 4: the pair-reduction build with two dispatches side by side (A: main's few row, 128 x 128
 # tiles with 7 spread splits at M = 65 .. 128; B: 64-row tiles x 4 splits summed in pairs), bench_linear
 # --format w4a16 at M = 100 / 128, two passes alternating; then B's full acceptance benchmark and the GEMM

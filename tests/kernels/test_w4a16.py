@@ -342,3 +342,15 @@ def test_cuda_gemm_ops_pass_their_configs(monkeypatch, family):
     pad = (lambda c: tuple(c) + (0,) * (6 - len(c)) + (0,)) if family == "wgmma" else tuple
     assert [c[5] for c in fake.calls] == [pad(explicit), pad(auto_entry), pad(default), pad(default)]
     assert all(c[0] == name and c[1] == (40, 3200) and c[3] == 128 and c[4] == torch.int32 for c in fake.calls)
+    if family == "wgmma":
+        # a layer without zero points reads the symmetric table's entry for its class where there is one
+        fake.calls.clear()
+        sym_entry = (128, 4, 4, 3, 64)
+        monkeypatch.setattr(ops, auto_attr, {"many": ((64, auto_entry),)})
+        monkeypatch.setattr(ops, "_CUDA_WGMMA_AUTO_SYM", {"many": ((64, sym_entry),)})
+        run(x, packed)
+        asym = ops.pack_w4a16(q, torch.randint(0, 16, (3200, 18), dtype=torch.int32), torch.rand(3200, 18) + 0.5, 128)
+        run(x, asym)
+        monkeypatch.setattr(ops, "_CUDA_WGMMA_AUTO_SYM", {"few": ((64, sym_entry),)})
+        run(x, packed)  # no symmetric entry for "many": the common one
+        assert [c[5] for c in fake.calls] == [pad(sym_entry), pad(auto_entry), pad(auto_entry)]
