@@ -1,8 +1,8 @@
 // Thread-block cluster primitives (sm_90+) for kernels whose CTAs read each other's shared memory: the
 // shared::cluster address of a peer's variable, a 32-bit float load from it, the CTA's rank and the
 // cluster barrier (with a cluster along x only, as most launchers use, the rank is blockIdx.x % cluster
-// size). Device code only, no torch headers. Below sm_90 the calls compile to nothing: the launchers never pick a cluster
-// kernel there.
+// size). Device code only, no torch headers. Below sm_90 the calls compile to nothing: the launchers
+// never pick a cluster kernel there.
 //
 // Addresses are 32-bit shared-window addresses (tma::smem_u32 of a local pointer); peer() maps one to
 // the same offset in another CTA of the cluster.

@@ -219,9 +219,10 @@ def test_wgmma_pair_reduction():
     bf16 / fp16; PDL changes no bit, and the counters are left zeroed."""
     _wgmma_ext()
     locks = _splitk.locks(torch.device(DEV))
-    cases = [(2112, 7168, 128, torch.bfloat16, (128, 4, 4, 3, 64)), (2112, 7168, 100, torch.bfloat16, (128, 2, 4, 3, 64)),
-             (520, 2048, 200, torch.float16, (64, 6, 8, 3, 0)), (1000, 4096, 300, torch.bfloat16, (256, 4, 3, 3, 64)),
-             (600, 2048, 130, torch.bfloat16, (128, 4, 4, 3, 192)), (300, 3072, 33, torch.float16, (128, 8, 4, 3, 0))]
+    bf, hf = torch.bfloat16, torch.float16
+    cases = [(2112, 7168, 128, bf, (128, 4, 4, 3, 64)), (2112, 7168, 100, bf, (128, 2, 4, 3, 64)),
+             (520, 2048, 200, hf, (64, 6, 8, 3, 0)), (1000, 4096, 300, bf, (256, 4, 3, 3, 64)),
+             (600, 2048, 130, bf, (128, 4, 4, 3, 192)), (300, 3072, 33, hf, (128, 8, 4, 3, 0))]
     for n, k, m, dt, cfg in cases:
         packed, w = _layer(n, k, 128, True, torch.float16 if dt == torch.float16 else torch.bfloat16, seed=n + m)
         x = _x(m, k, dt, m)
