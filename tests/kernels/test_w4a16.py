@@ -354,3 +354,15 @@ def test_cuda_gemm_ops_pass_their_configs(monkeypatch, family):
         monkeypatch.setattr(ops, "_CUDA_WGMMA_AUTO_SYM", {"few": ((64, sym_entry),)})
         run(x, packed)  # no symmetric entry for "many": the common one
         assert [c[5] for c in fake.calls] == [pad(sym_entry), pad(auto_entry), pad(auto_entry)]
+
+
+def test_wgmma_symmetric_table_differs_only_in_pair_rows():
+    """_CUDA_WGMMA_AUTO_SYM repeats its class's _CUDA_WGMMA_AUTO rows (same M bounds) and changes only the
+    rows measured faster for symmetric layers, which sum the K split in pairs (reduce 3, an even split
+    count): a later edit of the common table must not leave a stale copy behind."""
+    for cls, rows in ops._CUDA_WGMMA_AUTO_SYM.items():
+        base = ops._CUDA_WGMMA_AUTO[cls]
+        assert [m for m, _ in rows] == [m for m, _ in base], cls
+        for (m, sym), (_, common) in zip(rows, base):
+            if sym != common:
+                assert len(sym) >= 4 and sym[3] == 3 and sym[1] % 2 == 0, (cls, m, sym)
