@@ -70,7 +70,7 @@
 // the half of its tile that its peer sums through distributed shared memory, so a pair sum
 // Q_i = P_2i + P_2i+1 never crosses L2; with more than one pair, the half-tiles Q_i go through the
 // workspace and the last CTA to arrive for a half sums Q_0 + Q_1 + ... (a different order from the
-// other two: other bits, as deterministic). Session 35 run 2 (per-CTA stamps, 2112x7168 M = 128, 128 x
+// other two: other bits, as deterministic). Session 35 run 1 (per-CTA stamps, 2112x7168 M = 128, 128 x
 // 128 tiles, 7 spread splits): storing the fp32 partials (7.6 MB from 119 CTAs) took 2.4 us per CTA,
 // waiting for the others 1.2 and the sums 1.7, against a main loop of 7.2. In pairs, 64-row CTAs x 4
 // splits (132 CTAs, 1 MB of half-tiles through L2) took 14.63 us against 14.75 in bench_linear (run 4,
