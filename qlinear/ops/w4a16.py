@@ -261,7 +261,7 @@ _CUDA_WGMMA_AUTO: dict[str, tuple[tuple[int, tuple[int, ...]], ...]] = {
 #         vs 14.75 / 14.76 [bf16 14.55 / 14.53]; M = 100 14.82 / 14.81 vs 14.83 / 14.83 [15.39 / 15.41];
 #         probe_w4a16_gemm.py --layer sym-fp16, M = 128 14.68 vs 14.89 [14.35], M = 100 15.01 vs 14.90 [15.09]
 #   run 3, probe_w4a16_gemm.py, asym-bf16 (zero points): M = 128 15.04 vs 14.71 [14.33], M = 100 15.36 vs
-#         14.76 [15.02]: asymmetric layers keep the row above.
+#         14.76 [15.02]: asymmetric layers keep the row above. M = 65 .. 99 not measured (the bound interpolates).
 # Runs 1-2's per-CTA stamps (notes/s35_wg_trace.patch: a stamping build and its probe_wg_trace.py) put the 7 spread
 # splits' epilogue at 5.7 us after a 7.2 us main loop: 2.4 storing the fp32 partials, 1.2 waiting for the
 # tile's other CTAs, 1.7 summing; the 64-row CTAs loop 8.4 us over their 14 superblocks.
