@@ -40,7 +40,6 @@ cudaError_t launch_code(const WgParams& wp, dim3 grid, bool pdl, cudaStream_t st
   const int smem = w4a16g::wg_smem_bytes(D::TN, D::ST, D::ROWS);
   const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (e != cudaSuccess) return e;
-  if (wp.pair && D::PROD) return cudaErrorInvalidValue;  // refused before: w4_wgmma_supported
   return pdl::launch_smem_ex(kernel, grid, dim3(w4a16g::wg_threads(D::ROWS, D::PROD)), smem, stream, pdl,
                              dim3(1, wp.pair ? 2 : 1, 1), wp.gp.spread != 0, wp);
 }

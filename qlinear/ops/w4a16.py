@@ -253,21 +253,21 @@ _CUDA_WGMMA_AUTO: dict[str, tuple[tuple[int, tuple[int, ...]], ...]] = {
     "short": ((256, (128, 0, 4, 0, 192)), (1024, (256, 0, 3, 0, 128, 1))),
     "many": ((64, (0, 0, 0)), (128, (128, 0, 4, 0, 192)), (1024, (256, 0, 3, 0, 128, 1))),
 }
-# Symmetric layers (no zero points: GPTQ sym, compressed-tensors symmetric) take these rows instead where
-# their shape class has an entry. Session 35 (benchmarks/results/session35, us; the K split of a few-row
-# tile summed in pairs, reduce 3: 64-row CTAs x 4 splits in clusters of two, 132 CTAs on 2112x7168, against
-# the row above, 128 x 128 tiles with 7 spread splits, 119 CTAs):
+# Symmetric layers (no zero points: GPTQ sym, compressed-tensors symmetric) take these configs instead of
+# the _CUDA_WGMMA_AUTO row of their shape class with the same max_m. Session 35
+# (benchmarks/results/session35, us; the K split of a few-row tile summed in pairs, reduce 3: 64-row CTAs x 4
+# splits in clusters of two, 132 CTAs on 2112x7168, against the common row, 128 x 128 tiles with 7 spread
+# splits, 119 CTAs):
 #   run 4, bench_linear --format w4a16 (GPTQ sym), two builds side by side, two passes: M = 128 14.63 / 14.63
 #         vs 14.75 / 14.76 [bf16 14.55 / 14.53]; M = 100 14.82 / 14.81 vs 14.83 / 14.83 [15.39 / 15.41];
 #         probe_w4a16_gemm.py --layer sym-fp16, M = 128 14.68 vs 14.89 [14.35], M = 100 15.01 vs 14.90 [15.09]
 #   run 3, probe_w4a16_gemm.py, asym-bf16 (zero points): M = 128 15.04 vs 14.71 [14.33], M = 100 15.36 vs
-#         14.76 [15.02]: asymmetric layers keep the row above. M = 65 .. 99 not measured (the bound interpolates).
-# Runs 1-2's per-CTA stamps (notes/s35_wg_trace.patch: a stamping build and its probe_wg_trace.py) put the 7 spread
-# splits' epilogue at 5.7 us after a 7.2 us main loop: 2.4 storing the fp32 partials, 1.2 waiting for the
+#         14.76 [15.02]: asymmetric layers keep the common row. M = 65 .. 99 not measured (the bound
+#         interpolates).
+# Runs 1-2's per-CTA stamps (notes/s35_wg_trace.patch: a stamping build and its probe_wg_trace.py) put the 7
+# spread splits' epilogue at 5.7 us after a 7.2 us main loop: 2.4 storing the fp32 partials, 1.2 waiting for the
 # tile's other CTAs, 1.7 summing; the 64-row CTAs loop 8.4 us over their 14 superblocks.
-_CUDA_WGMMA_AUTO_SYM: dict[str, tuple[tuple[int, tuple[int, ...]], ...]] = {
-    "few": ((64, (64, 0, 4)), (128, (128, 4, 4, 3, 64)), (1024, (256, 0, 3, 0, 64))),
-}
+_CUDA_WGMMA_AUTO_SYM: dict[str, dict[int, tuple[int, ...]]] = {"few": {128: (128, 4, 4, 3, 64)}}
 _CUDA_GEMM_CONFIG: tuple[int, int, int, int] = (0, 0, 0, 0)
 _CUDA_GEMM_AUTO: dict[str, tuple[tuple[int, tuple[int, ...]], ...]] = {
     "many": ((32, (8, 32, 4, 4)),),
@@ -1019,10 +1019,10 @@ def _cuda_gemm(x, packed, bias, config=None):
 def _run_gemm(op_name, x, packed, bias, config, auto, default, extra=(), auto_sym=None):
     """One of the extension's split-K GEMM ops (``w4a16_gemm`` / ``w4a16_wgmma``) on ``x [M, K]``:
     ``config`` (None: the first (max_m, config) row of the shape class's ``auto`` entry with M <=
-    max_m, else ``default``; a layer without zero points reads ``auto_sym``'s entry instead where it has
-    one; a shorter one padded with zeros to ``default``'s length) then ``extra`` passed as the op's
-    trailing ints, the split-K counters from ``qlinear.kernels._splitk.locks``; None without the
-    extension."""
+    max_m, else ``default``; for a layer without zero points, ``auto_sym``'s config for that class and
+    max_m where it has one; a shorter one padded with zeros to ``default``'s length) then ``extra``
+    passed as the op's trailing ints, the split-K counters from ``qlinear.kernels._splitk.locks``; None
+    without the extension."""
     ops = _cuda_ext_ops()
     if ops is None:
         return None
@@ -1033,9 +1033,9 @@ def _run_gemm(op_name, x, packed, bias, config, auto, default, extra=(), auto_sy
         return out
     if config is None:
         cls = _cuda_shape_class(packed.n, packed.k)
-        rows = (auto_sym or {}).get(cls) if packed.zeros is None else None
-        rows = auto.get(cls, ()) if rows is None else rows
-        config = next((cfg for max_m, cfg in rows if x.shape[0] <= max_m), default)
+        max_m, config = next(((mm, cfg) for mm, cfg in auto.get(cls, ()) if x.shape[0] <= mm), (None, default))
+        if packed.zeros is None and auto_sym:
+            config = auto_sym.get(cls, {}).get(max_m, config)
     config = tuple(int(v) for v in config)
     config += (0,) * (len(default) - len(config))
     getattr(ops, op_name)(out, x, packed.qweight, packed.scales, packed.zeros, bias, packed.group_size,
@@ -1053,8 +1053,8 @@ def cuda_wgmma(
     """The Hopper wgmma W4A16 GEMM on ``x [M, K]`` (:func:`cuda_wgmma_supported`): ``[M, N]`` in x's
     dtype, or None when the extension is unavailable. ``config`` = (tokens per CTA, K splits, stages[,
     reduce[, rows[, producer]]]), zeros for the launcher's choice (default: the row of the shape class's
-    :data:`_CUDA_WGMMA_AUTO` entry for M (:data:`_CUDA_WGMMA_AUTO_SYM`'s for a layer without zero points
-    where it has one), else all automatic; ``w4a16_wgmma_configs()`` lists the compiled P * 10000 + H *
+    :data:`_CUDA_WGMMA_AUTO` entry for M (:data:`_CUDA_WGMMA_AUTO_SYM`'s override of that row for a layer
+    without zero points), else all automatic; ``w4a16_wgmma_configs()`` lists the compiled P * 10000 + H *
     1000 + (tokens / 8) * 10 + stages, H = 0 / 1 / 2 for 128 / 64 / 192 rows, P = 1 with a producer
     warpgroup). K splits as :func:`cuda_gemm`'s; ``reduce`` says who sums a split's partials: 1 the last
     CTA of a tile to arrive, 2 all of the tile's CTAs, a share each (launched cooperative, so only where

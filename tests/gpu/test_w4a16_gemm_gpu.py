@@ -8,9 +8,9 @@ N / K (a partial last superblock), symmetric / asymmetric, groups 128 / 256 / pe
 fp16 x, bf16 / fp16 / fp32 scales, every compiled (warps, tokens, stages) with and without a K split
 (N % (16 warps) != 0),
 strided x rows, CUDA-graph replays (the split-K counters must be left zeroed), the wgmma GEMM's spread
-K-split reduction (bit-equal to the last-arrival one) and pair reduction, its TMA-store epilogue (bit-equal to the threads'
-store), programmatic dependent launch (a chain of two GEMMs in a graph), the refusals and the fallback of
-the public op.
+K-split reduction (bit-equal to the last-arrival one) and pair reduction, its TMA-store epilogue
+(bit-equal to the threads' store), programmatic dependent launch (a chain of two GEMMs in a graph), the
+refusals and the fallback of the public op.
 """
 
 import pytest
@@ -231,7 +231,8 @@ def test_wgmma_pair_reduction():
         assert_matches(pair, x, w, b, f"pair reduction {n}x{k} M={m} {cfg}")
         last = ops.cuda_wgmma(x, packed, b, cfg[:3] + (1,) + cfg[4:], pdl=False)
         assert torch.allclose(pair.float(), last.float(), rtol=1e-2, atol=1e-2), f"{n}x{k} M={m} {cfg}: pair vs last"
-        assert torch.equal(ops.cuda_wgmma(x, packed, b, cfg, pdl=True), pair), f"{n}x{k} M={m} {cfg}: PDL changed bits"
+        with_pdl = ops.cuda_wgmma(x, packed, b, cfg, pdl=True)
+        assert torch.equal(with_pdl, pair), f"{n}x{k} M={m} {cfg}: PDL changed bits"
         assert int(locks.abs().sum()) == 0
 
 

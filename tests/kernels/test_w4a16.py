@@ -343,26 +343,27 @@ def test_cuda_gemm_ops_pass_their_configs(monkeypatch, family):
     assert [c[5] for c in fake.calls] == [pad(explicit), pad(auto_entry), pad(default), pad(default)]
     assert all(c[0] == name and c[1] == (40, 3200) and c[3] == 128 and c[4] == torch.int32 for c in fake.calls)
     if family == "wgmma":
-        # a layer without zero points reads the symmetric table's entry for its class where there is one
+        # a layer without zero points takes the symmetric override of the row its M falls in, where there is one
         fake.calls.clear()
         sym_entry = (128, 4, 4, 3, 64)
-        monkeypatch.setattr(ops, auto_attr, {"many": ((64, auto_entry),)})
-        monkeypatch.setattr(ops, "_CUDA_WGMMA_AUTO_SYM", {"many": ((64, sym_entry),)})
+        monkeypatch.setattr(ops, auto_attr, {"many": ((39, other), (64, auto_entry))})
+        monkeypatch.setattr(ops, "_CUDA_WGMMA_AUTO_SYM", {"many": {64: sym_entry}})
         run(x, packed)
         asym = ops.pack_w4a16(q, torch.randint(0, 16, (3200, 18), dtype=torch.int32), torch.rand(3200, 18) + 0.5, 128)
         run(x, asym)
-        monkeypatch.setattr(ops, "_CUDA_WGMMA_AUTO_SYM", {"few": ((64, sym_entry),)})
-        run(x, packed)  # no symmetric entry for "many": the common one
-        assert [c[5] for c in fake.calls] == [pad(sym_entry), pad(auto_entry), pad(auto_entry)]
+        monkeypatch.setattr(ops, "_CUDA_WGMMA_AUTO_SYM", {"many": {39: sym_entry}})
+        run(x, packed)  # an override of another row: the common one
+        monkeypatch.setattr(ops, "_CUDA_WGMMA_AUTO_SYM", {"few": {64: sym_entry}})
+        run(x, packed)  # no override for "many": the common one
+        assert [c[5] for c in fake.calls] == [pad(sym_entry), pad(auto_entry), pad(auto_entry), pad(auto_entry)]
 
 
-def test_wgmma_symmetric_table_differs_only_in_pair_rows():
-    """_CUDA_WGMMA_AUTO_SYM repeats its class's _CUDA_WGMMA_AUTO rows (same M bounds) and changes only the
-    rows measured faster for symmetric layers, which sum the K split in pairs (reduce 3, an even split
-    count): a later edit of the common table must not leave a stale copy behind."""
-    for cls, rows in ops._CUDA_WGMMA_AUTO_SYM.items():
-        base = ops._CUDA_WGMMA_AUTO[cls]
-        assert [m for m, _ in rows] == [m for m, _ in base], cls
-        for (m, sym), (_, common) in zip(rows, base):
-            if sym != common:
-                assert len(sym) >= 4 and sym[3] == 3 and sym[1] % 2 == 0, (cls, m, sym)
+def test_wgmma_symmetric_overrides_name_existing_rows():
+    """Each _CUDA_WGMMA_AUTO_SYM override names a max_m bound of its class's _CUDA_WGMMA_AUTO rows (a later
+    edit of a bound must not leave an override that silently never applies), and is what was measured
+    faster for symmetric layers: the K split summed in pairs (reduce 3, an even split count)."""
+    for cls, overrides in ops._CUDA_WGMMA_AUTO_SYM.items():
+        bounds = [m for m, _ in ops._CUDA_WGMMA_AUTO[cls]]
+        for m, sym in overrides.items():
+            assert m in bounds, (cls, m, bounds)
+            assert len(sym) >= 4 and sym[3] == 3 and sym[1] % 2 == 0, (cls, m, sym)
