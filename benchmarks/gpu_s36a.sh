@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 36 run 1 at 3a87ff6 (T: df3ddde + notes/s35_pair_ticket.patch).
 # Session 36 run 1: (1) the GPU tests of main (session 35's merged commit never ran them), (2) the pair
 # reduction's ticket variant (notes/s35_pair_ticket.patch, build/snapT) -- its wgmma tests and bench_linear
 # --format w4a16 at M = 100 / 128 side by side with main, two passes, (3) how many clusters of each size

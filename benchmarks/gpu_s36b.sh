@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 36 run 2 at 1dfe44e (branch s36-quad, deleted; its codes need notes/s36_quad.patch).
 # Session 36 run 2 (branch s36-quad): the TMA ring's K split over clusters of 3 / 4 CTAs (the KQ digit) --
 # the TMA tests (every compiled code), then 2112x7168 at M = 9 / 12 / 16 against the dispatch (262434).
 #   (device, carry build/snapQ) cd build/snapQ && OUT=$OUT bash benchmarks/gpu_s36b.sh
