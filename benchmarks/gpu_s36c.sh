@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # RECORD ONLY: ran in session 36 run 3 at 4bc792b (through gpu_s36e.sh).
-# Session 36 run 3 (second half): every GPU test file at main's commit, one pytest per file (each with its own time limit,
-# so that a slow file cannot take the others' results with it).
+# Session 36 run 3 (second half): every GPU test file at main's commit, one pytest per file (each with its
+# own time limit, so that a slow file cannot take the others' results with it).
 #   (device, carry build/snap) cd build/snap && OUT=$OUT bash benchmarks/gpu_s36c.sh
 : "${OUT:?}"
 source "$(dirname "$0")/_gpu_build.sh"
