@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # RECORD ONLY: ran in session 36 run 3 at 4bc792b (through gpu_s36e.sh).
 # Session 36 run 3 (first half): Nsight Compute of the TMA ring on 2112x7168 at one token tile (M = 8,
-# 252444) and two (M = 16, 262434, the dispatch's code): warp-state and per-SASS-instruction stall samples, to find where the
-# second token tile's ~1.5 us go (session 36 run 2: the time follows the consumers' work per CTA).
+# 252444) and two (M = 16, 262434, the dispatch's code): warp-state and per-SASS-instruction stall samples,
+# to find where the second token tile's ~1.5 us go (session 36 run 2: the time follows the consumers' work
+# per CTA).
 #   (device, carry build/snap) cd build/snap && OUT=$OUT bash benchmarks/gpu_s36d.sh
 : "${OUT:?}"
 source "$(dirname "$0")/_gpu_build.sh"

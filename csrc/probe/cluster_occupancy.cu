@@ -2,7 +2,8 @@
 // CTA the shape of the W4A16 TMA ring's (one CTA per SM: 9 warps, ~100-200 KB of dynamic shared memory).
 // Why: a K split over a cluster of C CTAs only pays if every cluster of the grid runs in one wave; the
 // quad split of session 25 took ~9 us at every M because 33 clusters of four did not all fit.
-//   nvcc -O2 -std=c++17 -arch=sm_90a csrc/probe/cluster_occupancy.cu -o /tmp/cluster_occupancy && /tmp/cluster_occupancy
+//   nvcc -O2 -std=c++17 -arch=sm_90a csrc/probe/cluster_occupancy.cu -o /tmp/cluster_occupancy \
+//     && /tmp/cluster_occupancy
 #include <cstdio>
 #include <cuda_runtime.h>
 
