@@ -26,7 +26,6 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=2112)
     ap.add_argument("--k", type=int, default=7168)
     ap.add_argument("--launches", type=int, default=4)
-    ap.add_argument("--out", default=None, help="unused (the run scripts' calling convention)")
     args = ap.parse_args()
     packs, _, _, ref_w = cold_layers(args.n, args.k, max_buffers=2, with_reference=True, layer="sym-fp16")
     x = torch.randn(args.m, args.k, device="cuda", dtype=torch.bfloat16)
