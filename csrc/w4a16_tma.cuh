@@ -84,8 +84,8 @@ struct TmaDigits {
 };
 __host__ __device__ constexpr TmaDigits tma_digits(int code) {
   const int f = code % 100000 / 10000;
-  return {f, code / 1000 % 10, code / 100 % 10, code / 10 % 10, code % 10, f == 6 || f == 7 ? 2 : 1,
-          f == 5 || f == 6 ? 2 : 1, code / 100000};
+  return {f, code / 1000 % 10, code / 100 % 10, code / 10 % 10, code % 10, f == 6 || f == 7 || f == 9 ? 2 : 1,
+          f == 5 || f == 6 || f == 9 ? 2 : 1, code / 100000};
 }
 // Warps of a CTA: CW * KH consumers and the producer.
 __host__ __device__ constexpr int tma_warps(int code) {
@@ -97,9 +97,12 @@ struct TmaCode {
   static constexpr TmaDigits D = tma_digits(C);
   static constexpr int F = D.f, R = D.r, KS = D.ks, ST = D.st, CW = D.cw, KH = D.kh, KP = D.kp;
   static constexpr int FOLD = F == 3 ? 1 : 0, MODE = F == 8 ? 1 : 0, SW = D.sw;
-  static_assert(F >= 2 && F <= 8 && F != 4 && R >= 1 && KS >= 1 && ST >= 2 && CW >= 1 && KS % CW == 0 && SW <= 2,
-                "a TMA ring code is [SW] F R KS ST CW as decimal digits (SW 0 / 1 / 2, F 2 / 3 / 5 .. 8), CW "
+  // RS: the two warps of a superblock slot split its row tiles (F = 9) instead of its k-steps (F = 6, 7)
+  static constexpr bool RS = F == 9;
+  static_assert(F >= 2 && F <= 9 && F != 4 && R >= 1 && KS >= 1 && ST >= 2 && CW >= 1 && KS % CW == 0 && SW <= 2,
+                "a TMA ring code is [SW] F R KS ST CW as decimal digits (SW 0 / 1 / 2, F 2 / 3 / 5 .. 9), CW "
                 "dividing KS, ST >= 2");
+  static_assert(!RS || (R % 2 == 0 && R <= 4), "the row split (F = 9) halves R <= 4 row tiles");
 };
 
 // x of one superblock in a stage: [MB rows][256 B], or with SW (two token tiles only) two halves
@@ -300,7 +303,8 @@ __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::
     tma_gemv_kernel(const __grid_constant__ TmaParams tp) {
   using D = TmaCode<C>;
   constexpr int R = D::R, KS = D::KS, ST = D::ST, CW = D::CW, KH = D::KH, KP = D::KP, FOLD = D::FOLD, MODE = D::MODE;
-  constexpr int U = KS / CW, NW = CW * KH, NI = 8 / KH, RB = tma_row_block(R);
+  constexpr bool RS = D::RS;
+  constexpr int U = KS / CW, NW = CW * KH, NI = RS ? 8 : 8 / KH, RB = tma_row_block(R);
   constexpr bool SW = tma_swizzled(C, NT), X3D = tma_x3d(C, NT);
   const Params& p = tp.p;
   extern __shared__ __align__(16) char smem_raw[];
@@ -407,10 +411,27 @@ __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::
         reg_compute<XT, U, R - RB, NT, 0, FOLD, I0, NI>(c2, tot_rows<RB, R - RB>(tot), sink, magic);
       }
     };
-    if (KH == 1 || warp < CW)
+    if constexpr (RS) {
+      // the row split: warp w < CW reads and computes row tiles 0 .. R / 2 - 1 of its superblocks (all k-steps),
+      // warp w + CW the others; the sums of the other half stay zero and add nothing in the reduction
+      constexpr int H = R / 2;
+      const char* base = smem + slot * tp.stage_bytes;
+      const int w = warp % CW;
+      RegChunk<U, H, NT> c;
+      if (warp < CW)
+        tma_lds<R, 0, H, U, NT, CW, 0, 8, SW>(tp, base, w, g, t, gj0, sb0, xo, dh, c);
+      else
+        tma_lds<R, H, H, U, NT, CW, 0, 8, SW>(tp, base, w, g, t, gj0, sb0, xo, dh, c);
+      tma::mbar_arrive(empty0 + 8 * slot);
+      if (warp < CW)
+        reg_compute<XT, U, H, NT, 0, 0>(c, tot_rows<0, H>(tot), sink, magic);
+      else
+        reg_compute<XT, U, H, NT, 0, 0>(c, tot_rows<H, H>(tot), sink, magic);
+    } else if (KH == 1 || warp < CW) {
       consume(std::integral_constant<int, 0>{});
-    else
+    } else {
       consume(std::integral_constant<int, 8 - NI>{});
+    }
   }
   if constexpr (NT == 2) pdl::launch_dependents();
   if constexpr (MODE != 0) {
@@ -485,7 +506,7 @@ __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::
 // tile, sym-fp16 M = 1 / 4 / 5 / 8: 257434 18.82 / 19.20 / 19.18 / 19.28 vs the dispatch then (32844 at M <= 4,
 // 22464 above) 19.79 / 20.31 / 21.24 / 21.68 [bf16 64.24 / 65.04 / 65.25 / 65.72]; asym-bf16 M = 1 / 8 18.84 /
 // 19.47 vs 20.02 (32844, the zero fold) / 22.22; 257444 19.75-20.30 (removed).
-constexpr int kTmaNT1[] = {32844, 22844, 22464, 22848, 21844, 82844, 52444, 252444, 257434, 57434};
+constexpr int kTmaNT1[] = {32844, 22844, 22464, 22848, 21844, 82844, 52444, 252444, 257434, 57434, 292444, 92444};
 // Session 30 (benchmarks/results/session30, runs 1-3): SW = 2 (one 3-D x box per superblock) took 2112x7168
 // M = 16 from 6.97 (62434) to 6.36 us (262434) and 7168x16384 M = 16 from 26.27 (124444) to 25.87 (224444);
 // its neighbours lost: 262444 6.80, 262424 6.72, 261434 (16-row pair split, two CTAs per SM) 8.43 and
@@ -503,7 +524,7 @@ constexpr int kTmaNT1[] = {32844, 22844, 22464, 22848, 21844, 82844, 52444, 2524
 // 2112x7168 (44 clusters, 88 CTAs) M = 9 / 16: 253434 7.76 / 7.86, 263434 7.33 / 7.47 vs 262434 6.30 / 6.37
 // (removed).
 constexpr int kTmaNT2[] = {24444, 34444, 22444, 24464, 21844, 21848, 74444, 62434, 124444, 224444, 262434,
-                           257434, 57434};
+                           257434, 57434, 292434, 92434, 292444, 92444};
 
 template <size_t L>
 constexpr bool tma_codes_fit(const int (&codes)[L], int nt) {
