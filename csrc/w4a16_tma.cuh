@@ -78,14 +78,17 @@ struct TmaParams {
 // five-digit code's layout otherwise.
 struct TmaDigits {
   int f, r, ks, st, cw;
-  int kh;  // consumer warps per superblock slot: 2 for the k-step split, else 1
+  int kk;  // consumer warps splitting a superblock slot's k-steps: 2 for the k-step split, else 1
+  int kr;  // consumer warps splitting its row tiles: 2 for the row split, else 1
+  int kh;  // consumer warps per superblock slot: kk * kr
   int kp;  // CTAs per row tile (one cluster): 2 for the pair split, else 1
   int sw;  // swizzled x (two token tiles)
 };
 __host__ __device__ constexpr TmaDigits tma_digits(int code) {
   const int f = code % 100000 / 10000;
-  return {f, code / 1000 % 10, code / 100 % 10, code / 10 % 10, code % 10, f == 6 || f == 7 || f == 9 ? 2 : 1,
-          f == 5 || f == 6 || f == 9 ? 2 : 1, code / 100000};
+  const int kk = f == 6 || f == 7 || f == 4 ? 2 : 1, kr = f == 9 || f == 4 ? 2 : 1;
+  return {f, code / 1000 % 10, code / 100 % 10, code / 10 % 10, code % 10, kk, kr, kk * kr,
+          f == 4 || f == 5 || f == 6 || f == 9 ? 2 : 1, code / 100000};
 }
 // Warps of a CTA: CW * KH consumers and the producer.
 __host__ __device__ constexpr int tma_warps(int code) {
@@ -95,14 +98,12 @@ __host__ __device__ constexpr int tma_warps(int code) {
 template <int C>
 struct TmaCode {
   static constexpr TmaDigits D = tma_digits(C);
-  static constexpr int F = D.f, R = D.r, KS = D.ks, ST = D.st, CW = D.cw, KH = D.kh, KP = D.kp;
+  static constexpr int F = D.f, R = D.r, KS = D.ks, ST = D.st, CW = D.cw, KK = D.kk, KR = D.kr, KH = D.kh, KP = D.kp;
   static constexpr int FOLD = F == 3 ? 1 : 0, MODE = F == 8 ? 1 : 0, SW = D.sw;
-  // RS: the two warps of a superblock slot split its row tiles (F = 9) instead of its k-steps (F = 6, 7)
-  static constexpr bool RS = F == 9;
-  static_assert(F >= 2 && F <= 9 && F != 4 && R >= 1 && KS >= 1 && ST >= 2 && CW >= 1 && KS % CW == 0 && SW <= 2,
-                "a TMA ring code is [SW] F R KS ST CW as decimal digits (SW 0 / 1 / 2, F 2 / 3 / 5 .. 9), CW "
+  static_assert(F >= 2 && F <= 9 && R >= 1 && KS >= 1 && ST >= 2 && CW >= 1 && KS % CW == 0 && SW <= 2,
+                "a TMA ring code is [SW] F R KS ST CW as decimal digits (SW 0 / 1 / 2, F 2 .. 9), CW "
                 "dividing KS, ST >= 2");
-  static_assert(!RS || (R % 2 == 0 && R <= 4), "the row split (F = 9) halves R <= 4 row tiles");
+  static_assert(KR == 1 || (R % 2 == 0 && R <= 4), "the row split (F = 4, 9) halves R <= 4 row tiles");
 };
 
 // x of one superblock in a stage: [MB rows][256 B], or with SW (two token tiles only) two halves
@@ -303,8 +304,8 @@ __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::
     tma_gemv_kernel(const __grid_constant__ TmaParams tp) {
   using D = TmaCode<C>;
   constexpr int R = D::R, KS = D::KS, ST = D::ST, CW = D::CW, KH = D::KH, KP = D::KP, FOLD = D::FOLD, MODE = D::MODE;
-  constexpr bool RS = D::RS;
-  constexpr int U = KS / CW, NW = CW * KH, NI = RS ? 8 : 8 / KH, RB = tma_row_block(R);
+  constexpr int KK = D::KK, KR = D::KR;
+  constexpr int U = KS / CW, NW = CW * KH, NI = 8 / KK, RB = tma_row_block(R);
   constexpr bool SW = tma_swizzled(C, NT), X3D = tma_x3d(C, NT);
   const Params& p = tp.p;
   extern __shared__ __align__(16) char smem_raw[];
@@ -411,22 +412,29 @@ __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::
         reg_compute<XT, U, R - RB, NT, 0, FOLD, I0, NI>(c2, tot_rows<RB, R - RB>(tot), sink, magic);
       }
     };
-    if constexpr (RS) {
-      // the row split: warp w < CW reads and computes row tiles 0 .. R / 2 - 1 of its superblocks (all k-steps),
-      // warp w + CW the others; the sums of the other half stay zero and add nothing in the reduction
-      constexpr int H = R / 2;
-      const char* base = smem + slot * tp.stage_bytes;
-      const int w = warp % CW;
-      RegChunk<U, H, NT> c;
-      if (warp < CW)
-        tma_lds<R, 0, H, U, NT, CW, 0, 8, SW>(tp, base, w, g, t, gj0, sb0, xo, dh, c);
-      else
-        tma_lds<R, H, H, U, NT, CW, 0, 8, SW>(tp, base, w, g, t, gj0, sb0, xo, dh, c);
-      tma::mbar_arrive(empty0 + 8 * slot);
-      if (warp < CW)
-        reg_compute<XT, U, H, NT, 0, 0>(c, tot_rows<0, H>(tot), sink, magic);
-      else
-        reg_compute<XT, U, H, NT, 0, 0>(c, tot_rows<H, H>(tot), sink, magic);
+    if constexpr (KR == 2) {
+      // the row split: the warps of row part 0 read and compute row tiles 0 .. R / 2 - 1 of their superblocks
+      // (k-steps I0 .. I0 + NI - 1), those of part 1 the others; the sums of the other half stay zero and add
+      // nothing in the reduction
+      static_assert(MODE == 0 && FOLD == 0 && RB == R, "row split: no fold or diagnostics");
+      auto consume_rows = [&](auto i0, auto r0) {
+        constexpr int I0 = decltype(i0)::value, R0 = decltype(r0)::value, H = R / 2;
+        RegChunk<U, H, NT> c;
+        tma_lds<R, R0, H, U, NT, CW, I0, NI, SW>(tp, smem + slot * tp.stage_bytes, warp % CW, g, t, gj0, sb0, xo, dh,
+                                                 c);
+        tma::mbar_arrive(empty0 + 8 * slot);
+        reg_compute<XT, U, H, NT, 0, 0, I0, NI>(c, tot_rows<R0, H>(tot), sink, magic);
+      };
+      const int sub = warp / CW;  // k part sub % KK, row part sub / KK
+      using K0 = std::integral_constant<int, 0>;
+      using K1 = std::integral_constant<int, 8 - NI>;
+      using Q0 = std::integral_constant<int, 0>;
+      using Q1 = std::integral_constant<int, R / 2>;
+      if (sub % KK == 0) {
+        if (sub < KK) consume_rows(K0{}, Q0{}); else consume_rows(K0{}, Q1{});
+      } else {
+        if (sub < KK) consume_rows(K1{}, Q0{}); else consume_rows(K1{}, Q1{});
+      }
     } else if (KH == 1 || warp < CW) {
       consume(std::integral_constant<int, 0>{});
     } else {
@@ -524,7 +532,7 @@ constexpr int kTmaNT1[] = {32844, 22844, 22464, 22848, 21844, 82844, 52444, 2524
 // 2112x7168 (44 clusters, 88 CTAs) M = 9 / 16: 253434 7.76 / 7.86, 263434 7.33 / 7.47 vs 262434 6.30 / 6.37
 // (removed).
 constexpr int kTmaNT2[] = {24444, 34444, 22444, 24464, 21844, 21848, 74444, 62434, 124444, 224444, 262434,
-                           257434, 57434, 292434, 92434, 292444, 92444};
+                           257434, 57434, 292434, 92434, 292444, 92444, 242434, 42434, 242444, 42444};
 
 template <size_t L>
 constexpr bool tma_codes_fit(const int (&codes)[L], int nt) {
