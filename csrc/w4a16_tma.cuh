@@ -78,17 +78,15 @@ struct TmaParams {
 // five-digit code's layout otherwise.
 struct TmaDigits {
   int f, r, ks, st, cw;
-  int kk;  // consumer warps splitting a superblock slot's k-steps: 2 for the k-step split, else 1
-  int kr;  // consumer warps splitting its row tiles: 2 for the row split, else 1
-  int kh;  // consumer warps per superblock slot: kk * kr
+  int kh;  // consumer warps per superblock slot: 2 for the k-step split, else 1
   int kp;  // CTAs per row tile (one cluster): 2 for the pair split, else 1
   int sw;  // swizzled x (two token tiles)
+  int early;  // PDL trigger before the main loop at two token tiles as well (one token tile: always)
 };
 __host__ __device__ constexpr TmaDigits tma_digits(int code) {
   const int f = code % 100000 / 10000;
-  const int kk = f == 6 || f == 7 || f == 4 ? 2 : 1, kr = f == 9 || f == 4 ? 2 : 1;
-  return {f, code / 1000 % 10, code / 100 % 10, code / 10 % 10, code % 10, kk, kr, kk * kr,
-          f == 4 || f == 5 || f == 6 || f == 9 ? 2 : 1, code / 100000};
+  return {f, code / 1000 % 10, code / 100 % 10, code / 10 % 10, code % 10, f == 6 || f == 7 ? 2 : 1,
+          f == 5 || f == 6 ? 2 : 1, code / 100000 % 10, code / 1000000};
 }
 // Warps of a CTA: CW * KH consumers and the producer.
 __host__ __device__ constexpr int tma_warps(int code) {
@@ -98,12 +96,11 @@ __host__ __device__ constexpr int tma_warps(int code) {
 template <int C>
 struct TmaCode {
   static constexpr TmaDigits D = tma_digits(C);
-  static constexpr int F = D.f, R = D.r, KS = D.ks, ST = D.st, CW = D.cw, KK = D.kk, KR = D.kr, KH = D.kh, KP = D.kp;
-  static constexpr int FOLD = F == 3 ? 1 : 0, MODE = F == 8 ? 1 : 0, SW = D.sw;
-  static_assert(F >= 2 && F <= 9 && R >= 1 && KS >= 1 && ST >= 2 && CW >= 1 && KS % CW == 0 && SW <= 2,
-                "a TMA ring code is [SW] F R KS ST CW as decimal digits (SW 0 / 1 / 2, F 2 .. 9), CW "
+  static constexpr int F = D.f, R = D.r, KS = D.ks, ST = D.st, CW = D.cw, KH = D.kh, KP = D.kp;
+  static constexpr int FOLD = F == 3 ? 1 : 0, MODE = F == 8 ? 1 : 0, SW = D.sw, EARLY = D.early;
+  static_assert(F >= 2 && F <= 8 && F != 4 && R >= 1 && KS >= 1 && ST >= 2 && CW >= 1 && KS % CW == 0 && SW <= 2,
+                "a TMA ring code is [SW] F R KS ST CW as decimal digits (SW 0 / 1 / 2, F 2 / 3 / 5 .. 8), CW "
                 "dividing KS, ST >= 2");
-  static_assert(KR == 1 || (R % 2 == 0 && R <= 4), "the row split (F = 4, 9) halves R <= 4 row tiles");
 };
 
 // x of one superblock in a stage: [MB rows][256 B], or with SW (two token tiles only) two halves
@@ -158,11 +155,13 @@ __host__ __device__ constexpr bool tma_swizzled(int code, int nt) {
 // 128-byte swizzle: 128-byte line L = 2 row + half has its 16-byte chunk c stored at c ^ (L & 7). A half-warp's
 // LDS.64 (rows g .. g + 3, lanes t) then touches 16 distinct 8-byte slots of one 128-byte span: no
 // conflicts, as with SW = 1, from one copy instead of two. Needs K % 64 == 0 (the view); the launcher
-// runs the unswizzled twin (code % 100000) otherwise.
+// runs the unswizzled twin (tma_twin) otherwise.
 // Why: session 26 runs 3-4 measured SW = 1 on 2112x7168 M = 16 at 7.02 us against its row-0 twin's 6.49
 // and the unswizzled code's row-0 twin at 6.08: the second copy per superblock costs about what the
 // conflicts it removes did.
 __host__ __device__ constexpr bool tma_x3d(int code, int /*nt: either*/) { return tma_digits(code).sw == 2; }
+// The unswizzled twin of an SW = 2 code: the same code with SW = 0.
+__host__ __device__ constexpr int tma_twin(int code) { return code - tma_digits(code).sw * 100000; }
 __host__ __device__ constexpr int tma_smem_bytes(int code, int nt, int mb) {
   const TmaDigits d = tma_digits(code);
   const bool sw = tma_swizzled(code, nt);
@@ -304,8 +303,7 @@ __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::
     tma_gemv_kernel(const __grid_constant__ TmaParams tp) {
   using D = TmaCode<C>;
   constexpr int R = D::R, KS = D::KS, ST = D::ST, CW = D::CW, KH = D::KH, KP = D::KP, FOLD = D::FOLD, MODE = D::MODE;
-  constexpr int KK = D::KK, KR = D::KR;
-  constexpr int U = KS / CW, NW = CW * KH, NI = 8 / KK, RB = tma_row_block(R);
+  constexpr int U = KS / CW, NW = CW * KH, NI = 8 / KH, RB = tma_row_block(R);
   constexpr bool SW = tma_swizzled(C, NT), X3D = tma_x3d(C, NT);
   const Params& p = tp.p;
   extern __shared__ __align__(16) char smem_raw[];
@@ -334,7 +332,7 @@ __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::
     for (int e = threadIdx.x; e < ST * kZ; e += blockDim.x) smem[(e / kZ) * tp.stage_bytes + tp.off_z + e % kZ] = 8;
   }
   __syncthreads();
-  if constexpr (NT == 1) pdl::launch_dependents();
+  if constexpr (NT == 1 || D::EARLY) pdl::launch_dependents();
 
   if (warp == NW) {
     // producer: one lane; weights / scales / zeros of the first stages before griddepcontrol.wait (the
@@ -412,36 +410,12 @@ __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::
         reg_compute<XT, U, R - RB, NT, 0, FOLD, I0, NI>(c2, tot_rows<RB, R - RB>(tot), sink, magic);
       }
     };
-    if constexpr (KR == 2) {
-      // the row split: the warps of row part 0 read and compute row tiles 0 .. R / 2 - 1 of their superblocks
-      // (k-steps I0 .. I0 + NI - 1), those of part 1 the others; the sums of the other half stay zero and add
-      // nothing in the reduction
-      static_assert(MODE == 0 && FOLD == 0 && RB == R, "row split: no fold or diagnostics");
-      auto consume_rows = [&](auto i0, auto r0) {
-        constexpr int I0 = decltype(i0)::value, R0 = decltype(r0)::value, H = R / 2;
-        RegChunk<U, H, NT> c;
-        tma_lds<R, R0, H, U, NT, CW, I0, NI, SW>(tp, smem + slot * tp.stage_bytes, warp % CW, g, t, gj0, sb0, xo, dh,
-                                                 c);
-        tma::mbar_arrive(empty0 + 8 * slot);
-        reg_compute<XT, U, H, NT, 0, 0, I0, NI>(c, tot_rows<R0, H>(tot), sink, magic);
-      };
-      const int sub = warp / CW;  // k part sub % KK, row part sub / KK
-      using K0 = std::integral_constant<int, 0>;
-      using K1 = std::integral_constant<int, 8 - NI>;
-      using Q0 = std::integral_constant<int, 0>;
-      using Q1 = std::integral_constant<int, R / 2>;
-      if (sub % KK == 0) {
-        if (sub < KK) consume_rows(K0{}, Q0{}); else consume_rows(K0{}, Q1{});
-      } else {
-        if (sub < KK) consume_rows(K1{}, Q0{}); else consume_rows(K1{}, Q1{});
-      }
-    } else if (KH == 1 || warp < CW) {
+    if (KH == 1 || warp < CW)
       consume(std::integral_constant<int, 0>{});
-    } else {
+    else
       consume(std::integral_constant<int, 8 - NI>{});
-    }
   }
-  if constexpr (NT == 2) pdl::launch_dependents();
+  if constexpr (NT == 2 && !D::EARLY) pdl::launch_dependents();
   if constexpr (MODE != 0) {
     // diagnostics: keep the loads alive; practically never stores
     if (sink == 0x9E3779B9u) static_cast<XT*>(p.out)[0] = Mma<XT>::from_f(1.f);
@@ -514,7 +488,7 @@ __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::
 // tile, sym-fp16 M = 1 / 4 / 5 / 8: 257434 18.82 / 19.20 / 19.18 / 19.28 vs the dispatch then (32844 at M <= 4,
 // 22464 above) 19.79 / 20.31 / 21.24 / 21.68 [bf16 64.24 / 65.04 / 65.25 / 65.72]; asym-bf16 M = 1 / 8 18.84 /
 // 19.47 vs 20.02 (32844, the zero fold) / 22.22; 257444 19.75-20.30 (removed).
-constexpr int kTmaNT1[] = {32844, 22844, 22464, 22848, 21844, 82844, 52444, 252444, 257434, 57434, 292444, 92444};
+constexpr int kTmaNT1[] = {32844, 22844, 22464, 22848, 21844, 82844, 52444, 252444, 257434, 57434};
 // Session 30 (benchmarks/results/session30, runs 1-3): SW = 2 (one 3-D x box per superblock) took 2112x7168
 // M = 16 from 6.97 (62434) to 6.36 us (262434) and 7168x16384 M = 16 from 26.27 (124444) to 25.87 (224444);
 // its neighbours lost: 262444 6.80, 262424 6.72, 261434 (16-row pair split, two CTAs per SM) 8.43 and
@@ -532,7 +506,7 @@ constexpr int kTmaNT1[] = {32844, 22844, 22464, 22848, 21844, 82844, 52444, 2524
 // 2112x7168 (44 clusters, 88 CTAs) M = 9 / 16: 253434 7.76 / 7.86, 263434 7.33 / 7.47 vs 262434 6.30 / 6.37
 // (removed).
 constexpr int kTmaNT2[] = {24444, 34444, 22444, 24464, 21844, 21848, 74444, 62434, 124444, 224444, 262434,
-                           257434, 57434, 292434, 92434, 292444, 92444, 242434, 42434, 242444, 42444};
+                           257434, 57434, 1262434, 1062434};
 
 template <size_t L>
 constexpr bool tma_codes_fit(const int (&codes)[L], int nt) {
@@ -549,13 +523,13 @@ constexpr bool tma_codes_fit(const int (&codes)[L], int nt) {
 static_assert(tma_codes_fit(kTmaNT1, 1) && tma_codes_fit(kTmaNT2, 2),
               "a TMA ring code exceeds 227 KB of smem or puts a box off 128-byte alignment");
 
-// Every SW = 2 code's unswizzled twin (code % 100000), which runs where K % 64 != 0, is compiled too.
+// Every SW = 2 code's unswizzled twin (tma_twin), which runs where K % 64 != 0, is compiled too.
 template <size_t L>
 constexpr bool tma_x3d_twins_listed(const int (&codes)[L]) {
   for (size_t i = 0; i < L; ++i) {
     if (tma_digits(codes[i]).sw != 2) continue;
     bool found = false;
-    for (size_t j = 0; j < L; ++j) found = found || codes[j] == codes[i] % 100000;
+    for (size_t j = 0; j < L; ++j) found = found || codes[j] == tma_twin(codes[i]);
     if (!found) return false;
   }
   return true;

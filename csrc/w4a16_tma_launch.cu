@@ -68,7 +68,7 @@ cudaError_t tma_dispatch(const Params& p, int code, int nt, bool pdl, cudaStream
   tp.scale_bf16 = p.scale_kind == FKind::kBFloat16 ? 1 : 0;
   // SW = 2 views x as [M][K / 64][64]: with K % 64 != 0 its unswizzled twin runs (compiled: the
   // static_assert beside kTmaNT2)
-  if (tma_digits(code).sw == 2 && p.k % 64 != 0) code %= 100000;
+  if (tma_digits(code).sw == 2 && p.k % 64 != 0) code = tma_twin(code);
   if (nt == 1)
     return with_listed_code<kTmaNT1>(code, cudaErrorInvalidValue,
                                      [&](auto c) { return tma_launch<XT, decltype(c)::value, 1>(tp, pdl, s); });
