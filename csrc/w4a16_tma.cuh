@@ -75,7 +75,12 @@ struct TmaParams {
 // (TmaCode) and the host's grid, size and warp counts.
 // A sixth digit SW (code / 100000) puts x in TMA's 128-byte swizzle: SW = 1 at two token tiles as two
 // 64-column boxes per superblock (see kTmaXHalf), SW = 2 at either as one 3-D box (see tma_x3d); the
-// five-digit code's layout otherwise.
+// five-digit code's layout otherwise. A seventh digit E (code / 1000000) = 1 triggers the dependent grid
+// (PDL) before the main loop at two token tiles too, as one token tile always does; E = 0 triggers after it.
+// Session 37 run 3 (benchmarks/results/session37/run3): 2112x7168 M = 9 / 12 / 16 1262434 5.57 / 5.64 / 5.64
+// against 262434 6.27 / 6.30 / 6.36 us (the next launch's producer streams its first stages while this one
+// computes: a CTA holds 96 KB of shared memory and 288 x 96 registers, so a second fits beside it); 7168x16384 M = 9 / 16 1257434 22.99 / 22.98
+// against 257434 22.90 / 22.92 (178 KB and 228 registers per thread: one CTA per SM).
 struct TmaDigits {
   int f, r, ks, st, cw;
   int kh;  // consumer warps per superblock slot: 2 for the k-step split, else 1

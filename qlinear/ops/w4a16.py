@@ -371,8 +371,13 @@ _CUDA_RING = 0
 #                                                                     -> ('few', 4), ('few', 1): 252444
 #   many M=1 / 4 / 8: 232844 26.25 / 26.65 / 26.43, 222464 22.77 / 22.82 / 22.52 vs 32844 19.91 / 20.48 and
 #   22464 21.66 at M = 8 [bf16 60.24 / 61.25 / 61.90]: unchanged
+# Session 37 run 3 (benchmarks/results/session37/run3, same method): the PDL trigger before the main loop at
+# two token tiles as well (seventh code digit E = 1; 262434 triggers after its main loop):
+#   few M=9 / 12 / 16: 1262434 5.57 / 5.64 / 5.64 vs 262434 (auto) 6.27 / 6.30 / 6.36 [bf16 13.34 / 13.32 /
+#            13.38]; asym-bf16 M = 9 / 16 5.67 / 5.76 vs 6.50 / 6.46                    -> ('few', 2): 1262434
+#   many M=9 / 16: 1257434 22.99 / 22.98 vs 257434 22.90 / 22.92: unchanged
 _CUDA_RING_AUTO: dict[tuple[str, int], int] = {
-    ("few", 0): -1, ("few", 4): 252444, ("few", 1): 252444, ("few", 2): 262434,
+    ("few", 0): -1, ("few", 4): 252444, ("few", 1): 252444, ("few", 2): 1262434,
     ("short", 0): -1, ("short", 1): -1, ("short", 2): -1,
     ("many", 0): 257434, ("many", 4): 257434, ("many", 1): 257434, ("many", 2): 257434,
 }
@@ -936,7 +941,8 @@ def cuda_gemv(
     ``ring``: the cp.async ring kernel's shape code (see :data:`_CUDA_RING`; 0 = automatic, -1 =
     the register kernel, >= 10000 = the bulk ring kernel, >= 20000 = the TMA ring kernel,
     ``csrc/w4a16_tma.cuh``, 100000 + its code = the same with swizzled x in two boxes per superblock
-    (M > 8 only), 200000 + its code = swizzled x in one 3-D box); None = -1 when
+    (M > 8 only), 200000 + its code = swizzled x in one 3-D box, 1000000 + any of these = the PDL trigger
+    before the main loop at M > 8 too); None = -1 when
     ``config`` is given, else
     :data:`_CUDA_RING` (then :data:`_CUDA_RING_AUTO` when that is 0). An explicit 0 is the
     launcher's own choice. ``config`` =
