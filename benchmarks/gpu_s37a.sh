@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 37 run 1 at ceb1c6a (its codes need notes/s37_row_split.patch).
 # Session 37 run 1: the TMA ring's row split (F = 9: the two warps of a superblock slot take half the row
 # tiles each, all k-steps, instead of half the k-steps of every row tile as F = 6 does) -- 2112x7168 at
 # M = 9 / 12 / 16 against the dispatch (262434), both layers; one token tile (M = 1 / 4 / 8) against 252444;

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 37 run 2 at b6bd6db (its codes need notes/s37_row_split.patch).
 # Session 37 run 2: sixteen consumer warps per CTA as both splits at once (F = 4: the four warps of a
 # superblock slot take half the k-steps of half the row tiles each) -- 2112x7168 at M = 9 / 12 / 16
 # against the dispatch (262434), both layers; then every TMA test (new codes included).

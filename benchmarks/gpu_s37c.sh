@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 37 run 3 at 621e709.
 # Session 37 run 3: the PDL trigger before the main loop at two token tiles (seventh code digit E = 1:
 # 1262434) against the dispatch's 262434 (trigger after the main loop) -- bench_w4tma on 2112x7168 at
 # M = 9 / 12 / 16, both layers, and 1257434 against 257434 on 7168x16384; then every TMA test (new codes included).

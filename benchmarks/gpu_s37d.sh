@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 37 run 4 at 9b34f26.
 # Session 37 run 4: the dispatch with ('few', 2) = 1262434 (PDL trigger before the main loop at two token
 # tiles) -- the TMA tests, the W4A16 dispatch / graph tests, then bench_linear --format w4a16 (the issue-5
 # acceptance file).

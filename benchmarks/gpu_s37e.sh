@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 37 run 5 at 1c04f4b.
 # Session 37 run 5 (no kernel change): the FP8 pair on 2112x7168 at M = 16 / 12 with fewer GEMV warps per CTA
 # (8 / 10 / 12 against the dispatch's 14: at 8 warps of 120 registers two CTAs fit an SM, so the next GEMV
 # could start beside the last, as the W4A16 ring's early trigger does) and a K split over two CTAs (S = 2).

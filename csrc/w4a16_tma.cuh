@@ -73,14 +73,15 @@ struct TmaParams {
 // 5 the pair split (a cluster of two CTAs per row tile, each half of the stages, summed through
 // distributed shared memory), 6 both splits, 8 the diagnostic mode 1. One decoding for the instances
 // (TmaCode) and the host's grid, size and warp counts.
-// A sixth digit SW (code / 100000) puts x in TMA's 128-byte swizzle: SW = 1 at two token tiles as two
+// A sixth digit SW (code / 100000 % 10) puts x in TMA's 128-byte swizzle: SW = 1 at two token tiles as two
 // 64-column boxes per superblock (see kTmaXHalf), SW = 2 at either as one 3-D box (see tma_x3d); the
 // five-digit code's layout otherwise. A seventh digit E (code / 1000000) = 1 triggers the dependent grid
 // (PDL) before the main loop at two token tiles too, as one token tile always does; E = 0 triggers after it.
-// Session 37 run 3 (benchmarks/results/session37/run3): 2112x7168 M = 9 / 12 / 16 1262434 5.57 / 5.64 / 5.64
-// against 262434 6.27 / 6.30 / 6.36 us (the next launch's producer streams its first stages while this one
-// computes: a CTA holds 96 KB of shared memory and 288 x 96 registers, so a second fits beside it); 7168x16384 M = 9 / 16 1257434 22.99 / 22.98
-// against 257434 22.90 / 22.92 (178 KB and 228 registers per thread: one CTA per SM).
+// Session 37 run 3 (benchmarks/results/session37/run3): 2112x7168 M = 9 / 12 / 16 1262434 5.57 / 5.64 /
+// 5.64 against 262434 6.27 / 6.30 / 6.36 us. A 262434 CTA holds 96 KB of shared memory and 288 x 96
+// registers, so a second fits beside it and the next launch's producer streams its first stages while this
+// one computes. 7168x16384 M = 9 / 16: 1257434 22.99 / 22.98 against 257434 22.90 / 22.92 (178 KB and 228
+// registers per thread: one CTA per SM; removed).
 struct TmaDigits {
   int f, r, ks, st, cw;
   int kh;  // consumer warps per superblock slot: 2 for the k-step split, else 1
@@ -469,10 +470,10 @@ __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::
   }
 }
 
-// TMA ring shapes compiled, per token tiles (code: [SW] F R KS ST CW as decimal digits; F 3 = the zero
+// TMA ring shapes compiled, per token tiles (code: [E] [SW] F R KS ST CW as decimal digits; F 3 = the zero
 // fold, 5 = the pair split, 6 = pair + k-step split, 7 = the k-step split, 8 = diagnostic mode 1; SW 1 =
 // swizzled x in two boxes per superblock, SW 2 = in one 3-D box). The dispatch (qlinear/ops/w4a16.py
-// _CUDA_RING_AUTO) uses 252444, 257434 (one token tile), 257434 and 262434 (two); the others are its
+// _CUDA_RING_AUTO) uses 252444, 257434 (one token tile), 257434 and 1262434 (two); the others are its
 // measured neighbours, kept for re-tuning (benchmarks/bench_w4tma.py).
 // Session 24 runs 2-3 and 10 at two token tiles on 2112x7168 M = 16 (us): 21848 8.32, 21858 8.57,
 // 21844 9.61, 21854 9.62, 21484 9.82, 71848 8.48, 71844 9.13 (removed: 21854, 21484, 21858, 71848,
@@ -511,7 +512,7 @@ constexpr int kTmaNT1[] = {32844, 22844, 22464, 22848, 21844, 82844, 52444, 2524
 // 2112x7168 (44 clusters, 88 CTAs) M = 9 / 16: 253434 7.76 / 7.86, 263434 7.33 / 7.47 vs 262434 6.30 / 6.37
 // (removed).
 constexpr int kTmaNT2[] = {24444, 34444, 22444, 24464, 21844, 21848, 74444, 62434, 124444, 224444, 262434,
-                           257434, 57434, 1262434, 1062434, 1257434, 1057434};
+                           257434, 57434, 1262434, 1062434};
 
 template <size_t L>
 constexpr bool tma_codes_fit(const int (&codes)[L], int nt) {

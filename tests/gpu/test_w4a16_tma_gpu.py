@@ -33,7 +33,8 @@ def lib():
 
 
 def _codes(lib, nt):
-    # 8xxxx: a diagnostic (1xxxxx / 2xxxxx: the code with swizzled x, two boxes / one 3-D box per superblock)
+    # 8xxxx: a diagnostic (1xxxxx / 2xxxxx: the code with swizzled x, two boxes / one 3-D box per superblock;
+    # 1xxxxxx: the PDL trigger before the main loop at two token tiles)
     codes = [c for c in lib.w4a16_ring_configs(nt) if c >= 20000 and c % 100000 // 10000 != 8]
     assert codes, "no TMA ring codes compiled"
     return codes
