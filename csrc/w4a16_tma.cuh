@@ -104,9 +104,10 @@ struct TmaCode {
   static constexpr TmaDigits D = tma_digits(C);
   static constexpr int F = D.f, R = D.r, KS = D.ks, ST = D.st, CW = D.cw, KH = D.kh, KP = D.kp;
   static constexpr int FOLD = F == 3 ? 1 : 0, MODE = F == 8 ? 1 : 0, SW = D.sw, EARLY = D.early;
-  static_assert(F >= 2 && F <= 8 && F != 4 && R >= 1 && KS >= 1 && ST >= 2 && CW >= 1 && KS % CW == 0 && SW <= 2,
-                "a TMA ring code is [SW] F R KS ST CW as decimal digits (SW 0 / 1 / 2, F 2 / 3 / 5 .. 8), CW "
-                "dividing KS, ST >= 2");
+  static_assert(F >= 2 && F <= 8 && F != 4 && R >= 1 && KS >= 1 && ST >= 2 && CW >= 1 && KS % CW == 0 && SW <= 2 &&
+                    EARLY <= 1,
+                "a TMA ring code is [E] [SW] F R KS ST CW as decimal digits (E 0 / 1, SW 0 / 1 / 2, F 2 / 3 / 5 .. 8), "
+                "CW dividing KS, ST >= 2");
 };
 
 // x of one superblock in a stage: [MB rows][256 B], or with SW (two token tiles only) two halves
