@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 37 run 6 at 5e8d107 (code 21163 needs notes/s37_wgmma_two_per_sm.patch).
 # Session 37 run 6: the final tree -- the TMA ring tests (1257434 / 1057434 removed after run 4) and the
 # wgmma GEMM tests (code 21163 new: 64 rows x 128 tokens, 3 stages, at most 128 registers so two CTAs fit an
 # SM); the wgmma probe on 2112x7168 sym-fp16 at M = 100 / 128, the old symmetric few row (128, 4, 4, 3, 64)

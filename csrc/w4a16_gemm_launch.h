@@ -29,8 +29,7 @@ struct W4GemmConfig {
   int stages = 0;
   int reduce = 0;
   int pdl = 0;
-  int producer = 0;  // wgmma GEMM only: 1 = a producer warpgroup issues the stage fills (w4a16_wgmma.cuh kProd),
-                    // 2 = no producer, registers cut for two CTAs per SM (wg_code_min_blocks)
+  int producer = 0;  // wgmma GEMM only: 1 = a producer warpgroup issues the stage fills (w4a16_wgmma.cuh kProd)
 };
 
 enum class W4GemmSupport : int {

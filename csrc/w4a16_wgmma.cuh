@@ -118,17 +118,14 @@ struct WgParams {
 
 // Compiled (ROWS, TN, ST[, producer]) as P * 10000 + H * 1000 + (TN / 8) * 10 + ST: H = 0 for 128-row CTAs,
 // 1 for 64 rows (the warpgroups split the k-steps), 2 for 192 rows (three warpgroups of 64); P = 1 adds a
-// producer warpgroup (see kProd in the header note), P = 2 two CTAs per SM (wg_code_min_blocks).
-constexpr int kWgCodes[] = {164, 165, 84, 88, 323, 1164, 1323, 2164, 10323, 21163};
+// producer warpgroup (see kProd in the header note).
+constexpr int kWgCodes[] = {164, 165, 84, 88, 323, 1164, 1323, 2164, 10323};
 
 __host__ __device__ constexpr int wg_code_rows(int code) {
   return code % 10000 >= 2000 ? 192 : (code % 10000 >= 1000 ? 64 : 128);
 }
 __host__ __device__ constexpr int wg_code_tokens(int code) { return code % 1000 / 10 * 8; }
 __host__ __device__ constexpr bool wg_code_producer(int code) { return code / 10000 == 1; }
-// P = 2: no producer, registers cut for two CTAs per SM (__launch_bounds__; one A buffer, see the kernel), so
-// that the next launch's CTAs (PDL: triggered at the start) fit beside this one's where the shared memory allows.
-__host__ __device__ constexpr int wg_code_min_blocks(int code) { return code / 10000 == 2 ? 2 : 1; }
 // Threads of a CTA: the MMA warps, and with a producer the extra warpgroup.
 __host__ __device__ constexpr int wg_threads(int rows, bool producer) { return 32 * wg_warps(rows) + (producer ? 128 : 0); }
 // CTAs whose unsplit tiles take wg_store_tile_tma: not 192 rows, whose 168-register CTAs spill with a second
@@ -139,11 +136,9 @@ template <int C>
 struct WgCode {
   static constexpr int ROWS = wg_code_rows(C), TN = wg_code_tokens(C), ST = C % 10;
   static constexpr bool PROD = wg_code_producer(C);
-  static constexpr int MINB = wg_code_min_blocks(C);
-  static_assert((TN == 64 || TN == 128 || TN == 256) && ST >= 2 && C % 10000 / 1000 <= 2 && C / 10000 <= 2 &&
-                    !(PROD && ROWS == 192) && (MINB == 1 || 2 * wg_smem_bytes(TN, ST, ROWS) + 2048 <= 233472),
-                "a wgmma code is P * 10000 + H * 1000 + (tokens / 8) * 10 + stages (no producer with 192 rows; P = 2 "
-                "only where two CTAs' shared memory fits an SM)");
+  static_assert((TN == 64 || TN == 128 || TN == 256) && ST >= 2 && C % 10000 / 1000 <= 2 && C / 10000 <= 1 &&
+                    !(PROD && ROWS == 192),
+                "a wgmma code is P * 10000 + H * 1000 + (tokens / 8) * 10 + stages (no producer with 192 rows)");
 };
 
 template <size_t L>
@@ -554,8 +549,8 @@ __device__ __forceinline__ void wg_pair_finish(const WgParams& wp, const float (
 
 #endif  // QLINEAR_WGMMA
 
-template <typename XT, int TN, int ST, int ROWS, bool PROD, int MINB = 1>
-__global__ void __launch_bounds__(wg_threads(ROWS, PROD), MINB) w4_wgmma_kernel(const __grid_constant__ WgParams wp) {
+template <typename XT, int TN, int ST, int ROWS, bool PROD>
+__global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(const __grid_constant__ WgParams wp) {
 #if QLINEAR_WGMMA
   constexpr int NW = wg_warps(ROWS), NT = 32 * NW;  // MMA warps and their threads
   // the MMA warps' barrier (named barrier 1 once a producer warpgroup has left)
@@ -651,11 +646,7 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), MINB) w4_wgmma_kernel(
   float acc[VA];
 #pragma unroll
   for (int v = 0; v < VA; ++v) acc[v] = 0.f;
-  // the A fragments, double-buffered so that superblock j's dequantize overlaps j - 1's wgmmas; with MINB = 2
-  // (at most 128 registers per thread) one buffer, each superblock's wgmmas waited for before the next dequantize
-  // (two buffers spill there)
-  constexpr int NB = MINB == 2 ? 1 : 2;
-  uint32_t a[NB][NP][4];
+  uint32_t a[2][NP][4];
   WgGroupRaw graw = wg_group_load(p, row0 + r, sb_lo);
   pdl::wait();
 
@@ -663,7 +654,7 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), MINB) w4_wgmma_kernel(
   // wait for its stage, dequantize into buffer B, issue the NP wgmmas, wait for superblock j - 1's
   // group and release its stage.
   auto step = [&](auto buf, int j) {
-    constexpr int B = NB == 1 ? 0 : decltype(buf)::value;
+    constexpr int B = decltype(buf)::value;
     const int s = j % ST;
     const WgGroupVals gv = wg_group_vals<XT>(graw, p.scale_kind);
     graw = wg_group_load(p, row0 + r, min(sb_lo + j + 1, p.nsb - 1));
@@ -674,11 +665,11 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), MINB) w4_wgmma_kernel(
 #pragma unroll
     for (int i = 0; i < NP; ++i) wgmma_rs<XT, TN>(acc, a[B][i], d0 + ((((i >> 2) * TN * 128) + (i & 3) * 32) >> 4));
     wg_commit();
-    wg_wait<NB - 1>();
+    wg_wait<1>();
 #pragma unroll
     for (int i = 0; i < NP; ++i)
 #pragma unroll
-      for (int c = 0; c < 4; ++c) keep(a[NB == 1 ? 0 : B ^ 1][i][c]);
+      for (int c = 0; c < 4; ++c) keep(a[B ^ 1][i][c]);
     if (j >= 1) {
       if (lane == 0) tma::mbar_arrive(empty0 + 8 * ((j - 1) % ST));
       if (!PROD && tid == 0 && j - 1 + ST < nsb) refill_after(j - 1);

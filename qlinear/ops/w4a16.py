@@ -267,11 +267,12 @@ _CUDA_WGMMA_AUTO: dict[str, tuple[tuple[int, tuple[int, ...]], ...]] = {
 # Runs 1-2's per-CTA stamps (notes/s35_wg_trace.patch: a stamping build and its probe_wg_trace.py) put the 7
 # spread splits' epilogue at 5.7 us after a 7.2 us main loop: 2.4 storing the fp32 partials, 1.2 waiting for the
 # tile's other CTAs, 1.7 summing; the 64-row CTAs loop 8.4 us over their 14 superblocks.
-# Session 37 run 6 (benchmarks/results/session37/run6): the same tiles with 3 stages and at most 128 registers
-# per thread (producer field 2, code 21163: 112 KB of shared memory, so two CTAs fit an SM and the next launch's
-# CTAs, triggered at the start, stream their first stages beside this one's, as the TMA ring's E = 1 does at
-# M = 9 .. 16). See the session README for the numbers that kept or dropped it.
-_CUDA_WGMMA_AUTO_SYM: dict[str, dict[int, tuple[int, ...]]] = {"few": {128: (128, 4, 3, 3, 64, 2)}}
+# Session 37 run 6 (benchmarks/results/session37/run6, probe_w4a16_gemm.py --rotate-x, sym-fp16, us): the same
+# tiles with 3 stages, one A buffer and at most 128 registers per thread, so that two CTAs fit an SM and the next
+# launch's CTAs stream beside this one's (as the TMA ring's early trigger does at M = 9 .. 16): M = 100 / 128
+# 15.81 / 15.72 vs this row 14.92 / 14.60 [bf16 15.03 / 14.37]. Waiting for each superblock's wgmmas before the
+# next dequantize costs more than the overlap gains; not compiled (notes/s37_wgmma_two_per_sm.patch).
+_CUDA_WGMMA_AUTO_SYM: dict[str, dict[int, tuple[int, ...]]] = {"few": {128: (128, 4, 4, 3, 64)}}
 _CUDA_GEMM_CONFIG: tuple[int, int, int, int] = (0, 0, 0, 0)
 _CUDA_GEMM_AUTO: dict[str, tuple[tuple[int, tuple[int, ...]], ...]] = {
     "many": ((32, (8, 32, 4, 4)),),
@@ -1066,18 +1067,16 @@ def cuda_wgmma(
     :data:`_CUDA_WGMMA_AUTO` entry for M (:data:`_CUDA_WGMMA_AUTO_SYM`'s override of that row for a layer
     without zero points), else all automatic; ``w4a16_wgmma_configs()`` lists the compiled P * 10000 + H *
     1000 + (tokens / 8) * 10 + stages, H = 0 / 1 / 2 for 128 / 64 / 192 rows, P = 1 with a producer
-    warpgroup, P = 2 with registers cut for two CTAs per SM). K splits as :func:`cuda_gemm`'s; ``reduce``
-    says who sums a split's partials: 1 the last CTA of a tile to arrive, 2 all of the tile's CTAs, a share
-    each (launched cooperative, so only where the grid fits on the GPU at once), 0 = 2 where it fits. Both
-    sum in split order: the same bits. 3: in pairs (an even number of splits, no producer warpgroup):
-    clusters of two CTAs sum their partials through distributed shared memory, then the pair sums are added
-    in pair order (other bits, as deterministic). ``rows``: weight rows per CTA, 128 (0: each warpgroup 64
-    of them), 64 (both warpgroups the same rows and tokens, each half of every superblock's k-steps) or 192
-    (three warpgroups of 64 rows). ``producer``: 1 adds a producer warpgroup that issues the shared-memory
-    stage fills (compiled for 128 rows x 256 tokens, 3 stages only: code 10323); 2 adds none and caps the
-    registers at 128 per thread, so that two CTAs fit an SM (compiled for 64 rows x 128 tokens, 3 stages:
-    code 21163). ``pdl``: launch with programmatic dependent launch (None:
-    ``qlinear.kernels._pdl.pdl_enabled``).
+    warpgroup). K splits as :func:`cuda_gemm`'s; ``reduce`` says who sums a split's partials: 1 the last
+    CTA of a tile to arrive, 2 all of the tile's CTAs, a share each (launched cooperative, so only where
+    the grid fits on the GPU at once), 0 = 2 where it fits. Both sum in split order: the same bits. 3:
+    in pairs (an even number of splits, no producer warpgroup): clusters of two CTAs sum their partials
+    through distributed shared memory, then the pair sums are added in pair order (other bits, as
+    deterministic). ``rows``: weight rows per CTA, 128 (0: each warpgroup 64 of them), 64 (both
+    warpgroups the same rows and tokens, each half of every superblock's k-steps) or 192 (three
+    warpgroups of 64 rows). ``producer``: 1 adds a producer warpgroup that issues the shared-memory stage
+    fills (compiled for 128 rows x 256 tokens, 3 stages only: code 10323). ``pdl``: launch with
+    programmatic dependent launch (None: ``qlinear.kernels._pdl.pdl_enabled``).
     """
     if config is not None and (len(tuple(config)) not in (3, 4, 5, 6) or any(int(v) < 0 for v in config)):
         raise ValueError(
