@@ -339,7 +339,9 @@ __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::
     for (int e = threadIdx.x; e < ST * kZ; e += blockDim.x) smem[(e / kZ) * tp.stage_bytes + tp.off_z + e % kZ] = 8;
   }
   __syncthreads();
-  if constexpr (NT == 1 || D::EARLY) pdl::launch_dependents();
+  // the dependent grid is triggered here (one token tile, or E = 1) or after the main loop
+  constexpr bool kTriggerFirst = NT == 1 || D::EARLY;
+  if constexpr (kTriggerFirst) pdl::launch_dependents();
 
   if (warp == NW) {
     // producer: one lane; weights / scales / zeros of the first stages before griddepcontrol.wait (the
@@ -422,7 +424,7 @@ __global__ void __launch_bounds__(32 * tma_warps(C), tma_min_blocks(TmaCode<C>::
     else
       consume(std::integral_constant<int, 8 - NI>{});
   }
-  if constexpr (NT == 2 && !D::EARLY) pdl::launch_dependents();
+  if constexpr (!kTriggerFirst) pdl::launch_dependents();
   if constexpr (MODE != 0) {
     // diagnostics: keep the loads alive; practically never stores
     if (sink == 0x9E3779B9u) static_cast<XT*>(p.out)[0] = Mma<XT>::from_f(1.f);
