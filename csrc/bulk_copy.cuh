@@ -102,6 +102,17 @@ __device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar) {
   asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(bar) : "memory");
 #endif
 }
+// The same arrival without ordering this thread's prior memory accesses (PTX ISA 8.6, CUDA 12.8; older
+// toolkits get the releasing one), for a caller that knows its accesses are complete.
+__device__ __forceinline__ void mbar_arrive_cluster_relaxed(uint32_t bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#if __CUDACC_VER_MAJOR__ > 12 || (__CUDACC_VER_MAJOR__ == 12 && __CUDACC_VER_MINOR__ >= 8)
+  asm volatile("mbarrier.arrive.relaxed.cluster.shared::cluster.b64 _, [%0];" ::"r"(bar) : "memory");
+#else
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(bar) : "memory");
+#endif
+#endif
+}
 
 // mbar_wait with acquire at cluster scope: for a phase completed by other CTAs' arrivals (mbar_arrive_cluster).
 __device__ __forceinline__ void mbar_wait_cluster(uint32_t bar, uint32_t parity) {

@@ -116,6 +116,7 @@ struct WgParams {
   int pair;  // 1: the K split is summed in pairs (see the header note; a cluster of two CTAs along y)
   // the output's row and token tiles, for a multicast code (X = 1: wg_mc_tile; xmap's box is then TN / 2 tokens)
   int mc_rows, mc_toks;
+  uint32_t zero;  // 0, unknown to the compiler: ties an address to a loaded value (X = 2, 4)
 };
 
 // The x-multicast grid (codes X = 1): 1-D, in clusters of two along x. Cluster c < (R / 2) T (R row tiles, T token
@@ -140,14 +141,16 @@ __host__ __device__ constexpr WgMcTile wg_mc_tile(int cta, int row_tiles, int to
 // H = 0 for 128-row CTAs, 1 for 64 rows (the warpgroups split the k-steps), 2 for 192 rows (three warpgroups of
 // 64); P = 1 adds a producer warpgroup (see kProd in the header note); X = 1 multicasts x over CTA pairs
 // (wg_mc_tile; 64 rows, no producer).
-constexpr int kWgCodes[] = {164, 165, 84, 88, 323, 1164, 1323, 2164, 10323, 101323};
+constexpr int kWgCodes[] = {164, 165, 84, 88, 323, 1164, 1323, 2164, 10323, 101323, 201323, 301323, 401323};
 
 __host__ __device__ constexpr int wg_code_rows(int code) {
   return code % 10000 >= 2000 ? 192 : (code % 10000 >= 1000 ? 64 : 128);
 }
 __host__ __device__ constexpr int wg_code_tokens(int code) { return code % 1000 / 10 * 8; }
 __host__ __device__ constexpr bool wg_code_producer(int code) { return code / 10000 % 10 == 1; }
-__host__ __device__ constexpr bool wg_code_mcast(int code) { return code / 100000 == 1; }
+// X = 1 .. 4: x multicast, with the cross-CTA stage releases (EXPERIMENT, session 38) 1: per warp at the end of
+// the step, releasing; 2: deferred to the next step, after its scale loads completed; 3: as 1, relaxed; 4: 2, relaxed
+__host__ __device__ constexpr int wg_code_mcast(int code) { return code / 100000; }
 // Threads of a CTA: the MMA warps, and with a producer the extra warpgroup.
 __host__ __device__ constexpr int wg_threads(int rows, bool producer) { return 32 * wg_warps(rows) + (producer ? 128 : 0); }
 // CTAs whose unsplit tiles take wg_store_tile_tma: not 192 rows, whose 168-register CTAs spill with a second
@@ -157,9 +160,10 @@ __host__ __device__ constexpr bool wg_tma_store_rows(int rows) { return rows != 
 template <int C>
 struct WgCode {
   static constexpr int ROWS = wg_code_rows(C), TN = wg_code_tokens(C), ST = C % 10;
-  static constexpr bool PROD = wg_code_producer(C), MC = wg_code_mcast(C);
+  static constexpr bool PROD = wg_code_producer(C);
+  static constexpr int MC = wg_code_mcast(C);
   static_assert((TN == 64 || TN == 128 || TN == 256) && ST >= 2 && C % 10000 / 1000 <= 2 && C % 100000 / 10000 <= 1 &&
-                    C / 100000 <= 1 && !(PROD && ROWS == 192) && !(MC && (ROWS != 64 || PROD)),
+                    C / 100000 <= 4 && !(PROD && ROWS == 192) && !(MC && (ROWS != 64 || PROD)),
                 "a wgmma code is X * 100000 + P * 10000 + H * 1000 + (tokens / 8) * 10 + stages (no producer with "
                 "192 rows, multicast with 64 rows and no producer only)");
 };
@@ -572,7 +576,7 @@ __device__ __forceinline__ void wg_pair_finish(const WgParams& wp, const float (
 
 #endif  // QLINEAR_WGMMA
 
-template <typename XT, int TN, int ST, int ROWS, bool PROD, bool MC>
+template <typename XT, int TN, int ST, int ROWS, bool PROD, int MC>
 __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(const __grid_constant__ WgParams wp) {
 #if QLINEAR_WGMMA
   constexpr int NW = wg_warps(ROWS), NT = 32 * NW;  // MMA warps and their threads
@@ -597,7 +601,8 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
   const Params& p = gp.p;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   // x multicast over CTA pairs (MC: 64-row CTAs without a producer, one split)
-  constexpr bool mcast = MC;
+  constexpr bool mcast = MC != 0;
+  constexpr bool kDefer = MC == 2 || MC == 4, kRelaxed = MC == 3 || MC == 4;
   WgMcTile mt{static_cast<int>(blockIdx.x), static_cast<int>(blockIdx.z), false};
   if constexpr (mcast) {
     mt = wg_mc_tile(static_cast<int>(blockIdx.x), wp.mc_rows, wp.mc_toks);
@@ -709,6 +714,21 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
     constexpr int B = decltype(buf)::value;
     const int s = j % ST;
     const WgGroupVals gv = wg_group_vals<XT>(graw, p.scale_kind);
+    if constexpr (kDefer) {
+      // superblock j - 2's release (at the end of step j - 1) reaches the peer now, once this warp's scale and
+      // zero-point loads have landed (a cluster-scope release waits for the thread's loads in flight)
+      if (mc_shared && j >= 2 && j - 2 + ST < nsb) {
+        if (lane == 0) {
+          const uint32_t dep = (gv.s0 ^ gv.s1 ^ gv.nz0 ^ gv.nz1) & wp.zero;
+          const uint32_t bar = cluster::peer(empty0 + 8 * ((j - 2) % ST), mc_rank ^ 1u) + dep;
+          if constexpr (kRelaxed)
+            tma::mbar_arrive_cluster_relaxed(bar);
+          else
+            tma::mbar_arrive_cluster(bar);
+        }
+        if (tid == 0) refill_after(j - 2);
+      }
+    }
     graw = wg_group_load(p, row0 + r, min(sb_lo + j + 1, p.nsb - 1));
     tma::mbar_wait(full0 + 8 * s, static_cast<uint32_t>((j / ST) & 1));
     wg_dequant<XT, NP>(a[B], smem + s * kStage + wg_stage(TN, ROWS).w_off, r, t, gv, magic, sel);
@@ -726,9 +746,16 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
       if (lane == 0) tma::mbar_arrive(empty0 + 8 * ((j - 1) % ST));
       // the peer refills this stage in both CTAs only if a superblock is left for it: no arrival is left in
       // flight towards a CTA that may have exited
-      if (mc_shared && lane == 0 && j - 1 + ST < nsb)
-        tma::mbar_arrive_cluster(cluster::peer(empty0 + 8 * ((j - 1) % ST), mc_rank ^ 1u));
-      if (!PROD && tid == 0 && j - 1 + ST < nsb) refill_after(j - 1);
+      if constexpr (mcast && !kDefer) {
+        if (mc_shared && lane == 0 && j - 1 + ST < nsb) {
+          const uint32_t bar = cluster::peer(empty0 + 8 * ((j - 1) % ST), mc_rank ^ 1u);
+          if constexpr (kRelaxed)
+            tma::mbar_arrive_cluster_relaxed(bar);
+          else
+            tma::mbar_arrive_cluster(bar);
+        }
+      }
+      if (!PROD && !(kDefer && mc_shared) && tid == 0 && j - 1 + ST < nsb) refill_after(j - 1);
     }
   };
   int j = 0;

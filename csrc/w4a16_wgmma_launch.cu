@@ -16,7 +16,7 @@ using w4a16g::WgParams;
 // every superblock's k-steps; the CTA has 8 warps) or 12 (192 rows, three warpgroups).
 int wg_rows(const W4GemmConfig& c) { return c.warps * 16; }
 int wg_code(const W4GemmConfig& c) {
-  return (c.mcast == 1 ? 100000 : 0) + (c.producer == 1 ? 10000 : 0) +
+  return c.mcast * 100000 + (c.producer == 1 ? 10000 : 0) +
          (c.warps == 4 ? 1000 : (c.warps == 12 ? 2000 : 0)) + (c.tokens / 8) * 10 + c.stages;
 }
 
@@ -78,7 +78,7 @@ W4GemmConfig w4_wgmma_resolve(const W4GemvArgs& a, const W4GemmConfig& cfg) {
     c.tokens = c.warps == 12 ? 128 : (a.m <= 64 && c.warps == 8 ? 64 : (a.m <= 128 ? 128 : 256));
   if (c.stages <= 0) c.stages = c.tokens >= 256 ? 3 : (c.tokens >= 128 ? 4 : 8);
   const int64_t nsb = cdiv64(a.k, 128);
-  if (c.splits <= 0 && c.mcast == 1) c.splits = 1;  // x multicast: unsplit tiles only
+  if (c.splits <= 0 && c.mcast >= 1) c.splits = 1;  // x multicast: unsplit tiles only
   if (c.splits <= 0) {
     const int64_t tiles = wg_tiles(a, c), sms = devattr::sm_count();
     const int64_t cap = nsb / 4 > 0 ? nsb / 4 : 1;
@@ -109,8 +109,8 @@ W4GemmSupport w4_wgmma_supported(const W4GemvArgs& a, const W4GemmConfig& cfg, i
   if ((c.warps != 8 && c.warps != 4 && c.warps != 12) || c.tokens % 8 != 0 ||
       !code_listed(w4a16g::kWgCodes, wg_code(c)) || c.reduce < 1 || c.reduce > 3 ||
       (c.reduce == 2 && !wg_grid_fits(a, c)) || (c.reduce == 3 && (c.splits % 2 != 0 || c.producer != 0)) ||
-      c.pdl < 0 || c.pdl > 1 || c.producer < 0 || c.producer > 1 || c.mcast < 0 || c.mcast > 1 ||
-      (c.mcast == 1 && c.splits != 1))
+      c.pdl < 0 || c.pdl > 1 || c.producer < 0 || c.producer > 1 || c.mcast < 0 || c.mcast > 4 ||
+      (c.mcast >= 1 && c.splits != 1))
     return W4GemmSupport::kBadConfig;
   // a spread reduction counts arrivals and departures, a pair reduction the arrivals per half tile: two
   // counters per output tile
@@ -138,7 +138,7 @@ cudaError_t w4_wgmma_launch(const W4GemvArgs& a, const W4GemmConfig& cfg, float*
   const CUtensorMapDataType xdt =
       a.x_dtype == W4GDType::kBFloat16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
   if (!tmap::encode_2d(&wp.xmap, xdt, a.x, static_cast<uint64_t>(a.k), static_cast<uint64_t>(a.m), x_row, 64,
-                       static_cast<uint32_t>(c.mcast == 1 ? c.tokens / 2 : c.tokens), CU_TENSOR_MAP_SWIZZLE_128B) ||
+                       static_cast<uint32_t>(c.mcast >= 1 ? c.tokens / 2 : c.tokens), CU_TENSOR_MAP_SWIZZLE_128B) ||
       !tmap::encode_2d(&wp.wmap, CU_TENSOR_MAP_DATA_TYPE_INT32, a.qweight, static_cast<uint64_t>(nsb * 16),
                        static_cast<uint64_t>(a.n), static_cast<uint64_t>(a.qw_stride) * 4, 16,
                        static_cast<uint32_t>(wg_rows(c)),
@@ -154,7 +154,8 @@ cudaError_t w4_wgmma_launch(const W4GemvArgs& a, const W4GemmConfig& cfg, float*
   // x multicast: a 1-D grid of CTA pairs (w4a16_wgmma.cuh wg_mc_tile); else (row tiles, splits, token tiles)
   wp.mc_rows = static_cast<int>(row_tiles);
   wp.mc_toks = static_cast<int>(tok_tiles);
-  const dim3 grid = c.mcast == 1 ? dim3(static_cast<unsigned>(2 * w4a16g::wg_mc_clusters(wp.mc_rows, wp.mc_toks)))
+  wp.zero = 0;
+  const dim3 grid = c.mcast >= 1 ? dim3(static_cast<unsigned>(2 * w4a16g::wg_mc_clusters(wp.mc_rows, wp.mc_toks)))
                                  : dim3(static_cast<unsigned>(row_tiles), static_cast<unsigned>(c.splits),
                                         static_cast<unsigned>(tok_tiles));
   auto launch = [&](bool pdl) {

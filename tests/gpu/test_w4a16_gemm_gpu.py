@@ -179,7 +179,7 @@ def test_wgmma_refusals_and_public_op():
     assert sup(x, 256, 2, 3, 0, 64, 0, 1) == 6
     assert sup(x, 256, 1, 3, 0, 128, 0, 1) == 6
     assert sup(x, 128, 1, 4, 0, 64, 0, 1) == 6
-    assert sup(x, 256, 1, 3, 0, 64, 0, 2) == 6  # mcast is 0 or 1
+    assert sup(x, 256, 1, 3, 0, 64, 0, 5) == 6  # mcast is 0 .. 4
     with pytest.raises(RuntimeError, match="rows: expected 0 .automatic., 64, 128 or 192"):
         sup(x, 128, 2, 4, 0, 32)
     wide, _ = _layer(24576, 1536, seed=7)
@@ -396,8 +396,9 @@ def test_wgmma_x_multicast():
         b = torch.randn(n, device=DEV).to(dt) if m % 2 == 0 else None
         plain = ops.cuda_wgmma(x, packed, b, plain_cfg, pdl=False)
         for pdl in (False, True):
-            mc = ops.cuda_wgmma(x, packed, b, mc_cfg, pdl=pdl)
-            assert torch.equal(mc, plain), f"{n}x{k} M={m} pdl={pdl}: multicast changed bits"
+            for variant in (1, 2, 3, 4):  # EXPERIMENT (session 38): where the cross-CTA releases go
+                mc = ops.cuda_wgmma(x, packed, b, mc_cfg[:6] + (variant,), pdl=pdl)
+                assert torch.equal(mc, plain), f"{n}x{k} M={m} pdl={pdl} mcast={variant}: multicast changed bits"
         assert_matches(mc, x, w, b, f"x multicast {n}x{k} M={m}")
         out = torch.empty(m, n, device=DEV, dtype=dt)
         code = C.w4a16_wgmma(out, x, packed.qweight, packed.scales, packed.zeros, b, packed.group_size, locks,
