@@ -141,15 +141,16 @@ __host__ __device__ constexpr WgMcTile wg_mc_tile(int cta, int row_tiles, int to
 // H = 0 for 128-row CTAs, 1 for 64 rows (the warpgroups split the k-steps), 2 for 192 rows (three warpgroups of
 // 64); P = 1 adds a producer warpgroup (see kProd in the header note); X = 1 multicasts x over CTA pairs
 // (wg_mc_tile; 64 rows, no producer).
-constexpr int kWgCodes[] = {164, 165, 84, 88, 323, 1164, 1323, 2164, 10323, 101323, 201323, 301323, 401323};
+constexpr int kWgCodes[] = {164, 165, 84, 88, 323, 1164, 1323, 2164, 10323, 11323, 101323, 301323, 311323};
 
 __host__ __device__ constexpr int wg_code_rows(int code) {
   return code % 10000 >= 2000 ? 192 : (code % 10000 >= 1000 ? 64 : 128);
 }
 __host__ __device__ constexpr int wg_code_tokens(int code) { return code % 1000 / 10 * 8; }
 __host__ __device__ constexpr bool wg_code_producer(int code) { return code / 10000 % 10 == 1; }
-// X = 1 .. 4: x multicast, with the cross-CTA stage releases (EXPERIMENT, session 38) 1: per warp at the end of
-// the step, releasing; 2: deferred to the next step, after its scale loads completed; 3: as 1, relaxed; 4: 2, relaxed
+// X = 1 / 3: x multicast, the cross-CTA stage releases (EXPERIMENT, session 38) 1: releasing at cluster scope (a
+// MEMBAR.ALL.GPU per warp and superblock, which waits for the scale loads in flight), the refill's wait acquiring
+// at cluster scope (CCTL.IVALL); 3: both relaxed (the releasing warp's wgmma reads are complete: wait_group)
 __host__ __device__ constexpr int wg_code_mcast(int code) { return code / 100000; }
 // Threads of a CTA: the MMA warps, and with a producer the extra warpgroup.
 __host__ __device__ constexpr int wg_threads(int rows, bool producer) { return 32 * wg_warps(rows) + (producer ? 128 : 0); }
@@ -163,9 +164,9 @@ struct WgCode {
   static constexpr bool PROD = wg_code_producer(C);
   static constexpr int MC = wg_code_mcast(C);
   static_assert((TN == 64 || TN == 128 || TN == 256) && ST >= 2 && C % 10000 / 1000 <= 2 && C % 100000 / 10000 <= 1 &&
-                    C / 100000 <= 4 && !(PROD && ROWS == 192) && !(MC && (ROWS != 64 || PROD)),
+                    C / 100000 <= 3 && !(PROD && ROWS == 192) && !(MC && ROWS != 64),
                 "a wgmma code is X * 100000 + P * 10000 + H * 1000 + (tokens / 8) * 10 + stages (no producer with "
-                "192 rows, multicast with 64 rows and no producer only)");
+                "192 rows, multicast with 64 rows only)");
 };
 
 template <size_t L>
@@ -602,7 +603,7 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   // x multicast over CTA pairs (MC: 64-row CTAs without a producer, one split)
   constexpr bool mcast = MC != 0;
-  constexpr bool kDefer = MC == 2 || MC == 4, kRelaxed = MC == 3 || MC == 4;
+  constexpr bool kRelaxed = MC == 3;
   WgMcTile mt{static_cast<int>(blockIdx.x), static_cast<int>(blockIdx.z), false};
   if constexpr (mcast) {
     mt = wg_mc_tile(static_cast<int>(blockIdx.x), wp.mc_rows, wp.mc_toks);
@@ -652,7 +653,7 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
   };
   auto refill_after = [&](int j) {
     // shared x: the peer's warps' releases count too (the copies write into both CTAs)
-    if (mc_shared)
+    if (mc_shared && !kRelaxed)
       tma::mbar_wait_cluster(empty0 + 8 * (j % ST), static_cast<uint32_t>((j / ST) & 1));
     else
       tma::mbar_wait(empty0 + 8 * (j % ST), static_cast<uint32_t>((j / ST) & 1));
@@ -685,6 +686,7 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
         fill_first();
         for (int j = ST; j < nsb; ++j) refill_after(j - ST);
       }
+      if (mc_shared) cluster::sync();  // the MMA warps' final cluster barrier, on this warpgroup's behalf
       return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;" ::: "memory");
@@ -714,21 +716,6 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
     constexpr int B = decltype(buf)::value;
     const int s = j % ST;
     const WgGroupVals gv = wg_group_vals<XT>(graw, p.scale_kind);
-    if constexpr (kDefer) {
-      // superblock j - 2's release (at the end of step j - 1) reaches the peer now, once this warp's scale and
-      // zero-point loads have landed (a cluster-scope release waits for the thread's loads in flight)
-      if (mc_shared && j >= 2 && j - 2 + ST < nsb) {
-        if (lane == 0) {
-          const uint32_t dep = (gv.s0 ^ gv.s1 ^ gv.nz0 ^ gv.nz1) & wp.zero;
-          const uint32_t bar = cluster::peer(empty0 + 8 * ((j - 2) % ST), mc_rank ^ 1u) + dep;
-          if constexpr (kRelaxed)
-            tma::mbar_arrive_cluster_relaxed(bar);
-          else
-            tma::mbar_arrive_cluster(bar);
-        }
-        if (tid == 0) refill_after(j - 2);
-      }
-    }
     graw = wg_group_load(p, row0 + r, min(sb_lo + j + 1, p.nsb - 1));
     tma::mbar_wait(full0 + 8 * s, static_cast<uint32_t>((j / ST) & 1));
     wg_dequant<XT, NP>(a[B], smem + s * kStage + wg_stage(TN, ROWS).w_off, r, t, gv, magic, sel);
@@ -746,7 +733,7 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
       if (lane == 0) tma::mbar_arrive(empty0 + 8 * ((j - 1) % ST));
       // the peer refills this stage in both CTAs only if a superblock is left for it: no arrival is left in
       // flight towards a CTA that may have exited
-      if constexpr (mcast && !kDefer) {
+      if constexpr (mcast) {
         if (mc_shared && lane == 0 && j - 1 + ST < nsb) {
           const uint32_t bar = cluster::peer(empty0 + 8 * ((j - 1) % ST), mc_rank ^ 1u);
           if constexpr (kRelaxed)
@@ -755,7 +742,7 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
             tma::mbar_arrive_cluster(bar);
         }
       }
-      if (!PROD && !(kDefer && mc_shared) && tid == 0 && j - 1 + ST < nsb) refill_after(j - 1);
+      if (!PROD && tid == 0 && j - 1 + ST < nsb) refill_after(j - 1);
     }
   };
   int j = 0;

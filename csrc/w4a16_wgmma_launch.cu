@@ -109,7 +109,7 @@ W4GemmSupport w4_wgmma_supported(const W4GemvArgs& a, const W4GemmConfig& cfg, i
   if ((c.warps != 8 && c.warps != 4 && c.warps != 12) || c.tokens % 8 != 0 ||
       !code_listed(w4a16g::kWgCodes, wg_code(c)) || c.reduce < 1 || c.reduce > 3 ||
       (c.reduce == 2 && !wg_grid_fits(a, c)) || (c.reduce == 3 && (c.splits % 2 != 0 || c.producer != 0)) ||
-      c.pdl < 0 || c.pdl > 1 || c.producer < 0 || c.producer > 1 || c.mcast < 0 || c.mcast > 4 ||
+      c.pdl < 0 || c.pdl > 1 || c.producer < 0 || c.producer > 1 || c.mcast < 0 || c.mcast > 3 ||
       (c.mcast >= 1 && c.splits != 1))
     return W4GemmSupport::kBadConfig;
   // a spread reduction counts arrivals and departures, a pair reduction the arrivals per half tile: two
