@@ -40,19 +40,21 @@ def main() -> None:
     ap.add_argument("--family", choices=("gemm", "wgmma", "both"), default="gemm")
     ap.add_argument("--tokens", type=int, nargs="*", default=None, help="wgmma token tiles to time (default: all)")
     ap.add_argument("--wg-configs", nargs="*", default=[],
-                    help="extra wgmma configs 'tokens,splits,stages[,reduce[,rows[,producer[,mcast]]]]' timed at every M (reduce: "
+                    help="extra wgmma configs 'tokens,splits,stages[,reduce[,rows[,producer]]]' timed at every M (reduce: "
                          "1 = the last CTA of a tile sums the K split, 2 = spread over the tile's CTAs)")
     ap.add_argument("--pdl-ab", action="store_true",
                     help="also time the wgmma GEMM's automatic config with PDL off and on, and each --wg-configs one with PDL off")
+    ap.add_argument("--dequant", action="store_true",
+                    help="also time the dequantize + cuBLAS backend (w4a16_linear backend='dequant_cublas')")
     ap.add_argument("--rotate-x", action="store_true",
                     help="rotate x copies past L2 as bench_linear does (default: one x, L2-resident)")
     args = ap.parse_args()
     C = cuda_ext.load()
     codes = [(c // 1000, (c // 10 % 100) * 8, c % 10) for c in C.w4a16_gemm_configs()]
-    # X * 100000 + P * 10000 + H * 1000 + (tokens / 8) * 10 + stages, H = 0 / 1 / 2: 128 / 64 / 192 weight rows
-    # per CTA, P = 1: a producer warpgroup; X = 1 (x multicast, unsplit only) through --wg-configs only
+    # P * 10000 + H * 1000 + (tokens / 8) * 10 + stages, H = 0 / 1 / 2: 128 / 64 / 192 weight rows per CTA,
+    # P = 1: a producer warpgroup
     wg_codes = [(c % 1000 // 10 * 8, c % 10, (128, 64, 192)[c % 10000 // 1000], c // 10000)
-                for c in C.w4a16_wgmma_configs() if c < 100000]
+                for c in C.w4a16_wgmma_configs()]
     use_gemm, use_wg = args.family in ("gemm", "both"), args.family in ("wgmma", "both")
     shapes = SHAPES if not args.shapes else [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
     rows, best_lines = [], []
@@ -68,6 +70,8 @@ def main() -> None:
             fns = {"bf16 F.linear": lambda i: F.linear(xs[i % nx], w16[i % nb16]),
                    "auto": lambda i: ops.w4a16_linear(xs[i % nx], packs[i % nbuf]),
                    }
+            if args.dequant:
+                fns["dequant_cublas"] = lambda i: ops.w4a16_linear(xs[i % nx], packs[i % nbuf], backend="dequant_cublas")
             if use_gemm:
                 fns["cuda_gemm auto"] = lambda i: ops.cuda_gemm(xs[i % nx], packs[i % nbuf])
             if use_wg:

@@ -7,13 +7,12 @@ with (128 tokens, 1 / 2 / 4 / 7 splits, 4 stages). ``--wgmma-spread``: 2112x7168
 the spread / last-arrival reduction, (128, 1, 4); 24576x1536 M = 128 automatic. ``--wgmma-large``:
 M = 1024 on 2112x7168 (256 tokens, 1 split: 68 CTAs, one wave) and 24576x1536 (automatic).
 ``--wgmma-r64``: 2112x7168 M = 1024 with 64-row CTAs (256 tokens, 1 split: 132 CTAs) and 24576x1536
-M = 1024 with 64 / 128 rows (256 tokens, 1 split). ``--wgmma-mc``: 2112x7168 64-row CTAs (256 tokens, 1 split) with
-and without x multicast at M = 1024 / 768, and M = 600 without. ``--wgmma-auto``: the dispatch's wgmma configs where
+M = 1024 with 64 / 128 rows (256 tokens, 1 split). ``--wgmma-auto``: the dispatch's wgmma configs where
 issue 5 misses: 2112x7168 at M = 1024 (64 rows, 256 tokens) and M = 128 (128 rows, 128 tokens, 7
 splits), 24576x1536 at M = 1024 (128 rows, 256 tokens).
 
     ncu ... python benchmarks/probe_w4a16_gemm_ncu.py [--wgmma | --wgmma-splits | --wgmma-spread | --wgmma-large | --wgmma-r64
-                                                      | --wgmma-mc | --wgmma-auto]
+                                                      | --wgmma-auto]
 """
 
 import sys
@@ -32,13 +31,7 @@ from qlinear.ops import w4a16 as ops  # noqa: E402
 def main() -> None:
     cases = [((2112, 7168), 128, (4, 32, 0, 6)), ((2112, 7168), 128, (8, 128, 0, 4)), ((7168, 16384), 32, None)]
     run = ops.cuda_gemm
-    if "--wgmma-mc" in sys.argv:
-        # session 38: 64-row CTAs with and without x multicast (seventh field) at M = 1024 / 768, and M = 600 plain
-        cases = [((2112, 7168), 1024, (256, 1, 3, 0, 64)), ((2112, 7168), 1024, (256, 1, 3, 0, 64, 0, 1)),
-                 ((2112, 7168), 768, (256, 1, 3, 0, 64)), ((2112, 7168), 768, (256, 1, 3, 0, 64, 0, 1)),
-                 ((2112, 7168), 600, (256, 1, 3, 0, 64))]
-        run = ops.cuda_wgmma
-    elif "--wgmma-auto" in sys.argv:
+    if "--wgmma-auto" in sys.argv:
         cases = [((2112, 7168), 1024, (256, 0, 3, 0, 64)), ((2112, 7168), 128, None), ((24576, 1536), 1024, None)]
         run = ops.cuda_wgmma
     elif "--wgmma-r64" in sys.argv:

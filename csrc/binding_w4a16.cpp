@@ -19,16 +19,15 @@
 //                                            tokens=0, splits=0, stages=0) -> int   (a W4GemmSupport code)
 //   torch.ops.qlinear_C.w4a16_gemm_configs() -> int[]   (compiled warps * 1000 + tokens / 8 * 10 + stages)
 //   torch.ops.qlinear_C.w4a16_wgmma(out, x, qweight, scales, zeros, bias, group_size, counters, tokens=0,
-//                                   splits=0, stages=0, reduce=0, rows=0, producer=0, mcast=0, pdl=0) -> int
-//                                   (the Hopper wgmma GEMM of w4a16_wgmma.cuh; rows: weight rows per CTA, 64,
-//                                   128 or 192, 0 = 128; producer 1: a producer warpgroup issues the stage
-//                                   fills; mcast 1: x multicast over CTA pairs (64 rows, one split);
+//                                   splits=0, stages=0, reduce=0, rows=0, producer=0, pdl=0) -> int   (the
+//                                   Hopper wgmma GEMM of w4a16_wgmma.cuh; rows: weight rows per CTA, 64, 128
+//                                   or 192, 0 = 128; producer 1: a producer warpgroup issues the stage fills;
 //                                   same counters as w4a16_gemm, two per tile for a spread or pair
 //                                   reduction (reduce 2 / 3); pdl 1:
 //                                   programmatic dependent launch; returns w4a16_gemm's value with warps =
 //                                   rows / 16, + reduce * 10^9)
 //   torch.ops.qlinear_C.w4a16_wgmma_supported(x, qweight, scales, zeros, group_size, counters, tokens=0,
-//                                             splits=0, stages=0, reduce=0, rows=0, producer=0, mcast=0) -> int   (a
+//                                             splits=0, stages=0, reduce=0, rows=0, producer=0) -> int   (a
 //                                             W4GemmSupport code)
 //   torch.ops.qlinear_C.w4a16_wgmma_configs() -> int[]   (compiled P * 10000 + H * 1000 + tokens / 8 * 10 +
 //                                                         stages, H = 0 / 1 / 2 for 128 / 64 / 192 rows per
@@ -197,7 +196,7 @@ std::vector<int64_t> w4a16_reg_fold_configs() { return code_list(qlinear::w4_reg
 std::vector<int64_t> w4a16_xs_configs() { return code_list(qlinear::w4_xs_configs); }
 
 qlinear::W4GemmConfig gemm_config(int64_t warps, int64_t tokens, int64_t splits, int64_t stages, int64_t reduce = 0,
-                                  int64_t pdl = 0, int64_t producer = 0, int64_t mcast = 0) {
+                                  int64_t pdl = 0, int64_t producer = 0) {
   qlinear::W4GemmConfig c;
   c.warps = static_cast<int>(warps);
   c.tokens = static_cast<int>(tokens);
@@ -206,7 +205,6 @@ qlinear::W4GemmConfig gemm_config(int64_t warps, int64_t tokens, int64_t splits,
   c.reduce = static_cast<int>(reduce);
   c.pdl = static_cast<int>(pdl);
   c.producer = static_cast<int>(producer);
-  c.mcast = static_cast<int>(mcast);
   return c;
 }
 
@@ -295,17 +293,17 @@ int64_t wgmma_warps(int64_t rows) {
 int64_t w4a16_wgmma_supported(const at::Tensor& x, const at::Tensor& qweight, const at::Tensor& scales,
                               const std::optional<at::Tensor>& zeros, int64_t group_size, const at::Tensor& counters,
                               int64_t tokens, int64_t splits, int64_t stages, int64_t reduce, int64_t rows,
-                              int64_t producer, int64_t mcast) {
+                              int64_t producer) {
   return gemm_supported(kWgmmaGemm, x, qweight, scales, zeros, group_size, counters,
-                        gemm_config(wgmma_warps(rows), tokens, splits, stages, reduce, 0, producer, mcast));
+                        gemm_config(wgmma_warps(rows), tokens, splits, stages, reduce, 0, producer));
 }
 
 int64_t w4a16_wgmma(const at::Tensor& out, const at::Tensor& x, const at::Tensor& qweight, const at::Tensor& scales,
                     const std::optional<at::Tensor>& zeros, const std::optional<at::Tensor>& bias, int64_t group_size,
                     const at::Tensor& counters, int64_t tokens, int64_t splits, int64_t stages, int64_t reduce,
-                    int64_t rows, int64_t producer, int64_t mcast, int64_t pdl) {
+                    int64_t rows, int64_t producer, int64_t pdl) {
   return gemm_run(kWgmmaGemm, out, x, qweight, scales, zeros, bias, group_size, counters,
-                  gemm_config(wgmma_warps(rows), tokens, splits, stages, reduce, pdl, producer, mcast));
+                  gemm_config(wgmma_warps(rows), tokens, splits, stages, reduce, pdl, producer));
 }
 
 std::vector<int64_t> w4a16_wgmma_configs() { return code_list(qlinear::w4_wgmma_configs); }
@@ -342,12 +340,11 @@ TORCH_LIBRARY_FRAGMENT(qlinear_C, m) {
   m.def(
       "w4a16_wgmma(Tensor(a!) out, Tensor x, Tensor qweight, Tensor scales, Tensor? zeros, Tensor? bias, "
       "int group_size, Tensor(b!) counters, int tokens=0, int splits=0, int stages=0, int reduce=0, int rows=0, "
-      "int producer=0, int mcast=0, int pdl=0) -> int",
+      "int producer=0, int pdl=0) -> int",
       &w4a16_wgmma);
   m.def(
       "w4a16_wgmma_supported(Tensor x, Tensor qweight, Tensor scales, Tensor? zeros, int group_size, "
-      "Tensor counters, int tokens=0, int splits=0, int stages=0, int reduce=0, int rows=0, int producer=0, "
-      "int mcast=0) -> int",
+      "Tensor counters, int tokens=0, int splits=0, int stages=0, int reduce=0, int rows=0, int producer=0) -> int",
       &w4a16_wgmma_supported);
   m.def("w4a16_wgmma_configs() -> int[]", &w4a16_wgmma_configs);
   m.def("w4a16_wgmma_built() -> int", &w4a16_wgmma_built);

@@ -82,53 +82,6 @@ __device__ __forceinline__ void tensor_copy_2d(uint32_t dst, const void* map, in
 #endif
 }
 
-// tensor_copy_2d into the same shared offset dst of every CTA of the cluster in `mask` (bit r: rank r),
-// each copy completing on the mbarrier at offset bar of its own CTA.
-__device__ __forceinline__ void tensor_copy_2d_mc(uint32_t dst, const void* map, int c0, int c1, uint32_t bar,
-                                                  uint16_t mask) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster "
-      "[%0], [%1, {%2, %3}], [%4], %5;" ::"r"(dst),
-      "l"(map), "r"(c0), "r"(c1), "r"(bar), "h"(mask)
-      : "memory");
-#endif
-}
-
-// One plain arrival on the mbarrier at shared::cluster address `bar` (another CTA's, from cluster::peer),
-// releasing this thread's prior memory accesses at cluster scope.
-__device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(bar) : "memory");
-#endif
-}
-// The same arrival without ordering this thread's prior memory accesses (PTX ISA 8.6, CUDA 12.8; older
-// toolkits get the releasing one), for a caller that knows its accesses are complete.
-__device__ __forceinline__ void mbar_arrive_cluster_relaxed(uint32_t bar) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-#if __CUDACC_VER_MAJOR__ > 12 || (__CUDACC_VER_MAJOR__ == 12 && __CUDACC_VER_MINOR__ >= 8)
-  asm volatile("mbarrier.arrive.relaxed.cluster.shared::cluster.b64 _, [%0];" ::"r"(bar) : "memory");
-#else
-  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(bar) : "memory");
-#endif
-#endif
-}
-
-// mbar_wait with acquire at cluster scope: for a phase completed by other CTAs' arrivals (mbar_arrive_cluster).
-__device__ __forceinline__ void mbar_wait_cluster(uint32_t bar, uint32_t parity) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  uint32_t done = 0;
-  do {
-    asm volatile(
-        "{\n .reg .pred p;\n mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, "
-        "0, p;\n}"
-        : "=r"(done)
-        : "r"(bar), "r"(parity)
-        : "memory");
-  } while (!done);
-#endif
-}
-
 // Shared src (128-byte aligned, laid out as the map's box) into the box of a 2-D tensor map at (c0
 // innermost, c1), as a bulk async-group of the issuing thread; elements outside the tensor are not written.
 __device__ __forceinline__ void tensor_store_2d(const void* map, int c0, int c1, uint32_t src) {

@@ -30,7 +30,6 @@ struct W4GemmConfig {
   int reduce = 0;
   int pdl = 0;
   int producer = 0;  // wgmma GEMM only: 1 = a producer warpgroup issues the stage fills (w4a16_wgmma.cuh kProd)
-  int mcast = 0;     // wgmma GEMM only: 1 = x multicast over CTA pairs (64 rows, unsplit; w4a16_wgmma.cuh wg_mc_tile)
 };
 
 enum class W4GemmSupport : int {

@@ -114,44 +114,18 @@ struct WgParams {
   // 1: an unsplit tile is stored by wg_store_tile_tma (wg_tma_store_rows; out and its row stride 16-byte aligned)
   int store_tma;
   int pair;  // 1: the K split is summed in pairs (see the header note; a cluster of two CTAs along y)
-  // the output's row and token tiles, for a multicast code (X = 1: wg_mc_tile; xmap's box is then TN / 2 tokens)
-  int mc_rows, mc_toks;
-  uint32_t zero;  // 0, unknown to the compiler: ties an address to a loaded value (X = 2, 4)
 };
 
-// The x-multicast grid (codes X = 1): 1-D, in clusters of two along x. Cluster c < (R / 2) T (R row tiles, T token
-// tiles) holds row tiles 2 (c / T) + rank of token tile c % T: the two CTAs need the same x, and each copies
-// half of every stage's x boxes into both (multicast). With R odd, the clusters after those hold the last row
-// tile of token tiles 2 (c - (R / 2) T) + rank: no x in common, each copies its own (a CTA past the last token
-// tile, for T odd, does nothing). 2112 rows at M = 1024: 16 x 4 shared clusters + 2 = 66, one CTA per SM.
-struct WgMcTile {
-  int row_tile, tok_tile;
-  bool shared;  // the peer copies half of x (else this CTA copies all of it)
-};
-__host__ __device__ constexpr int wg_mc_clusters(int row_tiles, int tok_tiles) {
-  return row_tiles / 2 * tok_tiles + (row_tiles % 2 != 0 ? (tok_tiles + 1) / 2 : 0);
-}
-__host__ __device__ constexpr WgMcTile wg_mc_tile(int cta, int row_tiles, int tok_tiles) {
-  const int c = cta / 2, rank = cta % 2, paired = row_tiles / 2 * tok_tiles;
-  return c < paired ? WgMcTile{2 * (c / tok_tiles) + rank, c % tok_tiles, true}
-                    : WgMcTile{row_tiles - 1, 2 * (c - paired) + rank, false};
-}
-
-// Compiled (ROWS, TN, ST[, producer][, multicast]) as X * 100000 + P * 10000 + H * 1000 + (TN / 8) * 10 + ST:
-// H = 0 for 128-row CTAs, 1 for 64 rows (the warpgroups split the k-steps), 2 for 192 rows (three warpgroups of
-// 64); P = 1 adds a producer warpgroup (see kProd in the header note); X = 1 multicasts x over CTA pairs
-// (wg_mc_tile; 64 rows, no producer).
-constexpr int kWgCodes[] = {164, 165, 84, 88, 323, 1164, 1323, 2164, 10323, 11323, 101323, 301323, 311323};
+// Compiled (ROWS, TN, ST[, producer]) as P * 10000 + H * 1000 + (TN / 8) * 10 + ST: H = 0 for 128-row CTAs,
+// 1 for 64 rows (the warpgroups split the k-steps), 2 for 192 rows (three warpgroups of 64); P = 1 adds a
+// producer warpgroup (see kProd in the header note).
+constexpr int kWgCodes[] = {164, 165, 84, 88, 323, 1164, 1323, 2164, 10323};
 
 __host__ __device__ constexpr int wg_code_rows(int code) {
   return code % 10000 >= 2000 ? 192 : (code % 10000 >= 1000 ? 64 : 128);
 }
 __host__ __device__ constexpr int wg_code_tokens(int code) { return code % 1000 / 10 * 8; }
-__host__ __device__ constexpr bool wg_code_producer(int code) { return code / 10000 % 10 == 1; }
-// X = 1 / 3: x multicast, the cross-CTA stage releases (EXPERIMENT, session 38) 1: releasing at cluster scope (a
-// MEMBAR.ALL.GPU per warp and superblock, which waits for the scale loads in flight), the refill's wait acquiring
-// at cluster scope (CCTL.IVALL); 3: both relaxed (the releasing warp's wgmma reads are complete: wait_group)
-__host__ __device__ constexpr int wg_code_mcast(int code) { return code / 100000; }
+__host__ __device__ constexpr bool wg_code_producer(int code) { return code / 10000 == 1; }
 // Threads of a CTA: the MMA warps, and with a producer the extra warpgroup.
 __host__ __device__ constexpr int wg_threads(int rows, bool producer) { return 32 * wg_warps(rows) + (producer ? 128 : 0); }
 // CTAs whose unsplit tiles take wg_store_tile_tma: not 192 rows, whose 168-register CTAs spill with a second
@@ -162,11 +136,9 @@ template <int C>
 struct WgCode {
   static constexpr int ROWS = wg_code_rows(C), TN = wg_code_tokens(C), ST = C % 10;
   static constexpr bool PROD = wg_code_producer(C);
-  static constexpr int MC = wg_code_mcast(C);
-  static_assert((TN == 64 || TN == 128 || TN == 256) && ST >= 2 && C % 10000 / 1000 <= 2 && C % 100000 / 10000 <= 1 &&
-                    C / 100000 <= 3 && !(PROD && ROWS == 192) && !(MC && ROWS != 64),
-                "a wgmma code is X * 100000 + P * 10000 + H * 1000 + (tokens / 8) * 10 + stages (no producer with "
-                "192 rows, multicast with 64 rows only)");
+  static_assert((TN == 64 || TN == 128 || TN == 256) && ST >= 2 && C % 10000 / 1000 <= 2 && C / 10000 <= 1 &&
+                    !(PROD && ROWS == 192),
+                "a wgmma code is P * 10000 + H * 1000 + (tokens / 8) * 10 + stages (no producer with 192 rows)");
 };
 
 template <size_t L>
@@ -577,7 +549,7 @@ __device__ __forceinline__ void wg_pair_finish(const WgParams& wp, const float (
 
 #endif  // QLINEAR_WGMMA
 
-template <typename XT, int TN, int ST, int ROWS, bool PROD, int MC>
+template <typename XT, int TN, int ST, int ROWS, bool PROD>
 __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(const __grid_constant__ WgParams wp) {
 #if QLINEAR_WGMMA
   constexpr int NW = wg_warps(ROWS), NT = 32 * NW;  // MMA warps and their threads
@@ -601,18 +573,8 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
   const GemmParams& gp = wp.gp;
   const Params& p = gp.p;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  // x multicast over CTA pairs (MC: 64-row CTAs without a producer, one split)
-  constexpr bool mcast = MC != 0;
-  constexpr bool kRelaxed = MC == 3;
-  WgMcTile mt{static_cast<int>(blockIdx.x), static_cast<int>(blockIdx.z), false};
-  if constexpr (mcast) {
-    mt = wg_mc_tile(static_cast<int>(blockIdx.x), wp.mc_rows, wp.mc_toks);
-    if (mt.tok_tile >= wp.mc_toks) return;  // the spare CTA of a last, half-used cluster (no peer waits on it)
-  }
-  const bool mc_shared = mcast && mt.shared;
-  const uint32_t mc_rank = mc_shared ? cluster::rank() : 0u;
-  const int row0 = mt.row_tile * ROWS;
-  const int tok0 = mt.tok_tile * TN;
+  const int row0 = blockIdx.x * ROWS;
+  const int tok0 = blockIdx.z * TN;
   const int sb_lo = blockIdx.y * gp.sb_per_split;
   const int nsb = min(sb_lo + gp.sb_per_split, p.nsb) - sb_lo;  // superblocks of this CTA
 
@@ -627,22 +589,8 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
     const int s = j % ST;
     const uint32_t st = ring + s * kStage, bar = full0 + 8 * s;
     const int sb = sb_lo + j;
-    if constexpr (!mcast) {
-      tma::tensor_copy_2d(st, &wp.xmap, sb * 128, tok0, bar);
-      tma::tensor_copy_2d(st + TN * 128, &wp.xmap, sb * 128 + 64, tok0, bar);
-    } else if (mc_shared) {
-      // this rank's half of the tokens of both atoms, into both CTAs (the 128-byte swizzle repeats every 8
-      // tokens, so a half box at token offset TN / 2 lays out as the whole box would)
-      const int h = static_cast<int>(mc_rank) * (TN / 2);
-      tma::tensor_copy_2d_mc(st + h * 128, &wp.xmap, sb * 128, tok0 + h, bar, 3);
-      tma::tensor_copy_2d_mc(st + TN * 128 + h * 128, &wp.xmap, sb * 128 + 64, tok0 + h, bar, 3);
-    } else {
-#pragma unroll
-      for (int h = 0; h < TN; h += TN / 2) {
-        tma::tensor_copy_2d(st + h * 128, &wp.xmap, sb * 128, tok0 + h, bar);
-        tma::tensor_copy_2d(st + TN * 128 + h * 128, &wp.xmap, sb * 128 + 64, tok0 + h, bar);
-      }
-    }
+    tma::tensor_copy_2d(st, &wp.xmap, sb * 128, tok0, bar);
+    tma::tensor_copy_2d(st + TN * 128, &wp.xmap, sb * 128 + 64, tok0, bar);
   };
   // the first ST superblocks (the weights before griddepcontrol.wait, x after it); superblock j + ST into
   // superblock j's stage once every MMA warp has released it
@@ -652,11 +600,7 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
     for (int j = 0; j < ST && j < nsb; ++j) fill_x(j);
   };
   auto refill_after = [&](int j) {
-    // shared x: the peer's warps' releases count too (the copies write into both CTAs)
-    if (mc_shared && !kRelaxed)
-      tma::mbar_wait_cluster(empty0 + 8 * (j % ST), static_cast<uint32_t>((j / ST) & 1));
-    else
-      tma::mbar_wait(empty0 + 8 * (j % ST), static_cast<uint32_t>((j / ST) & 1));
+    tma::mbar_wait(empty0 + 8 * (j % ST), static_cast<uint32_t>((j / ST) & 1));
     fill_w(j + ST);
     fill_x(j + ST);
   };
@@ -668,13 +612,11 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
   if (tid == 0) {
     for (int s = 0; s < ST; ++s) {
       tma::mbar_init(full0 + 8 * s, 1);
-      tma::mbar_init(empty0 + 8 * s, mc_shared ? 2 * NW : NW);
+      tma::mbar_init(empty0 + 8 * s, NW);
     }
     tma::mbar_fence_init();
   }
   __syncthreads();
-  // both CTAs' barriers are initialized before either copies into or arrives on the other's
-  if (mc_shared) cluster::sync();
   if constexpr (PROD) {
     // kProd: the producer warpgroup gives its registers to the MMA warps (40 + 2 x 232 per thread = the
     // 168 x 3 the launch holds) and its first thread issues every fill, each as soon as the stage's
@@ -686,7 +628,6 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
         fill_first();
         for (int j = ST; j < nsb; ++j) refill_after(j - ST);
       }
-      if (mc_shared) cluster::sync();  // the MMA warps' final cluster barrier, on this warpgroup's behalf
       return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;" ::: "memory");
@@ -731,17 +672,6 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
       for (int c = 0; c < 4; ++c) keep(a[B ^ 1][i][c]);
     if (j >= 1) {
       if (lane == 0) tma::mbar_arrive(empty0 + 8 * ((j - 1) % ST));
-      // the peer refills this stage in both CTAs only if a superblock is left for it: no arrival is left in
-      // flight towards a CTA that may have exited
-      if constexpr (mcast) {
-        if (mc_shared && lane == 0 && j - 1 + ST < nsb) {
-          const uint32_t bar = cluster::peer(empty0 + 8 * ((j - 1) % ST), mc_rank ^ 1u);
-          if constexpr (kRelaxed)
-            tma::mbar_arrive_cluster_relaxed(bar);
-          else
-            tma::mbar_arrive_cluster(bar);
-        }
-      }
       if (!PROD && tid == 0 && j - 1 + ST < nsb) refill_after(j - 1);
     }
   };
@@ -760,7 +690,7 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
   // The tile's values, V per thread (f = acc, or with 64 rows the two warpgroups' sums), to the
   // workspace for a K split, then staged in shared memory and stored.
   auto finish = [&](float (&f)[V]) {
-    const int tile = blockIdx.x + gridDim.x * blockIdx.z;  // K splits only (never with mcast)
+    const int tile = blockIdx.x + gridDim.x * blockIdx.z;
     if constexpr (!PROD && V % 2 == 0) {
       if (wp.pair) {
         wg_pair_finish<XT, ROWS, WS, V, kSync>(wp, f, sm, tile, row0, tok0);
@@ -834,8 +764,6 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
   } else {
     finish(acc);
   }
-  // neither CTA of a shared pair exits while a copy it issued may still be landing in the other
-  if (mc_shared) cluster::sync();
 #else
   __trap();  // not built for sm_90a: the launcher refuses before launching (w4_wgmma_built)
 #endif

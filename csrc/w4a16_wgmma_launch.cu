@@ -16,8 +16,8 @@ using w4a16g::WgParams;
 // every superblock's k-steps; the CTA has 8 warps) or 12 (192 rows, three warpgroups).
 int wg_rows(const W4GemmConfig& c) { return c.warps * 16; }
 int wg_code(const W4GemmConfig& c) {
-  return c.mcast * 100000 + (c.producer == 1 ? 10000 : 0) +
-         (c.warps == 4 ? 1000 : (c.warps == 12 ? 2000 : 0)) + (c.tokens / 8) * 10 + c.stages;
+  return (c.producer == 1 ? 10000 : 0) + (c.warps == 4 ? 1000 : (c.warps == 12 ? 2000 : 0)) + (c.tokens / 8) * 10 +
+         c.stages;
 }
 
 int64_t wg_tiles(const W4GemvArgs& a, const W4GemmConfig& c) {
@@ -36,12 +36,12 @@ bool wg_grid_fits(const W4GemvArgs& a, const W4GemmConfig& c) {
 template <typename XT, int C>
 cudaError_t launch_code(const WgParams& wp, dim3 grid, bool pdl, cudaStream_t stream) {
   using D = w4a16g::WgCode<C>;
-  const auto kernel = w4a16g::w4_wgmma_kernel<XT, D::TN, D::ST, D::ROWS, D::PROD, D::MC>;
+  const auto kernel = w4a16g::w4_wgmma_kernel<XT, D::TN, D::ST, D::ROWS, D::PROD>;
   const int smem = w4a16g::wg_smem_bytes(D::TN, D::ST, D::ROWS);
   const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (e != cudaSuccess) return e;
   return pdl::launch_smem_ex(kernel, grid, dim3(w4a16g::wg_threads(D::ROWS, D::PROD)), smem, stream, pdl,
-                             dim3(D::MC ? 2 : 1, wp.pair ? 2 : 1, 1), wp.gp.spread != 0, wp);
+                             dim3(1, wp.pair ? 2 : 1, 1), wp.gp.spread != 0, wp);
 }
 
 template <typename XT>
@@ -78,7 +78,6 @@ W4GemmConfig w4_wgmma_resolve(const W4GemvArgs& a, const W4GemmConfig& cfg) {
     c.tokens = c.warps == 12 ? 128 : (a.m <= 64 && c.warps == 8 ? 64 : (a.m <= 128 ? 128 : 256));
   if (c.stages <= 0) c.stages = c.tokens >= 256 ? 3 : (c.tokens >= 128 ? 4 : 8);
   const int64_t nsb = cdiv64(a.k, 128);
-  if (c.splits <= 0 && c.mcast >= 1) c.splits = 1;  // x multicast: unsplit tiles only
   if (c.splits <= 0) {
     const int64_t tiles = wg_tiles(a, c), sms = devattr::sm_count();
     const int64_t cap = nsb / 4 > 0 ? nsb / 4 : 1;
@@ -109,8 +108,7 @@ W4GemmSupport w4_wgmma_supported(const W4GemvArgs& a, const W4GemmConfig& cfg, i
   if ((c.warps != 8 && c.warps != 4 && c.warps != 12) || c.tokens % 8 != 0 ||
       !code_listed(w4a16g::kWgCodes, wg_code(c)) || c.reduce < 1 || c.reduce > 3 ||
       (c.reduce == 2 && !wg_grid_fits(a, c)) || (c.reduce == 3 && (c.splits % 2 != 0 || c.producer != 0)) ||
-      c.pdl < 0 || c.pdl > 1 || c.producer < 0 || c.producer > 1 || c.mcast < 0 || c.mcast > 3 ||
-      (c.mcast >= 1 && c.splits != 1))
+      c.pdl < 0 || c.pdl > 1 || c.producer < 0 || c.producer > 1)
     return W4GemmSupport::kBadConfig;
   // a spread reduction counts arrivals and departures, a pair reduction the arrivals per half tile: two
   // counters per output tile
@@ -130,15 +128,13 @@ cudaError_t w4_wgmma_launch(const W4GemvArgs& a, const W4GemmConfig& cfg, float*
   wp.gp.spread = c.splits > 1 && c.reduce == 2 ? 1 : 0;
   wp.pair = c.reduce == 3 ? 1 : 0;
   const int64_t nsb = cdiv64(a.k, 128);
-  const int64_t row_tiles = cdiv64(a.n, wg_rows(c)), tok_tiles = cdiv64(a.m, c.tokens);
-  // x [M, K] in boxes of 64 columns x `tokens` rows (half of them with x multicast), swizzled for the wgmma
-  // descriptor; qweight
+  // x [M, K] in boxes of 64 columns x `tokens` rows, swizzled for the wgmma descriptor; qweight
   // [N, 16 nsb] int32 in boxes of 16 words x the CTA's rows. One row of x: any stride works (rounded to 16)
   const uint64_t x_row = a.m > 1 ? static_cast<uint64_t>(a.x_stride) * 2 : static_cast<uint64_t>(cdiv64(a.k * 2, 16) * 16);
   const CUtensorMapDataType xdt =
       a.x_dtype == W4GDType::kBFloat16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
   if (!tmap::encode_2d(&wp.xmap, xdt, a.x, static_cast<uint64_t>(a.k), static_cast<uint64_t>(a.m), x_row, 64,
-                       static_cast<uint32_t>(c.mcast >= 1 ? c.tokens / 2 : c.tokens), CU_TENSOR_MAP_SWIZZLE_128B) ||
+                       static_cast<uint32_t>(c.tokens), CU_TENSOR_MAP_SWIZZLE_128B) ||
       !tmap::encode_2d(&wp.wmap, CU_TENSOR_MAP_DATA_TYPE_INT32, a.qweight, static_cast<uint64_t>(nsb * 16),
                        static_cast<uint64_t>(a.n), static_cast<uint64_t>(a.qw_stride) * 4, 16,
                        static_cast<uint32_t>(wg_rows(c)),
@@ -151,13 +147,8 @@ cudaError_t w4_wgmma_launch(const W4GemvArgs& a, const W4GemmConfig& cfg, float*
                  reinterpret_cast<uintptr_t>(a.out) % 16 == 0 && o_row % 16 == 0 &&
                  tmap::encode_2d(&wp.omap, xdt, a.out, static_cast<uint64_t>(a.n), static_cast<uint64_t>(a.m), o_row,
                                  64, static_cast<uint32_t>(c.tokens), CU_TENSOR_MAP_SWIZZLE_128B);
-  // x multicast: a 1-D grid of CTA pairs (w4a16_wgmma.cuh wg_mc_tile); else (row tiles, splits, token tiles)
-  wp.mc_rows = static_cast<int>(row_tiles);
-  wp.mc_toks = static_cast<int>(tok_tiles);
-  wp.zero = 0;
-  const dim3 grid = c.mcast >= 1 ? dim3(static_cast<unsigned>(2 * w4a16g::wg_mc_clusters(wp.mc_rows, wp.mc_toks)))
-                                 : dim3(static_cast<unsigned>(row_tiles), static_cast<unsigned>(c.splits),
-                                        static_cast<unsigned>(tok_tiles));
+  const dim3 grid(static_cast<unsigned>(cdiv64(a.n, wg_rows(c))), static_cast<unsigned>(c.splits),
+                  static_cast<unsigned>(cdiv64(a.m, c.tokens)));
   auto launch = [&](bool pdl) {
     return a.x_dtype == W4GDType::kBFloat16 ? launch_listed<__nv_bfloat16>(wg_code(c), wp, grid, pdl, stream)
                                             : launch_listed<__half>(wg_code(c), wp, grid, pdl, stream);

@@ -248,10 +248,8 @@ _CUDA_WGMMA_M: dict[str, tuple[int, int]] = {"few": (33, 1024), "short": (33, 10
 # wg_store_tile_tma; the threads' store took 2.4-3.4 us per CTA in run 6). bench_linear M = 1024, us (x bf16):
 # 2112x7168 49.31 (1.155, was 1.169), 24576x1536 116.20 (1.108, was 1.170), 7168x16384 332.51 (1.028, was 1.035);
 # the configs above are unchanged.
-# Session 38 (benchmarks/results/session38): from M = 513 on, few-row tiles are unsplit, and x goes out of L2
-# once per pair of 64-row CTAs (seventh field mcast = 1, csrc/w4a16_wgmma.cuh wg_mc_tile). MEASUREMENT PENDING.
 _CUDA_WGMMA_AUTO: dict[str, tuple[tuple[int, tuple[int, ...]], ...]] = {
-    "few": ((64, (64, 0, 4)), (128, (0, 0, 0)), (512, (256, 0, 3, 0, 64)), (1024, (256, 1, 3, 0, 64, 0, 1))),
+    "few": ((64, (64, 0, 4)), (128, (0, 0, 0)), (1024, (256, 0, 3, 0, 64))),
     "short": ((256, (128, 0, 4, 0, 192)), (1024, (256, 0, 3, 0, 128, 1))),
     "many": ((64, (0, 0, 0)), (128, (128, 0, 4, 0, 192)), (1024, (256, 0, 3, 0, 128, 1))),
 }
@@ -1077,14 +1075,12 @@ def cuda_wgmma(
     deterministic). ``rows``: weight rows per CTA, 128 (0: each warpgroup 64 of them), 64 (both
     warpgroups the same rows and tokens, each half of every superblock's k-steps) or 192 (three
     warpgroups of 64 rows). ``producer``: 1 adds a producer warpgroup that issues the shared-memory stage
-    fills (compiled for 128 rows x 256 tokens, 3 stages only: code 10323). ``mcast``: 1 multicasts x over
-    pairs of 64-row CTAs with the same tokens (one split, no producer; ``csrc/w4a16_wgmma.cuh`` wg_mc_tile):
-    half the x bytes from L2, the same bits as without. ``pdl``: launch with
+    fills (compiled for 128 rows x 256 tokens, 3 stages only: code 10323). ``pdl``: launch with
     programmatic dependent launch (None: ``qlinear.kernels._pdl.pdl_enabled``).
     """
-    if config is not None and (len(tuple(config)) not in (3, 4, 5, 6, 7) or any(int(v) < 0 for v in config)):
-        raise ValueError("config: expected (tokens, splits, stages[, reduce[, rows[, producer[, mcast]]]]) of ints "
-                         f">= 0, got {config!r}")
+    if config is not None and (len(tuple(config)) not in (3, 4, 5, 6) or any(int(v) < 0 for v in config)):
+        raise ValueError(
+            f"config: expected (tokens, splits, stages[, reduce[, rows[, producer]]]) of ints >= 0, got {config!r}")
     return _cuda_wgmma(x, packed, bias, config, pdl)
 
 
@@ -1093,7 +1089,7 @@ def _cuda_wgmma(x, packed, bias, config=None, pdl=None):
         from qlinear.kernels import _pdl  # function-local: imports triton
 
         pdl = _pdl.pdl_enabled(x.device)
-    return _run_gemm("w4a16_wgmma", x, packed, bias, config, _CUDA_WGMMA_AUTO, (0, 0, 0, 0, 0, 0, 0), (int(pdl),),
+    return _run_gemm("w4a16_wgmma", x, packed, bias, config, _CUDA_WGMMA_AUTO, (0, 0, 0, 0, 0, 0), (int(pdl),),
                      _CUDA_WGMMA_AUTO_SYM)
 
 

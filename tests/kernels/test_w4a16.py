@@ -264,7 +264,7 @@ _GEMM_OFF_CUDA = {
                   "cuda_gemm", ((8, 64, 0), (8, 64, 0, 4, 1), (8, -64, 0, 4))),
     "cuda_wgmma": (100, "cuda_wgmma_supported", "_CUDA_WGMMA_M",
                    {"few": (1, 4096), "many": (1, 4096), "short": (1, 4096)},
-                   "cuda_wgmma", ((128, 0), (8, 128, 0, 4, 0, 0, 0, 0), (128, 1, 4, 0, 64, 0, -1), (128, 1, 4, 0, 64, -1), (128, -1, 4), (128, 1, 4, -1), (128, 1, 4, 0, -64))),
+                   "cuda_wgmma", ((128, 0), (8, 128, 0, 4, 0, 0, 0), (128, 1, 4, 0, 64, -1), (128, -1, 4), (128, 1, 4, -1), (128, 1, 4, 0, -64))),
 }
 
 
@@ -337,9 +337,9 @@ def test_cuda_gemm_ops_pass_their_configs(monkeypatch, family):
     monkeypatch.setattr(ops, auto_attr, {})
     run(x, packed)
     assert run(x[:0], packed).shape == (0, 3200)
-    # wgmma: a 3-field config padded with reduce = 0, rows = 0, producer = 0 and mcast = 0, then pdl (off: no
-    # sm_90 device here)
-    pad = (lambda c: tuple(c) + (0,) * (7 - len(c)) + (0,)) if family == "wgmma" else tuple
+    # wgmma: a 3-field config padded with reduce = 0, rows = 0 and producer = 0, then pdl (off: no sm_90
+    # device here)
+    pad = (lambda c: tuple(c) + (0,) * (6 - len(c)) + (0,)) if family == "wgmma" else tuple
     assert [c[5] for c in fake.calls] == [pad(explicit), pad(auto_entry), pad(default), pad(default)]
     assert all(c[0] == name and c[1] == (40, 3200) and c[3] == 128 and c[4] == torch.int32 for c in fake.calls)
     if family == "wgmma":
