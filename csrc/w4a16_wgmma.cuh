@@ -727,7 +727,9 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
       }
     }
     if constexpr (wg_tma_store_rows(ROWS)) {
-      if (wp.store_tma && gridDim.y == 1) {
+      // full token tiles only: a box mostly past M stored this way took far longer (session 38 run 5: 64-row
+      // CTAs on 2112x7168, M = 520 / 600 / 900 96 / 78 / 65 us against 51 at M = 768 and 54 at 1024)
+      if (wp.store_tma && gridDim.y == 1 && tok0 + TN <= p.m) {
         wg_store_tile_tma<XT, ROWS, TN, V, kSync>(p, &wp.omap, f, ring, row0, tok0, kHalf ? (warp >> 2) * WS : 0);
         return;
       }

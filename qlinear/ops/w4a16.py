@@ -38,7 +38,8 @@ warps, the weight dequantized and scaled in registers; auto-chosen for M up to :
 where :func:`cuda_gemm_supported` holds and the shape class is listed there), ``"cuda_wgmma"``
 (``csrc/w4a16_wgmma.cuh``: a Hopper wgmma GEMM, the weight dequantized in registers as the MMA's A
 operand and x fed by TMA; sm_90 with an sm_90a build; auto-chosen for the M ranges of
-:data:`_CUDA_WGMMA_M` where :func:`cuda_wgmma_supported` holds), ``"triton"``
+:data:`_CUDA_WGMMA_M`, less those of :data:`_CUDA_WGMMA_GAP`, where :func:`cuda_wgmma_supported` holds),
+``"triton"``
 (``qlinear.kernels.w4a16_triton``: a CUDA-core split-K GEMV for M <= 4
 and a tensor-core split-K kernel for small and medium M), ``"triton_wg"`` (the same module's "wg"
 kernel: the dequantized tile as the register operand of one wgmma chain per tile, x from shared memory,
@@ -216,6 +217,15 @@ _CUDA_GEMM_MAX_M: dict[str, int] = {}
 # 23.53 / 23.42 [20.64 / 21.09 / 21.21 / 21.55]; M = 17 / 24: 20.73 / 20.66 vs triton 19.54 / 19.44
 #                                                                               -> short 33 .. 1024
 _CUDA_WGMMA_M: dict[str, tuple[int, int]] = {"few": (33, 1024), "short": (33, 1024), "many": (33, 1024)}
+# M ranges inside _CUDA_WGMMA_M that take the _M_THRESHOLDS backend instead (dequantize + cuBLAS there). Session 38
+# run 5 (benchmarks/results/session38/run5, probe_w4a16_gemm.py --dequant, sym-fp16, x rotated, us; the wgmma
+# dispatch (64-row CTAs, 256 tokens, unsplit from M = 513: 99 / 132 CTAs) / its best other config / dequant_cublas
+# [bf16]) on 2112x7168:
+#   M = 520: 96.44 / 47.42 (128 rows, 2 splits) / 38.75 [26.69]    M = 600: 77.69 / 47.23 / 38.62 [26.56]
+#   M = 700: 51.10 / 50.20 / 42.69 [29.74]    M = 768: 51.14 / 51.37 / 44.99 [31.74]
+#   M = 900: 65.45 / 54.83 (PDL off) / 50.55 [37.58]    M = 1024: 54.40 / 54.38 / 60.59 [47.18]
+# MEASUREMENT PENDING for the upper bound (run 6: M = 960 / 992 / 1000).
+_CUDA_WGMMA_GAP: dict[str, tuple[int, int]] = {"few": (513, 960)}
 # Its launch config per shape class, rows (max_m, (tokens per CTA, K splits, stages)) as
 # _CUDA_GEMM_AUTO's (0 = the launcher's choice, csrc/w4a16_wgmma_launch.cu w4_wgmma_resolve: its
 # choice is session 11 run 8's best config within noise in the cases above, checked on the host by
@@ -786,7 +796,8 @@ def w4a16_backend(x: torch.Tensor, packed: W4A16Weights) -> str:
             and cuda_gemm_supported(x, packed, check_pointers=not traced)):
         return "cuda_gemm"
     wg_lo, wg_hi = _CUDA_WGMMA_M.get(cls, (1, 0))
-    if (wg_lo <= m <= wg_hi and not _cuda_ext_failed()
+    gap_lo, gap_hi = _CUDA_WGMMA_GAP.get(cls, (1, 0))
+    if (wg_lo <= m <= wg_hi and not gap_lo <= m <= gap_hi and not _cuda_ext_failed()
             and cuda_wgmma_supported(x, packed, check_pointers=not traced)):
         return "cuda_wgmma"
     return _table_backend(m, tall)

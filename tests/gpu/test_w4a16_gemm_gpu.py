@@ -317,20 +317,26 @@ def test_auto_dispatch_on_measured_shapes():
 
 
 def test_wgmma_auto_dispatch_on_measured_shapes():
-    """_CUDA_WGMMA_M: each shape class takes the wgmma GEMM inside its M range and not outside it."""
+    """_CUDA_WGMMA_M: each shape class takes the wgmma GEMM inside its M range and not outside it, nor inside
+    its _CUDA_WGMMA_GAP range (few rows: dequantize + cuBLAS there)."""
     _wgmma_ext()
-    cases = [((7168, 16384), [(33, True), (50, True), (1024, True), (32, False), (1025, False)]),
-             ((24576, 1536), [(32, False), (33, True), (40, True), (300, True), (512, True), (1024, True),
+    lo, hi = ops._CUDA_WGMMA_GAP["few"]
+    assert 256 < lo <= hi < 1024 and set(ops._CUDA_WGMMA_GAP) == {"few"}
+    cases = [((7168, 16384), [(33, True), (50, True), (700, True), (1024, True), (32, False), (1025, False)]),
+             ((24576, 1536), [(32, False), (33, True), (40, True), (300, True), (512, True), (700, True), (1024, True),
                               (1025, False)]),
-             ((2112, 7168), [(32, False), (33, True), (64, True), (256, True), (700, True), (1024, True),
-                             (1025, False)])]
+             ((2112, 7168), [(32, False), (33, True), (64, True), (256, True), (lo - 1, True), (lo, False),
+                             (700, False), (hi, False), (hi + 1, True), (1024, True), (1025, False)])]
     for (n, k), ms in cases:
         packed, w = _layer(n, k, seed=n + 1)
         for m, wg in ms:
             x = _x(m, k, torch.bfloat16, m)
-            assert (ops.w4a16_backend(x, packed) == "cuda_wgmma") == wg, f"M={m} {n}x{k}"
-            if wg and m in (50, 300, 33, 40, 256, 700):
-                assert_matches(ops.w4a16_linear(x, packed), x, w, None, f"auto M={m} {n}x{k}")
+            backend = ops.w4a16_backend(x, packed)
+            assert (backend == "cuda_wgmma") == wg, f"M={m} {n}x{k}: {backend}"
+            if n == 2112 and lo <= m <= hi:
+                assert backend == "dequant_cublas", f"M={m} {n}x{k}: {backend}"
+            if m in (50, 300, 33, 40, 256, 700, hi + 1):
+                assert_matches(ops.w4a16_linear(x, packed), x, w, None, f"auto M={m} {n}x{k} ({backend})")
 
 
 def test_wgmma_64_and_192_rows():
