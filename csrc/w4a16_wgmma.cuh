@@ -353,21 +353,21 @@ __device__ __forceinline__ uint32_t wg_pack2(float a, float b) {
   return uint32_t{ul} | uint32_t{uh} << 16;
 }
 
-// Stores accumulator indices [v_lo, v_hi) of the staged tile sm (+ bias): 4 NW vectors per index
-// (NW warps x 4 token columns t), rows past N and tokens past M left out; 16-byte stores where out
+// Stores accumulator indices [v_lo, v_hi) of the staged tile sm (+ bias) of the tokens from tok0: 4 NW vectors
+// per index (NW warps x 4 token columns t), rows past N, tokens past M and tokens below tok_lo left out; 16-byte stores where out
 // and its row stride allow, else one element at a time. Same value per element as store_frag.
 // Warp w holds rows 16 (w % (ROWS / 16)) .. + 15 of the tile and, with 64 rows, the tokens of its
 // warpgroup's half of the summed tile (WN = TN / 2 each).
 template <typename XT, int ROWS, int WN>
 __device__ __forceinline__ void wg_store_tile(const Params& p, const float* sm, int v_lo, int v_hi, int row0,
-                                              int tok0) {
+                                              int tok0, int tok_lo) {
   constexpr int NW = wg_warps(ROWS), VEC = 4 * NW;
   const bool vec = reinterpret_cast<uintptr_t>(p.out) % 16 == 0 && p.out_stride % 8 == 0;
   for (int ch = v_lo * VEC + static_cast<int>(threadIdx.x); ch < v_hi * VEC; ch += 32 * NW) {
     const int v = ch / VEC, w = (ch >> 2) % NW, t = ch & 3;
     const int tok = tok0 + (ROWS == 64 ? (w >> 2) * WN : 0) + (v >> 2) * 8 + 2 * t + (v & 1);
     const int row = row0 + (w % (ROWS / 16)) * 16 + (v & 2) * 4;
-    if (tok >= p.m) continue;
+    if (tok >= p.m || tok < tok_lo) continue;
     const float* src = sm + (v * NW + w) * kWgPitch + t;
     float s[8];
 #pragma unroll
@@ -502,7 +502,7 @@ __device__ __forceinline__ void wg_spread_sum(const float* base, int64_t tile_fl
 // the tile's pairs to arrive for this half adds them in pair order. NSYNC: the MMA warps' barrier.
 template <typename XT, int ROWS, int WN, int V, int NSYNC>
 __device__ __forceinline__ void wg_pair_finish(const WgParams& wp, const float (&f)[V], float* sm, int tile, int row0,
-                                               int tok0) {
+                                               int tok0, int tok_lo) {
   constexpr int NW = wg_warps(ROWS), NT = 32 * NW, H = V / 2;
   const GemmParams& gp = wp.gp;
   const int tid = static_cast<int>(threadIdx.x), warp = tid >> 5, lane = tid & 31;
@@ -544,7 +544,7 @@ __device__ __forceinline__ void wg_pair_finish(const WgParams& wp, const float (
 #pragma unroll
   for (int j = 0; j < H; ++j) sm[((v0 + j) * NW + warp) * kWgPitch + lane] = g[j];
   cta_sync<NSYNC>();
-  wg_store_tile<XT, ROWS, WN>(gp.p, sm, v0, v0 + H, row0, tok0);
+  wg_store_tile<XT, ROWS, WN>(gp.p, sm, v0, v0 + H, row0, tok0, tok_lo);
 }
 
 #endif  // QLINEAR_WGMMA
@@ -574,7 +574,12 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
   const Params& p = gp.p;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int row0 = blockIdx.x * ROWS;
-  const int tok0 = blockIdx.z * TN;
+  // A last token tile that ends past M computes the TN tokens that end at M instead (where M >= TN) and stores
+  // only its own, [tok_own, M): x boxes partly past M made the whole GEMM up to 2x slower (session 38, runs
+  // 5-7: 2112x7168 M = 520 / 600 took 96 / 78 us against 51 at M = 768). The tokens it shares with the tile
+  // before get the same bits there (same operands, same order) and are not stored twice.
+  const int tok_own = blockIdx.z * TN;
+  const int tok0 = p.m >= TN && tok_own + TN > p.m ? p.m - TN : tok_own;
   const int sb_lo = blockIdx.y * gp.sb_per_split;
   const int nsb = min(sb_lo + gp.sb_per_split, p.nsb) - sb_lo;  // superblocks of this CTA
 
@@ -693,7 +698,7 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
     const int tile = blockIdx.x + gridDim.x * blockIdx.z;
     if constexpr (!PROD && V % 2 == 0) {
       if (wp.pair) {
-        wg_pair_finish<XT, ROWS, WS, V, kSync>(wp, f, sm, tile, row0, tok0);
+        wg_pair_finish<XT, ROWS, WS, V, kSync>(wp, f, sm, tile, row0, tok0, tok_own);
         return;
       }
     }
@@ -711,7 +716,7 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
         const int v_lo = y * V / S, v_hi = (y + 1) * V / S;
         wg_spread_sum<NW>(base, tile_floats, v_lo, v_hi, sm);
         cta_sync<kSync>();
-        wg_store_tile<XT, ROWS, WS>(p, sm, v_lo, v_hi, row0, tok0);
+        wg_store_tile<XT, ROWS, WS>(p, sm, v_lo, v_hi, row0, tok0, tok_own);
         if (tid == 0) splitk_reset_if_last(gp.counters, tile, dep);
         return;
       }
@@ -727,9 +732,8 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
       }
     }
     if constexpr (wg_tma_store_rows(ROWS)) {
-      // full token tiles only: a box mostly past M stored this way took far longer (session 38 run 5: 64-row
-      // CTAs on 2112x7168, M = 520 / 600 / 900 96 / 78 / 65 us against 51 at M = 768 and 54 at 1024)
-      if (wp.store_tma && gridDim.y == 1 && tok0 + TN <= p.m) {
+      // not a shifted last tile (its box would rewrite the tile before's tokens)
+      if (wp.store_tma && gridDim.y == 1 && tok0 == tok_own) {
         wg_store_tile_tma<XT, ROWS, TN, V, kSync>(p, &wp.omap, f, ring, row0, tok0, kHalf ? (warp >> 2) * WS : 0);
         return;
       }
@@ -738,7 +742,7 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
 #pragma unroll
     for (int v = 0; v < V; ++v) sm[(v * NW + warp) * kWgPitch + lane] = f[v];
     cta_sync<kSync>();
-    wg_store_tile<XT, ROWS, WS>(p, sm, 0, V, row0, tok0);
+    wg_store_tile<XT, ROWS, WS>(p, sm, 0, V, row0, tok0, tok_own);
   };
   if constexpr (kHalf) {
     // warpgroup h keeps values [h V, (h + 1) V) of its tile (tokens [h TN / 2, (h + 1) TN / 2)) and
