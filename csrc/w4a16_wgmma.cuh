@@ -575,9 +575,12 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int row0 = blockIdx.x * ROWS;
   // A last token tile that ends past M computes the TN tokens that end at M instead (where M >= TN) and stores
-  // only its own, [tok_own, M): x boxes partly past M made the whole GEMM up to 2x slower (session 38, runs
-  // 5-7: 2112x7168 M = 520 / 600 took 96 / 78 us against 51 at M = 768). The tokens it shares with the tile
-  // before get the same bits there (same operands, same order) and are not stored twice.
+  // only its own, [tok_own, M): with x boxes partly past M (TMA's zero fill), the GEMM took up to twice as long.
+  // Session 38 runs 6-7 (probe_w4a16_gemm.py, x rotated, us, before -> after): 2112x7168 64-row CTAs M = 520 /
+  // 600 / 900 97.44 / 81.01 / 68.40 -> 53.47 / 53.04 / 54.75 (M = 768, full tiles: 47.98); 24576x1536 M = 600
+  // 114.13 -> 96.41; 7168x16384 M = 600 324.81 -> 294.95. Not explained (the store was not it: run 6 stored
+  // partial tiles through the threads, no change). The tokens this tile shares with the one before get the
+  // same bits there (same operands, same order) and are not stored twice.
   const int tok_own = blockIdx.z * TN;
   const int tok0 = p.m >= TN && tok_own + TN > p.m ? p.m - TN : tok_own;
   const int sb_lo = blockIdx.y * gp.sb_per_split;

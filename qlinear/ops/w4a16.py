@@ -224,8 +224,13 @@ _CUDA_WGMMA_M: dict[str, tuple[int, int]] = {"few": (33, 1024), "short": (33, 10
 #   M = 520: 96.44 / 47.42 (128 rows, 2 splits) / 38.75 [26.69]    M = 600: 77.69 / 47.23 / 38.62 [26.56]
 #   M = 700: 51.10 / 50.20 / 42.69 [29.74]    M = 768: 51.14 / 51.37 / 44.99 [31.74]
 #   M = 900: 65.45 / 54.83 (PDL off) / 50.55 [37.58]    M = 1024: 54.40 / 54.38 / 60.59 [47.18]
-# MEASUREMENT PENDING for the upper bound (run 6: M = 960 / 992 / 1000).
-_CUDA_WGMMA_GAP: dict[str, tuple[int, int]] = {"few": (513, 960)}
+# Run 6 (same probe; the GEMM as in run 5): M = 960 / 992 / 1000 57.01 / 56.49 / 58.32 vs dequant_cublas 58.73 /
+# 60.27 / 58.42. Run 7, after the wgmma GEMM's last token tile stopped reading x boxes past M (csrc/w4a16_wgmma.cuh
+# tok_own), the 64-row row still loses here: M = 520 / 600 / 768 / 900 53.51 / 53.05 / 47.92 / 54.78 vs
+# dequant_cublas 38.27 / 39.12 / 44.39 / 51.31 [26.37 / 26.78 / 31.79 / 38.01]. The upper bound interpolates:
+# dequant_cublas grows from 51.3 (M = 900) to 58.7 us (960), the GEMM takes ~55 between (M = 901 .. 959 not
+# measured).
+_CUDA_WGMMA_GAP: dict[str, tuple[int, int]] = {"few": (513, 935)}
 # Its launch config per shape class, rows (max_m, (tokens per CTA, K splits, stages)) as
 # _CUDA_GEMM_AUTO's (0 = the launcher's choice, csrc/w4a16_wgmma_launch.cu w4_wgmma_resolve: its
 # choice is session 11 run 8's best config within noise in the cases above, checked on the host by
