@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 38 run 1 at 866c8b0 (the multicast codes need notes/s38_x_multicast.patch).
 # Session 38 run 1: x multicast over pairs of 64-row wgmma CTAs (code 101323, mcast = 1), the few row's
 # dispatch from M = 513 on. The multicast test first (a cluster protocol bug would hang or differ there), the
 # wgmma probe on 2112x7168 at M = 600 / 768 / 1024, both layers, the plain unsplit row against multicast, then

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 38 run 2 at 36be73f (the multicast codes need notes/s38_x_multicast.patch).
 # Session 38 run 2: why x multicast (run 1) and the plain 64-row grid at M = 600 took ~75 us against ~50: the
 # probe with PDL off and on (graph replays), then Nsight Compute of single launches (no PDL overlap).
 #   (device, carry build/snap) cd build/snap && OUT=$OUT bash benchmarks/gpu_s38b.sh

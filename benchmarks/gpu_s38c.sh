@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 38 run 3 at 6d7bc57 (the multicast codes need notes/s38_x_multicast.patch).
 # Session 38 run 3: x multicast variants (mcast 1 .. 4: where the cross-CTA stage releases go, and whether they
 # order the thread's loads: run 2's ncu put multicast at 77 us against 52 in one eager launch) -- the multicast
 # test over all four, the probe on 2112x7168 at M = 768 / 1024, and the SASS of variants 0 / 1 / 2.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 38 run 4 at e503653 (the multicast codes need notes/s38_x_multicast.patch).
 # Session 38 run 4: x multicast with relaxed cross-CTA releases (mcast 3; run 3: 63-67 us against 47-50 plain, the
 # releasing ones 74-77) and with a producer warpgroup issuing the fills, so that no MMA warp waits for the peer's
 # releases (producer 1: codes 11323 plain, 311323 multicast). The multicast test over the variants, then the probe.

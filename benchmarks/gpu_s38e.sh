@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 38 run 5 at fbe7367.
 # Session 38 run 5: 2112x7168 between M = 513 and 1024, where the few row's 64-row CTAs run unsplit on 99 or 132
 # SMs (runs 1-2: M = 600 took 76-80 us with PDL, 58 without, against 47 at M = 768 and bf16 27). The dispatch
 # (auto), that row with PDL off, 64-row 128-token and 128-row 256-token tiles, and dequantize + cuBLAS.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 38 run 6 at 94a645f.
 # Session 38 run 6: partial token tiles of the wgmma GEMM stored by the threads instead of one TMA box, and
 # 2112x7168 M = 513 .. 960 sent to dequantize + cuBLAS (_CUDA_WGMMA_GAP, run 5). The wgmma and W4A16 dispatch GPU
 # tests, the probe around the gap's upper bound and at partial tiles on every shape, then bench_linear --format

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 38 run 7 at a283b0d.
 # Session 38 run 7: a last token tile that ends past M computes the tile ending at M (x boxes never past M) and
 # stores only its own tokens. The wgmma GPU tests (partial tiles in every reduction and store path), then the
 # probe at partial tiles: 2112x7168 with the few row's 64-row config against dequantize + cuBLAS, and the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: never ran (session 38 had 261 s of device time left; a fresh machine needs more).
 # Session 38 run 8: the final tree -- the wgmma GEMM tests (dispatch gap 513 .. 935 on few rows) and the W4A16
 # layer dispatch / graph / backend tests.
 #   (device, carry build/snap) cd build/snap && OUT=$OUT bash benchmarks/gpu_s38h.sh

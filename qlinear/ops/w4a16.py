@@ -263,6 +263,11 @@ _CUDA_WGMMA_GAP: dict[str, tuple[int, int]] = {"few": (513, 935)}
 # wg_store_tile_tma; the threads' store took 2.4-3.4 us per CTA in run 6). bench_linear M = 1024, us (x bf16):
 # 2112x7168 49.31 (1.155, was 1.169), 24576x1536 116.20 (1.108, was 1.170), 7168x16384 332.51 (1.028, was 1.035);
 # the configs above are unchanged.
+# Session 38 runs 1-4 (benchmarks/results/session38, same probe, sym-fp16, x rotated; us): x multicast over pairs of
+# the few row's 64-row CTAs at M = 1024 (66 clusters of two; each CTA copies half of every stage's x into both,
+# a stage refilled once both CTAs released it) lost in every form: 57.94 at best (relaxed cross-CTA arrivals, a
+# producer warpgroup) against 52.68 for the row [bf16 44.82]; releasing arrivals cost a MEMBAR.ALL.GPU per warp and
+# superblock (77.47). Not compiled (notes/s38_x_multicast.patch).
 _CUDA_WGMMA_AUTO: dict[str, tuple[tuple[int, tuple[int, ...]], ...]] = {
     "few": ((64, (64, 0, 4)), (128, (0, 0, 0)), (1024, (256, 0, 3, 0, 64))),
     "short": ((256, (128, 0, 4, 0, 192)), (1024, (256, 0, 3, 0, 128, 1))),
