@@ -805,12 +805,18 @@ def w4a16_backend(x: torch.Tensor, packed: W4A16Weights) -> str:
     if (_CUDA_MAX_M < m <= gemm_max_m and not _cuda_ext_failed()
             and cuda_gemm_supported(x, packed, check_pointers=not traced)):
         return "cuda_gemm"
-    wg_lo, wg_hi = _CUDA_WGMMA_M.get(cls, (1, 0))
-    gap_lo, gap_hi = _CUDA_WGMMA_GAP.get(cls, (1, 0))
-    if (wg_lo <= m <= wg_hi and not gap_lo <= m <= gap_hi and not _cuda_ext_failed()
+    if (_wgmma_takes(cls, m) and not _cuda_ext_failed()
             and cuda_wgmma_supported(x, packed, check_pointers=not traced)):
         return "cuda_wgmma"
     return _table_backend(m, tall)
+
+
+def _wgmma_takes(cls: str, m: int) -> bool:
+    """Whether auto dispatch sends M rows of shape class ``cls`` to the wgmma GEMM (where it applies): inside
+    :data:`_CUDA_WGMMA_M`'s range and outside :data:`_CUDA_WGMMA_GAP`'s."""
+    wg_lo, wg_hi = _CUDA_WGMMA_M.get(cls, (1, 0))
+    gap_lo, gap_hi = _CUDA_WGMMA_GAP.get(cls, (1, 0))
+    return wg_lo <= m <= wg_hi and not gap_lo <= m <= gap_hi
 
 
 def _table_backend(m: int, tall: bool) -> str:

@@ -367,3 +367,17 @@ def test_wgmma_symmetric_overrides_name_existing_rows():
         for m, sym in overrides.items():
             assert m in bounds, (cls, m, bounds)
             assert len(sym) >= 4 and sym[3] == 3 and sym[1] % 2 == 0, (cls, m, sym)
+
+
+def test_wgmma_gap_inside_its_class_range(monkeypatch):
+    """_CUDA_WGMMA_GAP: each gap lies inside its class's _CUDA_WGMMA_M range (a gap outside it would silently do
+    nothing), and _wgmma_takes says yes inside the range, no in the gap and past the range's ends."""
+    for cls, (lo, hi) in ops._CUDA_WGMMA_GAP.items():
+        wg_lo, wg_hi = ops._CUDA_WGMMA_M[cls]
+        assert wg_lo < lo <= hi < wg_hi, (cls, (lo, hi), (wg_lo, wg_hi))
+        for m, want in [(wg_lo - 1, False), (wg_lo, True), (lo - 1, True), (lo, False), ((lo + hi) // 2, False),
+                        (hi, False), (hi + 1, True), (wg_hi, True), (wg_hi + 1, False)]:
+            assert ops._wgmma_takes(cls, m) == want, (cls, m)
+    monkeypatch.setattr(ops, "_CUDA_WGMMA_M", {"few": (33, 1024)})
+    monkeypatch.setattr(ops, "_CUDA_WGMMA_GAP", {})
+    assert ops._wgmma_takes("few", 600) and not ops._wgmma_takes("many", 600)
