@@ -71,7 +71,8 @@ def main() -> None:
                    "auto": lambda i: ops.w4a16_linear(xs[i % nx], packs[i % nbuf]),
                    }
             if args.dequant:
-                fns["dequant_cublas"] = lambda i: ops.w4a16_linear(xs[i % nx], packs[i % nbuf], backend="dequant_cublas")
+                fns["dequant_cublas"] = lambda i: ops.w4a16_linear(xs[i % nx], packs[i % nbuf],
+                                                                   backend="dequant_cublas")
             if use_gemm:
                 fns["cuda_gemm auto"] = lambda i: ops.cuda_gemm(xs[i % nx], packs[i % nbuf])
             if use_wg:

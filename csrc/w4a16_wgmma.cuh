@@ -354,8 +354,9 @@ __device__ __forceinline__ uint32_t wg_pack2(float a, float b) {
 }
 
 // Stores accumulator indices [v_lo, v_hi) of the staged tile sm (+ bias) of the tokens from tok0: 4 NW vectors
-// per index (NW warps x 4 token columns t), rows past N, tokens past M and tokens below tok_lo left out; 16-byte stores where out
-// and its row stride allow, else one element at a time. Same value per element as store_frag.
+// per index (NW warps x 4 token columns t), rows past N, tokens past M and tokens below tok_lo left out;
+// 16-byte stores where out and its row stride allow, else one element at a time. Same value per element as
+// store_frag.
 // Warp w holds rows 16 (w % (ROWS / 16)) .. + 15 of the tile and, with 64 rows, the tokens of its
 // warpgroup's half of the summed tile (WN = TN / 2 each).
 template <typename XT, int ROWS, int WN>
