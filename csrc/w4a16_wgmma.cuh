@@ -111,7 +111,8 @@ struct WgParams {
   CUtensorMap wmap;  // qweight [N, words] int32: box 16 words x 128 rows, no swizzle
   CUtensorMap omap;  // out [M, N] (x's dtype): box 64 rows x TN tokens, 128-byte swizzle; used where store_tma
   GemmParams gp;
-  // 1: an unsplit tile is stored by wg_store_tile_tma (wg_tma_store_rows; out and its row stride 16-byte aligned)
+  // 1: an unsplit tile is stored by wg_store_tile_tma (wg_tma_store_rows; out and its row stride 16-byte aligned),
+  // except a last token tile shifted back to end at M (the kernel's tok_own), which the threads store
   int store_tma;
   int pair;  // 1: the K split is summed in pairs (see the header note; a cluster of two CTAs along y)
 };

@@ -240,7 +240,8 @@ def test_wgmma_tma_store_epilogue():
     """An unsplit tile is stored by one TMA bulk tensor store (stmatrix.trans into shared memory first) where
     out and its row stride are 16-byte aligned, else by the threads as before: the same bits either way
     (64- and 128-row CTAs, with and without the producer warpgroup, ragged N and M, bias, bf16 / fp16;
-    192-row CTAs always take the threads' store), and neither writes past the output's columns."""
+    192-row CTAs always take the threads' store, as does a last token tile shifted back to end at M, here at M =
+    1000, 300 and 70), and neither writes past the output's columns."""
     C = _wgmma_ext()
     locks = _splitk.locks(torch.device(DEV))
     cases = [(2112, 7168, 1024, torch.bfloat16, (256, 1, 3, 0, 64, 0)),
