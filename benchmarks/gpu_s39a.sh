@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 39 run 1 at 0e3bc58.
 # Session 39 run 1: per-CTA cost of the tile shapes that could share one wave at M = 1024. 2048x7168 makes
 # 128 CTAs in every shape (128 rows x 128 tokens, 64 x 256, 128 x 256 over two K splits); 2112x7168 is the
 # dispatch's 64-row grid (132 CTAs) and 128 x 128 tiles (136 CTAs, a second wave of 4).
