@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 39 run 2 at 9e1481a.
 # Session 39 run 2: is 2048x7168's slow 64-row grid (run 1: 55.5 us against 51.9 on 2112x7168) the power-of-two
 # scale row stride (4096 bytes)? 1920x7168 (3840-byte rows) in both tile shapes; 64-row CTAs alone (256x7168,
 # 16 CTAs): what the 4 leftover CTAs of a 2112-row grid could take.
