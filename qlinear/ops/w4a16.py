@@ -293,6 +293,32 @@ _CUDA_WGMMA_AUTO: dict[str, tuple[tuple[int, tuple[int, ...]], ...]] = {
 # 15.81 / 15.72 vs this row 14.92 / 14.60 [bf16 15.03 / 14.37]. Waiting for each superblock's wgmmas before the
 # next dequantize costs more than the overlap gains; not compiled (notes/s37_wgmma_two_per_sm.patch).
 _CUDA_WGMMA_AUTO_SYM: dict[str, dict[int, tuple[int, ...]]] = {"few": {128: (128, 4, 4, 3, 64)}}
+# Where a shape class's _CUDA_WGMMA_AUTO row would run 64-row CTAs unsplit in nearly one wave, (min_m, max_m,
+# config) runs the same number of CTAs of the same products as 128-row x 256-token CTAs over two K splits summed
+# in pairs (with N = 128 R + 64, the last 64 rows in 64-row CTAs: csrc/w4a16_wgmma.cuh w4_wgmma_mixed_kernel);
+# _wgmma_paired_config says when. Session 39 runs 1-3 (benchmarks/results/session39, probe_w4a16_gemm.py
+# --rotate-x, sym-fp16, us; paired 128-row CTAs vs 64-row ones [bf16]): in grids of 132 CTAs, 2816x7168 M = 768
+# 52.60 vs 58.94 [43.56], 1408x7168 M = 1536 48.36 vs 53.36 [40.29], 4224x7168 M = 512 51.60 vs 58.38 [41.97];
+# 2048x7168 M = 1024 (128 CTAs) 49.77 / 52.98 vs 55.50 / 59.20 [41.77 / 44.36]; 1920x7168 M = 1024 (120) 50.23
+# vs 56.09 [42.04].
+_CUDA_WGMMA_PAIRED: dict[str, tuple[int, int, tuple[int, ...]]] = {"few": (769, 1024, (256, 2, 3, 3, 128))}
+# The paired grid needs this share of the SMs from the 64-row grid it replaces (one CTA each): with fewer
+# CTAs the 64-row row splits K to fill the GPU, which two fixed splits would not.
+_CUDA_WGMMA_PAIRED_MIN_WAVE = 0.875
+
+
+def _wgmma_paired_config(x: torch.Tensor, packed: W4A16Weights) -> tuple[int, ...] | None:
+    """:data:`_CUDA_WGMMA_PAIRED`'s config where M is in its class's range and the 64-row grid (N / 64 x M / 256
+    CTAs) fills between :data:`_CUDA_WGMMA_PAIRED_MIN_WAVE` and all of the GPU's SMs; else None."""
+    row = _CUDA_WGMMA_PAIRED.get(_cuda_shape_class(packed.n, packed.k))
+    m = x.shape[0]
+    if row is None or not row[0] <= m <= row[1]:
+        return None
+    ctas = -(-packed.n // 64) * -(-m // 256)
+    sms = torch.cuda.get_device_properties(x.device).multi_processor_count
+    return row[2] if _CUDA_WGMMA_PAIRED_MIN_WAVE * sms <= ctas <= sms else None
+
+
 _CUDA_GEMM_CONFIG: tuple[int, int, int, int] = (0, 0, 0, 0)
 _CUDA_GEMM_AUTO: dict[str, tuple[tuple[int, tuple[int, ...]], ...]] = {
     "many": ((32, (8, 32, 4, 4)),),
@@ -1090,16 +1116,17 @@ def cuda_wgmma(
 ) -> torch.Tensor | None:
     """The Hopper wgmma W4A16 GEMM on ``x [M, K]`` (:func:`cuda_wgmma_supported`): ``[M, N]`` in x's
     dtype, or None when the extension is unavailable. ``config`` = (tokens per CTA, K splits, stages[,
-    reduce[, rows[, producer]]]), zeros for the launcher's choice (default: the row of the shape class's
-    :data:`_CUDA_WGMMA_AUTO` entry for M (:data:`_CUDA_WGMMA_AUTO_SYM`'s override of that row for a layer
-    without zero points), else all automatic; ``w4a16_wgmma_configs()`` lists the compiled P * 10000 + H *
+    reduce[, rows[, producer]]]), zeros for the launcher's choice (default: :func:`_wgmma_paired_config`'s where it
+    applies, else the row of the shape class's :data:`_CUDA_WGMMA_AUTO` entry for M (:data:`_CUDA_WGMMA_AUTO_SYM`'s
+    override of that row for a layer without zero points), else all automatic; ``w4a16_wgmma_configs()`` lists the compiled P * 10000 + H *
     1000 + (tokens / 8) * 10 + stages, H = 0 / 1 / 2 for 128 / 64 / 192 rows, P = 1 with a producer
     warpgroup). K splits as :func:`cuda_gemm`'s; ``reduce`` says who sums a split's partials: 1 the last
     CTA of a tile to arrive, 2 all of the tile's CTAs, a share each (launched cooperative, so only where
     the grid fits on the GPU at once), 0 = 2 where it fits. Both sum in split order: the same bits. 3:
     in pairs (an even number of splits, no producer warpgroup): clusters of two CTAs sum their partials
     through distributed shared memory, then the pair sums are added in pair order (other bits, as
-    deterministic). ``rows``: weight rows per CTA, 128 (0: each warpgroup 64 of them), 64 (both
+    deterministic); with 256 tokens, 2 splits, 3 stages and 128 rows, N = 128 R + 64 runs its last 64 rows in
+    64-row CTAs over the whole K (the mixed grid). ``rows``: weight rows per CTA, 128 (0: each warpgroup 64 of them), 64 (both
     warpgroups the same rows and tokens, each half of every superblock's k-steps) or 192 (three
     warpgroups of 64 rows). ``producer``: 1 adds a producer warpgroup that issues the shared-memory stage
     fills (compiled for 128 rows x 256 tokens, 3 stages only: code 10323). ``pdl``: launch with
@@ -1116,6 +1143,8 @@ def _cuda_wgmma(x, packed, bias, config=None, pdl=None):
         from qlinear.kernels import _pdl  # function-local: imports triton
 
         pdl = _pdl.pdl_enabled(x.device)
+    if config is None:
+        config = _wgmma_paired_config(x, packed)
     return _run_gemm("w4a16_wgmma", x, packed, bias, config, _CUDA_WGMMA_AUTO, (0, 0, 0, 0, 0, 0), (int(pdl),),
                      _CUDA_WGMMA_AUTO_SYM)
 
