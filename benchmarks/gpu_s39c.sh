@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 39 run 3 at 7d34645.
 # Session 39 run 3: 128-row x 256-token CTAs over two K splits summed in pairs against 64-row x 256-token CTAs,
 # both in grids of exactly 132 CTAs of the same work (2816x7168 M = 768, 1408x7168 M = 1536, 4224x7168
 # M = 512), and 2112x7168 M = 1024's dispatch in the same run.

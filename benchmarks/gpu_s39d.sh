@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 39 run 4 at eb95ca4 (the mixed grid: notes/s39_mixed_grid.patch).
 # Session 39 run 4: the mixed grid (csrc/w4a16_wgmma.cuh w4_wgmma_mixed_kernel: 2112 = 16 x 128 paired rows + 64 rows
 # in 64-row CTAs, 132 CTAs at M = 1024) and the paired few-row config at M = 769 .. 1024 (_CUDA_WGMMA_PAIRED).
 # The wgmma and W4A16 dispatch GPU tests; the probe on 2112x7168 (sym and asym layers) and 2048x7168 against the

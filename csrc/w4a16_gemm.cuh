@@ -128,28 +128,28 @@ __device__ __forceinline__ int ld_acquire_gpu(const int* ptr) {
   return v;
 }
 
-// Spread K split, once this CTA's fp32 partials are stored: waits until all `splits` CTAs of the
+// Spread K split, once this CTA's fp32 partials are stored: waits until all gridDim.y CTAs of the
 // tile have stored theirs (counters[2 tile] counts arrivals), so that each can then sum its own share
 // of the tile. Only for grids whose CTAs are all resident at once (a cooperative launch): a CTA waits
 // here for the others. splitk_depart must follow once the CTA is past this point.
 template <int NSYNC = 0>
-__device__ __forceinline__ void splitk_rendezvous(int* counters, int tile, int splits) {
+__device__ __forceinline__ void splitk_rendezvous(int* counters, int tile) {
   __threadfence();
   cta_sync<NSYNC>();
   if (threadIdx.x == 0) {
     atomicAdd(counters + 2 * tile, 1);
-    while (ld_acquire_gpu(counters + 2 * tile) < splits) {
+    while (ld_acquire_gpu(counters + 2 * tile) < static_cast<int>(gridDim.y)) {
     }
   }
   cta_sync<NSYNC>();
   __threadfence();
 }
 // counters[2 tile + 1] counts the CTAs past the rendezvous (one thread per CTA, once past it): returns
-// the count before this one. The CTA that got splits - 1 has seen every other one leave the wait,
+// the count before this one. The CTA that got gridDim.y - 1 has seen every other one leave the wait,
 // so splitk_reset_if_last (any time later) resets both counters for the next launch (graph replays).
 __device__ __forceinline__ int splitk_depart(int* counters, int tile) { return atomicAdd(counters + 2 * tile + 1, 1); }
-__device__ __forceinline__ void splitk_reset_if_last(int* counters, int tile, int departed_before, int splits) {
-  if (departed_before == splits - 1) {
+__device__ __forceinline__ void splitk_reset_if_last(int* counters, int tile, int departed_before) {
+  if (departed_before == static_cast<int>(gridDim.y) - 1) {
     counters[2 * tile] = 0;
     counters[2 * tile + 1] = 0;
   }

@@ -110,7 +110,6 @@ struct WgParams {
   CUtensorMap xmap;  // x [M, K]: box 64 columns x TN tokens, 128-byte swizzle
   CUtensorMap wmap;  // qweight [N, words] int32: box 16 words x 128 rows, no swizzle
   CUtensorMap omap;  // out [M, N] (x's dtype): box 64 rows x TN tokens, 128-byte swizzle; used where store_tma
-  CUtensorMap wmap_tail;  // w4_wgmma_mixed_kernel only: qweight in boxes of 16 words x 64 rows (the last 64 rows)
   GemmParams gp;
   // 1: an unsplit tile is stored by wg_store_tile_tma (wg_tma_store_rows; out and its row stride 16-byte aligned),
   // except a last token tile shifted back to end at M (the kernel's tok_own), which the threads store
@@ -439,15 +438,16 @@ __device__ __forceinline__ void wg_store_tile_tma(const Params& p, const CUtenso
   }
 }
 
-// Spread K split, after the rendezvous: this CTA (split y of S) sums the
+// Spread K split, after the rendezvous: this CTA (split y = blockIdx.y of S = gridDim.y) sums the
 // accumulator indices [y V / S, (y + 1) V / S) of the tile over the S splits' partials in split order
 // (the order, hence the bits, of the last-arrival sum) into the staged tile sm. Partial float
 // f = v * NT + thread (NT = 32 NW threads); one index is NT / 4 float4. Each thread keeps kB float4 x kA
 // splits in flight (wg_spread_sum picks them).
 template <int kA, int kB, int NW>
-__device__ __forceinline__ void wg_spread_sum_in(const float* base, int64_t tile_floats, int S, int v_lo, int v_hi,
+__device__ __forceinline__ void wg_spread_sum_in(const float* base, int64_t tile_floats, int v_lo, int v_hi,
                                                  float* sm) {
   constexpr int NT = 32 * NW;
+  const int S = static_cast<int>(gridDim.y);
   const int64_t nq = tile_floats / 4;
   const int q_lo = v_lo * (NT / 4), q_hi = v_hi * (NT / 4);
   const float4* b4 = reinterpret_cast<const float4*>(base);
@@ -490,23 +490,21 @@ __device__ __forceinline__ void wg_spread_sum_in(const float* base, int64_t tile
 // of the same run in brackets): 2112x7168 M = 128 14.60 [14.03] against 14.77 [14.14]; 8 x 3 at 2
 // splits: 7168x16384 M = 64 66.79 [62.16] against 64.86 [62.11].
 template <int NW>
-__device__ __forceinline__ void wg_spread_sum(const float* base, int64_t tile_floats, int S, int v_lo, int v_hi,
-                                              float* sm) {
-  if (S <= 4)
-    wg_spread_sum_in<4, 4, NW>(base, tile_floats, S, v_lo, v_hi, sm);
+__device__ __forceinline__ void wg_spread_sum(const float* base, int64_t tile_floats, int v_lo, int v_hi, float* sm) {
+  if (gridDim.y <= 4)
+    wg_spread_sum_in<4, 4, NW>(base, tile_floats, v_lo, v_hi, sm);
   else
-    wg_spread_sum_in<8, 3, NW>(base, tile_floats, S, v_lo, v_hi, sm);
+    wg_spread_sum_in<8, 3, NW>(base, tile_floats, v_lo, v_hi, sm);
 }
 
 // The pair-summed K split (wp.pair; see the header note) of this CTA's V values per thread f: half r =
 // cluster rank (values [r V / 2, (r + 1) V / 2)) is this CTA's to sum and store. The other half goes to the
 // peer through this CTA's shared memory (sm, free after the main loop), read remotely between two cluster
 // barriers; then, with more than one pair per tile, the pair sums go through the workspace and the last of
-// the tile's pairs to arrive for this half adds them in pair order. NSYNC: the MMA warps' barrier. split of
-// splits: this CTA's K split of the tile's (splits 2i and 2i + 1 are a cluster).
+// the tile's pairs to arrive for this half adds them in pair order. NSYNC: the MMA warps' barrier.
 template <typename XT, int ROWS, int WN, int V, int NSYNC>
-__device__ __forceinline__ void wg_pair_finish(const WgParams& wp, const float (&f)[V], float* sm, int tile, int split,
-                                               int splits, int row0, int tok0, int tok_lo) {
+__device__ __forceinline__ void wg_pair_finish(const WgParams& wp, const float (&f)[V], float* sm, int tile, int row0,
+                                               int tok0, int tok_lo) {
   constexpr int NW = wg_warps(ROWS), NT = 32 * NW, H = V / 2;
   const GemmParams& gp = wp.gp;
   const int tid = static_cast<int>(threadIdx.x), warp = tid >> 5, lane = tid & 31;
@@ -522,7 +520,7 @@ __device__ __forceinline__ void wg_pair_finish(const WgParams& wp, const float (
 #pragma unroll
   for (int j = 0; j < H; ++j) g[j] += hi ? f[H + j] : f[j];
   cluster::sync();  // the peer has read this CTA's half: sm is free again
-  const int pairs = splits / 2, pi = split / 2, half = hi ? 1 : 0;
+  const int pairs = static_cast<int>(gridDim.y) / 2, pi = static_cast<int>(blockIdx.y) / 2, half = hi ? 1 : 0;
   if (pairs > 1) {
     // workspace: [tile][half][pair][j][thread]
     float* base = gp.ws + (static_cast<int64_t>(tile) * 2 + half) * pairs * H * NT;
@@ -551,39 +549,11 @@ __device__ __forceinline__ void wg_pair_finish(const WgParams& wp, const float (
   wg_store_tile<XT, ROWS, WN>(gp.p, sm, v0, v0 + H, row0, tok0, tok_lo);
 }
 
-// The part of the GEMM one CTA computes: row tile rt() (ROWS rows from rt() * ROWS), K split split() of splits()
-// (superblocks from split() * sb_per_split()), token tile tt() (TN tokens); row_tiles() numbers the tiles of a
-// K split's workspace (rt() + row_tiles() * tt()); pair(): the split is summed in pairs (a cluster of the CTAs of
-// splits 2i, 2i + 1, cluster rank = split % 2); wmap(): the weights in boxes of ROWS rows. Two kinds: WgGridCta
-// reads the plain grid's block index (special registers, which ptxas re-reads instead of keeping: values held
-// through the main loop made the 192-row CTAs spill), WgCta holds the values of another grid's mapping.
-struct WgGridCta {
-  const WgParams& wp;
-  __device__ int rt() const { return static_cast<int>(blockIdx.x); }
-  __device__ int split() const { return static_cast<int>(blockIdx.y); }
-  __device__ int tt() const { return static_cast<int>(blockIdx.z); }
-  __device__ int row_tiles() const { return static_cast<int>(gridDim.x); }
-  __device__ int splits() const { return static_cast<int>(gridDim.y); }
-  __device__ int sb_per_split() const { return wp.gp.sb_per_split; }
-  __device__ int pair() const { return wp.pair; }
-  __device__ const CUtensorMap* wmap() const { return &wp.wmap; }
-};
-struct WgCta {
-  int rt_, split_, tt_, row_tiles_, splits_, sb_per_split_, pair_;
-  const CUtensorMap* wmap_;
-  __device__ int rt() const { return rt_; }
-  __device__ int split() const { return split_; }
-  __device__ int tt() const { return tt_; }
-  __device__ int row_tiles() const { return row_tiles_; }
-  __device__ int splits() const { return splits_; }
-  __device__ int sb_per_split() const { return sb_per_split_; }
-  __device__ int pair() const { return pair_; }
-  __device__ const CUtensorMap* wmap() const { return wmap_; }
-};
+#endif  // QLINEAR_WGMMA
 
-// One CTA of the GEMM (the header note), any grid.
-template <typename XT, int TN, int ST, int ROWS, bool PROD, typename Cta>
-__device__ __forceinline__ void wg_cta(const WgParams& wp, const Cta& c) {
+template <typename XT, int TN, int ST, int ROWS, bool PROD>
+__global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(const __grid_constant__ WgParams wp) {
+#if QLINEAR_WGMMA
   constexpr int NW = wg_warps(ROWS), NT = 32 * NW;  // MMA warps and their threads
   // the MMA warps' barrier (named barrier 1 once a producer warpgroup has left)
   constexpr int kSync = PROD ? NT : 0;
@@ -605,7 +575,7 @@ __device__ __forceinline__ void wg_cta(const WgParams& wp, const Cta& c) {
   const GemmParams& gp = wp.gp;
   const Params& p = gp.p;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const int row0 = c.rt() * ROWS;
+  const int row0 = blockIdx.x * ROWS;
   // A last token tile that ends past M computes the TN tokens that end at M instead (where M >= TN) and stores
   // only its own, [tok_own, M): with x boxes partly past M (TMA's zero fill), the GEMM took up to twice as long.
   // Session 38 runs 6-7 (probe_w4a16_gemm.py, x rotated, us, before -> after): 2112x7168 64-row CTAs M = 520 /
@@ -613,17 +583,17 @@ __device__ __forceinline__ void wg_cta(const WgParams& wp, const Cta& c) {
   // 114.13 -> 96.41; 7168x16384 M = 600 324.81 -> 294.95. Not explained (the store was not it: run 6 stored
   // partial tiles through the threads, no change). The tokens this tile shares with the one before get the
   // same bits there (same operands, same order) and are not stored twice.
-  const int tok_own = c.tt() * TN;
+  const int tok_own = blockIdx.z * TN;
   const int tok0 = p.m >= TN && tok_own + TN > p.m ? p.m - TN : tok_own;
-  const int sb_lo = c.split() * c.sb_per_split();
-  const int nsb = min(sb_lo + c.sb_per_split(), p.nsb) - sb_lo;  // superblocks of this CTA
+  const int sb_lo = blockIdx.y * gp.sb_per_split;
+  const int nsb = min(sb_lo + gp.sb_per_split, p.nsb) - sb_lo;  // superblocks of this CTA
 
   // superblock j into its stage (thread 0 only): the weight rows (with the stage's byte count), then x
   auto fill_w = [&](int j) {
     const int s = j % ST;
     const uint32_t st = ring + s * kStage, bar = full0 + 8 * s;
     tma::mbar_arrive_tx(bar, static_cast<uint32_t>(TN * 256 + ROWS * 64));
-    tma::tensor_copy_2d(st + wg_stage(TN, ROWS).w_off, c.wmap(), (sb_lo + j) * 16, row0, bar);
+    tma::tensor_copy_2d(st + wg_stage(TN, ROWS).w_off, &wp.wmap, (sb_lo + j) * 16, row0, bar);
   };
   auto fill_x = [&](int j) {
     const int s = j % ST;
@@ -730,37 +700,37 @@ __device__ __forceinline__ void wg_cta(const WgParams& wp, const Cta& c) {
   // The tile's values, V per thread (f = acc, or with 64 rows the two warpgroups' sums), to the
   // workspace for a K split, then staged in shared memory and stored.
   auto finish = [&](float (&f)[V]) {
-    const int tile = c.rt() + c.row_tiles() * c.tt();
+    const int tile = blockIdx.x + gridDim.x * blockIdx.z;
     if constexpr (!PROD && V % 2 == 0) {
-      if (c.pair()) {
-        wg_pair_finish<XT, ROWS, WS, V, kSync>(wp, f, sm, tile, c.split(), c.splits(), row0, tok0, tok_own);
+      if (wp.pair) {
+        wg_pair_finish<XT, ROWS, WS, V, kSync>(wp, f, sm, tile, row0, tok0, tok_own);
         return;
       }
     }
-    if (c.splits() > 1) {
+    if (gridDim.y > 1) {
       const int64_t tile_floats = static_cast<int64_t>(NT) * V;
-      float* mine = gp.ws + (static_cast<int64_t>(tile) * c.splits() + c.split()) * tile_floats;
+      float* mine = gp.ws + (static_cast<int64_t>(tile) * gridDim.y + blockIdx.y) * tile_floats;
 #pragma unroll
       for (int v = 0; v < V; ++v) __stcg(mine + v * NT + tid, f[v]);
-      const float* base = gp.ws + static_cast<int64_t>(tile) * c.splits() * tile_floats;
+      const float* base = gp.ws + static_cast<int64_t>(tile) * gridDim.y * tile_floats;
       if (gp.spread) {
-        splitk_rendezvous<kSync>(gp.counters, tile, c.splits());
+        splitk_rendezvous<kSync>(gp.counters, tile);
         // the departure's atomic is in flight while the share is summed
         const int dep = tid == 0 ? splitk_depart(gp.counters, tile) : 0;
-        const int S = c.splits(), y = c.split();
+        const int S = static_cast<int>(gridDim.y), y = static_cast<int>(blockIdx.y);
         const int v_lo = y * V / S, v_hi = (y + 1) * V / S;
-        wg_spread_sum<NW>(base, tile_floats, S, v_lo, v_hi, sm);
+        wg_spread_sum<NW>(base, tile_floats, v_lo, v_hi, sm);
         cta_sync<kSync>();
         wg_store_tile<XT, ROWS, WS>(p, sm, v_lo, v_hi, row0, tok0, tok_own);
-        if (tid == 0) splitk_reset_if_last(gp.counters, tile, dep, S);
+        if (tid == 0) splitk_reset_if_last(gp.counters, tile, dep);
         return;
       }
-      if (!splitk_last_of<kSync>(gp.counters + tile, c.splits())) return;
+      if (!splitk_last_arrival<kSync>(gp.counters, tile)) return;
       // split-major: the V loads of one split are independent (a v-major loop waited out one L2 round
       // trip per value: run 5, 2112x7168 M = 128 took 89 us with 7 splits against 69 with none)
 #pragma unroll
       for (int v = 0; v < V; ++v) f[v] = 0.f;
-      for (int sp = 0; sp < c.splits(); ++sp) {
+      for (int sp = 0; sp < static_cast<int>(gridDim.y); ++sp) {
         const float* part = base + sp * tile_floats + tid;
 #pragma unroll
         for (int v = 0; v < V; ++v) f[v] += __ldcg(part + v * NT);
@@ -768,7 +738,7 @@ __device__ __forceinline__ void wg_cta(const WgParams& wp, const Cta& c) {
     }
     if constexpr (wg_tma_store_rows(ROWS)) {
       // not a shifted last tile (its box would rewrite the tile before's tokens)
-      if (wp.store_tma && c.splits() == 1 && tok0 == tok_own) {
+      if (wp.store_tma && gridDim.y == 1 && tok0 == tok_own) {
         wg_store_tile_tma<XT, ROWS, TN, V, kSync>(p, &wp.omap, f, ring, row0, tok0, kHalf ? (warp >> 2) * WS : 0);
         return;
       }
@@ -805,53 +775,6 @@ __device__ __forceinline__ void wg_cta(const WgParams& wp, const Cta& c) {
   } else {
     finish(acc);
   }
-}
-
-#endif  // QLINEAR_WGMMA
-
-// The GEMM on a grid (row tiles, K splits, token tiles) of one CTA shape.
-template <typename XT, int TN, int ST, int ROWS, bool PROD>
-__global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(const __grid_constant__ WgParams wp) {
-#if QLINEAR_WGMMA
-  wg_cta<XT, TN, ST, ROWS, PROD>(wp, WgGridCta{wp});
-#else
-  __trap();  // not built for sm_90a: the launcher refuses before launching (w4_wgmma_built)
-#endif
-}
-
-// N = 128 R + 64 weight rows (2112 = 16 x 128 + 64) at 256 tokens per CTA, two K splits summed in pairs, 3 stages:
-// the plain grid of that config runs the last 64 rows as a half-empty 128-row tile (2 T (R + 1) CTAs for T token
-// tiles: 136 on 2112x7168 at M = 1024, a second wave of 4). This grid runs the first 128 R rows so, and the last 64
-// in 64-row CTAs over the whole K, each the same 64 x 256 x K products as a 128-row CTA's split: 2 R T + T CTAs
-// (132). Grid (2, R T + ceil(T / 2)) in clusters of two along x: cluster i < R T is row tile i % R, token tile
-// i / R, its CTAs the two splits (cluster rank = split); the clusters after those hold the last rows' token tiles,
-// two each (with an odd T, the last cluster's second CTA exits at once). Session 39 runs 1-3 (probe_w4a16_gemm.py,
-// x rotated, sym-fp16, us): in grids of 132 CTAs of the same products, the paired 128-row CTAs took 52.60 /
-// 48.36 / 51.60 against 64-row ones' 58.94 / 53.36 / 58.38 (2816x7168 M = 768, 1408x7168 M = 1536, 4224x7168
-// M = 512); 64-row CTAs alone (256x7168, 16 CTAs) 47.95.
-constexpr int kWgMixedTN = 256, kWgMixedST = 3;
-__host__ __device__ constexpr int wg_mixed_smem_bytes() {
-  return wg_smem_bytes(kWgMixedTN, kWgMixedST, 128) > wg_smem_bytes(kWgMixedTN, kWgMixedST, 64)
-             ? wg_smem_bytes(kWgMixedTN, kWgMixedST, 128)
-             : wg_smem_bytes(kWgMixedTN, kWgMixedST, 64);
-}
-static_assert(static_cast<size_t>(wg_mixed_smem_bytes()) <= kSm90SmemOptin, "the mixed grid's ring must fit in shared memory");
-static_assert(wg_threads(128, false) == wg_threads(64, false), "both CTA shapes of the mixed grid: one block size");
-
-template <typename XT>
-__global__ void __launch_bounds__(wg_threads(128, false), 1) w4_wgmma_mixed_kernel(const __grid_constant__ WgParams wp) {
-#if QLINEAR_WGMMA
-  const Params& p = wp.gp.p;
-  const int R = p.n / 128, T = (p.m + kWgMixedTN - 1) / kWgMixedTN;
-  const int id = static_cast<int>(blockIdx.y), rank = static_cast<int>(blockIdx.x);
-  if (id < R * T) {
-    wg_cta<XT, kWgMixedTN, kWgMixedST, 128, false>(
-        wp, WgCta{id % R, rank, id / R, R, 2, wp.gp.sb_per_split, 1, &wp.wmap});
-    return;
-  }
-  const int tt = 2 * (id - R * T) + rank;
-  if (tt < T)
-    wg_cta<XT, kWgMixedTN, kWgMixedST, 64, false>(wp, WgCta{2 * R, 0, tt, 2 * R + 1, 1, p.nsb, 0, &wp.wmap_tail});
 #else
   __trap();  // not built for sm_90a: the launcher refuses before launching (w4_wgmma_built)
 #endif

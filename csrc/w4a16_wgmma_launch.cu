@@ -44,24 +44,6 @@ cudaError_t launch_code(const WgParams& wp, dim3 grid, bool pdl, cudaStream_t st
                              dim3(1, wp.pair ? 2 : 1, 1), wp.gp.spread != 0, wp);
 }
 
-// w4a16g::w4_wgmma_mixed_kernel's case: 128-row x 256-token CTAs, two K splits summed in pairs, 3 stages, no
-// producer, N = 128 R + 64 with R >= 1 (and a grid height the hardware takes).
-bool wg_mixed(const W4GemvArgs& a, const W4GemmConfig& c) {
-  return c.warps == 8 && c.tokens == w4a16g::kWgMixedTN && c.stages == w4a16g::kWgMixedST && c.splits == 2 &&
-         c.reduce == 3 && c.producer == 0 && a.n % 128 == 64 && a.n > 128 &&
-         (a.n / 128) * cdiv64(a.m, c.tokens) + cdiv64(a.m, 2 * c.tokens) <= 65535;
-}
-
-template <typename XT>
-cudaError_t launch_mixed(const WgParams& wp, dim3 grid, bool pdl, cudaStream_t stream) {
-  const auto kernel = w4a16g::w4_wgmma_mixed_kernel<XT>;
-  const int smem = w4a16g::wg_mixed_smem_bytes();
-  const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-  if (e != cudaSuccess) return e;
-  return pdl::launch_smem_ex(kernel, grid, dim3(w4a16g::wg_threads(128, false)), smem, stream, pdl, dim3(2, 1, 1),
-                             false, wp);
-}
-
 template <typename XT>
 cudaError_t launch_listed(int code, const WgParams& wp, dim3 grid, bool pdl, cudaStream_t stream) {
   return with_listed_code<w4a16g::kWgCodes>(code, cudaErrorInvalidValue, [&](auto c) {
@@ -160,25 +142,14 @@ cudaError_t w4_wgmma_launch(const W4GemvArgs& a, const W4GemmConfig& cfg, float*
     return cudaErrorInvalidValue;
   // out [M, N] for the TMA-store epilogue of unsplit tiles where the CTA shape has it: 16-byte aligned base
   // and row stride (else, or if the driver refuses the map, the tile is stored by the threads)
-  const bool mixed = wg_mixed(a, c);
-  // the mixed grid's last 64 rows (weights in 64-row boxes) are unsplit tiles, stored through TMA where the map works
-  if (mixed && !tmap::encode_2d(&wp.wmap_tail, CU_TENSOR_MAP_DATA_TYPE_INT32, a.qweight, static_cast<uint64_t>(nsb * 16),
-                                static_cast<uint64_t>(a.n), static_cast<uint64_t>(a.qw_stride) * 4, 16, 64,
-                                CU_TENSOR_MAP_SWIZZLE_NONE))
-    return cudaErrorInvalidValue;
   const uint64_t o_row = tmap::row_pitch(a.m, a.out_stride * 2, a.n * 2);
-  wp.store_tma = (c.splits == 1 || mixed) && w4a16g::wg_tma_store_rows(wg_rows(c)) &&
+  wp.store_tma = c.splits == 1 && w4a16g::wg_tma_store_rows(wg_rows(c)) &&
                  reinterpret_cast<uintptr_t>(a.out) % 16 == 0 && o_row % 16 == 0 &&
                  tmap::encode_2d(&wp.omap, xdt, a.out, static_cast<uint64_t>(a.n), static_cast<uint64_t>(a.m), o_row,
                                  64, static_cast<uint32_t>(c.tokens), CU_TENSOR_MAP_SWIZZLE_128B);
-  const dim3 grid = mixed ? dim3(2, static_cast<unsigned>((a.n / 128) * cdiv64(a.m, c.tokens) +
-                                                          cdiv64(a.m, 2 * c.tokens)))
-                          : dim3(static_cast<unsigned>(cdiv64(a.n, wg_rows(c))), static_cast<unsigned>(c.splits),
-                                 static_cast<unsigned>(cdiv64(a.m, c.tokens)));
+  const dim3 grid(static_cast<unsigned>(cdiv64(a.n, wg_rows(c))), static_cast<unsigned>(c.splits),
+                  static_cast<unsigned>(cdiv64(a.m, c.tokens)));
   auto launch = [&](bool pdl) {
-    if (mixed)
-      return a.x_dtype == W4GDType::kBFloat16 ? launch_mixed<__nv_bfloat16>(wp, grid, pdl, stream)
-                                              : launch_mixed<__half>(wp, grid, pdl, stream);
     return a.x_dtype == W4GDType::kBFloat16 ? launch_listed<__nv_bfloat16>(wg_code(c), wp, grid, pdl, stream)
                                             : launch_listed<__half>(wg_code(c), wp, grid, pdl, stream);
   };

@@ -38,7 +38,8 @@ warps, the weight dequantized and scaled in registers; auto-chosen for M up to :
 where :func:`cuda_gemm_supported` holds and the shape class is listed there), ``"cuda_wgmma"``
 (``csrc/w4a16_wgmma.cuh``: a Hopper wgmma GEMM, the weight dequantized in registers as the MMA's A
 operand and x fed by TMA; sm_90 with an sm_90a build; auto-chosen for the M ranges of
-:data:`_CUDA_WGMMA_M`, less those of :data:`_CUDA_WGMMA_GAP`, where :func:`cuda_wgmma_supported` holds),
+:data:`_CUDA_WGMMA_M`, less those of :data:`_CUDA_WGMMA_GAP` unless :func:`_wgmma_paired_config` applies,
+where :func:`cuda_wgmma_supported` holds),
 ``"triton"``
 (``qlinear.kernels.w4a16_triton``: a CUDA-core split-K GEMV for M <= 4
 and a tensor-core split-K kernel for small and medium M), ``"triton_wg"`` (the same module's "wg"
@@ -293,28 +294,32 @@ _CUDA_WGMMA_AUTO: dict[str, tuple[tuple[int, tuple[int, ...]], ...]] = {
 # 15.81 / 15.72 vs this row 14.92 / 14.60 [bf16 15.03 / 14.37]. Waiting for each superblock's wgmmas before the
 # next dequantize costs more than the overlap gains; not compiled (notes/s37_wgmma_two_per_sm.patch).
 _CUDA_WGMMA_AUTO_SYM: dict[str, dict[int, tuple[int, ...]]] = {"few": {128: (128, 4, 4, 3, 64)}}
-# Where a shape class's _CUDA_WGMMA_AUTO row would run 64-row CTAs unsplit in nearly one wave, (min_m, max_m,
-# config) runs the same number of CTAs of the same products as 128-row x 256-token CTAs over two K splits summed
-# in pairs (with N = 128 R + 64, the last 64 rows in 64-row CTAs: csrc/w4a16_wgmma.cuh w4_wgmma_mixed_kernel);
-# _wgmma_paired_config says when. Session 39 runs 1-3 (benchmarks/results/session39, probe_w4a16_gemm.py
-# --rotate-x, sym-fp16, us; paired 128-row CTAs vs 64-row ones [bf16]): in grids of 132 CTAs, 2816x7168 M = 768
-# 52.60 vs 58.94 [43.56], 1408x7168 M = 1536 48.36 vs 53.36 [40.29], 4224x7168 M = 512 51.60 vs 58.38 [41.97];
-# 2048x7168 M = 1024 (128 CTAs) 49.77 / 52.98 vs 55.50 / 59.20 [41.77 / 44.36]; 1920x7168 M = 1024 (120) 50.23
-# vs 56.09 [42.04].
-_CUDA_WGMMA_PAIRED: dict[str, tuple[int, int, tuple[int, ...]]] = {"few": (769, 1024, (256, 2, 3, 3, 128))}
+# Where a shape class's _CUDA_WGMMA_AUTO row (or, inside _CUDA_WGMMA_GAP, dequantize + cuBLAS) would run 64-row
+# CTAs unsplit in nearly one wave, (min_m, max_m, config) runs the same number of CTAs of the same products as
+# 128-row x 256-token CTAs over two K splits summed in pairs; only for N % 128 == 0 (_wgmma_paired_config says
+# when). Session 39 runs 1-4 (benchmarks/results/session39, probe_w4a16_gemm.py --rotate-x, sym-fp16, us; paired
+# vs 64-row CTAs [bf16]): in grids of 132 CTAs, 2816x7168 M = 768 52.60 vs 58.94 (dequantize + cuBLAS, the
+# dispatch there: 62.23) [43.56], 1408x7168 M = 1536 48.36 vs 53.36 [40.29], 4224x7168 M = 512 51.60 vs 58.38
+# [41.97]; 2048x7168 M = 1024 (128 CTAs) 49.77 / 52.98 / 45.42 vs 55.50 / 59.20 / 49.06 [41.77 / 44.36 / 40.06];
+# 1920x7168 M = 1024 (120) 50.23 vs 56.09 [42.04]. N = 128 R + 64 (2112) would leave a half-empty 128-row tile:
+# run 4 gave its last 64 rows to 64-row CTAs over the whole K beside the paired ones (132 CTAs on 2112x7168 at
+# M = 1024), 54.56 / 53.43 us vs the 64-row grid's 53.91 / 52.91 (sym-fp16 / asym-bf16): those CTAs take as long
+# as in the 64-row grid. Not compiled (notes/s39_mixed_grid.patch).
+_CUDA_WGMMA_PAIRED: dict[str, tuple[int, int, tuple[int, ...]]] = {"few": (513, 1024, (256, 2, 3, 3, 128))}
 # The paired grid needs this share of the SMs from the 64-row grid it replaces (one CTA each): with fewer
 # CTAs the 64-row row splits K to fill the GPU, which two fixed splits would not.
 _CUDA_WGMMA_PAIRED_MIN_WAVE = 0.875
 
 
 def _wgmma_paired_config(x: torch.Tensor, packed: W4A16Weights) -> tuple[int, ...] | None:
-    """:data:`_CUDA_WGMMA_PAIRED`'s config where M is in its class's range and the 64-row grid (N / 64 x M / 256
-    CTAs) fills between :data:`_CUDA_WGMMA_PAIRED_MIN_WAVE` and all of the GPU's SMs; else None."""
+    """:data:`_CUDA_WGMMA_PAIRED`'s config where N % 128 == 0, M is in its class's range and the 64-row grid
+    (N / 64 x M / 256 CTAs) fills between :data:`_CUDA_WGMMA_PAIRED_MIN_WAVE` and all of the GPU's SMs; else
+    None."""
     row = _CUDA_WGMMA_PAIRED.get(_cuda_shape_class(packed.n, packed.k))
     m = x.shape[0]
-    if row is None or not row[0] <= m <= row[1]:
+    if row is None or packed.n % 128 != 0 or not row[0] <= m <= row[1]:
         return None
-    ctas = -(-packed.n // 64) * -(-m // 256)
+    ctas = packed.n // 64 * -(-m // 256)
     sms = torch.cuda.get_device_properties(x.device).multi_processor_count
     return row[2] if _CUDA_WGMMA_PAIRED_MIN_WAVE * sms <= ctas <= sms else None
 
@@ -831,7 +836,7 @@ def w4a16_backend(x: torch.Tensor, packed: W4A16Weights) -> str:
     if (_CUDA_MAX_M < m <= gemm_max_m and not _cuda_ext_failed()
             and cuda_gemm_supported(x, packed, check_pointers=not traced)):
         return "cuda_gemm"
-    if (_wgmma_takes(cls, m) and not _cuda_ext_failed()
+    if ((_wgmma_takes(cls, m) or _wgmma_paired_config(x, packed) is not None) and not _cuda_ext_failed()
             and cuda_wgmma_supported(x, packed, check_pointers=not traced)):
         return "cuda_wgmma"
     return _table_backend(m, tall)
@@ -1125,8 +1130,7 @@ def cuda_wgmma(
     the grid fits on the GPU at once), 0 = 2 where it fits. Both sum in split order: the same bits. 3:
     in pairs (an even number of splits, no producer warpgroup): clusters of two CTAs sum their partials
     through distributed shared memory, then the pair sums are added in pair order (other bits, as
-    deterministic); with 256 tokens, 2 splits, 3 stages and 128 rows, N = 128 R + 64 runs its last 64 rows in
-    64-row CTAs over the whole K (the mixed grid). ``rows``: weight rows per CTA, 128 (0: each warpgroup 64 of them), 64 (both
+    deterministic). ``rows``: weight rows per CTA, 128 (0: each warpgroup 64 of them), 64 (both
     warpgroups the same rows and tokens, each half of every superblock's k-steps) or 192 (three
     warpgroups of 64 rows). ``producer``: 1 adds a producer warpgroup that issues the shared-memory stage
     fills (compiled for 128 rows x 256 tokens, 3 stages only: code 10323). ``pdl``: launch with

@@ -13,8 +13,6 @@ K-split reduction (bit-equal to the last-arrival one) and pair reduction, its TM
 refusals and the fallback of the public op.
 """
 
-import dataclasses
-
 import pytest
 import torch
 
@@ -224,7 +222,8 @@ def test_wgmma_pair_reduction():
     bf, hf = torch.bfloat16, torch.float16
     cases = [(2112, 7168, 128, bf, (128, 4, 4, 3, 64)), (2112, 7168, 100, bf, (128, 2, 4, 3, 64)),
              (520, 2048, 200, hf, (64, 6, 8, 3, 0)), (1000, 4096, 300, bf, (256, 4, 3, 3, 64)),
-             (600, 2048, 130, bf, (128, 4, 4, 3, 192)), (300, 3072, 33, hf, (128, 8, 4, 3, 0))]
+             (600, 2048, 130, bf, (128, 4, 4, 3, 192)), (300, 3072, 33, hf, (128, 8, 4, 3, 0)),
+             (2048, 7168, 1000, bf, (256, 2, 3, 3, 128))]
     for n, k, m, dt, cfg in cases:
         packed, w = _layer(n, k, 128, True, torch.float16 if dt == torch.float16 else torch.bfloat16, seed=n + m)
         x = _x(m, k, dt, m)
@@ -235,43 +234,6 @@ def test_wgmma_pair_reduction():
         assert torch.allclose(pair.float(), last.float(), rtol=1e-2, atol=1e-2), f"{n}x{k} M={m} {cfg}: pair vs last"
         with_pdl = ops.cuda_wgmma(x, packed, b, cfg, pdl=True)
         assert torch.equal(with_pdl, pair), f"{n}x{k} M={m} {cfg}: PDL changed bits"
-        assert int(locks.abs().sum()) == 0
-
-
-def _head_rows(packed, n0):
-    """The layer of packed's first n0 weight rows (one shard)."""
-    return dataclasses.replace(
-        packed, qweight=packed.qweight[:n0].contiguous(), scales=packed.scales[:, :n0].contiguous(),
-        zeros=None if packed.zeros is None else packed.zeros[:, :n0].contiguous(),
-        row_bounds=torch.tensor([0, n0], dtype=torch.int32, device=packed.qweight.device), n=n0, shard_rows=(0, n0))
-
-
-def test_wgmma_mixed_grid():
-    """N = 128 R + 64 with 256 tokens, two K splits summed in pairs, 3 stages, 128 rows: the first 128 R rows in
-    paired 128-row CTAs, the last 64 in 64-row CTAs over the whole K (csrc/w4a16_wgmma.cuh
-    w4_wgmma_mixed_kernel). Against the fp32 reference; the first 128 R rows bit-equal to the paired grid on a
-    layer of those rows alone, the last 64 bit-equal to the 64-row unsplit config (the same CTAs' code); even and
-    odd numbers of token tiles (a CTA that exits at once), a shifted last token tile, bias, bf16 / fp16,
-    zero points or none; PDL changes no bit, and the counters are left zeroed."""
-    _wgmma_ext()
-    locks = _splitk.locks(torch.device(DEV))
-    bf, hf = torch.bfloat16, torch.float16
-    cfg = (256, 2, 3, 3, 128)
-    cases = [(2112, 7168, 1024, bf, False), (2112, 7168, 1000, hf, True), (192, 2048, 600, bf, True),
-             (320, 4096, 256, hf, False), (704, 3072, 777, bf, False)]
-    for n, k, m, dt, asym in cases:
-        packed, w = _layer(n, k, 128, asym, torch.float16 if dt == hf else bf, seed=n + m)
-        x = _x(m, k, dt, m)
-        b = torch.randn(n, device=DEV).to(dt) if m % 2 == 0 else None
-        what = f"mixed grid {n}x{k} M={m} asym={asym}"
-        y = ops.cuda_wgmma(x, packed, b, cfg, pdl=False)
-        assert_matches(y, x, w, b, what)
-        n0 = n - 64
-        head = ops.cuda_wgmma(x, _head_rows(packed, n0), None if b is None else b[:n0], cfg, pdl=False)
-        assert torch.equal(y[:, :n0], head), f"{what}: the paired rows differ from the paired grid"
-        tail = ops.cuda_wgmma(x, packed, b, (256, 1, 3, 0, 64), pdl=False)
-        assert torch.equal(y[:, n0:], tail[:, n0:]), f"{what}: the last 64 rows differ from 64-row CTAs"
-        assert torch.equal(ops.cuda_wgmma(x, packed, b, cfg, pdl=True), y), f"{what}: PDL changed bits"
         assert int(locks.abs().sum()) == 0
 
 
@@ -358,8 +320,8 @@ def test_auto_dispatch_on_measured_shapes():
 
 def test_wgmma_auto_dispatch_on_measured_shapes():
     """_CUDA_WGMMA_M: each shape class takes the wgmma GEMM inside its M range and not outside it, nor inside
-    its _CUDA_WGMMA_GAP range (few rows: dequantize + cuBLAS there); 2112x7168 at M = 936 .. 1024 runs the paired
-    config (_CUDA_WGMMA_PAIRED: the mixed grid on 132 SMs)."""
+    its _CUDA_WGMMA_GAP range (few rows: dequantize + cuBLAS there) unless the paired config applies
+    (_CUDA_WGMMA_PAIRED, on a GPU of 132 SMs: 2816x7168 at M = 513 .. 768, 2048x7168 at M = 769 .. 1024)."""
     _wgmma_ext()
     lo, hi = ops._CUDA_WGMMA_GAP["few"]
     assert 256 < lo <= hi < 1024 and set(ops._CUDA_WGMMA_GAP) == {"few"}
@@ -376,10 +338,16 @@ def test_wgmma_auto_dispatch_on_measured_shapes():
             assert (backend == "cuda_wgmma") == wg, f"M={m} {n}x{k}: {backend}"
             if n == 2112 and lo <= m <= hi:
                 assert backend == "dequant_cublas", f"M={m} {n}x{k}: {backend}"
-            if n == 2112 and m > hi and wg and torch.cuda.get_device_properties(DEV).multi_processor_count == 132:
-                assert ops._wgmma_paired_config(x, packed) == ops._CUDA_WGMMA_PAIRED["few"][2], f"M={m}"
-            if m in (50, 300, 33, 40, 256, 700, hi + 1, 1024):
+            if m in (50, 300, 33, 40, 256, 700, hi + 1):
                 assert_matches(ops.w4a16_linear(x, packed), x, w, None, f"auto M={m} {n}x{k} ({backend})")
+    if torch.cuda.get_device_properties(DEV).multi_processor_count == 132:
+        for n, ms in ((2816, (600, 768)), (2048, (1000, 1024))):
+            packed, w = _layer(n, 7168, seed=n + 2)
+            for m in ms:
+                x = _x(m, 7168, torch.bfloat16, m)
+                assert ops._wgmma_paired_config(x, packed) == ops._CUDA_WGMMA_PAIRED["few"][2], f"M={m} {n}x7168"
+                assert ops.w4a16_backend(x, packed) == "cuda_wgmma", f"M={m} {n}x7168"
+                assert_matches(ops.w4a16_linear(x, packed), x, w, None, f"paired M={m} {n}x7168")
 
 
 def test_wgmma_64_and_192_rows():

@@ -384,18 +384,20 @@ def test_wgmma_gap_inside_its_class_range(monkeypatch):
 
 
 def test_wgmma_paired_config_bounds(monkeypatch):
-    """_wgmma_paired_config: the paired config only inside its class's M range and where the 64-row grid it
-    replaces (N / 64 x M / 256 CTAs) fills 7/8 to all of the SMs (132 here, the H200's; 114 an H100 PCIe's)."""
+    """_wgmma_paired_config: the paired config only for N % 128 == 0, inside its class's M range, and where the
+    64-row grid it replaces (N / 64 x M / 256 CTAs) fills 7/8 to all of the SMs (132 here, the H200's; 114 an H100
+    PCIe's); w4a16_backend then takes the wgmma GEMM inside _CUDA_WGMMA_GAP too."""
     from types import SimpleNamespace
 
     lo, hi, cfg = ops._CUDA_WGMMA_PAIRED["few"]
     assert set(ops._CUDA_WGMMA_PAIRED) == {"few"} and 256 < lo <= hi <= ops._CUDA_WGMMA_M["few"][1]
     assert cfg[1] == 2 and cfg[3] == 3  # two K splits summed in pairs: one CTA per 64-row CTA replaced
-    for sms, n, k, m, want in [(132, 2112, 7168, 1024, True), (132, 2112, 7168, hi, True), (132, 2112, 7168, lo, True),
-                               (132, 2112, 7168, lo - 1, False), (132, 2112, 7168, hi + 1, False),
+    for sms, n, k, m, want in [(132, 2048, 7168, 1024, True), (132, 2048, 7168, 769, True), (132, 2048, 7168, 768, False),
+                               (132, 2048, 7168, hi + 1, False), (132, 2112, 7168, 1024, False),
                                (132, 1920, 7168, 1024, True), (132, 1792, 7168, 1024, False),
-                               (132, 2240, 7168, 1024, False), (114, 1792, 7168, 1024, True),
-                               (132, 2112, 1536, 1024, False), (132, 7168, 16384, 1024, False)]:
+                               (114, 1792, 7168, 1024, True), (132, 2816, 7168, 768, True), (132, 2816, 7168, lo, True),
+                               (132, 2816, 7168, lo - 1, False), (132, 2816, 7168, 769, False),
+                               (132, 2048, 1536, 1024, False), (132, 7168, 16384, 1024, False)]:
         monkeypatch.setattr(torch.cuda, "get_device_properties", lambda d, s=sms: SimpleNamespace(multi_processor_count=s))
         got = ops._wgmma_paired_config(torch.empty(m, 0), SimpleNamespace(n=n, k=k))
         assert (got == cfg) if want else got is None, (sms, n, k, m, got)
