@@ -305,7 +305,14 @@ _CUDA_WGMMA_AUTO_SYM: dict[str, dict[int, tuple[int, ...]]] = {"few": {128: (128
 # run 4 gave its last 64 rows to 64-row CTAs over the whole K beside the paired ones (132 CTAs on 2112x7168 at
 # M = 1024), 54.56 / 53.43 us vs the 64-row grid's 53.91 / 52.91 (sym-fp16 / asym-bf16): those CTAs take as long
 # as in the 64-row grid. Not compiled (notes/s39_mixed_grid.patch).
-_CUDA_WGMMA_PAIRED: dict[str, tuple[int, int, tuple[int, ...]]] = {"few": (513, 1024, (256, 2, 3, 3, 128))}
+# Run 5 (same probe; paired (the dispatch now) / 64-row / dequantize + cuBLAS [bf16], us):
+#   2816x7168 M = 520 / 600 / 768: 49.46 / 55.47 / 50.01 [30.20], 45.02 / 50.53 / 50.88 [34.17], 49.23 / 54.98 / 60.34
+#   2560x7168 M = 520 / 600 / 768: 48.85 / 54.76 / 47.42 [29.64], 47.80 / 54.11 / 50.87 [33.39], 47.58 / 54.09 / 57.37
+#   asym-bf16: 2048x7168 M = 800 / 1024: 45.71 / 49.71 / 59.57 [45.23], 44.94 / 54.03 / 55.49 [40.06]
+#              1920x7168 M = 800 / 1024: 48.44 / 52.64 / 50.29 [33.53], 48.75 / 52.67 / 54.02 [40.79]
+# The lower bound: dequantize + cuBLAS wins on 2560x7168 at M = 520 and grows ~0.043 us per row while the paired
+# grid's time stays (3 token tiles): they cross near M = 545 (2816x7168 ties at 520).
+_CUDA_WGMMA_PAIRED: dict[str, tuple[int, int, tuple[int, ...]]] = {"few": (545, 1024, (256, 2, 3, 3, 128))}
 # The paired grid needs this share of the SMs from the 64-row grid it replaces (one CTA each): with fewer
 # CTAs the 64-row row splits K to fill the GPU, which two fixed splits would not.
 _CUDA_WGMMA_PAIRED_MIN_WAVE = 0.875

@@ -321,7 +321,7 @@ def test_auto_dispatch_on_measured_shapes():
 def test_wgmma_auto_dispatch_on_measured_shapes():
     """_CUDA_WGMMA_M: each shape class takes the wgmma GEMM inside its M range and not outside it, nor inside
     its _CUDA_WGMMA_GAP range (few rows: dequantize + cuBLAS there) unless the paired config applies
-    (_CUDA_WGMMA_PAIRED, on a GPU of 132 SMs: 2816x7168 at M = 513 .. 768, 2048x7168 at M = 769 .. 1024)."""
+    (_CUDA_WGMMA_PAIRED, on a GPU of 132 SMs: 2816x7168 at M = 545 .. 768, 2048x7168 at M = 769 .. 1024)."""
     _wgmma_ext()
     lo, hi = ops._CUDA_WGMMA_GAP["few"]
     assert 256 < lo <= hi < 1024 and set(ops._CUDA_WGMMA_GAP) == {"few"}
