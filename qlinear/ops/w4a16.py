@@ -306,8 +306,10 @@ _CUDA_WGMMA_AUTO_SYM: dict[str, dict[int, tuple[int, ...]]] = {"few": {128: (128
 # M = 1024), 54.56 / 53.43 us vs the 64-row grid's 53.91 / 52.91 (sym-fp16 / asym-bf16): those CTAs take as long
 # as in the 64-row grid. Not compiled (notes/s39_mixed_grid.patch).
 # Run 5 (same probe; paired (the dispatch now) / 64-row / dequantize + cuBLAS [bf16], us):
-#   2816x7168 M = 520 / 600 / 768: 49.46 / 55.47 / 50.01 [30.20], 45.02 / 50.53 / 50.88 [34.17], 49.23 / 54.98 / 60.34
-#   2560x7168 M = 520 / 600 / 768: 48.85 / 54.76 / 47.42 [29.64], 47.80 / 54.11 / 50.87 [33.39], 47.58 / 54.09 / 57.37
+#   2816x7168 M = 520 / 600 / 768: 49.46 / 55.47 / 50.01 [30.20], 45.02 / 50.53 / 50.88 [34.17],
+#             49.23 / 54.98 / 60.34 [41.08]
+#   2560x7168 M = 520 / 600 / 768: 48.85 / 54.76 / 47.42 [29.64], 47.80 / 54.11 / 50.87 [33.39],
+#             47.58 / 54.09 / 57.37 [40.18]
 #   asym-bf16: 2048x7168 M = 800 / 1024: 45.71 / 49.71 / 59.57 [45.23], 44.94 / 54.03 / 55.49 [40.06]
 #              1920x7168 M = 800 / 1024: 48.44 / 52.64 / 50.29 [33.53], 48.75 / 52.67 / 54.02 [40.79]
 # The lower bound: dequantize + cuBLAS wins on 2560x7168 at M = 520 and grows ~0.043 us per row while the paired
@@ -1128,11 +1130,11 @@ def cuda_wgmma(
 ) -> torch.Tensor | None:
     """The Hopper wgmma W4A16 GEMM on ``x [M, K]`` (:func:`cuda_wgmma_supported`): ``[M, N]`` in x's
     dtype, or None when the extension is unavailable. ``config`` = (tokens per CTA, K splits, stages[,
-    reduce[, rows[, producer]]]), zeros for the launcher's choice (default: :func:`_wgmma_paired_config`'s where it
-    applies, else the row of the shape class's :data:`_CUDA_WGMMA_AUTO` entry for M (:data:`_CUDA_WGMMA_AUTO_SYM`'s
-    override of that row for a layer without zero points), else all automatic; ``w4a16_wgmma_configs()`` lists the compiled P * 10000 + H *
-    1000 + (tokens / 8) * 10 + stages, H = 0 / 1 / 2 for 128 / 64 / 192 rows, P = 1 with a producer
-    warpgroup). K splits as :func:`cuda_gemm`'s; ``reduce`` says who sums a split's partials: 1 the last
+    reduce[, rows[, producer]]]), zeros for the launcher's choice (default: :func:`_wgmma_paired_config`'s where
+    it applies, else the row of the shape class's :data:`_CUDA_WGMMA_AUTO` entry for M
+    (:data:`_CUDA_WGMMA_AUTO_SYM`'s override of that row for a layer without zero points), else all automatic;
+    ``w4a16_wgmma_configs()`` lists the compiled P * 10000 + H * 1000 + (tokens / 8) * 10 + stages, H = 0 / 1 / 2
+    for 128 / 64 / 192 rows, P = 1 with a producer warpgroup). K splits as :func:`cuda_gemm`'s; ``reduce`` says who sums a split's partials: 1 the last
     CTA of a tile to arrive, 2 all of the tile's CTAs, a share each (launched cooperative, so only where
     the grid fits on the GPU at once), 0 = 2 where it fits. Both sum in split order: the same bits. 3:
     in pairs (an even number of splits, no producer warpgroup): clusters of two CTAs sum their partials

@@ -392,12 +392,14 @@ def test_wgmma_paired_config_bounds(monkeypatch):
     lo, hi, cfg = ops._CUDA_WGMMA_PAIRED["few"]
     assert set(ops._CUDA_WGMMA_PAIRED) == {"few"} and 256 < lo <= hi <= ops._CUDA_WGMMA_M["few"][1]
     assert cfg[1] == 2 and cfg[3] == 3  # two K splits summed in pairs: one CTA per 64-row CTA replaced
-    for sms, n, k, m, want in [(132, 2048, 7168, 1024, True), (132, 2048, 7168, 769, True), (132, 2048, 7168, 768, False),
-                               (132, 2048, 7168, hi + 1, False), (132, 2112, 7168, 1024, False),
-                               (132, 1920, 7168, 1024, True), (132, 1792, 7168, 1024, False),
-                               (114, 1792, 7168, 1024, True), (132, 2816, 7168, 768, True), (132, 2816, 7168, lo, True),
+    for sms, n, k, m, want in [(132, 2048, 7168, 1024, True), (132, 2048, 7168, 769, True),
+                               (132, 2048, 7168, 768, False), (132, 2048, 7168, hi + 1, False),
+                               (132, 2112, 7168, 1024, False), (132, 1920, 7168, 1024, True),
+                               (132, 1792, 7168, 1024, False), (114, 1792, 7168, 1024, True),
+                               (132, 2816, 7168, 768, True), (132, 2816, 7168, lo, True),
                                (132, 2816, 7168, lo - 1, False), (132, 2816, 7168, 769, False),
                                (132, 2048, 1536, 1024, False), (132, 7168, 16384, 1024, False)]:
-        monkeypatch.setattr(torch.cuda, "get_device_properties", lambda d, s=sms: SimpleNamespace(multi_processor_count=s))
+        props = SimpleNamespace(multi_processor_count=sms)
+        monkeypatch.setattr(torch.cuda, "get_device_properties", lambda d, p=props: p)
         got = ops._wgmma_paired_config(torch.empty(m, 0), SimpleNamespace(n=n, k=k))
         assert (got == cfg) if want else got is None, (sms, n, k, m, got)
