@@ -1128,21 +1128,20 @@ def cuda_wgmma(
     config: tuple[int, ...] | None = None,
     pdl: bool | None = None,
 ) -> torch.Tensor | None:
-    """The Hopper wgmma W4A16 GEMM on ``x [M, K]`` (:func:`cuda_wgmma_supported`): ``[M, N]`` in x's
-    dtype, or None when the extension is unavailable. ``config`` = (tokens per CTA, K splits, stages[,
-    reduce[, rows[, producer]]]), zeros for the launcher's choice (default: :func:`_wgmma_paired_config`'s where
-    it applies, else the row of the shape class's :data:`_CUDA_WGMMA_AUTO` entry for M
-    (:data:`_CUDA_WGMMA_AUTO_SYM`'s override of that row for a layer without zero points), else all automatic;
-    ``w4a16_wgmma_configs()`` lists the compiled P * 10000 + H * 1000 + (tokens / 8) * 10 + stages, H = 0 / 1 / 2
-    for 128 / 64 / 192 rows, P = 1 with a producer warpgroup). K splits as :func:`cuda_gemm`'s; ``reduce`` says
-    who sums a split's partials: 1 the last CTA of a tile to arrive, 2 all of the tile's CTAs, a share each
-    (launched cooperative, so only where the grid fits on the GPU at once), 0 = 2 where it fits. Both sum in split order: the same bits. 3:
-    in pairs (an even number of splits, no producer warpgroup): clusters of two CTAs sum their partials
-    through distributed shared memory, then the pair sums are added in pair order (other bits, as
-    deterministic). ``rows``: weight rows per CTA, 128 (0: each warpgroup 64 of them), 64 (both
-    warpgroups the same rows and tokens, each half of every superblock's k-steps) or 192 (three
-    warpgroups of 64 rows). ``producer``: 1 adds a producer warpgroup that issues the shared-memory stage
-    fills (compiled for 128 rows x 256 tokens, 3 stages only: code 10323). ``pdl``: launch with
+    """The Hopper wgmma W4A16 GEMM on ``x [M, K]`` (:func:`cuda_wgmma_supported`): ``[M, N]`` in x's dtype, or None
+    when the extension is unavailable. ``config`` = (tokens per CTA, K splits, stages[, reduce[, rows[,
+    producer]]]), zeros for the launcher's choice (default: :func:`_wgmma_paired_config`'s where it applies, else
+    the row of the shape class's :data:`_CUDA_WGMMA_AUTO` entry for M (:data:`_CUDA_WGMMA_AUTO_SYM`'s override of
+    that row for a layer without zero points), else all automatic; ``w4a16_wgmma_configs()`` lists the compiled P *
+    10000 + H * 1000 + (tokens / 8) * 10 + stages, H = 0 / 1 / 2 for 128 / 64 / 192 rows, P = 1 with a producer
+    warpgroup). K splits as :func:`cuda_gemm`'s; ``reduce`` says who sums a split's partials: 1 the last CTA of a
+    tile to arrive, 2 all of the tile's CTAs, a share each (launched cooperative, so only where the grid fits on the
+    GPU at once), 0 = 2 where it fits. Both sum in split order: the same bits. 3: in pairs (an even number of
+    splits, no producer warpgroup): clusters of two CTAs sum their partials through distributed shared memory, then
+    the pair sums are added in pair order (other bits, as deterministic). ``rows``: weight rows per CTA, 128 (0:
+    each warpgroup 64 of them), 64 (both warpgroups the same rows and tokens, each half of every superblock's
+    k-steps) or 192 (three warpgroups of 64 rows). ``producer``: 1 adds a producer warpgroup that issues the
+    shared-memory stage fills (compiled for 128 rows x 256 tokens, 3 stages only: code 10323). ``pdl``: launch with
     programmatic dependent launch (None: ``qlinear.kernels._pdl.pdl_enabled``).
     """
     if config is not None and (len(tuple(config)) not in (3, 4, 5, 6) or any(int(v) < 0 for v in config)):
