@@ -29,7 +29,8 @@ struct W4GemmConfig {
   int stages = 0;
   int reduce = 0;
   int pdl = 0;
-  int producer = 0;  // wgmma GEMM only: 1 = a producer warpgroup issues the stage fills (w4a16_wgmma.cuh kProd)
+  int producer = 0;  // wgmma GEMM only: 1 = a producer warpgroup issues the stage fills (w4a16_wgmma.cuh kProd);
+                     // 2 = 64-row CTAs whose warpgroups take alternate superblocks (kAlt)
 };
 
 enum class W4GemmSupport : int {

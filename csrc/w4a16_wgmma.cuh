@@ -117,16 +117,18 @@ struct WgParams {
   int pair;  // 1: the K split is summed in pairs (see the header note; a cluster of two CTAs along y)
 };
 
-// Compiled (ROWS, TN, ST[, producer]) as P * 10000 + H * 1000 + (TN / 8) * 10 + ST: H = 0 for 128-row CTAs,
+// Compiled (ROWS, TN, ST[, mode]) as P * 10000 + H * 1000 + (TN / 8) * 10 + ST: H = 0 for 128-row CTAs,
 // 1 for 64 rows (the warpgroups split the k-steps), 2 for 192 rows (three warpgroups of 64); P = 1 adds a
-// producer warpgroup (see kProd in the header note).
-constexpr int kWgCodes[] = {164, 165, 84, 88, 323, 1164, 1323, 2164, 10323};
+// producer warpgroup (see kProd in the header note); P = 2, 64 rows and an even ST: the warpgroups take
+// alternate superblocks instead of halves of each (kAlt in the kernel).
+constexpr int kWgCodes[] = {164, 165, 84, 88, 323, 1164, 1323, 2164, 10323, 21164, 21166};
 
 __host__ __device__ constexpr int wg_code_rows(int code) {
   return code % 10000 >= 2000 ? 192 : (code % 10000 >= 1000 ? 64 : 128);
 }
 __host__ __device__ constexpr int wg_code_tokens(int code) { return code % 1000 / 10 * 8; }
 __host__ __device__ constexpr bool wg_code_producer(int code) { return code / 10000 == 1; }
+__host__ __device__ constexpr bool wg_code_alt(int code) { return code / 10000 == 2; }
 // Threads of a CTA: the MMA warps, and with a producer the extra warpgroup.
 __host__ __device__ constexpr int wg_threads(int rows, bool producer) { return 32 * wg_warps(rows) + (producer ? 128 : 0); }
 // CTAs whose unsplit tiles take wg_store_tile_tma: not 192 rows, whose 168-register CTAs spill with a second
@@ -136,10 +138,11 @@ __host__ __device__ constexpr bool wg_tma_store_rows(int rows) { return rows != 
 template <int C>
 struct WgCode {
   static constexpr int ROWS = wg_code_rows(C), TN = wg_code_tokens(C), ST = C % 10;
-  static constexpr bool PROD = wg_code_producer(C);
-  static_assert((TN == 64 || TN == 128 || TN == 256) && ST >= 2 && C % 10000 / 1000 <= 2 && C / 10000 <= 1 &&
-                    !(PROD && ROWS == 192),
-                "a wgmma code is P * 10000 + H * 1000 + (tokens / 8) * 10 + stages (no producer with 192 rows)");
+  static constexpr bool PROD = wg_code_producer(C), ALT = wg_code_alt(C);
+  static_assert((TN == 64 || TN == 128 || TN == 256) && ST >= 2 && C % 10000 / 1000 <= 2 && C / 10000 <= 2 &&
+                    !(PROD && ROWS == 192) && (!ALT || (ROWS == 64 && ST % 2 == 0)),
+                "a wgmma code is P * 10000 + H * 1000 + (tokens / 8) * 10 + stages (no producer with 192 rows; "
+                "alternate superblocks with 64 rows and an even number of stages only)");
 };
 
 template <size_t L>
@@ -551,7 +554,7 @@ __device__ __forceinline__ void wg_pair_finish(const WgParams& wp, const float (
 
 #endif  // QLINEAR_WGMMA
 
-template <typename XT, int TN, int ST, int ROWS, bool PROD>
+template <typename XT, int TN, int ST, int ROWS, bool PROD, bool ALT>
 __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(const __grid_constant__ WgParams wp) {
 #if QLINEAR_WGMMA
   constexpr int NW = wg_warps(ROWS), NT = 32 * NW;  // MMA warps and their threads
@@ -559,8 +562,14 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
   constexpr int kSync = PROD ? NT : 0;
   // ROWS = 64: warpgroup h takes k-steps 4h .. 4h + 3 of every superblock over the same 64 rows and all
   // TN tokens, and the two tiles are summed at the end (half the dequantization of each warpgroup).
+  // kAlt (ROWS = 64, ST even): warpgroup h takes all k-steps of the superblocks j = h, h + 2, ... instead, in
+  // stages of its own parity (s = j % ST), which its first thread refills: two pipelines that share the
+  // tensor cores and meet only for the final sum. Each superblock's barrier wait, scale loads and release
+  // happen in one warpgroup instead of both.
   constexpr bool kHalf = ROWS == 64;
-  constexpr int NP = kHalf ? 4 : 8;        // k-steps per superblock and warpgroup
+  constexpr bool kAlt = ALT;
+  static_assert(!kAlt || (kHalf && !PROD && ST % 2 == 0), "alternate superblocks: 64 rows, no producer, even ST");
+  constexpr int NP = kHalf && !kAlt ? 4 : 8;  // k-steps per superblock and warpgroup
   constexpr int VA = TN / 2;               // accumulators per thread: m64 x TN per warpgroup
   constexpr int V = kHalf ? VA / 2 : VA;   // values per thread in the summed tile
   constexpr int WS = kHalf ? TN / 2 : TN;  // tokens per warpgroup in the summed tile
@@ -622,7 +631,7 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
   if (tid == 0) {
     for (int s = 0; s < ST; ++s) {
       tma::mbar_init(full0 + 8 * s, 1);
-      tma::mbar_init(empty0 + 8 * s, NW);
+      tma::mbar_init(empty0 + 8 * s, kAlt ? 4 : NW);  // kAlt: the owning warpgroup's 4 warps
     }
     tma::mbar_fence_init();
   }
@@ -649,15 +658,18 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
   // local row of the lane's first A row: 16 (warp % (ROWS / 16)) + g (128 rows: warpgroup 64 + warp
   // 16 + g); with 64 rows, warpgroup h reads x atom h (k-steps 4h ..) and the words' plane half h
   const int r = (warp % (ROWS / 16)) * 16 + g;
-  const uint32_t x_off = kHalf ? static_cast<uint32_t>(warp >> 2) * TN * 128 : 0u;
-  const uint32_t sel = kHalf && warp >= 4 ? 0x7632u : 0x5410u;
+  const uint32_t x_off = kHalf && !kAlt ? static_cast<uint32_t>(warp >> 2) * TN * 128 : 0u;
+  const uint32_t sel = kHalf && !kAlt && warp >= 4 ? 0x7632u : 0x5410u;
+  // kAlt: this warpgroup's first superblock and the step between its superblocks
+  const int j0 = kAlt ? warp >> 2 : 0;
+  constexpr int kJs = kAlt ? 2 : 1;
   uint32_t magic;
   asm("mov.b32 %0, %1;" : "=r"(magic) : "n"(Mma<XT>::kMagic));
   float acc[VA];
 #pragma unroll
   for (int v = 0; v < VA; ++v) acc[v] = 0.f;
   uint32_t a[2][NP][4];
-  WgGroupRaw graw = wg_group_load(p, row0 + r, sb_lo);
+  WgGroupRaw graw = wg_group_load(p, row0 + r, min(sb_lo + j0, p.nsb - 1));
   pdl::wait();
 
   // Superblock j: convert its group values (loaded one superblock ago), load the next superblock's,
@@ -667,7 +679,7 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
     constexpr int B = decltype(buf)::value;
     const int s = j % ST;
     const WgGroupVals gv = wg_group_vals<XT>(graw, p.scale_kind);
-    graw = wg_group_load(p, row0 + r, min(sb_lo + j + 1, p.nsb - 1));
+    graw = wg_group_load(p, row0 + r, min(sb_lo + j + kJs, p.nsb - 1));
     tma::mbar_wait(full0 + 8 * s, static_cast<uint32_t>((j / ST) & 1));
     wg_dequant<XT, NP>(a[B], smem + s * kStage + wg_stage(TN, ROWS).w_off, r, t, gv, magic, sel);
     const uint32_t d0 = wg_desc_lo(ring + s * kStage + x_off);
@@ -680,15 +692,16 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
     for (int i = 0; i < NP; ++i)
 #pragma unroll
       for (int c = 0; c < 4; ++c) keep(a[B ^ 1][i][c]);
-    if (j >= 1) {
-      if (lane == 0) tma::mbar_arrive(empty0 + 8 * ((j - 1) % ST));
-      if (!PROD && tid == 0 && j - 1 + ST < nsb) refill_after(j - 1);
+    if (j >= j0 + kJs) {
+      const int jp = j - kJs;  // this warpgroup's superblock before j: its group is complete
+      if (lane == 0) tma::mbar_arrive(empty0 + 8 * (jp % ST));
+      if (!PROD && tid == (kAlt ? j0 * 128 : 0) && jp + ST < nsb) refill_after(jp);
     }
   };
-  int j = 0;
-  for (; j + 1 < nsb; j += 2) {
+  int j = j0;
+  for (; j + kJs < nsb; j += 2 * kJs) {
     step(std::integral_constant<int, 0>{}, j);
-    step(std::integral_constant<int, 1>{}, j + 1);
+    step(std::integral_constant<int, 1>{}, j + kJs);
   }
   if (j < nsb) step(std::integral_constant<int, 0>{}, j);
   wg_wait<0>();

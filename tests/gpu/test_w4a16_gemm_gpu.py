@@ -61,7 +61,8 @@ def _family(name):
     cfgs = [(c % 1000 // 10 * 8, c % 10, (128, 64, 192)[c % 10000 // 1000], c // 10000)
             for c in C.w4a16_wgmma_configs()]
     assert {rows for _, _, rows, _ in cfgs} == {64, 128, 192}
-    assert {rows for _, _, rows, prod in cfgs if prod} == {128}
+    assert {rows for _, _, rows, prod in cfgs if prod == 1} == {128}
+    assert {rows for _, _, rows, prod in cfgs if prod == 2} == {64}  # warpgroups on alternate superblocks
     return ops.cuda_wgmma, [(lambda s, t=t, st=st, r=r, pr=pr: (t, s, st, 0, r, pr), t) for t, st, r, pr in cfgs]
 
 
@@ -381,6 +382,33 @@ def test_wgmma_64_and_192_rows():
     x = _x(1024, 7168, torch.bfloat16, 14)
     assert_matches(ops.cuda_wgmma(x, packed, None, (256, 1, 3, 0, 64)), x, w, None, "64 rows 2112x7168 M=1024")
     assert int(_splitk.locks(torch.device(DEV)).abs().sum()) == 0
+
+
+def test_wgmma_alternate_superblocks():
+    """Mode 2 of the sixth config field (64-row CTAs, an even number of stages): the two warpgroups take
+    alternate superblocks of the CTA's K range, all k-steps each, instead of halves of every superblock.
+    Against the fp32 reference and the k-step split (the same products summed in another order: close, not
+    bit-equal); K splits of odd length and of one superblock (the second warpgroup has none), every reduction
+    (last arrival, spread, pairs), a shifted last token tile, ragged N, bias, fp16 / bf16, zero points or none;
+    PDL changes no bit, and the counters are left zeroed."""
+    _wgmma_ext()
+    locks = _splitk.locks(torch.device(DEV))
+    bf, hf = torch.bfloat16, torch.float16
+    cases = [(2112, 7168, 128, bf, False, (128, 4, 4, 3)), (2112, 7168, 100, hf, True, (128, 4, 6, 3)),
+             (300, 2176, 200, bf, True, (128, 2, 4, 1)), (256, 1024, 130, hf, False, (128, 8, 6, 2)),
+             (1000, 4096, 300, bf, True, (128, 1, 4, 0)), (64, 3072, 33, bf, False, (128, 3, 4, 1))]
+    for n, k, m, dt, asym, cfg in cases:
+        packed, w = _layer(n, k, 128, asym, torch.float16 if dt == hf else bf, seed=n + m + 7)
+        x = _x(m, k, dt, m + 3)
+        b = torch.randn(n, device=DEV).to(dt) if m % 2 == 0 else None
+        what = f"alternate superblocks {n}x{k} M={m} {cfg}"
+        alt = ops.cuda_wgmma(x, packed, b, cfg + (64, 2), pdl=False)
+        want = assert_matches(alt, x, w, b, what)
+        halves = ops.cuda_wgmma(x, packed, b, (cfg[0], cfg[1], 4, cfg[3], 64, 0), pdl=False)  # 4 stages compiled
+        diff = ((alt.float() - halves.float()).norm() / want.norm()).item()
+        assert diff <= 2e-3, f"{what}: differs from the k-step split by {diff:.2e}"
+        assert torch.equal(ops.cuda_wgmma(x, packed, b, cfg + (64, 2), pdl=True), alt), f"{what}: PDL changed bits"
+        assert int(locks.abs().sum()) == 0
 
 
 def test_wgmma_pdl_chain_in_a_graph():
