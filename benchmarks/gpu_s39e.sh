@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 39 run 5 at 85392e7.
 # Session 39 run 5: the paired few-row config (_CUDA_WGMMA_PAIRED: 128-row x 256-token CTAs over two K splits summed
 # in pairs where N % 128 == 0 and the 64-row grid fills 7/8 of the SMs or more, also inside _CUDA_WGMMA_GAP). The
 # wgmma and W4A16 dispatch GPU tests; the probe on the shapes it now takes against the 64-row config and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 39 run 6 at 0471b3e.
 # Session 39 run 6: 64-row CTAs whose warpgroups take alternate superblocks (mode 2, codes 21164 / 21166) against
 # the k-step split on 2112x7168 at M = 100 / 128 (the symmetric few-row row at M <= 128: 128 tokens, 4 splits in
 # pairs). The wgmma GPU tests (every compiled config, the new mode's test); the probe for both layer kinds; then,

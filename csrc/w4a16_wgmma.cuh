@@ -20,6 +20,11 @@
 //               33 x 4 CTAs of 256 tokens, one full wave on 132 SMs, where 128-row tiles give
 //               17 x 4 = 68 (half the GPU idle; a K split to fill it makes 136, two waves). They read x
 //               twice as often per weight row, which loses on short rows (24576x1536).
+//               Mode 2 (kAlt, 128 tokens, 4 or 6 stages): warpgroup h takes all k-steps of every other
+//               superblock instead (h, h + 2, ...), in stages of its own that its first thread refills. Each
+//               superblock's barrier wait, scale loads and release then happen in one warpgroup, not both:
+//               2112x7168 at M = 128 13.27 us against 14.73 (session 39 run 6; qlinear/ops/w4a16.py
+//               _CUDA_WGMMA_AUTO).
 // Each weight is dequantized once per CTA in every shape. Grid (row tiles, splits, token tiles).
 //
 // A fragments without a k permutation: wgmma's A slots of lane (g, t) are k = 2t, 2t + 1 (registers

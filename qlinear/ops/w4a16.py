@@ -269,8 +269,17 @@ _CUDA_WGMMA_GAP: dict[str, tuple[int, int]] = {"few": (513, 935)}
 # a stage refilled once both CTAs released it) lost in every form: 57.94 at best (relaxed cross-CTA arrivals, a
 # producer warpgroup) against 52.68 for the row [bf16 44.82]; releasing arrivals cost a MEMBAR.ALL.GPU per warp and
 # superblock (77.47). Not compiled (notes/s38_x_multicast.patch).
+# Session 39 run 6 (benchmarks/results/session39/run6, probe_w4a16_gemm.py --rotate-x, 2112x7168, us): the 64-row
+# CTAs' warpgroups on alternate superblocks (sixth field 2, csrc/w4a16_wgmma.cuh kAlt), 128 tokens, 4 splits in
+# pairs, against the few row at M <= 128 then (symmetric: the same tiles with the k-steps split, 4 stages;
+# asymmetric: the launcher's 128 x 128 tiles, 7 spread splits) [bf16]:
+#   sym-fp16  M = 100 / 128: 6 stages 13.88 / 13.27, 4 stages 14.47 / 14.05, spread (reduce 2) 14.30 / 14.58 vs
+#             15.15 / 14.73 [15.19 / 14.46]
+#   asym-bf16 M = 100 / 128: 6 stages 14.01 / 13.34, 4 stages 14.61 / 14.19 vs 14.79 / 14.71 [15.30 / 14.47]
+#   bench_linear --format w4a16 (GPTQ sym, the row set to 6 stages): M = 128 13.21 vs bf16 14.65 (was 14.51-14.68)
+# -> one row for both layer kinds (the symmetric override below is gone).
 _CUDA_WGMMA_AUTO: dict[str, tuple[tuple[int, tuple[int, ...]], ...]] = {
-    "few": ((64, (64, 0, 4)), (128, (0, 0, 0)), (1024, (256, 0, 3, 0, 64))),
+    "few": ((64, (64, 0, 4)), (128, (128, 4, 6, 3, 64, 2)), (1024, (256, 0, 3, 0, 64))),
     "short": ((256, (128, 0, 4, 0, 192)), (1024, (256, 0, 3, 0, 128, 1))),
     "many": ((64, (0, 0, 0)), (128, (128, 0, 4, 0, 192)), (1024, (256, 0, 3, 0, 128, 1))),
 }
@@ -293,7 +302,10 @@ _CUDA_WGMMA_AUTO: dict[str, tuple[tuple[int, tuple[int, ...]], ...]] = {
 # launch's CTAs stream beside this one's (as the TMA ring's early trigger does at M = 9 .. 16): M = 100 / 128
 # 15.81 / 15.72 vs this row 14.92 / 14.60 [bf16 15.03 / 14.37]. Waiting for each superblock's wgmmas before the
 # next dequantize costs more than the overlap gains; not compiled (notes/s37_wgmma_two_per_sm.patch).
-_CUDA_WGMMA_AUTO_SYM: dict[str, dict[int, tuple[int, ...]]] = {"few": {128: (128, 4, 4, 3, 64)}}
+# Session 39 run 6 (above _CUDA_WGMMA_AUTO): the common few row at M <= 128 now sums its K split in pairs for both
+# layer kinds, on warpgroups that take alternate superblocks, and beats this override (128, 4, 4, 3, 64) on both:
+# no override left.
+_CUDA_WGMMA_AUTO_SYM: dict[str, dict[int, tuple[int, ...]]] = {}
 # Where a shape class's _CUDA_WGMMA_AUTO row (or, inside _CUDA_WGMMA_GAP, dequantize + cuBLAS) would run 64-row
 # CTAs unsplit in nearly one wave, (min_m, max_m, config) runs the same number of CTAs of the same products as
 # 128-row x 256-token CTAs over two K splits summed in pairs; only for N % 128 == 0 (_wgmma_paired_config says
