@@ -700,7 +700,7 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
     if (j >= j0 + kJs) {
       const int jp = j - kJs;  // this warpgroup's superblock before j: its group is complete
       if (lane == 0) tma::mbar_arrive(empty0 + 8 * (jp % ST));
-      if (!PROD && tid == (kAlt ? j0 * 128 : 0) && jp + ST < nsb) refill_after(jp);
+      if (!PROD && tid == j0 * 128 && jp + ST < nsb) refill_after(jp);  // warpgroup j0's first thread
     }
   };
   int j = j0;

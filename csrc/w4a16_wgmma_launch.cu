@@ -16,8 +16,8 @@ using w4a16g::WgParams;
 // every superblock's k-steps; the CTA has 8 warps) or 12 (192 rows, three warpgroups).
 int wg_rows(const W4GemmConfig& c) { return c.warps * 16; }
 int wg_code(const W4GemmConfig& c) {
-  return (c.producer == 1 ? 10000 : (c.producer == 2 ? 20000 : 0)) + (c.warps == 4 ? 1000 : (c.warps == 12 ? 2000 : 0)) + (c.tokens / 8) * 10 +
-         c.stages;
+  // P = c.producer (0 / 1 / 2; another value gives a code that is not listed: refused)
+  return c.producer * 10000 + (c.warps == 4 ? 1000 : (c.warps == 12 ? 2000 : 0)) + (c.tokens / 8) * 10 + c.stages;
 }
 
 int64_t wg_tiles(const W4GemvArgs& a, const W4GemmConfig& c) {
