@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 40 run 1 at 5a570a8 (mode 3 reverted after it; notes/s40_own_rings.patch).
 # Session 40 run 1: 64-row CTAs whose warpgroups keep their half of every superblock in a stage ring of their own
 # (mode 3, codes 31166 / 31324 / 31326) against the k-step split with one shared ring (the few-row row at
 # M <= 1024: 256 tokens, 3 stages) on 2112x7168 at M = 768 / 1024, and against mode 2 at M = 100 / 128. The wgmma

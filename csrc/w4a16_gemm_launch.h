@@ -30,8 +30,7 @@ struct W4GemmConfig {
   int reduce = 0;
   int pdl = 0;
   int producer = 0;  // wgmma GEMM only: 1 = a producer warpgroup issues the stage fills (w4a16_wgmma.cuh kProd);
-                     // 2 = 64-row CTAs whose warpgroups take alternate superblocks (kAlt); 3 = 64-row CTAs
-                     // whose warpgroups each keep their half of every superblock in a ring of their own (kOwn)
+                     // 2 = 64-row CTAs whose warpgroups take alternate superblocks (kAlt)
 };
 
 enum class W4GemmSupport : int {

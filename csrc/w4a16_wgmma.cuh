@@ -96,18 +96,17 @@ namespace w4a16g {
 // Warps per CTA for ROWS weight rows: 8 (two warpgroups) for 64 and 128 rows, 12 (three) for 192.
 __host__ __device__ constexpr int wg_warps(int rows) { return rows == 192 ? 12 : 8; }
 
-// Byte layout of one stage for TN tokens and ROWS weight rows: x atoms (both 64-k halves of the superblock, or
-// with kOwn the one half its warpgroup multiplies), then the weight rows; bytes rounded to 1024 so that every
-// stage's x atoms stay 1024-byte aligned.
+// Byte layout of one stage for TN tokens and ROWS weight rows: x atoms, then the weight rows; bytes
+// rounded to 1024 so that every stage's x atoms stay 1024-byte aligned.
 struct WgStage {
   int w_off, bytes;
 };
-__host__ __device__ constexpr WgStage wg_stage(int tn, int rows, int atoms = 2) {
-  return WgStage{tn * 128 * atoms, (tn * 128 * atoms + rows * 64 + 1023) / 1024 * 1024};
+__host__ __device__ constexpr WgStage wg_stage(int tn, int rows) {
+  return WgStage{tn * 256, (tn * 256 + rows * 64 + 1023) / 1024 * 1024};
 }
 // Dynamic shared memory of a launch: ST stages, 2 ST mbarriers, the slack to align the ring to 1024.
-__host__ __device__ constexpr int wg_smem_bytes(int tn, int st, int rows, int atoms = 2) {
-  return st * wg_stage(tn, rows, atoms).bytes + 16 * st + 1024;
+__host__ __device__ constexpr int wg_smem_bytes(int tn, int st, int rows) {
+  return st * wg_stage(tn, rows).bytes + 16 * st + 1024;
 }
 
 // The kernel's parameters: the two tensor maps (CUtensorMap brings its own 128-byte alignment; TMA
@@ -126,9 +125,8 @@ struct WgParams {
 // Compiled (ROWS, TN, ST[, mode]) as P * 10000 + H * 1000 + (TN / 8) * 10 + ST: H = 0 for 128-row CTAs,
 // 1 for 64 rows (the warpgroups split the k-steps), 2 for 192 rows (three warpgroups of 64); P = 1 adds a
 // producer warpgroup (see kProd in the header note); P = 2, 64 rows and an even ST: the warpgroups take
-// alternate superblocks instead of halves of each (kAlt in the kernel); P = 3, 64 rows and an even ST: each
-// warpgroup keeps its half of every superblock in a ring of ST / 2 stages of its own (kOwn in the kernel).
-constexpr int kWgCodes[] = {164, 165, 84, 88, 323, 1164, 1323, 2164, 10323, 21164, 21166, 31166, 31324, 31326};
+// alternate superblocks instead of halves of each (kAlt in the kernel).
+constexpr int kWgCodes[] = {164, 165, 84, 88, 323, 1164, 1323, 2164, 10323, 21164, 21166};
 
 __host__ __device__ constexpr int wg_code_rows(int code) {
   return code % 10000 >= 2000 ? 192 : (code % 10000 >= 1000 ? 64 : 128);
@@ -136,9 +134,6 @@ __host__ __device__ constexpr int wg_code_rows(int code) {
 __host__ __device__ constexpr int wg_code_tokens(int code) { return code % 1000 / 10 * 8; }
 __host__ __device__ constexpr bool wg_code_producer(int code) { return code / 10000 == 1; }
 __host__ __device__ constexpr bool wg_code_alt(int code) { return code / 10000 == 2; }
-__host__ __device__ constexpr bool wg_code_own(int code) { return code / 10000 == 3; }
-// 64-k x atoms per stage: 1 where each warpgroup has a ring of its own (kOwn), else 2
-__host__ __device__ constexpr int wg_code_atoms(int code) { return wg_code_own(code) ? 1 : 2; }
 // Threads of a CTA: the MMA warps, and with a producer the extra warpgroup.
 __host__ __device__ constexpr int wg_threads(int rows, bool producer) { return 32 * wg_warps(rows) + (producer ? 128 : 0); }
 // CTAs whose unsplit tiles take wg_store_tile_tma: not 192 rows, whose 168-register CTAs spill with a second
@@ -148,19 +143,17 @@ __host__ __device__ constexpr bool wg_tma_store_rows(int rows) { return rows != 
 template <int C>
 struct WgCode {
   static constexpr int ROWS = wg_code_rows(C), TN = wg_code_tokens(C), ST = C % 10;
-  static constexpr bool PROD = wg_code_producer(C), ALT = wg_code_alt(C), OWN = wg_code_own(C);
-  static constexpr int ATOMS = wg_code_atoms(C);
-  static_assert((TN == 64 || TN == 128 || TN == 256) && ST >= 2 && C % 10000 / 1000 <= 2 && C / 10000 <= 3 &&
-                    !(PROD && ROWS == 192) && (!(ALT || OWN) || (ROWS == 64 && ST % 2 == 0)),
+  static constexpr bool PROD = wg_code_producer(C), ALT = wg_code_alt(C);
+  static_assert((TN == 64 || TN == 128 || TN == 256) && ST >= 2 && C % 10000 / 1000 <= 2 && C / 10000 <= 2 &&
+                    !(PROD && ROWS == 192) && (!ALT || (ROWS == 64 && ST % 2 == 0)),
                 "a wgmma code is P * 10000 + H * 1000 + (tokens / 8) * 10 + stages (no producer with 192 rows; "
-                "alternate superblocks and rings per warpgroup with 64 rows and an even number of stages only)");
+                "alternate superblocks with 64 rows and an even number of stages only)");
 };
 
 template <size_t L>
 constexpr bool wg_codes_fit(const int (&codes)[L]) {
   for (size_t i = 0; i < L; ++i)
-    if (static_cast<size_t>(wg_smem_bytes(wg_code_tokens(codes[i]), codes[i] % 10, wg_code_rows(codes[i]),
-                                          wg_code_atoms(codes[i]))) >
+    if (static_cast<size_t>(wg_smem_bytes(wg_code_tokens(codes[i]), codes[i] % 10, wg_code_rows(codes[i]))) >
         kSm90SmemOptin)
       return false;
   return true;
@@ -566,7 +559,7 @@ __device__ __forceinline__ void wg_pair_finish(const WgParams& wp, const float (
 
 #endif  // QLINEAR_WGMMA
 
-template <typename XT, int TN, int ST, int ROWS, bool PROD, bool ALT, bool OWN>
+template <typename XT, int TN, int ST, int ROWS, bool PROD, bool ALT>
 __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(const __grid_constant__ WgParams wp) {
 #if QLINEAR_WGMMA
   constexpr int NW = wg_warps(ROWS), NT = 32 * NW;  // MMA warps and their threads
@@ -578,25 +571,16 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
   // stages of its own parity (s = j % ST), which its first thread refills: two pipelines that share the
   // tensor cores and meet only for the final sum. Each superblock's barrier wait, scale loads and release
   // happen in one warpgroup instead of both.
-  // kOwn (ROWS = 64, ST even): the k-step split, but warpgroup h's half of every superblock (x atom h and the
-  // weight rows) has a stage in a ring of ST / 2 of its own, with its own barriers, refilled by its own first
-  // thread: 256-token stages hold one atom, so 3 + 3 fit where kAlt's whole superblocks would need 4 (a 64-row
-  // warpgroup then never waits for the other to release a stage, nor for thread 0 to refill it).
   constexpr bool kHalf = ROWS == 64;
-  constexpr bool kAlt = ALT, kOwn = OWN;
+  constexpr bool kAlt = ALT;
   static_assert(!kAlt || (kHalf && !PROD && ST % 2 == 0), "alternate superblocks: 64 rows, no producer, even ST");
-  static_assert(!kOwn || (kHalf && !PROD && !kAlt && ST % 2 == 0), "rings per warpgroup: 64 rows, no producer, even ST");
   constexpr int NP = kHalf && !kAlt ? 4 : 8;  // k-steps per superblock and warpgroup
-  constexpr int kAtoms = kOwn ? 1 : 2;        // 64-k x atoms per stage
-  constexpr int SR = kOwn ? ST / 2 : ST;      // stages of a ring (kOwn: one ring per warpgroup)
   constexpr int VA = TN / 2;               // accumulators per thread: m64 x TN per warpgroup
   constexpr int V = kHalf ? VA / 2 : VA;   // values per thread in the summed tile
   constexpr int WS = kHalf ? TN / 2 : TN;  // tokens per warpgroup in the summed tile
   static_assert(ST >= 2, "a stage is released one superblock after its use");
-  static_assert(wg_tile_bytes(V, NW) <= ST * wg_stage(TN, ROWS, kAtoms).bytes,
-                "the staged output tile must fit in the ring");
-  constexpr uint32_t kStage = wg_stage(TN, ROWS, kAtoms).bytes;
-  constexpr int kWOff = wg_stage(TN, ROWS, kAtoms).w_off;
+  static_assert(wg_tile_bytes(V, NW) <= ST * wg_stage(TN, ROWS).bytes, "the staged output tile must fit in the ring");
+  constexpr uint32_t kStage = wg_stage(TN, ROWS).bytes;
   extern __shared__ __align__(16) unsigned char wg_smem_raw[];
   const uint32_t raw = static_cast<uint32_t>(__cvta_generic_to_shared(wg_smem_raw));
   const uint32_t ring = (raw + 1023u) & ~1023u;  // 128-byte swizzle atoms need 1024-byte alignment
@@ -606,8 +590,6 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
   const Params& p = gp.p;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int row0 = blockIdx.x * ROWS;
-  // kOwn: the first stage of this warpgroup's ring (the fill helpers run in the ring's own first thread)
-  const int ring_lo = kOwn ? (warp >> 2) * SR : 0;
   // A last token tile that ends past M computes the TN tokens that end at M instead (where M >= TN) and stores
   // only its own, [tok_own, M): with x boxes partly past M (TMA's zero fill), the GEMM took up to twice as long.
   // Session 38 runs 6-7 (probe_w4a16_gemm.py, x rotated, us, before -> after): 2112x7168 64-row CTAs M = 520 /
@@ -620,39 +602,31 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
   const int sb_lo = blockIdx.y * gp.sb_per_split;
   const int nsb = min(sb_lo + gp.sb_per_split, p.nsb) - sb_lo;  // superblocks of this CTA
 
-  // superblock j's stage and the parity of its barriers' phase for this use
-  auto stage_of = [&](int j) { return ring_lo + j % SR; };
-  auto phase_of = [&](int j) { return static_cast<uint32_t>((j / SR) & 1); };
-  // superblock j into its stage (thread 0 only; kOwn: the ring's first thread, its warpgroup's atom): the
-  // weight rows (with the stage's byte count), then x
+  // superblock j into its stage (thread 0 only): the weight rows (with the stage's byte count), then x
   auto fill_w = [&](int j) {
-    const int s = stage_of(j);
+    const int s = j % ST;
     const uint32_t st = ring + s * kStage, bar = full0 + 8 * s;
-    tma::mbar_arrive_tx(bar, static_cast<uint32_t>(kAtoms * TN * 128 + ROWS * 64));
-    tma::tensor_copy_2d(st + kWOff, &wp.wmap, (sb_lo + j) * 16, row0, bar);
+    tma::mbar_arrive_tx(bar, static_cast<uint32_t>(TN * 256 + ROWS * 64));
+    tma::tensor_copy_2d(st + wg_stage(TN, ROWS).w_off, &wp.wmap, (sb_lo + j) * 16, row0, bar);
   };
   auto fill_x = [&](int j) {
-    const int s = stage_of(j);
+    const int s = j % ST;
     const uint32_t st = ring + s * kStage, bar = full0 + 8 * s;
     const int sb = sb_lo + j;
-    if constexpr (kOwn) {
-      tma::tensor_copy_2d(st, &wp.xmap, sb * 128 + (warp >> 2) * 64, tok0, bar);
-    } else {
-      tma::tensor_copy_2d(st, &wp.xmap, sb * 128, tok0, bar);
-      tma::tensor_copy_2d(st + TN * 128, &wp.xmap, sb * 128 + 64, tok0, bar);
-    }
+    tma::tensor_copy_2d(st, &wp.xmap, sb * 128, tok0, bar);
+    tma::tensor_copy_2d(st + TN * 128, &wp.xmap, sb * 128 + 64, tok0, bar);
   };
-  // the first SR superblocks (the weights before griddepcontrol.wait, x after it); superblock j + SR into
-  // superblock j's stage once every MMA warp that reads it has released it
+  // the first ST superblocks (the weights before griddepcontrol.wait, x after it); superblock j + ST into
+  // superblock j's stage once every MMA warp has released it
   auto fill_first = [&] {
-    for (int j = 0; j < SR && j < nsb; ++j) fill_w(j);
+    for (int j = 0; j < ST && j < nsb; ++j) fill_w(j);
     pdl::wait();
-    for (int j = 0; j < SR && j < nsb; ++j) fill_x(j);
+    for (int j = 0; j < ST && j < nsb; ++j) fill_x(j);
   };
   auto refill_after = [&](int j) {
-    tma::mbar_wait(empty0 + 8 * stage_of(j), phase_of(j));
-    fill_w(j + SR);
-    fill_x(j + SR);
+    tma::mbar_wait(empty0 + 8 * (j % ST), static_cast<uint32_t>((j / ST) & 1));
+    fill_w(j + ST);
+    fill_x(j + ST);
   };
   // Programmatic dependent launch (when the launcher asks for it): the next grid may be scheduled at
   // once (its CTAs take SMs this grid leaves idle or frees). The first stages' weights, scales and
@@ -662,7 +636,7 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
   if (tid == 0) {
     for (int s = 0; s < ST; ++s) {
       tma::mbar_init(full0 + 8 * s, 1);
-      tma::mbar_init(empty0 + 8 * s, kAlt || kOwn ? 4 : NW);  // kAlt, kOwn: the owning warpgroup's 4 warps
+      tma::mbar_init(empty0 + 8 * s, kAlt ? 4 : NW);  // kAlt: the owning warpgroup's 4 warps
     }
     tma::mbar_fence_init();
   }
@@ -681,7 +655,7 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
       return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;" ::: "memory");
-  } else if (tid == 0 || (kOwn && tid == 128)) {
+  } else if (tid == 0) {
     fill_first();
   }
 
@@ -689,7 +663,7 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
   // local row of the lane's first A row: 16 (warp % (ROWS / 16)) + g (128 rows: warpgroup 64 + warp
   // 16 + g); with 64 rows, warpgroup h reads x atom h (k-steps 4h ..) and the words' plane half h
   const int r = (warp % (ROWS / 16)) * 16 + g;
-  const uint32_t x_off = kHalf && !kAlt && !kOwn ? static_cast<uint32_t>(warp >> 2) * TN * 128 : 0u;
+  const uint32_t x_off = kHalf && !kAlt ? static_cast<uint32_t>(warp >> 2) * TN * 128 : 0u;
   const uint32_t sel = kHalf && !kAlt && warp >= 4 ? 0x7632u : 0x5410u;
   // kAlt: this warpgroup's first superblock and the step between its superblocks
   const int j0 = kAlt ? warp >> 2 : 0;
@@ -708,11 +682,11 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
   // group and release its stage.
   auto step = [&](auto buf, int j) {
     constexpr int B = decltype(buf)::value;
-    const int s = stage_of(j);
+    const int s = j % ST;
     const WgGroupVals gv = wg_group_vals<XT>(graw, p.scale_kind);
     graw = wg_group_load(p, row0 + r, min(sb_lo + j + kJs, p.nsb - 1));
-    tma::mbar_wait(full0 + 8 * s, phase_of(j));
-    wg_dequant<XT, NP>(a[B], smem + s * kStage + kWOff, r, t, gv, magic, sel);
+    tma::mbar_wait(full0 + 8 * s, static_cast<uint32_t>((j / ST) & 1));
+    wg_dequant<XT, NP>(a[B], smem + s * kStage + wg_stage(TN, ROWS).w_off, r, t, gv, magic, sel);
     const uint32_t d0 = wg_desc_lo(ring + s * kStage + x_off);
     wg_fence();
 #pragma unroll
@@ -725,9 +699,8 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
       for (int c = 0; c < 4; ++c) keep(a[B ^ 1][i][c]);
     if (j >= j0 + kJs) {
       const int jp = j - kJs;  // this warpgroup's superblock before j: its group is complete
-      if (lane == 0) tma::mbar_arrive(empty0 + 8 * stage_of(jp));
-      // thread 0, or with kAlt / kOwn this warpgroup's first thread
-      if (!PROD && tid == (kAlt || kOwn ? (warp >> 2) * 128 : 0) && jp + SR < nsb) refill_after(jp);
+      if (lane == 0) tma::mbar_arrive(empty0 + 8 * (jp % ST));
+      if (!PROD && tid == j0 * 128 && jp + ST < nsb) refill_after(jp);  // warpgroup j0's first thread
     }
   };
   int j = j0;

@@ -63,7 +63,6 @@ def _family(name):
     assert {rows for _, _, rows, _ in cfgs} == {64, 128, 192}
     assert {rows for _, _, rows, prod in cfgs if prod == 1} == {128}
     assert {rows for _, _, rows, prod in cfgs if prod == 2} == {64}  # warpgroups on alternate superblocks
-    assert {rows for _, _, rows, prod in cfgs if prod == 3} == {64}  # a stage ring per warpgroup
     return ops.cuda_wgmma, [(lambda s, t=t, st=st, r=r, pr=pr: (t, s, st, 0, r, pr), t) for t, st, r, pr in cfgs]
 
 
@@ -409,34 +408,6 @@ def test_wgmma_alternate_superblocks():
         diff = ((alt.float() - halves.float()).norm() / want.norm()).item()
         assert diff <= 2e-3, f"{what}: differs from the k-step split by {diff:.2e}"
         assert torch.equal(ops.cuda_wgmma(x, packed, b, cfg + (64, 2), pdl=True), alt), f"{what}: PDL changed bits"
-        assert int(locks.abs().sum()) == 0
-
-
-def test_wgmma_rings_per_warpgroup():
-    """Mode 3 of the sixth config field (64-row CTAs, an even number of stages): each warpgroup keeps its half of
-    every superblock (its x atom and the weight rows) in a ring of its own. The products and their order are the
-    k-step split's, so the output must be bit-equal to it (and match the fp32 reference): 256 and 128 tokens,
-    K splits of odd length and of one superblock, every reduction (last arrival, spread, pairs), a shifted last
-    token tile, ragged N, bias, fp16 / bf16, zero points or none, PDL on and off; the counters are left zeroed."""
-    _wgmma_ext()
-    locks = _splitk.locks(torch.device(DEV))
-    bf, hf = torch.bfloat16, torch.float16
-    # (n, k, m, dtype, zero points, (tokens, splits, reduce), own stages, k-step split stages)
-    cases = [(2112, 7168, 1024, bf, False, (256, 1, 0), 6, 3), (2112, 7168, 1000, hf, True, (256, 1, 0), 4, 3),
-             (2112, 7168, 128, bf, True, (128, 4, 3), 6, 4), (300, 2176, 300, bf, True, (256, 2, 1), 6, 3),
-             (256, 1024, 130, hf, False, (128, 8, 2), 6, 4), (1000, 4096, 520, bf, False, (256, 3, 1), 4, 3),
-             (64, 3072, 33, hf, True, (128, 3, 1), 6, 4)]
-    for n, k, m, dt, asym, (tokens, splits, reduce), st, st_half in cases:
-        packed, w = _layer(n, k, 128, asym, torch.float16 if dt == hf else bf, seed=n + m + 11)
-        x = _x(m, k, dt, m + 5)
-        b = torch.randn(n, device=DEV).to(dt) if m % 2 == 0 else None
-        what = f"rings per warpgroup {n}x{k} M={m} {(tokens, splits, st, reduce)}"
-        own = ops.cuda_wgmma(x, packed, b, (tokens, splits, st, reduce, 64, 3), pdl=False)
-        assert_matches(own, x, w, b, what)
-        halves = ops.cuda_wgmma(x, packed, b, (tokens, splits, st_half, reduce, 64, 0), pdl=False)
-        assert torch.equal(own, halves), f"{what}: not bit-equal to the k-step split"
-        assert torch.equal(ops.cuda_wgmma(x, packed, b, (tokens, splits, st, reduce, 64, 3), pdl=True), own), \
-            f"{what}: PDL changed bits"
         assert int(locks.abs().sum()) == 0
 
 
