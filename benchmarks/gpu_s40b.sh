@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Session 40 run 2: 256-token CTAs whose stages hold half the tokens of a superblock (mode 4, codes 40325 / 41325 /
+# 41326: each half multiplied by its own m64n128 wgmma group and released when that group completes, so the ring
+# keeps about twice as much x in flight ahead) against the one-stage-per-superblock ring: 2112x7168 at M = 768 /
+# 1024 with 64-row CTAs (the few-row row), 2048x7168 at M = 1024 in pairs of 128-row CTAs (the paired row), and
+# 24576x1536 / 7168x16384 at M = 1024 against the producer row. The wgmma GPU tests (every compiled config, the
+# new mode's bit-equality test); then, if a mode-4 64-row config beat the row at M = 1024 on both layers,
+# bench_linear --format w4a16 with it as the few-row row at M <= 1024 (_CUDA_WGMMA_AUTO["few"], set before the
+# benchmark runs: what committing it would give).
+#   (device, carry build/snap) cd build/snap && OUT=$OUT bash benchmarks/gpu_s40b.sh
+: "${OUT:?}"
+source "$(dirname "$0")/_gpu_build.sh"
+gpu_run_start s40b
+gpu_pytest wg_tests 200 tests/gpu/test_w4a16_gemm_gpu.py -k "wgmma"
+for layer in sym-fp16 asym-bf16; do
+  gpu_probe "tok2_$layer" 200 "GEMM M|rror|Traceback" benchmarks/probe_w4a16_gemm.py --family wgmma \
+      --shapes 2112x7168 --ms 768 1024 --layer "$layer" --rotate-x --tokens 999 \
+      --wg-configs "256,0,3,0,64" "256,0,6,0,64,4" "256,0,5,0,64,4"
+done
+gpu_probe tok2_paired 120 "GEMM M|rror|Traceback" benchmarks/probe_w4a16_gemm.py --family wgmma \
+    --shapes 2048x7168 --ms 1024 --layer sym-fp16 --rotate-x --tokens 999 \
+    --wg-configs "256,2,3,3,128" "256,2,5,3,128,4"
+gpu_probe tok2_wide 200 "GEMM M|rror|Traceback" benchmarks/probe_w4a16_gemm.py --family wgmma \
+    --shapes 24576x1536,7168x16384 --ms 1024 --layer sym-fp16 --rotate-x --tokens 999 \
+    --wg-configs "256,0,3,0,128,1" "256,0,5,0,128,4"
+choice=$(python - "$OUT/tok2_sym-fp16.log" "$OUT/tok2_asym-bf16.log" <<'PY'
+import re, sys
+wins = []
+for path in sys.argv[1:]:
+    t = {}
+    for ln in open(path):
+        m = re.match(r"GEMM M=(\d+) 2112x7168\s+wg (\S+)\s+([\d.]+) us", ln)
+        if m:
+            t.setdefault(m.group(2), {})[int(m.group(1))] = float(m.group(3))
+    row = t.get("256,0,3,0,64", {}).get(1024)
+    wins.append({c: v[1024] for c, v in t.items() if c.endswith(",4") and row and v.get(1024, 1e9) < row})
+both = set(wins[0]).intersection(*wins[1:]) if wins else set()
+print(min(both, key=lambda c: sum(w[c] for w in wins)) if both else "")
+PY
+)
+echo "mode-4 config chosen for bench_linear: '${choice}'"
+if [ -n "$choice" ] && grep -q " passed" "$OUT/wg_tests.txt" && ! grep -qE "failed|error" "$OUT/wg_tests.txt"; then
+  mkdir -p "$DEST/linear"
+  timeout 200 python - "$choice" "$DEST/linear" <<'PY' 2>&1 | tee "$OUT/bench_linear.log" | tail -n 30
+import runpy, sys
+sys.path.insert(0, ".")
+from qlinear.ops import w4a16 as ops
+rows = list(ops._CUDA_WGMMA_AUTO["few"])
+rows[-1] = (rows[-1][0], tuple(int(v) for v in sys.argv[1].split(",")))
+ops._CUDA_WGMMA_AUTO["few"] = tuple(rows)
+print("few-row rows:", ops._CUDA_WGMMA_AUTO["few"])
+sys.argv = ["benchmarks/bench_linear.py", "--format", "w4a16", "--out", sys.argv[2]]
+runpy.run_path("benchmarks/bench_linear.py", run_name="__main__")
+PY
+fi
+gpu_cleanup
