@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 40 run 2 at 997e307 (mode 4 reverted after it; notes/s40_half_token_stages.patch).
 # Session 40 run 2: 256-token CTAs whose stages hold half the tokens of a superblock (mode 4, codes 40325 / 41325 /
 # 41326: each half multiplied by its own m64n128 wgmma group and released when that group completes, so the ring
 # keeps about twice as much x in flight ahead) against the one-stage-per-superblock ring: 2112x7168 at M = 768 /

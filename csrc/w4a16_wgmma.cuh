@@ -125,9 +125,8 @@ struct WgParams {
 // Compiled (ROWS, TN, ST[, mode]) as P * 10000 + H * 1000 + (TN / 8) * 10 + ST: H = 0 for 128-row CTAs,
 // 1 for 64 rows (the warpgroups split the k-steps), 2 for 192 rows (three warpgroups of 64); P = 1 adds a
 // producer warpgroup (see kProd in the header note); P = 2, 64 rows and an even ST: the warpgroups take
-// alternate superblocks instead of halves of each (kAlt in the kernel); P = 4, 256 tokens, 64 or 128 rows: each
-// superblock's x in two stages of 128 tokens, ST of them (kTok2 in the kernel).
-constexpr int kWgCodes[] = {164, 165, 84, 88, 323, 1164, 1323, 2164, 10323, 21164, 21166, 40325, 41325, 41326};
+// alternate superblocks instead of halves of each (kAlt in the kernel).
+constexpr int kWgCodes[] = {164, 165, 84, 88, 323, 1164, 1323, 2164, 10323, 21164, 21166};
 
 __host__ __device__ constexpr int wg_code_rows(int code) {
   return code % 10000 >= 2000 ? 192 : (code % 10000 >= 1000 ? 64 : 128);
@@ -135,11 +134,6 @@ __host__ __device__ constexpr int wg_code_rows(int code) {
 __host__ __device__ constexpr int wg_code_tokens(int code) { return code % 1000 / 10 * 8; }
 __host__ __device__ constexpr bool wg_code_producer(int code) { return code / 10000 == 1; }
 __host__ __device__ constexpr bool wg_code_alt(int code) { return code / 10000 == 2; }
-__host__ __device__ constexpr bool wg_code_tok2(int code) { return code / 10000 == 4; }
-// tokens of x in one stage: the CTA's, or half of them with kTok2
-__host__ __device__ constexpr int wg_code_stage_tokens(int code) {
-  return wg_code_tokens(code) / (wg_code_tok2(code) ? 2 : 1);
-}
 // Threads of a CTA: the MMA warps, and with a producer the extra warpgroup.
 __host__ __device__ constexpr int wg_threads(int rows, bool producer) { return 32 * wg_warps(rows) + (producer ? 128 : 0); }
 // CTAs whose unsplit tiles take wg_store_tile_tma: not 192 rows, whose 168-register CTAs spill with a second
@@ -149,20 +143,17 @@ __host__ __device__ constexpr bool wg_tma_store_rows(int rows) { return rows != 
 template <int C>
 struct WgCode {
   static constexpr int ROWS = wg_code_rows(C), TN = wg_code_tokens(C), ST = C % 10;
-  static constexpr bool PROD = wg_code_producer(C), ALT = wg_code_alt(C), TOK2 = wg_code_tok2(C);
-  static constexpr int TS = wg_code_stage_tokens(C);
-  static_assert((TN == 64 || TN == 128 || TN == 256) && ST >= 2 && C % 10000 / 1000 <= 2 && C / 10000 <= 4 &&
-                    C / 10000 != 3 && !(PROD && ROWS == 192) && (!ALT || (ROWS == 64 && ST % 2 == 0)) &&
-                    (!TOK2 || (TN == 256 && ROWS != 192)),
+  static constexpr bool PROD = wg_code_producer(C), ALT = wg_code_alt(C);
+  static_assert((TN == 64 || TN == 128 || TN == 256) && ST >= 2 && C % 10000 / 1000 <= 2 && C / 10000 <= 2 &&
+                    !(PROD && ROWS == 192) && (!ALT || (ROWS == 64 && ST % 2 == 0)),
                 "a wgmma code is P * 10000 + H * 1000 + (tokens / 8) * 10 + stages (no producer with 192 rows; "
-                "alternate superblocks with 64 rows and an even number of stages only; half-token stages with 256 "
-                "tokens and 64 or 128 rows only)");
+                "alternate superblocks with 64 rows and an even number of stages only)");
 };
 
 template <size_t L>
 constexpr bool wg_codes_fit(const int (&codes)[L]) {
   for (size_t i = 0; i < L; ++i)
-    if (static_cast<size_t>(wg_smem_bytes(wg_code_stage_tokens(codes[i]), codes[i] % 10, wg_code_rows(codes[i]))) >
+    if (static_cast<size_t>(wg_smem_bytes(wg_code_tokens(codes[i]), codes[i] % 10, wg_code_rows(codes[i]))) >
         kSm90SmemOptin)
       return false;
   return true;
@@ -568,7 +559,7 @@ __device__ __forceinline__ void wg_pair_finish(const WgParams& wp, const float (
 
 #endif  // QLINEAR_WGMMA
 
-template <typename XT, int TN, int ST, int ROWS, bool PROD, bool ALT, bool TOK2>
+template <typename XT, int TN, int ST, int ROWS, bool PROD, bool ALT>
 __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(const __grid_constant__ WgParams wp) {
 #if QLINEAR_WGMMA
   constexpr int NW = wg_warps(ROWS), NT = 32 * NW;  // MMA warps and their threads
@@ -583,23 +574,13 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
   constexpr bool kHalf = ROWS == 64;
   constexpr bool kAlt = ALT;
   static_assert(!kAlt || (kHalf && !PROD && ST % 2 == 0), "alternate superblocks: 64 rows, no producer, even ST");
-  // kTok2 (TN = 256, no producer, not kAlt): a superblock's x comes in two stages of 128 tokens (units 2j, 2j + 1;
-  // the weight rows ride with the first), each multiplied by its own m64n128 wgmma group into its half of the
-  // accumulators (the m64n256 layout: registers [64 h, 64 h + 64) are tokens [128 h, 128 h + 128)) and released
-  // as soon as that group completes. The 256-token ring held three superblocks, one of them only for the
-  // wgmmas still in flight; in half stages the same bytes keep about twice as much x in flight ahead.
-  constexpr bool kTok2 = TOK2;
-  static_assert(!kTok2 || (TN == 256 && !PROD && !kAlt), "half-token stages: 256 tokens, no producer, not kAlt");
-  constexpr int TS = kTok2 ? TN / 2 : TN;  // tokens of x per stage
-  constexpr int kUnits = kTok2 ? 2 : 1;    // stages per superblock
   constexpr int NP = kHalf && !kAlt ? 4 : 8;  // k-steps per superblock and warpgroup
   constexpr int VA = TN / 2;               // accumulators per thread: m64 x TN per warpgroup
   constexpr int V = kHalf ? VA / 2 : VA;   // values per thread in the summed tile
   constexpr int WS = kHalf ? TN / 2 : TN;  // tokens per warpgroup in the summed tile
   static_assert(ST >= 2, "a stage is released one superblock after its use");
-  static_assert(wg_tile_bytes(V, NW) <= ST * wg_stage(TS, ROWS).bytes, "the staged output tile must fit in the ring");
-  constexpr uint32_t kStage = wg_stage(TS, ROWS).bytes;
-  constexpr int kWOff = wg_stage(TS, ROWS).w_off;
+  static_assert(wg_tile_bytes(V, NW) <= ST * wg_stage(TN, ROWS).bytes, "the staged output tile must fit in the ring");
+  constexpr uint32_t kStage = wg_stage(TN, ROWS).bytes;
   extern __shared__ __align__(16) unsigned char wg_smem_raw[];
   const uint32_t raw = static_cast<uint32_t>(__cvta_generic_to_shared(wg_smem_raw));
   const uint32_t ring = (raw + 1023u) & ~1023u;  // 128-byte swizzle atoms need 1024-byte alignment
@@ -620,35 +601,32 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
   const int tok0 = p.m >= TN && tok_own + TN > p.m ? p.m - TN : tok_own;
   const int sb_lo = blockIdx.y * gp.sb_per_split;
   const int nsb = min(sb_lo + gp.sb_per_split, p.nsb) - sb_lo;  // superblocks of this CTA
-  const int nu = kUnits * nsb;                                   // stage fills of this CTA
 
-  // unit u (superblock u / kUnits, its tokens [TS (u % kUnits), +TS)) into stage u % ST (thread 0 only): the
-  // weight rows with the superblock's first unit (with the stage's byte count), then x
-  auto fill_w = [&](int u) {
-    const int s = u % ST;
-    const bool w = u % kUnits == 0;
+  // superblock j into its stage (thread 0 only): the weight rows (with the stage's byte count), then x
+  auto fill_w = [&](int j) {
+    const int s = j % ST;
     const uint32_t st = ring + s * kStage, bar = full0 + 8 * s;
-    tma::mbar_arrive_tx(bar, static_cast<uint32_t>(TS * 256 + (w ? ROWS * 64 : 0)));
-    if (w) tma::tensor_copy_2d(st + kWOff, &wp.wmap, (sb_lo + u / kUnits) * 16, row0, bar);
+    tma::mbar_arrive_tx(bar, static_cast<uint32_t>(TN * 256 + ROWS * 64));
+    tma::tensor_copy_2d(st + wg_stage(TN, ROWS).w_off, &wp.wmap, (sb_lo + j) * 16, row0, bar);
   };
-  auto fill_x = [&](int u) {
-    const int s = u % ST;
+  auto fill_x = [&](int j) {
+    const int s = j % ST;
     const uint32_t st = ring + s * kStage, bar = full0 + 8 * s;
-    const int sb = sb_lo + u / kUnits, tk = tok0 + (u % kUnits) * TS;
-    tma::tensor_copy_2d(st, &wp.xmap, sb * 128, tk, bar);
-    tma::tensor_copy_2d(st + TS * 128, &wp.xmap, sb * 128 + 64, tk, bar);
+    const int sb = sb_lo + j;
+    tma::tensor_copy_2d(st, &wp.xmap, sb * 128, tok0, bar);
+    tma::tensor_copy_2d(st + TN * 128, &wp.xmap, sb * 128 + 64, tok0, bar);
   };
-  // the first ST units (the weights before griddepcontrol.wait, x after it); unit u + ST into unit u's stage
-  // once every MMA warp has released it
+  // the first ST superblocks (the weights before griddepcontrol.wait, x after it); superblock j + ST into
+  // superblock j's stage once every MMA warp has released it
   auto fill_first = [&] {
-    for (int u = 0; u < ST && u < nu; ++u) fill_w(u);
+    for (int j = 0; j < ST && j < nsb; ++j) fill_w(j);
     pdl::wait();
-    for (int u = 0; u < ST && u < nu; ++u) fill_x(u);
+    for (int j = 0; j < ST && j < nsb; ++j) fill_x(j);
   };
-  auto refill_after = [&](int u) {
-    tma::mbar_wait(empty0 + 8 * (u % ST), static_cast<uint32_t>((u / ST) & 1));
-    fill_w(u + ST);
-    fill_x(u + ST);
+  auto refill_after = [&](int j) {
+    tma::mbar_wait(empty0 + 8 * (j % ST), static_cast<uint32_t>((j / ST) & 1));
+    fill_w(j + ST);
+    fill_x(j + ST);
   };
   // Programmatic dependent launch (when the launcher asks for it): the next grid may be scheduled at
   // once (its CTAs take SMs this grid leaves idle or frees). The first stages' weights, scales and
@@ -672,7 +650,7 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
       asm volatile("setmaxnreg.dec.sync.aligned.u32 40;" ::: "memory");
       if (tid == NT) {
         fill_first();
-        for (int u = ST; u < nu; ++u) refill_after(u - ST);
+        for (int j = ST; j < nsb; ++j) refill_after(j - ST);
       }
       return;
     }
@@ -685,7 +663,7 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
   // local row of the lane's first A row: 16 (warp % (ROWS / 16)) + g (128 rows: warpgroup 64 + warp
   // 16 + g); with 64 rows, warpgroup h reads x atom h (k-steps 4h ..) and the words' plane half h
   const int r = (warp % (ROWS / 16)) * 16 + g;
-  const uint32_t x_off = kHalf && !kAlt ? static_cast<uint32_t>(warp >> 2) * TS * 128 : 0u;
+  const uint32_t x_off = kHalf && !kAlt ? static_cast<uint32_t>(warp >> 2) * TN * 128 : 0u;
   const uint32_t sel = kHalf && !kAlt && warp >= 4 ? 0x7632u : 0x5410u;
   // kAlt: this warpgroup's first superblock and the step between its superblocks
   const int j0 = kAlt ? warp >> 2 : 0;
@@ -702,43 +680,27 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
   // Superblock j: convert its group values (loaded one superblock ago), load the next superblock's,
   // wait for its stage, dequantize into buffer B, issue the NP wgmmas, wait for superblock j - 1's
   // group and release its stage.
-  // unit u's wgmma group is complete: the warp releases its stage (kAlt: the warpgroup's first thread, else
-  // thread 0, refills it)
-  auto release = [&](int u) {
-    if (lane == 0) tma::mbar_arrive(empty0 + 8 * (u % ST));
-    if (!PROD && tid == j0 * 128 && u + ST < nu) refill_after(u);
-  };
-  // the wgmmas of one stage s into acc (from register `h` on: a token half with kTok2), m64 x TS each
-  auto issue = [&](const uint32_t (&af)[NP][4], int s, int h) {
-    const uint32_t d0 = wg_desc_lo(ring + s * kStage + x_off);
-    float(&ah)[TS / 2] = *reinterpret_cast<float(*)[TS / 2]>(acc + h);
-#pragma unroll
-    for (int i = 0; i < NP; ++i) wgmma_rs<XT, TS>(ah, af[i], d0 + ((((i >> 2) * TS * 128) + (i & 3) * 32) >> 4));
-    wg_commit();
-  };
   auto step = [&](auto buf, int j) {
     constexpr int B = decltype(buf)::value;
-    const int u = kUnits * j, s = u % ST;
+    const int s = j % ST;
     const WgGroupVals gv = wg_group_vals<XT>(graw, p.scale_kind);
     graw = wg_group_load(p, row0 + r, min(sb_lo + j + kJs, p.nsb - 1));
-    tma::mbar_wait(full0 + 8 * s, static_cast<uint32_t>((u / ST) & 1));
-    wg_dequant<XT, NP>(a[B], smem + s * kStage + kWOff, r, t, gv, magic, sel);
+    tma::mbar_wait(full0 + 8 * s, static_cast<uint32_t>((j / ST) & 1));
+    wg_dequant<XT, NP>(a[B], smem + s * kStage + wg_stage(TN, ROWS).w_off, r, t, gv, magic, sel);
+    const uint32_t d0 = wg_desc_lo(ring + s * kStage + x_off);
     wg_fence();
-    issue(a[B], s, 0);
+#pragma unroll
+    for (int i = 0; i < NP; ++i) wgmma_rs<XT, TN>(acc, a[B][i], d0 + ((((i >> 2) * TN * 128) + (i & 3) * 32) >> 4));
+    wg_commit();
     wg_wait<1>();
 #pragma unroll
     for (int i = 0; i < NP; ++i)
 #pragma unroll
       for (int c = 0; c < 4; ++c) keep(a[B ^ 1][i][c]);
-    // this warpgroup's unit before u: its group is complete
-    if (j >= j0 + kJs) release(kTok2 ? u - 1 : u - kJs);
-    if constexpr (kTok2) {
-      const int s1 = (u + 1) % ST;
-      tma::mbar_wait(full0 + 8 * s1, static_cast<uint32_t>(((u + 1) / ST) & 1));
-      wg_fence();
-      issue(a[B], s1, VA / 2);
-      wg_wait<1>();
-      release(u);
+    if (j >= j0 + kJs) {
+      const int jp = j - kJs;  // this warpgroup's superblock before j: its group is complete
+      if (lane == 0) tma::mbar_arrive(empty0 + 8 * (jp % ST));
+      if (!PROD && tid == j0 * 128 && jp + ST < nsb) refill_after(jp);  // warpgroup j0's first thread
     }
   };
   int j = j0;

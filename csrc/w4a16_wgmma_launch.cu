@@ -16,12 +16,9 @@ using w4a16g::WgParams;
 // every superblock's k-steps; the CTA has 8 warps) or 12 (192 rows, three warpgroups).
 int wg_rows(const W4GemmConfig& c) { return c.warps * 16; }
 int wg_code(const W4GemmConfig& c) {
-  // P = c.producer (0 / 1 / 2 / 4; another value gives a code that is not listed: refused)
+  // P = c.producer (0 / 1 / 2; another value gives a code that is not listed: refused)
   return c.producer * 10000 + (c.warps == 4 ? 1000 : (c.warps == 12 ? 2000 : 0)) + (c.tokens / 8) * 10 + c.stages;
 }
-
-// tokens of x per stage: half the CTA's with half-token stages (P = 4)
-int wg_stage_tokens(const W4GemmConfig& c) { return c.producer == 4 ? c.tokens / 2 : c.tokens; }
 
 int64_t wg_tiles(const W4GemvArgs& a, const W4GemmConfig& c) {
   return cdiv64(a.n, wg_rows(c)) * cdiv64(a.m, c.tokens);
@@ -39,8 +36,8 @@ bool wg_grid_fits(const W4GemvArgs& a, const W4GemmConfig& c) {
 template <typename XT, int C>
 cudaError_t launch_code(const WgParams& wp, dim3 grid, bool pdl, cudaStream_t stream) {
   using D = w4a16g::WgCode<C>;
-  const auto kernel = w4a16g::w4_wgmma_kernel<XT, D::TN, D::ST, D::ROWS, D::PROD, D::ALT, D::TOK2>;
-  const int smem = w4a16g::wg_smem_bytes(D::TS, D::ST, D::ROWS);
+  const auto kernel = w4a16g::w4_wgmma_kernel<XT, D::TN, D::ST, D::ROWS, D::PROD, D::ALT>;
+  const int smem = w4a16g::wg_smem_bytes(D::TN, D::ST, D::ROWS);
   const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (e != cudaSuccess) return e;
   return pdl::launch_smem_ex(kernel, grid, dim3(w4a16g::wg_threads(D::ROWS, D::PROD)), smem, stream, pdl,
@@ -111,13 +108,12 @@ W4GemmSupport w4_wgmma_supported(const W4GemvArgs& a, const W4GemmConfig& cfg, i
   if ((c.warps != 8 && c.warps != 4 && c.warps != 12) || c.tokens % 8 != 0 ||
       !code_listed(w4a16g::kWgCodes, wg_code(c)) || c.reduce < 1 || c.reduce > 3 ||
       (c.reduce == 2 && !wg_grid_fits(a, c)) || (c.reduce == 3 && (c.splits % 2 != 0 || c.producer == 1)) ||
-      c.pdl < 0 || c.pdl > 1 || c.producer < 0 || c.producer > 4)
+      c.pdl < 0 || c.pdl > 1 || c.producer < 0 || c.producer > 2)
     return W4GemmSupport::kBadConfig;
   // a spread reduction counts arrivals and departures, a pair reduction the arrivals per half tile: two
   // counters per output tile
   return w4_gemm_config_limits(a, c.splits, wg_tiles(a, c) * (c.reduce >= 2 ? 2 : 1), w4_wgmma_workspace_floats(a, c),
-                               workspace_floats, counters,
-                               w4a16g::wg_smem_bytes(wg_stage_tokens(c), c.stages, wg_rows(c)));
+                               workspace_floats, counters, w4a16g::wg_smem_bytes(c.tokens, c.stages, wg_rows(c)));
 }
 
 int w4_wgmma_configs(int* codes, int cap) { return append_codes(w4a16g::kWgCodes, codes, cap, 0); }
@@ -138,7 +134,7 @@ cudaError_t w4_wgmma_launch(const W4GemvArgs& a, const W4GemmConfig& cfg, float*
   const CUtensorMapDataType xdt =
       a.x_dtype == W4GDType::kBFloat16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
   if (!tmap::encode_2d(&wp.xmap, xdt, a.x, static_cast<uint64_t>(a.k), static_cast<uint64_t>(a.m), x_row, 64,
-                       static_cast<uint32_t>(wg_stage_tokens(c)), CU_TENSOR_MAP_SWIZZLE_128B) ||
+                       static_cast<uint32_t>(c.tokens), CU_TENSOR_MAP_SWIZZLE_128B) ||
       !tmap::encode_2d(&wp.wmap, CU_TENSOR_MAP_DATA_TYPE_INT32, a.qweight, static_cast<uint64_t>(nsb * 16),
                        static_cast<uint64_t>(a.n), static_cast<uint64_t>(a.qw_stride) * 4, 16,
                        static_cast<uint32_t>(wg_rows(c)),

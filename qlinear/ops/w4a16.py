@@ -1146,7 +1146,7 @@ def cuda_wgmma(
     the row of the shape class's :data:`_CUDA_WGMMA_AUTO` entry for M (:data:`_CUDA_WGMMA_AUTO_SYM`'s override of
     that row for a layer without zero points), else all automatic; ``w4a16_wgmma_configs()`` lists the compiled P *
     10000 + H * 1000 + (tokens / 8) * 10 + stages, H = 0 / 1 / 2 for 128 / 64 / 192 rows, P = 1 with a producer
-    warpgroup, P = 2 / 4 the modes of ``producer``). K splits as :func:`cuda_gemm`'s; ``reduce`` says who sums a split's partials: 1 the last CTA of a
+    warpgroup). K splits as :func:`cuda_gemm`'s; ``reduce`` says who sums a split's partials: 1 the last CTA of a
     tile to arrive, 2 all of the tile's CTAs, a share each (launched cooperative, so only where the grid fits on the
     GPU at once), 0 = 2 where it fits. Both sum in split order: the same bits. 3: in pairs (an even number of
     splits, no producer warpgroup): clusters of two CTAs sum their partials through distributed shared memory, then
@@ -1155,9 +1155,7 @@ def cuda_wgmma(
     k-steps) or 192 (three warpgroups of 64 rows). ``producer``: 1 adds a producer warpgroup that issues the
     shared-memory stage fills (compiled for 128 rows x 256 tokens, 3 stages only: code 10323); 2, with 64 rows x 128
     tokens and 4 or 6 stages (codes 21164, 21166), makes the two warpgroups take alternate superblocks, all k-steps
-    each, instead of halves of every superblock; 4, with 256 tokens and 64 or 128 rows (codes 40325, 41325, 41326),
-    brings each superblock's x in two stages of 128 tokens, each released as soon as its half of the wgmmas is done
-    (more x in flight ahead in the same shared memory). ``pdl``: launch with
+    each, instead of halves of every superblock. ``pdl``: launch with
     programmatic dependent launch (None: ``qlinear.kernels._pdl.pdl_enabled``).
     """
     if config is not None and (len(tuple(config)) not in (3, 4, 5, 6) or any(int(v) < 0 for v in config)):

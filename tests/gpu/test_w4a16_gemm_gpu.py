@@ -63,7 +63,6 @@ def _family(name):
     assert {rows for _, _, rows, _ in cfgs} == {64, 128, 192}
     assert {rows for _, _, rows, prod in cfgs if prod == 1} == {128}
     assert {rows for _, _, rows, prod in cfgs if prod == 2} == {64}  # warpgroups on alternate superblocks
-    assert {rows for _, _, rows, prod in cfgs if prod == 4} == {64, 128}  # stages of half the tokens
     return ops.cuda_wgmma, [(lambda s, t=t, st=st, r=r, pr=pr: (t, s, st, 0, r, pr), t) for t, st, r, pr in cfgs]
 
 
@@ -409,35 +408,6 @@ def test_wgmma_alternate_superblocks():
         diff = ((alt.float() - halves.float()).norm() / want.norm()).item()
         assert diff <= 2e-3, f"{what}: differs from the k-step split by {diff:.2e}"
         assert torch.equal(ops.cuda_wgmma(x, packed, b, cfg + (64, 2), pdl=True), alt), f"{what}: PDL changed bits"
-        assert int(locks.abs().sum()) == 0
-
-
-def test_wgmma_half_token_stages():
-    """Mode 4 of the sixth config field (256 tokens, 64 or 128 rows): each superblock's x arrives in two stages of
-    128 tokens, each multiplied by its own m64n128 wgmma group into its half of the accumulators and released when
-    that group completes. The same products in the same order as the one-stage ring, so the output must be
-    bit-equal to it (and match the fp32 reference): K splits of odd length and of one superblock, every reduction
-    (last arrival, spread, pairs), a shifted last token tile, M < 256 (the second half partly or wholly past M),
-    ragged N, bias, fp16 / bf16, zero points or none, PDL on and off; the counters are left zeroed."""
-    _wgmma_ext()
-    locks = _splitk.locks(torch.device(DEV))
-    bf, hf = torch.bfloat16, torch.float16
-    # (n, k, m, dtype, zero points, (splits, reduce, rows), stages)
-    cases = [(2112, 7168, 1024, bf, False, (1, 0, 64), 6), (2112, 7168, 1000, hf, True, (1, 0, 64), 5),
-             (2048, 7168, 1024, bf, True, (2, 3, 128), 5), (300, 2176, 300, bf, True, (2, 1, 64), 6),
-             (1000, 4096, 520, hf, False, (3, 1, 128), 5), (256, 1024, 130, bf, False, (8, 2, 64), 6),
-             (64, 3072, 33, hf, True, (3, 1, 128), 5)]
-    for n, k, m, dt, asym, (splits, reduce, rows), st in cases:
-        packed, w = _layer(n, k, 128, asym, torch.float16 if dt == hf else bf, seed=n + m + 13)
-        x = _x(m, k, dt, m + 7)
-        b = torch.randn(n, device=DEV).to(dt) if m % 2 == 0 else None
-        what = f"half-token stages {n}x{k} M={m} {(256, splits, st, reduce, rows)}"
-        half = ops.cuda_wgmma(x, packed, b, (256, splits, st, reduce, rows, 4), pdl=False)
-        assert_matches(half, x, w, b, what)
-        whole = ops.cuda_wgmma(x, packed, b, (256, splits, 3, reduce, rows, 0), pdl=False)
-        assert torch.equal(half, whole), f"{what}: not bit-equal to the 256-token stages"
-        assert torch.equal(ops.cuda_wgmma(x, packed, b, (256, splits, st, reduce, rows, 4), pdl=True), half), \
-            f"{what}: PDL changed bits"
         assert int(locks.abs().sum()) == 0
 
 
