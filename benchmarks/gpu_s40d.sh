@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Session 40 run 5: 64-row CTAs of one warpgroup that takes all 8 k-steps of every superblock (mode 5, codes 51164 /
+# 51166 / 51323; one wgmma group of 8 k-steps per superblock where the k-step split's two warpgroups issue two of 4)
+# against the few-row rows: 2112x7168 at M = 1024 (256 tokens, 3 stages) for both layer kinds, and M = 128 against
+# mode 2 (symmetric). The new mode's bit-equality test (against 128-row CTAs) and the every-config test; then, if
+# the 256-token config beat the row at M = 1024 on both layers, bench_linear --format w4a16 with it as the few-row
+# row at M <= 1024 (_CUDA_WGMMA_AUTO["few"], set before the benchmark runs: what committing it would give).
+#   (device, carry build/snap) cd build/snap && OUT=$OUT bash benchmarks/gpu_s40d.sh
+: "${OUT:?}"
+source "$(dirname "$0")/_gpu_build.sh"
+gpu_run_start s40d
+gpu_pytest wg_tests 120 tests/gpu/test_w4a16_gemm_gpu.py -k "one_warpgroup or every_config"
+for layer in sym-fp16 asym-bf16; do
+  gpu_probe "solo_$layer" 90 "GEMM M|rror|Traceback" benchmarks/probe_w4a16_gemm.py --family wgmma \
+      --shapes 2112x7168 --ms 1024 --layer "$layer" --rotate-x --tokens 999 \
+      --wg-configs "256,0,3,0,64" "256,0,3,0,64,5"
+done
+gpu_probe solo128 60 "GEMM M|rror|Traceback" benchmarks/probe_w4a16_gemm.py --family wgmma \
+    --shapes 2112x7168 --ms 128 --layer sym-fp16 --rotate-x --tokens 999 \
+    --wg-configs "128,4,6,3,64,2" "128,4,6,3,64,5" "128,4,4,3,64,5"
+choice=$(python - "$OUT/solo_sym-fp16.log" "$OUT/solo_asym-bf16.log" <<'PY'
+import re, sys
+ok = []
+for path in sys.argv[1:]:
+    t = {}
+    for ln in open(path):
+        m = re.match(r"GEMM M=1024 2112x7168\s+wg (\S+)\s+([\d.]+) us", ln)
+        if m:
+            t[m.group(1)] = float(m.group(2))
+    ok.append("256,0,3,0,64,5" in t and "256,0,3,0,64" in t and t["256,0,3,0,64,5"] < t["256,0,3,0,64"])
+print("256,0,3,0,64,5" if ok and all(ok) else "")
+PY
+)
+echo "mode-5 config chosen for bench_linear: '${choice}'"
+if [ -n "$choice" ] && grep -q " passed" "$OUT/wg_tests.txt" && ! grep -qE "failed|error" "$OUT/wg_tests.txt"; then
+  mkdir -p "$DEST/linear"
+  timeout 150 python - "$choice" "$DEST/linear" <<'PY' 2>&1 | tee "$OUT/bench_linear.log" | tail -n 30
+import runpy, sys
+sys.path.insert(0, ".")
+from qlinear.ops import w4a16 as ops
+rows = list(ops._CUDA_WGMMA_AUTO["few"])
+rows[-1] = (rows[-1][0], tuple(int(v) for v in sys.argv[1].split(",")))
+ops._CUDA_WGMMA_AUTO["few"] = tuple(rows)
+print("few-row rows:", ops._CUDA_WGMMA_AUTO["few"])
+sys.argv = ["benchmarks/bench_linear.py", "--format", "w4a16", "--out", sys.argv[2]]
+runpy.run_path("benchmarks/bench_linear.py", run_name="__main__")
+PY
+fi
+gpu_cleanup
