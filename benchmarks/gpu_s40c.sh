@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 40 runs 3-4 at 670badc (csrc, qlinear and tests as at the session start, df74988).
 # Session 40 runs 3-4: every GPU test file on the final tree (the FP8 and norm files had last run whole in session
 # 28; shared headers such as tensor_map.h changed since), one pytest per file with its own time limit. PART=1: the
 # norm and FP8 files, PART=2: the W4A16 files and the streams test. A build folder under /tmp/s40_build is kept

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 40 run 5 at 4ddb05c (mode 5 reverted after it; notes/s40_one_warpgroup.patch).
 # Session 40 run 5: 64-row CTAs of one warpgroup that takes all 8 k-steps of every superblock (mode 5, codes 51164 /
 # 51166 / 51323; one wgmma group of 8 k-steps per superblock where the k-step split's two warpgroups issue two of 4)
 # against the few-row rows: 2112x7168 at M = 1024 (256 tokens, 3 stages) for both layer kinds, and M = 128 against

@@ -125,9 +125,8 @@ struct WgParams {
 // Compiled (ROWS, TN, ST[, mode]) as P * 10000 + H * 1000 + (TN / 8) * 10 + ST: H = 0 for 128-row CTAs,
 // 1 for 64 rows (the warpgroups split the k-steps), 2 for 192 rows (three warpgroups of 64); P = 1 adds a
 // producer warpgroup (see kProd in the header note); P = 2, 64 rows and an even ST: the warpgroups take
-// alternate superblocks instead of halves of each (kAlt in the kernel); P = 5, 64 rows: one warpgroup takes all
-// k-steps of every superblock (kSolo in the kernel; 128 threads).
-constexpr int kWgCodes[] = {164, 165, 84, 88, 323, 1164, 1323, 2164, 10323, 21164, 21166, 51164, 51166, 51323};
+// alternate superblocks instead of halves of each (kAlt in the kernel).
+constexpr int kWgCodes[] = {164, 165, 84, 88, 323, 1164, 1323, 2164, 10323, 21164, 21166};
 
 __host__ __device__ constexpr int wg_code_rows(int code) {
   return code % 10000 >= 2000 ? 192 : (code % 10000 >= 1000 ? 64 : 128);
@@ -135,13 +134,8 @@ __host__ __device__ constexpr int wg_code_rows(int code) {
 __host__ __device__ constexpr int wg_code_tokens(int code) { return code % 1000 / 10 * 8; }
 __host__ __device__ constexpr bool wg_code_producer(int code) { return code / 10000 == 1; }
 __host__ __device__ constexpr bool wg_code_alt(int code) { return code / 10000 == 2; }
-__host__ __device__ constexpr bool wg_code_solo(int code) { return code / 10000 == 5; }
-// MMA warps of a CTA: wg_warps(rows), or 4 where one warpgroup takes all of 64 rows (kSolo)
-__host__ __device__ constexpr int wg_mma_warps(int rows, bool solo) { return solo ? 4 : wg_warps(rows); }
 // Threads of a CTA: the MMA warps, and with a producer the extra warpgroup.
-__host__ __device__ constexpr int wg_threads(int rows, bool producer, bool solo = false) {
-  return 32 * wg_mma_warps(rows, solo) + (producer ? 128 : 0);
-}
+__host__ __device__ constexpr int wg_threads(int rows, bool producer) { return 32 * wg_warps(rows) + (producer ? 128 : 0); }
 // CTAs whose unsplit tiles take wg_store_tile_tma: not 192 rows, whose 168-register CTAs spill with a second
 // store path (the launcher asks, so that it encodes the out map only where the kernel reads it).
 __host__ __device__ constexpr bool wg_tma_store_rows(int rows) { return rows != 192; }
@@ -149,13 +143,11 @@ __host__ __device__ constexpr bool wg_tma_store_rows(int rows) { return rows != 
 template <int C>
 struct WgCode {
   static constexpr int ROWS = wg_code_rows(C), TN = wg_code_tokens(C), ST = C % 10;
-  static constexpr bool PROD = wg_code_producer(C), ALT = wg_code_alt(C), SOLO = wg_code_solo(C);
-  static_assert((TN == 64 || TN == 128 || TN == 256) && ST >= 2 && C % 10000 / 1000 <= 2 &&
-                    (C / 10000 <= 2 || C / 10000 == 5) && !(PROD && ROWS == 192) &&
-                    (!ALT || (ROWS == 64 && ST % 2 == 0)) && (!SOLO || ROWS == 64),
+  static constexpr bool PROD = wg_code_producer(C), ALT = wg_code_alt(C);
+  static_assert((TN == 64 || TN == 128 || TN == 256) && ST >= 2 && C % 10000 / 1000 <= 2 && C / 10000 <= 2 &&
+                    !(PROD && ROWS == 192) && (!ALT || (ROWS == 64 && ST % 2 == 0)),
                 "a wgmma code is P * 10000 + H * 1000 + (tokens / 8) * 10 + stages (no producer with 192 rows; "
-                "alternate superblocks with 64 rows and an even number of stages only; one warpgroup with 64 rows "
-                "only)");
+                "alternate superblocks with 64 rows and an even number of stages only)");
 };
 
 template <size_t L>
@@ -376,10 +368,10 @@ __device__ __forceinline__ uint32_t wg_pack2(float a, float b) {
 // store_frag.
 // Warp w holds rows 16 (w % (ROWS / 16)) .. + 15 of the tile and, with 64 rows, the tokens of its
 // warpgroup's half of the summed tile (WN = TN / 2 each).
-template <typename XT, int ROWS, int WN, int NW = wg_warps(ROWS)>
+template <typename XT, int ROWS, int WN>
 __device__ __forceinline__ void wg_store_tile(const Params& p, const float* sm, int v_lo, int v_hi, int row0,
                                               int tok0, int tok_lo) {
-  constexpr int VEC = 4 * NW;
+  constexpr int NW = wg_warps(ROWS), VEC = 4 * NW;
   const bool vec = reinterpret_cast<uintptr_t>(p.out) % 16 == 0 && p.out_stride % 8 == 0;
   for (int ch = v_lo * VEC + static_cast<int>(threadIdx.x); ch < v_hi * VEC; ch += 32 * NW) {
     const int v = ch / VEC, w = (ch >> 2) % NW, t = ch & 3;
@@ -518,10 +510,10 @@ __device__ __forceinline__ void wg_spread_sum(const float* base, int64_t tile_fl
 // peer through this CTA's shared memory (sm, free after the main loop), read remotely between two cluster
 // barriers; then, with more than one pair per tile, the pair sums go through the workspace and the last of
 // the tile's pairs to arrive for this half adds them in pair order. NSYNC: the MMA warps' barrier.
-template <typename XT, int ROWS, int WN, int V, int NSYNC, int NW = wg_warps(ROWS)>
+template <typename XT, int ROWS, int WN, int V, int NSYNC>
 __device__ __forceinline__ void wg_pair_finish(const WgParams& wp, const float (&f)[V], float* sm, int tile, int row0,
                                                int tok0, int tok_lo) {
-  constexpr int NT = 32 * NW, H = V / 2;
+  constexpr int NW = wg_warps(ROWS), NT = 32 * NW, H = V / 2;
   const GemmParams& gp = wp.gp;
   const int tid = static_cast<int>(threadIdx.x), warp = tid >> 5, lane = tid & 31;
   const bool hi = cluster::rank() != 0;  // this CTA sums values [H, V), its peer [0, H)
@@ -562,16 +554,15 @@ __device__ __forceinline__ void wg_pair_finish(const WgParams& wp, const float (
 #pragma unroll
   for (int j = 0; j < H; ++j) sm[((v0 + j) * NW + warp) * kWgPitch + lane] = g[j];
   cta_sync<NSYNC>();
-  wg_store_tile<XT, ROWS, WN, NW>(gp.p, sm, v0, v0 + H, row0, tok0, tok_lo);
+  wg_store_tile<XT, ROWS, WN>(gp.p, sm, v0, v0 + H, row0, tok0, tok_lo);
 }
 
 #endif  // QLINEAR_WGMMA
 
-template <typename XT, int TN, int ST, int ROWS, bool PROD, bool ALT, bool SOLO>
-__global__ void __launch_bounds__(wg_threads(ROWS, PROD, SOLO), 1)
-    w4_wgmma_kernel(const __grid_constant__ WgParams wp) {
+template <typename XT, int TN, int ST, int ROWS, bool PROD, bool ALT>
+__global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(const __grid_constant__ WgParams wp) {
 #if QLINEAR_WGMMA
-  constexpr int NW = wg_mma_warps(ROWS, SOLO), NT = 32 * NW;  // MMA warps and their threads
+  constexpr int NW = wg_warps(ROWS), NT = 32 * NW;  // MMA warps and their threads
   // the MMA warps' barrier (named barrier 1 once a producer warpgroup has left)
   constexpr int kSync = PROD ? NT : 0;
   // ROWS = 64: warpgroup h takes k-steps 4h .. 4h + 3 of every superblock over the same 64 rows and all
@@ -580,13 +571,8 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD, SOLO), 1)
   // stages of its own parity (s = j % ST), which its first thread refills: two pipelines that share the
   // tensor cores and meet only for the final sum. Each superblock's barrier wait, scale loads and release
   // happen in one warpgroup instead of both.
-  // kSolo (ROWS = 64): one warpgroup (128 threads) takes all 8 k-steps of every superblock, as each warpgroup of a
-  // 128-row CTA does for its 64 rows: one wgmma group of 8 k-steps per superblock and no final sum, where the two
-  // warpgroups of the k-step split issue two groups of 4 (session 40: larger groups per wait, kAlt's gain, without
-  // kAlt's second stage set).
-  constexpr bool kHalf = ROWS == 64 && !SOLO;
+  constexpr bool kHalf = ROWS == 64;
   constexpr bool kAlt = ALT;
-  static_assert(!SOLO || (ROWS == 64 && !PROD && !kAlt), "one warpgroup: 64 rows, no producer, not kAlt");
   static_assert(!kAlt || (kHalf && !PROD && ST % 2 == 0), "alternate superblocks: 64 rows, no producer, even ST");
   constexpr int NP = kHalf && !kAlt ? 4 : 8;  // k-steps per superblock and warpgroup
   constexpr int VA = TN / 2;               // accumulators per thread: m64 x TN per warpgroup
@@ -735,7 +721,7 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD, SOLO), 1)
     const int tile = blockIdx.x + gridDim.x * blockIdx.z;
     if constexpr (!PROD && V % 2 == 0) {
       if (wp.pair) {
-        wg_pair_finish<XT, ROWS, WS, V, kSync, NW>(wp, f, sm, tile, row0, tok0, tok_own);
+        wg_pair_finish<XT, ROWS, WS, V, kSync>(wp, f, sm, tile, row0, tok0, tok_own);
         return;
       }
     }
@@ -753,7 +739,7 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD, SOLO), 1)
         const int v_lo = y * V / S, v_hi = (y + 1) * V / S;
         wg_spread_sum<NW>(base, tile_floats, v_lo, v_hi, sm);
         cta_sync<kSync>();
-        wg_store_tile<XT, ROWS, WS, NW>(p, sm, v_lo, v_hi, row0, tok0, tok_own);
+        wg_store_tile<XT, ROWS, WS>(p, sm, v_lo, v_hi, row0, tok0, tok_own);
         if (tid == 0) splitk_reset_if_last(gp.counters, tile, dep);
         return;
       }
@@ -779,7 +765,7 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD, SOLO), 1)
 #pragma unroll
     for (int v = 0; v < V; ++v) sm[(v * NW + warp) * kWgPitch + lane] = f[v];
     cta_sync<kSync>();
-    wg_store_tile<XT, ROWS, WS, NW>(p, sm, 0, V, row0, tok0, tok_own);
+    wg_store_tile<XT, ROWS, WS>(p, sm, 0, V, row0, tok0, tok_own);
   };
   if constexpr (kHalf) {
     // warpgroup h keeps values [h V, (h + 1) V) of its tile (tokens [h TN / 2, (h + 1) TN / 2)) and

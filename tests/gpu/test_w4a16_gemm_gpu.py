@@ -63,7 +63,6 @@ def _family(name):
     assert {rows for _, _, rows, _ in cfgs} == {64, 128, 192}
     assert {rows for _, _, rows, prod in cfgs if prod == 1} == {128}
     assert {rows for _, _, rows, prod in cfgs if prod == 2} == {64}  # warpgroups on alternate superblocks
-    assert {rows for _, _, rows, prod in cfgs if prod == 5} == {64}  # one warpgroup
     return ops.cuda_wgmma, [(lambda s, t=t, st=st, r=r, pr=pr: (t, s, st, 0, r, pr), t) for t, st, r, pr in cfgs]
 
 
@@ -409,34 +408,6 @@ def test_wgmma_alternate_superblocks():
         diff = ((alt.float() - halves.float()).norm() / want.norm()).item()
         assert diff <= 2e-3, f"{what}: differs from the k-step split by {diff:.2e}"
         assert torch.equal(ops.cuda_wgmma(x, packed, b, cfg + (64, 2), pdl=True), alt), f"{what}: PDL changed bits"
-        assert int(locks.abs().sum()) == 0
-
-
-def test_wgmma_one_warpgroup():
-    """Mode 5 of the sixth config field (64-row CTAs of one warpgroup, 128 threads): the warpgroup takes all 8
-    k-steps of every superblock, as each warpgroup of a 128-row CTA does for its own 64 rows, so the output must
-    be bit-equal to the 128-row CTAs' (and match the fp32 reference): 256 and 128 tokens, K splits of odd length
-    and of one superblock, every reduction (last arrival, spread, pairs), a shifted last token tile, ragged N,
-    bias, fp16 / bf16, zero points or none, PDL on and off; the counters are left zeroed."""
-    _wgmma_ext()
-    locks = _splitk.locks(torch.device(DEV))
-    bf, hf = torch.bfloat16, torch.float16
-    # (n, k, m, dtype, zero points, (tokens, splits, stages, reduce), the 128-row CTAs' stages)
-    cases = [(2112, 7168, 1024, bf, False, (256, 1, 3, 0), 3), (2112, 7168, 1000, hf, True, (256, 1, 3, 0), 3),
-             (2112, 7168, 128, bf, True, (128, 4, 6, 3), 4), (300, 2176, 300, bf, True, (256, 2, 3, 1), 3),
-             (256, 1024, 130, hf, False, (128, 8, 4, 2), 4), (1000, 4096, 520, bf, False, (256, 3, 3, 1), 3),
-             (64, 3072, 33, hf, True, (128, 3, 6, 1), 5)]
-    for n, k, m, dt, asym, (tokens, splits, st, reduce), st128 in cases:
-        packed, w = _layer(n, k, 128, asym, torch.float16 if dt == hf else bf, seed=n + m + 17)
-        x = _x(m, k, dt, m + 9)
-        b = torch.randn(n, device=DEV).to(dt) if m % 2 == 0 else None
-        what = f"one warpgroup {n}x{k} M={m} {(tokens, splits, st, reduce)}"
-        solo = ops.cuda_wgmma(x, packed, b, (tokens, splits, st, reduce, 64, 5), pdl=False)
-        assert_matches(solo, x, w, b, what)
-        wide = ops.cuda_wgmma(x, packed, b, (tokens, splits, st128, reduce, 128, 0), pdl=False)
-        assert torch.equal(solo, wide), f"{what}: not bit-equal to 128-row CTAs"
-        assert torch.equal(ops.cuda_wgmma(x, packed, b, (tokens, splits, st, reduce, 64, 5), pdl=True), solo), \
-            f"{what}: PDL changed bits"
         assert int(locks.abs().sum()) == 0
 
 
