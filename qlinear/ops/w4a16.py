@@ -278,6 +278,13 @@ _CUDA_WGMMA_GAP: dict[str, tuple[int, int]] = {"few": (513, 935)}
 #   asym-bf16 M = 100 / 128: 6 stages 14.01 / 13.34, 4 stages 14.61 / 14.19 vs 14.79 / 14.71 [15.30 / 14.47]
 #   bench_linear --format w4a16 (GPTQ sym, the row set to 6 stages): M = 128 13.21 vs bf16 14.65 (was 14.51-14.68)
 # -> one row for both layer kinds (the symmetric override below is gone).
+# Session 40 runs 1, 2, 5 (benchmarks/results/session40, same probe, 2112x7168 M = 1024, us, sym / asym): three other
+# schedules of the few row's 64-row CTAs at 256 tokens lost, each against the row in the same run, and are not
+# compiled (notes/s40_*.patch):
+#   - a stage ring per warpgroup, 3 stages each: 57.25 / 60.42 against 54.25 / 55.20;
+#   - stages of half the tokens, each with its own m64n128 wgmma group: 70.52 / 68.88 against 54.56 / 52.78, and
+#     16-25 % slower on the 128-row rows too;
+#   - one warpgroup over all 8 k-steps: 53.80 / 58.44 against 50.93 / 56.04.
 _CUDA_WGMMA_AUTO: dict[str, tuple[tuple[int, tuple[int, ...]], ...]] = {
     "few": ((64, (64, 0, 4)), (128, (128, 4, 6, 3, 64, 2)), (1024, (256, 0, 3, 0, 64))),
     "short": ((256, (128, 0, 4, 0, 192)), (1024, (256, 0, 3, 0, 128, 1))),
