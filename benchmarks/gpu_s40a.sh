@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # RECORD ONLY: ran in session 40 run 1 at 5a570a8 (mode 3 reverted after it; notes/s40_own_rings.patch).
+# (The bench_linear step's inline Python moved into benchmarks/bench_linear_row.py afterwards: the same steps.)
 # Session 40 run 1: 64-row CTAs whose warpgroups keep their half of every superblock in a stage ring of their own
 # (mode 3, codes 31166 / 31324 / 31326) against the k-step split with one shared ring (the few-row row at
 # M <= 1024: 256 tokens, 3 stages) on 2112x7168 at M = 768 / 1024, and against mode 2 at M = 100 / 128. The wgmma
@@ -39,16 +40,7 @@ PY
 echo "mode-3 config chosen for bench_linear: '${choice}'"
 if [ -n "$choice" ] && grep -q " passed" "$OUT/wg_tests.txt" && ! grep -qE "failed|error" "$OUT/wg_tests.txt"; then
   mkdir -p "$DEST/linear"
-  timeout 200 python - "$choice" "$DEST/linear" <<'PY' 2>&1 | tee "$OUT/bench_linear.log" | tail -n 30
-import runpy, sys
-sys.path.insert(0, ".")
-from qlinear.ops import w4a16 as ops
-rows = list(ops._CUDA_WGMMA_AUTO["few"])
-rows[-1] = (rows[-1][0], tuple(int(v) for v in sys.argv[1].split(",")))
-ops._CUDA_WGMMA_AUTO["few"] = tuple(rows)
-print("few-row rows:", ops._CUDA_WGMMA_AUTO["few"])
-sys.argv = ["benchmarks/bench_linear.py", "--format", "w4a16", "--out", sys.argv[2]]
-runpy.run_path("benchmarks/bench_linear.py", run_name="__main__")
-PY
+  timeout 200 python benchmarks/bench_linear_row.py auto few 1024 "$choice" "$DEST/linear" 2>&1 \
+      | tee "$OUT/bench_linear.log" | tail -n 30
 fi
 gpu_cleanup
