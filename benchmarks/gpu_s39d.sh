@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # RECORD ONLY: ran in session 39 run 4 at eb95ca4 (the mixed grid: notes/s39_mixed_grid.patch).
+# (Its bench_linear step later became gpu_bench_linear in _gpu_build.sh: the same steps.)
 # Session 39 run 4: the mixed grid (csrc/w4a16_wgmma.cuh w4_wgmma_mixed_kernel: 2112 = 16 x 128 paired rows + 64 rows
 # in 64-row CTAs, 132 CTAs at M = 1024) and the paired few-row config at M = 769 .. 1024 (_CUDA_WGMMA_PAIRED).
 # The wgmma and W4A16 dispatch GPU tests; the probe on 2112x7168 (sym and asym layers) and 2048x7168 against the
@@ -17,10 +18,5 @@ for layer in sym-fp16 asym-bf16; do
 done
 gpu_probe paired2048 100 "GEMM M|rror|Traceback" benchmarks/probe_w4a16_gemm.py --family wgmma \
     --shapes 2048x7168 --ms 1024 --layer sym-fp16 --rotate-x --tokens 999 --wg-configs "256,1,3,0,64"
-if grep -q " passed" "$OUT/wg_tests.txt" && ! grep -qE "failed|error" "$OUT/wg_tests.txt"; then
-  mkdir -p "$DEST/linear"
-  timeout 200 python benchmarks/bench_linear.py --format w4a16 --out "$DEST/linear" 2>&1 | tee "$OUT/bench_linear.log" | tail -n 30
-else
-  echo "wgmma tests did not pass: no bench_linear"
-fi
+gpu_bench_linear wg_tests 200
 gpu_cleanup

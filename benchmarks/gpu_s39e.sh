@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # RECORD ONLY: ran in session 39 run 5 at 85392e7.
+# (Its bench_linear step later became gpu_bench_linear in _gpu_build.sh: the same steps.)
 # Session 39 run 5: the paired few-row config (_CUDA_WGMMA_PAIRED: 128-row x 256-token CTAs over two K splits summed
 # in pairs where N % 128 == 0 and the 64-row grid fills 7/8 of the SMs or more, also inside _CUDA_WGMMA_GAP). The
 # wgmma and W4A16 dispatch GPU tests; the probe on the shapes it now takes against the 64-row config and
@@ -19,10 +20,5 @@ gpu_probe paired_1024 150 "GEMM M|rror|Traceback" benchmarks/probe_w4a16_gemm.py
 # 2112x7168 at M = 1024 in two full waves of 192-row x 128-token CTAs over three K splits (11 x 8 x 3 = 264)
 gpu_probe r192 100 "GEMM M|rror|Traceback" benchmarks/probe_w4a16_gemm.py --family wgmma \
     --shapes 2112x7168 --ms 1024 --layer sym-fp16 --rotate-x --tokens 999 --wg-configs "256,1,3,0,64" "128,3,4,1,192"
-if grep -q " passed" "$OUT/wg_tests.txt" && ! grep -qE "failed|error" "$OUT/wg_tests.txt"; then
-  mkdir -p "$DEST/linear"
-  timeout 200 python benchmarks/bench_linear.py --format w4a16 --out "$DEST/linear" 2>&1 | tee "$OUT/bench_linear.log" | tail -n 30
-else
-  echo "wgmma tests did not pass: no bench_linear"
-fi
+gpu_bench_linear wg_tests 200
 gpu_cleanup

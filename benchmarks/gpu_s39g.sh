@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # RECORD ONLY: ran in session 39 run 6 at 0471b3e.
+# (Its bench_linear step later became gpu_bench_linear in _gpu_build.sh: the same steps.)
 # Session 39 run 6: 64-row CTAs whose warpgroups take alternate superblocks (mode 2, codes 21164 / 21166) against
 # the k-step split on 2112x7168 at M = 100 / 128 (the symmetric few-row row at M <= 128: 128 tokens, 4 splits in
 # pairs). The wgmma GPU tests (every compiled config, the new mode's test); the probe for both layer kinds; then,
@@ -30,16 +31,5 @@ print(best if ok else "")
 PY
 )
 echo "alternate config chosen for bench_linear: '${choice}'"
-if [ -n "$choice" ] && grep -q " passed" "$OUT/wg_tests.txt" && ! grep -qE "failed|error" "$OUT/wg_tests.txt"; then
-  mkdir -p "$DEST/linear"
-  timeout 200 python - "$choice" "$DEST/linear" <<'PY' 2>&1 | tee "$OUT/bench_linear.log" | tail -n 30
-import runpy, sys
-sys.path.insert(0, ".")
-from qlinear.ops import w4a16 as ops
-ops._CUDA_WGMMA_AUTO_SYM["few"][128] = tuple(int(v) for v in sys.argv[1].split(","))
-print("few-row symmetric row at M <= 128:", ops._CUDA_WGMMA_AUTO_SYM["few"][128])
-sys.argv = ["benchmarks/bench_linear.py", "--format", "w4a16", "--out", sys.argv[2]]
-runpy.run_path("benchmarks/bench_linear.py", run_name="__main__")
-PY
-fi
+[ -n "$choice" ] && gpu_bench_linear wg_tests 200 sym few 128 "$choice"
 gpu_cleanup

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # RECORD ONLY: ran in session 40 run 1 at 5a570a8 (mode 3 reverted after it; notes/s40_own_rings.patch).
-# (The bench_linear step's inline Python moved into benchmarks/bench_linear_row.py afterwards: the same steps.)
+# (Its bench_linear step later became gpu_bench_linear in _gpu_build.sh: the same steps.)
 # Session 40 run 1: 64-row CTAs whose warpgroups keep their half of every superblock in a stage ring of their own
 # (mode 3, codes 31166 / 31324 / 31326) against the k-step split with one shared ring (the few-row row at
 # M <= 1024: 256 tokens, 3 stages) on 2112x7168 at M = 768 / 1024, and against mode 2 at M = 100 / 128. The wgmma
@@ -38,9 +38,5 @@ print(sorted(both)[-1] if both else "")
 PY
 )
 echo "mode-3 config chosen for bench_linear: '${choice}'"
-if [ -n "$choice" ] && grep -q " passed" "$OUT/wg_tests.txt" && ! grep -qE "failed|error" "$OUT/wg_tests.txt"; then
-  mkdir -p "$DEST/linear"
-  timeout 200 python benchmarks/bench_linear_row.py auto few 1024 "$choice" "$DEST/linear" 2>&1 \
-      | tee "$OUT/bench_linear.log" | tail -n 30
-fi
+[ -n "$choice" ] && gpu_bench_linear wg_tests 200 auto few 1024 "$choice"
 gpu_cleanup

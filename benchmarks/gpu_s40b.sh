@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # RECORD ONLY: ran in session 40 run 2 at 997e307 (mode 4 reverted after it; notes/s40_half_token_stages.patch).
-# (The bench_linear step's inline Python moved into benchmarks/bench_linear_row.py afterwards: the same steps.)
+# (Its bench_linear step later became gpu_bench_linear in _gpu_build.sh: the same steps.)
 # Session 40 run 2: 256-token CTAs whose stages hold half the tokens of a superblock (mode 4, codes 40325 / 41325 /
 # 41326: each half multiplied by its own m64n128 wgmma group and released when that group completes, so the ring
 # keeps about twice as much x in flight ahead) against the one-stage-per-superblock ring: 2112x7168 at M = 768 /
@@ -41,9 +41,5 @@ print(min(both, key=lambda c: sum(w[c] for w in wins)) if both else "")
 PY
 )
 echo "mode-4 config chosen for bench_linear: '${choice}'"
-if [ -n "$choice" ] && grep -q " passed" "$OUT/wg_tests.txt" && ! grep -qE "failed|error" "$OUT/wg_tests.txt"; then
-  mkdir -p "$DEST/linear"
-  timeout 200 python benchmarks/bench_linear_row.py auto few 1024 "$choice" "$DEST/linear" 2>&1 \
-      | tee "$OUT/bench_linear.log" | tail -n 30
-fi
+[ -n "$choice" ] && gpu_bench_linear wg_tests 200 auto few 1024 "$choice"
 gpu_cleanup

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # RECORD ONLY: ran in session 40 run 5 at 4ddb05c (mode 5 reverted after it; notes/s40_one_warpgroup.patch).
-# (The bench_linear step's inline Python moved into benchmarks/bench_linear_row.py afterwards: the same steps.)
+# (Its bench_linear step later became gpu_bench_linear in _gpu_build.sh: the same steps.)
 # Session 40 run 5: 64-row CTAs of one warpgroup that takes all 8 k-steps of every superblock (mode 5, codes 51164 /
 # 51166 / 51323; one wgmma group of 8 k-steps per superblock where the k-step split's two warpgroups issue two of 4)
 # against the few-row rows: 2112x7168 at M = 1024 (256 tokens, 3 stages) for both layer kinds, and M = 128 against
@@ -34,9 +34,5 @@ print("256,0,3,0,64,5" if ok and all(ok) else "")
 PY
 )
 echo "mode-5 config chosen for bench_linear: '${choice}'"
-if [ -n "$choice" ] && grep -q " passed" "$OUT/wg_tests.txt" && ! grep -qE "failed|error" "$OUT/wg_tests.txt"; then
-  mkdir -p "$DEST/linear"
-  timeout 150 python benchmarks/bench_linear_row.py auto few 1024 "$choice" "$DEST/linear" 2>&1 \
-      | tee "$OUT/bench_linear.log" | tail -n 30
-fi
+[ -n "$choice" ] && gpu_bench_linear wg_tests 150 auto few 1024 "$choice"
 gpu_cleanup
