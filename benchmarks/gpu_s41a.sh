@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Session 41 run 1: what the 64-row W4A16 wgmma CTAs' stage ring costs without arithmetic (csrc/probe/ingress_probe.cu:
+# the same TMA boxes, stages and grid, a clock standing in for the wgmmas, two release policies), beside the real
+# kernel's row config at M = 1024 (probe, both layer kinds); then bench_linear --format w4a16 on the tree as committed.
+#   (device, carry build/snap) cd build/snap && OUT=$OUT bash benchmarks/gpu_s41a.sh
+: "${OUT:?}"
+source "$(dirname "$0")/_gpu_build.sh"
+nvcc -O3 -std=c++17 -arch=sm_90a csrc/probe/ingress_probe.cu -o /tmp/ingress_probe > /tmp/ingress_build.log 2>&1 &
+ing_pid=$!
+gpu_run_start s41a
+wait "$ing_pid"; echo "ingress probe build rc=$?"; cat /tmp/ingress_build.log | head -20
+timeout 60 /tmp/ingress_probe 2>&1 | tee "$OUT/ingress.txt"
+for layer in sym-fp16 asym-bf16; do
+  gpu_probe "row_$layer" 90 "GEMM M|rror|Traceback" benchmarks/probe_w4a16_gemm.py --family wgmma \
+      --shapes 2112x7168 --ms 1024 --layer "$layer" --rotate-x --tokens 999 --wg-configs "256,0,3,0,64"
+done
+mkdir -p "$DEST/linear"
+timeout 230 python benchmarks/bench_linear.py --format w4a16 --out "$DEST/linear" 2>&1 | tee "$OUT/bench_linear.log" \
+    | tail -n 30
+gpu_cleanup
