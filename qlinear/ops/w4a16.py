@@ -1162,7 +1162,8 @@ def cuda_wgmma(
     k-steps) or 192 (three warpgroups of 64 rows). ``producer``: 1 adds a producer warpgroup that issues the
     shared-memory stage fills (compiled for 128 rows x 256 tokens, 3 stages only: code 10323); 2, with 64 rows x 128
     tokens and 4 or 6 stages (codes 21164, 21166), makes the two warpgroups take alternate superblocks, all k-steps
-    each, instead of halves of every superblock. ``pdl``: launch with
+    each, instead of halves of every superblock; 3, with 64 rows x 256 tokens and 3 stages (code 31323), keeps the
+    halves but lands each stage's two x atoms on mbarriers of their own (the same bits). ``pdl``: launch with
     programmatic dependent launch (None: ``qlinear.kernels._pdl.pdl_enabled``).
     """
     if config is not None and (len(tuple(config)) not in (3, 4, 5, 6) or any(int(v) < 0 for v in config)):

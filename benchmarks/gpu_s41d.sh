@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Session 41 run 4: mode 3 of the wgmma GEMM (code 31323: the 64-row k-step split with one `full` mbarrier per x
+# atom, so warpgroup 0 starts on a stage once its atom and the weight rows are in; run 3's Nsight Compute put 13 %
+# of the 64-row CTA's stall samples on the `full` waits). Its GPU test (bit-equal to the k-step split) and the
+# every-config test; the probe at M = 1024 / 768 on 2112x7168 against the few row, both layer kinds; then, if it
+# beat the row on both, bench_linear --format w4a16 with it as the few row at M <= 1024.
+#   (device, carry build/snap) cd build/snap && OUT=$OUT bash benchmarks/gpu_s41d.sh
+: "${OUT:?}"
+source "$(dirname "$0")/_gpu_build.sh"
+gpu_run_start s41d
+gpu_pytest wg_tests 150 tests/gpu/test_w4a16_gemm_gpu.py -k "split_barriers or every_config or 64_and_192"
+for layer in sym-fp16 asym-bf16; do
+  gpu_probe "split_$layer" 100 "GEMM M|rror|Traceback" benchmarks/probe_w4a16_gemm.py --family wgmma \
+      --shapes 2112x7168 --ms 768 1024 --layer "$layer" --rotate-x --tokens 999 \
+      --wg-configs "256,0,3,0,64" "256,0,3,0,64,3"
+done
+choice=$(python - "$OUT/split_sym-fp16.log" "$OUT/split_asym-bf16.log" <<'PY'
+import re, sys
+ok = []
+for path in sys.argv[1:]:
+    t = {}
+    for ln in open(path):
+        m = re.match(r"GEMM M=1024 2112x7168\s+wg (\S+)\s+([\d.]+) us", ln)
+        if m:
+            t[m.group(1)] = float(m.group(2))
+    ok.append("256,0,3,0,64,3" in t and "256,0,3,0,64" in t and t["256,0,3,0,64,3"] < t["256,0,3,0,64"])
+print("256,0,3,0,64,3" if ok and all(ok) else "")
+PY
+)
+echo "split-barrier config chosen for bench_linear: '${choice}'"
+[ -n "$choice" ] && gpu_bench_linear wg_tests 230 auto few 1024 "$choice"
+gpu_cleanup
