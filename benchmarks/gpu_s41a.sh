@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 41 run 1 at 6f5de0a.
 # Session 41 run 1: what the 64-row W4A16 wgmma CTAs' stage ring costs without arithmetic (csrc/probe/ingress_probe.cu:
 # the same TMA boxes, stages and grid, a clock standing in for the wgmmas, two release policies), beside the real
 # kernel's row config at M = 1024 (probe, both layer kinds); then bench_linear --format w4a16 on the tree as committed.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 41 run 2 at 277856f.
 # Session 41 run 2: the SM clock and board power while bf16 F.linear, the W4A16 layer and the FP8 block layer each
 # run back to back on 2112x7168 at M = 1024 (benchmarks/probe_clocks.py, nvidia-smi sampling), and at M = 16; then
 # bench_linear --format fp8-block on the tree as committed (the FP8 acceptance file dates from session 28).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 41 run 3 at a7d3779.
 # Session 41 run 3: Nsight Compute of the W4A16 wgmma GEMM at M = 1024: the few row's 64-row CTAs on 2112x7168
 # (256,0,3,0,64) against the paired 128-row CTAs on 2048x7168 (256,2,3,3,128), the same products per CTA.
 # Warp states, scheduler statistics and per-SASS stall samples, to find where the 64-row CTA's extra cycles per

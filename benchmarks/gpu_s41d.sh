@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 41 run 4 at a0dfabc (mode 3 lost and was reverted after it; notes/s41_split_barriers.patch).
 # Session 41 run 4: mode 3 of the wgmma GEMM (code 31323: the 64-row k-step split with one `full` mbarrier per x
 # atom, so warpgroup 0 starts on a stage once its atom and the weight rows are in; run 3's Nsight Compute put 13 %
 # of the 64-row CTA's stall samples on the `full` waits). Its GPU test (bit-equal to the k-step split) and the

@@ -104,10 +104,9 @@ struct WgStage {
 __host__ __device__ constexpr WgStage wg_stage(int tn, int rows) {
   return WgStage{tn * 256, (tn * 256 + rows * 64 + 1023) / 1024 * 1024};
 }
-// Dynamic shared memory of a launch: ST stages, up to 3 ST mbarriers (kSplit: two `full` per stage), the slack to
-// align the ring to 1024.
+// Dynamic shared memory of a launch: ST stages, 2 ST mbarriers, the slack to align the ring to 1024.
 __host__ __device__ constexpr int wg_smem_bytes(int tn, int st, int rows) {
-  return st * wg_stage(tn, rows).bytes + 24 * st + 1024;
+  return st * wg_stage(tn, rows).bytes + 16 * st + 1024;
 }
 
 // The kernel's parameters: the two tensor maps (CUtensorMap brings its own 128-byte alignment; TMA
@@ -126,9 +125,8 @@ struct WgParams {
 // Compiled (ROWS, TN, ST[, mode]) as P * 10000 + H * 1000 + (TN / 8) * 10 + ST: H = 0 for 128-row CTAs,
 // 1 for 64 rows (the warpgroups split the k-steps), 2 for 192 rows (three warpgroups of 64); P = 1 adds a
 // producer warpgroup (see kProd in the header note); P = 2, 64 rows and an even ST: the warpgroups take
-// alternate superblocks instead of halves of each (kAlt in the kernel); P = 3, 64 rows: the k-step split with
-// one `full` mbarrier per x atom (kSplit in the kernel).
-constexpr int kWgCodes[] = {164, 165, 84, 88, 323, 1164, 1323, 2164, 10323, 21164, 21166, 31323};
+// alternate superblocks instead of halves of each (kAlt in the kernel).
+constexpr int kWgCodes[] = {164, 165, 84, 88, 323, 1164, 1323, 2164, 10323, 21164, 21166};
 
 __host__ __device__ constexpr int wg_code_rows(int code) {
   return code % 10000 >= 2000 ? 192 : (code % 10000 >= 1000 ? 64 : 128);
@@ -136,7 +134,6 @@ __host__ __device__ constexpr int wg_code_rows(int code) {
 __host__ __device__ constexpr int wg_code_tokens(int code) { return code % 1000 / 10 * 8; }
 __host__ __device__ constexpr bool wg_code_producer(int code) { return code / 10000 == 1; }
 __host__ __device__ constexpr bool wg_code_alt(int code) { return code / 10000 == 2; }
-__host__ __device__ constexpr bool wg_code_split(int code) { return code / 10000 == 3; }
 // Threads of a CTA: the MMA warps, and with a producer the extra warpgroup.
 __host__ __device__ constexpr int wg_threads(int rows, bool producer) { return 32 * wg_warps(rows) + (producer ? 128 : 0); }
 // CTAs whose unsplit tiles take wg_store_tile_tma: not 192 rows, whose 168-register CTAs spill with a second
@@ -146,12 +143,11 @@ __host__ __device__ constexpr bool wg_tma_store_rows(int rows) { return rows != 
 template <int C>
 struct WgCode {
   static constexpr int ROWS = wg_code_rows(C), TN = wg_code_tokens(C), ST = C % 10;
-  static constexpr bool PROD = wg_code_producer(C), ALT = wg_code_alt(C), SPLIT = wg_code_split(C);
-  static_assert((TN == 64 || TN == 128 || TN == 256) && ST >= 2 && C % 10000 / 1000 <= 2 && C / 10000 <= 3 &&
-                    !(PROD && ROWS == 192) && (!ALT || (ROWS == 64 && ST % 2 == 0)) && (!SPLIT || ROWS == 64),
+  static constexpr bool PROD = wg_code_producer(C), ALT = wg_code_alt(C);
+  static_assert((TN == 64 || TN == 128 || TN == 256) && ST >= 2 && C % 10000 / 1000 <= 2 && C / 10000 <= 2 &&
+                    !(PROD && ROWS == 192) && (!ALT || (ROWS == 64 && ST % 2 == 0)),
                 "a wgmma code is P * 10000 + H * 1000 + (tokens / 8) * 10 + stages (no producer with 192 rows; "
-                "alternate superblocks with 64 rows and an even number of stages only; split barriers with 64 "
-                "rows only)");
+                "alternate superblocks with 64 rows and an even number of stages only)");
 };
 
 template <size_t L>
@@ -563,7 +559,7 @@ __device__ __forceinline__ void wg_pair_finish(const WgParams& wp, const float (
 
 #endif  // QLINEAR_WGMMA
 
-template <typename XT, int TN, int ST, int ROWS, bool PROD, bool ALT, bool SPLIT>
+template <typename XT, int TN, int ST, int ROWS, bool PROD, bool ALT>
 __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(const __grid_constant__ WgParams wp) {
 #if QLINEAR_WGMMA
   constexpr int NW = wg_warps(ROWS), NT = 32 * NW;  // MMA warps and their threads
@@ -578,12 +574,6 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
   constexpr bool kHalf = ROWS == 64;
   constexpr bool kAlt = ALT;
   static_assert(!kAlt || (kHalf && !PROD && ST % 2 == 0), "alternate superblocks: 64 rows, no producer, even ST");
-  // kSplit (the k-step split): each stage's x atoms land on a `full` mbarrier of their own, atom 0 with the weight
-  // rows on the first, so warpgroup 0 starts on a stage as soon as its atom and the rows are in, without waiting
-  // for warpgroup 1's atom (which is in flight behind them); warpgroup 1 waits for both barriers.
-  constexpr bool kSplit = SPLIT;
-  static_assert(!kSplit || (kHalf && !kAlt && !PROD), "split barriers: the k-step split of 64-row CTAs");
-  constexpr int kFull = kSplit ? 2 : 1;  // `full` mbarriers per stage
   constexpr int NP = kHalf && !kAlt ? 4 : 8;  // k-steps per superblock and warpgroup
   constexpr int VA = TN / 2;               // accumulators per thread: m64 x TN per warpgroup
   constexpr int V = kHalf ? VA / 2 : VA;   // values per thread in the summed tile
@@ -595,9 +585,7 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
   const uint32_t raw = static_cast<uint32_t>(__cvta_generic_to_shared(wg_smem_raw));
   const uint32_t ring = (raw + 1023u) & ~1023u;  // 128-byte swizzle atoms need 1024-byte alignment
   unsigned char* smem = wg_smem_raw + (ring - raw);
-  const uint32_t full0 = ring + ST * kStage, empty0 = full0 + 8 * kFull * ST;  // mbarriers
-  // `full` mbarrier h of stage s (h = 0 without kSplit)
-  auto full_bar = [&](int s, int h) { return full0 + 8u * static_cast<uint32_t>(kFull * s + h); };
+  const uint32_t full0 = ring + ST * kStage, empty0 = full0 + 8 * ST;  // mbarriers
   const GemmParams& gp = wp.gp;
   const Params& p = gp.p;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -617,22 +605,16 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
   // superblock j into its stage (thread 0 only): the weight rows (with the stage's byte count), then x
   auto fill_w = [&](int j) {
     const int s = j % ST;
-    const uint32_t st = ring + s * kStage, bar = full_bar(s, 0);
-    tma::mbar_arrive_tx(bar, static_cast<uint32_t>((kSplit ? TN * 128 : TN * 256) + ROWS * 64));
+    const uint32_t st = ring + s * kStage, bar = full0 + 8 * s;
+    tma::mbar_arrive_tx(bar, static_cast<uint32_t>(TN * 256 + ROWS * 64));
     tma::tensor_copy_2d(st + wg_stage(TN, ROWS).w_off, &wp.wmap, (sb_lo + j) * 16, row0, bar);
   };
   auto fill_x = [&](int j) {
     const int s = j % ST;
-    const uint32_t st = ring + s * kStage, bar = full_bar(s, 0);
+    const uint32_t st = ring + s * kStage, bar = full0 + 8 * s;
     const int sb = sb_lo + j;
     tma::tensor_copy_2d(st, &wp.xmap, sb * 128, tok0, bar);
-    if constexpr (kSplit) {
-      const uint32_t bar1 = full_bar(s, 1);
-      tma::mbar_arrive_tx(bar1, static_cast<uint32_t>(TN * 128));
-      tma::tensor_copy_2d(st + TN * 128, &wp.xmap, sb * 128 + 64, tok0, bar1);
-    } else {
-      tma::tensor_copy_2d(st + TN * 128, &wp.xmap, sb * 128 + 64, tok0, bar);
-    }
+    tma::tensor_copy_2d(st + TN * 128, &wp.xmap, sb * 128 + 64, tok0, bar);
   };
   // the first ST superblocks (the weights before griddepcontrol.wait, x after it); superblock j + ST into
   // superblock j's stage once every MMA warp has released it
@@ -653,7 +635,7 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
   pdl::launch_dependents();
   if (tid == 0) {
     for (int s = 0; s < ST; ++s) {
-      for (int h = 0; h < kFull; ++h) tma::mbar_init(full_bar(s, h), 1);
+      tma::mbar_init(full0 + 8 * s, 1);
       tma::mbar_init(empty0 + 8 * s, kAlt ? 4 : NW);  // kAlt: the owning warpgroup's 4 warps
     }
     tma::mbar_fence_init();
@@ -703,8 +685,7 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
     const int s = j % ST;
     const WgGroupVals gv = wg_group_vals<XT>(graw, p.scale_kind);
     graw = wg_group_load(p, row0 + r, min(sb_lo + j + kJs, p.nsb - 1));
-    tma::mbar_wait(full_bar(s, 0), static_cast<uint32_t>((j / ST) & 1));
-    if (kSplit && warp >= 4) tma::mbar_wait(full_bar(s, 1), static_cast<uint32_t>((j / ST) & 1));
+    tma::mbar_wait(full0 + 8 * s, static_cast<uint32_t>((j / ST) & 1));
     wg_dequant<XT, NP>(a[B], smem + s * kStage + wg_stage(TN, ROWS).w_off, r, t, gv, magic, sel);
     const uint32_t d0 = wg_desc_lo(ring + s * kStage + x_off);
     wg_fence();

@@ -285,6 +285,18 @@ _CUDA_WGMMA_GAP: dict[str, tuple[int, int]] = {"few": (513, 935)}
 #   - stages of half the tokens, each with its own m64n128 wgmma group: 70.52 / 68.88 against 54.56 / 52.78, and
 #     16-25 % slower on the 128-row rows too;
 #   - one warpgroup over all 8 k-steps: 53.80 / 58.44 against 50.93 / 56.04.
+# Session 41 (benchmarks/results/session41): where the few row's 64-row CTAs lose at M = 1024 (2112x7168).
+#   - Not memory. Run 1 (csrc/probe/ingress_probe.cu: the same TMA boxes, stages and grid, no arithmetic): the ring
+#     alone takes 27.9 us (18.4 TB/s out of L2, 71 bytes per SM clock); with a clock standing in for ideal tensor
+#     time (1024 cycles per superblock) 30.6 us. The kernel takes 50.2-51.4 in the same run.
+#   - Run 3, Nsight Compute against the paired 128-row CTAs on 2048x7168 (the same products per CTA): ideal tensor
+#     cycles are 66 % of the SMs' active cycles against 76 %; 13 % against 9 % of the warps' stall samples sit on
+#     the `full` mbarrier waits.
+#   - Run 4: one `full` mbarrier per x atom (warpgroup 0 starts once its atom and the rows are in) lost, 60.61 /
+#     51.89 against 58.43 / 50.39 us (sym / asym; bf16 48.93 / 43.67 in the same passes); not compiled
+#     (notes/s41_split_barriers.patch).
+#   - Run 2 (benchmarks/probe_clocks.py, back-to-back replays): at the 700 W cap bf16 F.linear runs at ~1.53 GHz
+#     and this row at ~1.65 GHz, 58.0 against 51.9 us (1.12); bench_linear's short bursts read 1.167.
 _CUDA_WGMMA_AUTO: dict[str, tuple[tuple[int, tuple[int, ...]], ...]] = {
     "few": ((64, (64, 0, 4)), (128, (128, 4, 6, 3, 64, 2)), (1024, (256, 0, 3, 0, 64))),
     "short": ((256, (128, 0, 4, 0, 192)), (1024, (256, 0, 3, 0, 128, 1))),
@@ -1162,8 +1174,7 @@ def cuda_wgmma(
     k-steps) or 192 (three warpgroups of 64 rows). ``producer``: 1 adds a producer warpgroup that issues the
     shared-memory stage fills (compiled for 128 rows x 256 tokens, 3 stages only: code 10323); 2, with 64 rows x 128
     tokens and 4 or 6 stages (codes 21164, 21166), makes the two warpgroups take alternate superblocks, all k-steps
-    each, instead of halves of every superblock; 3, with 64 rows x 256 tokens and 3 stages (code 31323), keeps the
-    halves but lands each stage's two x atoms on mbarriers of their own (the same bits). ``pdl``: launch with
+    each, instead of halves of every superblock. ``pdl``: launch with
     programmatic dependent launch (None: ``qlinear.kernels._pdl.pdl_enabled``).
     """
     if config is not None and (len(tuple(config)) not in (3, 4, 5, 6) or any(int(v) < 0 for v in config)):

@@ -63,7 +63,6 @@ def _family(name):
     assert {rows for _, _, rows, _ in cfgs} == {64, 128, 192}
     assert {rows for _, _, rows, prod in cfgs if prod == 1} == {128}
     assert {rows for _, _, rows, prod in cfgs if prod == 2} == {64}  # warpgroups on alternate superblocks
-    assert {rows for _, _, rows, prod in cfgs if prod == 3} == {64}  # one `full` mbarrier per x atom
     return ops.cuda_wgmma, [(lambda s, t=t, st=st, r=r, pr=pr: (t, s, st, 0, r, pr), t) for t, st, r, pr in cfgs]
 
 
@@ -409,29 +408,6 @@ def test_wgmma_alternate_superblocks():
         diff = ((alt.float() - halves.float()).norm() / want.norm()).item()
         assert diff <= 2e-3, f"{what}: differs from the k-step split by {diff:.2e}"
         assert torch.equal(ops.cuda_wgmma(x, packed, b, cfg + (64, 2), pdl=True), alt), f"{what}: PDL changed bits"
-        assert int(locks.abs().sum()) == 0
-
-
-def test_wgmma_split_barriers():
-    """Mode 3 of the sixth config field (64-row CTAs, 256 tokens, 3 stages): the k-step split with each stage's two
-    x atoms on `full` mbarriers of their own. The same products in the same order as the k-step split, so equal
-    bits, and against the fp32 reference: the 2112x7168 M = 1024 wave, K splits summed by each reduction (last
-    arrival, spread, pairs), a shifted last token tile, ragged N, bias, fp16 / bf16, zero points or none, PDL."""
-    _wgmma_ext()
-    locks = _splitk.locks(torch.device(DEV))
-    bf, hf = torch.bfloat16, torch.float16
-    cases = [(2112, 7168, 1024, bf, False, (256, 1, 3, 0)), (2112, 7168, 700, hf, True, (256, 1, 3, 0)),
-             (300, 2176, 300, bf, True, (256, 3, 3, 1)), (520, 4096, 260, hf, False, (256, 4, 3, 3)),
-             (200, 3072, 33, bf, False, (256, 2, 3, 2))]
-    for n, k, m, dt, asym, cfg in cases:
-        packed, w = _layer(n, k, 128, asym, torch.float16 if dt == hf else bf, seed=n + m + 11)
-        x = _x(m, k, dt, m + 5)
-        b = torch.randn(n, device=DEV).to(dt) if m % 2 == 0 else None
-        what = f"split barriers {n}x{k} M={m} {cfg}"
-        split = ops.cuda_wgmma(x, packed, b, cfg + (64, 3), pdl=False)
-        assert_matches(split, x, w, b, what)
-        assert torch.equal(split, ops.cuda_wgmma(x, packed, b, cfg + (64, 0), pdl=False)), f"{what}: other bits"
-        assert torch.equal(ops.cuda_wgmma(x, packed, b, cfg + (64, 3), pdl=True), split), f"{what}: PDL changed bits"
         assert int(locks.abs().sum()) == 0
 
 
