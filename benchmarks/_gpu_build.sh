@@ -6,6 +6,10 @@
 #   gpu_probe NAME LIMIT LINE_REGEX SCRIPT ARGS... -> $OUT/NAME/ (--out), $OUT/NAME.log, prints matching lines
 #   gpu_ncu NAME LIMIT KERNEL_REGEX SCRIPT   -> $OUT/NAME.txt (ncu of SCRIPT's kernels), prints the key rows
 #     ($NCU_EXTRA: more ncu arguments, e.g. "--section ComputeWorkloadAnalysis")
+#   gpu_ncu_sass NAME LIMIT KERNEL_REGEX SCRIPT [ARGS...] -> one launch (after two) of SCRIPT's kernel profiled with
+#     warp states, scheduler, source counters, instruction and memory tables ($NCU_EXTRA: more arguments) into
+#     $OUT/NAME.ncu-rep, its details page NAME_details.txt, per-SASS page NAME_sass.csv ($NCU_RAW=1: raw metrics
+#     NAME_raw.csv), the script's output NAME_run.txt; prints its check line and the key rows (gzip the csv after)
 #   gpu_sass OBJECT_GLOB FUNCTION...         -> $OUT/FUNCTION.sass.gz (cuobjdump -sass of the built object)
 #   gpu_run_start NAME                       -> a device run's start: its files under /tmp/NAME, tarred into the
 #     device's $OUT as NAME.tgz on exit (whatever happens), PYTHONPATH, the build (the run stops if it fails)
@@ -64,6 +68,25 @@ gpu_ncu() {  # gpu_ncu NAME LIMIT KERNEL_REGEX SCRIPT [ARGS...]
     echo "ncu rc=$?"
     grep -E "^  [a-z_].*\(|Duration|Compute \(SM\) Throughput|Memory Throughput|DRAM Throughput|L2 Cache Throughput|Issue Slots Busy|Issued Warp Per Scheduler|No Eligible|Warp Cycles Per Issued|Achieved Occupancy|Registers Per|Grid Size|Block Size|Stall|ERR|rror" \
         "$OUT/$name.txt" | cut -c1-150 | head -150
+    return 0
+}
+
+gpu_ncu_sass() {  # gpu_ncu_sass NAME LIMIT KERNEL_REGEX SCRIPT [ARGS...]
+    local name=$1 limit=$2 regex=$3; shift 3
+    local ncu
+    ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)
+    # shellcheck disable=SC2086  # NCU_EXTRA is a list of arguments
+    timeout "$limit" "$ncu" --clock-control none -k regex:"$regex" --launch-skip 2 --launch-count 1 \
+        --section SpeedOfLight --section WarpStateStats --section SchedulerStats --section SourceCounters \
+        --section InstructionStats --section MemoryWorkloadAnalysis_Tables ${NCU_EXTRA:-} \
+        -o "$OUT/$name" -f python "$@" > "$OUT/${name}_run.txt" 2>&1
+    echo "$name ncu rc=$? | $(grep -E 'relative error|rror' "$OUT/${name}_run.txt" | head -n 2 | tr '\n' ' ')"
+    "$ncu" -i "$OUT/$name.ncu-rep" --page details > "$OUT/${name}_details.txt" 2>&1
+    [ "${NCU_RAW:-0}" = 1 ] && "$ncu" -i "$OUT/$name.ncu-rep" --page raw --csv > "$OUT/${name}_raw.csv" 2>&1
+    "$ncu" -i "$OUT/$name.ncu-rep" --page source --csv --print-source sass > "$OUT/${name}_sass.csv" 2>&1
+    echo "$name sass rows: $(wc -l < "$OUT/${name}_sass.csv")"
+    grep -E "Duration|SM Frequency|Issued Warp Per Scheduler|No Eligible|Warp Cycles Per Issued|Stall|Executed Instructions |Tensor|Pipe" \
+        "$OUT/${name}_details.txt" | cut -c1-140 | head -n 40
     return 0
 }
 

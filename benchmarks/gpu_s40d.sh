@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # RECORD ONLY: ran in session 40 run 5 at 4ddb05c (mode 5 reverted after it; notes/s40_one_warpgroup.patch).
-# (Its bench_linear step later became gpu_bench_linear in _gpu_build.sh: the same steps.)
+# (Its bench_linear step later became gpu_bench_linear in _gpu_build.sh, its choice benchmarks/probe_beats_row.py:
+# the same steps.)
 # Session 40 run 5: 64-row CTAs of one warpgroup that takes all 8 k-steps of every superblock (mode 5, codes 51164 /
 # 51166 / 51323; one wgmma group of 8 k-steps per superblock where the k-step split's two warpgroups issue two of 4)
 # against the few-row rows: 2112x7168 at M = 1024 (256 tokens, 3 stages) for both layer kinds, and M = 128 against
@@ -20,19 +21,8 @@ done
 gpu_probe solo128 60 "GEMM M|rror|Traceback" benchmarks/probe_w4a16_gemm.py --family wgmma \
     --shapes 2112x7168 --ms 128 --layer sym-fp16 --rotate-x --tokens 999 \
     --wg-configs "128,4,6,3,64,2" "128,4,6,3,64,5" "128,4,4,3,64,5"
-choice=$(python - "$OUT/solo_sym-fp16.log" "$OUT/solo_asym-bf16.log" <<'PY'
-import re, sys
-ok = []
-for path in sys.argv[1:]:
-    t = {}
-    for ln in open(path):
-        m = re.match(r"GEMM M=1024 2112x7168\s+wg (\S+)\s+([\d.]+) us", ln)
-        if m:
-            t[m.group(1)] = float(m.group(2))
-    ok.append("256,0,3,0,64,5" in t and "256,0,3,0,64" in t and t["256,0,3,0,64,5"] < t["256,0,3,0,64"])
-print("256,0,3,0,64,5" if ok and all(ok) else "")
-PY
-)
+choice=$(python benchmarks/probe_beats_row.py --m 1024 --shape 2112x7168 --row 256,0,3,0,64 --cand 256,0,3,0,64,5 \
+    "$OUT/solo_sym-fp16.log" "$OUT/solo_asym-bf16.log")
 echo "mode-5 config chosen for bench_linear: '${choice}'"
 [ -n "$choice" ] && gpu_bench_linear wg_tests 150 auto few 1024 "$choice"
 gpu_cleanup

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# RECORD ONLY: ran in session 41 run 3 at a7d3779.
+# RECORD ONLY: ran in session 41 run 3 at a7d3779 (its ncu steps later became gpu_ncu_sass in _gpu_build.sh: the same steps).
 # Session 41 run 3: Nsight Compute of the W4A16 wgmma GEMM at M = 1024: the few row's 64-row CTAs on 2112x7168
 # (256,0,3,0,64) against the paired 128-row CTAs on 2048x7168 (256,2,3,3,128), the same products per CTA.
 # Warp states, scheduler statistics and per-SASS stall samples, to find where the 64-row CTA's extra cycles per
@@ -12,19 +12,8 @@ ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -
 echo "ncu: ${ncu:-missing} $("$ncu" --version 2>/dev/null | tail -n 1)"
 for case in "r64 2112 256,0,3,0,64" "r128 2048 256,2,3,3,128"; do
     set -- $case
-    name=$1
-    timeout 200 "$ncu" --clock-control none -k regex:w4_wgmma_kernel --launch-skip 2 --launch-count 1 \
-        --section SpeedOfLight --section WarpStateStats --section SchedulerStats --section SourceCounters \
-        --section InstructionStats --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables \
-        -o "$OUT/$name" -f python benchmarks/probe_wgmma_once.py --m 1024 --n "$2" --config "$3" \
-        > "$OUT/${name}_run.txt" 2>&1
-    echo "$name ncu rc=$? | $(grep -E 'relative error|rror' "$OUT/${name}_run.txt" | head -n 2 | tr '\n' ' ')"
-    "$ncu" -i "$OUT/$name.ncu-rep" --page details > "$OUT/${name}_details.txt" 2>&1
-    "$ncu" -i "$OUT/$name.ncu-rep" --page raw --csv > "$OUT/${name}_raw.csv" 2>&1
-    "$ncu" -i "$OUT/$name.ncu-rep" --page source --csv --print-source sass > "$OUT/${name}_sass.csv" 2>&1
-    echo "$name sass rows: $(wc -l < "$OUT/${name}_sass.csv")"
-    grep -E "Duration|SM Frequency|Issued Warp Per Scheduler|No Eligible|Warp Cycles Per Issued|Stall|Executed Instructions |Tensor|Pipe" \
-        "$OUT/${name}_details.txt" | cut -c1-140 | head -n 40
+    NCU_EXTRA="--section ComputeWorkloadAnalysis" NCU_RAW=1 gpu_ncu_sass "$1" 200 w4_wgmma_kernel \
+        benchmarks/probe_wgmma_once.py --m 1024 --n "$2" --config "$3"
 done
 gzip -f "$OUT"/*_sass.csv "$OUT"/*_raw.csv
 gpu_cleanup

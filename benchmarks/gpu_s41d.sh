@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # RECORD ONLY: ran in session 41 run 4 at a0dfabc (mode 3 lost and was reverted after it; notes/s41_split_barriers.patch).
+# (Its choice step later became benchmarks/probe_beats_row.py: the same test.)
 # Session 41 run 4: mode 3 of the wgmma GEMM (code 31323: the 64-row k-step split with one `full` mbarrier per x
 # atom, so warpgroup 0 starts on a stage once its atom and the weight rows are in; run 3's Nsight Compute put 13 %
 # of the 64-row CTA's stall samples on the `full` waits). Its GPU test (bit-equal to the k-step split) and the
@@ -15,19 +16,8 @@ for layer in sym-fp16 asym-bf16; do
       --shapes 2112x7168 --ms 768 1024 --layer "$layer" --rotate-x --tokens 999 \
       --wg-configs "256,0,3,0,64" "256,0,3,0,64,3"
 done
-choice=$(python - "$OUT/split_sym-fp16.log" "$OUT/split_asym-bf16.log" <<'PY'
-import re, sys
-ok = []
-for path in sys.argv[1:]:
-    t = {}
-    for ln in open(path):
-        m = re.match(r"GEMM M=1024 2112x7168\s+wg (\S+)\s+([\d.]+) us", ln)
-        if m:
-            t[m.group(1)] = float(m.group(2))
-    ok.append("256,0,3,0,64,3" in t and "256,0,3,0,64" in t and t["256,0,3,0,64,3"] < t["256,0,3,0,64"])
-print("256,0,3,0,64,3" if ok and all(ok) else "")
-PY
-)
+choice=$(python benchmarks/probe_beats_row.py --m 1024 --shape 2112x7168 --row 256,0,3,0,64 --cand 256,0,3,0,64,3 \
+    "$OUT/split_sym-fp16.log" "$OUT/split_asym-bf16.log")
 echo "split-barrier config chosen for bench_linear: '${choice}'"
 [ -n "$choice" ] && gpu_bench_linear wg_tests 230 auto few 1024 "$choice"
 gpu_cleanup

@@ -19,6 +19,21 @@ from bench_w4a16 import cold_layers  # noqa: E402
 from qlinear.ops import w4a16 as ops  # noqa: E402
 
 
+def run_checked(label: str, m: int, n: int, k: int, launches: int, call) -> None:
+    """``launches`` calls of ``call(x, packed)`` on a fresh symmetric layer (two packed copies, alternated) and bf16
+    x [m, k]; prints the last result's relative error against the fp32 reference and exits if it is over 1e-2."""
+    packs, _, _, ref_w = cold_layers(n, k, max_buffers=2, with_reference=True, layer="sym-fp16")
+    x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+    want = x.float() @ ref_w.t()
+    for i in range(launches):
+        y = call(x, packs[i % len(packs)])
+    torch.cuda.synchronize()
+    err = ((y.float() - want).norm() / want.norm()).item()
+    print(f"{label}: relative error {err:.2e}")
+    if err > 1e-2:
+        raise SystemExit("wrong result")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--m", type=int, required=True)
@@ -27,16 +42,8 @@ def main() -> None:
     ap.add_argument("--k", type=int, default=7168)
     ap.add_argument("--launches", type=int, default=4)
     args = ap.parse_args()
-    packs, _, _, ref_w = cold_layers(args.n, args.k, max_buffers=2, with_reference=True, layer="sym-fp16")
-    x = torch.randn(args.m, args.k, device="cuda", dtype=torch.bfloat16)
-    want = x.float() @ ref_w.t()
-    for i in range(args.launches):
-        y = ops.cuda_gemv(x, packs[i % len(packs)], ring=args.code)
-    torch.cuda.synchronize()
-    err = ((y.float() - want).norm() / want.norm()).item()
-    print(f"M={args.m} code={args.code}: relative error {err:.2e}")
-    if err > 1e-2:
-        raise SystemExit("wrong result")
+    run_checked(f"M={args.m} code={args.code}", args.m, args.n, args.k, args.launches,
+                lambda x, packed: ops.cuda_gemv(x, packed, ring=args.code))
 
 
 if __name__ == "__main__":

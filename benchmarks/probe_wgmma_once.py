@@ -1,7 +1,6 @@
 """A few eager launches of one W4A16 wgmma GEMM config, for Nsight Compute (benchmarks/gpu_s41c.sh).
 
-The layer is bench_linear's (GPTQ symmetric, fp16 scales, group 128) on fresh random data; the result is
-checked against x @ W.T in fp32 so that a profile is never of a broken launch.
+The same layer and check as ``probe_tma_once.py`` (its ``run_checked``): a profile is never of a broken launch.
     python benchmarks/probe_wgmma_once.py --m 1024 --config 256,0,3,0,64 [--n 2112 --k 7168 --launches 4]
 """
 
@@ -11,10 +10,8 @@ import argparse
 import sys
 from pathlib import Path
 
-import torch
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_w4a16 import cold_layers  # noqa: E402
+from probe_tma_once import run_checked  # noqa: E402
 
 from qlinear.ops import w4a16 as ops  # noqa: E402
 
@@ -28,16 +25,8 @@ def main() -> None:
     ap.add_argument("--launches", type=int, default=4)
     args = ap.parse_args()
     cfg = tuple(int(v) for v in args.config.split(","))
-    packs, _, _, ref_w = cold_layers(args.n, args.k, max_buffers=2, with_reference=True, layer="sym-fp16")
-    x = torch.randn(args.m, args.k, device="cuda", dtype=torch.bfloat16)
-    want = x.float() @ ref_w.t()
-    for i in range(args.launches):
-        y = ops.cuda_wgmma(x, packs[i % len(packs)], None, cfg)
-    torch.cuda.synchronize()
-    err = ((y.float() - want).norm() / want.norm()).item()
-    print(f"M={args.m} {args.n}x{args.k} config={args.config}: relative error {err:.2e}")
-    if err > 1e-2:
-        raise SystemExit("wrong result")
+    run_checked(f"M={args.m} {args.n}x{args.k} config={args.config}", args.m, args.n, args.k, args.launches,
+                lambda x, packed: ops.cuda_wgmma(x, packed, None, cfg))
 
 
 if __name__ == "__main__":
