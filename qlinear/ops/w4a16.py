@@ -1173,8 +1173,8 @@ def cuda_wgmma(
     each warpgroup 64 of them), 64 (both warpgroups the same rows and tokens, each half of every superblock's
     k-steps) or 192 (three warpgroups of 64 rows). ``producer``: 1 adds a producer warpgroup that issues the
     shared-memory stage fills (compiled for 128 rows x 256 tokens, 3 stages only: code 10323); 2, with 64 rows x 128
-    tokens and 4 or 6 stages (codes 21164, 21166), makes the two warpgroups take alternate superblocks, all k-steps
-    each, instead of halves of every superblock. ``pdl``: launch with
+    tokens and 4 or 6 stages or 256 tokens and 3 stages (codes 21164, 21166, 21323), makes the two warpgroups take
+    alternate superblocks, all k-steps each, instead of halves of every superblock. ``pdl``: launch with
     programmatic dependent launch (None: ``qlinear.kernels._pdl.pdl_enabled``).
     """
     if config is not None and (len(tuple(config)) not in (3, 4, 5, 6) or any(int(v) < 0 for v in config)):
