@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 41 run 5 at fbbbf13 (lost; reverted after it, notes/s41_alt_three_stages.patch).
 # Session 41 run 5: mode 2 (warpgroups on alternate superblocks) at 256 tokens in 3 stages that pass from one
 # warpgroup to the other (code 21323; until now mode 2 needed an even number of stages, four 68 KB ones at 256
 # tokens, which do not fit). Its GPU tests (alternate superblocks against the k-step split and the reference, the

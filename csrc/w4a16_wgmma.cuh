@@ -124,9 +124,9 @@ struct WgParams {
 
 // Compiled (ROWS, TN, ST[, mode]) as P * 10000 + H * 1000 + (TN / 8) * 10 + ST: H = 0 for 128-row CTAs,
 // 1 for 64 rows (the warpgroups split the k-steps), 2 for 192 rows (three warpgroups of 64); P = 1 adds a
-// producer warpgroup (see kProd in the header note); P = 2, 64 rows: the warpgroups take alternate superblocks
-// instead of halves of each (kAlt in the kernel).
-constexpr int kWgCodes[] = {164, 165, 84, 88, 323, 1164, 1323, 2164, 10323, 21164, 21166, 21323};
+// producer warpgroup (see kProd in the header note); P = 2, 64 rows and an even ST: the warpgroups take
+// alternate superblocks instead of halves of each (kAlt in the kernel).
+constexpr int kWgCodes[] = {164, 165, 84, 88, 323, 1164, 1323, 2164, 10323, 21164, 21166};
 
 __host__ __device__ constexpr int wg_code_rows(int code) {
   return code % 10000 >= 2000 ? 192 : (code % 10000 >= 1000 ? 64 : 128);
@@ -145,9 +145,9 @@ struct WgCode {
   static constexpr int ROWS = wg_code_rows(C), TN = wg_code_tokens(C), ST = C % 10;
   static constexpr bool PROD = wg_code_producer(C), ALT = wg_code_alt(C);
   static_assert((TN == 64 || TN == 128 || TN == 256) && ST >= 2 && C % 10000 / 1000 <= 2 && C / 10000 <= 2 &&
-                    !(PROD && ROWS == 192) && (!ALT || ROWS == 64),
+                    !(PROD && ROWS == 192) && (!ALT || (ROWS == 64 && ST % 2 == 0)),
                 "a wgmma code is P * 10000 + H * 1000 + (tokens / 8) * 10 + stages (no producer with 192 rows; "
-                "alternate superblocks with 64 rows only)");
+                "alternate superblocks with 64 rows and an even number of stages only)");
 };
 
 template <size_t L>
@@ -567,15 +567,13 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
   constexpr int kSync = PROD ? NT : 0;
   // ROWS = 64: warpgroup h takes k-steps 4h .. 4h + 3 of every superblock over the same 64 rows and all
   // TN tokens, and the two tiles are summed at the end (half the dequantization of each warpgroup).
-  // kAlt (ROWS = 64): warpgroup h takes all k-steps of the superblocks j = h, h + 2, ... instead; superblock j
-  // sits in stage j % ST, and the warpgroup that releases a stage refills it (its first thread): with an even ST
-  // each warpgroup keeps stages of its own parity, two pipelines that share the tensor cores and meet only for
-  // the final sum; with an odd ST (3 stages of 256 tokens, the most that fit) the stages pass from one warpgroup
-  // to the other, so a warpgroup's next superblock is loaded once the other has released its last one. Each
-  // superblock's barrier wait, scale loads and release happen in one warpgroup instead of both.
+  // kAlt (ROWS = 64, ST even): warpgroup h takes all k-steps of the superblocks j = h, h + 2, ... instead, in
+  // stages of its own parity (s = j % ST), which its first thread refills: two pipelines that share the
+  // tensor cores and meet only for the final sum. Each superblock's barrier wait, scale loads and release
+  // happen in one warpgroup instead of both.
   constexpr bool kHalf = ROWS == 64;
   constexpr bool kAlt = ALT;
-  static_assert(!kAlt || (kHalf && !PROD), "alternate superblocks: 64 rows, no producer");
+  static_assert(!kAlt || (kHalf && !PROD && ST % 2 == 0), "alternate superblocks: 64 rows, no producer, even ST");
   constexpr int NP = kHalf && !kAlt ? 4 : 8;  // k-steps per superblock and warpgroup
   constexpr int VA = TN / 2;               // accumulators per thread: m64 x TN per warpgroup
   constexpr int V = kHalf ? VA / 2 : VA;   // values per thread in the summed tile

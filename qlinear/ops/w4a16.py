@@ -295,6 +295,10 @@ _CUDA_WGMMA_GAP: dict[str, tuple[int, int]] = {"few": (513, 935)}
 #   - Run 4: one `full` mbarrier per x atom (warpgroup 0 starts once its atom and the rows are in) lost, 60.61 /
 #     51.89 against 58.43 / 50.39 us (sym / asym; bf16 48.93 / 43.67 in the same passes); not compiled
 #     (notes/s41_split_barriers.patch).
+#   - Run 5: mode 2 (alternate superblocks, 8 k-steps each) at 256 tokens in 3 stages passed between the warpgroups
+#     (code 21323; correct, 255 registers) lost by 45 %: 79.57 / 78.94 against 55.08 / 52.54 us at M = 1024, 25.39 /
+#     25.47 against 19.62 / 19.42 at M = 256. A warpgroup's next stage is only requested once the other warpgroup
+#     has released its last one (notes/s41_alt_three_stages.patch).
 #   - Run 2 (benchmarks/probe_clocks.py, back-to-back replays): at the 700 W cap bf16 F.linear runs at ~1.53 GHz
 #     and this row at ~1.65 GHz, 58.0 against 51.9 us (1.12); bench_linear's short bursts read 1.167.
 _CUDA_WGMMA_AUTO: dict[str, tuple[tuple[int, tuple[int, ...]], ...]] = {
@@ -1173,8 +1177,8 @@ def cuda_wgmma(
     each warpgroup 64 of them), 64 (both warpgroups the same rows and tokens, each half of every superblock's
     k-steps) or 192 (three warpgroups of 64 rows). ``producer``: 1 adds a producer warpgroup that issues the
     shared-memory stage fills (compiled for 128 rows x 256 tokens, 3 stages only: code 10323); 2, with 64 rows x 128
-    tokens and 4 or 6 stages or 256 tokens and 3 stages (codes 21164, 21166, 21323), makes the two warpgroups take
-    alternate superblocks, all k-steps each, instead of halves of every superblock. ``pdl``: launch with
+    tokens and 4 or 6 stages (codes 21164, 21166), makes the two warpgroups take alternate superblocks, all k-steps
+    each, instead of halves of every superblock. ``pdl``: launch with
     programmatic dependent launch (None: ``qlinear.kernels._pdl.pdl_enabled``).
     """
     if config is not None and (len(tuple(config)) not in (3, 4, 5, 6) or any(int(v) < 0 for v in config)):
