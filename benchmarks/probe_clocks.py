@@ -27,6 +27,15 @@ from _layers import build_layer
 FIELDS = "clocks.sm,power.draw,temperature.gpu,clocks_event_reasons.active"
 
 
+def smi_id() -> str:
+    """The current CUDA device as nvidia-smi names it: its PCI bus id (torch's index counts only the devices
+    CUDA_VISIBLE_DEVICES shows, nvidia-smi's counts all of them), or the index where torch does not say."""
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    if all(hasattr(props, a) for a in ("pci_domain_id", "pci_bus_id", "pci_device_id")):
+        return f"{props.pci_domain_id:08x}:{props.pci_bus_id:02x}:{props.pci_device_id:02x}.0"
+    return str(torch.cuda.current_device())
+
+
 class Sampler:
     """nvidia-smi in loop mode; samples kept with the host time they were read at."""
 
@@ -34,7 +43,7 @@ class Sampler:
         self.samples: list[tuple[float, list[str]]] = []
         self.proc = subprocess.Popen(
             ["nvidia-smi", f"--query-gpu={FIELDS}", "--format=csv,noheader,nounits", f"-lms={period_ms}",
-             f"--id={torch.cuda.current_device()}"],
+             f"--id={smi_id()}"],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.thread = threading.Thread(target=self._read, daemon=True)
         self.thread.start()
