@@ -11,6 +11,9 @@
 //   1, early release: if stage j has not arrived yet, wait for superblock j - 1's completion and release its
 //      stage first, so that its refill is issued while this warp would only be waiting anyway.
 // C = 0 is the data movement alone. Thread 0 refills a stage once all 8 warps released it, as in the kernel.
+// One copy of x and of the weights, so both sit in L2 after the first launch (probe_w4a16_gemm.py rotates copies
+// of x past L2; the GEMM re-reads each x tile from L2 33 times on 2112 rows either way). Session 41 run 1:
+// benchmarks/results/session41.
 //
 // Output: one line per case, microseconds per launch (the span from the first CTA's start to the last CTA's
 // end, %globaltimer; median of 7 launches after 2 untimed ones), bytes each CTA brought in, and the rate per
