@@ -13,9 +13,9 @@
 #   gpu_sass OBJECT_GLOB FUNCTION...         -> $OUT/FUNCTION.sass.gz (cuobjdump -sass of the built object)
 #   gpu_run_start NAME                       -> a device run's start: its files under /tmp/NAME, tarred into the
 #     device's $OUT as NAME.tgz on exit (whatever happens), PYTHONPATH, the build (the run stops if it fails)
-#   gpu_bench_linear TESTS LIMIT [TABLE CLASS MAX_M CONFIG] -> bench_linear --format w4a16 into $DEST/linear (log
-#     $OUT/bench_linear.log) if $OUT/TESTS.txt says the tests passed; with the four arguments, one wgmma dispatch
-#     row replaced first (benchmarks/bench_linear_row.py)
+#   gpu_bench_format FORMAT LIMIT           -> bench_linear --format FORMAT into $DEST/linear (log $OUT/bench_linear.log)
+#   gpu_bench_linear TESTS LIMIT [TABLE CLASS MAX_M CONFIG] -> gpu_bench_format w4a16 if $OUT/TESTS.txt says the tests
+#     passed; with the four arguments, one wgmma dispatch row replaced first (benchmarks/bench_linear_row.py)
 #   gpu_probe_lib_start NAME / gpu_probe_lib_wait -> the W4A16 micro-benchmark library
 #     (csrc/probe/w4a16_probe.cu) built in the background into $probe_so, log $OUT/NAME_probe_build.log
 set -uo pipefail
@@ -102,19 +102,25 @@ gpu_sass() {  # gpu_sass OBJECT_GLOB FUNCTION...: each mangled FUNCTION of the e
     return 0
 }
 
+gpu_bench_format() {  # gpu_bench_format FORMAT LIMIT
+    mkdir -p "$DEST/linear"
+    timeout "$2" python benchmarks/bench_linear.py --format "$1" --out "$DEST/linear" 2>&1 \
+        | tee "$OUT/bench_linear.log" | tail -n 30
+    return 0
+}
+
 gpu_bench_linear() {  # gpu_bench_linear TESTS LIMIT [TABLE CLASS MAX_M CONFIG]
     local tests=$1 limit=$2; shift 2
     if ! grep -q " passed" "$OUT/$tests.txt" || grep -qE "failed|error" "$OUT/$tests.txt"; then
         echo "$tests did not pass: no bench_linear"
         return 0
     fi
-    mkdir -p "$DEST/linear"
     if [ $# -gt 0 ]; then
+        mkdir -p "$DEST/linear"
         timeout "$limit" python benchmarks/bench_linear_row.py "$@" "$DEST/linear" 2>&1 | tee "$OUT/bench_linear.log" \
             | tail -n 30
     else
-        timeout "$limit" python benchmarks/bench_linear.py --format w4a16 --out "$DEST/linear" 2>&1 \
-            | tee "$OUT/bench_linear.log" | tail -n 30
+        gpu_bench_format w4a16 "$limit"
     fi
     return 0
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # RECORD ONLY: ran in session 40 run 2 at 997e307 (mode 4 reverted after it; notes/s40_half_token_stages.patch).
-# (Its bench_linear step later became gpu_bench_linear in _gpu_build.sh: the same steps.)
+# (Its bench_linear step later became gpu_bench_linear in _gpu_build.sh, its choice benchmarks/probe_beats_row.py:
+# the same steps.)
 # Session 40 run 2: 256-token CTAs whose stages hold half the tokens of a superblock (mode 4, codes 40325 / 41325 /
 # 41326: each half multiplied by its own m64n128 wgmma group and released when that group completes, so the ring
 # keeps about twice as much x in flight ahead) against the one-stage-per-superblock ring: 2112x7168 at M = 768 /
@@ -25,21 +26,8 @@ gpu_probe tok2_paired 120 "GEMM M|rror|Traceback" benchmarks/probe_w4a16_gemm.py
 gpu_probe tok2_wide 200 "GEMM M|rror|Traceback" benchmarks/probe_w4a16_gemm.py --family wgmma \
     --shapes 24576x1536,7168x16384 --ms 1024 --layer sym-fp16 --rotate-x --tokens 999 \
     --wg-configs "256,0,3,0,128,1" "256,0,5,0,128,4"
-choice=$(python - "$OUT/tok2_sym-fp16.log" "$OUT/tok2_asym-bf16.log" <<'PY'
-import re, sys
-wins = []
-for path in sys.argv[1:]:
-    t = {}
-    for ln in open(path):
-        m = re.match(r"GEMM M=(\d+) 2112x7168\s+wg (\S+)\s+([\d.]+) us", ln)
-        if m:
-            t.setdefault(m.group(2), {})[int(m.group(1))] = float(m.group(3))
-    row = t.get("256,0,3,0,64", {}).get(1024)
-    wins.append({c: v[1024] for c, v in t.items() if c.endswith(",4") and row and v.get(1024, 1e9) < row})
-both = set(wins[0]).intersection(*wins[1:]) if wins else set()
-print(min(both, key=lambda c: sum(w[c] for w in wins)) if both else "")
-PY
-)
+choice=$(python benchmarks/probe_beats_row.py --m 1024 --shape 2112x7168 --row 256,0,3,0,64 \
+    --cand 256,0,6,0,64,4 --cand 256,0,5,0,64,4 "$OUT/tok2_sym-fp16.log" "$OUT/tok2_asym-bf16.log")
 echo "mode-4 config chosen for bench_linear: '${choice}'"
 [ -n "$choice" ] && gpu_bench_linear wg_tests 200 auto few 1024 "$choice"
 gpu_cleanup

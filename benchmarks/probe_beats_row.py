@@ -1,4 +1,5 @@
-"""Prints ``--cand`` if it beat ``--row`` at ``--m`` on ``--shape`` in every probe log given, else an empty line.
+"""Prints the ``--cand`` that beat ``--row`` at ``--m`` on ``--shape`` in every probe log given (of several such, the
+one with the least time summed over the logs), else an empty line.
 
 The logs are ``probe_w4a16_gemm.py``'s (lines ``GEMM M=<m> <shape>  wg <config>  <us> us``). A GPU script uses it
 to choose whether ``bench_linear`` runs with a candidate as the dispatch row (``gpu_bench_linear``):
@@ -29,14 +30,12 @@ def main() -> None:
     ap.add_argument("--m", type=int, required=True)
     ap.add_argument("--shape", required=True, help="NxK as the probe prints it")
     ap.add_argument("--row", required=True, help="the dispatch row's config")
-    ap.add_argument("--cand", required=True, help="the candidate config")
+    ap.add_argument("--cand", required=True, action="append", help="a candidate config (repeatable)")
     ap.add_argument("logs", nargs="+")
     args = ap.parse_args()
-    wins = []
-    for path in args.logs:
-        t = times(path, args.m, args.shape)
-        wins.append(args.cand in t and args.row in t and t[args.cand] < t[args.row])
-    print(args.cand if all(wins) else "")
+    logs = [times(path, args.m, args.shape) for path in args.logs]
+    wins = [c for c in args.cand if all(c in t and args.row in t and t[c] < t[args.row] for t in logs)]
+    print(min(wins, key=lambda c: sum(t[c] for t in logs)) if wins else "")
 
 
 if __name__ == "__main__":
