@@ -45,7 +45,7 @@ from typing import Optional
 
 import torch
 
-from qlinear._utils import (FP8_E4M3, FP8_E4M3_MAX, Fp8GroupActivation, cdiv, cuda_capability, describe,
+from qlinear._utils import (FP8_E4M3, FP8_E4M3_MAX, Fp8GroupActivation, cdiv, cuda_capability, define_op, describe,
                             empty_group_scales, env_backend)
 from qlinear.reference import fp8 as _ref
 
@@ -534,7 +534,7 @@ def _as_layout(s: torch.Tensor, column_major: bool) -> torch.Tensor:
     return out
 
 
-@torch.library.custom_op("qlinear::per_token_group_quant_fp8", mutates_args=())
+@define_op("qlinear::per_token_group_quant_fp8", mutates_args=())
 def _quant_op(
     x: torch.Tensor, group_size: int, column_major_scales: bool, backend: str
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -574,7 +574,7 @@ def per_token_group_quant_fp8(
     _check_group(group_size, be, K)
     if column_major_scales and x.dim() != 2:
         raise ValueError(f"column_major_scales: needs a 2-D x, got {describe(x)}")
-    q, s = torch.ops.qlinear.per_token_group_quant_fp8(_flat(x), group_size, column_major_scales, be)
+    q, s = _quant_op(_flat(x), group_size, column_major_scales, be)
     if x.dim() != 2:
         q = q.reshape(x.shape)
         s = s.reshape(*x.shape[:-1], s.shape[-1])
@@ -590,7 +590,7 @@ def per_token_quant_fp8(x: torch.Tensor, backend: Optional[str] = None) -> tuple
     return per_token_group_quant_fp8(x, x.shape[-1], backend=backend)
 
 
-@torch.library.custom_op("qlinear::fp8_block_linear", mutates_args=())
+@define_op("qlinear::fp8_block_linear", mutates_args=())
 def _block_linear_op(
     x: torch.Tensor,
     weight: torch.Tensor,
@@ -677,7 +677,7 @@ def fp8_block_linear(
             )
         if not weight_scale_inv.is_contiguous():
             raise ValueError(f"weight_scale_inv: backend 'scaled_mm' needs it contiguous, got {describe(weight_scale_inv)}")
-    out = torch.ops.qlinear.fp8_block_linear(_flat(x), weight, weight_scale_inv, bn, bk, bias, be)
+    out = _block_linear_op(_flat(x), weight, weight_scale_inv, bn, bk, bias, be)
     return out if x.dim() == 2 else out.reshape(*x.shape[:-1], N)
 
 
@@ -754,7 +754,7 @@ def fp8_block_quantized_backend(
     return "triton"
 
 
-@torch.library.custom_op("qlinear::fp8_block_linear_quantized", mutates_args=())
+@define_op("qlinear::fp8_block_linear_quantized", mutates_args=())
 def _block_linear_q_op(
     xq: torch.Tensor,
     x_scales: torch.Tensor,
@@ -843,7 +843,7 @@ def fp8_block_linear_quantized(
             "of 16, cdiv(K, 128) % 4 == 0, contiguous weight_scale_inv, M % 4 == 0 and column-major x_scales "
             f"(strides (1, M)); got xq {describe(q2)}, x_scales {describe(s2)}, weight {describe(weight)}"
         )
-    out = torch.ops.qlinear.fp8_block_linear_quantized(q2, s2, weight, weight_scale_inv, bn, bk, bias, out_dtype, be)
+    out = _block_linear_q_op(q2, s2, weight, weight_scale_inv, bn, bk, bias, out_dtype, be)
     return out if xq.dim() == 2 else out.reshape(*xq.shape[:-1], N)
 
 
@@ -868,7 +868,7 @@ def fp8_scaled_backend(x: torch.Tensor, weight: torch.Tensor) -> str:
     return "scaled_mm"
 
 
-@torch.library.custom_op("qlinear::fp8_scaled_linear", mutates_args=())
+@define_op("qlinear::fp8_scaled_linear", mutates_args=())
 def _scaled_linear_op(
     x: torch.Tensor,
     weight: torch.Tensor,
@@ -940,7 +940,7 @@ def fp8_scaled_linear(
     be = backend if backend is not None else fp8_scaled_backend(x, weight)
     if be not in _SCALED_BACKENDS:
         raise ValueError(f"backend: expected one of {_SCALED_BACKENDS} or None, got {be!r}")
-    out = torch.ops.qlinear.fp8_scaled_linear(_flat(x), weight, weight_scale, input_scale, bias, be)
+    out = _scaled_linear_op(_flat(x), weight, weight_scale, input_scale, bias, be)
     return out if x.dim() == 2 else out.reshape(*x.shape[:-1], N)
 
 
@@ -1055,7 +1055,7 @@ def _norm_quant_cuda(
     return q, s
 
 
-@torch.library.custom_op("qlinear::rms_norm_quant_fp8", mutates_args=())
+@define_op("qlinear::rms_norm_quant_fp8", mutates_args=())
 def _norm_quant_op(
     x: torch.Tensor, weight: torch.Tensor, eps: float, group_size: int, column_major_scales: bool, backend: str
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -1077,7 +1077,7 @@ def _(x, weight, eps, group_size, column_major_scales, backend):
     return q, empty_group_scales(M, cdiv(K, group_size), column_major_scales, x.device)
 
 
-@torch.library.custom_op("qlinear::fused_add_rms_norm_quant_fp8", mutates_args=("residual",))
+@define_op("qlinear::fused_add_rms_norm_quant_fp8", mutates_args=("residual",))
 def _add_norm_quant_op(
     x: torch.Tensor,
     residual: torch.Tensor,
@@ -1154,10 +1154,10 @@ def rms_norm_quant_fp8(
             raise ValueError(f"backend 'cuda' needs CUDA tensors, got x on {x.device}; use backend='reference'")
     _check_group(group_size, be, K)
     if residual is None:
-        return torch.ops.qlinear.rms_norm_quant_fp8(x, weight, float(eps), group_size, column_major_scales, be)
+        return _norm_quant_op(x, weight, float(eps), group_size, column_major_scales, be)
     if residual.shape != x.shape or residual.dtype != x.dtype or residual.stride(1) != 1:
         raise ValueError(f"residual: expected shape {tuple(x.shape)} dtype {x.dtype} with stride(1) == 1, got {describe(residual)}")
-    return torch.ops.qlinear.fused_add_rms_norm_quant_fp8(
+    return _add_norm_quant_op(
         x, residual, weight, float(eps), group_size, column_major_scales, be
     )
 

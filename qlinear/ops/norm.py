@@ -29,7 +29,7 @@ from collections.abc import Iterator, Sequence
 
 import torch
 
-from qlinear._utils import FLOAT_DTYPES, describe, env_backend
+from qlinear._utils import FLOAT_DTYPES, define_op, describe, env_backend
 from qlinear.reference.norm import fused_add_rms_norm_ref, rms_norm_ref
 
 __all__ = ["rms_norm", "fused_add_rms_norm", "rms_norm_slices", "NORM_BACKENDS", "resolve_norm_backend", "cuda_knobs",
@@ -386,7 +386,7 @@ def _run_fused(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, ep
 # ----------------------------------------------------------------------------- custom ops
 
 
-@torch.library.custom_op("qlinear::rms_norm", mutates_args=("out",))
+@define_op("qlinear::rms_norm", mutates_args=("out",))
 def _rms_norm_op(out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, eps: float, backend: str) -> None:
     # overlap checks need real storages, so they live here rather than in the traced wrapper
     _check_written("out", out)
@@ -404,7 +404,7 @@ def _rms_norm_fake(out: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, eps
     return None
 
 
-@torch.library.custom_op("qlinear::fused_add_rms_norm", mutates_args=("x", "residual"))
+@define_op("qlinear::fused_add_rms_norm", mutates_args=("x", "residual"))
 def _fused_add_rms_norm_op(
     x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float, backend: str
 ) -> None:
@@ -490,7 +490,7 @@ def _run_slices(
                 norm_triton.rms_norm_triton(o3, x3, weights[i], eps)
 
 
-@torch.library.custom_op("qlinear::rms_norm_slices", mutates_args=("outs",))
+@define_op("qlinear::rms_norm_slices", mutates_args=("outs",))
 def _rms_norm_slices_op(
     outs: list[torch.Tensor], x: torch.Tensor, bounds: list[int], weights: list[torch.Tensor], eps: float,
     backend: str,
@@ -600,7 +600,7 @@ def _run_slices_quant(
                 norm_triton.rms_norm_triton(o3, x3, weights[i], eps)
 
 
-@torch.library.custom_op("qlinear::rms_norm_slices_quant", mutates_args=("outs", "scales"))
+@define_op("qlinear::rms_norm_slices_quant", mutates_args=("outs", "scales"))
 def _rms_norm_slices_quant_op(
     outs: list[torch.Tensor], scales: list[torch.Tensor], x: torch.Tensor, bounds: list[int],
     weights: list[torch.Tensor], quant: list[bool], eps: float, group_size: int, backend: str,

@@ -58,7 +58,7 @@ from typing import Optional, Sequence
 import torch
 import torch.nn.functional as F
 
-from qlinear._utils import describe, env_backend, round_up
+from qlinear._utils import define_op, describe, env_backend, round_up
 from qlinear.reference.w4a16 import SUPERBLOCK_WORDS, superblock_cols, w4a16_linear_ref
 
 __all__ = [
@@ -947,7 +947,7 @@ def w4a16_linear(
             f"see {_CUDA_SUPPORT[backend].__name__}()"
         )
     x2 = _check_x(x, packed, bias, backend)
-    y = torch.ops.qlinear.w4a16_mm(
+    y = _w4a16_mm(
         x2,
         packed.qweight,
         packed.scales,
@@ -970,7 +970,7 @@ def w4a16_linear(
 # --------------------------------------------------------------------------------------------
 
 
-@torch.library.custom_op("qlinear::w4a16_mm", mutates_args=())
+@define_op("qlinear::w4a16_mm", mutates_args=())
 def _w4a16_mm(
     x: torch.Tensor,
     qweight: torch.Tensor,
