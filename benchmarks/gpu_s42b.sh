@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Session 42 run 2: every W4A16 GPU test file and the streams test on this tree (operators registered through
+# define_op), then three more alternated passes of bench_host.py, this tree against the session's start
+# (../snap_old, loading this build as its prebuilt library, as in gpu_s42a.sh).
+#   (device, carry build/snap build/snap_old) cd build/snap && OUT=$OUT bash benchmarks/gpu_s42b.sh
+: "${OUT:?}"
+export QLINEAR_BUILD_DIR=/tmp/s42_build
+mkdir -p "$QLINEAR_BUILD_DIR"
+source "$(dirname "$0")/_gpu_build.sh"
+gpu_run_start s42b
+gpu_pytest w4a16 240 tests/gpu/test_w4a16_gpu.py
+gpu_pytest w4a16_gemm 200 tests/gpu/test_w4a16_gemm_gpu.py
+gpu_pytest w4a16_cuda_fold 120 tests/gpu/test_w4a16_cuda_gpu.py tests/gpu/test_w4a16_fold.py
+gpu_pytest w4a16_tma_xs_sb_wgmma 200 tests/gpu/test_w4a16_tma_gpu.py tests/gpu/test_w4a16_xs_gpu.py \
+    tests/gpu/test_w4a16_mma_sb_gpu.py tests/gpu/test_w4a16_wgmma_gpu.py
+gpu_pytest streams 60 tests/gpu/test_streams_gpu.py
+so=$(find "$QLINEAR_BUILD_DIR" -name "qlinear_norm_C*.so" | head -n 1)
+old=$(cd ../snap_old && pwd)
+cp "$so" "$old/qlinear/_norm_C.so" && cp benchmarks/bench_host.py "$old/benchmarks/"
+for pass in 3 4 5; do
+  for v in old new; do
+    dir=$PWD; [ "$v" = old ] && dir=$old
+    (cd "$dir" && PYTHONPATH=$dir timeout 100 python benchmarks/bench_host.py --out "$OUT/host_${v}_$pass" --ms 1 16 \
+        > "$OUT/host_${v}_$pass.log" 2>&1; echo "host $v pass $pass rc=$?")
+    grep -E "M=1 .*(F.linear|layer w4a16 |fp8|rms_norm q_c)|rror" "$OUT/host_${v}_$pass.log" | head -n 10
+  done
+done
+echo "run: $(( $(date +%s) - t_all )) s"
