@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 42 run 1 at af130b7 (old tree: the session start, a52cb4d).
 # Session 42 run 1: the host time of eager calls (benchmarks/bench_host.py) with the operators registered through
 # define_op (qlinear/_utils.py; this tree) against torch.library.custom_op (the session's start, a snapshot in
 # ../snap_old), two passes alternated; cProfile of this tree's layer calls; then every norm and FP8 GPU test file on

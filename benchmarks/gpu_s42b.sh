@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 42 run 2 at 5ef7449 (old tree: the session start, a52cb4d).
 # Session 42 run 2: every W4A16 GPU test file and the streams test on this tree (operators registered through
 # define_op), then three more alternated passes of bench_host.py, this tree against the session's start
 # (../snap_old, loading this build as its prebuilt library, as in gpu_s42a.sh).
