@@ -16,6 +16,8 @@
 #   gpu_bench_format FORMAT LIMIT           -> bench_linear --format FORMAT into $DEST/linear (log $OUT/bench_linear.log)
 #   gpu_bench_linear TESTS LIMIT [TABLE CLASS MAX_M CONFIG] -> gpu_bench_format w4a16 if $OUT/TESTS.txt says the tests
 #     passed; with the four arguments, one wgmma dispatch row replaced first (benchmarks/bench_linear_row.py)
+#   gpu_test_suite PART                     -> every GPU test file through gpu_pytest: PART 1 the norm and FP8 files,
+#     2 the W4A16 files and the streams test
 #   gpu_probe_lib_start NAME / gpu_probe_lib_wait -> the W4A16 micro-benchmark library
 #     (csrc/probe/w4a16_probe.cu) built in the background into $probe_so, log $OUT/NAME_probe_build.log
 set -uo pipefail
@@ -148,6 +150,27 @@ gpu_run_start() {  # gpu_run_start NAME
     trap "tar czf '$DEST/$name.tgz' -C '$OUT' ." EXIT
     gpu_build "$name"
     [ "$build_rc" -ne 0 ] && exit 1
+    return 0
+}
+
+gpu_test_suite() {  # gpu_test_suite PART: every GPU test file, one pytest each with its own limit (gpu_pytest)
+    if [ "$1" = 1 ]; then  # the norm and FP8 files
+        gpu_pytest normquant 90 tests/gpu/test_norm_quant_cuda_gpu.py
+        gpu_pytest norm_slices 60 tests/gpu/test_rms_norm_slices_gpu.py
+        gpu_pytest mla_norm_quant 60 tests/gpu/test_mla_norm_quant_gpu.py
+        gpu_pytest rms_norm 150 tests/gpu/test_rms_norm_gpu.py
+        gpu_pytest fp8 200 tests/gpu/test_fp8_gpu.py
+        gpu_pytest fp8_cuda_gemv 120 tests/gpu/test_fp8_cuda_gemv.py
+        gpu_pytest fp8_swapab_tma_quantized 120 tests/gpu/test_fp8_swapab_gpu.py tests/gpu/test_fp8_tma_gpu.py \
+            tests/gpu/test_fp8_quantized_gpu.py
+    else  # the W4A16 files and the streams test
+        gpu_pytest w4a16 240 tests/gpu/test_w4a16_gpu.py
+        gpu_pytest w4a16_gemm 200 tests/gpu/test_w4a16_gemm_gpu.py
+        gpu_pytest w4a16_cuda_fold 120 tests/gpu/test_w4a16_cuda_gpu.py tests/gpu/test_w4a16_fold.py
+        gpu_pytest w4a16_tma_xs_sb_wgmma 200 tests/gpu/test_w4a16_tma_gpu.py tests/gpu/test_w4a16_xs_gpu.py \
+            tests/gpu/test_w4a16_mma_sb_gpu.py tests/gpu/test_w4a16_wgmma_gpu.py
+        gpu_pytest streams 60 tests/gpu/test_streams_gpu.py
+    fi
     return 0
 }
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# RECORD ONLY: ran in session 42 run 1 at af130b7 (old tree: the session start, a52cb4d).
+# RECORD ONLY: ran in session 42 run 1 at af130b7 (old tree: the session start, a52cb4d); its test list later became
+# gpu_test_suite 1 in _gpu_build.sh (the same steps).
 # Session 42 run 1: the host time of eager calls (benchmarks/bench_host.py) with the operators registered through
 # define_op (qlinear/_utils.py; this tree) against torch.library.custom_op (the session's start, a snapshot in
 # ../snap_old), two passes alternated; cProfile of this tree's layer calls; then every norm and FP8 GPU test file on
@@ -25,12 +26,5 @@ for pass in 1 2; do
     grep -E "M=1 .*(F.linear|layer|rms)|rror" "$OUT/host_${v}_$pass.log" | head -n 20
   done
 done
-gpu_pytest normquant 90 tests/gpu/test_norm_quant_cuda_gpu.py
-gpu_pytest norm_slices 60 tests/gpu/test_rms_norm_slices_gpu.py
-gpu_pytest mla_norm_quant 60 tests/gpu/test_mla_norm_quant_gpu.py
-gpu_pytest rms_norm 150 tests/gpu/test_rms_norm_gpu.py
-gpu_pytest fp8 200 tests/gpu/test_fp8_gpu.py
-gpu_pytest fp8_cuda_gemv 120 tests/gpu/test_fp8_cuda_gemv.py
-gpu_pytest fp8_swapab_tma_quantized 120 tests/gpu/test_fp8_swapab_gpu.py tests/gpu/test_fp8_tma_gpu.py \
-    tests/gpu/test_fp8_quantized_gpu.py
+gpu_test_suite 1
 echo "run: $(( $(date +%s) - t_all )) s"

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# RECORD ONLY: ran in session 42 run 2 at 5ef7449 (old tree: the session start, a52cb4d).
+# RECORD ONLY: ran in session 42 run 2 at 5ef7449 (old tree: the session start, a52cb4d); its test list later became
+# gpu_test_suite 2 in _gpu_build.sh (the same steps).
 # Session 42 run 2: every W4A16 GPU test file and the streams test on this tree (operators registered through
 # define_op), then three more alternated passes of bench_host.py, this tree against the session's start
 # (../snap_old, loading this build as its prebuilt library, as in gpu_s42a.sh).
@@ -9,12 +10,7 @@ export QLINEAR_BUILD_DIR=/tmp/s42_build
 mkdir -p "$QLINEAR_BUILD_DIR"
 source "$(dirname "$0")/_gpu_build.sh"
 gpu_run_start s42b
-gpu_pytest w4a16 240 tests/gpu/test_w4a16_gpu.py
-gpu_pytest w4a16_gemm 200 tests/gpu/test_w4a16_gemm_gpu.py
-gpu_pytest w4a16_cuda_fold 120 tests/gpu/test_w4a16_cuda_gpu.py tests/gpu/test_w4a16_fold.py
-gpu_pytest w4a16_tma_xs_sb_wgmma 200 tests/gpu/test_w4a16_tma_gpu.py tests/gpu/test_w4a16_xs_gpu.py \
-    tests/gpu/test_w4a16_mma_sb_gpu.py tests/gpu/test_w4a16_wgmma_gpu.py
-gpu_pytest streams 60 tests/gpu/test_streams_gpu.py
+gpu_test_suite 2
 so=$(find "$QLINEAR_BUILD_DIR" -name "qlinear_norm_C*.so" | head -n 1)
 old=$(cd ../snap_old && pwd)
 cp "$so" "$old/qlinear/_norm_C.so" && cp benchmarks/bench_host.py "$old/benchmarks/"
