@@ -1,6 +1,7 @@
-"""Summary of several ``bench_host.py`` passes of two trees: per case, the median over passes of the host time per
-call divided by its anchor's in the same pass (``F.linear`` for the layers, ``F.rms_norm`` for ``rms_norm``), and the
-median difference in microseconds. A ratio to an anchor timed in the same process is what carries over between
+"""Summary of bench_host.py passes of several trees: host time per call as a multiple of its in-pass anchor.
+
+Per case: the median over passes of the host time per call divided by its anchor's in the same pass (``F.linear``
+for the layers, ``F.rms_norm`` for ``rms_norm``), and the median difference in microseconds. A ratio to an anchor timed in the same process is what carries over between
 passes: the device machine's CPU ran the same ``F.linear`` call at 17 to 28 us in different processes.
 
     python benchmarks/host_summary.py --tree old=DIR_GLOB --tree new=DIR_GLOB --out DIR [--name host_eager]
