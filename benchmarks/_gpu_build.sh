@@ -4,6 +4,11 @@
 #   source "$(dirname "$0")/_gpu_build.sh"; gpu_build NAME   -> $build_rc, $build_s, $OUT/NAME_build.log
 #   gpu_pytest NAME LIMIT PYTEST_ARGS...     -> $OUT/NAME.txt, prints "NAME rc=.. | <last line>" + failures
 #   gpu_probe NAME LIMIT LINE_REGEX SCRIPT ARGS... -> $OUT/NAME/ (--out), $OUT/NAME.log, prints matching lines
+#   gpu_probe_wg NAME LIMIT SHAPES "MS" LAYER CONFIG... -> gpu_probe of probe_w4a16_gemm.py --family wgmma, x rotated
+#   gpu_probe_layers NAME LIMIT "MS" CONFIG... -> gpu_probe_wg NAME_<layer> on 2112x7168 for sym-fp16 and asym-bf16
+#   gpu_bench_if_beats NAME WHAT LIMIT ROW CAND... -> bench_linear with the fastest CAND that beat ROW at M = 1024 in
+#     both of gpu_probe_layers NAME's logs as the few row (benchmarks/probe_beats_row.py), if one did
+#   gpu_ncu_bin                              -> the ncu command (empty without one)
 #   gpu_ncu NAME LIMIT KERNEL_REGEX SCRIPT   -> $OUT/NAME.txt (ncu of SCRIPT's kernels), prints the key rows
 #     ($NCU_EXTRA: more ncu arguments, e.g. "--section ComputeWorkloadAnalysis")
 #   gpu_ncu_sass NAME LIMIT KERNEL_REGEX SCRIPT [ARGS...] -> one launch (after two) of SCRIPT's kernel profiled with
@@ -58,10 +63,41 @@ gpu_probe() {  # gpu_probe NAME LIMIT LINE_REGEX SCRIPT [ARGS...]: python SCRIPT
     return 0
 }
 
+gpu_probe_wg() {  # gpu_probe_wg NAME LIMIT SHAPES "MS" LAYER CONFIG...: probe_w4a16_gemm.py's wgmma family, x rotated
+    local name=$1 limit=$2 shapes=$3 ms=$4 layer=$5; shift 5
+    # shellcheck disable=SC2086  # MS is a list of M values
+    gpu_probe "$name" "$limit" "GEMM M|rror|Traceback" benchmarks/probe_w4a16_gemm.py --family wgmma \
+        --shapes "$shapes" --ms $ms --layer "$layer" --rotate-x --tokens 999 --wg-configs "$@"
+}
+
+gpu_probe_layers() {  # gpu_probe_layers NAME LIMIT "MS" CONFIG...: gpu_probe_wg on 2112x7168, both layer kinds
+    local name=$1 limit=$2 ms=$3 layer; shift 3
+    for layer in sym-fp16 asym-bf16; do
+        gpu_probe_wg "${name}_$layer" "$limit" 2112x7168 "$ms" "$layer" "$@"
+    done
+}
+
+gpu_bench_if_beats() {  # gpu_bench_if_beats NAME WHAT LIMIT ROW CAND...: the fastest CAND that beat ROW at M = 1024
+    # in both of gpu_probe_layers NAME's logs (benchmarks/probe_beats_row.py), if any, as the few row at M <= 1024 in
+    # gpu_bench_linear (after the tests in $OUT/wg_tests.txt); WHAT names the candidates in the line printed
+    local name=$1 what=$2 limit=$3 row=$4 choice c; shift 4
+    local cands=()
+    for c in "$@"; do cands+=(--cand "$c"); done
+    choice=$(python benchmarks/probe_beats_row.py --m 1024 --shape 2112x7168 --row "$row" "${cands[@]}" \
+        "$OUT/${name}_sym-fp16.log" "$OUT/${name}_asym-bf16.log")
+    echo "$what config chosen for bench_linear: '${choice}'"
+    [ -n "$choice" ] && gpu_bench_linear wg_tests "$limit" auto few 1024 "$choice"
+    return 0
+}
+
+gpu_ncu_bin() {  # gpu_ncu_bin: the Nsight Compute command (on PATH, else the image's install), empty if none
+    command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1
+}
+
 gpu_ncu() {  # gpu_ncu NAME LIMIT KERNEL_REGEX SCRIPT [ARGS...]
     local name=$1 limit=$2 regex=$3; shift 3
     local ncu
-    ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)
+    ncu=$(gpu_ncu_bin)
     echo "ncu: ${ncu:-missing}"
     timeout "$limit" "$ncu" --clock-control none --target-processes all -k regex:"$regex" \
         --section SpeedOfLight --section WarpStateStats --section SchedulerStats --section LaunchStats \
@@ -76,7 +112,7 @@ gpu_ncu() {  # gpu_ncu NAME LIMIT KERNEL_REGEX SCRIPT [ARGS...]
 gpu_ncu_sass() {  # gpu_ncu_sass NAME LIMIT KERNEL_REGEX SCRIPT [ARGS...]
     local name=$1 limit=$2 regex=$3; shift 3
     local ncu
-    ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)
+    ncu=$(gpu_ncu_bin)
     # shellcheck disable=SC2086  # NCU_EXTRA is a list of arguments
     timeout "$limit" "$ncu" --clock-control none -k regex:"$regex" --launch-skip 2 --launch-count 1 \
         --section SpeedOfLight --section WarpStateStats --section SchedulerStats --section SourceCounters \

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # RECORD ONLY: ran in session 39 run 6 at 0471b3e.
 # (Its bench_linear step later became gpu_bench_linear in _gpu_build.sh: the same steps.)
+# (its probe loop later became gpu_probe_layers in _gpu_build.sh: the same commands.)
 # Session 39 run 6: 64-row CTAs whose warpgroups take alternate superblocks (mode 2, codes 21164 / 21166) against
 # the k-step split on 2112x7168 at M = 100 / 128 (the symmetric few-row row at M <= 128: 128 tokens, 4 splits in
 # pairs). The wgmma GPU tests (every compiled config, the new mode's test); the probe for both layer kinds; then,
@@ -11,11 +12,7 @@
 source "$(dirname "$0")/_gpu_build.sh"
 gpu_run_start s39g
 gpu_pytest wg_tests 200 tests/gpu/test_w4a16_gemm_gpu.py -k "wgmma"
-for layer in sym-fp16 asym-bf16; do
-  gpu_probe "alt_$layer" 150 "GEMM M|rror|Traceback" benchmarks/probe_w4a16_gemm.py --family wgmma \
-      --shapes 2112x7168 --ms 100 128 --layer "$layer" --rotate-x --tokens 999 \
-      --wg-configs "128,4,4,3,64" "128,4,4,3,64,2" "128,4,6,3,64,2" "128,4,4,2,64,2"
-done
+gpu_probe_layers alt 150 "100 128" "128,4,4,3,64" "128,4,4,3,64,2" "128,4,6,3,64,2" "128,4,4,2,64,2"
 choice=$(python - "$OUT/alt_sym-fp16.log" <<'PY'
 import re, sys
 t = {}

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # RECORD ONLY: ran in session 41 run 1 at 6f5de0a (its bench_linear step later became gpu_bench_format: the same steps).
+# (its probe loop later became gpu_probe_layers in _gpu_build.sh: the same commands.)
 # Session 41 run 1: what the 64-row W4A16 wgmma CTAs' stage ring costs without arithmetic (csrc/probe/ingress_probe.cu:
 # the same TMA boxes, stages and grid, a clock standing in for the wgmmas, two release policies), beside the real
 # kernel's row config at M = 1024 (probe, both layer kinds); then bench_linear --format w4a16 on the tree as committed.
@@ -11,9 +12,6 @@ ing_pid=$!
 gpu_run_start s41a
 wait "$ing_pid"; echo "ingress probe build rc=$?"; cat /tmp/ingress_build.log | head -20
 timeout 60 /tmp/ingress_probe 2>&1 | tee "$OUT/ingress.txt"
-for layer in sym-fp16 asym-bf16; do
-  gpu_probe "row_$layer" 90 "GEMM M|rror|Traceback" benchmarks/probe_w4a16_gemm.py --family wgmma \
-      --shapes 2112x7168 --ms 1024 --layer "$layer" --rotate-x --tokens 999 --wg-configs "256,0,3,0,64"
-done
+gpu_probe_layers row 90 1024 "256,0,3,0,64"
 gpu_bench_format w4a16 230
 gpu_cleanup

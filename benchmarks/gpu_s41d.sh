@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # RECORD ONLY: ran in session 41 run 4 at a0dfabc (mode 3 lost and was reverted after it; notes/s41_split_barriers.patch).
 # (Its choice step later became benchmarks/probe_beats_row.py: the same test.)
+# (its probe loop later became gpu_probe_layers and its choice and bench_linear steps gpu_bench_if_beats in
+# _gpu_build.sh: the same commands.)
 # Session 41 run 4: mode 3 of the wgmma GEMM (code 31323: the 64-row k-step split with one `full` mbarrier per x
 # atom, so warpgroup 0 starts on a stage once its atom and the weight rows are in; run 3's Nsight Compute put 13 %
 # of the 64-row CTA's stall samples on the `full` waits). Its GPU test (bit-equal to the k-step split) and the
@@ -11,13 +13,6 @@
 source "$(dirname "$0")/_gpu_build.sh"
 gpu_run_start s41d
 gpu_pytest wg_tests 150 tests/gpu/test_w4a16_gemm_gpu.py -k "split_barriers or every_config or 64_and_192"
-for layer in sym-fp16 asym-bf16; do
-  gpu_probe "split_$layer" 100 "GEMM M|rror|Traceback" benchmarks/probe_w4a16_gemm.py --family wgmma \
-      --shapes 2112x7168 --ms 768 1024 --layer "$layer" --rotate-x --tokens 999 \
-      --wg-configs "256,0,3,0,64" "256,0,3,0,64,3"
-done
-choice=$(python benchmarks/probe_beats_row.py --m 1024 --shape 2112x7168 --row 256,0,3,0,64 --cand 256,0,3,0,64,3 \
-    "$OUT/split_sym-fp16.log" "$OUT/split_asym-bf16.log")
-echo "split-barrier config chosen for bench_linear: '${choice}'"
-[ -n "$choice" ] && gpu_bench_linear wg_tests 230 auto few 1024 "$choice"
+gpu_probe_layers split 100 "768 1024" "256,0,3,0,64" "256,0,3,0,64,3"
+gpu_bench_if_beats split split-barrier 230 256,0,3,0,64 256,0,3,0,64,3
 gpu_cleanup

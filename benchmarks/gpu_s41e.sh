@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # RECORD ONLY: ran in session 41 run 5 at fbbbf13 (lost; reverted after it, notes/s41_alt_three_stages.patch).
+# (its probe loop later became gpu_probe_layers and its choice and bench_linear steps gpu_bench_if_beats in
+# _gpu_build.sh: the same commands.)
 # Session 41 run 5: mode 2 (warpgroups on alternate superblocks) at 256 tokens in 3 stages that pass from one
 # warpgroup to the other (code 21323; until now mode 2 needed an even number of stages, four 68 KB ones at 256
 # tokens, which do not fit). Its GPU tests (alternate superblocks against the k-step split and the reference, the
@@ -10,13 +12,6 @@
 source "$(dirname "$0")/_gpu_build.sh"
 gpu_run_start s41e
 gpu_pytest wg_tests 180 tests/gpu/test_w4a16_gemm_gpu.py -k "alternate or every_config or 64_and_192"
-for layer in sym-fp16 asym-bf16; do
-  gpu_probe "alt_$layer" 120 "GEMM M|rror|Traceback" benchmarks/probe_w4a16_gemm.py --family wgmma \
-      --shapes 2112x7168 --ms 256 512 1024 --layer "$layer" --rotate-x --tokens 999 \
-      --wg-configs "256,0,3,0,64" "256,0,3,0,64,2"
-done
-choice=$(python benchmarks/probe_beats_row.py --m 1024 --shape 2112x7168 --row 256,0,3,0,64 --cand 256,0,3,0,64,2 \
-    "$OUT/alt_sym-fp16.log" "$OUT/alt_asym-bf16.log")
-echo "alternate-superblock config chosen for bench_linear: '${choice}'"
-[ -n "$choice" ] && gpu_bench_linear wg_tests 230 auto few 1024 "$choice"
+gpu_probe_layers alt 120 "256 512 1024" "256,0,3,0,64" "256,0,3,0,64,2"
+gpu_bench_if_beats alt alternate-superblock 230 256,0,3,0,64 256,0,3,0,64,2
 gpu_cleanup

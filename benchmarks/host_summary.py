@@ -44,20 +44,20 @@ def main() -> None:
     ap.add_argument("--out", required=True)
     ap.add_argument("--name", default="host_eager")
     args = ap.parse_args()
-    rows, metas = [], {}
+    rows, metas, env = [], {}, None
     for spec in args.tree:
         name, pattern = spec.split("=", 1)
         paths = sorted(glob.glob(str(Path(pattern) / "host.json")))
         if not paths:
             raise SystemExit(f"--tree {spec}: no host.json under {pattern}")
         passes = [json.loads(Path(p).read_text()) for p in paths]
+        env = env or passes[0]["meta"]
         metas[name] = sorted({p["meta"]["git_commit"] for p in passes})
         for (case, impl), s in summarize(passes).items():
             rows.append(dict(case=f"{case} {impl}", tree=name, impl=impl, ratio=s["ratio"], extra_us=s["extra_us"],
                              passes=s["passes"]))
             print(f"{name:<5s} {case:<20s} {impl:<18s} x{s['ratio']:.2f} of its anchor (+{s['extra_us']:6.1f} us), "
                   f"{s['passes']} passes")
-    env = json.loads(Path(paths[0]).read_text())["meta"]
     meta = dict(what=__doc__.splitlines()[0], trees=metas,
                 **{k: env[k] for k in ("gpu", "torch", "triton", "cuda", "python") if k in env})
     write_results(args.name, rows, meta, args.out, metric="ratio", label="tree")
