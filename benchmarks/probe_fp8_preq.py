@@ -2,7 +2,8 @@
 codes quantized once outside the timed graph ("gemv only", PDL on, several configs), the whole path
 (the Triton quantizer with its PDL trigger late / early, then the GEMV with PDL), the in-kernel path
 (--kernel-codes, default 11116), the Triton path (quantizer trigger late / early) and the auto dispatch, on 2112x7168 and
-1536x7168 (--shapes) with cold weights, alternated graph replays. One line per case:
+1536x7168 (--shapes) with cold weights, alternated graph replays; with --cuda-quant also the pairs with the
+CUDA quantizer (csrc/group_quant.cuh) at the given triggers and threads per CTA, and that quantizer alone. One line per case:
 ``PREQ M=16 NxK name us``.
 
     python benchmarks/probe_fp8_preq.py [--out DIR] [--m 16] [--shapes ...] [--gemv-codes ...] [--pair-codes ...] [--kernel-codes ...]
@@ -42,6 +43,9 @@ def main() -> None:
     ap.add_argument("--quant-rows", default="",
                     help="comma-separated fp8_triton.QUANT_ROW_BLOCK values (the quantizer's rows per program) to "
                          "time the pairs with as well; the committed value is always timed")
+    ap.add_argument("--cuda-quant", default="",
+                    help="comma-separated trigger:threads pairs (e.g. early:128) of the CUDA quantizer "
+                         "(ops.FP8_CUDA_QUANTIZER = 'cuda') to time the pair codes with as well")
     ap.add_argument("--no-check", action="store_true",
                     help="time candidates without checking their output (diagnostic kernel variants)")
     args = ap.parse_args()
@@ -64,26 +68,35 @@ def main() -> None:
         def gemv_only(code, pdl):
             return lambda i: C.fp8_block_gemv_preq(q, s, ws[i % copies], ss[i % copies], None, wsp, x.dtype, code, pdl)
 
-        def path(code, qmode, qrows=None):
-            """the quantizer (PDL trigger qmode; qrows: its rows per program, set while the graph is
-            captured) + the GEMV on its codes (PDL on)"""
+        def path(code, qmode, qrows=None, cuda_threads=None):
+            """the quantizer (PDL trigger qmode; qrows: its rows per program; cuda_threads: the CUDA quantizer
+            with that many threads per CTA instead; set while the graph is captured) + the GEMV on its codes
+            (PDL on)"""
             def fn(i):
-                saved = fp8_triton.QUANT_ROW_BLOCK
+                saved = fp8_triton.QUANT_ROW_BLOCK, ops.FP8_CUDA_QUANTIZER, ops.FP8_CUDA_QUANT_THREADS
                 if qrows is not None:
                     fp8_triton.QUANT_ROW_BLOCK = qrows
+                if cuda_threads is not None:
+                    ops.FP8_CUDA_QUANTIZER, ops.FP8_CUDA_QUANT_THREADS = "cuda", cuda_threads
                 try:
                     y = ops.fp8_block_gemv_cuda(x, ws[i % copies], ss[i % copies], None, config=code, pdl=True,
                                                 quant_pdl=qmode)
                 finally:
-                    fp8_triton.QUANT_ROW_BLOCK = saved
+                    fp8_triton.QUANT_ROW_BLOCK, ops.FP8_CUDA_QUANTIZER, ops.FP8_CUDA_QUANT_THREADS = saved
                 if y is None:  # refused: timing the no-op would read as a fast kernel
                     raise RuntimeError(f"config {code} refused")
                 return y
             return fn
 
         fns = {f"gemv only {c} pdl": gemv_only(c, True) for c in gemv_codes}
-        fns["quantizer only"] = lambda i: ops.per_token_group_quant_fp8(x, 128)
+        fns["quantizer only"] = lambda i: ops.per_token_group_quant_fp8(x, 128, backend="triton")
+        cuda_quant = [(t.split(":")[0], int(t.split(":")[1])) for t in args.cuda_quant.split(",") if t]
+        for cthreads in sorted({t for _, t in cuda_quant}):
+            fns[f"cuda quantizer only {cthreads}"] = (lambda ct: lambda i: ops.quant_fp8_cuda(x, 128, threads=ct))(
+                cthreads)
         for code in pair_codes:
+            for qmode, cthreads in cuda_quant:
+                fns[f"cq {qmode} {cthreads} + gemv {code}"] = path(code, qmode, cuda_threads=cthreads)
             for qmode in qmodes:
                 fns[f"q {qmode} + gemv {code} pdl"] = path(code, qmode)
                 for qr in [int(v) for v in args.quant_rows.split(",") if v]:

@@ -1,6 +1,7 @@
-// Torch binding of the fused RMSNorm -> FP8 launcher: checks devices, dtypes, shapes and strides,
-// then launches on the current CUDA stream. Python reaches it as
-// torch.ops.qlinear_C.rms_norm_quant_fp8 (qlinear.ops.fp8 allocates q / scales and calls it).
+// Torch binding of the fused RMSNorm -> FP8 launcher and of the plain per-token-group FP8 quantizer:
+// checks devices, dtypes, shapes and strides, then launches on the current CUDA stream. Python reaches
+// them as torch.ops.qlinear_C.rms_norm_quant_fp8 and .group_quant_fp8 (qlinear.ops.fp8 allocates q /
+// scales and calls them).
 #include <ATen/core/Tensor.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
@@ -10,6 +11,7 @@
 
 #include "binding_util.h"
 #include "msg.h"
+#include "group_quant_launch.h"
 #include "norm_quant_launch.h"
 
 namespace {
@@ -122,6 +124,76 @@ int64_t rms_norm_quant_fp8(const at::Tensor& q, const at::Tensor& scales, const 
                                     blocks_per_sm, path, prefetch, 0);
 }
 
+// The quantizer's arguments for q [M_pad, K] / scales [M_pad, G] written from x [M <= M_pad, K]; raises
+// on a device, dtype, shape or stride error, names the parameter.
+qlinear::GroupQuantArgs group_quant_args(const at::Tensor& q, const at::Tensor& scales, const at::Tensor& x,
+                                         int64_t group_size, double scale_eps) {
+  TORCH_CHECK(x.is_cuda(), msg::cat("x: expected a CUDA tensor, got device ", x.device()));
+  TORCH_CHECK(x.dim() == 2, msg::cat("x: expected [M, K], got ", msg::num(x.dim()), " dims"));
+  const int64_t M = x.size(0), K = x.size(1);
+  TORCH_CHECK(K > 0, msg::cat("x: expected K > 0, got shape ", msg::shape(x)));
+  TORCH_CHECK(x.stride(1) == 1, msg::cat("x: expected stride(1) == 1, got strides ", msg::strides(x)));
+  TORCH_CHECK(group_size > 0, msg::cat("group_size: expected a positive integer, got ", msg::num(group_size)));
+  const int64_t G = (K + group_size - 1) / group_size;
+  check_cuda(q, "q", x);
+  TORCH_CHECK_TYPE(q.scalar_type() == at::kFloat8_e4m3fn,
+                   msg::cat("q: expected float8_e4m3fn, got ", q.scalar_type()));
+  TORCH_CHECK(q.dim() == 2 && q.size(0) >= M && q.size(1) == K && q.stride(1) == 1,
+              msg::cat("q: expected [M_pad >= ", msg::num(M), ", ", msg::num(K),
+                       "] with stride(1) == 1, got shape ", msg::shape(q), " strides ", msg::strides(q)));
+  const int64_t M_pad = q.size(0);
+  check_cuda(scales, "scales", x);
+  TORCH_CHECK_TYPE(scales.scalar_type() == at::kFloat,
+                   msg::cat("scales: expected float32, got ", scales.scalar_type()));
+  TORCH_CHECK(scales.dim() == 2 && scales.size(0) == M_pad && scales.size(1) == G,
+              msg::cat("scales: expected shape [", msg::num(M_pad), ", ", msg::num(G), "], got ",
+                       msg::shape(scales)));
+  TORCH_CHECK(!overlap(q, x) && !overlap(scales, x), "q / scales: must not overlap x");
+  qlinear::GroupQuantArgs a;
+  a.x = x.data_ptr();
+  a.x_stride = x.stride(0);
+  a.dtype = qlinear::float_dtype<qlinear::NqDType>(x, "x");
+  a.q = q.data_ptr();
+  a.q_stride = q.stride(0);
+  a.scales = scales.data_ptr<float>();
+  a.s_row_stride = scales.stride(0);
+  a.s_col_stride = scales.stride(1);
+  a.rows = M;
+  a.rows_pad = M_pad;
+  a.hidden = K;
+  a.group_size = group_size;
+  a.scale_eps = static_cast<float>(scale_eps);
+  return a;
+}
+
+// 0 when group_quant_fp8 takes these operands, else the GroupQuantSupport reason (group_quant_launch.h).
+int64_t group_quant_fp8_supported(const at::Tensor& q, const at::Tensor& scales, const at::Tensor& x,
+                                  int64_t group_size) {
+  return qlinear::group_quant_fp8_supported(group_quant_args(q, scales, x, group_size, 1e-10));
+}
+
+void group_quant_fp8(const at::Tensor& q, const at::Tensor& scales, const at::Tensor& x, int64_t group_size,
+                     double scale_eps, bool pdl, int64_t trigger, int64_t threads) {
+  const qlinear::GroupQuantArgs a = group_quant_args(q, scales, x, group_size, scale_eps);
+  const int why = qlinear::group_quant_fp8_supported(a);
+  TORCH_CHECK(why == 0, msg::cat("qlinear group_quant_fp8: case not supported (code ", msg::num(why),
+                                 ", see GroupQuantSupport in csrc/group_quant_launch.h): x ", msg::shape(x),
+                                 " strides ", msg::strides(x), " ", x.scalar_type(), ", group_size ",
+                                 msg::num(group_size)));
+  TORCH_CHECK(trigger >= 0 && trigger <= 3,
+              msg::cat("trigger: expected 0 (late), 1 (early), 2 (first) or 3 (exit), got ", msg::num(trigger)));
+  TORCH_CHECK(threads == 0 || (threads >= 32 && threads <= 512 && threads % 32 == 0),
+              msg::cat("threads: expected 0 or a multiple of 32 from 32 to 512, got ", msg::num(threads)));
+  qlinear::GroupQuantLaunch launch;
+  launch.threads = static_cast<int>(threads);
+  launch.pdl = pdl;
+  launch.trigger = static_cast<int>(trigger);
+  const c10::cuda::CUDAGuard guard(x.device());
+  const cudaError_t err =
+      qlinear::group_quant_fp8_launch(a, c10::cuda::getCurrentCUDAStream(x.device().index()).stream(), launch);
+  TORCH_CHECK(err == cudaSuccess, msg::cat("qlinear group_quant_fp8 launch failed: ", cudaGetErrorString(err)));
+}
+
 }  // namespace
 
 TORCH_LIBRARY_FRAGMENT(qlinear_C, m) {
@@ -136,4 +208,11 @@ TORCH_LIBRARY_FRAGMENT(qlinear_C, m) {
       "Tensor weight, float eps, float scale_eps, int group_size, int warps_per_block, int blocks_per_sm, "
       "int path, int prefetch, int variant) -> int",
       &rms_norm_quant_fp8_variant);
+  // the plain per-token-group quantizer (q may have padding rows past x's; see group_quant_launch.h)
+  m.def("group_quant_fp8_supported(Tensor q, Tensor scales, Tensor x, int group_size) -> int",
+        &group_quant_fp8_supported);
+  m.def(
+      "group_quant_fp8(Tensor(a!) q, Tensor(b!) scales, Tensor x, int group_size, float scale_eps, bool pdl=False, "
+      "int trigger=0, int threads=0) -> ()",
+      &group_quant_fp8);
 }

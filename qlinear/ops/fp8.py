@@ -66,7 +66,7 @@ __all__ = [
     "fp8_block_gemv_cuda",
 ]
 
-_QUANT_BACKENDS = ("triton", "reference")
+_QUANT_BACKENDS = ("cuda", "triton", "reference")
 _BLOCK_BACKENDS = ("scaled_mm", "triton", "cuda", "reference")
 _SCALED_BACKENDS = ("scaled_mm", "reference")
 _NORM_BACKENDS = ("cuda", "triton", "reference")
@@ -222,6 +222,14 @@ _CUDA_PREQ = 1000000  # the Q digit of a config code
 # 8.56 / 8.54. With an early trigger the quantizer's CTAs start while the previous GEMV still runs,
 # which needs registers left on the SMs: 16 warps of 120-127 registers hold all of them.
 FP8_CUDA_QUANT_PDL = "late"
+# The quantizer a Q = 1 code launches first: "triton" (qlinear.kernels.fp8_triton, every measurement above)
+# or "cuda" (csrc/group_quant.cuh, the same codes and scales; launched with PDL under the same rule as the
+# Triton launch, qlinear.kernels._pdl.launch_options, and the same trigger names).
+FP8_CUDA_QUANTIZER = "triton"
+FP8_CUDA_QUANT_THREADS = 0  # the CUDA quantizer's threads per CTA there (0 = its launcher's default)
+# per_token_group_quant_fp8's automatic choice on CUDA tensors: the CUDA quantizer where it applies (True),
+# else Triton.
+FP8_QUANT_CUDA = True
 
 # Workspaces of the split-K launches: kFp8GemvCounters (4096) int32 arrival counters, zeroed once
 # here and reset by the kernel, then fp32 partial tiles. One per (device, stream): two split-K
@@ -313,6 +321,12 @@ def _cuda_ops():
     return cuda_ext.ops_or_none("fp8_block_linear uses Triton", stacklevel=4)
 
 
+def _quant_cuda_ext() -> bool:
+    from qlinear.kernels import cuda_ext
+
+    return cuda_ext.ops_or_none("per_token_group_quant_fp8 uses Triton", stacklevel=4) is not None
+
+
 def _cuda_ext_failed() -> bool:
     from qlinear.kernels import cuda_ext
 
@@ -375,7 +389,13 @@ def fp8_block_gemv_cuda(
         pdl = M <= _pdl.PDL_MAX_M and _pdl.pdl_enabled(x.device)
     if (code // _CUDA_PREQ) % 10 == 1:
         trigger = quant_pdl or table_trigger or FP8_CUDA_QUANT_PDL
-        q, s = _kernels().per_token_group_quant_fp8(x, 128, scale_eps=_ref.FP8_SCALE_EPS, pdl_trigger=trigger)
+        if FP8_CUDA_QUANTIZER == "cuda" and _cuda_quant_ok(x, 128):
+            from qlinear.kernels import _pdl  # function-local: imports triton
+
+            opts = _pdl.launch_options(x.device, M, trigger=trigger)
+            q, s = quant_fp8_cuda(x, 128, pdl=opts["USE_PDL"], trigger=trigger, threads=FP8_CUDA_QUANT_THREADS)
+        else:
+            q, s = _kernels().per_token_group_quant_fp8(x, 128, scale_eps=_ref.FP8_SCALE_EPS, pdl_trigger=trigger)
         if ops.fp8_block_gemv_supported(q, weight, weight_scale_inv, ws, code, s) != 0:
             return None
         return ops.fp8_block_gemv_preq(q, s, weight, weight_scale_inv, bias, ws, x.dtype, code, bool(pdl))
@@ -534,6 +554,57 @@ def _as_layout(s: torch.Tensor, column_major: bool) -> torch.Tensor:
     return out
 
 
+# PDL trigger codes of the CUDA quantizer (csrc/group_quant.cuh gq::Trigger), by the names the Triton
+# kernels use (qlinear.kernels._pdl.PDL_TRIGGERS) plus "exit" (none before the grid completes).
+_GQ_TRIGGERS = {"late": 0, "early": 1, "first": 2, "exit": 3}
+
+
+# The auto dispatch's name for the CUDA quantizer where it applies, else Triton (decided inside the op, on
+# the real tensor's address; never taken from a caller).
+_CUDA_AUTO = "cuda-auto"
+
+
+def _cuda_quant_ok(x: torch.Tensor, group_size: int, check_pointers: bool = True) -> bool:
+    """Whether the CUDA quantizer (``csrc/group_quant_launch.cu``) takes a 2-D ``x`` with this group:
+    the launcher's own check (group_quant_fp8_supported), read from the tensor here so the auto
+    dispatch costs no extra op call; the launcher still refuses, with its reason, what this lets by.
+    ``check_pointers`` False skips x's address (fake tensors while torch.compile traces)."""
+    eb = x.element_size()
+    gb = group_size * eb
+    M, K = x.shape
+    return (x.is_cuda and 16 <= gb <= 512 and gb & (gb - 1) == 0 and (M <= 1 or x.stride(0) * eb % 16 == 0)
+            and K * eb % 16 == 0 and (not check_pointers or x.data_ptr() % 16 == 0))
+
+
+def quant_fp8_cuda(
+    x: torch.Tensor,
+    group_size: int = 128,
+    *,
+    column_major_scales: bool = False,
+    pad_rows_to: int = 1,
+    pdl: bool = False,
+    trigger: str = "late",
+    threads: int = 0,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`per_token_group_quant_fp8` of a 2-D ``x`` on the CUDA extension's quantizer
+    (``csrc/group_quant.cuh``), with the launch knobs the dispatch tables set: ``pad_rows_to``
+    (``q`` / ``scales`` get ``round_up(M, pad_rows_to)`` rows, the extra ones code 0 and scale
+    1e-10 / 448), ``pdl`` (launch with programmatic stream serialization) and its ``trigger``
+    ("late" / "early" / "first" / "exit", see ``csrc/group_quant.cuh``), ``threads`` per CTA (0 = the
+    launcher's default). Raises where the case is not supported (see :func:`_cuda_quant_ok`) or the
+    extension does not load."""
+    from qlinear.kernels import cuda_ext  # function-local: keeps the extension loader off `import qlinear.ops`
+
+    if trigger not in _GQ_TRIGGERS:
+        raise ValueError(f"trigger: expected one of {tuple(_GQ_TRIGGERS)}, got {trigger!r}")
+    M, K = x.shape
+    M_pad = cdiv(M, pad_rows_to) * pad_rows_to
+    q = torch.empty((M_pad, K), dtype=FP8_E4M3, device=x.device)
+    s = empty_group_scales(M_pad, cdiv(K, group_size), column_major_scales, x.device)
+    cuda_ext.load().group_quant_fp8(q, s, x, group_size, _ref.FP8_SCALE_EPS, pdl, _GQ_TRIGGERS[trigger], threads)
+    return q, s
+
+
 @define_op("qlinear::per_token_group_quant_fp8", mutates_args=())
 def _quant_op(
     x: torch.Tensor, group_size: int, column_major_scales: bool, backend: str
@@ -541,6 +612,8 @@ def _quant_op(
     if backend == "reference":
         q, s = _ref.per_token_group_quant_fp8_ref(x, group_size)
         return q, _as_layout(s, column_major_scales)
+    if backend == "cuda" or (backend == _CUDA_AUTO and _cuda_quant_ok(x, group_size)):
+        return quant_fp8_cuda(x, group_size, column_major_scales=column_major_scales)
     return _kernels().per_token_group_quant_fp8(
         x, group_size, column_major_scales=column_major_scales, scale_eps=_ref.FP8_SCALE_EPS
     )
@@ -566,15 +639,29 @@ def per_token_group_quant_fp8(
     last group of a row may be short. ``x``: bf16 / fp16 / fp32, ``stride(-1) == 1`` (rows may be
     strided). Returns ``q`` e4m3 [..., K] (contiguous) and fp32 ``scales`` [..., cdiv(K, g)]; with
     ``column_major_scales`` (2-D result only) the scales have strides ``(1, M)`` (transpose of a
-    contiguous [G, M]), the layout the GEMMs read coalesced. Backends: "triton", "reference".
+    contiguous [G, M]), the layout the GEMMs read coalesced. Backends: "cuda" (the CUDA extension's
+    quantizer: group_size x element size a power of two from 16 to 512 bytes, x's base and row
+    stride and K x element size multiples of 16 bytes), "triton", "reference". None:
+    ``QLINEAR_FP8_QUANT_BACKEND``, else "reference" off CUDA, else "cuda" where it applies and the
+    extension loads (:data:`FP8_QUANT_CUDA`), else "triton".
     """
     _check_act("x", x)
-    be = _resolve(backend, "QLINEAR_FP8_QUANT_BACKEND", _QUANT_BACKENDS, x.device, "triton")
+    explicit = backend is not None or env_backend("QLINEAR_FP8_QUANT_BACKEND", _QUANT_BACKENDS) is not None
+    be = _resolve(backend, "QLINEAR_FP8_QUANT_BACKEND", _QUANT_BACKENDS, x.device, "cuda")
     K = x.shape[-1]
     _check_group(group_size, be, K)
     if column_major_scales and x.dim() != 2:
         raise ValueError(f"column_major_scales: needs a 2-D x, got {describe(x)}")
-    q, s = _quant_op(_flat(x), group_size, column_major_scales, be)
+    x2 = _flat(x)
+    if be == "cuda":
+        if not x.is_cuda:
+            raise ValueError(f"backend 'cuda' needs CUDA tensors, got x on {x.device}; use backend='reference'")
+        if not explicit:
+            # the address is checked inside the op (_CUDA_AUTO): fake tensors have none
+            ok = FP8_QUANT_CUDA and _cuda_quant_ok(x2, group_size, check_pointers=False)
+            be = _CUDA_AUTO if ok and _quant_cuda_ext() else "triton"
+            _check_group(group_size, "triton", K)  # the op may still take Triton
+    q, s = _quant_op(x2, group_size, column_major_scales, be)
     if x.dim() != 2:
         q = q.reshape(x.shape)
         s = s.reshape(*x.shape[:-1], s.shape[-1])

@@ -284,6 +284,30 @@ def test_cpu_dispatch_is_reference(monkeypatch):
         ops.fp8_block_backend(x, w)
 
 
+def test_quant_cuda_backend_off_gpu(monkeypatch):
+    """The CUDA quantizer is a choice only for CUDA tensors: CPU tensors take the reference unless a GPU backend
+    is named, and naming "cuda" for them says what to use instead; the launcher's conditions are read from the
+    tensor (the auto dispatch's check), whatever its device."""
+    monkeypatch.delenv("QLINEAR_FP8_QUANT_BACKEND", raising=False)
+    x = torch.randn(3, 256, dtype=torch.bfloat16)
+    q, s = ops.per_token_group_quant_fp8(x, 128)
+    qr, sr = ref.per_token_group_quant_fp8_ref(x, 128)
+    assert torch.equal(q.view(torch.uint8), qr.view(torch.uint8)) and torch.equal(s, sr)
+    with pytest.raises(ValueError, match="backend 'cuda' needs CUDA tensors"):
+        ops.per_token_group_quant_fp8(x, 128, backend="cuda")
+    monkeypatch.setenv("QLINEAR_FP8_QUANT_BACKEND", "cuda")
+    with pytest.raises(ValueError, match="backend 'cuda' needs CUDA tensors"):
+        ops.per_token_group_quant_fp8(x, 128)
+    ok = ops._cuda_quant_ok
+    assert not ok(x, 128)  # a CPU tensor
+    cuda_like = type("T", (), {"is_cuda": True, "shape": (3, 256), "element_size": lambda self: 2,
+                               "stride": lambda self, d=None: (256, 1)[d], "data_ptr": lambda self: 4096})()
+    assert ok(cuda_like, 128) and ok(cuda_like, 8) and ok(cuda_like, 256)
+    assert not ok(cuda_like, 96) and not ok(cuda_like, 4) and not ok(cuda_like, 512)
+    cuda_like.data_ptr = lambda: 4098
+    assert not ok(cuda_like, 128) and ok(cuda_like, 128, check_pointers=False)
+
+
 def test_dispatch_table_is_ordered():
     for rules in ops.FP8_BLOCK_DISPATCH.values():
         bounds = [r.max_m for r in rules]
