@@ -44,8 +44,11 @@ def main() -> None:
                     help="comma-separated fp8_triton.QUANT_ROW_BLOCK values (the quantizer's rows per program) to "
                          "time the pairs with as well; the committed value is always timed")
     ap.add_argument("--cuda-quant", default="",
-                    help="comma-separated trigger:threads pairs (e.g. early:128) of the CUDA quantizer "
-                         "(ops.FP8_CUDA_QUANTIZER = 'cuda') to time the pair codes with as well")
+                    help="comma-separated trigger:threads[:p] of the CUDA quantizer (ops.FP8_CUDA_QUANTIZER = "
+                         "'cuda'; :p = x prefetched into L2 before its PDL wait) to time the pair codes with as well, "
+                         "e.g. early:128,first:128:p")
+    ap.add_argument("--rotate-x", type=int, default=1,
+                    help="x copies the calls rotate through (1: one x, L2-resident; 8: read from HBM as bench_linear's)")
     ap.add_argument("--no-check", action="store_true",
                     help="time candidates without checking their output (diagnostic kernel variants)")
     args = ap.parse_args()
@@ -60,7 +63,9 @@ def main() -> None:
     for n, k in shapes:
         ws, ss = cold_fp8_block_weights(n, k)
         copies = len(ws)
-        x = torch.randn(m, k, device="cuda").to(torch.bfloat16)
+        xs = [torch.randn(m, k, device="cuda").to(torch.bfloat16) for _ in range(max(1, args.rotate_x))]
+        nx = len(xs)
+        x = xs[0]
         q, s = ops.per_token_group_quant_fp8(x, 128)
         wsp = ops._cuda_workspace(x.device)
         want = ref.fp8_block_linear_ref(x, ws[0], ss[0], (128, 128)).float()
@@ -68,35 +73,40 @@ def main() -> None:
         def gemv_only(code, pdl):
             return lambda i: C.fp8_block_gemv_preq(q, s, ws[i % copies], ss[i % copies], None, wsp, x.dtype, code, pdl)
 
-        def path(code, qmode, qrows=None, cuda_threads=None):
+        def path(code, qmode, qrows=None, cuda_threads=None, prefetch=False):
             """the quantizer (PDL trigger qmode; qrows: its rows per program; cuda_threads: the CUDA quantizer
             with that many threads per CTA instead; set while the graph is captured) + the GEMV on its codes
             (PDL on)"""
             def fn(i):
-                saved = fp8_triton.QUANT_ROW_BLOCK, ops.FP8_CUDA_QUANTIZER, ops.FP8_CUDA_QUANT_THREADS
+                saved = (fp8_triton.QUANT_ROW_BLOCK, ops.FP8_CUDA_QUANTIZER, ops.FP8_CUDA_QUANT_THREADS,
+                         ops.FP8_CUDA_QUANT_PREFETCH)
                 if qrows is not None:
                     fp8_triton.QUANT_ROW_BLOCK = qrows
                 if cuda_threads is not None:
                     ops.FP8_CUDA_QUANTIZER, ops.FP8_CUDA_QUANT_THREADS = "cuda", cuda_threads
+                    ops.FP8_CUDA_QUANT_PREFETCH = prefetch
                 try:
-                    y = ops.fp8_block_gemv_cuda(x, ws[i % copies], ss[i % copies], None, config=code, pdl=True,
-                                                quant_pdl=qmode)
+                    y = ops.fp8_block_gemv_cuda(xs[i % nx], ws[i % copies], ss[i % copies], None, config=code,
+                                                pdl=True, quant_pdl=qmode)
                 finally:
-                    fp8_triton.QUANT_ROW_BLOCK, ops.FP8_CUDA_QUANTIZER, ops.FP8_CUDA_QUANT_THREADS = saved
+                    (fp8_triton.QUANT_ROW_BLOCK, ops.FP8_CUDA_QUANTIZER, ops.FP8_CUDA_QUANT_THREADS,
+                     ops.FP8_CUDA_QUANT_PREFETCH) = saved
                 if y is None:  # refused: timing the no-op would read as a fast kernel
                     raise RuntimeError(f"config {code} refused")
                 return y
             return fn
 
         fns = {f"gemv only {c} pdl": gemv_only(c, True) for c in gemv_codes}
-        fns["quantizer only"] = lambda i: ops.per_token_group_quant_fp8(x, 128, backend="triton")
-        cuda_quant = [(t.split(":")[0], int(t.split(":")[1])) for t in args.cuda_quant.split(",") if t]
-        for cthreads in sorted({t for _, t in cuda_quant}):
-            fns[f"cuda quantizer only {cthreads}"] = (lambda ct: lambda i: ops.quant_fp8_cuda(x, 128, threads=ct))(
-                cthreads)
+        fns["quantizer only"] = lambda i: ops.per_token_group_quant_fp8(xs[i % nx], 128, backend="triton")
+        cuda_quant = [(t.split(":")[0], int(t.split(":")[1]), t.endswith(":p")) for t in args.cuda_quant.split(",")
+                      if t]
+        for cthreads in sorted({t for _, t, _ in cuda_quant}):
+            fns[f"cuda quantizer only {cthreads}"] = (lambda ct: lambda i: ops.quant_fp8_cuda(xs[i % nx], 128,
+                                                                                              threads=ct))(cthreads)
         for code in pair_codes:
-            for qmode, cthreads in cuda_quant:
-                fns[f"cq {qmode} {cthreads} + gemv {code}"] = path(code, qmode, cuda_threads=cthreads)
+            for qmode, cthreads, pf in cuda_quant:
+                fns[f"cq {qmode} {cthreads}{' pf' if pf else ''} + gemv {code}"] = path(code, qmode, cuda_threads=cthreads,
+                                                                                        prefetch=pf)
             for qmode in qmodes:
                 fns[f"q {qmode} + gemv {code} pdl"] = path(code, qmode)
                 for qr in [int(v) for v in args.quant_rows.split(",") if v]:
@@ -106,11 +116,11 @@ def main() -> None:
             fns[f"in-kernel {code}"] = path(code, None)
         for qmode in qmodes:
             fns[f"triton q {qmode}"] = (lambda qm: lambda i: fp8_triton.fp8_block_linear_triton(
-                x, ws[i % copies], ss[i % copies], (128, 128), quant_pdl=qm))(qmode)
-        fns["auto"] = lambda i: ops.fp8_block_linear(x, ws[i % copies], ss[i % copies])
+                xs[i % nx], ws[i % copies], ss[i % copies], (128, 128), quant_pdl=qm))(qmode)
+        fns["auto"] = lambda i: ops.fp8_block_linear(xs[i % nx], ws[i % copies], ss[i % copies])
 
         fns = runnable(fns, None if args.no_check else rel_err_check(want), f"PREQ M={m} {n}x{k} ")
-        time_case_rows(fns, copies, "PREQ", f"M={m} {n}x{k}", rows, width=34)
+        time_case_rows(fns, max(copies, nx), "PREQ", f"M={m} {n}x{k}", rows, width=34)
         del ws, ss
         torch.cuda.empty_cache()
     write_results("fp8_preq_probe", rows, {**env_info(), "weights": "cold (copies rotated past L2)"}, args.out, metric="us")

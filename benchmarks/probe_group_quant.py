@@ -1,5 +1,5 @@
 """The per-token-group FP8 quantizers alone: the CUDA one (csrc/group_quant.cuh, a few threads-per-CTA
-values) against Triton's (qlinear.kernels.fp8_triton), group 128, bf16 x rotated past L2, alternated
+values, and the public op's automatic choice) against Triton's (qlinear.kernels.fp8_triton), group 128, bf16 x rotated past L2, alternated
 graph replays (GPU time, with GB/s of x read + codes and scales written), and the host time of one eager
 call of the public op on each backend (median of 5 passes of 300 calls, x already on the GPU). One line per
 case: ``GQ M=.. K=.. name us [GB/s]`` and ``GQHOST M=.. K=.. backend us``.
@@ -44,7 +44,7 @@ def main() -> None:
     ap.add_argument("--out", default=None)
     ap.add_argument("--ms", default="1,16,128,1024,4096,16384")
     ap.add_argument("--ks", default="7168,1536")
-    ap.add_argument("--threads", default="64,128,256")
+    ap.add_argument("--threads", default="64,128,256,512")
     args = ap.parse_args()
     cuda_ext.load()
     torch.manual_seed(0)
@@ -59,6 +59,8 @@ def main() -> None:
             fns = {"triton": lambda i: ops.per_token_group_quant_fp8(xs[i % n], 128, backend="triton")}
             for t in threads:
                 fns[f"cuda {t}"] = (lambda tt: lambda i: ops.quant_fp8_cuda(xs[i % n], 128, threads=tt))(t)
+            # the public op's automatic choice (PDL as Triton's launches have it at this M)
+            fns["auto"] = lambda i: ops.per_token_group_quant_fp8(xs[i % n], 128)
             want = ops.per_token_group_quant_fp8(xs[0], 128, backend="triton")
             for name, fn in fns.items():  # the same codes and scales, or no timing
                 q, s = fn(0)

@@ -173,7 +173,7 @@ int64_t group_quant_fp8_supported(const at::Tensor& q, const at::Tensor& scales,
 }
 
 void group_quant_fp8(const at::Tensor& q, const at::Tensor& scales, const at::Tensor& x, int64_t group_size,
-                     double scale_eps, bool pdl, int64_t trigger, int64_t threads) {
+                     double scale_eps, bool pdl, int64_t trigger, int64_t threads, bool prefetch) {
   const qlinear::GroupQuantArgs a = group_quant_args(q, scales, x, group_size, scale_eps);
   const int why = qlinear::group_quant_fp8_supported(a);
   TORCH_CHECK(why == 0, msg::cat("qlinear group_quant_fp8: case not supported (code ", msg::num(why),
@@ -188,6 +188,7 @@ void group_quant_fp8(const at::Tensor& q, const at::Tensor& scales, const at::Te
   launch.threads = static_cast<int>(threads);
   launch.pdl = pdl;
   launch.trigger = static_cast<int>(trigger);
+  launch.prefetch = prefetch;
   const c10::cuda::CUDAGuard guard(x.device());
   const cudaError_t err =
       qlinear::group_quant_fp8_launch(a, c10::cuda::getCurrentCUDAStream(x.device().index()).stream(), launch);
@@ -213,6 +214,6 @@ TORCH_LIBRARY_FRAGMENT(qlinear_C, m) {
         &group_quant_fp8_supported);
   m.def(
       "group_quant_fp8(Tensor(a!) q, Tensor(b!) scales, Tensor x, int group_size, float scale_eps, bool pdl=False, "
-      "int trigger=0, int threads=0) -> ()",
+      "int trigger=0, int threads=0, bool prefetch=False) -> ()",
       &group_quant_fp8);
 }

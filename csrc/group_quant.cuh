@@ -46,24 +46,31 @@ struct Params {
   int64_t vpr;     // threads per row: groups x LPG
   int k;           // columns
   float scale_eps;
-  int trigger;  // Trigger
+  int trigger;   // Trigger
+  bool prefetch;  // ask L2 for x's lines before the wait
 };
 
 template <typename T, int LPG>
 __global__ void __launch_bounds__(512) group_quant_kernel(const Params p) {
   constexpr int VEC = nq::Elt<T>::VEC;
-  if (p.trigger == kFirst) pdl::launch_dependents();
-  pdl::wait();
-  if (p.trigger == kEarly) pdl::launch_dependents();
-
   const int64_t tid = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const int64_t row = tid / p.vpr;
   const int v = static_cast<int>(tid - row * p.vpr);
   const int col = v * VEC;
   const bool in_k = col < p.k;
+  const T* xp = static_cast<const T*>(p.x) + row * p.x_stride + col;
+
+  if (p.trigger == kFirst) pdl::launch_dependents();
+  // A prefetch returns nothing to the SM and L2 is coherent, so asking for x before the previous grid
+  // is done cannot read stale data: the loads after the wait see its writes. One request per 128-byte
+  // line (x's rows are 16-byte aligned, so a line holds up to 8 of the threads' vectors; a row's first
+  // vector asks for the line it starts in).
+  if (p.prefetch && row < p.m && in_k && (col == 0 || (reinterpret_cast<uintptr_t>(xp) & 127) < 16))
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(xp));
+  pdl::wait();
+  if (p.trigger == kEarly) pdl::launch_dependents();
   uint4 raw = make_uint4(0, 0, 0, 0);
-  if (row < p.m && in_k)
-    raw = *reinterpret_cast<const uint4*>(static_cast<const T*>(p.x) + row * p.x_stride + col);
+  if (row < p.m && in_k) raw = *reinterpret_cast<const uint4*>(xp);
   if (p.trigger == kLate) pdl::launch_dependents();
 
   float f[VEC];

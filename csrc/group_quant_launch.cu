@@ -74,6 +74,7 @@ cudaError_t group_quant_fp8_launch(const GroupQuantArgs& a, cudaStream_t stream,
   p.k = static_cast<int>(a.hidden);
   p.scale_eps = a.scale_eps;
   p.trigger = launch.trigger;
+  p.prefetch = launch.prefetch;
 
   const int64_t total = a.rows_pad * p.vpr;
   const dim3 grid(static_cast<unsigned>((total + threads - 1) / threads));

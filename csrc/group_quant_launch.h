@@ -36,6 +36,7 @@ struct GroupQuantLaunch {
   int threads = 0;
   bool pdl = false;
   int trigger = 0;
+  bool prefetch = false;  // x's lines requested into L2 before the PDL wait
 };
 
 // Why a case is not supported (0 = it is): the caller quantizes with another kernel.

@@ -225,11 +225,15 @@ FP8_CUDA_QUANT_PDL = "late"
 # The quantizer a Q = 1 code launches first: "triton" (qlinear.kernels.fp8_triton, every measurement above)
 # or "cuda" (csrc/group_quant.cuh, the same codes and scales; launched with PDL under the same rule as the
 # Triton launch, qlinear.kernels._pdl.launch_options, and the same trigger names).
+# An FP8_CUDA_CONFIG row may name it in a fourth field (after the trigger); this is the default.
 FP8_CUDA_QUANTIZER = "triton"
-FP8_CUDA_QUANT_THREADS = 0  # the CUDA quantizer's threads per CTA there (0 = its launcher's default)
+# The CUDA quantizer's threads per CTA there, and whether it asks L2 for x before its PDL wait.
+FP8_CUDA_QUANT_THREADS = 128
+FP8_CUDA_QUANT_PREFETCH = False
 # per_token_group_quant_fp8's automatic choice on CUDA tensors: the CUDA quantizer where it applies (True),
-# else Triton.
+# else Triton; launched with FP8_QUANT_CUDA_THREADS threads per CTA and PDL under the Triton launches' rule.
 FP8_QUANT_CUDA = True
+FP8_QUANT_CUDA_THREADS = 256
 
 # Workspaces of the split-K launches: kFp8GemvCounters (4096) int32 arrival counters, zeroed once
 # here and reset by the kernel, then fp32 partial tiles. One per (device, stream): two split-K
@@ -269,6 +273,17 @@ def _cuda_entry(M: int, N: int, K: int) -> tuple[int, Optional[str]]:
 
 def _cuda_config(M: int, N: int, K: int) -> int:
     return _cuda_entry(M, N, K)[0]
+
+
+def _cuda_quantizer(M: int, N: int, K: int) -> str:
+    """The quantizer ("triton" / "cuda") of the :data:`FP8_CUDA_CONFIG` entry for M x N x K: its fourth field,
+    else :data:`FP8_CUDA_QUANTIZER`."""
+    entry = _by_shape(FP8_CUDA_CONFIG, N, K)
+    if isinstance(entry, (tuple, list)):
+        for row in entry:
+            if M <= row[0]:
+                return row[3] if len(row) > 3 else FP8_CUDA_QUANTIZER
+    return FP8_CUDA_QUANTIZER
 
 
 def _cuda_tma_ok(code: int, x: torch.Tensor, weight_scale_inv: Optional[torch.Tensor],
@@ -381,6 +396,7 @@ def fp8_block_gemv_cuda(
     M, K = x.shape
     N = weight.shape[0]
     code, table_trigger = _cuda_entry(M, N, K) if config is None else (int(config), None)
+    quantizer = _cuda_quantizer(M, N, K) if config is None else FP8_CUDA_QUANTIZER
     if not _cuda_tma_ok(code, x, weight_scale_inv):
         return None  # before quantizing: the caller's fallback quantizes for itself
     if pdl is None:
@@ -389,11 +405,12 @@ def fp8_block_gemv_cuda(
         pdl = M <= _pdl.PDL_MAX_M and _pdl.pdl_enabled(x.device)
     if (code // _CUDA_PREQ) % 10 == 1:
         trigger = quant_pdl or table_trigger or FP8_CUDA_QUANT_PDL
-        if FP8_CUDA_QUANTIZER == "cuda" and _cuda_quant_ok(x, 128):
+        if quantizer == "cuda" and _cuda_quant_ok(x, 128):
             from qlinear.kernels import _pdl  # function-local: imports triton
 
             opts = _pdl.launch_options(x.device, M, trigger=trigger)
-            q, s = quant_fp8_cuda(x, 128, pdl=opts["USE_PDL"], trigger=trigger, threads=FP8_CUDA_QUANT_THREADS)
+            q, s = quant_fp8_cuda(x, 128, pdl=opts["USE_PDL"], trigger=trigger, threads=FP8_CUDA_QUANT_THREADS,
+                                  prefetch=FP8_CUDA_QUANT_PREFETCH)
         else:
             q, s = _kernels().per_token_group_quant_fp8(x, 128, scale_eps=_ref.FP8_SCALE_EPS, pdl_trigger=trigger)
         if ops.fp8_block_gemv_supported(q, weight, weight_scale_inv, ws, code, s) != 0:
@@ -585,13 +602,14 @@ def quant_fp8_cuda(
     pdl: bool = False,
     trigger: str = "late",
     threads: int = 0,
+    prefetch: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """:func:`per_token_group_quant_fp8` of a 2-D ``x`` on the CUDA extension's quantizer
     (``csrc/group_quant.cuh``), with the launch knobs the dispatch tables set: ``pad_rows_to``
     (``q`` / ``scales`` get ``round_up(M, pad_rows_to)`` rows, the extra ones code 0 and scale
     1e-10 / 448), ``pdl`` (launch with programmatic stream serialization) and its ``trigger``
     ("late" / "early" / "first" / "exit", see ``csrc/group_quant.cuh``), ``threads`` per CTA (0 = the
-    launcher's default). Raises where the case is not supported (see :func:`_cuda_quant_ok`) or the
+    launcher's default), ``prefetch`` (x's lines requested into L2 before the PDL wait). Raises where the case is not supported (see :func:`_cuda_quant_ok`) or the
     extension does not load."""
     from qlinear.kernels import cuda_ext  # function-local: keeps the extension loader off `import qlinear.ops`
 
@@ -601,8 +619,20 @@ def quant_fp8_cuda(
     M_pad = cdiv(M, pad_rows_to) * pad_rows_to
     q = torch.empty((M_pad, K), dtype=FP8_E4M3, device=x.device)
     s = empty_group_scales(M_pad, cdiv(K, group_size), column_major_scales, x.device)
-    cuda_ext.load().group_quant_fp8(q, s, x, group_size, _ref.FP8_SCALE_EPS, pdl, _GQ_TRIGGERS[trigger], threads)
+    cuda_ext.load().group_quant_fp8(q, s, x, group_size, _ref.FP8_SCALE_EPS, pdl, _GQ_TRIGGERS[trigger], threads,
+                                    prefetch)
     return q, s
+
+
+def _quant_cuda_auto(x: torch.Tensor, group_size: int, column_major_scales: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """The public quantizer on the CUDA kernel: PDL and its trigger as a Triton launch of the same rows would
+    have them (qlinear.kernels._pdl.launch_options), :data:`FP8_QUANT_CUDA_THREADS` threads per CTA."""
+    from qlinear.kernels import _pdl  # function-local: imports triton
+
+    opts = _pdl.launch_options(x.device, x.shape[0])
+    trigger = {v: k for k, v in _pdl.PDL_TRIGGERS.items()}[opts["PDL_EARLY"]]
+    return quant_fp8_cuda(x, group_size, column_major_scales=column_major_scales, pdl=opts["USE_PDL"],
+                          trigger=trigger, threads=FP8_QUANT_CUDA_THREADS)
 
 
 @define_op("qlinear::per_token_group_quant_fp8", mutates_args=())
@@ -613,7 +643,7 @@ def _quant_op(
         q, s = _ref.per_token_group_quant_fp8_ref(x, group_size)
         return q, _as_layout(s, column_major_scales)
     if backend == "cuda" or (backend == _CUDA_AUTO and _cuda_quant_ok(x, group_size)):
-        return quant_fp8_cuda(x, group_size, column_major_scales=column_major_scales)
+        return _quant_cuda_auto(x, group_size, column_major_scales)
     return _kernels().per_token_group_quant_fp8(
         x, group_size, column_major_scales=column_major_scales, scale_eps=_ref.FP8_SCALE_EPS
     )

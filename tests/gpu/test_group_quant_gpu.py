@@ -108,8 +108,9 @@ def test_launch_knobs(trigger, threads):
     x = _x(16, 7168, torch.bfloat16, seed=threads)
     want = ops.per_token_group_quant_fp8(x, 128, backend="triton")
     for pdl in (False, True):
-        _assert_same(ops.quant_fp8_cuda(x, 128, pdl=pdl, trigger=trigger, threads=threads), want,
-                     f"pdl={pdl} {trigger} {threads}")
+        for prefetch in (False, True):
+            _assert_same(ops.quant_fp8_cuda(x, 128, pdl=pdl, trigger=trigger, threads=threads, prefetch=prefetch),
+                         want, f"pdl={pdl} {trigger} {threads} prefetch={prefetch}")
 
 
 def test_negative_zero_keeps_its_sign():
@@ -160,12 +161,13 @@ def test_auto_dispatch_and_fallback(monkeypatch):
     assert len(calls) == 1
     with pytest.raises(RuntimeError, match=r"not supported \(code 2"):
         ops.per_token_group_quant_fp8(xs, 128, backend="cuda")
+    assert len(calls) == 2  # the explicit choice reached the launcher, which refused
     # per-token groups (one group of K > 256 values) stay on Triton
     _assert_same(ops.per_token_quant_fp8(x), ops.per_token_quant_fp8(x, backend="triton"), "per token")
-    assert len(calls) == 1
+    assert len(calls) == 2
     monkeypatch.setattr(ops, "FP8_QUANT_CUDA", False)
     _assert_same(ops.per_token_group_quant_fp8(x, 128), want, "auto off")
-    assert len(calls) == 1
+    assert len(calls) == 2
 
 
 @pytest.mark.parametrize("M", [9, 16])
@@ -179,10 +181,17 @@ def test_gemv_pair_on_either_quantizer(monkeypatch, M):
     outs = {}
     for quantizer in ("triton", "cuda"):
         monkeypatch.setattr(ops, "FP8_CUDA_QUANTIZER", quantizer)
-        outs[quantizer] = ops.fp8_block_gemv_cuda(x, w, wsi, config=11011114, pdl=True, quant_pdl="early")
-    assert outs["cuda"] is not None and torch.equal(outs["cuda"], outs["triton"])
+        for trigger in ("early", "first"):
+            outs[quantizer, trigger] = ops.fp8_block_gemv_cuda(x, w, wsi, config=11011114, pdl=True, quant_pdl=trigger)
+    # a table row naming the CUDA quantizer, with x's lines prefetched
+    monkeypatch.setattr(ops, "FP8_CUDA_QUANTIZER", "triton")
+    monkeypatch.setattr(ops, "FP8_CUDA_QUANT_PREFETCH", True)
+    monkeypatch.setattr(ops, "FP8_CUDA_CONFIG", {(2112, 7168): ((16, 11011114, "first", "cuda"),), None: 0})
+    assert ops._cuda_quantizer(M, 2112, 7168) == "cuda"
+    outs["table"] = ops.fp8_block_gemv_cuda(x, w, wsi, pdl=True)
+    assert all(o is not None and torch.equal(o, outs["triton", "early"]) for o in outs.values())
     want = ref.fp8_block_linear_ref(x.cpu(), w.cpu(), wsi.cpu(), (128, 128)).float()
-    rel = ((outs["cuda"].cpu().float() - want).norm() / want.norm()).item()
+    rel = ((outs["table"].cpu().float() - want).norm() / want.norm()).item()
     assert rel <= 1e-2, rel
 
 

@@ -72,6 +72,14 @@ def test_tables_by_shape(monkeypatch):
     assert ops._cuda_entry(4, 2112, 7168) == (11116, None)
     assert ops._cuda_entry(12, 2112, 7168) == (1011114, "early")
     assert ops._cuda_entry(12, 576, 7168) == (0, None)
+    monkeypatch.setattr(ops, "FP8_CUDA_QUANTIZER", "triton")
+    monkeypatch.setattr(ops, "FP8_CUDA_CONFIG", {(2112, 7168): ((8, 11116), (12, 1011114, "first", "cuda"),
+                                                              (16, 1011114, "early"))})
+    assert [ops._cuda_quantizer(m, 2112, 7168) for m in (4, 9, 12, 13, 16, 17)] == ["triton", "cuda", "cuda",
+                                                                                  "triton", "triton", "triton"]
+    assert ops._cuda_entry(12, 2112, 7168) == (1011114, "first")
+    monkeypatch.setattr(ops, "FP8_CUDA_QUANTIZER", "cuda")
+    assert ops._cuda_quantizer(16, 2112, 7168) == "cuda" and ops._cuda_quantizer(1, 576, 7168) == "cuda"
 
 
 def test_operand_test_off_cuda():
