@@ -225,13 +225,26 @@ FP8_CUDA_QUANT_PDL = "late"
 # The quantizer a Q = 1 code launches first: "triton" (qlinear.kernels.fp8_triton, every measurement above)
 # or "cuda" (csrc/group_quant.cuh, the same codes and scales; launched with PDL under the same rule as the
 # Triton launch, qlinear.kernels._pdl.launch_options, and the same trigger names).
-# An FP8_CUDA_CONFIG row may name it in a fourth field (after the trigger); this is the default.
+# An FP8_CUDA_CONFIG row may name it in a fourth field (after the trigger); this is the default. Session 43 runs
+# 1-2 (benchmarks/results/session43, probe_fp8_preq.py, us, CUDA quantizer at 128 threads vs Triton, both before
+# the GEMV with PDL): 2112x7168 M = 16 with trigger "first" 8.14 vs 8.24 (run 1, one x) but 8.50-8.52 vs
+# 8.45-8.48 (run 2, x rotated and one x), and bench_linear (run 2, two passes) 8.5 vs 8.3; M = 9 7.46 vs 7.89
+# (run 1) but 8.02 vs 7.75 (run 2). 1536x7168 / 576x7168 M = 16, first: 7.20 / 5.91 vs 7.54 / 6.48 (run 2 only;
+# early in run 1: 7.56 / 6.33-6.43 vs 7.44 / 6.44). Prefetching x into L2 before the wait: no consistent gain.
+# No row names "cuda": one run's win on the two small shapes is within the run-to-run spread seen on 2112x7168.
 FP8_CUDA_QUANTIZER = "triton"
 # The CUDA quantizer's threads per CTA there, and whether it asks L2 for x before its PDL wait.
 FP8_CUDA_QUANT_THREADS = 128
 FP8_CUDA_QUANT_PREFETCH = False
-# per_token_group_quant_fp8's automatic choice on CUDA tensors: the CUDA quantizer where it applies (True),
-# else Triton; launched with FP8_QUANT_CUDA_THREADS threads per CTA and PDL under the Triton launches' rule.
+# per_token_group_quant_fp8's automatic choice on CUDA tensors, and the quantizer of the scaled_mm path: the
+# CUDA quantizer where it applies (True), else Triton; launched with FP8_QUANT_CUDA_THREADS threads per CTA and
+# PDL under the Triton launches' rule. H200, session 43 runs 1-2 (benchmarks/results/session43: probe_group_quant.py,
+# group 128, bf16 x rotated past L2, alternated graph replays, us; Triton / CUDA at 128 / 256 / 512 threads):
+#   K = 7168  M = 128: 2.45 / 2.16 / 2.06 / 2.08   M = 1024: 9.18 / 10.13 / 8.10 / 8.27
+#             M = 16384: 118.1 / 140.2 / 104.8 / 107.7 (3.01 / 2.54 / 3.40 / 3.31 TB/s of x, codes and scales)
+#   K = 1536  M = 1024: 3.60 / 3.18 / 3.05   M = 4096: 9.71 / 8.89 / 7.10   M = 16384: 34.1 / 31.2 / 23.9 (run 1)
+#   M <= 16 (K = 7168, both with PDL): Triton 0.99-1.04, the automatic CUDA launch 1.02-1.10; without PDL 1.5-1.6.
+# Host time of one eager call (run 1, the device's CPU): Triton 47-52 us, CUDA 22-23 us (32 once).
 FP8_QUANT_CUDA = True
 FP8_QUANT_CUDA_THREADS = 256
 
@@ -624,15 +637,17 @@ def quant_fp8_cuda(
     return q, s
 
 
-def _quant_cuda_auto(x: torch.Tensor, group_size: int, column_major_scales: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    """The public quantizer on the CUDA kernel: PDL and its trigger as a Triton launch of the same rows would
-    have them (qlinear.kernels._pdl.launch_options), :data:`FP8_QUANT_CUDA_THREADS` threads per CTA."""
+def _quant_cuda_auto(x: torch.Tensor, group_size: int, column_major_scales: bool,
+                     pad_rows_to: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
+    """The CUDA quantizer where the automatic choice takes it (the public op, the scaled_mm path's activations):
+    PDL and its trigger as a Triton launch of the same rows would have them (qlinear.kernels._pdl.launch_options),
+    :data:`FP8_QUANT_CUDA_THREADS` threads per CTA."""
     from qlinear.kernels import _pdl  # function-local: imports triton
 
     opts = _pdl.launch_options(x.device, x.shape[0])
     trigger = {v: k for k, v in _pdl.PDL_TRIGGERS.items()}[opts["PDL_EARLY"]]
-    return quant_fp8_cuda(x, group_size, column_major_scales=column_major_scales, pdl=opts["USE_PDL"],
-                          trigger=trigger, threads=FP8_QUANT_CUDA_THREADS)
+    return quant_fp8_cuda(x, group_size, column_major_scales=column_major_scales, pad_rows_to=pad_rows_to,
+                          pdl=opts["USE_PDL"], trigger=trigger, threads=FP8_QUANT_CUDA_THREADS)
 
 
 @define_op("qlinear::per_token_group_quant_fp8", mutates_args=())
@@ -734,9 +749,12 @@ def _block_linear_op(
         # that quantizes in-kernel (SWAP_AB_CONFIGS): same codes and scales.
         return k.fp8_block_linear_triton(x, weight, weight_scale_inv, block, bias, scale_eps=_ref.FP8_SCALE_EPS)
     # scaled_mm: cuBLAS needs M % 4 == 0; the quantizer writes the zero pad rows itself.
-    q, s = k.per_token_group_quant_fp8(
-        x, block_k, column_major_scales=True, pad_rows_to=4, scale_eps=_ref.FP8_SCALE_EPS
-    )
+    if FP8_QUANT_CUDA and _cuda_quant_ok(x, block_k) and _quant_cuda_ext():
+        q, s = _quant_cuda_auto(x, block_k, True, pad_rows_to=4)
+    else:
+        q, s = k.per_token_group_quant_fp8(
+            x, block_k, column_major_scales=True, pad_rows_to=4, scale_eps=_ref.FP8_SCALE_EPS
+        )
     return _scaled_mm_blockwise(q, s, weight, weight_scale_inv, x.dtype, bias, M)
 
 
