@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 43 run 1 at 09d3e25.
 # Session 43 run 1: the CUDA per-token-group FP8 quantizer (csrc/group_quant.cuh). Its GPU tests; the decode pairs
 # (quantizer + GEMV, Q = 1 codes) with it against the Triton quantizer at M = 9 / 12 / 16 on the MLA shapes
 # (probe_fp8_preq.py, cold weights, alternated replays); both quantizers alone and their eager host time

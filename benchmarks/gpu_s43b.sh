@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 43 run 2 at c33dc4f.
 # Session 43 run 2: the CUDA quantizer's launch knobs in the decode pairs (trigger "first", threads per CTA, x
 # prefetched into L2 before the PDL wait; x rotated as bench_linear's, and one L2-resident x) on the three MLA
 # shapes; the quantizers alone (threads 64-512 and the public op's auto choice); then bench_linear --format

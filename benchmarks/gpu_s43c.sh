@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 43 run 3 at 26d3df3.
 # Session 43 run 3: the final tree. The CUDA quantizer's tests (its use on the scaled_mm path included), every FP8
 # GPU test file and the streams test, then the issue-4 acceptance run (bench_linear --format fp8-block, every M).
 #   (device, carry build/snap) cd build/snap && OUT=$OUT bash benchmarks/gpu_s43c.sh
