@@ -622,8 +622,8 @@ def quant_fp8_cuda(
     (``q`` / ``scales`` get ``round_up(M, pad_rows_to)`` rows, the extra ones code 0 and scale
     1e-10 / 448), ``pdl`` (launch with programmatic stream serialization) and its ``trigger``
     ("late" / "early" / "first" / "exit", see ``csrc/group_quant.cuh``), ``threads`` per CTA (0 = the
-    launcher's default), ``prefetch`` (x's lines requested into L2 before the PDL wait). Raises where the case is not supported (see :func:`_cuda_quant_ok`) or the
-    extension does not load."""
+    launcher's default), ``prefetch`` (x's lines requested into L2 before the PDL wait). Raises where
+    the case is not supported (see :func:`_cuda_quant_ok`) or the extension does not load."""
     from qlinear.kernels import cuda_ext  # function-local: keeps the extension loader off `import qlinear.ops`
 
     if trigger not in _GQ_TRIGGERS:
