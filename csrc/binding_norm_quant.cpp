@@ -36,6 +36,54 @@ bool overlap(const at::Tensor& a, const at::Tensor& b) {
   return sa.first < sb.second && sb.first < sa.second;
 }
 
+// Checks x [M, K], q and scales (devices, dtypes, shapes, strides, no overlap with x) and fills the shared
+// operands; raises naming the parameter. padded: q / scales may have more rows than x (M_pad >= M, taken
+// from q), else exactly M.
+void fill_quant_operands(qlinear::QuantOperands& a, const at::Tensor& q, const at::Tensor& scales,
+                         const at::Tensor& x, int64_t group_size, double scale_eps, bool padded) {
+  TORCH_CHECK(x.is_cuda(), msg::cat("x: expected a CUDA tensor, got device ", x.device()));
+  TORCH_CHECK(x.dim() == 2, msg::cat("x: expected [M, K], got ", msg::num(x.dim()), " dims"));
+  const int64_t M = x.size(0), K = x.size(1);
+  TORCH_CHECK(K > 0, msg::cat("x: expected K > 0, got shape ", msg::shape(x)));
+  TORCH_CHECK(x.stride(1) == 1, msg::cat("x: expected stride(1) == 1, got strides ", msg::strides(x)));
+  TORCH_CHECK(group_size > 0, msg::cat("group_size: expected a positive integer, got ", msg::num(group_size)));
+  a.dtype = qlinear::float_dtype<qlinear::NqDType>(x, "x");
+  const int64_t G = (K + group_size - 1) / group_size;
+
+  check_cuda(q, "q", x);
+  TORCH_CHECK_TYPE(q.scalar_type() == at::kFloat8_e4m3fn,
+                   msg::cat("q: expected float8_e4m3fn, got ", q.scalar_type()));
+  if (padded) {
+    TORCH_CHECK(q.dim() == 2 && q.size(0) >= M && q.size(1) == K && q.stride(1) == 1,
+                msg::cat("q: expected [M_pad >= ", msg::num(M), ", ", msg::num(K),
+                         "] with stride(1) == 1, got shape ", msg::shape(q), " strides ", msg::strides(q)));
+  } else {
+    TORCH_CHECK(q.dim() == 2 && q.size(0) == M && q.size(1) == K && q.stride(1) == 1,
+                msg::cat("q: expected [", msg::num(M), ", ", msg::num(K), "] with stride(1) == 1, got shape ",
+                         msg::shape(q), " strides ", msg::strides(q)));
+  }
+  const int64_t rows_out = q.size(0);
+  check_cuda(scales, "scales", x);
+  TORCH_CHECK_TYPE(scales.scalar_type() == at::kFloat,
+                   msg::cat("scales: expected float32, got ", scales.scalar_type()));
+  TORCH_CHECK(scales.dim() == 2 && scales.size(0) == rows_out && scales.size(1) == G,
+              msg::cat("scales: expected shape [", msg::num(rows_out), ", ", msg::num(G), "], got ",
+                       msg::shape(scales)));
+  TORCH_CHECK(!overlap(q, x) && !overlap(scales, x), "q / scales: must not overlap x");
+
+  a.x = x.data_ptr();
+  a.x_stride = x.stride(0);
+  a.q = q.data_ptr();
+  a.q_stride = q.stride(0);
+  a.scales = scales.data_ptr<float>();
+  a.s_row_stride = scales.stride(0);
+  a.s_col_stride = scales.stride(1);
+  a.rows = M;
+  a.hidden = K;
+  a.group_size = group_size;
+  a.scale_eps = static_cast<float>(scale_eps);
+}
+
 // Returns what ran: 2 = fixed-size row kernel, 3 = its bulk-copy form, 8 / 16 = register kernel with
 // that many vectors per lane, 5 = block-per-row kernel, 1 = two-pass vector kernel, 0 = generic
 // element-wise kernel, -1 = nothing (zero rows).
@@ -43,34 +91,15 @@ int64_t rms_norm_quant_fp8_variant(const at::Tensor& q, const at::Tensor& scales
                                    const std::optional<at::Tensor>& residual, const at::Tensor& weight, double eps,
                                    double scale_eps, int64_t group_size, int64_t warps_per_block,
                                    int64_t blocks_per_sm, int64_t path, int64_t prefetch, int64_t variant) {
-  TORCH_CHECK(x.is_cuda(), msg::cat("x: expected a CUDA tensor, got device ", x.device()));
-  TORCH_CHECK(x.dim() == 2, msg::cat("x: expected [M, K], got ", msg::num(x.dim()), " dims"));
-  const int64_t M = x.size(0), K = x.size(1);
-  TORCH_CHECK(K > 0, msg::cat("x: expected K > 0, got shape ", msg::shape(x)));
-  TORCH_CHECK(x.stride(1) == 1, msg::cat("x: expected stride(1) == 1, got strides ", msg::strides(x)));
-  TORCH_CHECK(group_size > 0, msg::cat("group_size: expected a positive integer, got ", msg::num(group_size)));
-  const qlinear::NqDType dt = qlinear::float_dtype<qlinear::NqDType>(x, "x");
-  const int64_t G = (K + group_size - 1) / group_size;
-
-  check_cuda(q, "q", x);
-  TORCH_CHECK_TYPE(q.scalar_type() == at::kFloat8_e4m3fn,
-                   msg::cat("q: expected float8_e4m3fn, got ", q.scalar_type()));
-  TORCH_CHECK(q.dim() == 2 && q.size(0) == M && q.size(1) == K && q.stride(1) == 1,
-              msg::cat("q: expected [", msg::num(M), ", ", msg::num(K), "] with stride(1) == 1, got shape ",
-                       msg::shape(q), " strides ", msg::strides(q)));
-  check_cuda(scales, "scales", x);
-  TORCH_CHECK_TYPE(scales.scalar_type() == at::kFloat,
-                   msg::cat("scales: expected float32, got ", scales.scalar_type()));
-  TORCH_CHECK(scales.dim() == 2 && scales.size(0) == M && scales.size(1) == G,
-              msg::cat("scales: expected shape [", msg::num(M), ", ", msg::num(G), "], got ", msg::shape(scales)));
-
+  qlinear::NormQuantArgs a;
+  fill_quant_operands(a, q, scales, x, group_size, scale_eps, false);
+  const int64_t K = x.size(1);
   check_cuda(weight, "weight", x);
   TORCH_CHECK(weight.dim() == 1 && weight.size(0) == K && (K == 1 || weight.stride(0) == 1),
               msg::cat("weight: expected a contiguous [", msg::num(K), "], got shape ", msg::shape(weight),
                        " strides ", msg::strides(weight)));
-  const qlinear::NqDType wdt = qlinear::float_dtype<qlinear::NqDType>(weight, "weight");
-
-  qlinear::NormQuantArgs a;
+  a.weight = weight.data_ptr();
+  a.weight_dtype = qlinear::float_dtype<qlinear::NqDType>(weight, "weight");
   if (residual.has_value()) {
     const at::Tensor& r = *residual;
     check_cuda(r, "residual", x);
@@ -84,23 +113,7 @@ int64_t rms_norm_quant_fp8_variant(const at::Tensor& q, const at::Tensor& scales
     a.residual = r.data_ptr();
     a.residual_stride = r.stride(0);
   }
-  TORCH_CHECK(!overlap(q, x) && !overlap(scales, x), "q / scales: must not overlap x");
-
-  a.x = x.data_ptr();
-  a.x_stride = x.stride(0);
-  a.weight = weight.data_ptr();
-  a.weight_dtype = wdt;
-  a.q = q.data_ptr();
-  a.q_stride = q.stride(0);
-  a.scales = scales.data_ptr<float>();
-  a.s_row_stride = scales.stride(0);
-  a.s_col_stride = scales.stride(1);
-  a.rows = M;
-  a.hidden = K;
-  a.group_size = group_size;
   a.eps = static_cast<float>(eps);
-  a.scale_eps = static_cast<float>(scale_eps);
-  a.dtype = dt;
 
   qlinear::NormQuantConfig cfg;
   cfg.warps_per_block = static_cast<int>(warps_per_block);
@@ -124,45 +137,12 @@ int64_t rms_norm_quant_fp8(const at::Tensor& q, const at::Tensor& scales, const 
                                     blocks_per_sm, path, prefetch, 0);
 }
 
-// The quantizer's arguments for q [M_pad, K] / scales [M_pad, G] written from x [M <= M_pad, K]; raises
-// on a device, dtype, shape or stride error, names the parameter.
+// The quantizer's arguments for q [M_pad, K] / scales [M_pad, G] written from x [M <= M_pad, K].
 qlinear::GroupQuantArgs group_quant_args(const at::Tensor& q, const at::Tensor& scales, const at::Tensor& x,
                                          int64_t group_size, double scale_eps) {
-  TORCH_CHECK(x.is_cuda(), msg::cat("x: expected a CUDA tensor, got device ", x.device()));
-  TORCH_CHECK(x.dim() == 2, msg::cat("x: expected [M, K], got ", msg::num(x.dim()), " dims"));
-  const int64_t M = x.size(0), K = x.size(1);
-  TORCH_CHECK(K > 0, msg::cat("x: expected K > 0, got shape ", msg::shape(x)));
-  TORCH_CHECK(x.stride(1) == 1, msg::cat("x: expected stride(1) == 1, got strides ", msg::strides(x)));
-  TORCH_CHECK(group_size > 0, msg::cat("group_size: expected a positive integer, got ", msg::num(group_size)));
-  const int64_t G = (K + group_size - 1) / group_size;
-  check_cuda(q, "q", x);
-  TORCH_CHECK_TYPE(q.scalar_type() == at::kFloat8_e4m3fn,
-                   msg::cat("q: expected float8_e4m3fn, got ", q.scalar_type()));
-  TORCH_CHECK(q.dim() == 2 && q.size(0) >= M && q.size(1) == K && q.stride(1) == 1,
-              msg::cat("q: expected [M_pad >= ", msg::num(M), ", ", msg::num(K),
-                       "] with stride(1) == 1, got shape ", msg::shape(q), " strides ", msg::strides(q)));
-  const int64_t M_pad = q.size(0);
-  check_cuda(scales, "scales", x);
-  TORCH_CHECK_TYPE(scales.scalar_type() == at::kFloat,
-                   msg::cat("scales: expected float32, got ", scales.scalar_type()));
-  TORCH_CHECK(scales.dim() == 2 && scales.size(0) == M_pad && scales.size(1) == G,
-              msg::cat("scales: expected shape [", msg::num(M_pad), ", ", msg::num(G), "], got ",
-                       msg::shape(scales)));
-  TORCH_CHECK(!overlap(q, x) && !overlap(scales, x), "q / scales: must not overlap x");
   qlinear::GroupQuantArgs a;
-  a.x = x.data_ptr();
-  a.x_stride = x.stride(0);
-  a.dtype = qlinear::float_dtype<qlinear::NqDType>(x, "x");
-  a.q = q.data_ptr();
-  a.q_stride = q.stride(0);
-  a.scales = scales.data_ptr<float>();
-  a.s_row_stride = scales.stride(0);
-  a.s_col_stride = scales.stride(1);
-  a.rows = M;
-  a.rows_pad = M_pad;
-  a.hidden = K;
-  a.group_size = group_size;
-  a.scale_eps = static_cast<float>(scale_eps);
+  fill_quant_operands(a, q, scales, x, group_size, scale_eps, true);
+  a.rows_pad = q.size(0);
   return a;
 }
 

@@ -9,24 +9,11 @@
 
 namespace qlinear {
 
-// x [rows, hidden] (row stride x_stride elements, last stride 1) -> q [rows_pad, hidden] e4m3 (row
-// stride q_stride bytes) and fp32 scales [rows_pad, cdiv(hidden, group_size)] at
-// scales[r * s_row_stride + g * s_col_stride]; rows in [rows, rows_pad) get codes 0 and the scale
+// x [rows, hidden] (row stride x_stride elements) -> q [rows_pad, hidden] (row stride q_stride bytes) and
+// scales [rows_pad, cdiv(hidden, group_size)]; rows in [rows, rows_pad) get codes 0 and the scale
 // scale_eps / 448.
-struct GroupQuantArgs {
-  const void* x = nullptr;
-  int64_t x_stride = 0;
-  NqDType dtype = NqDType::kBFloat16;
-  void* q = nullptr;
-  int64_t q_stride = 0;
-  float* scales = nullptr;
-  int64_t s_row_stride = 0;
-  int64_t s_col_stride = 0;
-  int64_t rows = 0;
+struct GroupQuantArgs : QuantOperands {
   int64_t rows_pad = 0;
-  int64_t hidden = 0;
-  int64_t group_size = 128;
-  float scale_eps = 1e-10f;
 };
 
 // threads: per CTA (a multiple of 32 up to 512; 0 = the default, 128). pdl: launch with programmatic

@@ -9,16 +9,13 @@ namespace qlinear {
 
 enum class NqDType : int { kFloat16 = 0, kBFloat16 = 1, kFloat32 = 2 };
 
-// x [rows, hidden] (row stride x_stride, last stride 1), residual likewise or nullptr, weight
-// [hidden] contiguous, q [rows, hidden] e4m3 (row stride q_stride), scales fp32
-// [rows, cdiv(hidden, group_size)] at scales[r * s_row_stride + g * s_col_stride].
-struct NormQuantArgs {
+// The operands every FP8 group quantizer here shares: x [rows, hidden] of dtype (row stride x_stride,
+// last stride 1), q e4m3 with row stride q_stride, scales fp32 [.., cdiv(hidden, group_size)] at
+// scales[r * s_row_stride + g * s_col_stride], each group's scale max(amax, scale_eps) / 448.
+struct QuantOperands {
   const void* x = nullptr;
   int64_t x_stride = 0;
-  void* residual = nullptr;
-  int64_t residual_stride = 0;
-  const void* weight = nullptr;
-  NqDType weight_dtype = NqDType::kBFloat16;
+  NqDType dtype = NqDType::kBFloat16;
   void* q = nullptr;
   int64_t q_stride = 0;
   float* scales = nullptr;
@@ -27,9 +24,17 @@ struct NormQuantArgs {
   int64_t rows = 0;
   int64_t hidden = 0;
   int64_t group_size = 128;
-  float eps = 1e-6f;
   float scale_eps = 1e-10f;
-  NqDType dtype = NqDType::kBFloat16;
+};
+
+// The fused norm's operands: q and scales have `rows` rows; residual like x or nullptr, weight [hidden]
+// contiguous.
+struct NormQuantArgs : QuantOperands {
+  void* residual = nullptr;
+  int64_t residual_stride = 0;
+  const void* weight = nullptr;
+  NqDType weight_dtype = NqDType::kBFloat16;
+  float eps = 1e-6f;
 };
 
 // Launch choices; zeros mean automatic (the usual case), benchmarks set them to sweep.

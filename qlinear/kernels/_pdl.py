@@ -51,13 +51,14 @@ import torch
 import triton
 import triton.language as tl
 
-__all__ = ["PDL_MAX_M", "PDL_TRIGGERS", "W4A16_PDL_MAX_M", "pdl_mode", "pdl_enabled", "launch_options", "pdl_prologue",
+__all__ = ["PDL_MAX_M", "PDL_TRIGGERS", "PDL_TRIGGER_NAMES", "W4A16_PDL_MAX_M", "pdl_mode", "pdl_enabled", "launch_options", "pdl_prologue",
            "pdl_trigger"]
 
 PDL_MAX_M = 16
 W4A16_PDL_MAX_M = 1
 # PDL_EARLY constexpr of each trigger placement: after the main loop, right after the wait, before it
 PDL_TRIGGERS = {"late": 0, "early": 1, "first": 2}
+PDL_TRIGGER_NAMES = {v: k for k, v in PDL_TRIGGERS.items()}  # PDL_EARLY constexpr -> trigger name
 
 
 @functools.lru_cache(maxsize=None)

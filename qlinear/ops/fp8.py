@@ -273,30 +273,31 @@ def _cuda_max_m(N: int, K: int) -> int:
     return int(_by_shape(FP8_CUDA_MAX_M, N, K) or 0)
 
 
-def _cuda_entry(M: int, N: int, K: int) -> tuple[int, Optional[str]]:
-    """(code, quantizer trigger or None) of the :data:`FP8_CUDA_CONFIG` entry for M x N x K."""
+def _cuda_row(M: int, N: int, K: int) -> tuple[int, Optional[str], str]:
+    """(code, quantizer trigger or None, quantizer) of the :data:`FP8_CUDA_CONFIG` entry for M x N x K; the
+    quantizer ("triton" / "cuda") is the row's fourth field, else :data:`FP8_CUDA_QUANTIZER`."""
     entry = _by_shape(FP8_CUDA_CONFIG, N, K)
     if isinstance(entry, (tuple, list)):
         for row in entry:
             if M <= row[0]:
-                return int(row[1]), (row[2] if len(row) > 2 else None)
-        return 0, None
-    return int(entry or 0), None
+                return (int(row[1]), row[2] if len(row) > 2 else None,
+                        row[3] if len(row) > 3 else FP8_CUDA_QUANTIZER)
+        return 0, None, FP8_CUDA_QUANTIZER
+    return int(entry or 0), None, FP8_CUDA_QUANTIZER
+
+
+def _cuda_entry(M: int, N: int, K: int) -> tuple[int, Optional[str]]:
+    """(code, quantizer trigger or None) of the :data:`FP8_CUDA_CONFIG` entry for M x N x K."""
+    return _cuda_row(M, N, K)[:2]
 
 
 def _cuda_config(M: int, N: int, K: int) -> int:
-    return _cuda_entry(M, N, K)[0]
+    return _cuda_row(M, N, K)[0]
 
 
 def _cuda_quantizer(M: int, N: int, K: int) -> str:
-    """The quantizer ("triton" / "cuda") of the :data:`FP8_CUDA_CONFIG` entry for M x N x K: its fourth field,
-    else :data:`FP8_CUDA_QUANTIZER`."""
-    entry = _by_shape(FP8_CUDA_CONFIG, N, K)
-    if isinstance(entry, (tuple, list)):
-        for row in entry:
-            if M <= row[0]:
-                return row[3] if len(row) > 3 else FP8_CUDA_QUANTIZER
-    return FP8_CUDA_QUANTIZER
+    """The quantizer of the :data:`FP8_CUDA_CONFIG` entry for M x N x K (see :func:`_cuda_row`)."""
+    return _cuda_row(M, N, K)[2]
 
 
 def _cuda_tma_ok(code: int, x: torch.Tensor, weight_scale_inv: Optional[torch.Tensor],
@@ -408,8 +409,8 @@ def fp8_block_gemv_cuda(
         return None
     M, K = x.shape
     N = weight.shape[0]
-    code, table_trigger = _cuda_entry(M, N, K) if config is None else (int(config), None)
-    quantizer = _cuda_quantizer(M, N, K) if config is None else FP8_CUDA_QUANTIZER
+    code, table_trigger, quantizer = (_cuda_row(M, N, K) if config is None
+                                      else (int(config), None, FP8_CUDA_QUANTIZER))
     if not _cuda_tma_ok(code, x, weight_scale_inv):
         return None  # before quantizing: the caller's fallback quantizes for itself
     if pdl is None:
@@ -645,7 +646,7 @@ def _quant_cuda_auto(x: torch.Tensor, group_size: int, column_major_scales: bool
     from qlinear.kernels import _pdl  # function-local: imports triton
 
     opts = _pdl.launch_options(x.device, x.shape[0])
-    trigger = {v: k for k, v in _pdl.PDL_TRIGGERS.items()}[opts["PDL_EARLY"]]
+    trigger = _pdl.PDL_TRIGGER_NAMES[opts["PDL_EARLY"]]
     return quant_fp8_cuda(x, group_size, column_major_scales=column_major_scales, pad_rows_to=pad_rows_to,
                           pdl=opts["USE_PDL"], trigger=trigger, threads=FP8_QUANT_CUDA_THREADS)
 
