@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 43 run 4 at 8443236.
 # Session 43 run 4: after the final reading's mends (one operand struct and one check of x / q / scales for both
 # FP8 quantizer bindings; one FP8_CUDA_CONFIG walk per decode call): the tests of both bindings and of the paths
 # that call them.
