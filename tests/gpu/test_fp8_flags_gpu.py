@@ -49,9 +49,10 @@ def _flags_zero() -> bool:
     return all(int(f.count_nonzero()) == 0 for f in ops._cuda_flags.values())
 
 
-# (N, K, code): XA register kernels of the table rows, a split-K code (4 K splits, 576 rows) and a 2-row-tile code
+# (N, K, code): XA register kernels of the table rows, split-K codes (4 K splits on 576 rows, 2 on 1536) and a
+# two-row-tile code
 CASES = [(2112, 7168, 11011114), (2112, 7168, 10011116), (576, 7168, 11041108), (1536, 7168, 1021107),
-         (2112, 1024, 11011114)]
+         (2112, 7168, 1012107), (2112, 1024, 11011114)]
 
 
 @pytest.mark.parametrize("N,K,code", CASES)
@@ -168,7 +169,8 @@ def test_binding_refusals():
     with pytest.raises(RuntimeError, match=r"not supported \(code 8"):
         C.fp8_block_gemv_preq(q, s, w, wsi, None, ws, torch.bfloat16, 101042404, True, flags, 1)
     assert C.fp8_block_gemv_flag_consumers(q, s, w, wsi, ws, 11011114) == 16
-    assert C.fp8_block_gemv_flag_consumers(q, s, w, wsi, ws, 1021107) == 8
+    assert C.fp8_block_gemv_flag_consumers(q, s, w, wsi, ws, 1021107) == 16  # 2 K splits of 16 CTAs
+    assert C.fp8_block_gemv_flag_consumers(q, s, w, wsi, ws, 1012107) == 8  # two row tiles per CTA
     # a refused flags pair (T = 1 code) launches nothing and leaves the flags alone
     assert ops._gemv_flagged(C, x, w, wsi, None, ws, 101042404, True, "early") is None
     assert _flags_zero()
