@@ -36,7 +36,7 @@
 // PDL: the first k-block's weights and scales are requested before griddepcontrol.wait, x after.
 //
 // Flags (PQ only; flags set): instead of griddepcontrol.wait on the quantizer's whole grid, each warp waits for the
-// release flags of its own k-blocks (flags[kb * flag_parts + part], set by group_quant.cuh in flags mode to the
+// release flags of its own k-blocks (flag kb * flag_parts + part, flag_stride words apart, set by group_quant.cuh in flags mode to the
 // number of CTAs per K split once those codes and scales are stored) with gpu-scope acquire loads, then counts each
 // flag down by one: the last CTA leaves it 0 for the next launch. The quantizer writes only after its own wait
 // (this grid done), so a flag is never set for two launches at once.
@@ -76,8 +76,8 @@ struct Params {
   int m, n, kb;      // kb = k / 128
   int splits, kb_per_split;
   float scale_eps;
-  unsigned* flags;   // PQ: the quantizer's release flags [kb, flag_parts], or null (PDL wait)
-  int flag_parts;
+  unsigned* flags;   // PQ: the quantizer's release flags [kb, flag_parts] (flag_stride words apart), or null
+  int flag_parts, flag_stride;
 };
 
 template <typename XT>
@@ -334,7 +334,8 @@ __device__ __forceinline__ unsigned ld_acquire_u32(const unsigned* p) {
 __device__ __forceinline__ void wait_flags(const Params& p, int kb0, int step, int kb_hi, int lane) {
   const int items = kb0 < kb_hi ? (kb_hi - kb0 + step - 1) / step * p.flag_parts : 0;
   for (int i = lane; i < items; i += 32) {
-    unsigned* f = p.flags + static_cast<int64_t>(kb0 + (i / p.flag_parts) * step) * p.flag_parts + i % p.flag_parts;
+    unsigned* f = p.flags + (static_cast<int64_t>(kb0 + (i / p.flag_parts) * step) * p.flag_parts + i % p.flag_parts) *
+                                p.flag_stride;
     while (ld_acquire_u32(f) == 0) {
     }
     atomicSub(f, 1u);

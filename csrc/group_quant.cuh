@@ -22,7 +22,7 @@
 //
 // Flags mode (flags set; the FP8 decode GEMM's pre-quantized path, fp8_gemv.cuh): CTA (g, part) holds the
 // flag_rows rows [part * flag_rows, +flag_rows) of group g, thread = row * LPG + lane (whole warps). Once the CTA's codes and
-// scales are stored it releases flags[g * parts + part] = flag_consumers (the GEMM's CTAs per K split), and
+// scales are stored it releases flag g * parts + part (flag_stride words apart) = flag_consumers (the GEMM's CTAs per K split), and
 // the GEMM's CTAs wait for their k-blocks' flags in place of griddepcontrol.wait on this whole grid, each
 // counting a flag down by one after its wait: the last one leaves it 0, ready for the next launch. This grid
 // writes flags only after its own wait (the previous GEMM is done and has counted every flag down); the
@@ -60,6 +60,7 @@ struct Params {
   int flag_rows;             // rows per CTA (flags mode)
   int flag_parts;            // CTAs per group (flags mode)
   unsigned flag_consumers;   // value a release stores
+  int flag_stride;           // words between flags (32: one per 128-byte line)
 };
 
 __device__ __forceinline__ void st_release_u32(unsigned* p, unsigned v) {
@@ -139,7 +140,9 @@ __global__ void __launch_bounds__(512) group_quant_kernel(const Params p) {
   if (flagged) {
     // every thread's stores precede thread 0's release (bar.sync, then a gpu-scope release: cumulative)
     __syncthreads();
-    if (threadIdx.x == 0) st_release_u32(p.flags + blockIdx.x * p.flag_parts + blockIdx.y, p.flag_consumers);
+    if (threadIdx.x == 0)
+      st_release_u32(p.flags + static_cast<int64_t>(blockIdx.x * p.flag_parts + blockIdx.y) * p.flag_stride,
+                     p.flag_consumers);
   }
 }
 

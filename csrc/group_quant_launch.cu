@@ -52,7 +52,8 @@ bool group_quant_fp8_launch_ok(const GroupQuantArgs& a, const GroupQuantLaunch& 
   if (threads < 32 || threads > 512 || threads % 32 != 0 || launch.trigger < 0 || launch.trigger > 3) return false;
   if (launch.flags == nullptr) return true;
   if (launch.trigger == gq::kFirst || launch.flag_parts < 1 || launch.flag_parts > 65535 ||
-      launch.flag_consumers < 1 || a.rows_pad < 1 || a.group_size <= 0)
+      launch.flag_consumers < 1 || launch.flag_stride < 1 || launch.flag_stride > 1024 || a.rows_pad < 1 ||
+      a.group_size <= 0)
     return false;
   const int64_t lpg = a.group_size * elem_bytes(a.dtype) / 16;
   return (a.rows_pad + launch.flag_parts - 1) / launch.flag_parts * lpg <= 512;
@@ -87,6 +88,7 @@ cudaError_t group_quant_fp8_launch(const GroupQuantArgs& a, cudaStream_t stream,
   p.flags = launch.flags;
   p.flag_parts = launch.flag_parts;
   p.flag_consumers = launch.flag_consumers;
+  p.flag_stride = launch.flag_stride;
   p.flag_rows = static_cast<int>((a.rows_pad + launch.flag_parts - 1) / launch.flag_parts);
 
   const int64_t total = a.rows_pad * p.vpr;

@@ -30,6 +30,7 @@ struct GroupQuantLaunch {
   unsigned* flags = nullptr;
   int flag_parts = 1;
   unsigned flag_consumers = 0;
+  int flag_stride = 1;  // words between flags (32: one flag per 128-byte line, the pollers spread over L2)
 };
 
 // Why a case is not supported (0 = it is): the caller quantizes with another kernel.

@@ -242,6 +242,8 @@ FP8_CUDA_QUANT_PREFETCH = False
 # 8 rows = 128 threads); its trigger "first" runs as "early" (a GEMV launched before the quantizer's wait could
 # meet the previous launch's flags).
 FP8_CUDA_FLAG_ROWS = 8
+# Words between two flags: 32 puts each on its own 128-byte line, so the GEMV warps polling them spread over L2.
+FP8_CUDA_FLAG_STRIDE = 32
 # per_token_group_quant_fp8's automatic choice on CUDA tensors, and the quantizer of the scaled_mm path: the
 # CUDA quantizer where it applies (True), else Triton; launched with FP8_QUANT_CUDA_THREADS threads per CTA and
 # PDL under the Triton launches' rule. H200, session 43 runs 1-2 (benchmarks/results/session43: probe_group_quant.py,
@@ -269,7 +271,7 @@ _CUDA_WS_WORDS = _CUDA_WS_COUNTERS + (1 << 21)
 _cuda_ws: dict = {}  # (device index, stream id or "capture") -> int32 workspace
 # The flags-mode quantizer's release flags, kept as the workspace is (one buffer per stream, zeroed once: each
 # launch pair leaves every flag it used at 0). A pair may use groups x parts of them.
-_CUDA_FLAG_WORDS = 8192
+_CUDA_FLAG_WORDS = 1 << 16
 _cuda_flags: dict = {}
 
 
@@ -406,7 +408,8 @@ def _gemv_flagged(ops, x: torch.Tensor, weight: torch.Tensor, weight_scale_inv: 
     flags = _per_stream(_cuda_flags, _CUDA_FLAG_WORDS, x.device)
     M, K = x.shape
     parts = cdiv(M, FP8_CUDA_FLAG_ROWS)
-    if flags is None or (code // _CUDA_TMA) % 10 == 1 or (K // 128) * parts > flags.numel():
+    stride = FP8_CUDA_FLAG_STRIDE
+    if flags is None or (code // _CUDA_TMA) % 10 == 1 or ((K // 128) * parts - 1) * stride + 1 > flags.numel():
         return None
     q = torch.empty((M, K), dtype=FP8_E4M3, device=x.device)
     s = empty_group_scales(M, K // 128, False, x.device)
@@ -419,10 +422,10 @@ def _gemv_flagged(ops, x: torch.Tensor, weight: torch.Tensor, weight_scale_inv: 
         trigger = "early"
     use_pdl = _pdl.launch_options(x.device, M, trigger=trigger)["USE_PDL"]
     cuda_ext.load().group_quant_fp8(q, s, x, 128, _ref.FP8_SCALE_EPS, use_pdl, _GQ_TRIGGERS[trigger], 0, False,
-                                    flags, parts, consumers)
+                                    flags, parts, consumers, stride)
     try:
         return ops.fp8_block_gemv_preq(q, s, weight, weight_scale_inv, bias, ws, x.dtype, code, bool(pdl), flags,
-                                       parts)
+                                       parts, stride)
     except BaseException:
         flags.zero_()  # after the quantizer in stream order: its releases must not meet the next pair
         raise

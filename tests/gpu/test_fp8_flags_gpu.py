@@ -38,9 +38,11 @@ def _weights(N: int, K: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     return w, wsi
 
 
-def _pair(monkeypatch, quantizer: str, x, w, wsi, code: int, trigger: str = "early", rows: int = 8):
+def _pair(monkeypatch, quantizer: str, x, w, wsi, code: int, trigger: str = "early", rows: int = 8,
+          stride: int = 32):
     monkeypatch.setattr(ops, "FP8_CUDA_QUANTIZER", quantizer)
     monkeypatch.setattr(ops, "FP8_CUDA_FLAG_ROWS", rows)
+    monkeypatch.setattr(ops, "FP8_CUDA_FLAG_STRIDE", stride)
     return ops.fp8_block_gemv_cuda(x, w, wsi, config=code, pdl=True, quant_pdl=trigger)
 
 
@@ -63,11 +65,11 @@ def test_equals_pdl_wait_pair(monkeypatch, N, K, code, M, dtype):
     w, wsi = _weights(N, K, seed=N + M)
     x = _x(M, K, dtype, seed=M * 7 + K)
     want = _pair(monkeypatch, "cuda", x, w, wsi, code)
-    for trigger in ("early", "late", "first"):
-        for rows in (8, 16, 1):
-            got = _pair(monkeypatch, "cuda-flags", x, w, wsi, code, trigger, rows)
-            assert got is not None and torch.equal(got, want), (trigger, rows)
-            assert _flags_zero(), (trigger, rows)
+    for trigger, rows, stride in [("early", 8, 32), ("late", 8, 1), ("first", 16, 32), ("early", 1, 1),
+                                  ("late", 16, 7)]:
+        got = _pair(monkeypatch, "cuda-flags", x, w, wsi, code, trigger, rows, stride)
+        assert got is not None and torch.equal(got, want), (trigger, rows, stride)
+        assert _flags_zero(), (trigger, rows, stride)
     rel = ((want.float().cpu() - ref.fp8_block_linear_ref(x.cpu(), w.cpu(), wsi.cpu(), (128, 128)).float()).norm()
            / ref.fp8_block_linear_ref(x.cpu(), w.cpu(), wsi.cpu(), (128, 128)).float().norm()).item()
     assert rel <= 1e-2, rel
@@ -94,7 +96,7 @@ def test_flags_path_is_taken(monkeypatch):
     w, wsi = _weights(2112, 7168, seed=1)
     x = _x(16, 7168, torch.bfloat16, seed=2)
     got = ops.fp8_block_gemv_cuda(x, w, wsi, pdl=True)
-    assert calls == [12]  # q, s, x, group, eps, pdl, trigger, threads, prefetch, flags, parts, consumers
+    assert calls == [13]  # q, s, x, group, eps, pdl, trigger, threads, prefetch, flags, parts, consumers, stride
     monkeypatch.setattr(ops, "FP8_CUDA_QUANTIZER", "cuda")
     assert torch.equal(got, ops.fp8_block_gemv_cuda(x, w, wsi, config=11011114, pdl=True, quant_pdl="early"))
 
@@ -154,15 +156,21 @@ def test_binding_refusals():
         C.group_quant_fp8(q64, torch.empty(64, K // 128, device=DEV), x64, 128, 1e-10, True, 1, 0, False, flags, 1, 66)
     with pytest.raises(RuntimeError, match="flags: expected a contiguous int32"):
         C.group_quant_fp8(q, s, x, 128, 1e-10, True, 1, 0, False, flags.float(), 2, 66)
-    with pytest.raises(RuntimeError, match="flags: expected at least groups x flag_parts = 8 x 9"):
+    with pytest.raises(RuntimeError, match="flags: expected at least .* groups x flag_parts = 8 x 9"):
         C.group_quant_fp8(q, s, x, 128, 1e-10, True, 1, 0, False, flags, 9, 66)
+    with pytest.raises(RuntimeError, match="flags: expected at least .* = 8 x 2 .* flag_stride 32"):
+        C.group_quant_fp8(q, s, x, 128, 1e-10, True, 1, 0, False, flags, 2, 66, 32)
+    with pytest.raises(RuntimeError, match="flag_stride: expected 1 to 1024"):
+        C.group_quant_fp8(q, s, x, 128, 1e-10, True, 1, 0, False, flags, 2, 66, 0)
     with pytest.raises(RuntimeError, match="flag_consumers: expected"):
         C.group_quant_fp8(q, s, x, 128, 1e-10, True, 1, 0, False, flags, 2, 0)
     assert int(flags.count_nonzero()) == 0  # nothing was launched
     w, wsi = _weights(256, K, seed=7)
     ws = ops._cuda_workspace(x.device)
-    with pytest.raises(RuntimeError, match="flags: expected a contiguous int32 tensor of at least k / 128"):
+    with pytest.raises(RuntimeError, match=r"flags: expected a contiguous int32 tensor of at least \(k / 128"):
         C.fp8_block_gemv_preq(q, s, w, wsi, None, ws, torch.bfloat16, 11011114, True, flags[:3], 1)
+    with pytest.raises(RuntimeError, match="flag_stride 32 .1 to 1024."):
+        C.fp8_block_gemv_preq(q, s, w, wsi, None, ws, torch.bfloat16, 11011114, True, flags, 1, 32)
     with pytest.raises(TypeError, match="flags: expected int32"):
         C.fp8_block_gemv_preq(q, s, w, wsi, None, ws, torch.bfloat16, 11011114, True, flags.float(), 1)
     # the TMA ring kernel (T = 1) has no flags wait
