@@ -52,7 +52,7 @@ def main() -> None:
                     help="comma-separated trigger:rows[:stride] of the flags-mode pair (ops.FP8_CUDA_QUANTIZER = "
                          "'cuda-flags', ops.FP8_CUDA_FLAG_ROWS = rows, FP8_CUDA_FLAG_STRIDE = stride: the GEMV waits for "
                          "per-k-block release flags instead of the quantizer grid) to time the pair codes with as "
-                         "well, e.g. early:8,late:16:1")
+                         "well; a fourth field: FP8_CUDA_FLAG_SLEEP, ns between polls), e.g. early:8,late:16:1:200")
     ap.add_argument("--rotate-x", type=int, default=1,
                     help="x copies the calls rotate through (1: one x, L2-resident; 8: read from HBM as bench_linear's)")
     ap.add_argument("--no-check", action="store_true",
@@ -79,13 +79,15 @@ def main() -> None:
         def gemv_only(code, pdl):
             return lambda i: C.fp8_block_gemv_preq(q, s, ws[i % copies], ss[i % copies], None, wsp, x.dtype, code, pdl)
 
-        def path(code, qmode, qrows=None, cuda_threads=None, prefetch=False, flag_rows=None, flag_stride=None):
+        def path(code, qmode, qrows=None, cuda_threads=None, prefetch=False, flag_rows=None, flag_stride=None,
+                 flag_sleep=None):
             """the quantizer (PDL trigger qmode; qrows: its rows per program; cuda_threads: the CUDA quantizer
             with that many threads per CTA instead; set while the graph is captured) + the GEMV on its codes
             (PDL on)"""
             def fn(i):
                 saved = (fp8_triton.QUANT_ROW_BLOCK, ops.FP8_CUDA_QUANTIZER, ops.FP8_CUDA_QUANT_THREADS,
-                         ops.FP8_CUDA_QUANT_PREFETCH, ops.FP8_CUDA_FLAG_ROWS, ops.FP8_CUDA_FLAG_STRIDE)
+                         ops.FP8_CUDA_QUANT_PREFETCH, ops.FP8_CUDA_FLAG_ROWS, ops.FP8_CUDA_FLAG_STRIDE,
+                         ops.FP8_CUDA_FLAG_SLEEP)
                 if qrows is not None:
                     fp8_triton.QUANT_ROW_BLOCK = qrows
                 if cuda_threads is not None:
@@ -95,12 +97,15 @@ def main() -> None:
                     ops.FP8_CUDA_QUANTIZER, ops.FP8_CUDA_FLAG_ROWS = "cuda-flags", flag_rows
                     if flag_stride is not None:
                         ops.FP8_CUDA_FLAG_STRIDE = flag_stride
+                    if flag_sleep is not None:
+                        ops.FP8_CUDA_FLAG_SLEEP = flag_sleep
                 try:
                     y = ops.fp8_block_gemv_cuda(xs[i % nx], ws[i % copies], ss[i % copies], None, config=code,
                                                 pdl=True, quant_pdl=qmode)
                 finally:
                     (fp8_triton.QUANT_ROW_BLOCK, ops.FP8_CUDA_QUANTIZER, ops.FP8_CUDA_QUANT_THREADS,
-                     ops.FP8_CUDA_QUANT_PREFETCH, ops.FP8_CUDA_FLAG_ROWS, ops.FP8_CUDA_FLAG_STRIDE) = saved
+                     ops.FP8_CUDA_QUANT_PREFETCH, ops.FP8_CUDA_FLAG_ROWS, ops.FP8_CUDA_FLAG_STRIDE,
+                     ops.FP8_CUDA_FLAG_SLEEP) = saved
                 if y is None:  # refused: timing the no-op would read as a fast kernel
                     raise RuntimeError(f"config {code} refused")
                 return y
@@ -117,7 +122,9 @@ def main() -> None:
         for code in pair_codes:
             for fq in flag_quant:
                 stride = int(fq[2]) if len(fq) > 2 else None
-                fns[f"fq {':'.join(fq)} + gemv {code}"] = path(code, fq[0], flag_rows=int(fq[1]), flag_stride=stride)
+                sleep = int(fq[3]) if len(fq) > 3 else None
+                fns[f"fq {':'.join(fq)} + gemv {code}"] = path(code, fq[0], flag_rows=int(fq[1]), flag_stride=stride,
+                                                               flag_sleep=sleep)
             for qmode, cthreads, pf in cuda_quant:
                 fns[f"cq {qmode} {cthreads}{' pf' if pf else ''} + gemv {code}"] = path(code, qmode, cuda_threads=cthreads,
                                                                                         prefetch=pf)

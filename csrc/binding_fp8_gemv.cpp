@@ -3,7 +3,8 @@
 //   torch.ops.qlinear_C.fp8_block_gemv(x, weight, weight_scale_inv, bias, workspace, config=0, pdl=False,
 //                                      scale_eps=1e-10) -> Tensor [M, N] in x's dtype
 //   torch.ops.qlinear_C.fp8_block_gemv_preq(xq, x_scales, weight, weight_scale_inv, bias, workspace,
-//                                      out_dtype, config=0, pdl=False, flags=None, flag_parts=1, flag_stride=1)
+//                                      out_dtype, config=0, pdl=False, flags=None, flag_parts=1, flag_stride=1,
+//                                      flag_sleep=0)
 //       -> Tensor [M, N] in out_dtype
 //       (x pre-quantized by per_token_group_quant_fp8: e4m3 codes xq [M, K], fp32 x_scales [M, K / 128];
 //       flags: the release flags of a flags-mode group_quant_fp8 launched just before, see fp8_gemv_launch.h)
@@ -223,7 +224,8 @@ Problem check_flags(const std::optional<at::Tensor>& flags, int64_t flag_parts, 
 at::Tensor fp8_block_gemv_preq(const at::Tensor& xq, const at::Tensor& xs, const at::Tensor& w, const at::Tensor& wsi,
                                const std::optional<at::Tensor>& bias, const at::Tensor& workspace,
                                at::ScalarType out_dtype, int64_t config, bool pdl,
-                               const std::optional<at::Tensor>& flags, int64_t flag_parts, int64_t flag_stride) {
+                               const std::optional<at::Tensor>& flags, int64_t flag_parts, int64_t flag_stride,
+                               int64_t flag_sleep) {
   throw_if(check_operands(xq, true, w, wsi, workspace));
   throw_if(check_x_scales(xs, xq));
   if (out_dtype != at::kHalf && out_dtype != at::kBFloat16)
@@ -235,6 +237,7 @@ at::Tensor fp8_block_gemv_preq(const at::Tensor& xq, const at::Tensor& xs, const
     a.flags = reinterpret_cast<uint32_t*>(flags->data_ptr<int32_t>());
     a.flag_parts = static_cast<int>(flag_parts);
     a.flag_stride = static_cast<int>(flag_stride);
+    a.flag_sleep = flag_sleep < 0 || flag_sleep > 100000 ? -1 : static_cast<int>(flag_sleep);
   }
   return run(a, xq, bias, out_dtype, config, pdl);
 }
@@ -262,7 +265,7 @@ TORCH_LIBRARY_FRAGMENT(qlinear_C, m) {
   m.def(
       "fp8_block_gemv_preq(Tensor xq, Tensor x_scales, Tensor weight, Tensor weight_scale_inv, Tensor? bias, "
       "Tensor workspace, ScalarType out_dtype, int config=0, bool pdl=False, Tensor(a!)? flags=None, "
-      "int flag_parts=1, int flag_stride=1) -> Tensor",
+      "int flag_parts=1, int flag_stride=1, int flag_sleep=0) -> Tensor",
       &fp8_block_gemv_preq);
   m.def(
       "fp8_block_gemv_flag_consumers(Tensor xq, Tensor x_scales, Tensor weight, Tensor weight_scale_inv, "

@@ -78,6 +78,7 @@ struct Params {
   float scale_eps;
   unsigned* flags;   // PQ: the quantizer's release flags [kb, flag_parts] (flag_stride words apart), or null
   int flag_parts, flag_stride;
+  unsigned flag_sleep;  // ns between two polls of an unreleased flag (0: none)
 };
 
 template <typename XT>
@@ -336,7 +337,9 @@ __device__ __forceinline__ void wait_flags(const Params& p, int kb0, int step, i
   for (int i = lane; i < items; i += 32) {
     unsigned* f = p.flags + (static_cast<int64_t>(kb0 + (i / p.flag_parts) * step) * p.flag_parts + i % p.flag_parts) *
                                 p.flag_stride;
+    // a spinning warp takes issue slots and load bandwidth from the quantizer's warps on the same SM
     while (ld_acquire_u32(f) == 0) {
+      if (p.flag_sleep != 0) __nanosleep(p.flag_sleep);
     }
     atomicSub(f, 1u);
   }

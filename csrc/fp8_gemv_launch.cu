@@ -122,7 +122,8 @@ Fp8GemvSupport fp8_gemv_supported(const Fp8GemvArgs& a, int64_t code) {
   const int q = fp8_gemv_decode(code).preq;  // as asked (resolve sets c.preq from the operands)
   if (code >= 200000000 || q > 1 || (q == 1 && !pq) || c.xa > 1)
     return Fp8GemvSupport::kBadConfig;
-  if (a.flags != nullptr && (!pq || c.tma == 1 || a.flag_parts < 1 || a.flag_stride < 1))
+  if (a.flags != nullptr &&
+      (!pq || c.tma == 1 || a.flag_parts < 1 || a.flag_stride < 1 || a.flag_sleep < 0 || a.flag_sleep > 100000))
     return Fp8GemvSupport::kBadFlags;
   if (c.tma == 1) return tma_supported(a, c);
   if (!fp8g::pair_compiled(c.r, c.pf, pq, c.xa != 0) || c.warps < 1 ||
@@ -167,6 +168,7 @@ cudaError_t fp8_gemv_launch(const Fp8GemvArgs& a, cudaStream_t stream, int64_t c
   p.flags = a.flags;
   p.flag_parts = a.flag_parts;
   p.flag_stride = a.flag_stride;
+  p.flag_sleep = static_cast<unsigned>(a.flag_sleep);
   p.m = static_cast<int>(a.m);
   p.n = static_cast<int>(a.n);
   p.kb = static_cast<int>(kb);

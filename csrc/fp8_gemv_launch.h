@@ -39,6 +39,7 @@ struct Fp8GemvArgs {
   uint32_t* flags = nullptr;
   int flag_parts = 1;
   int flag_stride = 1;  // words between flags, as the quantizer was told
+  int flag_sleep = 0;   // ns a warp sleeps between two polls of an unreleased flag (0 to 100000)
 };
 
 // A launch config, code X * 10000000 + Q * 1000000 + S * 10000 + R * 1000 + PF * 100 + W (0 = automatic): R row
@@ -73,7 +74,8 @@ enum class Fp8GemvSupport : int {
                        // cannot describe: kMisaligned)
   kWorkspace = 6,      // split-K needs more counters / partials than the workspace holds
   kBadPointer = 7,     // x, weight, weight scales or (pre-quantized) x_scales null
-  kBadFlags = 8,       // flags without x_scales, with T = 1, flag_parts < 1 or flag_stride < 1
+  kBadFlags = 8,       // flags without x_scales, with T = 1, flag_parts < 1, flag_stride < 1 or flag_sleep
+                       // outside 0 .. 100000
 };
 
 Fp8GemvConfig fp8_gemv_decode(int64_t code);

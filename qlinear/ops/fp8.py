@@ -244,6 +244,8 @@ FP8_CUDA_QUANT_PREFETCH = False
 FP8_CUDA_FLAG_ROWS = 8
 # Words between two flags: 32 puts each on its own 128-byte line, so the GEMV warps polling them spread over L2.
 FP8_CUDA_FLAG_STRIDE = 32
+# Nanoseconds a GEMV warp sleeps between two polls of a flag not yet released (0: it spins).
+FP8_CUDA_FLAG_SLEEP = 0
 # per_token_group_quant_fp8's automatic choice on CUDA tensors, and the quantizer of the scaled_mm path: the
 # CUDA quantizer where it applies (True), else Triton; launched with FP8_QUANT_CUDA_THREADS threads per CTA and
 # PDL under the Triton launches' rule. H200, session 43 runs 1-2 (benchmarks/results/session43: probe_group_quant.py,
@@ -425,7 +427,7 @@ def _gemv_flagged(ops, x: torch.Tensor, weight: torch.Tensor, weight_scale_inv: 
                                     flags, parts, consumers, stride)
     try:
         return ops.fp8_block_gemv_preq(q, s, weight, weight_scale_inv, bias, ws, x.dtype, code, bool(pdl), flags,
-                                       parts, stride)
+                                       parts, stride, FP8_CUDA_FLAG_SLEEP)
     except BaseException:
         flags.zero_()  # after the quantizer in stream order: its releases must not meet the next pair
         raise

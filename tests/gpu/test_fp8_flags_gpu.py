@@ -53,7 +53,7 @@ def _flags_zero() -> bool:
 
 # (N, K, code): XA register kernels of the table rows, split-K codes (4 K splits on 576 rows, 2 on 1536) and a
 # two-row-tile code
-CASES = [(2112, 7168, 11011114), (2112, 7168, 10011116), (576, 7168, 11041108), (1536, 7168, 1021107),
+CASES = [(2112, 7168, 11011114), (2112, 7168, 11011116), (576, 7168, 11041108), (1536, 7168, 1021107),
          (2112, 7168, 1012107), (2112, 1024, 11011114)]
 
 
@@ -65,8 +65,9 @@ def test_equals_pdl_wait_pair(monkeypatch, N, K, code, M, dtype):
     w, wsi = _weights(N, K, seed=N + M)
     x = _x(M, K, dtype, seed=M * 7 + K)
     want = _pair(monkeypatch, "cuda", x, w, wsi, code)
-    for trigger, rows, stride in [("early", 8, 32), ("late", 8, 1), ("first", 16, 32), ("early", 1, 1),
-                                  ("late", 16, 7)]:
+    for trigger, rows, stride, sleep in [("early", 8, 32, 0), ("late", 8, 1, 200), ("first", 16, 32, 0),
+                                         ("early", 1, 1, 50), ("late", 16, 7, 0)]:
+        monkeypatch.setattr(ops, "FP8_CUDA_FLAG_SLEEP", sleep)
         got = _pair(monkeypatch, "cuda-flags", x, w, wsi, code, trigger, rows, stride)
         assert got is not None and torch.equal(got, want), (trigger, rows, stride)
         assert _flags_zero(), (trigger, rows, stride)
@@ -176,6 +177,8 @@ def test_binding_refusals():
     # the TMA ring kernel (T = 1) has no flags wait
     with pytest.raises(RuntimeError, match=r"not supported \(code 8"):
         C.fp8_block_gemv_preq(q, s, w, wsi, None, ws, torch.bfloat16, 101042404, True, flags, 1)
+    with pytest.raises(RuntimeError, match=r"not supported \(code 8"):  # flag_sleep past 100 us
+        C.fp8_block_gemv_preq(q, s, w, wsi, None, ws, torch.bfloat16, 11011114, True, flags, 1, 1, 200000)
     assert C.fp8_block_gemv_flag_consumers(q, s, w, wsi, ws, 11011114) == 16
     assert C.fp8_block_gemv_flag_consumers(q, s, w, wsi, ws, 1021107) == 16  # 2 K splits of 16 CTAs
     assert C.fp8_block_gemv_flag_consumers(q, s, w, wsi, ws, 1012107) == 8  # two row tiles per CTA
