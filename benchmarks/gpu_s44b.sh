@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 44 run 2 at f99e1ef (the flags pair is not compiled since: notes/s44_flags.patch).
 # Session 44 run 2: the flags-mode pair with a sleep between polls (run 1: spinning GEMV warps, 9.9 against the
 # PDL-wait pair's 8.3 us at M = 16). Its GPU tests; the 2112x7168 pairs at M = 16 / 9 with 0-2000 ns between polls
 # against the committed pair (probe_fp8_preq.py, cold weights, x rotated, alternated replays).

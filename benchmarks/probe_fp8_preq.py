@@ -3,8 +3,7 @@ codes quantized once outside the timed graph ("gemv only", PDL on, several confi
 (the Triton quantizer with its PDL trigger late / early, then the GEMV with PDL), the in-kernel path
 (--kernel-codes, default 11116), the Triton path (quantizer trigger late / early) and the auto dispatch, on 2112x7168 and
 1536x7168 (--shapes) with cold weights, alternated graph replays; with --cuda-quant also the pairs with the
-CUDA quantizer (csrc/group_quant.cuh) at the given triggers and threads per CTA, and that quantizer alone; with
---flag-quant the flags-mode pairs (the GEMV waits for per-k-block release flags). One line per case:
+CUDA quantizer (csrc/group_quant.cuh) at the given triggers and threads per CTA, and that quantizer alone. One line per case:
 ``PREQ M=16 NxK name us``.
 
     python benchmarks/probe_fp8_preq.py [--out DIR] [--m 16] [--shapes ...] [--gemv-codes ...] [--pair-codes ...] [--kernel-codes ...]
@@ -48,11 +47,6 @@ def main() -> None:
                     help="comma-separated trigger:threads[:p] of the CUDA quantizer (ops.FP8_CUDA_QUANTIZER = "
                          "'cuda'; :p = x prefetched into L2 before its PDL wait) to time the pair codes with as well, "
                          "e.g. early:128,first:128:p")
-    ap.add_argument("--flag-quant", default="",
-                    help="comma-separated trigger:rows[:stride] of the flags-mode pair (ops.FP8_CUDA_QUANTIZER = "
-                         "'cuda-flags', ops.FP8_CUDA_FLAG_ROWS = rows, FP8_CUDA_FLAG_STRIDE = stride: the GEMV waits for "
-                         "per-k-block release flags instead of the quantizer grid) to time the pair codes with as "
-                         "well; a fourth field: FP8_CUDA_FLAG_SLEEP, ns between polls), e.g. early:8,late:16:1:200")
     ap.add_argument("--rotate-x", type=int, default=1,
                     help="x copies the calls rotate through (1: one x, L2-resident; 8: read from HBM as bench_linear's)")
     ap.add_argument("--no-check", action="store_true",
@@ -79,33 +73,24 @@ def main() -> None:
         def gemv_only(code, pdl):
             return lambda i: C.fp8_block_gemv_preq(q, s, ws[i % copies], ss[i % copies], None, wsp, x.dtype, code, pdl)
 
-        def path(code, qmode, qrows=None, cuda_threads=None, prefetch=False, flag_rows=None, flag_stride=None,
-                 flag_sleep=None):
+        def path(code, qmode, qrows=None, cuda_threads=None, prefetch=False):
             """the quantizer (PDL trigger qmode; qrows: its rows per program; cuda_threads: the CUDA quantizer
             with that many threads per CTA instead; set while the graph is captured) + the GEMV on its codes
             (PDL on)"""
             def fn(i):
                 saved = (fp8_triton.QUANT_ROW_BLOCK, ops.FP8_CUDA_QUANTIZER, ops.FP8_CUDA_QUANT_THREADS,
-                         ops.FP8_CUDA_QUANT_PREFETCH, ops.FP8_CUDA_FLAG_ROWS, ops.FP8_CUDA_FLAG_STRIDE,
-                         ops.FP8_CUDA_FLAG_SLEEP)
+                         ops.FP8_CUDA_QUANT_PREFETCH)
                 if qrows is not None:
                     fp8_triton.QUANT_ROW_BLOCK = qrows
                 if cuda_threads is not None:
                     ops.FP8_CUDA_QUANTIZER, ops.FP8_CUDA_QUANT_THREADS = "cuda", cuda_threads
                     ops.FP8_CUDA_QUANT_PREFETCH = prefetch
-                if flag_rows is not None:
-                    ops.FP8_CUDA_QUANTIZER, ops.FP8_CUDA_FLAG_ROWS = "cuda-flags", flag_rows
-                    if flag_stride is not None:
-                        ops.FP8_CUDA_FLAG_STRIDE = flag_stride
-                    if flag_sleep is not None:
-                        ops.FP8_CUDA_FLAG_SLEEP = flag_sleep
                 try:
                     y = ops.fp8_block_gemv_cuda(xs[i % nx], ws[i % copies], ss[i % copies], None, config=code,
                                                 pdl=True, quant_pdl=qmode)
                 finally:
                     (fp8_triton.QUANT_ROW_BLOCK, ops.FP8_CUDA_QUANTIZER, ops.FP8_CUDA_QUANT_THREADS,
-                     ops.FP8_CUDA_QUANT_PREFETCH, ops.FP8_CUDA_FLAG_ROWS, ops.FP8_CUDA_FLAG_STRIDE,
-                     ops.FP8_CUDA_FLAG_SLEEP) = saved
+                     ops.FP8_CUDA_QUANT_PREFETCH) = saved
                 if y is None:  # refused: timing the no-op would read as a fast kernel
                     raise RuntimeError(f"config {code} refused")
                 return y
@@ -118,13 +103,7 @@ def main() -> None:
         for cthreads in sorted({t for _, t, _ in cuda_quant}):
             fns[f"cuda quantizer only {cthreads}"] = (lambda ct: lambda i: ops.quant_fp8_cuda(xs[i % nx], 128,
                                                                                               threads=ct))(cthreads)
-        flag_quant = [t.split(":") for t in args.flag_quant.split(",") if t]
         for code in pair_codes:
-            for fq in flag_quant:
-                stride = int(fq[2]) if len(fq) > 2 else None
-                sleep = int(fq[3]) if len(fq) > 3 else None
-                fns[f"fq {':'.join(fq)} + gemv {code}"] = path(code, fq[0], flag_rows=int(fq[1]), flag_stride=stride,
-                                                               flag_sleep=sleep)
             for qmode, cthreads, pf in cuda_quant:
                 fns[f"cq {qmode} {cthreads}{' pf' if pf else ''} + gemv {code}"] = path(code, qmode, cuda_threads=cthreads,
                                                                                         prefetch=pf)

@@ -3,13 +3,8 @@
 //   torch.ops.qlinear_C.fp8_block_gemv(x, weight, weight_scale_inv, bias, workspace, config=0, pdl=False,
 //                                      scale_eps=1e-10) -> Tensor [M, N] in x's dtype
 //   torch.ops.qlinear_C.fp8_block_gemv_preq(xq, x_scales, weight, weight_scale_inv, bias, workspace,
-//                                      out_dtype, config=0, pdl=False, flags=None, flag_parts=1, flag_stride=1,
-//                                      flag_sleep=0)
-//       -> Tensor [M, N] in out_dtype
-//       (x pre-quantized by per_token_group_quant_fp8: e4m3 codes xq [M, K], fp32 x_scales [M, K / 128];
-//       flags: the release flags of a flags-mode group_quant_fp8 launched just before, see fp8_gemv_launch.h)
-//   torch.ops.qlinear_C.fp8_block_gemv_flag_consumers(xq, x_scales, weight, weight_scale_inv, workspace, config=0)
-//                                      -> int   (what that quantizer releases each flag to)
+//                                      out_dtype, config=0, pdl=False) -> Tensor [M, N] in out_dtype
+//       (x pre-quantized by per_token_group_quant_fp8: e4m3 codes xq [M, K], fp32 x_scales [M, K / 128])
 //   torch.ops.qlinear_C.fp8_block_gemv_supported(x, weight, weight_scale_inv, workspace, config=0,
 //                                      x_scales=None) -> int   (0 = supported, else a Fp8GemvSupport code)
 //   torch.ops.qlinear_C.fp8_block_gemv_resolve(x, weight, weight_scale_inv, workspace, config=0,
@@ -206,47 +201,16 @@ at::Tensor fp8_block_gemv(const at::Tensor& x, const at::Tensor& w, const at::Te
   return run(a, x, bias, x.scalar_type(), config, pdl);
 }
 
-Problem check_flags(const std::optional<at::Tensor>& flags, int64_t flag_parts, int64_t flag_stride,
-                    const at::Tensor& xq) {
-  if (!flags) return {};
-  if (Problem p = check_on(*flags, "flags", xq)) return p;
-  if (flags->scalar_type() != at::kInt) return problem(true, "flags: expected int32, got ", flags->scalar_type());
-  const int64_t kb = xq.size(1) / 128;
-  if (flag_parts < 1 || flag_stride < 1 || flag_stride > 1024 || !flags->is_contiguous() ||
-      flags->numel() < (kb * flag_parts - 1) * flag_stride + 1)
-    return problem(false, "flags: expected a contiguous int32 tensor of at least (k / 128 x flag_parts - 1) x "
-                   "flag_stride + 1 elements, k / 128 x flag_parts = ", msg::num(kb), " x ", msg::num(flag_parts),
-                   " (>= 1), flag_stride ", msg::num(flag_stride), " (1 to 1024), got sizes ", msg::shape(*flags),
-                   " strides ", msg::strides(*flags));
-  return {};
-}
-
 at::Tensor fp8_block_gemv_preq(const at::Tensor& xq, const at::Tensor& xs, const at::Tensor& w, const at::Tensor& wsi,
                                const std::optional<at::Tensor>& bias, const at::Tensor& workspace,
-                               at::ScalarType out_dtype, int64_t config, bool pdl,
-                               const std::optional<at::Tensor>& flags, int64_t flag_parts, int64_t flag_stride,
-                               int64_t flag_sleep) {
+                               at::ScalarType out_dtype, int64_t config, bool pdl) {
   throw_if(check_operands(xq, true, w, wsi, workspace));
   throw_if(check_x_scales(xs, xq));
   if (out_dtype != at::kHalf && out_dtype != at::kBFloat16)
     throw_problem(problem(true, "out_dtype: expected float16 or bfloat16, got ", out_dtype));
   throw_if(check_bias(bias, xq, out_dtype, w.size(0)));
-  throw_if(check_flags(flags, flag_parts, flag_stride, xq));
   qlinear::Fp8GemvArgs a = make_args(xq, xs, w, wsi, workspace, out_dtype);
-  if (flags) {
-    a.flags = reinterpret_cast<uint32_t*>(flags->data_ptr<int32_t>());
-    a.flag_parts = static_cast<int>(flag_parts);
-    a.flag_stride = static_cast<int>(flag_stride);
-    a.flag_sleep = flag_sleep < 0 || flag_sleep > 100000 ? -1 : static_cast<int>(flag_sleep);
-  }
   return run(a, xq, bias, out_dtype, config, pdl);
-}
-
-// The count the flags-mode quantizer releases each flag to before a launch of `config` on these operands.
-int64_t fp8_block_gemv_flag_consumers(const at::Tensor& xq, const at::Tensor& xs, const at::Tensor& w,
-                                      const at::Tensor& wsi, const at::Tensor& workspace, int64_t config) {
-  const c10::cuda::CUDAGuard guard(xq.device());
-  return qlinear::fp8_gemv_flag_consumers(checked_args(xq, w, wsi, workspace, xs), config);
 }
 
 std::vector<int64_t> fp8_block_gemv_configs() {
@@ -264,13 +228,8 @@ TORCH_LIBRARY_FRAGMENT(qlinear_C, m) {
       &fp8_block_gemv);
   m.def(
       "fp8_block_gemv_preq(Tensor xq, Tensor x_scales, Tensor weight, Tensor weight_scale_inv, Tensor? bias, "
-      "Tensor workspace, ScalarType out_dtype, int config=0, bool pdl=False, Tensor(a!)? flags=None, "
-      "int flag_parts=1, int flag_stride=1, int flag_sleep=0) -> Tensor",
+      "Tensor workspace, ScalarType out_dtype, int config=0, bool pdl=False) -> Tensor",
       &fp8_block_gemv_preq);
-  m.def(
-      "fp8_block_gemv_flag_consumers(Tensor xq, Tensor x_scales, Tensor weight, Tensor weight_scale_inv, "
-      "Tensor workspace, int config=0) -> int",
-      &fp8_block_gemv_flag_consumers);
   m.def(
       "fp8_block_gemv_supported(Tensor x, Tensor weight, Tensor weight_scale_inv, Tensor workspace, "
       "int config=0, Tensor? x_scales=None) -> int",

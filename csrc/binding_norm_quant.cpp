@@ -153,9 +153,7 @@ int64_t group_quant_fp8_supported(const at::Tensor& q, const at::Tensor& scales,
 }
 
 void group_quant_fp8(const at::Tensor& q, const at::Tensor& scales, const at::Tensor& x, int64_t group_size,
-                     double scale_eps, bool pdl, int64_t trigger, int64_t threads, bool prefetch,
-                     const std::optional<at::Tensor>& flags, int64_t flag_parts, int64_t flag_consumers,
-                     int64_t flag_stride) {
+                     double scale_eps, bool pdl, int64_t trigger, int64_t threads, bool prefetch) {
   const qlinear::GroupQuantArgs a = group_quant_args(q, scales, x, group_size, scale_eps);
   const int why = qlinear::group_quant_fp8_supported(a);
   TORCH_CHECK(why == 0, msg::cat("qlinear group_quant_fp8: case not supported (code ", msg::num(why),
@@ -171,30 +169,6 @@ void group_quant_fp8(const at::Tensor& q, const at::Tensor& scales, const at::Te
   launch.pdl = pdl;
   launch.trigger = static_cast<int>(trigger);
   launch.prefetch = prefetch;
-  if (flags) {
-    const int64_t groups = (x.size(1) + group_size - 1) / group_size;
-    TORCH_CHECK(flags->is_cuda() && flags->device() == x.device(),
-                msg::cat("flags: expected a tensor on ", x.device(), ", got ", flags->device()));
-    TORCH_CHECK(flags->scalar_type() == at::kInt && flags->is_contiguous(),
-                msg::cat("flags: expected a contiguous int32 tensor, got ", flags->scalar_type(), " strides ",
-                         msg::strides(*flags)));
-    TORCH_CHECK(flag_stride >= 1 && flag_stride <= 1024,
-                msg::cat("flag_stride: expected 1 to 1024, got ", msg::num(flag_stride)));
-    TORCH_CHECK(flag_parts >= 1 && flag_parts <= 65535 && flags->numel() >= (groups * flag_parts - 1) * flag_stride + 1,
-                msg::cat("flags: expected at least (groups x flag_parts - 1) x flag_stride + 1 elements, groups x "
-                         "flag_parts = ", msg::num(groups), " x ", msg::num(flag_parts), " (flag_parts 1 to 65535), "
-                         "flag_stride ", msg::num(flag_stride), ", got sizes ", msg::shape(*flags)));
-    TORCH_CHECK(flag_consumers >= 1 && flag_consumers <= 2147483647,
-                msg::cat("flag_consumers: expected 1 to 2^31 - 1, got ", msg::num(flag_consumers)));
-    launch.flags = reinterpret_cast<unsigned*>(flags->data_ptr<int32_t>());
-    launch.flag_parts = static_cast<int>(flag_parts);
-    launch.flag_consumers = static_cast<unsigned>(flag_consumers);
-    launch.flag_stride = static_cast<int>(flag_stride);
-    TORCH_CHECK(qlinear::group_quant_fp8_launch_ok(a, launch),
-                msg::cat("qlinear group_quant_fp8 with flags: trigger must not be 2 (first) and cdiv(rows, flag_parts)"
-                         " x lanes per group must be at most 512 threads; got trigger ", msg::num(trigger),
-                         ", rows ", msg::num(q.size(0)), ", flag_parts ", msg::num(flag_parts)));
-  }
   const c10::cuda::CUDAGuard guard(x.device());
   const cudaError_t err =
       qlinear::group_quant_fp8_launch(a, c10::cuda::getCurrentCUDAStream(x.device().index()).stream(), launch);
@@ -220,7 +194,6 @@ TORCH_LIBRARY_FRAGMENT(qlinear_C, m) {
         &group_quant_fp8_supported);
   m.def(
       "group_quant_fp8(Tensor(a!) q, Tensor(b!) scales, Tensor x, int group_size, float scale_eps, bool pdl=False, "
-      "int trigger=0, int threads=0, bool prefetch=False, Tensor(c!)? flags=None, int flag_parts=1, "
-      "int flag_consumers=0, int flag_stride=1) -> ()",
+      "int trigger=0, int threads=0, bool prefetch=False) -> ()",
       &group_quant_fp8);
 }

@@ -35,12 +35,6 @@
 // x; without XA they are loaded at the start of their own block.
 // PDL: the first k-block's weights and scales are requested before griddepcontrol.wait, x after.
 //
-// Flags (PQ only; flags set): instead of griddepcontrol.wait on the quantizer's whole grid, each warp waits for the
-// release flags of its own k-blocks (flag kb * flag_parts + part, flag_stride words apart, set by group_quant.cuh in flags mode to the
-// number of CTAs per K split once those codes and scales are stored) with gpu-scope acquire loads, then counts each
-// flag down by one: the last CTA leaves it 0 for the next launch. The quantizer writes only after its own wait
-// (this grid done), so a flag is never set for two launches at once.
-//
 // PQ (pre-quantized x): x arrives as e4m3 codes [M, K] (row stride x_stride bytes) plus fp32 group
 // scales xs [M, K / 128] from per_token_group_quant_fp8 (launched just before, the GEMM with PDL so
 // its first weight loads overlap the quantizer); the B fragments are the codes at the same k
@@ -76,9 +70,6 @@ struct Params {
   int m, n, kb;      // kb = k / 128
   int splits, kb_per_split;
   float scale_eps;
-  unsigned* flags;   // PQ: the quantizer's release flags [kb, flag_parts] (flag_stride words apart), or null
-  int flag_parts, flag_stride;
-  unsigned flag_sleep;  // ns between two polls of an unreleased flag (0: none)
 };
 
 template <typename XT>
@@ -323,29 +314,6 @@ __device__ __forceinline__ void do_block(float (&acc)[R][NT][4], const WStage<R>
   block_mma<NT, R>(acc, st, q, sxc);
 }
 
-__device__ __forceinline__ unsigned ld_acquire_u32(const unsigned* p) {
-  unsigned v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-
-// Flags mode: the warp's k-blocks kb0, kb0 + step, ... < kb_hi, all parts, one flag per lane at a time; each
-// flag is counted down once its release is seen. __syncwarp then orders the other lanes' x loads after the
-// acquires.
-__device__ __forceinline__ void wait_flags(const Params& p, int kb0, int step, int kb_hi, int lane) {
-  const int items = kb0 < kb_hi ? (kb_hi - kb0 + step - 1) / step * p.flag_parts : 0;
-  for (int i = lane; i < items; i += 32) {
-    unsigned* f = p.flags + (static_cast<int64_t>(kb0 + (i / p.flag_parts) * step) * p.flag_parts + i % p.flag_parts) *
-                                p.flag_stride;
-    // a spinning warp takes issue slots and load bandwidth from the quantizer's warps on the same SM
-    while (ld_acquire_u32(f) == 0) {
-      if (p.flag_sleep != 0) __nanosleep(p.flag_sleep);
-    }
-    atomicSub(f, 1u);
-  }
-  __syncwarp();
-}
-
 // Threads per CTA an instance is compiled for, i.e. its register cap (65536 / threads): each tile
 // of a weight stage holds 17 registers (PF + 1 stages), each token tile 24 (raw x + codes; 8 with
 // PQ) and 8 R accumulators; XA (R = 1 only) adds a second set of loaded x (16 registers per token
@@ -444,11 +412,8 @@ __global__ void __launch_bounds__(max_threads(NT, R, PF, PQ, XA), 1) fp8_gemv_ke
   for (int i = 0; i < (PF > 0 ? PF : 1); ++i)
     if (kb + i * W < kb_hi) load_stage<R>(st[i], p, rows, t, kb + i * W);
 
-  if (!PQ || p.flags == nullptr) pdl::wait();
+  pdl::wait();
   pdl::launch_dependents();
-  if constexpr (PQ) {
-    if (p.flags != nullptr) wait_flags(p, kb, W, kb_hi, lane);
-  }
 
   const void* xrow[NT];
   bool xvalid[NT];

@@ -122,9 +122,6 @@ Fp8GemvSupport fp8_gemv_supported(const Fp8GemvArgs& a, int64_t code) {
   const int q = fp8_gemv_decode(code).preq;  // as asked (resolve sets c.preq from the operands)
   if (code >= 200000000 || q > 1 || (q == 1 && !pq) || c.xa > 1)
     return Fp8GemvSupport::kBadConfig;
-  if (a.flags != nullptr &&
-      (!pq || c.tma == 1 || a.flag_parts < 1 || a.flag_stride < 1 || a.flag_sleep < 0 || a.flag_sleep > 100000))
-    return Fp8GemvSupport::kBadFlags;
   if (c.tma == 1) return tma_supported(a, c);
   if (!fp8g::pair_compiled(c.r, c.pf, pq, c.xa != 0) || c.warps < 1 ||
       c.warps > max_warps(a.m > 8 ? 2 : 1, c.r, c.pf, pq, c.xa != 0) || c.splits < 1 || c.splits > 99)
@@ -139,10 +136,6 @@ Fp8GemvSupport fp8_gemv_supported(const Fp8GemvArgs& a, int64_t code) {
 }
 
 int fp8_gemv_configs(int* codes, int cap) { return append_codes(fp8g::kPairs, codes, cap, 0); }
-
-int64_t fp8_gemv_flag_consumers(const Fp8GemvArgs& a, int64_t code) {
-  return cdiv64(cdiv64(a.n, 16), fp8_gemv_resolve(a, code).r);
-}
 
 cudaError_t fp8_gemv_launch(const Fp8GemvArgs& a, cudaStream_t stream, int64_t code, bool pdl, Fp8GemvConfig* used) {
   if (fp8_gemv_supported(a, code) != Fp8GemvSupport::kOk) return cudaErrorInvalidValue;
@@ -165,10 +158,6 @@ cudaError_t fp8_gemv_launch(const Fp8GemvArgs& a, cudaStream_t stream, int64_t c
   p.xs_s1 = a.xs_s1;
   p.counters = a.workspace;
   p.ws = a.workspace != nullptr ? reinterpret_cast<float*>(a.workspace + kFp8GemvCounters) : nullptr;
-  p.flags = a.flags;
-  p.flag_parts = a.flag_parts;
-  p.flag_stride = a.flag_stride;
-  p.flag_sleep = static_cast<unsigned>(a.flag_sleep);
   p.m = static_cast<int>(a.m);
   p.n = static_cast<int>(a.n);
   p.kb = static_cast<int>(kb);

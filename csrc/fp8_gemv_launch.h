@@ -33,13 +33,6 @@ struct Fp8GemvArgs {
   int64_t workspace_words = 0;
   int64_t m = 0, n = 0, k = 0;
   float scale_eps = 1e-10f;
-  // Pre-quantized x from the flags-mode quantizer (group_quant.cuh) just before, on the register kernels (T = 0):
-  // uint32 flags [k / 128, flag_parts] that it releases to fp8_gemv_flag_consumers(); the CTAs wait for those of
-  // their k-blocks instead of the PDL wait on its grid. Null: the PDL wait.
-  uint32_t* flags = nullptr;
-  int flag_parts = 1;
-  int flag_stride = 1;  // words between flags, as the quantizer was told
-  int flag_sleep = 0;   // ns a warp sleeps between two polls of an unreleased flag (0 to 100000)
 };
 
 // A launch config, code X * 10000000 + Q * 1000000 + S * 10000 + R * 1000 + PF * 100 + W (0 = automatic): R row
@@ -74,8 +67,6 @@ enum class Fp8GemvSupport : int {
                        // cannot describe: kMisaligned)
   kWorkspace = 6,      // split-K needs more counters / partials than the workspace holds
   kBadPointer = 7,     // x, weight, weight scales or (pre-quantized) x_scales null
-  kBadFlags = 8,       // flags without x_scales, with T = 1, flag_parts < 1, flag_stride < 1 or flag_sleep
-                       // outside 0 .. 100000
 };
 
 Fp8GemvConfig fp8_gemv_decode(int64_t code);
@@ -84,9 +75,6 @@ int64_t fp8_gemv_encode(const Fp8GemvConfig& c);
 Fp8GemvConfig fp8_gemv_resolve(const Fp8GemvArgs& a, int64_t code);
 Fp8GemvSupport fp8_gemv_supported(const Fp8GemvArgs& a, int64_t code);
 int fp8_gemv_configs(int* codes, int cap);
-// The value the flags-mode quantizer must release each flag to for a launch of `code` on these operands: its
-// CTAs per K split (row tile groups).
-int64_t fp8_gemv_flag_consumers(const Fp8GemvArgs& a, int64_t code);
 // cudaErrorInvalidValue for unsupported cases (check fp8_gemv_supported first), else the launch error.
 cudaError_t fp8_gemv_launch(const Fp8GemvArgs& a, cudaStream_t stream, int64_t code, bool pdl,
                             Fp8GemvConfig* used = nullptr);

@@ -19,14 +19,6 @@
 // that lets the next grid (the GEMM reading the codes) launch is placed by `trigger`: kFirst before
 // the wait, kEarly right after it, kLate once this thread's x is loaded, kExit never explicitly (the
 // grid's completion).
-//
-// Flags mode (flags set; the FP8 decode GEMM's pre-quantized path, fp8_gemv.cuh): CTA (g, part) holds the
-// flag_rows rows [part * flag_rows, +flag_rows) of group g, thread = row * LPG + lane (whole warps). Once the CTA's codes and
-// scales are stored it releases flag g * parts + part (flag_stride words apart) = flag_consumers (the GEMM's CTAs per K split), and
-// the GEMM's CTAs wait for their k-blocks' flags in place of griddepcontrol.wait on this whole grid, each
-// counting a flag down by one after its wait: the last one leaves it 0, ready for the next launch. This grid
-// writes flags only after its own wait (the previous GEMM is done and has counted every flag down); the
-// trigger must then not be kFirst: a GEMM launched before that wait could find the previous launch's flags.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -56,55 +48,14 @@ struct Params {
   float scale_eps;
   int trigger;   // Trigger
   bool prefetch;  // ask L2 for x's lines before the wait
-  unsigned* flags;           // flags mode: [groups, parts] release flags, else null
-  int flag_rows;             // rows per CTA (flags mode)
-  int flag_parts;            // CTAs per group (flags mode)
-  unsigned flag_consumers;   // value a release stores
-  int flag_stride;           // words between flags (32: one per 128-byte line)
 };
-
-__device__ __forceinline__ void st_release_u32(unsigned* p, unsigned v) {
-  asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-
-// One thread's codes (one 8- or 4-byte word) and, from a group's first lane, the group's scale.
-template <typename T, int LPG>
-__device__ __forceinline__ void store_codes(const Params& p, int64_t row, int v, int col, bool in_k,
-                                            const float (&f)[nq::Elt<T>::VEC], float scale, float r) {
-  constexpr int VEC = nq::Elt<T>::VEC;
-  uint8_t* qrow = p.q + row * p.q_stride;
-  if (in_k) {
-    if constexpr (VEC == 8) {
-      const uint32_t lo = nq::e4m3x2(nq::div_by(f[0], scale, r), nq::div_by(f[1], scale, r)) |
-                          (nq::e4m3x2(nq::div_by(f[2], scale, r), nq::div_by(f[3], scale, r)) << 16);
-      const uint32_t hi = nq::e4m3x2(nq::div_by(f[4], scale, r), nq::div_by(f[5], scale, r)) |
-                          (nq::e4m3x2(nq::div_by(f[6], scale, r), nq::div_by(f[7], scale, r)) << 16);
-      *reinterpret_cast<uint2*>(qrow + col) = make_uint2(lo, hi);
-    } else {
-      *reinterpret_cast<uint32_t*>(qrow + col) =
-          nq::e4m3x2(nq::div_by(f[0], scale, r), nq::div_by(f[1], scale, r)) |
-          (nq::e4m3x2(nq::div_by(f[2], scale, r), nq::div_by(f[3], scale, r)) << 16);
-    }
-  }
-  if (v % LPG == 0) p.scales[row * p.s_row_stride + (v / LPG) * p.s_col_stride] = scale;
-}
 
 template <typename T, int LPG>
 __global__ void __launch_bounds__(512) group_quant_kernel(const Params p) {
   constexpr int VEC = nq::Elt<T>::VEC;
-  const bool flagged = p.flags != nullptr;
-  int64_t row;
-  int v;
-  if (flagged) {
-    // the CTA is rounded up to whole warps (the shuffles name all 32 lanes); threads past its rows store nothing
-    row = threadIdx.x < p.flag_rows * LPG ? static_cast<int64_t>(blockIdx.y) * p.flag_rows + threadIdx.x / LPG
-                                          : p.m_pad;
-    v = static_cast<int>(blockIdx.x) * LPG + static_cast<int>(threadIdx.x % LPG);
-  } else {
-    const int64_t tid = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-    row = tid / p.vpr;
-    v = static_cast<int>(tid - row * p.vpr);
-  }
+  const int64_t tid = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t row = tid / p.vpr;
+  const int v = static_cast<int>(tid - row * p.vpr);
   const int col = v * VEC;
   const bool in_k = col < p.k;
   const T* xp = static_cast<const T*>(p.x) + row * p.x_stride + col;
@@ -132,18 +83,23 @@ __global__ void __launch_bounds__(512) group_quant_kernel(const Params p) {
   for (int off = LPG / 2; off > 0; off >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
   const float scale = nq::group_scale(amax, p.scale_eps);
   const float r = nq::div_rcp(scale);
-  if (row >= p.m_pad) {
-    if (!flagged) return;
-  } else {
-    store_codes<T, LPG>(p, row, v, col, in_k, f, scale, r);
+  if (row >= p.m_pad) return;
+
+  uint8_t* qrow = p.q + row * p.q_stride;
+  if (in_k) {
+    if constexpr (VEC == 8) {
+      const uint32_t lo = nq::e4m3x2(nq::div_by(f[0], scale, r), nq::div_by(f[1], scale, r)) |
+                          (nq::e4m3x2(nq::div_by(f[2], scale, r), nq::div_by(f[3], scale, r)) << 16);
+      const uint32_t hi = nq::e4m3x2(nq::div_by(f[4], scale, r), nq::div_by(f[5], scale, r)) |
+                          (nq::e4m3x2(nq::div_by(f[6], scale, r), nq::div_by(f[7], scale, r)) << 16);
+      *reinterpret_cast<uint2*>(qrow + col) = make_uint2(lo, hi);
+    } else {
+      *reinterpret_cast<uint32_t*>(qrow + col) =
+          nq::e4m3x2(nq::div_by(f[0], scale, r), nq::div_by(f[1], scale, r)) |
+          (nq::e4m3x2(nq::div_by(f[2], scale, r), nq::div_by(f[3], scale, r)) << 16);
+    }
   }
-  if (flagged) {
-    // every thread's stores precede thread 0's release (bar.sync, then a gpu-scope release: cumulative)
-    __syncthreads();
-    if (threadIdx.x == 0)
-      st_release_u32(p.flags + static_cast<int64_t>(blockIdx.x * p.flag_parts + blockIdx.y) * p.flag_stride,
-                     p.flag_consumers);
-  }
+  if (v % LPG == 0) p.scales[row * p.s_row_stride + (v / LPG) * p.s_col_stride] = scale;
 }
 
 }  // namespace gq

@@ -47,24 +47,14 @@ int group_quant_fp8_supported(const GroupQuantArgs& a) {
   return kGqOk;
 }
 
-bool group_quant_fp8_launch_ok(const GroupQuantArgs& a, const GroupQuantLaunch& launch) {
-  const int threads = launch.threads == 0 ? kDefaultThreads : launch.threads;
-  if (threads < 32 || threads > 512 || threads % 32 != 0 || launch.trigger < 0 || launch.trigger > 3) return false;
-  if (launch.flags == nullptr) return true;
-  if (launch.trigger == gq::kFirst || launch.flag_parts < 1 || launch.flag_parts > 65535 ||
-      launch.flag_consumers < 1 || launch.flag_stride < 1 || launch.flag_stride > 1024 || a.rows_pad < 1 ||
-      a.group_size <= 0)
-    return false;
-  const int64_t lpg = a.group_size * elem_bytes(a.dtype) / 16;
-  return (a.rows_pad + launch.flag_parts - 1) / launch.flag_parts * lpg <= 512;
-}
-
 cudaError_t group_quant_fp8_launch(const GroupQuantArgs& a, cudaStream_t stream, GroupQuantLaunch launch) {
-  if (group_quant_fp8_supported(a) != kGqOk || a.rows < 0 || a.rows_pad < a.rows || a.hidden <= 0 ||
-      !group_quant_fp8_launch_ok(a, launch)) {
+  if (group_quant_fp8_supported(a) != kGqOk || a.rows < 0 || a.rows_pad < a.rows || a.hidden <= 0) {
     return cudaErrorInvalidValue;
   }
   const int threads = launch.threads == 0 ? kDefaultThreads : launch.threads;
+  if (threads < 32 || threads > 512 || threads % 32 != 0 || launch.trigger < 0 || launch.trigger > 3) {
+    return cudaErrorInvalidValue;
+  }
   if (a.rows_pad == 0) return cudaSuccess;
   const int eb = elem_bytes(a.dtype);
   const int lpg = static_cast<int>(a.group_size * eb / 16);
@@ -85,18 +75,10 @@ cudaError_t group_quant_fp8_launch(const GroupQuantArgs& a, cudaStream_t stream,
   p.scale_eps = a.scale_eps;
   p.trigger = launch.trigger;
   p.prefetch = launch.prefetch;
-  p.flags = launch.flags;
-  p.flag_parts = launch.flag_parts;
-  p.flag_consumers = launch.flag_consumers;
-  p.flag_stride = launch.flag_stride;
-  p.flag_rows = static_cast<int>((a.rows_pad + launch.flag_parts - 1) / launch.flag_parts);
 
   const int64_t total = a.rows_pad * p.vpr;
-  // flags mode: CTA (group, part) of flag_rows rows x lpg lanes
-  const dim3 grid = launch.flags != nullptr
-                        ? dim3(static_cast<unsigned>(groups), static_cast<unsigned>(launch.flag_parts))
-                        : dim3(static_cast<unsigned>((total + threads - 1) / threads));
-  const dim3 block(static_cast<unsigned>(launch.flags != nullptr ? (p.flag_rows * lpg + 31) / 32 * 32 : threads));
+  const dim3 grid(static_cast<unsigned>((total + threads - 1) / threads));
+  const dim3 block(static_cast<unsigned>(threads));
   switch (a.dtype) {
     case NqDType::kBFloat16:
       return launch_typed<__nv_bfloat16>(p, lpg, grid, block, stream, launch.pdl);

@@ -24,13 +24,6 @@ struct GroupQuantLaunch {
   bool pdl = false;
   int trigger = 0;
   bool prefetch = false;  // x's lines requested into L2 before the PDL wait
-  // Flags mode (group_quant.cuh): flags [groups, flag_parts] (uint32) released to flag_consumers, the next FP8
-  // decode GEMM's CTAs per K split; flag_parts CTAs per group, each of cdiv(rows_pad, flag_parts) rows (threads =
-  // those rows x lanes per group, at most 512; `threads` is not used). trigger must not be 2 (first).
-  unsigned* flags = nullptr;
-  int flag_parts = 1;
-  unsigned flag_consumers = 0;
-  int flag_stride = 1;  // words between flags (32: one flag per 128-byte line, the pollers spread over L2)
 };
 
 // Why a case is not supported (0 = it is): the caller quantizes with another kernel.
@@ -45,11 +38,7 @@ enum GroupQuantSupport : int {
 int group_quant_fp8_supported(const GroupQuantArgs& args);
 
 // cudaErrorInvalidValue for an unsupported case (group_quant_fp8_supported != 0) or a bad launch
-// config (group_quant_fp8_launch_ok); else the launch's error (cudaSuccess when nothing needs doing).
-// Whether the launch knobs are valid for these operands: threads, trigger, and in flags mode parts / consumers
-// and the CTA size they give.
-bool group_quant_fp8_launch_ok(const GroupQuantArgs& args, const GroupQuantLaunch& launch);
-
+// config; else the launch's error (cudaSuccess when nothing needs doing).
 cudaError_t group_quant_fp8_launch(const GroupQuantArgs& args, cudaStream_t stream,
                                    GroupQuantLaunch launch = GroupQuantLaunch());
 

@@ -73,17 +73,3 @@ def test_tma_codes(tool):
     assert got[(101042304, 16, True)][1] == 101042304
     assert got[(111041402, 1, True)][1] == 111041402
     assert got[(100000000, 16, True)][1] == 101042404
-
-
-def test_flags(tool):
-    """Release flags (the flags-mode pair): taken with pre-quantized x on the register kernels, refused (kBadFlags,
-    8) without it and with T = 1; the count the quantizer releases a flag to is the CTAs per K split."""
-    rows = {(r[0], r[1], r[2]): (r[3], r[6]) for r in ask(tool, [(11011114, 16, 3), (1012107, 16, 3), (0, 16, 3),
-                                                                 (11041108, 16, 3), (10011116, 8, 2),
-                                                                 (101042304, 16, 3)])}
-    assert rows[(11011114, 16, 3)] == (0, 132)
-    assert rows[(1012107, 16, 3)] == (0, 66)  # two row tiles per CTA
-    assert rows[(0, 16, 3)] == (0, 132)
-    assert rows[(11041108, 16, 3)][1] == 132  # 4 K splits, 132 CTAs in each (the host tool's workspace is too small)
-    assert rows[(10011116, 8, 2)][0] == 8
-    assert rows[(101042304, 16, 3)][0] == 8

@@ -232,20 +232,17 @@ FP8_CUDA_QUANT_PDL = "late"
 # (run 1) but 8.02 vs 7.75 (run 2). 1536x7168 / 576x7168 M = 16, first: 7.20 / 5.91 vs 7.54 / 6.48 (run 2 only;
 # early in run 1: 7.56 / 6.33-6.43 vs 7.44 / 6.44). Prefetching x into L2 before the wait: no consistent gain.
 # No row names "cuda": one run's win on the two small shapes is within the run-to-run spread seen on 2112x7168.
+# Session 44 runs 1-2 (benchmarks/results/session44, same probe, x rotated over 8 copies, us): the GEMV waiting for
+# per-k-block release flags of the CUDA quantizer (each quantizer CTA stores its codes and scales for one group and 8
+# or 16 rows, then st.release a flag; each GEMV warp polls its k-blocks' flags with ld.acquire.gpu instead of
+# griddepcontrol.wait on the quantizer grid, and counts them down for the next pair) lost everywhere against the
+# Triton pair in the same run: 2112x7168 M = 16 9.76-9.89 (flags one per 128-byte line; 0-400 ns sleep between
+# polls; trigger early / late) vs 8.18-8.28, M = 9 9.34-9.71 vs 7.82-7.84; 1536x7168 / 576x7168 M = 16 8.13 / 6.79
+# vs 7.75 / 6.38. All flags on four lines: 14.79 at M = 16. Not compiled (notes/s44_flags.patch).
 FP8_CUDA_QUANTIZER = "triton"
 # The CUDA quantizer's threads per CTA there, and whether it asks L2 for x before its PDL wait.
 FP8_CUDA_QUANT_THREADS = 128
 FP8_CUDA_QUANT_PREFETCH = False
-# "cuda-flags": the CUDA quantizer in flags mode (csrc/group_quant.cuh) and the GEMV waiting for its k-blocks'
-# release flags instead of griddepcontrol.wait on the quantizer's grid (csrc/fp8_gemv.cuh; register kernels,
-# not T = 1 codes). The quantizer's CTAs hold FP8_CUDA_FLAG_ROWS rows of one group each (x 16 lanes for 16-bit x:
-# 8 rows = 128 threads); its trigger "first" runs as "early" (a GEMV launched before the quantizer's wait could
-# meet the previous launch's flags).
-FP8_CUDA_FLAG_ROWS = 8
-# Words between two flags: 32 puts each on its own 128-byte line, so the GEMV warps polling them spread over L2.
-FP8_CUDA_FLAG_STRIDE = 32
-# Nanoseconds a GEMV warp sleeps between two polls of a flag not yet released (0: it spins).
-FP8_CUDA_FLAG_SLEEP = 0
 # per_token_group_quant_fp8's automatic choice on CUDA tensors, and the quantizer of the scaled_mm path: the
 # CUDA quantizer where it applies (True), else Triton; launched with FP8_QUANT_CUDA_THREADS threads per CTA and
 # PDL under the Triton launches' rule. H200, session 43 runs 1-2 (benchmarks/results/session43: probe_group_quant.py,
@@ -271,10 +268,6 @@ _CUDA_TMA = 100000000
 _CUDA_WS_COUNTERS = 4096
 _CUDA_WS_WORDS = _CUDA_WS_COUNTERS + (1 << 21)
 _cuda_ws: dict = {}  # (device index, stream id or "capture") -> int32 workspace
-# The flags-mode quantizer's release flags, kept as the workspace is (one buffer per stream, zeroed once: each
-# launch pair leaves every flag it used at 0). A pair may use groups x parts of them.
-_CUDA_FLAG_WORDS = 1 << 16
-_cuda_flags: dict = {}
 
 
 def _by_shape(table, N: int, K: int):
@@ -289,7 +282,7 @@ def _cuda_max_m(N: int, K: int) -> int:
 
 def _cuda_row(M: int, N: int, K: int) -> tuple[int, Optional[str], str]:
     """(code, quantizer trigger or None, quantizer) of the :data:`FP8_CUDA_CONFIG` entry for M x N x K; the
-    quantizer ("triton" / "cuda" / "cuda-flags") is the row's fourth field, else :data:`FP8_CUDA_QUANTIZER`."""
+    quantizer ("triton" / "cuda") is the row's fourth field, else :data:`FP8_CUDA_QUANTIZER`."""
     entry = _by_shape(FP8_CUDA_CONFIG, N, K)
     if isinstance(entry, (tuple, list)):
         for row in entry:
@@ -376,61 +369,21 @@ def _cuda_ext_failed() -> bool:
     return cuda_ext.failed()
 
 
-def _per_stream(table: dict, words: int, device: torch.device) -> Optional[torch.Tensor]:
-    """``table``'s zeroed int32 buffer of ``words`` for the current stream of ``device``, allocated on the stream's
-    first eager call (with the device's capture buffer), or the capture buffer (None if not allocated yet) while a
-    graph is being captured on a stream without its own."""
-    index = device.index if device.index is not None else torch.cuda.current_device()
-    stream = torch.cuda.current_stream(index).cuda_stream
-    buf = table.get((index, stream))
-    if buf is not None:
-        return buf
-    if torch.cuda.is_current_stream_capturing():
-        return table.get((index, "capture"))
-    buf = torch.zeros(words, dtype=torch.int32, device=device)
-    table[(index, stream)] = buf
-    if (index, "capture") not in table:
-        table[(index, "capture")] = torch.zeros(words, dtype=torch.int32, device=device)
-    return buf
-
-
 def _cuda_workspace(device: torch.device) -> Optional[torch.Tensor]:
     """The split-K workspace of the current stream of ``device`` (see ``_cuda_ws``), or None during a
     graph capture when neither that stream nor the device has one yet."""
-    return _per_stream(_cuda_ws, _CUDA_WS_WORDS, device)
-
-
-def _gemv_flagged(ops, x: torch.Tensor, weight: torch.Tensor, weight_scale_inv: torch.Tensor,
-                  bias: Optional[torch.Tensor], ws: torch.Tensor, code: int, pdl: bool,
-                  trigger: str) -> Optional[torch.Tensor]:
-    """The "cuda-flags" pair (see :data:`FP8_CUDA_FLAG_ROWS`), or None where it does not apply (checked before
-    anything is launched: a quantizer's releases that no GEMV counts down would meet the next pair)."""
-    from qlinear.kernels import _pdl, cuda_ext  # function-local: imports triton / the extension loader
-
-    flags = _per_stream(_cuda_flags, _CUDA_FLAG_WORDS, x.device)
-    M, K = x.shape
-    parts = cdiv(M, FP8_CUDA_FLAG_ROWS)
-    stride = FP8_CUDA_FLAG_STRIDE
-    if flags is None or (code // _CUDA_TMA) % 10 == 1 or ((K // 128) * parts - 1) * stride + 1 > flags.numel():
-        return None
-    q = torch.empty((M, K), dtype=FP8_E4M3, device=x.device)
-    s = empty_group_scales(M, K // 128, False, x.device)
-    if ops.fp8_block_gemv_supported(q, weight, weight_scale_inv, ws, code, s) != 0:
-        return None
-    r = (code // 1000) % 10
-    consumers = (cdiv(cdiv(weight.shape[0], 16), r) if r
-                 else ops.fp8_block_gemv_flag_consumers(q, s, weight, weight_scale_inv, ws, code))
-    if trigger == "first":
-        trigger = "early"
-    use_pdl = _pdl.launch_options(x.device, M, trigger=trigger)["USE_PDL"]
-    cuda_ext.load().group_quant_fp8(q, s, x, 128, _ref.FP8_SCALE_EPS, use_pdl, _GQ_TRIGGERS[trigger], 0, False,
-                                    flags, parts, consumers, stride)
-    try:
-        return ops.fp8_block_gemv_preq(q, s, weight, weight_scale_inv, bias, ws, x.dtype, code, bool(pdl), flags,
-                                       parts, stride, FP8_CUDA_FLAG_SLEEP)
-    except BaseException:
-        flags.zero_()  # after the quantizer in stream order: its releases must not meet the next pair
-        raise
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    stream = torch.cuda.current_stream(index).cuda_stream
+    ws = _cuda_ws.get((index, stream))
+    if ws is not None:
+        return ws
+    if torch.cuda.is_current_stream_capturing():
+        return _cuda_ws.get((index, "capture"))
+    ws = torch.zeros(_CUDA_WS_WORDS, dtype=torch.int32, device=device)
+    _cuda_ws[(index, stream)] = ws
+    if (index, "capture") not in _cuda_ws:
+        _cuda_ws[(index, "capture")] = torch.zeros(_CUDA_WS_WORDS, dtype=torch.int32, device=device)
+    return ws
 
 
 def fp8_block_gemv_cuda(
@@ -473,10 +426,6 @@ def fp8_block_gemv_cuda(
         pdl = M <= _pdl.PDL_MAX_M and _pdl.pdl_enabled(x.device)
     if (code // _CUDA_PREQ) % 10 == 1:
         trigger = quant_pdl or table_trigger or FP8_CUDA_QUANT_PDL
-        if quantizer == "cuda-flags" and _cuda_quant_ok(x, 128):
-            y = _gemv_flagged(ops, x, weight, weight_scale_inv, bias, ws, code, bool(pdl), trigger)
-            if y is not None:
-                return y
         if quantizer == "cuda" and _cuda_quant_ok(x, 128):
             from qlinear.kernels import _pdl  # function-local: imports triton
 
