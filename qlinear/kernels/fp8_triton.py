@@ -925,9 +925,11 @@ def fp8_block_linear_triton(
     scale_eps: float = 1e-10,
     fuse_quant: bool | None = None,
     quant_pdl: str | None = None,
+    quantize=None,
 ) -> torch.Tensor:
     """The whole block-scaled FP8 linear on Triton: ``x`` [M, K] -> ``x.dtype`` [M, N]:
-    :func:`per_token_group_quant_fp8` (column-major scales) followed by :func:`fp8_block_gemm`
+    :func:`per_token_group_quant_fp8` (column-major scales; or ``quantize(x, bk)``, a callable giving the
+    same codes and column-major scales, e.g. another kernel's launch) followed by :func:`fp8_block_gemm`
     with ``config`` (default: :func:`default_gemm_config`), or, with ``fuse_quant`` (default:
     ``config.swap_ab and config.fuse_quant``, or ``M <= FUSED_QUANT_MAX_M``), one GEMM launch that
     quantizes each [BLOCK_M, bk] activation tile in registers (same codes and scales, no
@@ -943,7 +945,10 @@ def fp8_block_linear_triton(
     if fuse_quant:
         check_group_size(bk)
         return _launch_gemm(x, None, b, b_scale, block_size, x.dtype, bias, None, config, scale_eps)
-    q, s = per_token_group_quant_fp8(x, bk, column_major_scales=True, scale_eps=scale_eps, pdl_trigger=quant_pdl)
+    if quantize is not None:
+        q, s = quantize(x, bk)
+    else:
+        q, s = per_token_group_quant_fp8(x, bk, column_major_scales=True, scale_eps=scale_eps, pdl_trigger=quant_pdl)
     return fp8_block_gemm(q, s, b, b_scale, block_size, x.dtype, bias, config=config)
 
 

@@ -222,7 +222,8 @@ _CUDA_PREQ = 1000000  # the Q digit of a config code
 # 8.56 / 8.54. With an early trigger the quantizer's CTAs start while the previous GEMV still runs,
 # which needs registers left on the SMs: 16 warps of 120-127 registers hold all of them.
 FP8_CUDA_QUANT_PDL = "late"
-# The quantizer a Q = 1 code launches first: "triton" (qlinear.kernels.fp8_triton, every measurement above)
+# The quantizer a Q = 1 code launches first while a CUDA graph is captured (eager calls: FP8_EAGER_QUANT_CUDA):
+# "triton" (qlinear.kernels.fp8_triton, every measurement above)
 # or "cuda" (csrc/group_quant.cuh, the same codes and scales; launched with PDL under the same rule as the
 # Triton launch, qlinear.kernels._pdl.launch_options, and the same trigger names).
 # An FP8_CUDA_CONFIG row may name it in a fourth field (after the trigger); this is the default. Session 43 runs
@@ -254,6 +255,13 @@ FP8_CUDA_QUANT_PREFETCH = False
 # Host time of one eager call (run 1, the device's CPU): Triton 47-52 us, CUDA 22-23 us (32 once).
 FP8_QUANT_CUDA = True
 FP8_QUANT_CUDA_THREADS = 256
+# Eager calls (no CUDA-graph capture on the stream) of the paths that launch a quantizer before their GEMM (the
+# Q = 1 decode pairs, the Triton GEMM) take the CUDA quantizer where it applies, whatever FP8_CUDA_QUANTIZER says:
+# an eager call is host-bound (the GEMM takes 5-25 us of GPU time, the call about 100 us of CPU time), and the CUDA
+# launch costs half the Triton one's host time (22-23 against 47-52 us, session 43 run 1). Captured calls keep the
+# quantizer the tables were measured with (their GPU time; a graph replay has no host time per kernel). Both write
+# the same codes and scales, so the outputs are equal bit for bit.
+FP8_EAGER_QUANT_CUDA = True
 
 # Workspaces of the split-K launches: kFp8GemvCounters (4096) int32 arrival counters, zeroed once
 # here and reset by the kernel, then fp32 partial tiles. One per (device, stream): two split-K
@@ -426,6 +434,8 @@ def fp8_block_gemv_cuda(
         pdl = M <= _pdl.PDL_MAX_M and _pdl.pdl_enabled(x.device)
     if (code // _CUDA_PREQ) % 10 == 1:
         trigger = quant_pdl or table_trigger or FP8_CUDA_QUANT_PDL
+        if quantizer != "cuda" and _eager_cuda_quant(x):
+            quantizer = "cuda"
         if quantizer == "cuda" and _cuda_quant_ok(x, 128):
             from qlinear.kernels import _pdl  # function-local: imports triton
 
@@ -645,6 +655,17 @@ def quant_fp8_cuda(
     return q, s
 
 
+def _eager_cuda_quant(x: torch.Tensor) -> bool:
+    """Whether a quantize-then-GEMM path takes the CUDA quantizer for a CUDA ``x`` because this call is eager
+    (:data:`FP8_EAGER_QUANT_CUDA`; not while a CUDA graph is being captured on the current stream)."""
+    return FP8_EAGER_QUANT_CUDA and x.is_cuda and not torch.cuda.is_current_stream_capturing()
+
+
+def _quant_cuda_colmajor(x: torch.Tensor, group_size: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The Triton GEMM's activation quantizer on the CUDA kernel (column-major scales), for eager calls."""
+    return _quant_cuda_auto(x, group_size, True)
+
+
 def _quant_cuda_auto(x: torch.Tensor, group_size: int, column_major_scales: bool,
                      pad_rows_to: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
     """The CUDA quantizer where the automatic choice takes it (the public op, the scaled_mm path's activations):
@@ -755,7 +776,9 @@ def _block_linear_op(
         # Quantize-then-GEMM, tiles from kernels.fp8_triton.GEMM_CONFIGS (or its heuristic); at
         # M <= SWAP_AB_MAX_M with QLINEAR_FP8_SMALL_M=swapab (or SMALL_M_PATH) one swap-AB launch
         # that quantizes in-kernel (SWAP_AB_CONFIGS): same codes and scales.
-        return k.fp8_block_linear_triton(x, weight, weight_scale_inv, block, bias, scale_eps=_ref.FP8_SCALE_EPS)
+        eager = _eager_cuda_quant(x) and _cuda_quant_ok(x, block_k) and _quant_cuda_ext()
+        return k.fp8_block_linear_triton(x, weight, weight_scale_inv, block, bias, scale_eps=_ref.FP8_SCALE_EPS,
+                                         quantize=_quant_cuda_colmajor if eager else None)
     # scaled_mm: cuBLAS needs M % 4 == 0; the quantizer writes the zero pad rows itself.
     if FP8_QUANT_CUDA and _cuda_quant_ok(x, block_k) and _quant_cuda_ext():
         q, s = _quant_cuda_auto(x, block_k, True, pad_rows_to=4)

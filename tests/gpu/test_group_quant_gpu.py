@@ -241,3 +241,41 @@ def test_scaled_mm_path_quantizer(monkeypatch, M):
     assert calls == [4] and torch.equal(got, want)
     ref_out = ref.fp8_block_linear_ref(x.cpu(), w.cpu(), wsi.cpu(), (128, 128)).float()
     assert ((got.cpu().float() - ref_out).norm() / ref_out.norm()).item() <= 1e-2
+
+
+@pytest.mark.parametrize("N,K,M", [(2112, 7168, 9), (2112, 7168, 16), (2112, 7168, 48), (24576, 1536, 16),
+                                   (7168, 16384, 16), (576, 7168, 12)])
+def test_eager_calls_take_the_cuda_quantizer(monkeypatch, N, K, M):
+    """FP8_EAGER_QUANT_CUDA: an eager fp8_block_linear on the decode pair or the Triton GEMM path launches the CUDA
+    quantizer; the same call captured in a CUDA graph launches the Triton one (none of the CUDA's); outputs equal
+    bit for bit, and equal to the eager call with the switch off (Triton's quantizer)."""
+    _ext()
+    g = torch.Generator(device=DEV).manual_seed(N + M)
+    w = (torch.randn(N, K, device=DEV, generator=g) * 60).to(FP8_E4M3)
+    wsi = torch.rand((N + 127) // 128, K // 128, device=DEV, generator=g) * 1e-3 + 1e-4
+    x = _x(M, K, torch.bfloat16, seed=M + 1)
+    backend = ops.fp8_block_backend(x, w, (128, 128), wsi)
+    assert backend in ("cuda", "triton"), backend
+    calls = []
+    real = ops.quant_fp8_cuda
+    monkeypatch.setattr(ops, "quant_fp8_cuda", lambda *a, **k: calls.append(1) or real(*a, **k))
+    eager = ops.fp8_block_linear(x, w, wsi)
+    assert len(calls) == 1, (backend, calls)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        ops.fp8_block_linear(x, w, wsi)  # the side stream's workspace, outside the capture
+    torch.cuda.current_stream().wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        captured = ops.fp8_block_linear(x, w, wsi)
+    assert len(calls) == 2, calls  # the side-stream warm-up only
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(captured, eager)
+    monkeypatch.setattr(ops, "FP8_EAGER_QUANT_CUDA", False)
+    assert torch.equal(ops.fp8_block_linear(x, w, wsi), eager)
+    assert len(calls) == 2
+    want = ref.fp8_block_linear_ref(x.cpu(), w.cpu(), wsi.cpu(), (128, 128)).float()
+    rel = ((eager.cpu().float() - want).norm() / want.norm()).item()
+    assert rel <= 1e-2, rel
