@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 44 run 3 at c67b786.
 # Session 44 run 3: eager FP8 calls take the CUDA quantizer (FP8_EAGER_QUANT_CUDA; captured calls keep Triton's).
 # The quantizer's GPU tests (with the eager / captured test) and every FP8 GPU test file (their eager calls now go
 # through the CUDA quantizer); the FP8 layer's eager host time at M = 16 (decode pair) and M = 48 (Triton GEMM)
