@@ -18,6 +18,7 @@ import textwrap
 import pytest
 import torch
 
+from _cuda_ext import cuda_ext_ops
 from _fp8_gpu_data import check as _check
 from _fp8_gpu_data import weight as _weight
 from qlinear.ops import fp8 as ops
@@ -38,12 +39,7 @@ PREQ_CODES = [1011104, 1011016, 1041108, 1011116, 1011216, 1011312, 1021104, 102
 XA_CODES = [10011116, 10011114, 10011212, 10021108, 11011114, 11011116, 11011212, 11041108]
 
 
-def _ext():
-    from qlinear.kernels import cuda_ext
-
-    if not cuda_ext.is_available():
-        pytest.skip(f"CUDA extension unavailable: {cuda_ext.failure_reason()}")
-    return cuda_ext.load()
+_ext = cuda_ext_ops
 
 
 def _x(m, k, dtype, seed, row_pad=0):

@@ -10,6 +10,7 @@ rows the tensor maps cannot describe).
 import pytest
 import torch
 
+from _cuda_ext import cuda_ext_ops
 from _fp8_gpu_data import check as _check
 from _fp8_gpu_data import weight as _weight
 from qlinear.ops import fp8 as ops
@@ -26,13 +27,9 @@ TMA_CODES = [101042304, 101042404, 101044404, 101044504, 101041404, 101041402,
 
 
 def _ext():
-    from qlinear.kernels import cuda_ext
-
-    if not cuda_ext.is_available():
-        pytest.skip(f"CUDA extension unavailable: {cuda_ext.failure_reason()}")
     if torch.cuda.get_device_capability()[0] != 9:
         pytest.skip("the TMA ring kernel is built for sm_90")
-    return cuda_ext.load()
+    return cuda_ext_ops()
 
 
 def _x(m, k, dtype, seed):

@@ -6,6 +6,7 @@ and its fallback; the decode GEMV's quantize-then-GEMM pair on either quantizer;
 import pytest
 import torch
 
+from _cuda_ext import cuda_ext_ops
 from qlinear._utils import FP8_E4M3
 from qlinear.ops import fp8 as ops
 from qlinear.reference import fp8 as ref
@@ -18,12 +19,7 @@ pytestmark = [
 DEV = "cuda"
 
 
-def _ext():
-    from qlinear.kernels import cuda_ext
-
-    if not cuda_ext.is_available():
-        pytest.skip(f"CUDA extension unavailable: {cuda_ext.failure_reason()}")
-    return cuda_ext.load()
+_ext = cuda_ext_ops
 
 
 def _x(M: int, K: int, dtype: torch.dtype, seed: int, row_stride: int | None = None) -> torch.Tensor:

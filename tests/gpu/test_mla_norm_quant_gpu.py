@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from _cuda_ext import cuda_ext_ops
 from qlinear._utils import FP8_E4M3
 from qlinear.ops import norm as norm_ops
 from qlinear.ops import rms_norm, rms_norm_quant_fp8, rms_norm_slices
@@ -26,10 +27,7 @@ MLA = (0, 1536, 2048)
 
 @pytest.fixture(scope="module", autouse=True)
 def _ext():
-    from qlinear.kernels import cuda_ext
-
-    assert cuda_ext.is_available(), cuda_ext.failure_reason()
-    return cuda_ext.load()
+    return cuda_ext_ops()
 
 
 def _data(M, dtype, seed, width=2112, bounds=MLA):

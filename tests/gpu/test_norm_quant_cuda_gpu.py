@@ -14,6 +14,7 @@ one) is allowed, scales to rtol 1e-5; the fused add's residual must be identical
 import pytest
 import torch
 
+from _cuda_ext import cuda_ext_ops
 from qlinear._utils import FP8_E4M3, cdiv, empty_group_scales
 from qlinear.ops import fp8 as ops
 
@@ -37,12 +38,7 @@ BULK_VARIANTS = (4,)
 SLIM_VARIANTS = (11, 12)
 
 
-def _ext():
-    from qlinear.kernels import cuda_ext
-
-    if not cuda_ext.is_available():
-        pytest.fail(f"CUDA extension failed to build: {cuda_ext.failure_reason()}")
-    return cuda_ext.load()
+_ext = cuda_ext_ops
 
 
 def _inputs(M, K, dtype, *, row_stride=None, offset=0, residual=False, wdtype=None, seed=0):

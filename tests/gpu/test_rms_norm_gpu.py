@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from _cuda_ext import cuda_ext_ops
 from qlinear.ops.norm import fused_add_rms_norm, resolve_norm_backend, rms_norm
 from qlinear.reference.norm import fused_add_rms_norm_ref, rms_norm_ref
 
@@ -64,9 +65,7 @@ def _weight(H, dtype, seed=1):
 
 @pytest.fixture(scope="module", autouse=True)
 def _cuda_ext_built():
-    from qlinear.kernels import cuda_ext
-
-    assert cuda_ext.is_available(), cuda_ext.failure_reason()
+    cuda_ext_ops()
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

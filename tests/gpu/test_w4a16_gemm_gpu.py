@@ -16,6 +16,7 @@ refusals and the fallback of the public op.
 import pytest
 import torch
 
+from _cuda_ext import cuda_ext_ops
 from _w4a16_gpu_data import assert_matches
 from _w4a16_gpu_data import layer as _layer
 from qlinear.kernels import _splitk
@@ -29,12 +30,7 @@ pytestmark = [
 DEV = "cuda"
 
 
-def _ext():
-    from qlinear.kernels import cuda_ext
-
-    if not cuda_ext.is_available():
-        pytest.skip(f"CUDA extension unavailable: {cuda_ext.failure_reason()}")
-    return cuda_ext.load()
+_ext = cuda_ext_ops
 
 
 def _x(m, k, dtype, seed, row_pad=0):
