@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 44 run 4 at 47a91e1.
 # Session 44 run 4: where the FP8 layer's eager host time goes at M = 48 (the Triton GEMM path, about 8x F.linear
 # in run 3) and M = 16: bench_host.py --profile (cProfile of 300 eager calls per layer at the first M), M = 48 first,
 # then M = 16 first.

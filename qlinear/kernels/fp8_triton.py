@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -925,7 +926,7 @@ def fp8_block_linear_triton(
     scale_eps: float = 1e-10,
     fuse_quant: bool | None = None,
     quant_pdl: str | None = None,
-    quantize=None,
+    quantize: Callable[[torch.Tensor, int], tuple[torch.Tensor, torch.Tensor]] | None = None,
 ) -> torch.Tensor:
     """The whole block-scaled FP8 linear on Triton: ``x`` [M, K] -> ``x.dtype`` [M, N]:
     :func:`per_token_group_quant_fp8` (column-major scales; or ``quantize(x, bk)``, a callable giving the

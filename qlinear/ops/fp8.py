@@ -257,10 +257,13 @@ FP8_QUANT_CUDA = True
 FP8_QUANT_CUDA_THREADS = 256
 # Eager calls (no CUDA-graph capture on the stream) of the paths that launch a quantizer before their GEMM (the
 # Q = 1 decode pairs, the Triton GEMM) take the CUDA quantizer where it applies, whatever FP8_CUDA_QUANTIZER says:
-# an eager call is host-bound (the GEMM takes 5-25 us of GPU time, the call about 100 us of CPU time), and the CUDA
+# an eager call is host-bound (the GEMM takes 5-25 us of GPU time, the call 100-250 us of CPU time), and the CUDA
 # launch costs half the Triton one's host time (22-23 against 47-52 us, session 43 run 1). Captured calls keep the
 # quantizer the tables were measured with (their GPU time; a graph replay has no host time per kernel). Both write
-# the same codes and scales, so the outputs are equal bit for bit.
+# the same codes and scales, so the outputs are equal bit for bit. Session 44 run 3 (benchmarks/bench_host.py,
+# 2112x7168 FP8 block layer, two passes, multiples of F.linear's host time in the same pass; the device's CPU
+# read F.linear at 17-27 us): M = 16 (the decode pair) 5.0-5.4x on vs 6.5-7.3x off; M = 48 (the Triton GEMM)
+# 7.9-8.5x vs 8.2-8.8x, within the spread of the passes.
 FP8_EAGER_QUANT_CUDA = True
 
 # Workspaces of the split-K launches: kFp8GemvCounters (4096) int32 arrival counters, zeroed once
