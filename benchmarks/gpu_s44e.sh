@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 44 run 5 at b2347ac.
 # Session 44 run 5: after the final reading's mends and the tests/gpu helper (_cuda_ext.cuda_ext_ops in eight
 # files): every GPU test file collects; the first four tests of each file that changed; the quantizer's file
 # whole (with the eager / captured test).
