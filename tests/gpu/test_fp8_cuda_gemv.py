@@ -126,11 +126,14 @@ def test_x_ahead_configs(code, m):
         assert C.fp8_block_gemv_supported(x, w, wsi, ws, bad) == 5, bad
 
 
+@pytest.mark.parametrize("eager_cuda", [True, False])
 @pytest.mark.parametrize("m", [9, 16])
-def test_quantizer_trigger_same_result(m):
+def test_quantizer_trigger_same_result(monkeypatch, m, eager_cuda):
     """The quantizer's PDL trigger (FP8_CUDA_CONFIG's third field) moves only its launch_dependents:
-    first, early and late give the same bits, and the table's 2112x7168 entry matches the reference."""
+    first, early and late give the same bits, and the table's 2112x7168 entry matches the reference; on the
+    CUDA quantizer these eager calls take (FP8_EAGER_QUANT_CUDA) and on the Triton one."""
     _ext()
+    monkeypatch.setattr(ops, "FP8_EAGER_QUANT_CUDA", eager_cuda)
     n, k = 2112, 7168
     w, wsi = _weight(n, k)
     x = _x(m, k, torch.bfloat16, 77 + m)
