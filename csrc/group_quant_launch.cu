@@ -1,6 +1,7 @@
 // Host launcher of the per-token-group FP8 quantizer: checks the case (group of 1 to 32 16-byte
 // vectors, 16-byte aligned rows), picks the instance for the dtype and lanes per group, and launches
 // one thread per vector on the given stream.
+#include "code_list.h"
 #include "group_quant.cuh"
 #include "group_quant_launch.h"
 
@@ -13,24 +14,14 @@ int elem_bytes(NqDType t) { return t == NqDType::kFloat32 ? 4 : 2; }
 
 bool aligned(const void* p, int64_t n) { return reinterpret_cast<uintptr_t>(p) % static_cast<uintptr_t>(n) == 0; }
 
+// Lanes per group of the compiled instances (16-byte vectors per group: the powers of two up to a warp).
+constexpr int kLanesPerGroup[] = {1, 2, 4, 8, 16, 32};
+
 template <typename T>
 cudaError_t launch_typed(const gq::Params& p, int lpg, dim3 grid, dim3 block, cudaStream_t stream, bool pdl) {
-  switch (lpg) {
-    case 1:
-      return pdl::launch(gq::group_quant_kernel<T, 1>, grid, block, stream, pdl, 1, p);
-    case 2:
-      return pdl::launch(gq::group_quant_kernel<T, 2>, grid, block, stream, pdl, 1, p);
-    case 4:
-      return pdl::launch(gq::group_quant_kernel<T, 4>, grid, block, stream, pdl, 1, p);
-    case 8:
-      return pdl::launch(gq::group_quant_kernel<T, 8>, grid, block, stream, pdl, 1, p);
-    case 16:
-      return pdl::launch(gq::group_quant_kernel<T, 16>, grid, block, stream, pdl, 1, p);
-    case 32:
-      return pdl::launch(gq::group_quant_kernel<T, 32>, grid, block, stream, pdl, 1, p);
-    default:
-      return cudaErrorInvalidValue;
-  }
+  return with_listed_code<kLanesPerGroup>(lpg, cudaErrorInvalidValue, [&](auto l) {
+    return pdl::launch(gq::group_quant_kernel<T, decltype(l)::value>, grid, block, stream, pdl, 1, p);
+  });
 }
 
 }  // namespace
