@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 44 run 7 at a9ccfea.
 # Session 44 run 7: the group quantizer's launcher dispatches lanes per group through code_list.h's
 # with_listed_code instead of its own switch: the quantizer's GPU tests.
 #   (device, carry build/snap) cd build/snap && OUT=$OUT bash benchmarks/gpu_s44g.sh
