@@ -125,8 +125,11 @@ struct WgParams {
 // Compiled (ROWS, TN, ST[, mode]) as P * 10000 + H * 1000 + (TN / 8) * 10 + ST: H = 0 for 128-row CTAs,
 // 1 for 64 rows (the warpgroups split the k-steps), 2 for 192 rows (three warpgroups of 64); P = 1 adds a
 // producer warpgroup (see kProd in the header note); P = 2, 64 rows and an even ST: the warpgroups take
-// alternate superblocks instead of halves of each (kAlt in the kernel).
-constexpr int kWgCodes[] = {164, 165, 84, 88, 323, 1164, 1323, 2164, 10323, 21164, 21166};
+// alternate superblocks instead of halves of each (kAlt in the kernel); P = 3 / 4 (192 rows x 176 tokens, whose
+// 88 accumulators leave no room for two superblocks' A fragments: ptxas serializes the wgmmas): one A buffer,
+// each superblock's group waited for before the next is dequantized (the other two warpgroups keep the tensor
+// cores busy meanwhile) / A double-buffered over half superblocks (kAb in the kernel).
+constexpr int kWgCodes[] = {164, 165, 84, 88, 323, 1164, 1323, 2164, 10323, 21164, 21166, 32223, 32224, 42223, 42224};
 
 __host__ __device__ constexpr int wg_code_rows(int code) {
   return code % 10000 >= 2000 ? 192 : (code % 10000 >= 1000 ? 64 : 128);
@@ -134,6 +137,8 @@ __host__ __device__ constexpr int wg_code_rows(int code) {
 __host__ __device__ constexpr int wg_code_tokens(int code) { return code % 1000 / 10 * 8; }
 __host__ __device__ constexpr bool wg_code_producer(int code) { return code / 10000 == 1; }
 __host__ __device__ constexpr bool wg_code_alt(int code) { return code / 10000 == 2; }
+// A fragments: 0 double-buffered over superblocks, 1 one buffer, 2 double-buffered over half superblocks
+__host__ __device__ constexpr int wg_code_abuf(int code) { return code / 10000 >= 3 ? code / 10000 - 2 : 0; }
 // Threads of a CTA: the MMA warps, and with a producer the extra warpgroup.
 __host__ __device__ constexpr int wg_threads(int rows, bool producer) { return 32 * wg_warps(rows) + (producer ? 128 : 0); }
 // CTAs whose unsplit tiles take wg_store_tile_tma: not 192 rows, whose 168-register CTAs spill with a second
@@ -144,10 +149,13 @@ template <int C>
 struct WgCode {
   static constexpr int ROWS = wg_code_rows(C), TN = wg_code_tokens(C), ST = C % 10;
   static constexpr bool PROD = wg_code_producer(C), ALT = wg_code_alt(C);
-  static_assert((TN == 64 || TN == 128 || TN == 256) && ST >= 2 && C % 10000 / 1000 <= 2 && C / 10000 <= 2 &&
-                    !(PROD && ROWS == 192) && (!ALT || (ROWS == 64 && ST % 2 == 0)),
-                "a wgmma code is P * 10000 + H * 1000 + (tokens / 8) * 10 + stages (no producer with 192 rows; "
-                "alternate superblocks with 64 rows and an even number of stages only)");
+  static constexpr int AB = wg_code_abuf(C);
+  static_assert((TN == 64 || TN == 128 || TN == 256 || (TN == 176 && ROWS == 192 && AB != 0)) && ST >= 2 &&
+                    C % 10000 / 1000 <= 2 && C / 10000 <= 4 && !(PROD && ROWS == 192) &&
+                    (!ALT || (ROWS == 64 && ST % 2 == 0)) && (AB == 0 || ROWS == 192),
+                "a wgmma code is P * 10000 + H * 1000 + (tokens / 8) * 10 + stages (176 tokens with 192 rows and P = 3 "
+                "or 4 only; no producer with 192 rows; alternate superblocks with 64 rows and an even number of stages "
+                "only; P = 3 / 4 with 192 rows only)");
 };
 
 template <size_t L>
@@ -259,6 +267,30 @@ __device__ __forceinline__ void wgmma_rs<__half, 256>(float (&d)[128], const uin
       "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "
       "{%128, %129, %130, %131}, d, 1, 1, 1, 0;\n}"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(desc_lo), "r"(kWgDescHi));
+}
+
+// 176 tokens (192-row CTAs only): 2112 rows are 11 tiles of 192, so 2112x7168 at M = 1024 is 11 x 6 tiles x 2
+// K splits summed in pairs, one wave of 132 CTAs of 2.9x fewer x bytes each than the 64-row tiles'.
+template <>
+__device__ __forceinline__ void wgmma_rs<__nv_bfloat16, 176>(float (&d)[88], const uint32_t (&a)[4], uint32_t desc_lo) {
+  asm volatile(
+      "{\n.reg .b64 d;\nmov.b64 d, {%92, %93};\n"
+      "wgmma.mma_async.sync.aligned.m64n176k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87}, "
+      "{%88, %89, %90, %91}, d, 1, 1, 1, 0;\n}"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(desc_lo), "r"(kWgDescHi));
+}
+
+template <>
+__device__ __forceinline__ void wgmma_rs<__half, 176>(float (&d)[88], const uint32_t (&a)[4], uint32_t desc_lo) {
+  asm volatile(
+      "{\n.reg .b64 d;\nmov.b64 d, {%92, %93};\n"
+      "wgmma.mma_async.sync.aligned.m64n176k16.f32.f16.f16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87}, "
+      "{%88, %89, %90, %91}, d, 1, 1, 1, 0;\n}"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(desc_lo), "r"(kWgDescHi));
 }
 
@@ -559,7 +591,7 @@ __device__ __forceinline__ void wg_pair_finish(const WgParams& wp, const float (
 
 #endif  // QLINEAR_WGMMA
 
-template <typename XT, int TN, int ST, int ROWS, bool PROD, bool ALT>
+template <typename XT, int TN, int ST, int ROWS, bool PROD, bool ALT, int AB>
 __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(const __grid_constant__ WgParams wp) {
 #if QLINEAR_WGMMA
   constexpr int NW = wg_warps(ROWS), NT = 32 * NW;  // MMA warps and their threads
@@ -580,6 +612,11 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
   constexpr int WS = kHalf ? TN / 2 : TN;  // tokens per warpgroup in the summed tile
   static_assert(ST >= 2, "a stage is released one superblock after its use");
   static_assert(wg_tile_bytes(V, NW) <= ST * wg_stage(TN, ROWS).bytes, "the staged output tile must fit in the ring");
+  // A fragments (wg_code_abuf): kAb = 0 two superblocks' (the one in the tensor cores and the next), 1 one
+  // superblock's (the group waited for before the next dequantize), 2 two half superblocks' (k-steps 0-3 /
+  // 4-7, each half its own wgmma group)
+  constexpr int kAb = AB;
+  static_assert(kAb == 0 || (!kHalf && !PROD), "one A buffer or half-superblock buffers: 128 / 192 rows, no producer");
   constexpr uint32_t kStage = wg_stage(TN, ROWS).bytes;
   extern __shared__ __align__(16) unsigned char wg_smem_raw[];
   const uint32_t raw = static_cast<uint32_t>(__cvta_generic_to_shared(wg_smem_raw));
@@ -673,42 +710,93 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
   float acc[VA];
 #pragma unroll
   for (int v = 0; v < VA; ++v) acc[v] = 0.f;
-  uint32_t a[2][NP][4];
+  uint32_t a[kAb == 1 ? 1 : 2][kAb == 2 ? 4 : NP][4];
   WgGroupRaw graw = wg_group_load(p, row0 + r, min(sb_lo + j0, p.nsb - 1));
   pdl::wait();
 
-  // Superblock j: convert its group values (loaded one superblock ago), load the next superblock's,
-  // wait for its stage, dequantize into buffer B, issue the NP wgmmas, wait for superblock j - 1's
-  // group and release its stage.
-  auto step = [&](auto buf, int j) {
-    constexpr int B = decltype(buf)::value;
-    const int s = j % ST;
-    const WgGroupVals gv = wg_group_vals<XT>(graw, p.scale_kind);
-    graw = wg_group_load(p, row0 + r, min(sb_lo + j + kJs, p.nsb - 1));
-    tma::mbar_wait(full0 + 8 * s, static_cast<uint32_t>((j / ST) & 1));
-    wg_dequant<XT, NP>(a[B], smem + s * kStage + wg_stage(TN, ROWS).w_off, r, t, gv, magic, sel);
-    const uint32_t d0 = wg_desc_lo(ring + s * kStage + x_off);
-    wg_fence();
+  // each scheme's step is defined in its own branch: the others' bodies index A buffers of another shape
+  if constexpr (kAb == 1) {
+    // kAb = 1: superblock j in one wgmma group, waited for before the next dequantize (released at once)
+    auto step_one = [&](int j) {
+      const int s = j % ST;
+      const WgGroupVals gv = wg_group_vals<XT>(graw, p.scale_kind);
+      graw = wg_group_load(p, row0 + r, min(sb_lo + j + 1, p.nsb - 1));
+      tma::mbar_wait(full0 + 8 * s, static_cast<uint32_t>((j / ST) & 1));
+      wg_dequant<XT, 8>(a[0], smem + s * kStage + wg_stage(TN, ROWS).w_off, r, t, gv, magic, 0x5410u);
+      const uint32_t d0 = wg_desc_lo(ring + s * kStage);
+      wg_fence();
 #pragma unroll
-    for (int i = 0; i < NP; ++i) wgmma_rs<XT, TN>(acc, a[B][i], d0 + ((((i >> 2) * TN * 128) + (i & 3) * 32) >> 4));
-    wg_commit();
-    wg_wait<1>();
+      for (int i = 0; i < 8; ++i) wgmma_rs<XT, TN>(acc, a[0][i], d0 + ((((i >> 2) * TN * 128) + (i & 3) * 32) >> 4));
+      wg_commit();
+      wg_wait<0>();
+      if (lane == 0) tma::mbar_arrive(empty0 + 8 * s);
+      if (tid == 0 && j + ST < nsb) refill_after(j);
+    };
+    for (int j = 0; j < nsb; ++j) step_one(j);
+  } else if constexpr (kAb == 2) {
+    // kAb = 2: superblock j as two groups of 4 k-steps (the words' low / high planes, x atoms 0 / 1), each
+    // dequantized into its own buffer while the other half's group is in the tensor cores; superblock j - 1 is
+    // complete (its stage released) once the first half of j has been issued and the group before waited for
+    auto step_halves = [&](int j) {
+      const int s = j % ST;
+      const WgGroupVals gv = wg_group_vals<XT>(graw, p.scale_kind);
+      graw = wg_group_load(p, row0 + r, min(sb_lo + j + 1, p.nsb - 1));
+      tma::mbar_wait(full0 + 8 * s, static_cast<uint32_t>((j / ST) & 1));
+      const unsigned char* w = smem + s * kStage + wg_stage(TN, ROWS).w_off;
+      const uint32_t d0 = wg_desc_lo(ring + s * kStage);
 #pragma unroll
-    for (int i = 0; i < NP; ++i)
+      for (int h = 0; h < 2; ++h) {
+        wg_dequant<XT, 4>(a[h], w, r, t, gv, magic, h ? 0x7632u : 0x5410u);
+        wg_fence();
 #pragma unroll
-      for (int c = 0; c < 4; ++c) keep(a[B ^ 1][i][c]);
-    if (j >= j0 + kJs) {
-      const int jp = j - kJs;  // this warpgroup's superblock before j: its group is complete
-      if (lane == 0) tma::mbar_arrive(empty0 + 8 * (jp % ST));
-      if (!PROD && tid == j0 * 128 && jp + ST < nsb) refill_after(jp);  // warpgroup j0's first thread
+        for (int i = 0; i < 4; ++i) wgmma_rs<XT, TN>(acc, a[h][i], d0 + ((h * TN * 128 + i * 32) >> 4));
+        wg_commit();
+        wg_wait<1>();
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+#pragma unroll
+          for (int c = 0; c < 4; ++c) keep(a[h ^ 1][i][c]);
+        if (h == 0 && j >= 1) {
+          if (lane == 0) tma::mbar_arrive(empty0 + 8 * ((j - 1) % ST));
+          if (tid == 0 && j - 1 + ST < nsb) refill_after(j - 1);
+        }
+      }
+    };
+    for (int j = 0; j < nsb; ++j) step_halves(j);
+  } else {
+    // Superblock j: convert its group values (loaded one superblock ago), load the next superblock's,
+    // wait for its stage, dequantize into buffer B, issue the NP wgmmas, wait for superblock j - 1's
+    // group and release its stage.
+    auto step = [&](auto buf, int j) {
+      constexpr int B = decltype(buf)::value;
+      const int s = j % ST;
+      const WgGroupVals gv = wg_group_vals<XT>(graw, p.scale_kind);
+      graw = wg_group_load(p, row0 + r, min(sb_lo + j + kJs, p.nsb - 1));
+      tma::mbar_wait(full0 + 8 * s, static_cast<uint32_t>((j / ST) & 1));
+      wg_dequant<XT, NP>(a[B], smem + s * kStage + wg_stage(TN, ROWS).w_off, r, t, gv, magic, sel);
+      const uint32_t d0 = wg_desc_lo(ring + s * kStage + x_off);
+      wg_fence();
+#pragma unroll
+      for (int i = 0; i < NP; ++i) wgmma_rs<XT, TN>(acc, a[B][i], d0 + ((((i >> 2) * TN * 128) + (i & 3) * 32) >> 4));
+      wg_commit();
+      wg_wait<1>();
+#pragma unroll
+      for (int i = 0; i < NP; ++i)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) keep(a[B ^ 1][i][c]);
+      if (j >= j0 + kJs) {
+        const int jp = j - kJs;  // this warpgroup's superblock before j: its group is complete
+        if (lane == 0) tma::mbar_arrive(empty0 + 8 * (jp % ST));
+        if (!PROD && tid == j0 * 128 && jp + ST < nsb) refill_after(jp);  // warpgroup j0's first thread
+      }
+    };
+    int j = j0;
+    for (; j + kJs < nsb; j += 2 * kJs) {
+      step(std::integral_constant<int, 0>{}, j);
+      step(std::integral_constant<int, 1>{}, j + kJs);
     }
-  };
-  int j = j0;
-  for (; j + kJs < nsb; j += 2 * kJs) {
-    step(std::integral_constant<int, 0>{}, j);
-    step(std::integral_constant<int, 1>{}, j + kJs);
+    if (j < nsb) step(std::integral_constant<int, 0>{}, j);
   }
-  if (j < nsb) step(std::integral_constant<int, 0>{}, j);
   wg_wait<0>();
 #pragma unroll
   for (int v = 0; v < VA; ++v) keep(acc[v]);

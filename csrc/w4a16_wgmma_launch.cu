@@ -16,7 +16,7 @@ using w4a16g::WgParams;
 // every superblock's k-steps; the CTA has 8 warps) or 12 (192 rows, three warpgroups).
 int wg_rows(const W4GemmConfig& c) { return c.warps * 16; }
 int wg_code(const W4GemmConfig& c) {
-  // P = c.producer (0 / 1 / 2; another value gives a code that is not listed: refused)
+  // P = c.producer (0 .. 4; another value gives a code that is not listed: refused)
   return c.producer * 10000 + (c.warps == 4 ? 1000 : (c.warps == 12 ? 2000 : 0)) + (c.tokens / 8) * 10 + c.stages;
 }
 
@@ -36,7 +36,7 @@ bool wg_grid_fits(const W4GemvArgs& a, const W4GemmConfig& c) {
 template <typename XT, int C>
 cudaError_t launch_code(const WgParams& wp, dim3 grid, bool pdl, cudaStream_t stream) {
   using D = w4a16g::WgCode<C>;
-  const auto kernel = w4a16g::w4_wgmma_kernel<XT, D::TN, D::ST, D::ROWS, D::PROD, D::ALT>;
+  const auto kernel = w4a16g::w4_wgmma_kernel<XT, D::TN, D::ST, D::ROWS, D::PROD, D::ALT, D::AB>;
   const int smem = w4a16g::wg_smem_bytes(D::TN, D::ST, D::ROWS);
   const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (e != cudaSuccess) return e;
@@ -108,7 +108,7 @@ W4GemmSupport w4_wgmma_supported(const W4GemvArgs& a, const W4GemmConfig& cfg, i
   if ((c.warps != 8 && c.warps != 4 && c.warps != 12) || c.tokens % 8 != 0 ||
       !code_listed(w4a16g::kWgCodes, wg_code(c)) || c.reduce < 1 || c.reduce > 3 ||
       (c.reduce == 2 && !wg_grid_fits(a, c)) || (c.reduce == 3 && (c.splits % 2 != 0 || c.producer == 1)) ||
-      c.pdl < 0 || c.pdl > 1 || c.producer < 0 || c.producer > 2)
+      c.pdl < 0 || c.pdl > 1 || c.producer < 0 || c.producer > 4)
     return W4GemmSupport::kBadConfig;
   // a spread reduction counts arrivals and departures, a pair reduction the arrivals per half tile: two
   // counters per output tile

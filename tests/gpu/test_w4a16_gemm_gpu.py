@@ -212,7 +212,8 @@ def test_wgmma_pair_reduction():
     """reduce = 3: the K split summed in pairs (clusters of two CTAs along the splits, each summing half of
     the tile through distributed shared memory, then the pair sums in pair order by the last CTA to arrive
     per half). Against the fp32 reference and, within fp32 rounding, the last-arrival sum; one pair (no
-    workspace) and several, 64 / 128 / 192 weight rows, 64 / 128 / 256 tokens, ragged N and M, bias,
+    workspace) and several, 64 / 128 / 192 weight rows, 64 / 128 / 176 / 256 tokens (176: one A buffer or
+    half-superblock ones), ragged N and M, bias,
     bf16 / fp16; PDL changes no bit, and the counters are left zeroed."""
     _wgmma_ext()
     locks = _splitk.locks(torch.device(DEV))
@@ -220,7 +221,8 @@ def test_wgmma_pair_reduction():
     cases = [(2112, 7168, 128, bf, (128, 4, 4, 3, 64)), (2112, 7168, 100, bf, (128, 2, 4, 3, 64)),
              (520, 2048, 200, hf, (64, 6, 8, 3, 0)), (1000, 4096, 300, bf, (256, 4, 3, 3, 64)),
              (600, 2048, 130, bf, (128, 4, 4, 3, 192)), (300, 3072, 33, hf, (128, 8, 4, 3, 0)),
-             (2048, 7168, 1000, bf, (256, 2, 3, 3, 128))]
+             (2048, 7168, 1000, bf, (256, 2, 3, 3, 128)), (2112, 7168, 1000, bf, (176, 2, 3, 3, 192, 4)),
+             (2112, 7168, 1024, hf, (176, 2, 4, 3, 192, 3)), (700, 3072, 300, bf, (176, 4, 3, 3, 192, 4))]
     for n, k, m, dt, cfg in cases:
         packed, w = _layer(n, k, 128, True, torch.float16 if dt == torch.float16 else torch.bfloat16, seed=n + m)
         x = _x(m, k, dt, m)
@@ -231,6 +233,9 @@ def test_wgmma_pair_reduction():
         assert torch.allclose(pair.float(), last.float(), rtol=1e-2, atol=1e-2), f"{n}x{k} M={m} {cfg}: pair vs last"
         with_pdl = ops.cuda_wgmma(x, packed, b, cfg, pdl=True)
         assert torch.equal(with_pdl, pair), f"{n}x{k} M={m} {cfg}: PDL changed bits"
+        if cfg[0] == 176:  # the same k-steps in the same order either way
+            other = ops.cuda_wgmma(x, packed, b, cfg[:5] + (7 - cfg[5],), pdl=False)
+            assert torch.equal(other, pair), f"{n}x{k} M={m} {cfg}: one A buffer and half-superblock ones differ"
         assert int(locks.abs().sum()) == 0
 
 
