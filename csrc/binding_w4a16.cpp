@@ -22,7 +22,8 @@
 //                                   splits=0, stages=0, reduce=0, rows=0, producer=0, pdl=0) -> int   (the
 //                                   Hopper wgmma GEMM of w4a16_wgmma.cuh; rows: weight rows per CTA, 64, 128
 //                                   or 192, 0 = 128; producer 1: a producer warpgroup issues the stage fills,
-//                                   2 (64 rows): the warpgroups take alternate superblocks;
+//                                   2 (64 rows): the warpgroups take alternate superblocks; 3 / 4 (192 rows x
+//                                   176 tokens): one A buffer / A double-buffered over half superblocks;
 //                                   same counters as w4a16_gemm, two per tile for a spread or pair
 //                                   reduction (reduce 2 / 3); pdl 1:
 //                                   programmatic dependent launch; returns w4a16_gemm's value with warps =
@@ -33,7 +34,8 @@
 //   torch.ops.qlinear_C.w4a16_wgmma_configs() -> int[]   (compiled P * 10000 + H * 1000 + tokens / 8 * 10 +
 //                                                         stages, H = 0 / 1 / 2 for 128 / 64 / 192 rows per
 //                                                         CTA, P = 1 with a producer warpgroup, P = 2 64-row
-//                                                         warpgroups on alternate superblocks)
+//                                                         warpgroups on alternate superblocks, P = 3 / 4 one A
+//                                                         buffer / half-superblock A buffers)
 //   torch.ops.qlinear_C.w4a16_wgmma_built() -> int   (1: the current GPU runs the sm_90a wgmma code)
 // x [M, K] (stride(1) == 1), out [M, N]; qweight int32 [N, ceil(K/128)*16]; scales [G, N];
 // zeros uint8 [G, N] or None; 4-bit weights without act-order only.

@@ -73,7 +73,8 @@ int w4_wgmma_built() {
 W4GemmConfig w4_wgmma_resolve(const W4GemvArgs& a, const W4GemmConfig& cfg) {
   W4GemmConfig c = cfg;
   if (c.warps <= 0) c.warps = 8;
-  // tokens as compiled: 64 for 128-row CTAs only, 256 for 64- and 128-row ones, 192-row CTAs 128 only
+  // tokens as compiled: 64 for 128-row CTAs only, 256 for 64- and 128-row ones, 192-row CTAs 128 (and 176 with
+  // producer 3 or 4, asked for explicitly)
   if (c.tokens <= 0)
     c.tokens = c.warps == 12 ? 128 : (a.m <= 64 && c.warps == 8 ? 64 : (a.m <= 128 ? 128 : 256));
   if (c.stages <= 0) c.stages = c.tokens >= 256 ? 3 : (c.tokens >= 128 ? 4 : 8);

@@ -355,6 +355,36 @@ _CUDA_WGMMA_PAIRED: dict[str, tuple[int, int, tuple[int, ...]]] = {"few": (545, 
 _CUDA_WGMMA_PAIRED_MIN_WAVE = 0.875
 
 
+# Where a shape class's _CUDA_WGMMA_AUTO row runs (not the gap) and N % 192 == 0, (min_m, max_m, config) runs 192-row x
+# 176-token CTAs over two K splits summed in pairs where that grid (N / 192 x M / 176 x 2 CTAs) fills between
+# _CUDA_WGMMA_PAIRED_MIN_WAVE and all of the SMs: 2112x7168 at M = 881 .. 1056 is 11 x 6 x 2 = 132 CTAs, the 64-row
+# row's 33 x 4, with 1.03x the products per CTA but 2.9x fewer x bytes through shared memory (the 64-row CTAs' ring
+# and wgmma operand reads together ask ~128 bytes per SM clock, shared memory's width; these ~85). Their 88
+# accumulators per thread leave no room for two superblocks' A fragments (ptxas serialized the wgmmas), so sixth
+# field 4 double-buffers A over half superblocks (3: one buffer, the group waited for before the next dequantize).
+# Session 45 run 1 (benchmarks/results/session45/run1, probe_w4a16_gemm.py --rotate-x, 2112x7168, us, sym-fp16 /
+# asym-bf16; the few row (256, 0, 3, 0, 64) [bf16]):
+#   M = 1024: (176, 2, 4, 3, 192, 4) 54.36 / 56.17, (.., 3, 3, 192, 4) 56.28 / 58.06, (.., 4, 3, 192, 3) 58.40 / 59.53,
+#             (.., 3, 3, 192, 3) 58.43 / 59.29 vs the row 56.51 / 56.57 [47.27 / 49.51]
+#   M = 768:  (176, 2, 4, 3, 192, 4) 49.82 / 50.24 vs the row 52.01 / 51.18; the dispatch there (the gap's
+#             dequantize + cuBLAS) 44.66 / 45.25 [32.58 / 32.59]: the gap stays.
+_CUDA_WGMMA_WIDE: dict[str, tuple[int, int, tuple[int, ...]]] = {"few": (129, 1024, (176, 2, 4, 3, 192, 4))}
+
+
+def _wgmma_wide_config(x: torch.Tensor, packed: W4A16Weights) -> tuple[int, ...] | None:
+    """:data:`_CUDA_WGMMA_WIDE`'s config where N % 192 == 0, M is in its class's range and in the rows the wgmma GEMM
+    takes (:func:`_wgmma_takes`), and the grid (N / 192 x M / 176 x 2 CTAs) fills between
+    :data:`_CUDA_WGMMA_PAIRED_MIN_WAVE` and all of the GPU's SMs; else None."""
+    cls = _cuda_shape_class(packed.n, packed.k)
+    row = _CUDA_WGMMA_WIDE.get(cls)
+    m = x.shape[0]
+    if row is None or packed.n % 192 != 0 or not row[0] <= m <= row[1] or not _wgmma_takes(cls, m):
+        return None
+    ctas = packed.n // 192 * -(-m // 176) * 2
+    sms = torch.cuda.get_device_properties(x.device).multi_processor_count
+    return row[2] if _CUDA_WGMMA_PAIRED_MIN_WAVE * sms <= ctas <= sms else None
+
+
 def _wgmma_paired_config(x: torch.Tensor, packed: W4A16Weights) -> tuple[int, ...] | None:
     """:data:`_CUDA_WGMMA_PAIRED`'s config where N % 128 == 0, M is in its class's range and the 64-row grid
     (N / 64 x M / 256 CTAs) fills between :data:`_CUDA_WGMMA_PAIRED_MIN_WAVE` and all of the GPU's SMs; else
@@ -1165,7 +1195,8 @@ def cuda_wgmma(
 ) -> torch.Tensor | None:
     """The Hopper wgmma W4A16 GEMM on ``x [M, K]`` (:func:`cuda_wgmma_supported`): ``[M, N]`` in x's dtype, or None
     when the extension is unavailable. ``config`` = (tokens per CTA, K splits, stages[, reduce[, rows[,
-    producer]]]), zeros for the launcher's choice (default: :func:`_wgmma_paired_config`'s where it applies, else
+    producer]]]), zeros for the launcher's choice (default: :func:`_wgmma_paired_config`'s or
+    :func:`_wgmma_wide_config`'s where one applies, else
     the row of the shape class's :data:`_CUDA_WGMMA_AUTO` entry for M (:data:`_CUDA_WGMMA_AUTO_SYM`'s override of
     that row for a layer without zero points), else all automatic; ``w4a16_wgmma_configs()`` lists the compiled P *
     10000 + H * 1000 + (tokens / 8) * 10 + stages, H = 0 / 1 / 2 for 128 / 64 / 192 rows, P = 1 with a producer
@@ -1178,7 +1209,9 @@ def cuda_wgmma(
     k-steps) or 192 (three warpgroups of 64 rows). ``producer``: 1 adds a producer warpgroup that issues the
     shared-memory stage fills (compiled for 128 rows x 256 tokens, 3 stages only: code 10323); 2, with 64 rows x 128
     tokens and 4 or 6 stages (codes 21164, 21166), makes the two warpgroups take alternate superblocks, all k-steps
-    each, instead of halves of every superblock. ``pdl``: launch with
+    each, instead of halves of every superblock; 3 / 4, with 192 rows x 176 tokens and 3 or 4 stages (codes 32223,
+    32224, 42223, 42224; 176 tokens are compiled only so), one buffer of A fragments / A double-buffered over half
+    superblocks. ``pdl``: launch with
     programmatic dependent launch (None: ``qlinear.kernels._pdl.pdl_enabled``).
     """
     if config is not None and (len(tuple(config)) not in (3, 4, 5, 6) or any(int(v) < 0 for v in config)):
@@ -1193,7 +1226,7 @@ def _cuda_wgmma(x, packed, bias, config=None, pdl=None):
 
         pdl = _pdl.pdl_enabled(x.device)
     if config is None:
-        config = _wgmma_paired_config(x, packed)
+        config = _wgmma_paired_config(x, packed) or _wgmma_wide_config(x, packed)
     return _run_gemm("w4a16_wgmma", x, packed, bias, config, _CUDA_WGMMA_AUTO, (0, 0, 0, 0, 0, 0), (int(pdl),),
                      _CUDA_WGMMA_AUTO_SYM)
 

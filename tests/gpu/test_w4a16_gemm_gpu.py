@@ -323,7 +323,8 @@ def test_auto_dispatch_on_measured_shapes():
 def test_wgmma_auto_dispatch_on_measured_shapes():
     """_CUDA_WGMMA_M: each shape class takes the wgmma GEMM inside its M range and not outside it, nor inside
     its _CUDA_WGMMA_GAP range (few rows: dequantize + cuBLAS there) unless the paired config applies
-    (_CUDA_WGMMA_PAIRED, on a GPU of 132 SMs: 2816x7168 at M = 545 .. 768, 2048x7168 at M = 769 .. 1024)."""
+    (_CUDA_WGMMA_PAIRED, on a GPU of 132 SMs: 2816x7168 at M = 545 .. 768, 2048x7168 at M = 769 .. 1024); the wide
+    config (_CUDA_WGMMA_WIDE) on 2112x7168 where its grid fills the GPU."""
     _wgmma_ext()
     lo, hi = ops._CUDA_WGMMA_GAP["few"]
     assert 256 < lo <= hi < 1024 and set(ops._CUDA_WGMMA_GAP) == {"few"}
@@ -350,6 +351,20 @@ def test_wgmma_auto_dispatch_on_measured_shapes():
                 assert ops._wgmma_paired_config(x, packed) == ops._CUDA_WGMMA_PAIRED["few"][2], f"M={m} {n}x7168"
                 assert ops.w4a16_backend(x, packed) == "cuda_wgmma", f"M={m} {n}x7168"
                 assert_matches(ops.w4a16_linear(x, packed), x, w, None, f"paired M={m} {n}x7168")
+        # _CUDA_WGMMA_WIDE: 192-row x 176-token CTAs over two K splits where the few row runs and that grid fills the
+        # GPU (2112x7168 at M = 936 .. 1024: 11 x 6 x 2 = 132 CTAs); not below (M = 700: 110 CTAs, in the gap anyway;
+        # M = 256: 44), nor on N % 192 != 0 (2048: paired)
+        packed, w = _layer(2112, 7168, seed=2114)
+        for m, wide in ((hi + 1, True), (1024, True), (700, False), (256, False)):
+            x = _x(m, 7168, torch.bfloat16, m + 1)
+            got = ops._wgmma_wide_config(x, packed)
+            assert got == (ops._CUDA_WGMMA_WIDE["few"][2] if wide else None), f"M={m} 2112x7168: {got}"
+            if wide:
+                assert ops.w4a16_backend(x, packed) == "cuda_wgmma", f"M={m} 2112x7168"
+                y = ops.w4a16_linear(x, packed)
+                assert_matches(y, x, w, None, f"wide M={m} 2112x7168")
+                assert torch.equal(y, ops.cuda_wgmma(x, packed, None, ops._CUDA_WGMMA_WIDE["few"][2])), f"M={m}"
+        assert ops._wgmma_wide_config(_x(1024, 7168, torch.bfloat16, 3), _layer(2048, 7168, seed=5)[0]) is None
 
 
 def test_wgmma_64_and_192_rows():
