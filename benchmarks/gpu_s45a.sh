@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 45 run 1 at 87ea1cc (the wide config is committed since: qlinear/ops/w4a16.py _CUDA_WGMMA_WIDE).
 # Session 45 run 1: 192-row x 176-token wgmma CTAs (codes 32223 / 32224: one A buffer; 42223 / 42224: A double-buffered
 # over half superblocks) with two K splits summed in pairs: 2112x7168 at M = 1024 as 11 x 6 x 2 = 132 CTAs, each
 # moving 2.9x fewer x bytes into shared memory than the few row's 64-row CTAs. The wgmma GPU tests (the new codes in

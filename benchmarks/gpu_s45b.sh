@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 45 run 2 at 49366d6 (its full bench_linear files did not come back: run 3 re-ran it).
 # Session 45 run 2: the wide config (qlinear/ops/w4a16.py _CUDA_WGMMA_WIDE: 192-row x 176-token CTAs, two K splits in
 # pairs, 2112x7168 at M = 936 .. 1024) as committed. Every W4A16 GPU test file and the streams test; bench_linear at
 # M = 1024 with the wide config off and on, alternated, two passes (sym) and one (asym); then the acceptance run

@@ -12,8 +12,11 @@
 // one of three shapes:
 //   ROWS = 128: two warpgroups, each 64 of the rows (one m64 wgmma row block) and all TN tokens (the
 //               wgmma's N);
-//   ROWS = 192: three such warpgroups (384 threads, 168 registers; 128 tokens only). 24576 rows are
-//               128 tiles: one wave at M <= 128, where 128-row tiles make 192 (1.45 waves);
+//   ROWS = 192: three such warpgroups (384 threads, 168 registers; 128 or 176 tokens). 24576 rows are
+//               128 tiles: one wave at M <= 128, where 128-row tiles make 192 (1.45 waves). 2112 rows are
+//               11 tiles: at M = 1024, 176 tokens and two K splits summed in pairs make 11 x 6 x 2 = 132 CTAs
+//               that move 2.9x fewer x bytes into shared memory than the 64-row ones below (kAb: their A
+//               fragments);
 //   ROWS = 64:  two warpgroups over the same rows and tokens, warpgroup h the k-steps 4h .. 4h + 3 of
 //               every superblock (x atom h, the words' low / high 16-bit planes), the two tiles summed
 //               through shared memory at the end. 2112 rows are 33 tiles, so 2112x7168 at M = 1024 is

@@ -368,6 +368,9 @@ _CUDA_WGMMA_PAIRED_MIN_WAVE = 0.875
 #             (.., 3, 3, 192, 3) 58.43 / 59.29 vs the row 56.51 / 56.57 [47.27 / 49.51]
 #   M = 768:  (176, 2, 4, 3, 192, 4) 49.82 / 50.24 vs the row 52.01 / 51.18; the dispatch there (the gap's
 #             dequantize + cuBLAS) 44.66 / 45.25 [32.58 / 32.59]: the gap stays.
+# Run 2 (bench_linear --ms 1024, this table emptied / as committed, alternated; us [bf16]): 2112x7168 GPTQ sym 50.5 /
+# 48.3 [43.5 / 43.6] and 50.4 / 48.3 [43.4 / 43.5], with zero points 50.9 / 48.7 [43.5 / 43.6]; run 3's acceptance
+# file: 48.3 [43.5], 1.110x bf16 (target 1.15; session 41's file 1.167 with the 64-row row).
 _CUDA_WGMMA_WIDE: dict[str, tuple[int, int, tuple[int, ...]]] = {"few": (129, 1024, (176, 2, 4, 3, 192, 4))}
 
 
