@@ -403,3 +403,24 @@ def test_wgmma_paired_config_bounds(monkeypatch):
         monkeypatch.setattr(torch.cuda, "get_device_properties", lambda d, p=props: p)
         got = ops._wgmma_paired_config(torch.empty(m, 0), SimpleNamespace(n=n, k=k))
         assert (got == cfg) if want else got is None, (sms, n, k, m, got)
+
+
+def test_wgmma_wide_config_bounds(monkeypatch):
+    """_wgmma_wide_config: 192-row x 176-token CTAs over two K splits in pairs only for N % 192 == 0, where the
+    class's few row runs (inside _CUDA_WGMMA_M, not in _CUDA_WGMMA_GAP) and the grid N / 192 x M / 176 x 2 fills
+    7/8 to all of the SMs (132 here, the H200's; 114 an H100 PCIe's); 2112x7168 at M = 936 .. 1024 on 132 SMs."""
+    from types import SimpleNamespace
+
+    lo, hi, cfg = ops._CUDA_WGMMA_WIDE["few"]
+    gap_lo, gap_hi = ops._CUDA_WGMMA_GAP["few"]
+    assert set(ops._CUDA_WGMMA_WIDE) == {"few"} and hi <= ops._CUDA_WGMMA_M["few"][1]
+    assert cfg[:2] == (176, 2) and cfg[3] == 3 and cfg[4] == 192  # 176 tokens, two splits in pairs, 192 rows
+    for sms, n, k, m, want in [(132, 2112, 7168, 1024, True), (132, 2112, 7168, gap_hi + 1, True),
+                               (132, 2112, 7168, gap_hi, False), (132, 2112, 7168, 880, False),
+                               (132, 2112, 7168, 1025, False), (132, 2112, 7168, 256, False),
+                               (132, 2048, 7168, 1024, False), (132, 2304, 7168, 1024, False),
+                               (114, 2112, 7168, 1024, False), (132, 2112, 1536, 1024, False)]:
+        props = SimpleNamespace(multi_processor_count=sms)
+        monkeypatch.setattr(torch.cuda, "get_device_properties", lambda d, p=props: p)
+        got = ops._wgmma_wide_config(torch.empty(m, 0), SimpleNamespace(n=n, k=k))
+        assert (got == cfg) if want else got is None, (sms, n, k, m, got)
