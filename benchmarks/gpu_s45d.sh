@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 45 run 4 at 13149ae.
 # Session 45 run 4: the wide config's M range below 1024 (qlinear/ops/w4a16.py _CUDA_WGMMA_WIDE takes 2112x7168 at
 # M = 936 .. 1024, measured at 1024 only): the dispatch ("auto"), the wide config and the few row it replaced at
 # M = 936 / 976 / 1024 on both layer kinds (probe_w4a16_gemm.py --rotate-x), dequantize + cuBLAS beside them.

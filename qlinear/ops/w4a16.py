@@ -370,7 +370,10 @@ _CUDA_WGMMA_PAIRED_MIN_WAVE = 0.875
 #             dequantize + cuBLAS) 44.66 / 45.25 [32.58 / 32.59]: the gap stays.
 # Run 2 (bench_linear --ms 1024, this table emptied / as committed, alternated; us [bf16]): 2112x7168 GPTQ sym 50.5 /
 # 48.3 [43.5 / 43.6] and 50.4 / 48.3 [43.4 / 43.5], with zero points 50.9 / 48.7 [43.5 / 43.6]; run 3's acceptance
-# file: 48.3 [43.5], 1.110x bf16 (target 1.15; session 41's file 1.167 with the 64-row row).
+# file: 48.3 [43.5], 1.110x bf16 (target 1.15; session 41's file 1.167 with the 64-row row). Run 4 (the probe as in
+# run 1, the dispatch = this config there): M = 936 / 976 / 1024 54.83 / 53.63 / 53.99 (sym) and 53.92 / 53.47 / 54.63
+# (asym) vs the few row 58.05 / 56.58 / 56.13 and 55.87 / 55.27 / 55.63, dequantize + cuBLAS 54.41 / 60.63 / 60.63 and
+# 54.20 / 60.89 / 61.82 [bf16 40.55 / 46.98 / 46.98, 40.19 / 46.95 / 47.98]: at the gap's edge the two tie.
 _CUDA_WGMMA_WIDE: dict[str, tuple[int, int, tuple[int, ...]]] = {"few": (129, 1024, (176, 2, 4, 3, 192, 4))}
 
 
