@@ -17,7 +17,10 @@
 #     NAME_raw.csv), the script's output NAME_run.txt; prints its check line and the key rows (gzip the csv after)
 #   gpu_sass OBJECT_GLOB FUNCTION...         -> $OUT/FUNCTION.sass.gz (cuobjdump -sass of the built object)
 #   gpu_run_start NAME                       -> a device run's start: its files under /tmp/NAME, tarred into the
-#     device's $OUT as NAME.tgz on exit (whatever happens), PYTHONPATH, the build (the run stops if it fails)
+#     device's $OUT as NAME.tgz on exit (whatever happens), PYTHONPATH, the build (the run stops if it fails).
+#     The device returns at most 8 files from its $OUT ($DEST here), no deeper than $OUT/a/b/file: write the
+#     files that must come back as such (an acceptance run's JSON + PNG) to $DEST and everything else under $OUT,
+#     which the tarball carries (session 45 run 2 lost its acceptance files to A/B folders in $DEST).
 #   gpu_bench_format FORMAT LIMIT           -> bench_linear --format FORMAT into $DEST/linear (log $OUT/bench_linear.log)
 #   gpu_bench_linear TESTS LIMIT [TABLE CLASS MAX_M CONFIG] -> gpu_bench_format w4a16 if $OUT/TESTS.txt says the tests
 #     passed; with the four arguments, one wgmma dispatch row replaced first (benchmarks/bench_linear_row.py)
