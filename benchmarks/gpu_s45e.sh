@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 45 run 5 at 8354567 (not adopted: benchmarks/results/session45/README.md).
 # Session 45 run 5: 192-row CTAs over two K splits in pairs inside the few class's gap (2112x7168 at M = 513 .. 935,
 # dequantize + cuBLAS there, 1.3-1.4x bf16): 128 tokens (11 x 6 x 2 = 132 CTAs at M = 641 .. 768) and 176 tokens
 # (132 CTAs at M = 881 .. 1056) against the dispatch, at M = 600 / 700 / 768 / 800 / 900 on both layer kinds

@@ -374,6 +374,10 @@ _CUDA_WGMMA_PAIRED_MIN_WAVE = 0.875
 # run 1, the dispatch = this config there): M = 936 / 976 / 1024 54.83 / 53.63 / 53.99 (sym) and 53.92 / 53.47 / 54.63
 # (asym) vs the few row 58.05 / 56.58 / 56.13 and 55.87 / 55.27 / 55.63, dequantize + cuBLAS 54.41 / 60.63 / 60.63 and
 # 54.20 / 60.89 / 61.82 [bf16 40.55 / 46.98 / 46.98, 40.19 / 46.95 / 47.98]: at the gap's edge the two tie.
+# Run 5 (same probe, inside the gap, sym / asym): 192-row CTAs x 2 splits in pairs lose to or tie dequantize + cuBLAS
+# except where cuBLAS itself is slow: 128 tokens M = 600 / 768 42.38 / 45.45 and 42.89 / 46.23 vs 39.20 / 45.52 and
+# 39.81 / 46.33; 176 tokens M = 800 / 900 49.88 / 54.59 and 49.95 / 52.97 vs 54.12 / 51.39 and 54.18 / 52.63 [bf16
+# M = 800 44.87, against 31.51 at 768 and 37.54 at 900]. The gap stays as it is.
 _CUDA_WGMMA_WIDE: dict[str, tuple[int, int, tuple[int, ...]]] = {"few": (129, 1024, (176, 2, 4, 3, 192, 4))}
 
 
