@@ -717,14 +717,25 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
   WgGroupRaw graw = wg_group_load(p, row0 + r, min(sb_lo + j0, p.nsb - 1));
   pdl::wait();
 
+  // Every scheme's superblock j starts alike: convert its group values (loaded one superblock ago), load those of
+  // this warpgroup's next superblock, wait for its stage; and hands a completed superblock jp's stage back alike
+  // (warpgroup j0's first thread refills it, where no producer warpgroup does).
+  auto enter = [&](int j) {
+    const WgGroupVals gv = wg_group_vals<XT>(graw, p.scale_kind);
+    graw = wg_group_load(p, row0 + r, min(sb_lo + j + kJs, p.nsb - 1));
+    tma::mbar_wait(full0 + 8 * (j % ST), static_cast<uint32_t>((j / ST) & 1));
+    return gv;
+  };
+  auto release = [&](int jp) {
+    if (lane == 0) tma::mbar_arrive(empty0 + 8 * (jp % ST));
+    if (!PROD && tid == j0 * 128 && jp + ST < nsb) refill_after(jp);
+  };
   // each scheme's step is defined in its own branch: the others' bodies index A buffers of another shape
   if constexpr (kAb == 1) {
     // kAb = 1: superblock j in one wgmma group, waited for before the next dequantize (released at once)
     auto step_one = [&](int j) {
       const int s = j % ST;
-      const WgGroupVals gv = wg_group_vals<XT>(graw, p.scale_kind);
-      graw = wg_group_load(p, row0 + r, min(sb_lo + j + 1, p.nsb - 1));
-      tma::mbar_wait(full0 + 8 * s, static_cast<uint32_t>((j / ST) & 1));
+      const WgGroupVals gv = enter(j);
       wg_dequant<XT, 8>(a[0], smem + s * kStage + wg_stage(TN, ROWS).w_off, r, t, gv, magic, 0x5410u);
       const uint32_t d0 = wg_desc_lo(ring + s * kStage);
       wg_fence();
@@ -732,8 +743,7 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
       for (int i = 0; i < 8; ++i) wgmma_rs<XT, TN>(acc, a[0][i], d0 + ((((i >> 2) * TN * 128) + (i & 3) * 32) >> 4));
       wg_commit();
       wg_wait<0>();
-      if (lane == 0) tma::mbar_arrive(empty0 + 8 * s);
-      if (tid == 0 && j + ST < nsb) refill_after(j);
+      release(j);
     };
     for (int j = 0; j < nsb; ++j) step_one(j);
   } else if constexpr (kAb == 2) {
@@ -742,9 +752,7 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
     // complete (its stage released) once the first half of j has been issued and the group before waited for
     auto step_halves = [&](int j) {
       const int s = j % ST;
-      const WgGroupVals gv = wg_group_vals<XT>(graw, p.scale_kind);
-      graw = wg_group_load(p, row0 + r, min(sb_lo + j + 1, p.nsb - 1));
-      tma::mbar_wait(full0 + 8 * s, static_cast<uint32_t>((j / ST) & 1));
+      const WgGroupVals gv = enter(j);
       const unsigned char* w = smem + s * kStage + wg_stage(TN, ROWS).w_off;
       const uint32_t d0 = wg_desc_lo(ring + s * kStage);
 #pragma unroll
@@ -759,23 +767,17 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
         for (int i = 0; i < 4; ++i)
 #pragma unroll
           for (int c = 0; c < 4; ++c) keep(a[h ^ 1][i][c]);
-        if (h == 0 && j >= 1) {
-          if (lane == 0) tma::mbar_arrive(empty0 + 8 * ((j - 1) % ST));
-          if (tid == 0 && j - 1 + ST < nsb) refill_after(j - 1);
-        }
+        if (h == 0 && j >= 1) release(j - 1);
       }
     };
     for (int j = 0; j < nsb; ++j) step_halves(j);
   } else {
-    // Superblock j: convert its group values (loaded one superblock ago), load the next superblock's,
-    // wait for its stage, dequantize into buffer B, issue the NP wgmmas, wait for superblock j - 1's
-    // group and release its stage.
+    // Superblock j: enter it, dequantize into buffer B, issue the NP wgmmas, wait for this warpgroup's
+    // superblock before j and release its stage.
     auto step = [&](auto buf, int j) {
       constexpr int B = decltype(buf)::value;
       const int s = j % ST;
-      const WgGroupVals gv = wg_group_vals<XT>(graw, p.scale_kind);
-      graw = wg_group_load(p, row0 + r, min(sb_lo + j + kJs, p.nsb - 1));
-      tma::mbar_wait(full0 + 8 * s, static_cast<uint32_t>((j / ST) & 1));
+      const WgGroupVals gv = enter(j);
       wg_dequant<XT, NP>(a[B], smem + s * kStage + wg_stage(TN, ROWS).w_off, r, t, gv, magic, sel);
       const uint32_t d0 = wg_desc_lo(ring + s * kStage + x_off);
       wg_fence();
@@ -787,11 +789,7 @@ __global__ void __launch_bounds__(wg_threads(ROWS, PROD), 1) w4_wgmma_kernel(con
       for (int i = 0; i < NP; ++i)
 #pragma unroll
         for (int c = 0; c < 4; ++c) keep(a[B ^ 1][i][c]);
-      if (j >= j0 + kJs) {
-        const int jp = j - kJs;  // this warpgroup's superblock before j: its group is complete
-        if (lane == 0) tma::mbar_arrive(empty0 + 8 * (jp % ST));
-        if (!PROD && tid == j0 * 128 && jp + ST < nsb) refill_after(jp);  // warpgroup j0's first thread
-      }
+      if (j >= j0 + kJs) release(j - kJs);  // this warpgroup's superblock before j: its group is complete
     };
     int j = j0;
     for (; j + kJs < nsb; j += 2 * kJs) {

@@ -381,18 +381,27 @@ _CUDA_WGMMA_PAIRED_MIN_WAVE = 0.875
 _CUDA_WGMMA_WIDE: dict[str, tuple[int, int, tuple[int, ...]]] = {"few": (129, 1024, (176, 2, 4, 3, 192, 4))}
 
 
+def _fills_one_wave(x: torch.Tensor, ctas: int) -> bool:
+    """Whether a grid of ``ctas`` one-per-SM CTAs fills between :data:`_CUDA_WGMMA_PAIRED_MIN_WAVE` and all of the
+    SMs of x's GPU."""
+    sms = torch.cuda.get_device_properties(x.device).multi_processor_count
+    return _CUDA_WGMMA_PAIRED_MIN_WAVE * sms <= ctas <= sms
+
+
 def _wgmma_wide_config(x: torch.Tensor, packed: W4A16Weights) -> tuple[int, ...] | None:
-    """:data:`_CUDA_WGMMA_WIDE`'s config where N % 192 == 0, M is in its class's range and in the rows the wgmma GEMM
-    takes (:func:`_wgmma_takes`), and the grid (N / 192 x M / 176 x 2 CTAs) fills between
-    :data:`_CUDA_WGMMA_PAIRED_MIN_WAVE` and all of the GPU's SMs; else None."""
+    """:data:`_CUDA_WGMMA_WIDE`'s config (tokens, splits, .., rows = 192, ..) where N % rows == 0, M is in its class's
+    range and in the rows the wgmma GEMM takes (:func:`_wgmma_takes`), and its grid (N / rows x M / tokens x splits
+    CTAs) fills one wave (:func:`_fills_one_wave`); else None."""
     cls = _cuda_shape_class(packed.n, packed.k)
     row = _CUDA_WGMMA_WIDE.get(cls)
     m = x.shape[0]
-    if row is None or packed.n % 192 != 0 or not row[0] <= m <= row[1] or not _wgmma_takes(cls, m):
+    if row is None:
         return None
-    ctas = packed.n // 192 * -(-m // 176) * 2
-    sms = torch.cuda.get_device_properties(x.device).multi_processor_count
-    return row[2] if _CUDA_WGMMA_PAIRED_MIN_WAVE * sms <= ctas <= sms else None
+    lo, hi, cfg = row
+    tokens, splits, rows = cfg[0], cfg[1], cfg[4]
+    if packed.n % rows != 0 or not lo <= m <= hi or not _wgmma_takes(cls, m):
+        return None
+    return cfg if _fills_one_wave(x, packed.n // rows * -(-m // tokens) * splits) else None
 
 
 def _wgmma_paired_config(x: torch.Tensor, packed: W4A16Weights) -> tuple[int, ...] | None:
@@ -403,9 +412,7 @@ def _wgmma_paired_config(x: torch.Tensor, packed: W4A16Weights) -> tuple[int, ..
     m = x.shape[0]
     if row is None or packed.n % 128 != 0 or not row[0] <= m <= row[1]:
         return None
-    ctas = packed.n // 64 * -(-m // 256)
-    sms = torch.cuda.get_device_properties(x.device).multi_processor_count
-    return row[2] if _CUDA_WGMMA_PAIRED_MIN_WAVE * sms <= ctas <= sms else None
+    return row[2] if _fills_one_wave(x, packed.n // 64 * -(-m // 256)) else None
 
 
 _CUDA_GEMM_CONFIG: tuple[int, int, int, int] = (0, 0, 0, 0)
