@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 45 run 6 at 1f7b768.
 # Session 45 run 6: after the final reading's mend (csrc/w4a16_wgmma.cuh: one superblock entry and one stage release
 # shared by the three A-fragment schemes; the 22 earlier instances' PTX unchanged, the 176-token ones reordered):
 # the wgmma GPU tests, then the wide config and the few row at M = 1024 on both layer kinds (probe, as run 4).
