@@ -275,6 +275,7 @@ FP8_EAGER_QUANT_CUDA = True
 # device), so graphs captured on such streams must not be replayed concurrently with one another;
 # warm up on the capture stream to give its graph a workspace of its own.
 _CUDA_TMA = 100000000
+_CUDA_XS = 10000000  # the X digit: 1 x ahead, 2 / 3 / 4 x staged in shared memory (clusters of 1 / 2 / 4)
 
 _CUDA_WS_COUNTERS = 4096
 _CUDA_WS_WORDS = _CUDA_WS_COUNTERS + (1 << 21)
@@ -320,17 +321,20 @@ def _cuda_quantizer(M: int, N: int, K: int) -> str:
 
 def _cuda_tma_ok(code: int, x: torch.Tensor, weight_scale_inv: Optional[torch.Tensor],
                  check_pointers: bool = True) -> bool:
-    """Whether a T = 1 code's TMA ring kernel takes these operands (True for any other code): sm_90, K a
-    multiple of 512 (the quantizer's scale rows, K / 128 floats, must be 16-byte multiples for the tensor
-    map) and weight scales whose rows are contiguous 16-byte multiples at a 16-byte aligned address
-    (None: not checked here; the launcher refuses them). ``check_pointers`` False skips the address
-    test, as :func:`_cuda_gemv_ok`'s does while torch.compile traces with fake tensors (the launch
-    checks again)."""
-    if (code // _CUDA_TMA) % 10 != 1:
+    """Whether a T = 1 code's TMA ring kernel, or an X >= 2 code's x-staging kernel, takes these operands
+    (True for any other code): sm_90 and K a multiple of 512 (the quantizer's scale rows, K / 128 floats, are
+    copied as 16-byte multiples); for T = 1 also weight scales whose rows are contiguous 16-byte multiples at
+    a 16-byte aligned address (None: not checked here; the launcher refuses them). ``check_pointers`` False
+    skips the address test, as :func:`_cuda_gemv_ok`'s does while torch.compile traces with fake tensors (the
+    launch checks again)."""
+    tma = (code // _CUDA_TMA) % 10 == 1
+    if not tma and (code // _CUDA_XS) % 10 < 2:
         return True
     cap = cuda_capability(x.device.index or 0)
     if cap is None or cap[0] != 9 or (x.shape[-1] // 128) % 4:
         return False
+    if not tma:
+        return True
     s = weight_scale_inv
     return s is None or (s.dim() == 2 and s.stride(1) == 1 and (s.shape[0] == 1 or s.stride(0) % 4 == 0)
                          and (not check_pointers or s.data_ptr() % 16 == 0))
