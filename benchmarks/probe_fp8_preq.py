@@ -31,6 +31,23 @@ GEMV_CODES = "1011116,1011115,1011114,1011113,1011214,1011213,1021107"
 PAIR_CODES = "1011116,1011115,1011114,1011113,1011214,1011213,1021107"
 
 
+def _set_carveout(jit_fn, percent: int) -> int:
+    """cuFuncSetAttribute(PREFERRED_SHARED_MEMORY_CARVEOUT) on every compiled kernel of a Triton JIT function
+    (its device caches' first field holds them); returns how many."""
+    import ctypes
+
+    libcuda = ctypes.CDLL("libcuda.so.1")
+    done = 0
+    for entry in jit_fn.device_caches.values():
+        for kernel in entry[0].values():
+            kernel._init_handles()
+            rc = libcuda.cuFuncSetAttribute(ctypes.c_void_p(kernel.function), 9, ctypes.c_int(percent))
+            if rc != 0:
+                raise RuntimeError(f"cuFuncSetAttribute returned {rc}")
+            done += 1
+    return done
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=None)
@@ -49,6 +66,9 @@ def main() -> None:
                          "e.g. early:128,first:128:p")
     ap.add_argument("--rotate-x", type=int, default=1,
                     help="x copies the calls rotate through (1: one x, L2-resident; 8: read from HBM as bench_linear's)")
+    ap.add_argument("--triton-carveout", type=int, default=-1,
+                    help="set this preferred shared-memory carveout (0-100) on the Triton quantizer's compiled kernels "
+                         "after their first call (the CUDA kernels take QLINEAR_SMEM_CARVEOUT from the environment)")
     ap.add_argument("--no-check", action="store_true",
                     help="time candidates without checking their output (diagnostic kernel variants)")
     args = ap.parse_args()
@@ -120,6 +140,8 @@ def main() -> None:
         fns["auto"] = lambda i: ops.fp8_block_linear(xs[i % nx], ws[i % copies], ss[i % copies])
 
         fns = runnable(fns, None if args.no_check else rel_err_check(want), f"PREQ M={m} {n}x{k} ")
+        if args.triton_carveout >= 0:
+            print(f"PREQ carveout {args.triton_carveout} set on {_set_carveout(fp8_triton._per_token_group_quant_fp8_kernel, args.triton_carveout)} Triton quantizer kernels")
         time_case_rows(fns, max(copies, nx), "PREQ", f"M={m} {n}x{k}", rows, width=34)
         del ws, ss
         torch.cuda.empty_cache()

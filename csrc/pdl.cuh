@@ -9,6 +9,7 @@
 
 #include <cuda_runtime.h>
 #include <stddef.h>
+#include <cstdlib>
 
 namespace qlinear {
 namespace pdl {
@@ -25,6 +26,19 @@ __device__ __forceinline__ void launch_dependents() {
 #endif
 }
 
+// QLINEAR_SMEM_CARVEOUT (0 .. 100; unset or empty: none) is set as the preferred shared-memory carveout of every
+// kernel launched below, before its launch (a diagnostic: kernels whose shared-memory configurations differ may
+// not share an SM, which can serialize a PDL pair).
+inline int smem_carveout() {
+  static const int v = [] {
+    const char* s = std::getenv("QLINEAR_SMEM_CARVEOUT");
+    if (s == nullptr || *s == 0) return -1;
+    const int x = std::atoi(s);
+    return x < 0 ? -1 : (x > 100 ? 100 : x);
+  }();
+  return v;
+}
+
 // A plain <<<>>> launch, or cudaLaunchKernelEx when PDL (programmatic stream serialization), a
 // thread-block cluster of `cluster` CTAs (more than one; dims x, y, z), or a cooperative launch (all CTAs
 // resident at once; the runtime refuses a grid that cannot be) is asked for.
@@ -32,6 +46,10 @@ template <typename... KArgs, typename... Args>
 inline cudaError_t launch_smem_ex(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
                                   bool pdl, dim3 cluster, bool cooperative, Args... args) {
   const bool clustered = cluster.x * cluster.y * cluster.z > 1;
+  if (smem_carveout() >= 0) {
+    const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, smem_carveout());
+    if (e != cudaSuccess) return e;
+  }
   if (!pdl && !clustered && !cooperative) {
     kernel<<<grid, block, smem, stream>>>(args...);
     return cudaGetLastError();
