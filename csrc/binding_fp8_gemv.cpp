@@ -1,9 +1,10 @@
 // Torch binding of the one-launch FP8 block-scaled decode GEMM (fp8_gemv_launch.h): checks devices,
 // dtypes, shapes and strides, then launches on the current CUDA stream.
 //   torch.ops.qlinear_C.fp8_block_gemv(x, weight, weight_scale_inv, bias, workspace, config=0, pdl=False,
-//                                      scale_eps=1e-10) -> Tensor [M, N] in x's dtype
+//                                      scale_eps=1e-10, carveout=-1) -> Tensor [M, N] in x's dtype
 //   torch.ops.qlinear_C.fp8_block_gemv_preq(xq, x_scales, weight, weight_scale_inv, bias, workspace,
-//                                      out_dtype, config=0, pdl=False) -> Tensor [M, N] in out_dtype
+//                                      out_dtype, config=0, pdl=False, carveout=-1) -> Tensor [M, N] in out_dtype
+//       (carveout: the launch's preferred shared-memory carveout, percent 0 .. 100, -1 none; pdl.cuh says why)
 //       (x pre-quantized by per_token_group_quant_fp8: e4m3 codes xq [M, K], fp32 x_scales [M, K / 128])
 //   torch.ops.qlinear_C.fp8_block_gemv_supported(x, weight, weight_scale_inv, workspace, config=0,
 //                                      x_scales=None) -> int   (0 = supported, else a Fp8GemvSupport code)
@@ -168,8 +169,11 @@ int64_t fp8_block_gemv_resolve(const at::Tensor& x, const at::Tensor& w, const a
 }
 
 at::Tensor run(qlinear::Fp8GemvArgs& a, const at::Tensor& x, const std::optional<at::Tensor>& bias,
-               at::ScalarType out_dtype, int64_t config, bool pdl) {
+               at::ScalarType out_dtype, int64_t config, bool pdl, int64_t carveout) {
   const c10::cuda::CUDAGuard guard(x.device());
+  if (carveout < -1 || carveout > 100)
+    throw_problem(problem(false, "carveout: expected -1 (none) or a percent from 0 to 100, got ", msg::num(carveout)));
+  a.carveout = static_cast<int>(carveout);
   if (bias) a.bias = bias->data_ptr();
   at::Tensor out = at::empty({a.m, a.n}, x.options().dtype(out_dtype));
   if (a.m == 0 || a.n == 0) return out;
@@ -191,26 +195,26 @@ at::Tensor run(qlinear::Fp8GemvArgs& a, const at::Tensor& x, const std::optional
 
 at::Tensor fp8_block_gemv(const at::Tensor& x, const at::Tensor& w, const at::Tensor& wsi,
                           const std::optional<at::Tensor>& bias, const at::Tensor& workspace, int64_t config,
-                          bool pdl, double scale_eps) {
+                          bool pdl, double scale_eps, int64_t carveout) {
   throw_if(check_operands(x, false, w, wsi, workspace));
   throw_if(check_bias(bias, x, x.scalar_type(), w.size(0)));
   if (!(scale_eps >= 1e-30))
     throw_problem(problem(false, "scale_eps: expected >= 1e-30 (a normal fp32 scale), got ", msg::num(scale_eps)));
   qlinear::Fp8GemvArgs a = make_args(x, std::nullopt, w, wsi, workspace, x.scalar_type());
   a.scale_eps = static_cast<float>(scale_eps);
-  return run(a, x, bias, x.scalar_type(), config, pdl);
+  return run(a, x, bias, x.scalar_type(), config, pdl, carveout);
 }
 
 at::Tensor fp8_block_gemv_preq(const at::Tensor& xq, const at::Tensor& xs, const at::Tensor& w, const at::Tensor& wsi,
                                const std::optional<at::Tensor>& bias, const at::Tensor& workspace,
-                               at::ScalarType out_dtype, int64_t config, bool pdl) {
+                               at::ScalarType out_dtype, int64_t config, bool pdl, int64_t carveout) {
   throw_if(check_operands(xq, true, w, wsi, workspace));
   throw_if(check_x_scales(xs, xq));
   if (out_dtype != at::kHalf && out_dtype != at::kBFloat16)
     throw_problem(problem(true, "out_dtype: expected float16 or bfloat16, got ", out_dtype));
   throw_if(check_bias(bias, xq, out_dtype, w.size(0)));
   qlinear::Fp8GemvArgs a = make_args(xq, xs, w, wsi, workspace, out_dtype);
-  return run(a, xq, bias, out_dtype, config, pdl);
+  return run(a, xq, bias, out_dtype, config, pdl, carveout);
 }
 
 std::vector<int64_t> fp8_block_gemv_configs() {
@@ -224,11 +228,11 @@ std::vector<int64_t> fp8_block_gemv_configs() {
 TORCH_LIBRARY_FRAGMENT(qlinear_C, m) {
   m.def(
       "fp8_block_gemv(Tensor x, Tensor weight, Tensor weight_scale_inv, Tensor? bias, Tensor workspace, "
-      "int config=0, bool pdl=False, float scale_eps=1e-10) -> Tensor",
+      "int config=0, bool pdl=False, float scale_eps=1e-10, int carveout=-1) -> Tensor",
       &fp8_block_gemv);
   m.def(
       "fp8_block_gemv_preq(Tensor xq, Tensor x_scales, Tensor weight, Tensor weight_scale_inv, Tensor? bias, "
-      "Tensor workspace, ScalarType out_dtype, int config=0, bool pdl=False) -> Tensor",
+      "Tensor workspace, ScalarType out_dtype, int config=0, bool pdl=False, int carveout=-1) -> Tensor",
       &fp8_block_gemv_preq);
   m.def(
       "fp8_block_gemv_supported(Tensor x, Tensor weight, Tensor weight_scale_inv, Tensor workspace, "

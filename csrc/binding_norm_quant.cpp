@@ -153,7 +153,7 @@ int64_t group_quant_fp8_supported(const at::Tensor& q, const at::Tensor& scales,
 }
 
 void group_quant_fp8(const at::Tensor& q, const at::Tensor& scales, const at::Tensor& x, int64_t group_size,
-                     double scale_eps, bool pdl, int64_t trigger, int64_t threads, bool prefetch) {
+                     double scale_eps, bool pdl, int64_t trigger, int64_t threads, bool prefetch, int64_t carveout) {
   const qlinear::GroupQuantArgs a = group_quant_args(q, scales, x, group_size, scale_eps);
   const int why = qlinear::group_quant_fp8_supported(a);
   TORCH_CHECK(why == 0, msg::cat("qlinear group_quant_fp8: case not supported (code ", msg::num(why),
@@ -164,11 +164,14 @@ void group_quant_fp8(const at::Tensor& q, const at::Tensor& scales, const at::Te
               msg::cat("trigger: expected 0 (late), 1 (early), 2 (first) or 3 (exit), got ", msg::num(trigger)));
   TORCH_CHECK(threads == 0 || (threads >= 32 && threads <= 512 && threads % 32 == 0),
               msg::cat("threads: expected 0 or a multiple of 32 from 32 to 512, got ", msg::num(threads)));
+  TORCH_CHECK(carveout >= -1 && carveout <= 100,
+              msg::cat("carveout: expected -1 (none) or a percent from 0 to 100, got ", msg::num(carveout)));
   qlinear::GroupQuantLaunch launch;
   launch.threads = static_cast<int>(threads);
   launch.pdl = pdl;
   launch.trigger = static_cast<int>(trigger);
   launch.prefetch = prefetch;
+  launch.carveout = static_cast<int>(carveout);
   const c10::cuda::CUDAGuard guard(x.device());
   const cudaError_t err =
       qlinear::group_quant_fp8_launch(a, c10::cuda::getCurrentCUDAStream(x.device().index()).stream(), launch);
@@ -194,6 +197,6 @@ TORCH_LIBRARY_FRAGMENT(qlinear_C, m) {
         &group_quant_fp8_supported);
   m.def(
       "group_quant_fp8(Tensor(a!) q, Tensor(b!) scales, Tensor x, int group_size, float scale_eps, bool pdl=False, "
-      "int trigger=0, int threads=0, bool prefetch=False) -> ()",
+      "int trigger=0, int threads=0, bool prefetch=False, int carveout=-1) -> ()",
       &group_quant_fp8);
 }

@@ -1,6 +1,6 @@
 // Bulk (TMA, 1-D) copies from global to shared memory completing on an mbarrier (sm_90+), shared by
 // the kernels that stage operands with the copy engine (norm_quant.cuh's bulk row kernel, the W4A16
-// bulk ring, the FP8 decode GEMM's x staging). Device code only, no torch headers. Below sm_90
+// bulk ring, the FP8 decode GEMM's bulk variant). Device code only, no torch headers. Below sm_90
 // the calls compile to nothing: the launchers never pick these kernels there.
 //
 // Protocol: one thread inits a barrier with the number of arrivals of a phase, fences the init;
@@ -59,19 +59,6 @@ __device__ __forceinline__ void bulk_copy(uint32_t dst, const void* src, uint32_
   asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
                "l"(src), "r"(bytes), "r"(bar)
                : "memory");
-#endif
-}
-
-// bulk_copy into the same offset dst of every CTA of the cluster in cta_mask (bit i: rank i), completing
-// on the barrier at offset bar in each of them (a cluster launch; the barriers initialized before).
-__device__ __forceinline__ void bulk_copy_multicast(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar,
-                                                    uint16_t cta_mask) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1], %2, [%3], "
-      "%4;" ::"r"(dst),
-      "l"(src), "r"(bytes), "r"(bar), "h"(cta_mask)
-      : "memory");
 #endif
 }
 

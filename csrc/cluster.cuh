@@ -49,19 +49,5 @@ __device__ __forceinline__ void sync() {
 #endif
 }
 
-// The two halves of sync(), for work between them: arrive (release) ...
-__device__ __forceinline__ void arrive() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
-#endif
-}
-
-// ... then wait (acquire) for every thread of the cluster to have arrived.
-__device__ __forceinline__ void wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
-#endif
-}
-
 }  // namespace cluster
 }  // namespace qlinear

@@ -70,6 +70,7 @@ struct Params {
   int m, n, kb;      // kb = k / 128
   int splits, kb_per_split;
   float scale_eps;
+  int carveout;      // host side only: the launch's preferred shared-memory carveout, percent (-1: none; pdl.cuh)
 };
 
 template <typename XT>

@@ -21,8 +21,8 @@ inline bool pair_compiled(int r, int pf, bool pq, bool xa = false) {
 template <typename XT, int NT, int R, int PF, bool PQ, bool XA = false>
 cudaError_t launch_one(const Params& p, int tgs, int warps, bool pdl, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(tgs), static_cast<unsigned>(p.splits));
-  return pdl::launch_smem(fp8_gemv_kernel<XT, NT, R, PF, PQ, XA>, grid, dim3(32 * warps), smem_bytes(R, NT, warps),
-                          stream, pdl, 1, p);
+  return pdl::launch_smem_cv(fp8_gemv_kernel<XT, NT, R, PF, PQ, XA>, grid, dim3(32 * warps),
+                             smem_bytes(R, NT, warps), stream, pdl, 1, p.carveout, p);
 }
 
 template <typename XT, int NT, bool PQ>

@@ -3,7 +3,6 @@
 #include "fp8_gemv_dispatch.cuh"
 #include "fp8_gemv_launch.h"
 #include "fp8_tma.cuh"
-#include "fp8_gemv_xs.cuh"
 #include "device_attrs.h"
 #include "int_math.h"
 
@@ -36,29 +35,6 @@ Fp8GemvSupport tma_supported(const Fp8GemvArgs& a, const Fp8GemvConfig& c) {
   if (a.xs_s1 != 1 || (a.m > 1 && a.xs_s0 % 4 != 0) || a.wsi_s1 != 1 || (nblk > 1 && a.wsi_s0 % 4 != 0) ||
       reinterpret_cast<uintptr_t>(a.x_scales) % 16 != 0 || reinterpret_cast<uintptr_t>(a.wsi) % 16 != 0)
     return Fp8GemvSupport::kMisaligned;
-  return Fp8GemvSupport::kOk;
-}
-
-// X = 2, 3, 4: x staged in shared memory (fp8_gemv_xs.cuh) by clusters of 1, 2, 4 CTAs; 0 otherwise.
-int xs_cluster(const Fp8GemvConfig& c) { return c.xa >= 2 && c.xa <= 4 ? 1 << (c.xa - 2) : 0; }
-
-// The x-staging kernel's own conditions (after the common ones): pre-quantized x, sm_90, R = 1 with PF 1 or 2,
-// tile groups in whole clusters, scale rows it can bulk-copy whole (K % 512 == 0, contiguous rows at 16-byte
-// aligned addresses) and shared memory the device grants.
-Fp8GemvSupport xs_supported(const Fp8GemvArgs& a, const Fp8GemvConfig& c) {
-  const int cl = xs_cluster(c);
-  const int64_t tgs = cdiv64(a.n, 16);
-  if (cl == 0 || a.x_scales == nullptr || c.tma != 0 || devattr::cc_major() != 9 || c.r != 1 || c.pf < 1 ||
-      c.pf > 2 || c.warps < 1 || c.warps > max_warps(a.m > 8 ? 2 : 1, 1, c.pf, true, false) || c.splits < 1 ||
-      c.splits > 99 || tgs % cl != 0)
-    return Fp8GemvSupport::kBadConfig;
-  const int64_t kb = a.k / 128;
-  if (kb % 4 != 0 || a.xs_s1 != 1 || (a.m > 1 && a.xs_s0 % 4 != 0) ||
-      reinterpret_cast<uintptr_t>(a.x_scales) % 16 != 0)
-    return Fp8GemvSupport::kMisaligned;
-  const int kbs = static_cast<int>(cdiv64(kb, c.splits));
-  if (fp8g::xs_smem_bytes(a.m > 8 ? 2 : 1, c.warps, static_cast<int>(kb), kbs) > devattr::smem_optin())
-    return Fp8GemvSupport::kBadConfig;
   return Fp8GemvSupport::kOk;
 }
 
@@ -105,7 +81,7 @@ Fp8GemvConfig fp8_gemv_resolve(const Fp8GemvArgs& a, int64_t code) {
   }
   const int64_t kb = a.k / 128;
   const int64_t tgs = cdiv64(cdiv64(a.n, 16), c.r);
-  const int wmax = max_warps(a.m > 8 ? 2 : 1, c.r, c.pf, pq, c.xa == 1);
+  const int wmax = max_warps(a.m > 8 ? 2 : 1, c.r, c.pf, pq, c.xa != 0);
   const int64_t target = static_cast<int64_t>(devattr::sm_count()) * (c.r >= 4 ? 8 : 16);
   int64_t wpt = cdiv64(target, tgs);
   const int64_t cap = kb / 2 > 0 ? kb / 2 : 1;
@@ -144,16 +120,12 @@ Fp8GemvSupport fp8_gemv_supported(const Fp8GemvArgs& a, int64_t code) {
     return Fp8GemvSupport::kMisaligned;
   const Fp8GemvConfig c = fp8_gemv_resolve(a, code);
   const int q = fp8_gemv_decode(code).preq;  // as asked (resolve sets c.preq from the operands)
-  if (code >= 200000000 || q > 1 || (q == 1 && !pq) || c.xa > 4 || (c.tma == 1 && c.xa > 1))
+  if (code >= 200000000 || q > 1 || (q == 1 && !pq) || c.xa > 1)
     return Fp8GemvSupport::kBadConfig;
   if (c.tma == 1) return tma_supported(a, c);
-  if (c.xa >= 2) {
-    const Fp8GemvSupport s = xs_supported(a, c);
-    if (s != Fp8GemvSupport::kOk) return s;
-  } else if (!fp8g::pair_compiled(c.r, c.pf, pq, c.xa != 0) || c.warps < 1 ||
-             c.warps > max_warps(a.m > 8 ? 2 : 1, c.r, c.pf, pq, c.xa != 0) || c.splits < 1 || c.splits > 99) {
+  if (!fp8g::pair_compiled(c.r, c.pf, pq, c.xa != 0) || c.warps < 1 ||
+      c.warps > max_warps(a.m > 8 ? 2 : 1, c.r, c.pf, pq, c.xa != 0) || c.splits < 1 || c.splits > 99)
     return Fp8GemvSupport::kBadConfig;
-  }
   if (c.splits > 1) {
     const int64_t tgs = cdiv64(cdiv64(a.n, 16), c.r);
     if (a.workspace == nullptr || tgs > kFp8GemvCounters ||
@@ -192,11 +164,11 @@ cudaError_t fp8_gemv_launch(const Fp8GemvArgs& a, cudaStream_t stream, int64_t c
   p.splits = c.splits;
   p.kb_per_split = static_cast<int>(cdiv64(kb, c.splits));
   p.scale_eps = a.scale_eps;
+  p.carveout = a.carveout;
   const int tgs = static_cast<int>(cdiv64(cdiv64(a.n, 16), c.r));
   const bool use_pdl = pdl && devattr::cc_major() >= 9;
   const bool bf16 = a.dtype == Fp8GDType::kBFloat16, two = a.m > 8;
-  const bool xa = c.xa == 1;
-  if (c.xa >= 2) return fp8g::launch_xs(p, bf16, two, c.pf, c.warps, tgs, xs_cluster(c), use_pdl, stream);
+  const bool xa = c.xa != 0;
   if (c.tma == 1) {
     p.splits = 1;  // one CTA per row tile over the whole K: reduce_store sums the warps only
     p.kb_per_split = p.kb;

@@ -33,6 +33,7 @@ struct Fp8GemvArgs {
   int64_t workspace_words = 0;
   int64_t m = 0, n = 0, k = 0;
   float scale_eps = 1e-10f;
+  int carveout = -1;  // the launch's preferred shared-memory carveout, percent of the SM's most (-1: none; pdl.cuh)
 };
 
 // A launch config, code X * 10000000 + Q * 1000000 + S * 10000 + R * 1000 + PF * 100 + W (0 = automatic): R row
@@ -47,9 +48,7 @@ struct Fp8GemvArgs {
 // kernel (fp8_tma.cuh, sm_90, Q = 1 only) with S = KS k-blocks per stage, R row tiles, PF = ST stages and W
 // = CW consumer warps (one producer warp more), shape key R KS ST CW as decimal digits (fp8g::kTmaKeys;
 // zero fields: 2, 4, 4, 4), X = 1 triggering the dependent grid (PDL) at the kernel's start instead of after
-// its main loop; 101042404 = 2 row tiles, 4 k-blocks per stage, 4 stages, 4 consumer warps. X = 2, 3, 4 (T = 0,
-// Q = 1, R = 1, PF 1 or 2, sm_90): x's codes and scales staged in shared memory by bulk copies (fp8_gemv_xs.cuh),
-// shared by clusters of 1, 2, 4 CTAs (multicast); 31011114 = 2112x7168's M = 9..16 code with clusters of 2.
+// its main loop; 101042404 = 2 row tiles, 4 k-blocks per stage, 4 stages, 4 consumer warps.
 struct Fp8GemvConfig {
   int r = 0, pf = 0, warps = 0, splits = 0, preq = 0, xa = 0;
   int tma = 0;  // T = 1: the TMA ring kernel (fp8_tma.cuh); then splits = KS, pf = ST, warps = CW
@@ -62,12 +61,9 @@ enum class Fp8GemvSupport : int {
   kBadN = 3,           // n < 1 or n >= 2^30
   kMisaligned = 4,     // x / weight not 16-byte aligned, x row stride % 8 (codes: bytes % 16) or weight
                        // row stride % 16 != 0; T = 1: scale rows not contiguous, not 16-byte multiples or
-                       // not at 16-byte aligned addresses; X >= 2: K % 512 != 0, or x's scale rows not
-                       // contiguous or not at 16-byte aligned addresses
-  kBadConfig = 5,      // (R, PF) not compiled, warps or splits out of range, Q = 1 without x_scales, X > 4,
-                       // X = 1 with (R, PF) other than (1, 1) / (1, 2), or a digit above T; X >= 2 without
-                       // x_scales, off sm_90, with T = 1, R != 1, PF not 1 / 2, row tiles not a multiple of
-                       // the cluster or more shared memory than the device grants; T = 1 without
+                       // not at 16-byte aligned addresses
+  kBadConfig = 5,      // (R, PF) not compiled, warps or splits out of range, Q = 1 without x_scales, X > 1,
+                       // X = 1 with (R, PF) other than (1, 1) / (1, 2), or a digit above T; T = 1 without
                        // x_scales, off sm_90 or with a shape key not compiled (scale rows its tensor maps
                        // cannot describe: kMisaligned)
   kWorkspace = 6,      // split-K needs more counters / partials than the workspace holds

@@ -43,7 +43,8 @@ cudaError_t tma_launch(TmaParams& tp, bool pdl, cudaStream_t stream) {
   const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (e != cudaSuccess) return e;
   const dim3 grid(static_cast<unsigned>((tp.p.n + 16 * S.r - 1) / (16 * S.r)));
-  return pdl::launch_smem(kernel, grid, dim3(32 * (S.cw + 1)), static_cast<size_t>(smem), stream, pdl, 1, tp);
+  return pdl::launch_smem_cv(kernel, grid, dim3(32 * (S.cw + 1)), static_cast<size_t>(smem), stream, pdl, 1,
+                             tp.p.carveout, tp);
 }
 
 template <typename XT>

@@ -18,9 +18,11 @@ bool aligned(const void* p, int64_t n) { return reinterpret_cast<uintptr_t>(p) %
 constexpr int kLanesPerGroup[] = {1, 2, 4, 8, 16, 32};
 
 template <typename T>
-cudaError_t launch_typed(const gq::Params& p, int lpg, dim3 grid, dim3 block, cudaStream_t stream, bool pdl) {
+cudaError_t launch_typed(const gq::Params& p, int lpg, dim3 grid, dim3 block, cudaStream_t stream, bool pdl,
+                         int carveout) {
   return with_listed_code<kLanesPerGroup>(lpg, cudaErrorInvalidValue, [&](auto l) {
-    return pdl::launch(gq::group_quant_kernel<T, decltype(l)::value>, grid, block, stream, pdl, 1, p);
+    return pdl::launch_smem_cv(gq::group_quant_kernel<T, decltype(l)::value>, grid, block, 0, stream, pdl, 1, carveout,
+                               p);
   });
 }
 
@@ -72,11 +74,11 @@ cudaError_t group_quant_fp8_launch(const GroupQuantArgs& a, cudaStream_t stream,
   const dim3 block(static_cast<unsigned>(threads));
   switch (a.dtype) {
     case NqDType::kBFloat16:
-      return launch_typed<__nv_bfloat16>(p, lpg, grid, block, stream, launch.pdl);
+      return launch_typed<__nv_bfloat16>(p, lpg, grid, block, stream, launch.pdl, launch.carveout);
     case NqDType::kFloat16:
-      return launch_typed<__half>(p, lpg, grid, block, stream, launch.pdl);
+      return launch_typed<__half>(p, lpg, grid, block, stream, launch.pdl, launch.carveout);
     case NqDType::kFloat32:
-      return launch_typed<float>(p, lpg, grid, block, stream, launch.pdl);
+      return launch_typed<float>(p, lpg, grid, block, stream, launch.pdl, launch.carveout);
   }
   return cudaErrorInvalidValue;
 }

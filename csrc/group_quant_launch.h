@@ -24,6 +24,7 @@ struct GroupQuantLaunch {
   bool pdl = false;
   int trigger = 0;
   bool prefetch = false;  // x's lines requested into L2 before the PDL wait
+  int carveout = -1;      // the launch's preferred shared-memory carveout, percent (-1: none; pdl.cuh)
 };
 
 // Why a case is not supported (0 = it is): the caller quantizes with another kernel.

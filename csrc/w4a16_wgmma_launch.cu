@@ -41,7 +41,7 @@ cudaError_t launch_code(const WgParams& wp, dim3 grid, bool pdl, cudaStream_t st
   const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (e != cudaSuccess) return e;
   return pdl::launch_smem_ex(kernel, grid, dim3(w4a16g::wg_threads(D::ROWS, D::PROD)), smem, stream, pdl,
-                             dim3(1, wp.pair ? 2 : 1, 1), wp.gp.spread != 0, wp);
+                             dim3(1, wp.pair ? 2 : 1, 1), wp.gp.spread != 0, -1, wp);
 }
 
 template <typename XT>

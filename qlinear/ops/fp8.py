@@ -241,6 +241,16 @@ FP8_CUDA_QUANT_PDL = "late"
 # polls; trigger early / late) vs 8.18-8.28, M = 9 9.34-9.71 vs 7.82-7.84; 1536x7168 / 576x7168 M = 16 8.13 / 6.79
 # vs 7.75 / 6.38. All flags on four lines: 14.79 at M = 16. Not compiled (notes/s44_flags.patch).
 FP8_CUDA_QUANTIZER = "triton"
+# The preferred shared-memory carveout (percent of an SM's most shared memory; -1: none) that both launches of a Q = 1
+# decode pair take when its quantizer is the CUDA one: an SM runs the CTAs of two grids side by side only under one
+# split of its memory into L1 and shared memory, and without a common carveout the driver configures the quantizer
+# (no shared memory) and the GEMV (14 KB) differently, which costs the pair PDL's overlap. Session 46 run 3
+# (benchmarks/results/session46/run3, probe_fp8_preq.py, 2112x7168, cold weights, x rotated, us, CUDA quantizer
+# trigger first / early + 11011114; the carveout set on both kernels; two rounds): M = 16 none 8.48 / 8.79-8.80,
+# 10 % 8.10-8.12 / 8.25-8.31, 0 % 8.48 / 8.80, 100 % 10.86 / 10.79 (the GEMV alone 9.14 against 7.17: L1 shrinks);
+# M = 9 none 7.82-7.87 / 8.23-8.28, 10 % 7.49 / 7.91-7.92. The committed Triton pair in the same processes: 8.24-8.27
+# (M = 16), 7.73-7.74 (M = 9); a carveout set on the Triton quantizer's kernel as well made it 11.2-11.5.
+FP8_PAIR_CARVEOUT = 10
 # The CUDA quantizer's threads per CTA there, and whether it asks L2 for x before its PDL wait.
 FP8_CUDA_QUANT_THREADS = 128
 FP8_CUDA_QUANT_PREFETCH = False
@@ -275,7 +285,6 @@ FP8_EAGER_QUANT_CUDA = True
 # device), so graphs captured on such streams must not be replayed concurrently with one another;
 # warm up on the capture stream to give its graph a workspace of its own.
 _CUDA_TMA = 100000000
-_CUDA_XS = 10000000  # the X digit: 1 x ahead, 2 / 3 / 4 x staged in shared memory (clusters of 1 / 2 / 4)
 
 _CUDA_WS_COUNTERS = 4096
 _CUDA_WS_WORDS = _CUDA_WS_COUNTERS + (1 << 21)
@@ -321,20 +330,17 @@ def _cuda_quantizer(M: int, N: int, K: int) -> str:
 
 def _cuda_tma_ok(code: int, x: torch.Tensor, weight_scale_inv: Optional[torch.Tensor],
                  check_pointers: bool = True) -> bool:
-    """Whether a T = 1 code's TMA ring kernel, or an X >= 2 code's x-staging kernel, takes these operands
-    (True for any other code): sm_90 and K a multiple of 512 (the quantizer's scale rows, K / 128 floats, are
-    copied as 16-byte multiples); for T = 1 also weight scales whose rows are contiguous 16-byte multiples at
-    a 16-byte aligned address (None: not checked here; the launcher refuses them). ``check_pointers`` False
-    skips the address test, as :func:`_cuda_gemv_ok`'s does while torch.compile traces with fake tensors (the
-    launch checks again)."""
-    tma = (code // _CUDA_TMA) % 10 == 1
-    if not tma and (code // _CUDA_XS) % 10 < 2:
+    """Whether a T = 1 code's TMA ring kernel takes these operands (True for any other code): sm_90, K a
+    multiple of 512 (the quantizer's scale rows, K / 128 floats, must be 16-byte multiples for the tensor
+    map) and weight scales whose rows are contiguous 16-byte multiples at a 16-byte aligned address
+    (None: not checked here; the launcher refuses them). ``check_pointers`` False skips the address
+    test, as :func:`_cuda_gemv_ok`'s does while torch.compile traces with fake tensors (the launch
+    checks again)."""
+    if (code // _CUDA_TMA) % 10 != 1:
         return True
     cap = cuda_capability(x.device.index or 0)
     if cap is None or cap[0] != 9 or (x.shape[-1] // 128) % 4:
         return False
-    if not tma:
-        return True
     s = weight_scale_inv
     return s is None or (s.dim() == 2 and s.stride(1) == 1 and (s.shape[0] == 1 or s.stride(0) % 4 == 0)
                          and (not check_pointers or s.data_ptr() % 16 == 0))
@@ -443,17 +449,19 @@ def fp8_block_gemv_cuda(
         trigger = quant_pdl or table_trigger or FP8_CUDA_QUANT_PDL
         if quantizer != "cuda" and _eager_cuda_quant(x):
             quantizer = "cuda"
+        carveout = -1
         if quantizer == "cuda" and _cuda_quant_ok(x, 128):
             from qlinear.kernels import _pdl  # function-local: imports triton
 
             opts = _pdl.launch_options(x.device, M, trigger=trigger)
+            carveout = FP8_PAIR_CARVEOUT
             q, s = quant_fp8_cuda(x, 128, pdl=opts["USE_PDL"], trigger=trigger, threads=FP8_CUDA_QUANT_THREADS,
-                                  prefetch=FP8_CUDA_QUANT_PREFETCH)
+                                  prefetch=FP8_CUDA_QUANT_PREFETCH, carveout=carveout)
         else:
             q, s = _kernels().per_token_group_quant_fp8(x, 128, scale_eps=_ref.FP8_SCALE_EPS, pdl_trigger=trigger)
         if ops.fp8_block_gemv_supported(q, weight, weight_scale_inv, ws, code, s) != 0:
             return None
-        return ops.fp8_block_gemv_preq(q, s, weight, weight_scale_inv, bias, ws, x.dtype, code, bool(pdl))
+        return ops.fp8_block_gemv_preq(q, s, weight, weight_scale_inv, bias, ws, x.dtype, code, bool(pdl), carveout)
     if ops.fp8_block_gemv_supported(x, weight, weight_scale_inv, ws, code) != 0:
         return None
     return ops.fp8_block_gemv(x, weight, weight_scale_inv, bias, ws, code, bool(pdl), _ref.FP8_SCALE_EPS)
@@ -641,13 +649,15 @@ def quant_fp8_cuda(
     trigger: str = "late",
     threads: int = 0,
     prefetch: bool = False,
+    carveout: int = -1,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """:func:`per_token_group_quant_fp8` of a 2-D ``x`` on the CUDA extension's quantizer
     (``csrc/group_quant.cuh``), with the launch knobs the dispatch tables set: ``pad_rows_to``
     (``q`` / ``scales`` get ``round_up(M, pad_rows_to)`` rows, the extra ones code 0 and scale
     1e-10 / 448), ``pdl`` (launch with programmatic stream serialization) and its ``trigger``
     ("late" / "early" / "first" / "exit", see ``csrc/group_quant.cuh``), ``threads`` per CTA (0 = the
-    launcher's default), ``prefetch`` (x's lines requested into L2 before the PDL wait). Raises where
+    launcher's default), ``prefetch`` (x's lines requested into L2 before the PDL wait), ``carveout`` (the
+    launch's preferred shared-memory carveout in percent, -1 none: see :data:`FP8_PAIR_CARVEOUT`). Raises where
     the case is not supported (see :func:`_cuda_quant_ok`) or the extension does not load."""
     from qlinear.kernels import cuda_ext  # function-local: keeps the extension loader off `import qlinear.ops`
 
@@ -658,7 +668,7 @@ def quant_fp8_cuda(
     q = torch.empty((M_pad, K), dtype=FP8_E4M3, device=x.device)
     s = empty_group_scales(M_pad, cdiv(K, group_size), column_major_scales, x.device)
     cuda_ext.load().group_quant_fp8(q, s, x, group_size, _ref.FP8_SCALE_EPS, pdl, _GQ_TRIGGERS[trigger], threads,
-                                    prefetch)
+                                    prefetch, carveout)
     return q, s
 
 

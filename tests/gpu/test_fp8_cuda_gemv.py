@@ -37,8 +37,6 @@ CODES = [11104, 11016, 41108, 12104, 32004, 22108, 14008, 34004, 81002, 11101, 1
 PREQ_CODES = [1011104, 1011016, 1041108, 1011116, 1011216, 1011312, 1021104, 1021204, 1031204]
 # x ahead (X = 1: each warp loads its next block's x before multiplying this one; R = 1, PF 1 or 2)
 XA_CODES = [10011116, 10011114, 10011212, 10021108, 11011114, 11011116, 11011212, 11041108]
-# x staged in shared memory (X = 2 / 3 / 4: clusters of 1 / 2 / 4 CTAs; Q = 1, R = 1, PF 1 or 2; sm_90)
-XS_CODES = [21011114, 31011114, 41011114, 31011214, 31011116, 31041108, 41041108, 21021108, 31011208]
 
 
 _ext = cuda_ext_ops
@@ -124,72 +122,8 @@ def test_x_ahead_configs(code, m):
     w, wsi = _weight(2112, 7168)
     x = _x(m, 7168, torch.bfloat16, 5)
     ws = ops._cuda_workspace(x.device)
-    # R = 2, PF = 0, X = 2 without pre-quantized x, a digit above X (code 5)
-    for bad in (10012108, 10011008, 20011116, 110011116):
+    for bad in (10012108, 10011008, 20011116, 110011116):  # R = 2, PF = 0, X = 2, a digit above X (code 5)
         assert C.fp8_block_gemv_supported(x, w, wsi, ws, bad) == 5, bad
-
-
-def _sm90():
-    return torch.cuda.get_device_capability()[0] == 9
-
-
-@pytest.mark.parametrize("code", XS_CODES)
-@pytest.mark.parametrize("m", [1, 3, 8, 9, 16])
-def test_x_staged_configs(code, m):
-    """X >= 2 moves only where x's codes and scales come from (shared memory, filled by bulk copies shared
-    over a cluster): against the reference, and bit for bit against the same code without X (same blocks
-    per warp, same sums). Shapes: 132 / 36 / 16 row tiles, one to four chunks per split."""
-    _ext()
-    if not _sm90():
-        pytest.skip("x staging is sm_90 only")
-    for n, k in [(2112, 7168), (576, 7168), (256, 1536)]:
-        w, wsi = _weight(n, k)
-        for dtype in (torch.bfloat16, torch.float16):
-            x = _x(m, k, dtype, m + code % 997, row_pad=64 if m % 2 else 0)
-            b = torch.randn(n, device=DEV).to(dtype) if m % 2 else None
-            what = f"M={m} {n}x{k} {dtype} config={code}"
-            y = ops.fp8_block_gemv_cuda(x, w, wsi, b, config=code)
-            assert y is not None, what
-            _check(y, x, w, wsi, b, what)
-            y0 = ops.fp8_block_gemv_cuda(x, w, wsi, b, config=code % 10000000)
-            assert y0 is not None and torch.equal(y, y0), f"x staging differs from {code % 10000000} ({what})"
-
-
-def test_x_staged_raw_op():
-    """The x-staging kernel on codes and scales with padded rows (x row stride K + 64 bytes, scale rows of
-    K / 128 + 4 floats), bit for bit against the register kernel on the same operands; and its refusals:
-    scale rows at 4-byte steps (4, misaligned), K / 128 not a multiple of 4 (4), row tiles not a multiple
-    of the cluster (5), no pre-quantized x (5), R = 2 (5), PF = 3 (5), X = 5 (5)."""
-    C = _ext()
-    if not _sm90():
-        pytest.skip("x staging is sm_90 only")
-    n, k, m = 2112, 7168, 11
-    w, wsi = _weight(n, k)
-    x = _x(m, k, torch.bfloat16, 21)
-    q0, s0 = ops.per_token_group_quant_fp8(x, 128)
-    q = torch.zeros(m, k + 64, device=DEV, dtype=torch.float8_e4m3fn)[:, :k]
-    q.copy_(q0)
-    s = torch.zeros(m, k // 128 + 4, device=DEV)[:, : k // 128]
-    s.copy_(s0)
-    ws = ops._cuda_workspace(x.device)
-    for code in (31011114, 41011212):
-        assert C.fp8_block_gemv_supported(q, w, wsi, ws, code, s) == 0, code
-        y = C.fp8_block_gemv_preq(q, s, w, wsi, None, ws, torch.bfloat16, code, False)
-        y0 = C.fp8_block_gemv_preq(q0, s0, w, wsi, None, ws, torch.bfloat16, code % 10000000, False)
-        assert torch.equal(y, y0), code
-    s_odd = torch.zeros(m, k // 128 + 1, device=DEV)[:, : k // 128]
-    s_odd.copy_(s0)
-    assert C.fp8_block_gemv_supported(q, w, wsi, ws, 31011114, s_odd) == 4
-    w9, wsi9 = _weight(256, 1152)
-    q9, s9 = ops.per_token_group_quant_fp8(_x(m, 1152, torch.bfloat16, 22), 128)
-    assert C.fp8_block_gemv_supported(q9, w9, wsi9, ws, 31011114, s9) == 4
-    w13, wsi13 = _weight(200, 1024)  # 13 row tiles
-    q13, s13 = ops.per_token_group_quant_fp8(_x(m, 1024, torch.bfloat16, 23), 128)
-    assert C.fp8_block_gemv_supported(q13, w13, wsi13, ws, 31011114, s13) == 5
-    assert C.fp8_block_gemv_supported(q13, w13, wsi13, ws, 21011114, s13) == 0  # no cluster: any tile count
-    assert C.fp8_block_gemv_supported(x, w, wsi, ws, 30011114) == 5
-    for bad in (31012108, 31011314, 51011114):
-        assert C.fp8_block_gemv_supported(q, w, wsi, ws, bad, s) == 5, bad
 
 
 @pytest.mark.parametrize("eager_cuda", [True, False])
@@ -208,6 +142,69 @@ def test_quantizer_trigger_same_result(monkeypatch, m, eager_cuda):
     y = ops.fp8_block_gemv_cuda(x, w, wsi, None)
     assert y is not None
     _check(y, x, w, wsi, None, f"M={m} table entry")
+
+
+@pytest.mark.parametrize("code", [11011114, 1011104, 11041108, 101042304, 11116])
+def test_carveout_same_result(code):
+    """A launch's shared-memory carveout (pdl.cuh) moves only where the driver splits L1 and shared memory: the
+    register kernels (in-kernel and pre-quantized x, split K) and the TMA ring give the same bits at 0, 10 and 100 %
+    as without one, against the reference too; a carveout outside -1 .. 100 is refused, naming it."""
+    C = _ext()
+    n, k = (7168, 16384) if code >= 100000000 else (2112, 7168)
+    w, wsi = _weight(n, k)
+    ws = ops._cuda_workspace(torch.device(DEV))
+    for m in (3, 16):
+        x = _x(m, k, torch.bfloat16, 300 + m)
+        q, s = ops.per_token_group_quant_fp8(x, 128)
+        preq = code // 1000000 % 10 == 1
+        if preq and C.fp8_block_gemv_supported(q, w, wsi, ws, code, s) != 0:
+            pytest.skip(f"config {code} unsupported here (sm_90 only for the TMA ring)")
+
+        def launch(cv):
+            if preq:
+                return C.fp8_block_gemv_preq(q, s, w, wsi, None, ws, torch.bfloat16, code, True, cv)
+            return C.fp8_block_gemv(x, w, wsi, None, ws, code, True, 1e-10, cv)
+
+        y0 = launch(-1)
+        _check(y0, x, w, wsi, None, f"M={m} config={code}")
+        for cv in (0, 10, 100):
+            assert torch.equal(launch(cv), y0), (code, m, cv)
+    for bad in (101, -2):
+        with pytest.raises(RuntimeError, match="carveout"):
+            launch(bad)
+
+
+def test_pair_carveout(monkeypatch):
+    """The decode pair on the CUDA quantizer gives both launches FP8_PAIR_CARVEOUT: the same bits as without
+    one (-1) and as the Triton quantizer's pair, eagerly and replayed from a CUDA graph."""
+    _ext()
+    n, k, m = 2112, 7168, 16
+    w, wsi = _weight(n, k)
+    x = _x(m, k, torch.bfloat16, 91)
+    monkeypatch.setattr(ops, "FP8_CUDA_QUANTIZER", "cuda")
+    ys = {}
+    for cv in (-1, 10, 0):
+        monkeypatch.setattr(ops, "FP8_PAIR_CARVEOUT", cv)
+        ys[cv] = ops.fp8_block_gemv_cuda(x, w, wsi, None, config=11011114, quant_pdl="first")
+        assert ys[cv] is not None
+    monkeypatch.setattr(ops, "FP8_CUDA_QUANTIZER", "triton")
+    monkeypatch.setattr(ops, "FP8_EAGER_QUANT_CUDA", False)
+    yt = ops.fp8_block_gemv_cuda(x, w, wsi, None, config=11011114, quant_pdl="early")
+    assert torch.equal(ys[10], ys[-1]) and torch.equal(ys[0], ys[-1]) and torch.equal(yt, ys[-1])
+    _check(ys[10], x, w, wsi, None, "pair with a carveout")
+    monkeypatch.setattr(ops, "FP8_CUDA_QUANTIZER", "cuda")
+    monkeypatch.setattr(ops, "FP8_PAIR_CARVEOUT", 10)
+    st = torch.cuda.Stream()
+    st.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(st):
+        ops.fp8_block_gemv_cuda(x, w, wsi, None, config=11011114, quant_pdl="first")  # warm-up outside the capture
+    torch.cuda.current_stream().wait_stream(st)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        yg = ops.fp8_block_gemv_cuda(x, w, wsi, None, config=11011114, quant_pdl="first")
+    g.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(yg, ys[-1])
 
 
 def test_preq_raw_op():
@@ -269,16 +266,18 @@ def test_graph_replay_split_k():
         assert int(ws[: ops._CUDA_WS_COUNTERS].abs().sum()) == 0, key
 
 
-@pytest.mark.parametrize("code", [11011114, 31011114])
+@pytest.mark.parametrize("quantizer", ["triton", "cuda"])
 @pytest.mark.parametrize("trigger", ["first", "early"])
-def test_pair_chain_in_a_graph(trigger, code):
+def test_pair_chain_in_a_graph(monkeypatch, trigger, quantizer):
     """Quantizer + GEMV pairs back to back in one CUDA graph, each layer's input the previous
     layer's output (GEMV -> quantizer -> GEMV, all PDL launches, no kernel in between): with the
     quantizer's trigger "first" the next GEMV is scheduled while the quantizer still waits for the
     GEMV before it, so every read of a result must still come after its producer. Replays on fresh x:
     each layer's output against the reference on that layer's input, and the whole chain bit for bit
-    against the same chain run eagerly without PDL."""
+    against the same chain run eagerly without PDL. On either quantizer (the CUDA one's pairs launch with
+    FP8_PAIR_CARVEOUT)."""
     _ext()
+    monkeypatch.setattr(ops, "FP8_CUDA_QUANTIZER", quantizer)
     n = k = 2048  # square, so the chain feeds itself; 16 row tiles
     m, depth = 16, 6
     layers = [_weight(n, k, seed=40 + i) for i in range(depth)]
@@ -287,7 +286,7 @@ def test_pair_chain_in_a_graph(trigger, code):
     def chain(h, pdl, qmode):
         outs = []
         for w, wsi in layers:
-            h = ops.fp8_block_gemv_cuda(h, w, wsi, None, config=code, pdl=pdl, quant_pdl=qmode)
+            h = ops.fp8_block_gemv_cuda(h, w, wsi, None, config=11011114, pdl=pdl, quant_pdl=qmode)
             assert h is not None
             outs.append(h)
         return outs

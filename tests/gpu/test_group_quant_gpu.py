@@ -109,6 +109,19 @@ def test_launch_knobs(trigger, threads):
                          want, f"pdl={pdl} {trigger} {threads} prefetch={prefetch}")
 
 
+def test_carveout():
+    """A preferred shared-memory carveout on the launch (0, 10, 100 %) gives the same codes and scales as none;
+    one outside -1 .. 100 is refused, naming it."""
+    _ext()
+    x = _x(16, 7168, torch.bfloat16, 31)
+    want = ops.quant_fp8_cuda(x, 128, pdl=True, trigger="first")
+    for cv in (0, 10, 100):
+        _assert_same(ops.quant_fp8_cuda(x, 128, pdl=True, trigger="first", carveout=cv), want, f"carveout {cv}")
+    for bad in (101, -2):
+        with pytest.raises(RuntimeError, match="carveout"):
+            ops.quant_fp8_cuda(x, 128, carveout=bad)
+
+
 def test_negative_zero_keeps_its_sign():
     """-0 gives code 0x80 as IEEE division and the CPU reference do (the Triton kernel gives 0x00)."""
     _ext()
