@@ -202,8 +202,15 @@ FP8_CUDA_MAX_M: "int | dict" = {
 # M = 16 / 12 / 9 7.30 / 6.55 / 6.29 vs row-major 7.02 / 6.42 / 6.30, after the quantizer 8.46 / 8.00 / 7.77
 # vs 8.13 / 7.89 / 7.82: row-major kept. Run 5: the quantizer's rows per program 2 as 1 (8.17 vs 8.20), 4
 # and 16 (eight-warp programs, which leave no room for the GEMV's CTAs beside them) 11.3-12.0.
+# Session 46 (benchmarks/results/session46): the pair on the CUDA quantizer with trigger "first" and both launches
+# at FP8_PAIR_CARVEOUT (a common L1 / shared-memory split, see there). Run 4, probe_fp8_preq.py (same method):
+# 2112x7168 M = 16 7.96-7.98 (carveout 10 / 14) vs the Triton pair 8.19-8.20, M = 9 7.51-7.53 vs 7.86-7.88;
+# bench_linear (two passes each, alternated): M = 16 8.04 / 8.05 vs 8.27 / 8.27, M = 9 7.51 / 7.52 vs 7.89 / 7.90.
+# Also faster there, not adopted: 1536x7168 / 576x7168 at M = 16 on the CUDA quantizer "first", 7.17 / 5.87 vs
+# 7.64 / 6.45 (with or without the carveout); they are the two separate layers the merged 2112-row layer is
+# measured against, and the 2112x7168 row alone is what this change was measured for.
 FP8_CUDA_CONFIG: "int | dict" = {
-    (2112, 7168): ((8, 10011116), (16, 11011114, "early")),
+    (2112, 7168): ((8, 10011116), (16, 11011114, "first", "cuda")),
     (1536, 7168): ((8, 10011116), (16, 11011116, "early")),
     (576, 7168): ((8, 10041108), (16, 11041108, "early")),
     (7168, 16384): ((16, 101042304, "early"),),

@@ -257,8 +257,9 @@ def test_scaled_mm_path_quantizer(monkeypatch, M):
                                    (7168, 16384, 16), (576, 7168, 12)])
 def test_eager_calls_take_the_cuda_quantizer(monkeypatch, N, K, M):
     """FP8_EAGER_QUANT_CUDA: an eager fp8_block_linear on the decode pair or the Triton GEMM path launches the CUDA
-    quantizer; the same call captured in a CUDA graph launches the Triton one (none of the CUDA's); outputs equal
-    bit for bit, and equal to the eager call with the switch off (Triton's quantizer)."""
+    quantizer; the same call captured in a CUDA graph launches the one its table row names (the CUDA one only on a
+    decode pair whose FP8_CUDA_CONFIG row says "cuda", e.g. 2112x7168 at M = 9-16); outputs equal bit for bit, and
+    equal to the eager call with the switch off."""
     _ext()
     g = torch.Generator(device=DEV).manual_seed(N + M)
     w = (torch.randn(N, K, device=DEV, generator=g) * 60).to(FP8_E4M3)
@@ -266,6 +267,9 @@ def test_eager_calls_take_the_cuda_quantizer(monkeypatch, N, K, M):
     x = _x(M, K, torch.bfloat16, seed=M + 1)
     backend = ops.fp8_block_backend(x, w, (128, 128), wsi)
     assert backend in ("cuda", "triton"), backend
+    code = ops._cuda_config(M, N, K)
+    # 1 when the captured call is a decode pair whose row names the CUDA quantizer
+    row_cuda = int(backend == "cuda" and code // ops._CUDA_PREQ % 10 == 1 and ops._cuda_quantizer(M, N, K) == "cuda")
     calls = []
     real = ops.quant_fp8_cuda
     monkeypatch.setattr(ops, "quant_fp8_cuda", lambda *a, **k: calls.append(1) or real(*a, **k))
@@ -279,13 +283,13 @@ def test_eager_calls_take_the_cuda_quantizer(monkeypatch, N, K, M):
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         captured = ops.fp8_block_linear(x, w, wsi)
-    assert len(calls) == 2, calls  # the side-stream warm-up only
+    assert len(calls) == 2 + row_cuda, (calls, row_cuda)  # the side-stream warm-up, and the row's own choice
     graph.replay()
     torch.cuda.synchronize()
     assert torch.equal(captured, eager)
     monkeypatch.setattr(ops, "FP8_EAGER_QUANT_CUDA", False)
     assert torch.equal(ops.fp8_block_linear(x, w, wsi), eager)
-    assert len(calls) == 2
+    assert len(calls) == 2 + 2 * row_cuda
     want = ref.fp8_block_linear_ref(x.cpu(), w.cpu(), wsi.cpu(), (128, 128)).float()
     rel = ((eager.cpu().float() - want).norm() / want.norm()).item()
     assert rel <= 1e-2, rel

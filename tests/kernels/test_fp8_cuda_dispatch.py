@@ -115,13 +115,17 @@ def _tma_keys() -> set[int]:
 
 
 def test_config_codes_well_formed():
-    """Every T = 1 code names a compiled TMA ring shape with pre-quantized x; every other code in FP8_CUDA_CONFIG is X * 10000000 + Q * 1000000 + S * 10000 + R * 1000 + PF * 100 + W
+    """Every row's trigger and quantizer (if any) are ones the launches know; every T = 1 code names a
+    compiled TMA ring shape with pre-quantized x; every other code in FP8_CUDA_CONFIG is
+    X * 10000000 + Q * 1000000 + S * 10000 + R * 1000 + PF * 100 + W
     with X, Q in {0, 1} (x ahead, pre-quantized x), R in {1, 2, 4}, PF <= 3, no R = 4 with Q = 1 and
     X = 1 only with R = 1, PF in {1, 2} (the compiled instances)."""
     table = ops.FP8_CUDA_CONFIG
     entries = table.values() if isinstance(table, dict) else [table]
     rows = [x for e in entries if isinstance(e, (tuple, list)) for x in e]
-    assert all(len(x) == 2 or (len(x) == 3 and x[2] in ("early", "late")) for x in rows), rows
+    # (max_m, code), (max_m, code, trigger) or (max_m, code, trigger, quantizer); a quantizer only on a Q = 1 code
+    assert all(len(x) == 2 or (len(x) in (3, 4) and x[2] in ops._GQ_TRIGGERS) for x in rows), rows
+    assert all(x[3] in ("triton", "cuda") and x[1] // ops._CUDA_PREQ % 10 == 1 for x in rows if len(x) == 4), rows
     codes = [c for e in entries for c in ((x[1] for x in e) if isinstance(e, (tuple, list)) else [e])]
     tma_keys = _tma_keys()
     for code in codes:
