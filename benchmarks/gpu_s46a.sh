@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 46 run 1 at 1d1f023.
 # Session 46 run 1: is the pre-quantized FP8 decode GEMV on 2112x7168 at M = 16 bound by x's L2 traffic?
 # probe_fp8_xtraffic.py: the GEMV with x rows aliased (stride 0) and / or hot weights against the committed code,
 # and the two-row-tile, two-split codes (half of x per CTA) alone and after the quantizer, at M = 16 / 12 / 8.

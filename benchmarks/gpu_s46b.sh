@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 46 run 2 at ed65826 (the x-staging kernel is not compiled since: notes/s46_x_staging.patch).
 # Session 46 run 2: the x-staging FP8 decode GEMM (csrc/fp8_gemv_xs.cuh, X = 2 / 3 / 4: x's codes and scales
 # bulk-copied into shared memory, shared over clusters of 1 / 2 / 4 CTAs). Its GPU tests; the GEMV alone and after
 # the quantizer against the committed code on 2112x7168 at M = 16 / 12 / 9 (probe_fp8_xtraffic.py, cold weights,

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 46 run 3 at 6601249 (QLINEAR_SMEM_CARVEOUT, a function attribute on every CUDA launch, was
+# replaced by the per-launch carveout of FP8_PAIR_CARVEOUT in be0005e).
 # Session 46 run 3: do the quantizer and the GEMV of the FP8 decode pair lose their PDL overlap to different
 # shared-memory configurations? probe_fp8_preq.py on 2112x7168 at M = 16 / 9 (cold weights, x rotated, alternated
 # replays): the committed pair (Triton quantizer, trigger early) and the CUDA quantizer's (early / first), with the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 46 run 4 at be0005e.
 # Session 46 run 4: the decode pair's common shared-memory carveout (FP8_PAIR_CARVEOUT, a launch attribute of both
 # kernels when the quantizer is the CUDA one). The FP8 decode GEMV and quantizer GPU test files; probe_fp8_preq.py
 # (cold weights, x rotated, alternated replays) with FP8_PAIR_CARVEOUT -1 / 7 / 10 / 14 on 2112x7168 (M = 16, 9),

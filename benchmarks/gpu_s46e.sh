@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 46 run 5 at 83f40a0 (from the working tree, QLINEAR_GIT_COMMIT set: the tree with build/snap
+# carried was over the device tool's 64 MiB).
 # Session 46 run 5: the committed tree (the 2112x7168 M = 9-16 decode pair on the CUDA quantizer, trigger first,
 # both launches at FP8_PAIR_CARVEOUT = 10). The FP8 decode GEMV and quantizer GPU tests, the issue-4 acceptance run
 # (bench_linear --format fp8-block, every M), then the CUDA quantizer's threads per CTA in that pair (probe, 96 / 128

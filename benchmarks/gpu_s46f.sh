@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 46 run 6 at 97c60f8.
 # Session 46 run 6: with the pair's common carveout, do the GEMV codes that preload more weights before the PDL wait
 # (PF = 2: two k-blocks per warp) or hold fewer warps now win on 2112x7168 at M = 16? probe_fp8_preq.py (cold weights,
 # x rotated, alternated replays), CUDA quantizer trigger first, FP8_PAIR_CARVEOUT as committed; then bench_linear at

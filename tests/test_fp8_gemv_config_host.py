@@ -73,4 +73,3 @@ def test_tma_codes(tool):
     assert got[(101042304, 16, True)][1] == 101042304
     assert got[(111041402, 1, True)][1] == 111041402
     assert got[(100000000, 16, True)][1] == 101042404
-
