@@ -68,7 +68,8 @@ def main() -> None:
                     help="x copies the calls rotate through (1: one x, L2-resident; 8: read from HBM as bench_linear's)")
     ap.add_argument("--triton-carveout", type=int, default=-1,
                     help="set this preferred shared-memory carveout (0-100) on the Triton quantizer's compiled kernels "
-                         "after their first call (the CUDA kernels take QLINEAR_SMEM_CARVEOUT from the environment)")
+                         "after their first call (the CUDA quantizer's pairs take qlinear.ops.fp8.FP8_PAIR_CARVEOUT, "
+                         "which benchmarks/with_setting.py can set)")
     ap.add_argument("--no-check", action="store_true",
                     help="time candidates without checking their output (diagnostic kernel variants)")
     args = ap.parse_args()
