@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 47 run 1 at df7539d (the staged-weight kernel it measured was removed after it: notes/s47_staged_weights.patch).
 # Session 47 run 1: the staged-weight FP8 decode GEMV (code digit X = 2, fp8_gemv_ws_kernel: every k-block of a
 # warp's weights copied into shared memory with cp.async before the PDL wait) on 2112x7168. Its GPU tests (bit-equal
 # to the x-ahead register kernel at the same warps), then probe_fp8_preq.py (cold weights, x rotated, alternated

@@ -47,8 +47,6 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
-#include "bulk_copy.cuh"
-#include "cp_async.cuh"
 #include "norm_quant.cuh"
 #include "pdl.cuh"
 
@@ -464,107 +462,6 @@ __global__ void __launch_bounds__(max_threads(NT, R, PF, PQ, XA), 1) fp8_gemv_ke
   }
 
   reduce_store<XT, NT, R>(acc, red, p, tg, split, row0);
-}
-
-// Staged weights (WS, code digit X = 2; R = 1, one CTA per 16-row tile and split): before the PDL wait each
-// lane requests, with cp.async into its own slots of shared memory, the weight bytes of every k-block its
-// warp will multiply (at most NB blocks: the warp's blocks kb_lo + warp + j W, j < NB), one copy group per
-// block; the register kernel holds only PF blocks in flight. The whole tile is then in flight while the
-// previous grid (the quantizer) finishes, bounded by shared memory rather than by registers. After the wait
-// the warp loads x one block ahead (as XA) and multiplies block j once its group has landed
-// (wait_group NB - 1 - j). Each lane reads back only the bytes it copied, so no barrier is needed.
-// Shared memory: W x NB x 4 x 32 uint4 slots ([warp][j][h * 2 + c][lane]: a warp's 16-byte reads of one
-// slot row are 512 contiguous bytes), then reduce_store's buffer.
-inline size_t ws_smem_bytes(int NB, int NT, int warps) {
-  return static_cast<size_t>(warps) * NB * 4 * 32 * 16 + smem_bytes(1, NT, warps);
-}
-
-template <int N>
-__device__ __forceinline__ void ws_wait(int left) {
-  // wait_group takes an immediate: left (NB - 1 - j, known after unrolling) picks the instruction
-  if constexpr (N > 0) {
-    if (left >= N) {
-      cpa::cp_wait<N>();
-      return;
-    }
-    ws_wait<N - 1>(left);
-  } else {
-    cpa::cp_wait<0>();
-  }
-}
-
-template <typename XT, int NT, int NB, bool PQ>
-__global__ void __launch_bounds__(512, 1) fp8_gemv_ws_kernel(const Params p) {
-  extern __shared__ __align__(16) unsigned char ws_smem[];
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, W = blockDim.x >> 5;
-  const int g = lane >> 2, t = lane & 3;
-  const int tg = blockIdx.x, split = blockIdx.y;
-  const int row0 = tg * 16;
-  const int kb_lo = split * p.kb_per_split;
-  const int kb_hi = min(kb_lo + p.kb_per_split, p.kb);
-  uint4* slots = reinterpret_cast<uint4*>(ws_smem) + static_cast<size_t>(warp) * NB * 4 * 32 + lane;
-  float* red = reinterpret_cast<float*>(ws_smem + static_cast<size_t>(W) * NB * 4 * 32 * 16);
-
-  int rows[1][2];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) rows[0][h] = min(row0 + h * 8 + g, p.n - 1);
-
-  const int kb0 = kb_lo + warp;
-  float sw[NB];
-#pragma unroll
-  for (int j = 0; j < NB; ++j) {
-    const int kbj = kb0 + j * W;
-    sw[j] = 0.f;
-    if (kbj < kb_hi) {
-      const uint8_t* base = p.w + static_cast<int64_t>(kbj) * 128 + 16 * t;
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const uint8_t* row = base + static_cast<int64_t>(rows[0][h]) * p.w_stride;
-#pragma unroll
-        for (int c = 0; c < 2; ++c) cpa::cp16(tma::smem_u32(slots + (j * 4 + h * 2 + c) * 32), row + c * 64, 16);
-      }
-      sw[j] = __ldg(p.wsi + static_cast<int64_t>(rows[0][0] / 128) * p.wsi_s0 + static_cast<int64_t>(kbj) * p.wsi_s1);
-    }
-    cpa::cp_commit();
-  }
-
-  pdl::wait();
-  pdl::launch_dependents();
-
-  float acc[1][NT][4];
-#pragma unroll
-  for (int nt = 0; nt < NT; ++nt) acc[0][nt][0] = acc[0][nt][1] = acc[0][nt][2] = acc[0][nt][3] = 0.f;
-
-  const void* xrow[NT];
-  bool xvalid[NT];
-#pragma unroll
-  for (int nt = 0; nt < NT; ++nt) {
-    const int m = nt * 8 + g;
-    xvalid[nt] = m < p.m;
-    const int64_t off = static_cast<int64_t>(xvalid[nt] ? m : 0) * p.x_stride;
-    if constexpr (PQ)
-      xrow[nt] = static_cast<const uint8_t*>(p.x) + off;
-    else
-      xrow[nt] = static_cast<const XT*>(p.x) + off;
-  }
-
-  XLoad<NT, PQ> xn;
-  if (kb0 < kb_hi) load_x<XT, NT, PQ>(xn, xrow, xvalid, kb0, t, p);
-#pragma unroll
-  for (int j = 0; j < NB; ++j) {
-    const int kbj = kb0 + j * W;
-    if (kbj >= kb_hi) break;
-    XLoad<NT, PQ> xc = xn;
-    if (kbj + W < kb_hi) load_x<XT, NT, PQ>(xn, xrow, xvalid, kbj + W, t, p);
-    ws_wait<NB - 1>(NB - 1 - j);
-    WStage<1> st;
-#pragma unroll
-    for (int i = 0; i < 4; ++i) st.v[0][i >> 1][i & 1] = slots[(j * 4 + i) * 32];
-    st.sw[0] = sw[j];
-    do_block<XT, NT, 1, PQ, true>(acc, st, xc, xrow, xvalid, kbj, t, p);
-  }
-
-  reduce_store<XT, NT, 1>(acc, red, p, tg, split, row0);
 }
 
 }  // namespace fp8g

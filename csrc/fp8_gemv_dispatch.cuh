@@ -13,8 +13,6 @@ namespace fp8g {
 // Compiled (R, PF) pairs as R * 10 + PF (pre-quantized x: all but 40); with x ahead (XA) 11 and 12.
 constexpr int kPairs[] = {10, 11, 12, 13, 20, 21, 22, 40};
 constexpr int kPairsXA[] = {11, 12};
-// Staged weights (X = 2, fp8_gemv_ws_kernel): the k-blocks per warp its shared memory holds (the code's PF digit).
-constexpr int kWsBlocks[] = {4};
 inline bool pair_compiled(int r, int pf, bool pq, bool xa = false) {
   if (xa) return code_listed(kPairsXA, r * 10 + pf);
   return !(pq && r == 4) && code_listed(kPairs, r * 10 + pf);
@@ -27,25 +25,8 @@ cudaError_t launch_one(const Params& p, int tgs, int warps, bool pdl, cudaStream
                              smem_bytes(R, NT, warps), stream, pdl, 1, p.carveout, p);
 }
 
-template <typename XT, int NT, int NB, bool PQ>
-cudaError_t launch_ws(const Params& p, int tgs, int warps, bool pdl, cudaStream_t stream) {
-  const auto kernel = fp8_gemv_ws_kernel<XT, NT, NB, PQ>;
-  const size_t smem = ws_smem_bytes(NB, NT, warps);
-  const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
-  if (e != cudaSuccess) return e;
-  const dim3 grid(static_cast<unsigned>(tgs), static_cast<unsigned>(p.splits));
-  return pdl::launch_smem_cv(kernel, grid, dim3(32 * warps), smem, stream, pdl, 1, p.carveout, p);
-}
-
-// xa: the code's X digit (0 none, 1 x ahead, 2 staged weights with x ahead; then pf = NB).
 template <typename XT, int NT, bool PQ>
-cudaError_t launch_nt(const Params& p, int r, int pf, int xa, int warps, int tgs, bool pdl, cudaStream_t stream) {
-  if (xa == 2) {
-    if (r != 1) return cudaErrorInvalidValue;
-    return with_listed_code<kWsBlocks>(pf, cudaErrorInvalidValue, [&](auto nb) {
-      return launch_ws<XT, NT, decltype(nb)::value, PQ>(p, tgs, warps, pdl, stream);
-    });
-  }
+cudaError_t launch_nt(const Params& p, int r, int pf, bool xa, int warps, int tgs, bool pdl, cudaStream_t stream) {
   if (xa) {
     switch (r * 10 + pf) {
       case 11: return launch_one<XT, NT, 1, 1, PQ, true>(p, tgs, warps, pdl, stream);
@@ -70,15 +51,15 @@ cudaError_t launch_nt(const Params& p, int r, int pf, int xa, int warps, int tgs
   }
 }
 
-// bf16: out / bias (and unquantized x) dtype; two: M > 8 (two token tiles); xa: the X digit (launch_nt). launch_quant:
+// bf16: out / bias (and unquantized x) dtype; two: M > 8 (two token tiles); xa: x ahead. launch_quant:
 // x quantized in the kernel (fp8_gemv_launch.cu), launch_preq: pre-quantized x (fp8_gemv_launch_preq.cu).
-cudaError_t launch_quant(const Params& p, bool bf16, bool two, int r, int pf, int xa, int warps, int tgs, bool pdl,
+cudaError_t launch_quant(const Params& p, bool bf16, bool two, int r, int pf, bool xa, int warps, int tgs, bool pdl,
                          cudaStream_t stream);
-cudaError_t launch_preq(const Params& p, bool bf16, bool two, int r, int pf, int xa, int warps, int tgs, bool pdl,
+cudaError_t launch_preq(const Params& p, bool bf16, bool two, int r, int pf, bool xa, int warps, int tgs, bool pdl,
                         cudaStream_t stream);
 
 #define QLINEAR_FP8G_LAUNCH_PQ(NAME, PQ)                                                                      \
-  cudaError_t NAME(const Params& p, bool bf16, bool two, int r, int pf, int xa, int warps, int tgs, bool pdl,  \
+  cudaError_t NAME(const Params& p, bool bf16, bool two, int r, int pf, bool xa, int warps, int tgs, bool pdl, \
                    cudaStream_t stream) {                                                                     \
     if (bf16)                                                                                                  \
       return two ? launch_nt<__nv_bfloat16, 2, PQ>(p, r, pf, xa, warps, tgs, pdl, stream)                      \

@@ -15,8 +15,7 @@ namespace {
 
 using fp8g::Params;
 
-// X = 2 (staged weights) holds no weight registers: 16 warps at every M.
-int max_warps(int nt, int r, int pf, bool pq, int xa) { return xa == 2 ? 16 : fp8g::max_threads(nt, r, pf, pq, xa != 0) / 32; }
+int max_warps(int nt, int r, int pf, bool pq, bool xa) { return fp8g::max_threads(nt, r, pf, pq, xa) / 32; }
 
 int64_t partial_words(const Fp8GemvArgs& a, const Fp8GemvConfig& c) {
   const int nt = a.m > 8 ? 2 : 1;
@@ -76,17 +75,13 @@ Fp8GemvConfig fp8_gemv_resolve(const Fp8GemvArgs& a, int64_t code) {
     if (c.warps <= 0) c.warps = 4;
     return c;
   }
-  if (c.xa == 2) {
-    // staged weights: one row tile per CTA, NB = 4 blocks per warp unless the code names another
-    if (c.r <= 0) c.r = 1;
-    if (c.pf <= 0) c.pf = 4;
-  } else if (c.r <= 0) {
+  if (c.r <= 0) {
     c.r = c.xa || pq || a.m <= 4 ? 1 : (a.m <= 8 ? 2 : 4);
     c.pf = c.r <= 2 ? 1 : 0;
   }
   const int64_t kb = a.k / 128;
   const int64_t tgs = cdiv64(cdiv64(a.n, 16), c.r);
-  const int wmax = max_warps(a.m > 8 ? 2 : 1, c.r, c.pf, pq, c.xa);
+  const int wmax = max_warps(a.m > 8 ? 2 : 1, c.r, c.pf, pq, c.xa != 0);
   const int64_t target = static_cast<int64_t>(devattr::sm_count()) * (c.r >= 4 ? 8 : 16);
   int64_t wpt = cdiv64(target, tgs);
   const int64_t cap = kb / 2 > 0 ? kb / 2 : 1;
@@ -125,19 +120,11 @@ Fp8GemvSupport fp8_gemv_supported(const Fp8GemvArgs& a, int64_t code) {
     return Fp8GemvSupport::kMisaligned;
   const Fp8GemvConfig c = fp8_gemv_resolve(a, code);
   const int q = fp8_gemv_decode(code).preq;  // as asked (resolve sets c.preq from the operands)
-  if (code >= 200000000 || q > 1 || (q == 1 && !pq) || c.xa > 2)
+  if (code >= 200000000 || q > 1 || (q == 1 && !pq) || c.xa > 1)
     return Fp8GemvSupport::kBadConfig;
   if (c.tma == 1) return tma_supported(a, c);
-  if (c.xa == 2) {
-    // staged weights: R = 1, a compiled NB that holds every block of a warp, shared memory the device grants
-    const int64_t kbs = cdiv64(a.k / 128, c.splits);
-    if (c.r != 1 || !code_listed(fp8g::kWsBlocks, c.pf) || c.warps < 1 || c.warps > 16 || c.splits < 1 ||
-        c.splits > 99 || cdiv64(kbs, c.warps) > c.pf ||
-        fp8g::ws_smem_bytes(c.pf, a.m > 8 ? 2 : 1, c.warps) > static_cast<size_t>(devattr::smem_optin()))
-      return Fp8GemvSupport::kBadConfig;
-  } else
   if (!fp8g::pair_compiled(c.r, c.pf, pq, c.xa != 0) || c.warps < 1 ||
-      c.warps > max_warps(a.m > 8 ? 2 : 1, c.r, c.pf, pq, c.xa) || c.splits < 1 || c.splits > 99)
+      c.warps > max_warps(a.m > 8 ? 2 : 1, c.r, c.pf, pq, c.xa != 0) || c.splits < 1 || c.splits > 99)
     return Fp8GemvSupport::kBadConfig;
   if (c.splits > 1) {
     const int64_t tgs = cdiv64(cdiv64(a.n, 16), c.r);
@@ -181,14 +168,14 @@ cudaError_t fp8_gemv_launch(const Fp8GemvArgs& a, cudaStream_t stream, int64_t c
   const int tgs = static_cast<int>(cdiv64(cdiv64(a.n, 16), c.r));
   const bool use_pdl = pdl && devattr::cc_major() >= 9;
   const bool bf16 = a.dtype == Fp8GDType::kBFloat16, two = a.m > 8;
-  const bool xa = c.xa != 0;  // the TMA ring's X digit: its early trigger
+  const bool xa = c.xa != 0;
   if (c.tma == 1) {
     p.splits = 1;  // one CTA per row tile over the whole K: reduce_store sums the warps only
     p.kb_per_split = p.kb;
     return fp8g::launch_tma(p, bf16, tma_key(c), xa, use_pdl, stream);
   }
-  if (a.x_scales != nullptr) return fp8g::launch_preq(p, bf16, two, c.r, c.pf, c.xa, c.warps, tgs, use_pdl, stream);
-  return fp8g::launch_quant(p, bf16, two, c.r, c.pf, c.xa, c.warps, tgs, use_pdl, stream);
+  if (a.x_scales != nullptr) return fp8g::launch_preq(p, bf16, two, c.r, c.pf, xa, c.warps, tgs, use_pdl, stream);
+  return fp8g::launch_quant(p, bf16, two, c.r, c.pf, xa, c.warps, tgs, use_pdl, stream);
 }
 
 }  // namespace qlinear

@@ -36,7 +36,6 @@
 
 #include "bulk_copy.cuh"
 #include "code_list.h"
-#include "cp_async.cuh"
 #include "pdl.cuh"
 
 namespace qlinear {
@@ -784,11 +783,20 @@ struct RingParams {
 };
 
 using tma::smem_u32;
-using cpa::cp16;
-using cpa::cp8;
-using cpa::cp4;
-using cpa::cp_commit;
-using cpa::cp_wait;
+__device__ __forceinline__ void cp16(uint32_t dst, const void* src, int n) {
+  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(n));
+}
+__device__ __forceinline__ void cp8(uint32_t dst, const void* src, int n) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;" ::"r"(dst), "l"(src), "r"(n));
+}
+__device__ __forceinline__ void cp4(uint32_t dst, const void* src, int n) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(dst), "l"(src), "r"(n));
+}
+__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
 
 // Row pitches of a ring stage holding sbs superblocks per row: weights (= 64 mod 128) and x
 // (= 32 mod 128), and the stage's layout (16-byte aligned offsets) for wr 16-row tiles and xrows

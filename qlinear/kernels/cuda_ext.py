@@ -71,7 +71,6 @@ HEADERS = (
     "group_quant_launch.h",
     "pdl.cuh",
     "bulk_copy.cuh",
-    "cp_async.cuh",
     "cluster.cuh",
     "w4a16_gemv.cuh",
     "w4a16_tma.cuh",

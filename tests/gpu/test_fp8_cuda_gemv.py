@@ -37,8 +37,6 @@ CODES = [11104, 11016, 41108, 12104, 32004, 22108, 14008, 34004, 81002, 11101, 1
 PREQ_CODES = [1011104, 1011016, 1041108, 1011116, 1011216, 1011312, 1021104, 1021204, 1031204]
 # x ahead (X = 1: each warp loads its next block's x before multiplying this one; R = 1, PF 1 or 2)
 XA_CODES = [10011116, 10011114, 10011212, 10021108, 11011114, 11011116, 11011212, 11041108]
-# staged weights (X = 2: every k-block of a warp copied into shared memory before the PDL wait; PF = blocks per warp)
-WS_CODES = [21011414, 21011416, 20011414, 20011416, 21041408, 21021412]
 
 
 _ext = cuda_ext_ops
@@ -124,37 +122,7 @@ def test_x_ahead_configs(code, m):
     w, wsi = _weight(2112, 7168)
     x = _x(m, 7168, torch.bfloat16, 5)
     ws = ops._cuda_workspace(x.device)
-    for bad in (10012108, 10011008, 30011116, 110011116):  # R = 2, PF = 0, X = 3, a digit above X (code 5)
-        assert C.fp8_block_gemv_supported(x, w, wsi, ws, bad) == 5, bad
-
-
-@pytest.mark.parametrize("code", WS_CODES)
-@pytest.mark.parametrize("m", [1, 5, 8, 9, 16])
-def test_staged_weight_configs(code, m):
-    """X = 2 moves only where the weights wait (shared memory instead of registers): against the reference, and
-    bit for bit against the x-ahead code with the same warps and splits (the same blocks per warp in the same
-    order); a code whose warps would need more blocks each than it holds, R > 1, or an NB not compiled is refused."""
-    C = _ext()
-    for n, k in [(2112, 7168), (200, 1024)]:
-        w, wsi = _weight(n, k)
-        for dtype in (torch.bfloat16, torch.float16):
-            x = _x(m, k, dtype, m + code % 983, row_pad=64 if m % 2 else 0)
-            b = torch.randn(n, device=DEV).to(dtype) if m % 2 else None
-            what = f"M={m} {n}x{k} {dtype} config={code}"
-            y = ops.fp8_block_gemv_cuda(x, w, wsi, b, config=code)
-            assert y is not None, what
-            _check(y, x, w, wsi, b, what)
-            same = code - 10000000 - 300  # X = 1, PF = 1: the register kernel's order
-            y0 = ops.fp8_block_gemv_cuda(x, w, wsi, b, config=same)
-            if y0 is None:  # over the register kernel's cap (two token tiles of 16-bit x: W <= 12)
-                assert m > 8 and code // 1000000 == 20 and code % 100 > 12, what
-                continue
-            assert torch.equal(y, y0), f"staged weights differ from {same} ({what})"
-    w, wsi = _weight(2112, 7168)
-    x = _x(m, 7168, torch.bfloat16, 7)
-    ws = ops._cuda_workspace(x.device)
-    # 4 warps x NB 4 < 56 blocks, R = 2, NB 3 not compiled, X = 3
-    for bad in (20011404, 20012414, 20011314, 30011114):
+    for bad in (10012108, 10011008, 20011116, 110011116):  # R = 2, PF = 0, X = 2, a digit above X (code 5)
         assert C.fp8_block_gemv_supported(x, w, wsi, ws, bad) == 5, bad
 
 
