@@ -260,6 +260,8 @@ FP8_CUDA_QUANTIZER = "triton"
 FP8_PAIR_CARVEOUT = 10
 # The CUDA quantizer's threads per CTA there, and whether it asks L2 for x before its PDL wait.
 FP8_CUDA_QUANT_THREADS = 128
+# Diagnostic (session 47 run 3): bytes of padding after each row of the CUDA quantizer's codes (a multiple of 16).
+FP8_CUDA_QUANT_ROW_PAD = 0
 FP8_CUDA_QUANT_PREFETCH = False
 # per_token_group_quant_fp8's automatic choice on CUDA tensors, and the quantizer of the scaled_mm path: the
 # CUDA quantizer where it applies (True), else Triton; launched with FP8_QUANT_CUDA_THREADS threads per CTA and
@@ -672,7 +674,7 @@ def quant_fp8_cuda(
         raise ValueError(f"trigger: expected one of {tuple(_GQ_TRIGGERS)}, got {trigger!r}")
     M, K = x.shape
     M_pad = cdiv(M, pad_rows_to) * pad_rows_to
-    q = torch.empty((M_pad, K), dtype=FP8_E4M3, device=x.device)
+    q = torch.empty((M_pad, K + FP8_CUDA_QUANT_ROW_PAD), dtype=FP8_E4M3, device=x.device)[:, :K]
     s = empty_group_scales(M_pad, cdiv(K, group_size), column_major_scales, x.device)
     cuda_ext.load().group_quant_fp8(q, s, x, group_size, _ref.FP8_SCALE_EPS, pdl, _GQ_TRIGGERS[trigger], threads,
                                     prefetch, carveout)
