@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 47 run 3 at 8352256 (QLINEAR_FP8_ROT was removed after it: no gain).
 # Session 47 run 3: run 2 found identical 2112x7168 M = 16 layer calls taking 7.95-8.20 us depending on the graph (the
 # same graph index the same time in two processes: buffer placement). Two levers on where all 132 CTAs read x at the
 # same moment: CTA tg visiting its warps' k-blocks from (tg * r) % 4 on (QLINEAR_FP8_ROT=r, a diagnostic launcher knob;

@@ -70,7 +70,6 @@ struct Params {
   int m, n, kb;      // kb = k / 128
   int splits, kb_per_split;
   float scale_eps;
-  int rot;           // > 0: CTA tg visits its warps' blocks starting at (tg * rot) % blocks-per-warp
   int carveout;      // host side only: the launch's preferred shared-memory carveout, percent (-1: none; pdl.cuh)
 };
 
@@ -405,22 +404,14 @@ __global__ void __launch_bounds__(max_threads(NT, R, PF, PQ, XA), 1) fp8_gemv_ke
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt) acc[r][nt][0] = acc[r][nt][1] = acc[r][nt][2] = acc[r][nt][3] = 0.f;
 
-  // the warp's blocks are kb_lo + warp + j W, j < nb; visit v takes j = (v + rot) % nb (rot = 0: in order)
-  const int first = kb_lo + warp;
-  const int nb = first < kb_hi ? (kb_hi - first + W - 1) / W : 0;
-  const int rot = (p.rot > 0 && nb > 0) ? (tg * p.rot) % nb : 0;
-  auto blk = [&](int v) {
-    int j = v + rot;
-    if (j >= nb) j -= nb;
-    return first + j * W;
-  };
+  int kb = kb_lo + warp;
   constexpr int NS = PF + 1;  // register stages
   WStage<R> st[NS];
   // the weights do not depend on the previous grid: the first PF k-blocks (one without PF) are
   // requested before the wait
 #pragma unroll
   for (int i = 0; i < (PF > 0 ? PF : 1); ++i)
-    if (i < nb) load_stage<R>(st[i], p, rows, t, blk(i));
+    if (kb + i * W < kb_hi) load_stage<R>(st[i], p, rows, t, kb + i * W);
 
   pdl::wait();
   pdl::launch_dependents();
@@ -442,31 +433,31 @@ __global__ void __launch_bounds__(max_threads(NT, R, PF, PQ, XA), 1) fp8_gemv_ke
   // each block's own x, loaded at its start
   XLoad<NT, PQ> xn;
   if constexpr (XA) {
-    if (nb > 0) load_x<XT, NT, PQ>(xn, xrow, xvalid, blk(0), t, p);
+    if (kb < kb_hi) load_x<XT, NT, PQ>(xn, xrow, xvalid, kb, t, p);
   }
   if constexpr (PF > 0) {
-    // ring of NS stages: visit v0 + i sits in stage i; stage (i + PF) % NS is refilled with visit
-    // v0 + i + PF before visit v0 + i is multiplied (stage indices are compile-time constants)
-    for (int v0 = 0; v0 < nb; v0 += NS) {
+    // ring of NS stages: block kb + i W sits in stage i; stage (i + PF) % NS is refilled with block
+    // kb + (i + PF) W before block kb + i W is multiplied (stage indices are compile-time constants)
+    for (; kb < kb_hi; kb += NS * W) {
 #pragma unroll
       for (int i = 0; i < NS; ++i) {
-        const int v = v0 + i;
-        if (v >= nb) break;
-        if (v + PF < nb) load_stage<R>(st[(i + PF) % NS], p, rows, t, blk(v + PF));
+        const int kbi = kb + i * W;
+        if (kbi >= kb_hi) break;
+        if (kbi + PF * W < kb_hi) load_stage<R>(st[(i + PF) % NS], p, rows, t, kbi + PF * W);
         if constexpr (XA) {
           XLoad<NT, PQ> xc = xn;
-          if (v + 1 < nb) load_x<XT, NT, PQ>(xn, xrow, xvalid, blk(v + 1), t, p);
-          do_block<XT, NT, R, PQ, true>(acc, st[i], xc, xrow, xvalid, blk(v), t, p);
+          if (kbi + W < kb_hi) load_x<XT, NT, PQ>(xn, xrow, xvalid, kbi + W, t, p);
+          do_block<XT, NT, R, PQ, true>(acc, st[i], xc, xrow, xvalid, kbi, t, p);
         } else {
-          do_block<XT, NT, R, PQ, false>(acc, st[i], xn, xrow, xvalid, blk(v), t, p);
+          do_block<XT, NT, R, PQ, false>(acc, st[i], xn, xrow, xvalid, kbi, t, p);
         }
       }
     }
   } else {
     static_assert(!XA, "XA needs a weight ring (PF > 0)");
-    for (int v = 0; v < nb; ++v) {
-      if (v != 0) load_stage<R>(st[0], p, rows, t, blk(v));
-      do_block<XT, NT, R, PQ, false>(acc, st[0], xn, xrow, xvalid, blk(v), t, p);
+    for (; kb < kb_hi; kb += W) {
+      if (kb != kb_lo + warp) load_stage<R>(st[0], p, rows, t, kb);
+      do_block<XT, NT, R, PQ, false>(acc, st[0], xn, xrow, xvalid, kb, t, p);
     }
   }
 

@@ -6,8 +6,6 @@
 #include "device_attrs.h"
 #include "int_math.h"
 
-#include <cstdlib>
-
 namespace qlinear {
 namespace fp8g {
 QLINEAR_FP8G_LAUNCH_PQ(launch_quant, false)
@@ -38,15 +36,6 @@ Fp8GemvSupport tma_supported(const Fp8GemvArgs& a, const Fp8GemvConfig& c) {
       reinterpret_cast<uintptr_t>(a.x_scales) % 16 != 0 || reinterpret_cast<uintptr_t>(a.wsi) % 16 != 0)
     return Fp8GemvSupport::kMisaligned;
   return Fp8GemvSupport::kOk;
-}
-
-// Diagnostic (session 47 run 3): QLINEAR_FP8_ROT=r starts CTA tg's block visits at (tg * r) % blocks-per-warp.
-int rot_env() {
-  static const int r = [] {
-    const char* v = std::getenv("QLINEAR_FP8_ROT");
-    return v != nullptr ? std::atoi(v) : 0;
-  }();
-  return r;
 }
 
 }  // namespace
@@ -176,7 +165,6 @@ cudaError_t fp8_gemv_launch(const Fp8GemvArgs& a, cudaStream_t stream, int64_t c
   p.kb_per_split = static_cast<int>(cdiv64(kb, c.splits));
   p.scale_eps = a.scale_eps;
   p.carveout = a.carveout;
-  p.rot = rot_env();
   const int tgs = static_cast<int>(cdiv64(cdiv64(a.n, 16), c.r));
   const bool use_pdl = pdl && devattr::cc_major() >= 9;
   const bool bf16 = a.dtype == Fp8GDType::kBFloat16, two = a.m > 8;
