@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 47 run 4 at b16bd38.
 # Session 47 run 4: padding the CUDA quantizer's code rows (FP8_CUDA_QUANT_ROW_PAD bytes; run 3: 128 took the
 # 2112x7168 M = 16 graphs 8.36-8.52 against 8.48-8.63 on one machine) on the committed GEMV: probe_fp8_graph_spread.py
 # (8 graphs per process) at pads 0 / 128 / 256 / 384 / 896, 0 and 128 twice, M = 9 at 0 / 128; then bench_linear

@@ -260,8 +260,15 @@ FP8_CUDA_QUANTIZER = "triton"
 FP8_PAIR_CARVEOUT = 10
 # The CUDA quantizer's threads per CTA there, and whether it asks L2 for x before its PDL wait.
 FP8_CUDA_QUANT_THREADS = 128
-# Diagnostic (session 47 run 3): bytes of padding after each row of the CUDA quantizer's codes (a multiple of 16).
-FP8_CUDA_QUANT_ROW_PAD = 0
+# Bytes of padding after each row of the codes a Q = 1 pair's CUDA quantizer writes for the GEMV (a multiple of 16;
+# the GEMV reads rows at any 16-byte stride). Every CTA of the GEMV reads all of x's codes, so where their lines
+# land in L2 matters: identical 2112x7168 M = 16 calls captured into 8 graphs in one process took 7.92-8.15 us, the
+# same graph index the same time in every process and on three machines (session 47 runs 2-4,
+# benchmarks/results/session47, probe_fp8_graph_spread.py: the codes, scales and output are the only buffers that
+# differ between the graphs). Rows of 7168 codes are 56 lines of 128 bytes apart; padding them to an odd number of
+# lines moved every graph (run 4, mean of the 8 graphs, pad 0 / 128 / 256 / 384 / 896 bytes): 8.02 / 7.93 / 7.94 /
+# 7.92 / 7.88 us; run 3 (a slower machine) 0 / 128: 8.56 / 8.44. M = 9: 7.47 / 7.47.
+FP8_PAIR_CODE_ROW_PAD = 896
 FP8_CUDA_QUANT_PREFETCH = False
 # per_token_group_quant_fp8's automatic choice on CUDA tensors, and the quantizer of the scaled_mm path: the
 # CUDA quantizer where it applies (True), else Triton; launched with FP8_QUANT_CUDA_THREADS threads per CTA and
@@ -465,7 +472,7 @@ def fp8_block_gemv_cuda(
             opts = _pdl.launch_options(x.device, M, trigger=trigger)
             carveout = FP8_PAIR_CARVEOUT
             q, s = quant_fp8_cuda(x, 128, pdl=opts["USE_PDL"], trigger=trigger, threads=FP8_CUDA_QUANT_THREADS,
-                                  prefetch=FP8_CUDA_QUANT_PREFETCH, carveout=carveout)
+                                  prefetch=FP8_CUDA_QUANT_PREFETCH, carveout=carveout, row_pad=FP8_PAIR_CODE_ROW_PAD)
         else:
             q, s = _kernels().per_token_group_quant_fp8(x, 128, scale_eps=_ref.FP8_SCALE_EPS, pdl_trigger=trigger)
         if ops.fp8_block_gemv_supported(q, weight, weight_scale_inv, ws, code, s) != 0:
@@ -659,6 +666,7 @@ def quant_fp8_cuda(
     threads: int = 0,
     prefetch: bool = False,
     carveout: int = -1,
+    row_pad: int = 0,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """:func:`per_token_group_quant_fp8` of a 2-D ``x`` on the CUDA extension's quantizer
     (``csrc/group_quant.cuh``), with the launch knobs the dispatch tables set: ``pad_rows_to``
@@ -666,15 +674,19 @@ def quant_fp8_cuda(
     1e-10 / 448), ``pdl`` (launch with programmatic stream serialization) and its ``trigger``
     ("late" / "early" / "first" / "exit", see ``csrc/group_quant.cuh``), ``threads`` per CTA (0 = the
     launcher's default), ``prefetch`` (x's lines requested into L2 before the PDL wait), ``carveout`` (the
-    launch's preferred shared-memory carveout in percent, -1 none: see :data:`FP8_PAIR_CARVEOUT`). Raises where
-    the case is not supported (see :func:`_cuda_quant_ok`) or the extension does not load."""
+    launch's preferred shared-memory carveout in percent, -1 none: see :data:`FP8_PAIR_CARVEOUT`) and ``row_pad``
+    (bytes left after each row of ``q``, a multiple of 16: ``q`` is then a [M_pad, K] view with row stride
+    K + row_pad, see :data:`FP8_PAIR_CODE_ROW_PAD`). Raises where the case is not supported (see
+    :func:`_cuda_quant_ok`) or the extension does not load."""
     from qlinear.kernels import cuda_ext  # function-local: keeps the extension loader off `import qlinear.ops`
 
     if trigger not in _GQ_TRIGGERS:
         raise ValueError(f"trigger: expected one of {tuple(_GQ_TRIGGERS)}, got {trigger!r}")
     M, K = x.shape
     M_pad = cdiv(M, pad_rows_to) * pad_rows_to
-    q = torch.empty((M_pad, K + FP8_CUDA_QUANT_ROW_PAD), dtype=FP8_E4M3, device=x.device)[:, :K]
+    if not (isinstance(row_pad, int) and row_pad >= 0 and row_pad % 16 == 0):
+        raise ValueError(f"row_pad: expected a non-negative multiple of 16 bytes, got {row_pad!r}")
+    q = torch.empty((M_pad, K + row_pad), dtype=FP8_E4M3, device=x.device)[:, :K]
     s = empty_group_scales(M_pad, cdiv(K, group_size), column_major_scales, x.device)
     cuda_ext.load().group_quant_fp8(q, s, x, group_size, _ref.FP8_SCALE_EPS, pdl, _GQ_TRIGGERS[trigger], threads,
                                     prefetch, carveout)

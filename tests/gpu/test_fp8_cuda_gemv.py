@@ -207,6 +207,42 @@ def test_pair_carveout(monkeypatch):
     assert torch.equal(yg, ys[-1])
 
 
+@pytest.mark.parametrize("m", [9, 16])
+def test_pair_code_row_pad(monkeypatch, m):
+    """The CUDA quantizer of the decode pair writes its code rows FP8_PAIR_CODE_ROW_PAD bytes apart: the same codes
+    and scales as contiguous rows, and the same output bits at pads 0 / 16 / 128 / 896 (eagerly and from a graph);
+    a pad that is not a non-negative multiple of 16 is refused, naming row_pad."""
+    _ext()
+    n, k = 2112, 7168
+    w, wsi = _weight(n, k)
+    x = _x(m, k, torch.bfloat16, 93 + m)
+    q0, s0 = ops.quant_fp8_cuda(x, 128)
+    q, s = ops.quant_fp8_cuda(x, 128, row_pad=896)
+    assert q.shape == (m, k) and q.stride() == (k + 896, 1)
+    assert torch.equal(q.view(torch.uint8), q0.view(torch.uint8)) and torch.equal(s, s0)
+    for bad in (8, -16, 1.5):
+        with pytest.raises(ValueError, match="row_pad"):
+            ops.quant_fp8_cuda(x, 128, row_pad=bad)
+    monkeypatch.setattr(ops, "FP8_CUDA_QUANTIZER", "cuda")
+    ys = {}
+    for pad in (0, 16, 128, 896):
+        monkeypatch.setattr(ops, "FP8_PAIR_CODE_ROW_PAD", pad)
+        ys[pad] = ops.fp8_block_gemv_cuda(x, w, wsi, None, config=11011114, quant_pdl="first")
+        assert ys[pad] is not None and torch.equal(ys[pad], ys[0]), pad
+    _check(ys[896], x, w, wsi, None, f"pair with padded code rows, M={m}")
+    st = torch.cuda.Stream()
+    st.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(st):
+        ops.fp8_block_gemv_cuda(x, w, wsi, None, config=11011114, quant_pdl="first")
+    torch.cuda.current_stream().wait_stream(st)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        yg = ops.fp8_block_gemv_cuda(x, w, wsi, None, config=11011114, quant_pdl="first")
+    g.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(yg, ys[0])
+
+
 def test_preq_raw_op():
     C = _ext()
     n, k = 576, 7168
