@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 47 run 2 at 963b1df.
 # Session 47 run 2: do identical FP8 decode layer calls time differently from one CUDA graph to the next? The
 # 2112x7168 M = 16 call (auto dispatch, committed table) captured into 8 graphs in one process, two processes
 # (probe_fp8_graph_spread.py, cold weights, x rotated, alternated replays), with the codes / scales / output

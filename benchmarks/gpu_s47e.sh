@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 47 run 5 at 14553cd.
 # Session 47 run 5: FP8_PAIR_CODE_ROW_PAD = 896 (the decode pair's CUDA quantizer writes code rows 7168 + 896 bytes
 # apart) committed. Its GPU tests and the FP8 decode GEMV / quantizer files; probe_fp8_graph_spread.py (8 graphs per
 # process) at pads 0 / 896 / 1920; bench_linear --ms 9 16 at 896 (committed) and 0, two passes each, alternated; then
