@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 47 run 6 at 6b13a57.
 # Session 47 run 6: the committed tree (FP8_PAIR_CODE_ROW_PAD = 896, the acceptance file of run 5): the FP8 GPU test
 # files in full, then bench_linear --ms 9 16 at pad 896 (committed) and 0, two passes alternated, on this machine.
 #   (device) QLINEAR_GIT_COMMIT=<commit> OUT=$OUT bash benchmarks/gpu_s47f.sh
