@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RECORD ONLY: ran in session 47 run 7 at 3518212.
 # Session 47 run 7: the same A/B as run 6 on a freshly started machine (runs 5-6 shared one): probe_fp8_graph_spread.py
 # at FP8_PAIR_CODE_ROW_PAD 0 / 896 (8 graphs each), then bench_linear --ms 16 at 896 (committed) and 0, one pass each.
 #   (device) QLINEAR_GIT_COMMIT=<commit> OUT=$OUT bash benchmarks/gpu_s47g.sh

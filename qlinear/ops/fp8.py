@@ -209,6 +209,11 @@ FP8_CUDA_MAX_M: "int | dict" = {
 # Also faster there, not adopted: 1536x7168 / 576x7168 at M = 16 on the CUDA quantizer "first", 7.17 / 5.87 vs
 # 7.64 / 6.45 (with or without the carveout); they are the two separate layers the merged 2112-row layer is
 # measured against, and the 2112x7168 row alone is what this change was measured for.
+# Session 47 (benchmarks/results/session47, same probe, 2112x7168): run 1, every k-block of a warp's weights copied
+# into shared memory by cp.async before the PDL wait (no weight registers; notes/s47_staged_weights.patch): alone M = 16
+# 7.56-7.87 vs 7.16, pair 8.83 (carveout 60 %) vs 7.93, M = 1 in-kernel 8.03 vs 6.34. Run 3, CTA tg visiting its warps'
+# blocks from (tg * r) % 4 on so the CTAs do not all read the same x lines at once: M = 16 no gain (8.52-8.60 vs
+# 8.48-8.63), M = 1 / 8 6.38 / 6.72 vs 6.34 / 6.58. Both removed; the padded code rows of FP8_PAIR_CODE_ROW_PAD won.
 FP8_CUDA_CONFIG: "int | dict" = {
     (2112, 7168): ((8, 10011116), (16, 11011114, "first", "cuda")),
     (1536, 7168): ((8, 10011116), (16, 11011116, "early")),
@@ -262,12 +267,15 @@ FP8_PAIR_CARVEOUT = 10
 FP8_CUDA_QUANT_THREADS = 128
 # Bytes of padding after each row of the codes a Q = 1 pair's CUDA quantizer writes for the GEMV (a multiple of 16;
 # the GEMV reads rows at any 16-byte stride). Every CTA of the GEMV reads all of x's codes, so where their lines
-# land in L2 matters: identical 2112x7168 M = 16 calls captured into 8 graphs in one process took 7.92-8.15 us, the
-# same graph index the same time in every process and on three machines (session 47 runs 2-4,
-# benchmarks/results/session47, probe_fp8_graph_spread.py: the codes, scales and output are the only buffers that
-# differ between the graphs). Rows of 7168 codes are 56 lines of 128 bytes apart; padding them to an odd number of
-# lines moved every graph (run 4, mean of the 8 graphs, pad 0 / 128 / 256 / 384 / 896 bytes): 8.02 / 7.93 / 7.94 /
-# 7.92 / 7.88 us; run 3 (a slower machine) 0 / 128: 8.56 / 8.44. M = 9: 7.47 / 7.47.
+# land matters: identical 2112x7168 M = 16 calls captured into 8 graphs in one process took 7.91-8.15 us, each graph
+# index the same time in every process and on every machine (session 47 runs 2-7, benchmarks/results/session47,
+# probe_fp8_graph_spread.py: the codes, scales and output are the only buffers that differ between the graphs).
+# Unpadded rows of 7168 codes are 56 lines of 128 bytes apart. Mean of the 8 graphs, us, pad 0 / 128 / 256 / 384 /
+# 896 / 1920 bytes: run 4 8.01 / 7.93 / 7.94 / 7.92 / 7.89 / -, run 5 8.02 / - / - / - / 7.91 / 8.21, run 7 (another
+# machine) 8.00 / 7.90 at 0 / 896; run 3 (a slower machine) 8.56 / 8.44 at 0 / 128. bench_linear (the layer call,
+# one graph) M = 16 at 896 / 0: 7.72 / 7.73 / 7.72 / 7.74 against 8.02 / 8.02 / 8.03 / 8.03 (runs 5-6, one machine,
+# alternated), 7.74 against 8.03 (run 7); M = 9 7.43 against 7.51. Which padding helps follows the buffers' placement
+# (1920 lost), which these runs did not explain: 896 is the pad that won in every run that measured it.
 FP8_PAIR_CODE_ROW_PAD = 896
 FP8_CUDA_QUANT_PREFETCH = False
 # per_token_group_quant_fp8's automatic choice on CUDA tensors, and the quantizer of the scaled_mm path: the
