@@ -174,6 +174,22 @@ def test_carveout_same_result(code):
             launch(bad)
 
 
+def _pair_from_graph(x, w, wsi):
+    """The 11011114 decode pair (quantizer trigger first) captured into a CUDA graph after an eager warm-up on the
+    capture's side stream, replayed once: its output."""
+    st = torch.cuda.Stream()
+    st.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(st):
+        ops.fp8_block_gemv_cuda(x, w, wsi, None, config=11011114, quant_pdl="first")  # warm-up outside the capture
+    torch.cuda.current_stream().wait_stream(st)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        y = ops.fp8_block_gemv_cuda(x, w, wsi, None, config=11011114, quant_pdl="first")
+    g.replay()
+    torch.cuda.synchronize()
+    return y
+
+
 def test_pair_carveout(monkeypatch):
     """The decode pair on the CUDA quantizer gives both launches FP8_PAIR_CARVEOUT: the same bits as without
     one (-1) and as the Triton quantizer's pair, eagerly and replayed from a CUDA graph."""
@@ -194,17 +210,7 @@ def test_pair_carveout(monkeypatch):
     _check(ys[10], x, w, wsi, None, "pair with a carveout")
     monkeypatch.setattr(ops, "FP8_CUDA_QUANTIZER", "cuda")
     monkeypatch.setattr(ops, "FP8_PAIR_CARVEOUT", 10)
-    st = torch.cuda.Stream()
-    st.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(st):
-        ops.fp8_block_gemv_cuda(x, w, wsi, None, config=11011114, quant_pdl="first")  # warm-up outside the capture
-    torch.cuda.current_stream().wait_stream(st)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        yg = ops.fp8_block_gemv_cuda(x, w, wsi, None, config=11011114, quant_pdl="first")
-    g.replay()
-    torch.cuda.synchronize()
-    assert torch.equal(yg, ys[-1])
+    assert torch.equal(_pair_from_graph(x, w, wsi), ys[-1])
 
 
 @pytest.mark.parametrize("m", [9, 16])
@@ -230,17 +236,7 @@ def test_pair_code_row_pad(monkeypatch, m):
         ys[pad] = ops.fp8_block_gemv_cuda(x, w, wsi, None, config=11011114, quant_pdl="first")
         assert ys[pad] is not None and torch.equal(ys[pad], ys[0]), pad
     _check(ys[896], x, w, wsi, None, f"pair with padded code rows, M={m}")
-    st = torch.cuda.Stream()
-    st.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(st):
-        ops.fp8_block_gemv_cuda(x, w, wsi, None, config=11011114, quant_pdl="first")
-    torch.cuda.current_stream().wait_stream(st)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        yg = ops.fp8_block_gemv_cuda(x, w, wsi, None, config=11011114, quant_pdl="first")
-    g.replay()
-    torch.cuda.synchronize()
-    assert torch.equal(yg, ys[0])
+    assert torch.equal(_pair_from_graph(x, w, wsi), ys[0])
 
 
 def test_preq_raw_op():
