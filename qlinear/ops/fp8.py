@@ -265,19 +265,20 @@ FP8_CUDA_QUANTIZER = "triton"
 FP8_PAIR_CARVEOUT = 10
 # The CUDA quantizer's threads per CTA there, and whether it asks L2 for x before its PDL wait.
 FP8_CUDA_QUANT_THREADS = 128
+FP8_CUDA_QUANT_PREFETCH = False
 # Bytes of padding after each row of the codes a Q = 1 pair's CUDA quantizer writes for the GEMV (a multiple of 16;
 # the GEMV reads rows at any 16-byte stride). Every CTA of the GEMV reads all of x's codes, so where their lines
-# land matters: identical 2112x7168 M = 16 calls captured into 8 graphs in one process took 7.91-8.15 us, each graph
-# index the same time in every process and on every machine (session 47 runs 2-7, benchmarks/results/session47,
-# probe_fp8_graph_spread.py: the codes, scales and output are the only buffers that differ between the graphs).
+# land matters: identical 2112x7168 M = 16 calls captured into 8 graphs in one process took 7.91-8.20 us, each graph
+# index the same time in every process on a machine and the same graphs slowest on every machine (session 47 runs
+# 2-7, benchmarks/results/session47, probe_fp8_graph_spread.py: the codes, scales and output are the only buffers
+# that differ between the graphs).
 # Unpadded rows of 7168 codes are 56 lines of 128 bytes apart. Mean of the 8 graphs, us, pad 0 / 128 / 256 / 384 /
-# 896 / 1920 bytes: run 4 8.01 / 7.93 / 7.94 / 7.92 / 7.89 / -, run 5 8.02 / - / - / - / 7.91 / 8.21, run 7 (another
-# machine) 8.00 / 7.90 at 0 / 896; run 3 (a slower machine) 8.56 / 8.44 at 0 / 128. bench_linear (the layer call,
+# 896 / 1920 bytes: run 4 8.01 / 7.93 / 7.94 / 7.92 / 7.89 / -, run 5 8.02 / - / - / - / 7.91 / 8.21, run 7 (a fresh
+# machine start) 8.00 / 7.90 at 0 / 896; run 3 (a slower machine) 8.56 / 8.44 at 0 / 128. bench_linear (the layer call,
 # one graph) M = 16 at 896 / 0: 7.72 / 7.73 / 7.72 / 7.74 against 8.02 / 8.02 / 8.03 / 8.03 (runs 5-6, one machine,
 # alternated), 7.74 against 8.03 (run 7); M = 9 7.43 against 7.51. Which padding helps follows the buffers' placement
 # (1920 lost), which these runs did not explain: 896 is the pad that won in every run that measured it.
 FP8_PAIR_CODE_ROW_PAD = 896
-FP8_CUDA_QUANT_PREFETCH = False
 # per_token_group_quant_fp8's automatic choice on CUDA tensors, and the quantizer of the scaled_mm path: the
 # CUDA quantizer where it applies (True), else Triton; launched with FP8_QUANT_CUDA_THREADS threads per CTA and
 # PDL under the Triton launches' rule. H200, session 43 runs 1-2 (benchmarks/results/session43: probe_group_quant.py,
