@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "binding_util.h"
 #include "fp8_gemv_launch.h"
 #include "msg.h"
 
@@ -171,8 +172,7 @@ int64_t fp8_block_gemv_resolve(const at::Tensor& x, const at::Tensor& w, const a
 at::Tensor run(qlinear::Fp8GemvArgs& a, const at::Tensor& x, const std::optional<at::Tensor>& bias,
                at::ScalarType out_dtype, int64_t config, bool pdl, int64_t carveout) {
   const c10::cuda::CUDAGuard guard(x.device());
-  if (carveout < -1 || carveout > 100)
-    throw_problem(problem(false, "carveout: expected -1 (none) or a percent from 0 to 100, got ", msg::num(carveout)));
+  qlinear::check_carveout(carveout);
   a.carveout = static_cast<int>(carveout);
   if (bias) a.bias = bias->data_ptr();
   at::Tensor out = at::empty({a.m, a.n}, x.options().dtype(out_dtype));

@@ -164,8 +164,7 @@ void group_quant_fp8(const at::Tensor& q, const at::Tensor& scales, const at::Te
               msg::cat("trigger: expected 0 (late), 1 (early), 2 (first) or 3 (exit), got ", msg::num(trigger)));
   TORCH_CHECK(threads == 0 || (threads >= 32 && threads <= 512 && threads % 32 == 0),
               msg::cat("threads: expected 0 or a multiple of 32 from 32 to 512, got ", msg::num(threads)));
-  TORCH_CHECK(carveout >= -1 && carveout <= 100,
-              msg::cat("carveout: expected -1 (none) or a percent from 0 to 100, got ", msg::num(carveout)));
+  qlinear::check_carveout(carveout);
   qlinear::GroupQuantLaunch launch;
   launch.threads = static_cast<int>(threads);
   launch.pdl = pdl;

@@ -26,4 +26,11 @@ E float_dtype(const at::TensorBase& t, const char* name) {
   return E::kFloat32;  // not reached: the default case throws
 }
 
+// A launch's preferred shared-memory carveout argument (pdl.cuh): -1 (none) or a percent 0 .. 100, else
+// RuntimeError naming it.
+inline void check_carveout(int64_t carveout) {
+  TORCH_CHECK(carveout >= -1 && carveout <= 100,
+              msg::cat("carveout: expected -1 (none) or a percent from 0 to 100, got ", msg::num(carveout)));
+}
+
 }  // namespace qlinear
